@@ -1,0 +1,41 @@
+import type { Command } from 'commander';
+import { validateTopologyFile } from '../../engine/api.js';
+import { formatDiagnostic } from '../../engine/topology/diagnostic.js';
+
+export function registerValidate(topology: Command): void {
+  topology
+    .command('validate')
+    .description('check a topology file against the schema and its cross-references; report every problem')
+    .option('-f, --file <file>', 'the topology file', 'topology.yaml')
+    .option('--json', 'print the result as JSON')
+    .addHelpText(
+      'after',
+      `
+Exit codes: 0 valid, 1 invalid or unreadable.
+
+Examples:
+  $ cutover topology validate -f examples/web-app/topology.yaml
+  $ cutover topology validate --json | jq '.diagnostics[].message'`,
+    )
+    .action(async (options: { file: string; json?: boolean }) => {
+      const result = await validateTopologyFile(options.file);
+      if (options.json) {
+        const body = result.ok
+          ? { valid: true, environment: result.topology.metadata.name, diagnostics: [] }
+          : { valid: false, diagnostics: result.diagnostics };
+        process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
+      } else if (result.ok) {
+        const t = result.topology;
+        const n = Object.keys(t.components).length;
+        const r = Object.keys(t.routes).length;
+        process.stdout.write(
+          `${options.file}: valid (environment ${t.metadata.name}, ${n} component${n === 1 ? '' : 's'}, ${r} route${r === 1 ? '' : 's'})\n`,
+        );
+      } else {
+        for (const d of result.diagnostics) process.stderr.write(`${formatDiagnostic(d)}\n`);
+        const n = result.diagnostics.length;
+        process.stderr.write(`${options.file}: ${n} problem${n === 1 ? '' : 's'}\n`);
+      }
+      process.exitCode = result.ok ? 0 : 1;
+    });
+}

@@ -1,0 +1,52 @@
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError } from 'commander';
+import { registerPlan } from './commands/topology-plan.js';
+import { registerValidate } from './commands/topology-validate.js';
+import { reportError } from './report-error.js';
+
+const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+  version: string;
+};
+
+export function buildProgram(): Command {
+  const program = new Command('cutover')
+    .description('Green-blue migrations of infrastructure layouts, driven by topology files kept in Git.')
+    .version(pkg.version, '-V, --version')
+    .showHelpAfterError('(add --help for usage)')
+    .exitOverride()
+    .addHelpText(
+      'after',
+      `
+Examples:
+  $ cutover topology validate -f topology.yaml
+  $ cutover topology plan -f topology.yaml --against-ref origin/main --format markdown
+
+Documentation: README.md; the topology schema: schemas/topology.v1.json`,
+    );
+  const topology = program
+    .command('topology')
+    .description('validate and plan topology files')
+    .addHelpText('after', '\nExample:\n  $ cutover topology plan -f examples/web-app/topology.yaml');
+  registerValidate(topology);
+  registerPlan(topology);
+  // Subcommands inherit the parent's error handling only when told to.
+  for (const command of [topology, ...topology.commands])
+    command.exitOverride().showHelpAfterError('(add --help for usage)');
+  return program;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // --help and --version end here with code 0; usage errors were already printed by commander.
+      return error.exitCode === 0 ? 0 : 1;
+    }
+    return reportError(error);
+  }
+}
+
+process.exitCode = await main(process.argv);

@@ -1,0 +1,61 @@
+import { isEmptyPlan, type Plan } from '../../engine/plan/types.js';
+import type { Style } from './style.js';
+import { changeColor, changeSymbol, changeVerb, countsLine, formatValue } from './symbols.js';
+
+export interface TextOptions {
+  style: Style;
+}
+
+/** Like `terraform plan`: what changes per component and route, the actions in order, the counts. */
+export function renderPlanText(plan: Plan, { style }: TextOptions): string {
+  const lines: string[] = [];
+  lines.push(
+    style.bold(`cutover plan for environment "${plan.environment}"`) +
+      style.dim(` (base serial ${plan.baseSerial})`),
+  );
+  lines.push('');
+  if (isEmptyPlan(plan)) {
+    lines.push(`${style.green('No changes.')} The topology matches the current layout.`);
+    lines.push('');
+    lines.push(style.dim(`plan id ${plan.planId}`));
+    return `${lines.join('\n')}\n`;
+  }
+  for (const r of plan.resources) {
+    const color = changeColor(r.change, style);
+    lines.push(
+      `  ${color(changeSymbol(r.change))} ${style.bold(`${r.kind} ${r.name}`)} ${changeVerb(r.change)}`,
+    );
+    lines.push(`      ${style.dim(`because: ${r.reason}`)}`);
+    for (const c of r.changes) {
+      if (c.before === undefined) lines.push(`      ${style.green('+')} ${c.path}: ${formatValue(c.after)}`);
+      else if (c.after === undefined)
+        lines.push(`      ${style.red('-')} ${c.path}: ${formatValue(c.before)}`);
+      else
+        lines.push(
+          `      ${style.yellow('~')} ${c.path}: ${formatValue(c.before)} → ${formatValue(c.after)}`,
+        );
+    }
+    lines.push('');
+  }
+  if (plan.settings.length > 0) {
+    lines.push(`  ${style.yellow('~')} ${style.bold('settings')} will be updated`);
+    for (const c of plan.settings) {
+      lines.push(
+        `      ${c.path}: ${c.before === undefined ? '(unset)' : formatValue(c.before)} → ${c.after === undefined ? '(unset)' : formatValue(c.after)}`,
+      );
+    }
+    lines.push('');
+  }
+  if (plan.actions.length > 0) {
+    lines.push(style.bold('Actions, in order:'));
+    const idWidth = Math.min(40, Math.max(...plan.actions.map((a) => a.id.length)));
+    plan.actions.forEach((a, i) => {
+      const n = String(i + 1).padStart(String(plan.actions.length).length);
+      lines.push(`  ${style.dim(n)}. ${a.id.padEnd(idWidth)}  ${a.reason}`);
+    });
+    lines.push('');
+  }
+  lines.push(style.bold(countsLine(plan.summary, plan.actions.length)));
+  lines.push(style.dim(`plan id ${plan.planId}`));
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,59 @@
+import { assertNever } from '../../engine/errors.js';
+import type { ResourceChangeKind } from '../../engine/plan/types.js';
+import type { Style } from './style.js';
+
+/** Terraform's symbols: + add, ~ update in place, -/+ replace (green-blue), - remove. */
+export function changeSymbol(kind: ResourceChangeKind): string {
+  switch (kind) {
+    case 'add':
+      return '+';
+    case 'update':
+      return '~';
+    case 'replace':
+      return '-/+';
+    case 'remove':
+      return '-';
+    default:
+      return assertNever(kind, 'resource change');
+  }
+}
+
+export function changeColor(kind: ResourceChangeKind, style: Style): (text: string) => string {
+  switch (kind) {
+    case 'add':
+      return style.green;
+    case 'update':
+    case 'replace':
+      return style.yellow;
+    case 'remove':
+      return style.red;
+    default:
+      return assertNever(kind, 'resource change');
+  }
+}
+
+export function changeVerb(kind: ResourceChangeKind): string {
+  switch (kind) {
+    case 'add':
+      return 'will be added';
+    case 'update':
+      return 'will be updated';
+    case 'replace':
+      return 'will be replaced green-blue';
+    case 'remove':
+      return 'will be removed';
+    default:
+      return assertNever(kind, 'resource change');
+  }
+}
+
+export function formatValue(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? 'null');
+}
+
+export function countsLine(
+  summary: { add: number; change: number; remove: number },
+  actions: number,
+): string {
+  return `Plan: ${summary.add} to add, ${summary.change} to change, ${summary.remove} to remove; ${actions} action${actions === 1 ? '' : 's'}.`;
+}

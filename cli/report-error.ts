@@ -1,0 +1,21 @@
+import { TopologyInvalidError } from '../engine/api.js';
+import { CutoverError, errorCodes } from '../engine/errors.js';
+import { formatDiagnostic } from '../engine/topology/diagnostic.js';
+
+/** Prints an error as the CLI shows it and returns the exit code: one clear line per problem. */
+export function reportError(error: unknown, stderr: NodeJS.WritableStream = process.stderr): number {
+  if (error instanceof TopologyInvalidError) {
+    for (const d of error.diagnostics) stderr.write(`${formatDiagnostic(d)}\n`);
+    stderr.write(`cutover: ${error.message}\n`);
+    return errorCodes[error.code].exitCode;
+  }
+  if (error instanceof CutoverError) {
+    stderr.write(`cutover: ${error.message}\n`);
+    return errorCodes[error.code].exitCode;
+  }
+  const e = error as Error;
+  stderr.write(
+    `cutover: internal error: ${e?.stack ?? String(error)}\nThis is a bug in cutover; please report it with the command you ran.\n`,
+  );
+  return errorCodes.INTERNAL.exitCode;
+}

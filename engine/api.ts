@@ -1,0 +1,73 @@
+/**
+ * The engine API that every front end calls (CLI, server, watcher). Front ends parse arguments and
+ * render results; deciding what a plan or a migration does happens here and below, never there.
+ */
+import { CutoverError } from './errors.js';
+import { type CurrentLayout, emptyLayout } from './layout.js';
+import { buildPlan } from './plan/build-plan.js';
+import type { Plan } from './plan/types.js';
+import { readFileAtRef } from './sources/read-file-at-ref.js';
+import { readTopologyFile } from './sources/read-topology-file.js';
+import { readCurrentLayout } from './store/layout-store.js';
+import { stateDirFor } from './store/state-dir.js';
+import type { Diagnostic } from './topology/diagnostic.js';
+import { type LoadResult, loadTopology } from './topology/load-topology.js';
+import type { Topology } from './topology/types.js';
+
+export type { CurrentLayout, Diagnostic, Plan, Topology };
+
+/** Raised with every located problem of a topology; front ends print them one per line. */
+export class TopologyInvalidError extends CutoverError {
+  constructor(readonly diagnostics: Diagnostic[]) {
+    super(
+      'TOPOLOGY_INVALID',
+      `${diagnostics.length} problem${diagnostics.length === 1 ? '' : 's'} in the topology`,
+    );
+  }
+}
+
+export async function validateTopologyFile(file: string): Promise<LoadResult> {
+  return loadTopology(await readTopologyFile(file), { file });
+}
+
+async function loadOrThrow(text: string, file: string): Promise<Topology> {
+  const result = loadTopology(text, { file });
+  if (!result.ok) throw new TopologyInvalidError(result.diagnostics);
+  return result.topology;
+}
+
+/** What to plan against: the recorded layout (default), another file, or the file at a Git revision. */
+export type PlanBase =
+  | { kind: 'recorded' }
+  | { kind: 'file'; file: string }
+  | { kind: 'git-ref'; ref: string };
+
+export interface PlanRequest {
+  file: string;
+  against: PlanBase;
+  env?: NodeJS.ProcessEnv;
+}
+
+export async function planTopologyFile(request: PlanRequest): Promise<Plan> {
+  const desired = await loadOrThrow(await readTopologyFile(request.file), request.file);
+  const current = await baseLayout(request, desired.metadata.name);
+  return buildPlan(current, desired);
+}
+
+async function baseLayout(request: PlanRequest, environment: string): Promise<CurrentLayout> {
+  const against = request.against;
+  switch (against.kind) {
+    case 'recorded':
+      return readCurrentLayout(stateDirFor(request.file, request.env), environment);
+    case 'file': {
+      const topology = await loadOrThrow(await readTopologyFile(against.file), against.file);
+      return { environment: topology.metadata.name, serial: 0, topology };
+    }
+    case 'git-ref': {
+      const text = await readFileAtRef(request.file, against.ref);
+      if (text === null) return emptyLayout(environment);
+      const topology = await loadOrThrow(text, `${request.file}@${against.ref}`);
+      return { environment: topology.metadata.name, serial: 0, topology };
+    }
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * The one registry of cutover's errors. Every error the engine raises carries a stable code; the CLI
+ * maps codes to an exit code and one clear line, the server (later) to an HTTP status and problem+json.
+ */
+export const errorCodes = {
+  TOPOLOGY_INVALID: { exitCode: 1, httpStatus: 422, title: 'Topology is invalid' },
+  TOPOLOGY_NOT_FOUND: { exitCode: 1, httpStatus: 404, title: 'Topology file not found' },
+  TOPOLOGY_TOO_LARGE: { exitCode: 1, httpStatus: 413, title: 'Topology file too large' },
+  ENVIRONMENT_MISMATCH: { exitCode: 1, httpStatus: 422, title: 'Environments differ' },
+  GIT_REF_UNREADABLE: { exitCode: 1, httpStatus: 422, title: 'Cannot read the topology at a Git revision' },
+  STATE_CORRUPT: { exitCode: 1, httpStatus: 500, title: 'State directory is corrupt' },
+  USAGE: { exitCode: 1, httpStatus: 400, title: 'Bad usage' },
+  INTERNAL: { exitCode: 70, httpStatus: 500, title: 'Internal error (a bug in cutover)' },
+} as const;
+
+export type ErrorCode = keyof typeof errorCodes;
+
+export class CutoverError extends Error {
+  override readonly name = 'CutoverError';
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+/** An invariant of cutover itself was violated: a bug, never a user error. */
+export class InvariantError extends CutoverError {
+  constructor(message: string) {
+    super('INTERNAL', `invariant violated: ${message}`);
+  }
+}
+
+export function assertNever(value: never, what: string): never {
+  throw new InvariantError(`unexpected ${what}: ${JSON.stringify(value)}`);
+}

@@ -1,0 +1,17 @@
+import type { Topology } from './topology/types.js';
+
+/**
+ * The layout that is live now in one environment: the last committed topology and its serial. The
+ * serial increases at every commit; a plan records the serial it was computed against.
+ */
+export interface CurrentLayout {
+  environment: string;
+  serial: number;
+  /** null before the first commit: everything in a topology is then new. */
+  topology: Topology | null;
+  committedAt?: string;
+}
+
+export function emptyLayout(environment: string): CurrentLayout {
+  return { environment, serial: 0, topology: null };
+}

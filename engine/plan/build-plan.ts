@@ -1,0 +1,282 @@
+import { CutoverError } from '../errors.js';
+import type { CurrentLayout } from '../layout.js';
+import type { Topology } from '../topology/types.js';
+import { canonicalJson, sha256Digest } from './canonical-json.js';
+import {
+  type Classification,
+  type ComponentFate,
+  classify,
+  type RouteFate,
+  replaceReason,
+} from './classify.js';
+import { compareNames, inDependencyOrder, inTeardownOrder } from './dependency-order.js';
+import {
+  drainReason,
+  healthReason,
+  newComponentReason,
+  replicateReason,
+  shiftReason,
+} from './describe-actions.js';
+import { describeChange, diffValues } from './diff-values.js';
+import type { Action, Change, Plan, ResourceChange, Stage } from './types.js';
+
+/**
+ * plan(current, desired): pure and deterministic. The same inputs give byte-identical JSON; the same
+ * layout on both sides gives no actions. Actions come in stage order; within a stage, green slots
+ * come up dependencies first and blue slots go down dependents first, ties broken by name.
+ */
+export function buildPlan(current: CurrentLayout, desired: Topology): Plan {
+  const environment = desired.metadata.name;
+  if (current.environment !== environment) {
+    throw new CutoverError(
+      'ENVIRONMENT_MISMATCH',
+      `cannot plan environment "${environment}" against the layout of "${current.environment}"`,
+    );
+  }
+  const c = classify(current.topology, desired);
+  const actions = [...buildUpActions(c), ...cutoverActions(c), ...teardownActions(c, current.topology)];
+  const resources = resourceChanges(c, actions);
+  const settings = settingsChanges(current.topology, desired);
+  const body = {
+    formatVersion: '1.0' as const,
+    environment,
+    baseSerial: current.serial,
+    desiredDigest: sha256Digest(canonicalJson(desired)),
+    summary: {
+      add: resources.filter((r) => r.change === 'add').length,
+      change: resources.filter((r) => r.change === 'replace' || r.change === 'update').length,
+      remove: resources.filter((r) => r.change === 'remove').length,
+    },
+    resources,
+    settings,
+    actions,
+  };
+  const planId = sha256Digest(canonicalJson(body));
+  const { formatVersion, baseSerial, desiredDigest, summary } = body;
+  return {
+    formatVersion,
+    environment,
+    planId,
+    baseSerial,
+    desiredDigest,
+    summary,
+    resources,
+    settings,
+    actions,
+  };
+}
+
+function componentAction(
+  stage: Stage,
+  type: Action['type'],
+  component: string,
+  reason: string,
+  changes?: Change[],
+): Action {
+  const action: Action = { id: `${stage}:${component}`, stage, type, component, reason };
+  if (changes && changes.length > 0) action.changes = changes;
+  return action;
+}
+
+function routeAction(
+  stage: Stage,
+  type: Action['type'],
+  route: string,
+  reason: string,
+  changes?: Change[],
+): Action {
+  const action: Action = { id: `${stage}:route:${route}`, stage, type, route, reason };
+  if (changes && changes.length > 0) action.changes = changes;
+  return action;
+}
+
+/** provision_green, replicate, health_gate: for every component that gets a green slot. */
+function buildUpActions(c: Classification): Action[] {
+  const green = [...c.components].filter(([, f]) => f.fate === 'add' || f.fate === 'replace').map(([n]) => n);
+  const ordered = inDependencyOrder(green, c.desiredDepths);
+  const provision: Action[] = [];
+  const replicate: Action[] = [];
+  const gate: Action[] = [];
+  for (const name of ordered) {
+    const fate = c.components.get(name) as Extract<ComponentFate, { fate: 'add' | 'replace' }>;
+    const component = fate.component;
+    if (fate.fate === 'add') {
+      provision.push(componentAction('provision_green', 'provision', name, newComponentReason(component)));
+    } else {
+      const reason = replaceReason(fate.changes, fate.replacedDeps);
+      provision.push(componentAction('provision_green', 'provision', name, reason, fate.changes));
+      if (component.stateful && fate.before.stateful) {
+        replicate.push(componentAction('replicate', 'replicate', name, replicateReason(name, component)));
+      }
+    }
+    gate.push(componentAction('health_gate', 'check_health', name, healthReason(component)));
+  }
+  return [...provision, ...replicate, ...gate];
+}
+
+/** cutover: new routes, routes moving to a green slot, routes whose settings changed. */
+function cutoverActions(c: Classification): Action[] {
+  const touched = [...c.routes].filter(([, f]) => f.fate === 'add' || f.fate === 'update');
+  touched.sort(
+    ([a, fa], [b, fb]) =>
+      (c.desiredDepths.get(routeTarget(fa)) ?? 0) - (c.desiredDepths.get(routeTarget(fb)) ?? 0) ||
+      compareNames(a, b),
+  );
+  return touched.map(([name, fate]) => {
+    if (fate.fate === 'add') {
+      return routeAction(
+        'cutover',
+        'create_route',
+        name,
+        `new route ${fate.route.listen} → ${fate.route.to}`,
+      );
+    }
+    const u = fate as Extract<RouteFate, { fate: 'update' }>;
+    if (u.toGreen) {
+      const extra = u.changes.length > 0 ? `; ${u.changes.map(describeChange).join(', ')}` : '';
+      return routeAction('cutover', 'shift_traffic', name, `${shiftReason(u.route)}${extra}`, u.changes);
+    }
+    return routeAction('cutover', 'update_route', name, u.changes.map(describeChange).join(', '), u.changes);
+  });
+}
+
+function routeTarget(fate: RouteFate): string {
+  return fate.fate === 'remove' ? fate.before.to : fate.route.to;
+}
+
+/** drain_blue and commit: blue slots of replaced components and removed components and routes. */
+function teardownActions(c: Classification, current: Topology | null): Action[] {
+  const removedRoutes = [...c.routes]
+    .filter(([, f]) => f.fate === 'remove')
+    .map(([n]) => n)
+    .sort(compareNames);
+  const blue = [...c.components]
+    .filter(([, f]) => f.fate === 'replace' || f.fate === 'remove')
+    .map(([n]) => n);
+  const ordered = inTeardownOrder(blue, c.currentDepths);
+  const drainTimeouts = drainTimeoutsByComponent(current);
+  const drain: Action[] = removedRoutes.map((name) =>
+    routeAction('drain_blue', 'remove_route', name, 'route removed from the topology; stop its listener'),
+  );
+  const commit: Action[] = [];
+  for (const name of ordered) {
+    const fate = c.components.get(name) as Extract<ComponentFate, { fate: 'replace' | 'remove' }>;
+    const removed = fate.fate === 'remove';
+    drain.push(
+      componentAction('drain_blue', 'drain', name, drainReason(name, drainTimeouts.get(name), removed)),
+    );
+    if (removed) {
+      commit.push(
+        componentAction(
+          'commit',
+          'retire',
+          name,
+          `retire ${name} (version ${fate.before.version}): removed from the topology`,
+        ),
+      );
+    } else {
+      const reason = `retire blue ${name} (version ${fate.before.version}); green (version ${fate.component.version}) is live`;
+      commit.push(componentAction('commit', 'retire_blue', name, reason));
+    }
+  }
+  return [...drain, ...commit];
+}
+
+/** The longest drain timeout among the current routes to each component. */
+function drainTimeoutsByComponent(current: Topology | null): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const route of Object.values(current?.routes ?? {})) {
+    out.set(route.to, Math.max(out.get(route.to) ?? 0, route.drain.timeout));
+  }
+  return out;
+}
+
+function resourceChanges(c: Classification, actions: readonly Action[]): ResourceChange[] {
+  const byComponent = new Map<string, string[]>();
+  const byRoute = new Map<string, string[]>();
+  for (const a of actions) {
+    const [map, key] = a.component !== undefined ? [byComponent, a.component] : [byRoute, a.route as string];
+    const list = map.get(key);
+    if (list) list.push(a.id);
+    else map.set(key, [a.id]);
+  }
+  const out: ResourceChange[] = [];
+  for (const name of [...c.components.keys()].sort(compareNames)) {
+    const fate = c.components.get(name) as ComponentFate;
+    const actionsOf = byComponent.get(name) ?? [];
+    switch (fate.fate) {
+      case 'keep':
+        break;
+      case 'add':
+        out.push({
+          kind: 'component',
+          name,
+          change: 'add',
+          reason: newComponentReason(fate.component),
+          changes: [],
+          actions: actionsOf,
+        });
+        break;
+      case 'replace':
+        out.push({
+          kind: 'component',
+          name,
+          change: 'replace',
+          reason: replaceReason(fate.changes, fate.replacedDeps),
+          changes: fate.changes,
+          actions: actionsOf,
+        });
+        break;
+      case 'remove':
+        out.push({
+          kind: 'component',
+          name,
+          change: 'remove',
+          reason: 'removed from the topology',
+          changes: [],
+          actions: actionsOf,
+        });
+        break;
+    }
+  }
+  for (const name of [...c.routes.keys()].sort(compareNames)) {
+    const fate = c.routes.get(name) as RouteFate;
+    const actionsOf = byRoute.get(name) ?? [];
+    if (fate.fate === 'add') {
+      out.push({
+        kind: 'route',
+        name,
+        change: 'add',
+        reason: `new route ${fate.route.listen} → ${fate.route.to}`,
+        changes: [],
+        actions: actionsOf,
+      });
+    } else if (fate.fate === 'remove') {
+      out.push({
+        kind: 'route',
+        name,
+        change: 'remove',
+        reason: 'removed from the topology',
+        changes: [],
+        actions: actionsOf,
+      });
+    } else if (fate.fate === 'update' && fate.changes.length > 0) {
+      out.push({
+        kind: 'route',
+        name,
+        change: 'update',
+        reason: fate.changes.map(describeChange).join(', '),
+        changes: fate.changes,
+        actions: actionsOf,
+      });
+    }
+  }
+  return out;
+}
+
+/** Environment-wide settings that change without any action: strategy, metadata, drivers. */
+function settingsChanges(current: Topology | null, desired: Topology): Change[] {
+  if (!current) return [];
+  const pick = (t: Topology) => ({ metadata: t.metadata, strategy: t.strategy, drivers: t.drivers });
+  return diffValues(pick(current), pick(desired));
+}

@@ -1,0 +1,121 @@
+import type { Component, Route, Topology } from '../topology/types.js';
+import { dependencyDepths } from './dependency-order.js';
+import { deepEqual, describeChange, diffValues } from './diff-values.js';
+import type { Change } from './types.js';
+
+/** What happens to one component, and why. */
+export type ComponentFate =
+  | { fate: 'add'; component: Component }
+  | { fate: 'replace'; component: Component; before: Component; changes: Change[]; replacedDeps: string[] }
+  | { fate: 'keep'; component: Component }
+  | { fate: 'remove'; before: Component };
+
+export type RouteFate =
+  | { fate: 'add'; route: Route }
+  | { fate: 'update'; route: Route; changes: Change[]; toGreen: boolean }
+  | { fate: 'keep'; route: Route }
+  | { fate: 'remove'; before: Route };
+
+export interface Classification {
+  components: Map<string, ComponentFate>;
+  routes: Map<string, RouteFate>;
+  /** Depths in the desired graph: green slots come up dependencies first. */
+  desiredDepths: Map<string, number>;
+  /** Depths in the current graph: blue slots go down dependents first. */
+  currentDepths: Map<string, number>;
+}
+
+const noComponents: Record<string, Component> = {};
+const noRoutes: Record<string, Route> = {};
+
+/**
+ * Decides each component's fate. A component gets a green slot when it is new, when any of its
+ * fields (or its driver's settings) changed, or when a dependency gets a green slot: it must be
+ * stood up against the new dependency, not the old one.
+ */
+export function classify(current: Topology | null, desired: Topology): Classification {
+  const before = current?.components ?? noComponents;
+  const desiredDepths = dependencyDepths(desired.components);
+  const currentDepths = dependencyDepths(before);
+  const components = new Map<string, ComponentFate>();
+  // Dependencies first, so a dependency's fate is known before its dependents are judged.
+  const order = [...desiredDepths.entries()].sort((a, b) => a[1] - b[1]).map(([name]) => name);
+  for (const name of order) {
+    const component = desired.components[name] as Component;
+    const old = before[name];
+    if (!old) {
+      components.set(name, { fate: 'add', component });
+      continue;
+    }
+    const changes = componentChanges(current as Topology, desired, old, component);
+    const replacedDeps = component.dependsOn.filter((dep) => {
+      const f = components.get(dep)?.fate;
+      return f === 'replace' || f === 'add';
+    });
+    if (changes.length > 0 || replacedDeps.length > 0) {
+      components.set(name, { fate: 'replace', component, before: old, changes, replacedDeps });
+    } else {
+      components.set(name, { fate: 'keep', component });
+    }
+  }
+  for (const name of Object.keys(before)) {
+    if (!(name in desired.components))
+      components.set(name, { fate: 'remove', before: before[name] as Component });
+  }
+  return { components, routes: classifyRoutes(current, desired, components), desiredDepths, currentDepths };
+}
+
+function componentChanges(current: Topology, desired: Topology, old: Component, now: Component): Change[] {
+  const changes = diffValues(old, now);
+  if (old.driver === now.driver) {
+    const driverChanges = diffValues(
+      current.drivers[old.driver],
+      desired.drivers[now.driver],
+      `drivers.${now.driver}`,
+    );
+    changes.push(...driverChanges);
+  }
+  return changes;
+}
+
+function classifyRoutes(
+  current: Topology | null,
+  desired: Topology,
+  components: ReadonlyMap<string, ComponentFate>,
+): Map<string, RouteFate> {
+  const before = current?.routes ?? noRoutes;
+  const routes = new Map<string, RouteFate>();
+  for (const [name, route] of Object.entries(desired.routes)) {
+    const old = before[name];
+    if (!old) {
+      routes.set(name, { fate: 'add', route });
+      continue;
+    }
+    const targetFate = components.get(route.to)?.fate;
+    const toGreen = targetFate === 'replace' || (targetFate === 'add' && old.to !== route.to);
+    const changes = deepEqual(old, route) ? [] : diffValues(old, route);
+    if (changes.length > 0 || toGreen) routes.set(name, { fate: 'update', route, changes, toGreen });
+    else routes.set(name, { fate: 'keep', route });
+  }
+  for (const name of Object.keys(before)) {
+    if (!(name in desired.routes)) routes.set(name, { fate: 'remove', before: before[name] as Route });
+  }
+  return routes;
+}
+
+/** `version 2.0.0 → 2.1.0, replicas 2 → 3 and 2 more changes; dependency db is replaced` */
+export function replaceReason(changes: readonly Change[], replacedDeps: readonly string[]): string {
+  const parts: string[] = [];
+  if (changes.length > 0) {
+    const shown = changes.slice(0, 2).map(describeChange).join(', ');
+    const more = changes.length - 2;
+    parts.push(more > 0 ? `${shown} and ${more} more change${more === 1 ? '' : 's'}` : shown);
+  }
+  if (replacedDeps.length > 0) {
+    const list = replacedDeps.join(', ');
+    parts.push(
+      replacedDeps.length === 1 ? `dependency ${list} is replaced` : `dependencies ${list} are replaced`,
+    );
+  }
+  return parts.join('; ');
+}

@@ -1,0 +1,41 @@
+import { formatDuration } from '../topology/duration.js';
+import type { Component, Route } from '../topology/types.js';
+
+/** One-line reasons for actions whose reason is not a list of changes. */
+
+export function newComponentReason(c: Component): string {
+  const replicas = c.replicas === 1 ? '1 replica' : `${c.replicas} replicas`;
+  return `new component (version ${c.version}, ${replicas}, driver ${c.driver})`;
+}
+
+export function replicateReason(name: string, c: Component): string {
+  const r = c.replicate;
+  const bounds = r ? ` (max lag ${formatDuration(r.maxLag)}, timeout ${formatDuration(r.timeout)})` : '';
+  return `copy the state of ${name} from blue to green${bounds}`;
+}
+
+export function healthReason(c: Component): string {
+  const h = c.health;
+  if (!h) return 'no health check configured: green must start and stay up';
+  let probe: string;
+  if (h.http) {
+    probe = `http GET ${h.http.path} expects ${h.http.expectStatus}${h.http.bodyMatch ? ` and body /${h.http.bodyMatch}/` : ''}`;
+  } else if (h.command) {
+    probe = `command ${h.command.join(' ')} exits 0`;
+  } else {
+    probe = 'tcp connect';
+  }
+  const successes = h.successThreshold === 1 ? '1 success' : `${h.successThreshold} successes in a row`;
+  return `${probe}; ${successes} on every replica within ${formatDuration(h.deadline)}`;
+}
+
+export function shiftReason(route: Route): string {
+  const steps = route.shift.length === 1 ? 'all at once' : route.shift.map((p) => `${p}%`).join(' → ');
+  return `shift ${route.listen} to green ${route.to}: ${steps}`;
+}
+
+export function drainReason(name: string, drainTimeoutMs: number | undefined, removed: boolean): string {
+  const why = removed ? `${name} is removed from the topology; ` : '';
+  if (drainTimeoutMs === undefined) return `${why}drain blue ${name}: no route sends it traffic`;
+  return `${why}drain blue ${name}: wait for in-flight requests, at most ${formatDuration(drainTimeoutMs)}`;
+}

@@ -1,0 +1,64 @@
+import { formatDuration } from '../topology/duration.js';
+import type { Change } from './types.js';
+
+/** Leaf keys whose numbers are durations in milliseconds; changes show them as `30s`, `1m30s`. */
+const durationKeys = new Set(['interval', 'timeout', 'deadline', 'maxLag', 'stopTimeout', 'bake']);
+
+/**
+ * Field-level differences between two JSON-like values. Objects recurse key by key in sorted order;
+ * arrays and scalars compare as a whole (a command's argument list is one value to a reviewer).
+ */
+export function diffValues(before: unknown, after: unknown, prefix = ''): Change[] {
+  const out: Change[] = [];
+  walk(before, after, prefix, out);
+  return out;
+}
+
+function walk(before: unknown, after: unknown, path: string, out: Change[]): void {
+  if (isRecord(before) && isRecord(after)) {
+    const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
+    for (const key of [...keys].sort()) {
+      walk(before[key], after[key], path ? `${path}.${key}` : key, out);
+    }
+    return;
+  }
+  if (deepEqual(before, after)) return;
+  const change: Change = { path };
+  if (before !== undefined) change.before = present(path, before);
+  if (after !== undefined) change.after = present(path, after);
+  out.push(change);
+}
+
+function present(path: string, value: unknown): unknown {
+  const leaf = path.slice(path.lastIndexOf('.') + 1);
+  return typeof value === 'number' && durationKeys.has(leaf) ? formatDuration(value) : value;
+}
+
+export function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a) && Array.isArray(b)) {
+    return a.length === b.length && a.every((v, i) => deepEqual(v, b[i]));
+  }
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  if (ka.length !== kb.length) return false;
+  return ka.every((k) => Object.hasOwn(b, k) && deepEqual((a as never)[k], (b as never)[k]));
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** `version 2.0.0 → 2.1.0`, `replicas 2 → 3`, `env.DEBUG added`, `health removed`. */
+export function describeChange(change: Change): string {
+  if (change.before === undefined) return `${change.path} added (${short(change.after)})`;
+  if (change.after === undefined) return `${change.path} removed`;
+  return `${change.path} ${short(change.before)} → ${short(change.after)}`;
+}
+
+export function short(value: unknown, max = 40): string {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}

@@ -1,0 +1,94 @@
+/**
+ * A plan is data: what apply will do, in order, and why. It is computed by `buildPlan` alone and
+ * must never be used to re-decide at apply time; apply executes the actions as they are.
+ */
+export const stages = [
+  'provision_green',
+  'replicate',
+  'health_gate',
+  'cutover',
+  'drain_blue',
+  'commit',
+] as const;
+export type Stage = (typeof stages)[number];
+
+export type ActionType =
+  /** provision_green: stand up the green slot of a component beside blue. */
+  | 'provision'
+  /** replicate: copy a stateful component's state from blue to green. */
+  | 'replicate'
+  /** health_gate: hold everything until the green slot is healthy. */
+  | 'check_health'
+  /** cutover: create a new route. */
+  | 'create_route'
+  /** cutover: move a route's traffic to its component's green slot, in the route's steps. */
+  | 'shift_traffic'
+  /** cutover: change a route's settings without moving it to a green slot. */
+  | 'update_route'
+  /** drain_blue: let a blue slot finish in-flight requests, bounded by the drain timeout. */
+  | 'drain'
+  /** drain_blue: stop a route that is no longer in the topology. */
+  | 'remove_route'
+  /** commit: retire the blue slot of a replaced component; green is the live slot from here on. */
+  | 'retire_blue'
+  /** commit: retire a component that is no longer in the topology. */
+  | 'retire';
+
+export type SubjectKind = 'component' | 'route';
+
+/** A field-level change. `before` is absent for an added field, `after` for a removed one. */
+export interface Change {
+  path: string;
+  before?: unknown;
+  after?: unknown;
+}
+
+export interface Action {
+  /** Stable: `<stage>:<component>` or `<stage>:route:<route>`. */
+  id: string;
+  stage: Stage;
+  type: ActionType;
+  component?: string;
+  route?: string;
+  reason: string;
+  changes?: Change[];
+}
+
+export type ResourceChangeKind = 'add' | 'replace' | 'update' | 'remove';
+
+/** One component or route that the plan touches, for reviewers: what changes and why. */
+export interface ResourceChange {
+  kind: SubjectKind;
+  name: string;
+  change: ResourceChangeKind;
+  reason: string;
+  changes: Change[];
+  /** The action ids carrying out this change, in plan order. */
+  actions: string[];
+}
+
+export interface PlanSummary {
+  add: number;
+  change: number;
+  remove: number;
+}
+
+export interface Plan {
+  formatVersion: '1.0';
+  environment: string;
+  /** `sha256:` of the canonical JSON of everything below except planId itself. */
+  planId: string;
+  /** The serial of the current layout this plan was computed against; a moved serial makes it stale. */
+  baseSerial: number;
+  /** `sha256:` of the canonical desired topology, so settings-only edits change the plan id too. */
+  desiredDigest: string;
+  summary: PlanSummary;
+  resources: ResourceChange[];
+  /** Changes to environment-wide settings (strategy, metadata, unused drivers): no action needed. */
+  settings: Change[];
+  actions: Action[];
+}
+
+export function isEmptyPlan(plan: Plan): boolean {
+  return plan.actions.length === 0 && plan.settings.length === 0;
+}

@@ -1,0 +1,20 @@
+import { readFile, stat } from 'node:fs/promises';
+import { CutoverError } from '../errors.js';
+import { defaultMaxTopologyBytes } from '../topology/load-topology.js';
+
+/** Reads a topology file, refusing a missing file or one over the size limit before reading it. */
+export async function readTopologyFile(file: string, maxBytes = defaultMaxTopologyBytes): Promise<string> {
+  let size: number;
+  try {
+    size = (await stat(file)).size;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+      throw new CutoverError('TOPOLOGY_NOT_FOUND', `${file}: no such file (pass the topology with -f FILE)`);
+    }
+    throw error;
+  }
+  if (size > maxBytes) {
+    throw new CutoverError('TOPOLOGY_TOO_LARGE', `${file}: ${size} bytes; the limit is ${maxBytes}`);
+  }
+  return readFile(file, 'utf8');
+}

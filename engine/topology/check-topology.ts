@@ -1,0 +1,182 @@
+import type { PathProblem } from './diagnostic.js';
+import { parseDuration } from './duration.js';
+import type { TopologyFile } from './file-types.js';
+import { findCycles } from './find-cycles.js';
+import { suggest } from './validate-schema.js';
+
+/**
+ * Rules the JSON Schema cannot express: references between entries, cycles, address clashes and
+ * field combinations. Takes a schema-valid file; returns every problem, never stops at the first.
+ */
+export function checkTopology(file: TopologyFile): PathProblem[] {
+  const problems: PathProblem[] = [];
+  checkComponents(file, problems);
+  checkRoutes(file, problems);
+  checkCycles(file, problems);
+  return problems;
+}
+
+function checkComponents(file: TopologyFile, problems: PathProblem[]): void {
+  const drivers = file.drivers ?? {};
+  const componentNames = Object.keys(file.components);
+  for (const [name, component] of Object.entries(file.components)) {
+    const at = ['components', name];
+    const driver = drivers[component.driver];
+    if (!driver) {
+      problems.push({
+        path: [...at, 'driver'],
+        message: unknownName('driver', component.driver, Object.keys(drivers)),
+      });
+    } else if (driver.type !== 'process' && driver.type !== 'exec') {
+      problems.push({
+        path: [...at, 'driver'],
+        message: `driver "${component.driver}" is of type ${driver.type}; components need a process or exec driver`,
+      });
+    } else if (driver.type === 'process' && !component.run) {
+      problems.push({ path: [...at, 'run'], message: 'is required for a component on a process driver' });
+    }
+    (component.dependsOn ?? []).forEach((dep, i) => {
+      if (dep === name)
+        problems.push({ path: [...at, 'dependsOn', i], message: 'a component cannot depend on itself' });
+      else if (!(dep in file.components)) {
+        problems.push({
+          path: [...at, 'dependsOn', i],
+          message: unknownName('component', dep, componentNames),
+        });
+      }
+    });
+    const health = component.health;
+    if (health) {
+      const probes = (['http', 'tcp', 'command'] as const).filter((k) => health[k] !== undefined);
+      if (probes.length !== 1) {
+        problems.push({
+          path: [...at, 'health'],
+          message:
+            probes.length === 0
+              ? 'needs one probe: http, tcp or command'
+              : `has ${probes.join(' and ')}; give exactly one probe`,
+        });
+      }
+      for (const field of ['interval', 'timeout', 'deadline'] as const) {
+        const text = health[field];
+        if (text !== undefined && parseDuration(text) === 0) {
+          problems.push({ path: [...at, 'health', field], message: 'must be longer than 0s' });
+        }
+      }
+      if (health.http?.bodyMatch !== undefined && !isRegExp(health.http.bodyMatch)) {
+        problems.push({
+          path: [...at, 'health', 'http', 'bodyMatch'],
+          message: 'is not a valid regular expression',
+        });
+      }
+    }
+    if (component.replicate && component.stateful !== true) {
+      problems.push({
+        path: [...at, 'replicate'],
+        message: 'is set but the component is not stateful: true',
+      });
+    }
+  }
+}
+
+function checkRoutes(file: TopologyFile, problems: PathProblem[]): void {
+  const drivers = file.drivers ?? {};
+  const componentNames = Object.keys(file.components);
+  const listeners = new Map<string, string>(); // "host:port" → "routes.x.listen"
+  for (const [name, route] of Object.entries(file.routes ?? {})) {
+    const at = ['routes', name];
+    if (!(route.to in file.components)) {
+      problems.push({ path: [...at, 'to'], message: unknownName('component', route.to, componentNames) });
+    }
+    if (route.driver !== undefined) {
+      const driver = drivers[route.driver];
+      if (!driver) {
+        problems.push({
+          path: [...at, 'driver'],
+          message: unknownName('driver', route.driver, Object.keys(drivers)),
+        });
+      } else if (driver.type !== 'router' && driver.type !== 'nginx') {
+        problems.push({
+          path: [...at, 'driver'],
+          message: `driver "${route.driver}" is of type ${driver.type}; routes need a router or nginx driver`,
+        });
+      }
+    }
+    for (const field of ['listen', 'preview'] as const) {
+      const address = route[field];
+      if (address === undefined) continue;
+      const port = Number(address.slice(address.lastIndexOf(':') + 1));
+      if (port < 1 || port > 65535) {
+        problems.push({ path: [...at, field], message: `port ${port} is out of range 1-65535` });
+        continue;
+      }
+      const clash = findClash(listeners, address);
+      const here = `routes.${name}.${field}`;
+      if (clash)
+        problems.push({ path: [...at, field], message: `address ${address} is already used by ${clash}` });
+      else listeners.set(address.toLowerCase(), here);
+    }
+    const shift = route.shift;
+    if (shift) {
+      for (let i = 1; i < shift.length; i++) {
+        if ((shift[i] as number) <= (shift[i - 1] as number)) {
+          problems.push({ path: [...at, 'shift', i], message: 'steps must increase' });
+        }
+      }
+      if (shift[shift.length - 1] !== 100) {
+        problems.push({ path: [...at, 'shift', shift.length - 1], message: 'the last step must be 100' });
+      }
+    }
+  }
+}
+
+/** Two listeners clash on the same host and port, or on the same port when either is a wildcard. */
+function findClash(listeners: Map<string, string>, address: string): string | undefined {
+  const key = address.toLowerCase();
+  const exact = listeners.get(key);
+  if (exact) return exact;
+  const sep = key.lastIndexOf(':');
+  const host = key.slice(0, sep);
+  const port = key.slice(sep + 1);
+  const wildcard = (h: string) => h === '0.0.0.0' || h === '[::]';
+  for (const [other, where] of listeners) {
+    const otherSep = other.lastIndexOf(':');
+    if (other.slice(otherSep + 1) !== port) continue;
+    if (wildcard(host) || wildcard(other.slice(0, otherSep))) return where;
+  }
+  return undefined;
+}
+
+function checkCycles(file: TopologyFile, problems: PathProblem[]): void {
+  const edges = new Map<string, string[]>();
+  for (const [name, component] of Object.entries(file.components)) {
+    edges.set(
+      name,
+      (component.dependsOn ?? []).filter((d) => d !== name),
+    );
+  }
+  for (const cycle of findCycles(edges)) {
+    const first = cycle[0] as string;
+    problems.push({
+      path: ['components', first, 'dependsOn'],
+      message: `dependency cycle: ${cycle.join(' → ')}`,
+    });
+  }
+}
+
+function unknownName(kind: string, name: string, known: readonly string[]): string {
+  const hint = suggest(name, known);
+  if (hint) return `unknown ${kind} "${name}"; did you mean "${hint}"?`;
+  const list =
+    known.length === 0 ? 'none are defined' : `defined: ${[...known].sort().slice(0, 10).join(', ')}`;
+  return `unknown ${kind} "${name}" (${list}${known.length > 10 ? ', …' : ''})`;
+}
+
+function isRegExp(source: string): boolean {
+  try {
+    new RegExp(source);
+    return true;
+  } catch {
+    return false;
+  }
+}

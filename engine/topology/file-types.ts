@@ -1,0 +1,49 @@
+/** The shape of a topology file once it passed the JSON Schema: optional fields, durations as text. */
+export interface TopologyFile {
+  apiVersion: 'cutover/v1';
+  kind: 'Topology';
+  metadata: { name: string; description?: string; labels?: Record<string, string> };
+  drivers?: Record<string, DriverFile>;
+  components: Record<string, ComponentFile>;
+  routes?: Record<string, RouteFile>;
+  strategy?: { bake?: string; commit?: 'auto' | 'manual' };
+}
+
+export type DriverFile =
+  | { type: 'process'; stopTimeout?: string }
+  | { type: 'exec'; dir: string; timeout?: string }
+  | { type: 'router' }
+  | { type: 'nginx'; configFile: string; reload?: string[] };
+
+export interface ComponentFile {
+  driver: string;
+  version: string;
+  run?: { command: string[]; cwd?: string };
+  env?: Record<string, string>;
+  replicas?: number;
+  placement?: { labels?: Record<string, string> };
+  dependsOn?: string[];
+  health?: HealthFile;
+  stateful?: boolean;
+  replicate?: { maxLag?: string; timeout?: string; command?: string[]; dataDir?: string };
+}
+
+export interface HealthFile {
+  http?: { path: string; expectStatus?: number; bodyMatch?: string };
+  tcp?: Record<string, never>;
+  command?: string[];
+  interval?: string;
+  timeout?: string;
+  successThreshold?: number;
+  failureThreshold?: number;
+  deadline?: string;
+}
+
+export interface RouteFile {
+  listen: string;
+  to: string;
+  driver?: string;
+  preview?: string;
+  shift?: number[];
+  drain?: { timeout?: string };
+}

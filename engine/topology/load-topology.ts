@@ -1,0 +1,66 @@
+import { checkTopology } from './check-topology.js';
+import type { Diagnostic, PathProblem } from './diagnostic.js';
+import type { TopologyFile } from './file-types.js';
+import { locateProblems } from './locate.js';
+import { normalizeTopology } from './normalize.js';
+import { defaultParseLimits, type ParseLimits, parseYaml } from './parse-yaml.js';
+import type { Topology } from './types.js';
+import { validateAgainstSchema } from './validate-schema.js';
+
+export type LoadResult = { ok: true; topology: Topology } | { ok: false; diagnostics: Diagnostic[] };
+
+export interface LoadOptions {
+  /** Name used in diagnostics, e.g. `topology.yaml` or `topology.yaml@main`. */
+  file: string;
+  /** Larger texts are refused before parsing. */
+  maxBytes?: number;
+  limits?: ParseLimits;
+}
+
+/** 64 MiB: about 400,000 components written out in full. */
+export const defaultMaxTopologyBytes = 64 * 1024 * 1024;
+
+/**
+ * YAML text → validated model, or every problem found, each located by file, line and column.
+ * Pure (no I/O), and total: whatever the text, it returns one of the two results and never throws.
+ */
+export function loadTopology(text: string, options: LoadOptions): LoadResult {
+  const file = options.file;
+  const maxBytes = options.maxBytes ?? defaultMaxTopologyBytes;
+  if (text.length > maxBytes) {
+    return fail(file, 1, 1, `file is ${text.length} bytes; the limit is ${maxBytes}`);
+  }
+  const parsed = parseYaml(text, options.limits ?? defaultParseLimits);
+  if (!parsed.ok) {
+    if ('problem' in parsed) return { ok: false, diagnostics: locateProblems(file, text, [parsed.problem]) };
+    return fail(file, parsed.line, parsed.column, parsed.message);
+  }
+  const problems = [...validateAgainstSchema(parsed.value)];
+  problems.push(...bestEffortChecks(parsed.value, problems));
+  if (problems.length > 0) return { ok: false, diagnostics: locateProblems(file, text, problems) };
+  return { ok: true, topology: normalizeTopology(parsed.value as TopologyFile) };
+}
+
+/**
+ * The cross-reference checks assume a schema-valid shape. When the schema already failed they still
+ * run, so that one pass reports every problem, but a check tripping over a malformed part is dropped,
+ * and so is a problem inside a part the schema already rejected.
+ */
+function bestEffortChecks(value: unknown, schemaProblems: readonly PathProblem[]): PathProblem[] {
+  let found: PathProblem[];
+  try {
+    found = checkTopology(value as TopologyFile);
+  } catch {
+    return [];
+  }
+  if (schemaProblems.length === 0) return found;
+  const rejected = schemaProblems.map((p) => p.path.join('\u0000'));
+  return found.filter((p) => {
+    const path = p.path.join('\u0000');
+    return !rejected.some((r) => path.startsWith(r) || r.startsWith(path));
+  });
+}
+
+function fail(file: string, line: number, column: number, message: string): LoadResult {
+  return { ok: false, diagnostics: [{ file, line, column, path: '', message }] };
+}

@@ -1,0 +1,115 @@
+import jsYaml from 'js-yaml';
+import type { PathProblem } from './diagnostic.js';
+
+/**
+ * YAML text → plain data, fast. js-yaml is an order of magnitude faster than a CST parser, so the
+ * happy path uses it; positions of errors found later are recovered by `locate.ts` only when there
+ * are errors to report.
+ *
+ * The schema is YAML 1.2 core plus merge keys (`<<: *base`): no timestamps or binary, so
+ * `version: 2024-01-01` stays text for the schema to judge rather than becoming a Date.
+ */
+// `types` is exported by js-yaml 4 but missing from its type declarations.
+const { merge } = (jsYaml as unknown as { types: { merge: InstanceType<typeof jsYaml.Type> } }).types;
+const schema = jsYaml.CORE_SCHEMA.extend([merge]);
+
+export type ParsedYaml =
+  | { ok: true; value: unknown }
+  | { ok: false; line: number; column: number; message: string }
+  | { ok: false; problem: PathProblem };
+
+export interface ParseLimits {
+  /**
+   * Aliases are shared in memory, but every consumer (validation, diff, JSON) walks them expanded.
+   * The expanded node count is bounded by this many nodes per character of input, with a floor, so
+   * a file without aliases always passes and a billion-laughs file fails fast.
+   */
+  maxExpandedNodesPerChar: number;
+  minExpandedNodes: number;
+}
+
+export const defaultParseLimits: ParseLimits = { maxExpandedNodesPerChar: 1, minExpandedNodes: 100_000 };
+
+export function parseYaml(text: string, limits: ParseLimits = defaultParseLimits): ParsedYaml {
+  let value: unknown;
+  try {
+    value = jsYaml.load(text, { schema, json: false });
+  } catch (error) {
+    if (error instanceof jsYaml.YAMLException) {
+      const mark = error.mark as { line?: number; column?: number } | undefined;
+      return {
+        ok: false,
+        line: (mark?.line ?? 0) + 1,
+        column: (mark?.column ?? 0) + 1,
+        message: `YAML syntax: ${error.reason}`,
+      };
+    }
+    // js-yaml can throw plain errors on pathological input (e.g. stack depth); report, never crash.
+    return { ok: false, line: 1, column: 1, message: `YAML syntax: ${(error as Error).message}` };
+  }
+  const limit = Math.max(limits.minExpandedNodes, Math.ceil(text.length * limits.maxExpandedNodesPerChar));
+  const expansion = measureExpansion(value, limit);
+  if (expansion !== undefined) return { ok: false, problem: expansion };
+  return { ok: true, value };
+}
+
+/**
+ * Walks the value once per distinct object (memoised), computing its expanded size; returns a
+ * problem when an alias is recursive or the expanded size passes `limit`.
+ */
+function measureExpansion(root: unknown, limit: number): PathProblem | undefined {
+  const sizes = new Map<object, number>();
+  const onPath = new Set<object>();
+  type Frame = {
+    node: object;
+    path: (string | number)[];
+    children: [string | number, unknown][];
+    next: number;
+    size: number;
+  };
+  if (root === null || typeof root !== 'object') return undefined;
+  const stack: Frame[] = [];
+  const push = (node: object, path: (string | number)[]) => {
+    onPath.add(node);
+    const children: [string | number, unknown][] = Array.isArray(node)
+      ? node.map((v, i) => [i, v] as [number, unknown])
+      : Object.entries(node);
+    stack.push({ node, path, children, next: 0, size: 1 });
+  };
+  push(root, []);
+  while (stack.length > 0) {
+    const frame = stack[stack.length - 1] as Frame;
+    if (frame.next < frame.children.length) {
+      const [key, child] = frame.children[frame.next++] as [string | number, unknown];
+      if (child === null || typeof child !== 'object') {
+        frame.size += 1;
+        continue;
+      }
+      const known = sizes.get(child);
+      if (known !== undefined) {
+        frame.size += known;
+      } else if (onPath.has(child)) {
+        return { path: [...frame.path, key], message: 'recursive alias: a node refers to itself' };
+      } else {
+        push(child, [...frame.path, key]);
+        continue;
+      }
+      if (frame.size > limit) return tooLarge(frame.path, limit);
+      continue;
+    }
+    stack.pop();
+    onPath.delete(frame.node);
+    sizes.set(frame.node, frame.size);
+    if (frame.size > limit) return tooLarge(frame.path, limit);
+    const parent = stack[stack.length - 1];
+    if (parent) parent.size += frame.size;
+  }
+  return undefined;
+}
+
+function tooLarge(path: (string | number)[], limit: number): PathProblem {
+  return {
+    path,
+    message: `aliases expand to more than ${limit} nodes; refusing a file that grows this much when expanded`,
+  };
+}

@@ -1,0 +1,100 @@
+import type { DurationMs } from './duration.js';
+
+/**
+ * The validated, normalised model of a topology file: defaults applied, durations in milliseconds,
+ * `dependsOn` sorted. Two files that mean the same layout normalise to deeply equal models, which is
+ * what makes plans independent of key order and spelling.
+ */
+export interface Topology {
+  apiVersion: 'cutover/v1';
+  kind: 'Topology';
+  metadata: Metadata;
+  drivers: Record<string, DriverSpec>;
+  components: Record<string, Component>;
+  routes: Record<string, Route>;
+  strategy: Strategy;
+}
+
+export interface Metadata {
+  name: string;
+  description?: string;
+  labels: Record<string, string>;
+}
+
+export type DriverType = DriverSpec['type'];
+
+export type DriverSpec =
+  | { type: 'process'; stopTimeout: DurationMs }
+  | { type: 'exec'; dir: string; timeout: DurationMs }
+  | { type: 'router' }
+  | { type: 'nginx'; configFile: string; reload: string[] };
+
+export type ComponentDriverType = 'process' | 'exec';
+export type RouteDriverType = 'router' | 'nginx';
+
+export interface Component {
+  driver: string;
+  version: string;
+  run?: { command: string[]; cwd?: string };
+  env: Record<string, string>;
+  replicas: number;
+  placement: { labels: Record<string, string> };
+  dependsOn: string[];
+  health?: Health;
+  stateful: boolean;
+  replicate?: Replicate;
+}
+
+/** Exactly one probe is set; the model keeps the file's shape so plan changes show familiar paths. */
+export interface Health {
+  http?: { path: string; expectStatus: number; bodyMatch?: string };
+  tcp?: Record<string, never>;
+  command?: string[];
+  interval: DurationMs;
+  timeout: DurationMs;
+  successThreshold: number;
+  failureThreshold: number;
+  deadline: DurationMs;
+}
+
+export interface Replicate {
+  maxLag: DurationMs;
+  timeout: DurationMs;
+  command?: string[];
+  dataDir?: string;
+}
+
+export interface Route {
+  listen: string;
+  to: string;
+  /** Name of a router or nginx driver; undefined means the built-in router. */
+  driver?: string;
+  preview?: string;
+  /** Percentages of traffic on green, increasing, ending at 100. */
+  shift: number[];
+  drain: { timeout: DurationMs };
+}
+
+export interface Strategy {
+  bake: DurationMs;
+  commit: 'auto' | 'manual';
+}
+
+export const defaults = {
+  replicas: 1,
+  processStopTimeoutMs: 10_000,
+  execTimeoutMs: 300_000,
+  nginxReload: ['nginx', '-s', 'reload'],
+  healthIntervalMs: 1_000,
+  healthTimeoutMs: 2_000,
+  healthSuccessThreshold: 1,
+  healthFailureThreshold: 3,
+  healthDeadlineMs: 120_000,
+  httpExpectStatus: 200,
+  replicateMaxLagMs: 1_000,
+  replicateTimeoutMs: 300_000,
+  shift: [100],
+  drainTimeoutMs: 30_000,
+  bakeMs: 0,
+  commit: 'auto',
+} as const;

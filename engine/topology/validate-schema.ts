@@ -1,0 +1,158 @@
+import { Ajv, type ErrorObject } from 'ajv';
+import topologySchema from '../../schemas/topology.v1.json' with { type: 'json' };
+import type { PathProblem } from './diagnostic.js';
+
+export { topologySchema };
+
+/** Compiled once per process: compiling costs far more than validating a typical file. */
+let compiled: ReturnType<Ajv['compile']> | undefined;
+
+function validator() {
+  if (!compiled) {
+    const ajv = new Ajv({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true });
+    compiled = ajv.compile(topologySchema);
+  }
+  return compiled;
+}
+
+/** Validates parsed YAML against `schemas/topology.v1.json`; every error, as path problems. */
+export function validateAgainstSchema(value: unknown): PathProblem[] {
+  const validate = validator();
+  if (validate(value)) return [];
+  if (value === undefined || value === null) {
+    return [
+      {
+        path: [],
+        message: 'the file is empty; expected a topology (apiVersion: cutover/v1, kind: Topology, …)',
+      },
+    ];
+  }
+  const problems: PathProblem[] = [];
+  const seen = new Set<string>();
+  for (const error of validate.errors ?? []) {
+    const problem = toProblem(error);
+    if (!problem) continue;
+    const key = `${problem.path.join('\u0000')}\u0001${problem.message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    problems.push(problem);
+  }
+  return problems;
+}
+
+const patternMessages: Record<string, string> = {
+  name: 'must be lower-case letters, digits and dashes (at most 63), starting and ending with a letter or digit',
+  duration: 'must be a duration such as 500ms, 30s, 2m or 1m30s',
+  listen: 'must be host:port, e.g. 127.0.0.1:8080 or [::1]:8080',
+  labels: 'label keys are letters, digits and . _ / - (at most 128)',
+  env: 'environment variable names are letters, digits and _, not starting with a digit',
+};
+
+function definitionOf(schemaPath: string): string | undefined {
+  return /#\/definitions\/([a-z]+)\//.exec(schemaPath)?.[1];
+}
+
+function toProblem(error: ErrorObject): PathProblem | undefined {
+  const path = pointerToPath(error.instancePath);
+  const params = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case 'if':
+    case 'propertyNames':
+      // `if` repeats the errors of its `then`; propertyNames repeats the pattern error of the name.
+      return undefined;
+    case 'required':
+      return { path: [...path, String(params.missingProperty)], message: 'is required' };
+    case 'additionalProperties': {
+      const key = String(params.additionalProperty);
+      const allowed = Object.keys((error.parentSchema as { properties?: object })?.properties ?? {}).filter(
+        (k) => k !== '$schema',
+      );
+      const hint = suggest(key, allowed);
+      const list = allowed.length > 0 ? ` (allowed here: ${allowed.join(', ')})` : '';
+      return {
+        path: [...path, key],
+        message: `unknown key${hint ? `; did you mean "${hint}"?` : ''}${list}`,
+        atKey: true,
+      };
+    }
+    case 'pattern': {
+      // A failing property name arrives with the name in params; point at the key itself.
+      if (typeof params.propertyName === 'string' || error.propertyName !== undefined) {
+        const name = String(error.propertyName ?? params.propertyName);
+        const def = definitionOf(error.schemaPath);
+        return {
+          path: [...path, name],
+          message: `invalid name: ${patternMessages[def ?? ''] ?? error.message}`,
+          atKey: true,
+        };
+      }
+      const def = definitionOf(error.schemaPath);
+      return { path, message: patternMessages[def ?? ''] ?? `must match ${String(params.pattern)}` };
+    }
+    case 'enum':
+      return { path, message: `must be one of: ${(params.allowedValues as unknown[]).join(', ')}` };
+    case 'const':
+      return { path, message: `must be ${JSON.stringify(params.allowedValue)}` };
+    case 'type': {
+      const expected = String(params.type);
+      if (expected === 'string' && typeof error.data === 'number') {
+        return { path, message: `must be a string; quote it, e.g. "${String(error.data)}"` };
+      }
+      return { path, message: `must be ${article(expected)} ${expected}` };
+    }
+    case 'uniqueItems':
+      return {
+        path,
+        message: `must not repeat items (items ${String(params.j)} and ${String(params.i)} are equal)`,
+      };
+    default:
+      return { path, message: error.message ?? 'is invalid' };
+  }
+}
+
+function article(type: string): string {
+  return /^[aeiou]/.test(type) ? 'an' : 'a';
+}
+
+function pointerToPath(pointer: string): (string | number)[] {
+  if (pointer === '') return [];
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((seg) => {
+      const key = seg.replace(/~1/g, '/').replace(/~0/g, '~');
+      return /^(0|[1-9][0-9]*)$/.test(key) ? Number(key) : key;
+    });
+}
+
+/** The allowed key closest to a misspelt one, if it is close enough to be a likely typo. */
+export function suggest(word: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.max(2, Math.floor(word.length / 3)) + 1;
+  for (const candidate of candidates) {
+    const d = editDistance(word.toLowerCase(), candidate.toLowerCase());
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let previous = row[0] as number;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const current = row[j] as number;
+      row[j] = Math.min(
+        (row[j] as number) + 1,
+        (row[j - 1] as number) + 1,
+        previous + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+      previous = current;
+    }
+  }
+  return row[b.length] as number;
+}

@@ -1,0 +1,10 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts', 'engine/**/*.test.ts', 'cli/**/*.test.ts'],
+    testTimeout: 30_000,
+    // A plain closing line ("N passed, N failed") that any CI log reader understands.
+    reporters: ['default', './test/support/summary-reporter.ts'],
+  },
+});
