@@ -274,9 +274,19 @@ function resourceChanges(c: Classification, actions: readonly Action[]): Resourc
   return out;
 }
 
-/** Environment-wide settings that change without any action: strategy, metadata, drivers. */
+/**
+ * Environment-wide settings that change without any action: strategy, metadata, and drivers that no
+ * component or route uses (a used driver's change shows as the replacement of its components).
+ */
 function settingsChanges(current: Topology | null, desired: Topology): Change[] {
   if (!current) return [];
-  const pick = (t: Topology) => ({ metadata: t.metadata, strategy: t.strategy, drivers: t.drivers });
+  const used = new Set<string>();
+  for (const t of [current, desired]) {
+    for (const c of Object.values(t.components)) used.add(c.driver);
+    for (const r of Object.values(t.routes)) if (r.driver !== undefined) used.add(r.driver);
+  }
+  const unused = (drivers: Topology['drivers']) =>
+    Object.fromEntries(Object.entries(drivers).filter(([name]) => !used.has(name)));
+  const pick = (t: Topology) => ({ metadata: t.metadata, strategy: t.strategy, drivers: unused(t.drivers) });
   return diffValues(pick(current), pick(desired));
 }

@@ -84,7 +84,8 @@ export interface Plan {
   desiredDigest: string;
   summary: PlanSummary;
   resources: ResourceChange[];
-  /** Changes to environment-wide settings (strategy, metadata, unused drivers): no action needed. */
+  /** Changes to environment-wide settings (strategy, metadata, unused drivers): no action needed.
+   * A used driver's change is not repeated here: it shows as the replacement of its components. */
   settings: Change[];
   actions: Action[];
 }

@@ -1,6 +1,5 @@
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { simpleGit } from 'simple-git';
 import { CutoverError } from '../errors.js';
 
 /**
@@ -11,6 +10,7 @@ export async function readFileAtRef(file: string, ref: string): Promise<string |
   // Git reports the top level with symlinks resolved; resolve ours the same way to relate the two.
   const dir = await realpath(path.dirname(path.resolve(file))).catch(() => path.dirname(path.resolve(file)));
   const absolute = path.join(dir, path.basename(file));
+  const { simpleGit } = await import('simple-git'); // only plans against a revision need Git
   const git = simpleGit({ baseDir: dir });
   let top: string;
   try {
@@ -18,11 +18,9 @@ export async function readFileAtRef(file: string, ref: string): Promise<string |
   } catch {
     throw new CutoverError('GIT_REF_UNREADABLE', `${file} is not inside a Git repository`);
   }
-  try {
-    await git.revparse(['--verify', '--quiet', `${ref}^{commit}`]);
-  } catch {
-    throw new CutoverError('GIT_REF_UNREADABLE', `unknown Git revision "${ref}"`);
-  }
+  // `--verify --quiet` prints nothing for an unknown revision (and simple-git may not throw for it).
+  const commit = await git.revparse(['--verify', '--quiet', `${ref}^{commit}`]).catch(() => '');
+  if (commit.trim() === '') throw new CutoverError('GIT_REF_UNREADABLE', `unknown Git revision "${ref}"`);
   const relative = path.relative(top, absolute).split(path.sep).join('/');
   try {
     return await git.show([`${ref}:${relative}`]);

@@ -19,7 +19,7 @@ export function checkTopology(file: TopologyFile): PathProblem[] {
 function checkComponents(file: TopologyFile, problems: PathProblem[]): void {
   const drivers = file.drivers ?? {};
   const componentNames = Object.keys(file.components);
-  for (const [name, component] of Object.entries(file.components)) {
+  forEachEntry(file.components, (name, component) => {
     const at = ['components', name];
     const driver = drivers[component.driver];
     if (!driver) {
@@ -76,6 +76,23 @@ function checkComponents(file: TopologyFile, problems: PathProblem[]): void {
         message: 'is set but the component is not stateful: true',
       });
     }
+  });
+}
+
+/**
+ * Runs a check per entry. On a schema-valid file nothing throws; when the schema already failed,
+ * an entry too malformed to check is skipped and the other entries are still checked.
+ */
+function forEachEntry<T>(
+  record: Record<string, T> | undefined,
+  check: (name: string, value: T) => void,
+): void {
+  for (const [name, value] of Object.entries(record ?? {})) {
+    try {
+      check(name, value);
+    } catch {
+      // Malformed entry; the schema errors already describe it.
+    }
   }
 }
 
@@ -83,7 +100,7 @@ function checkRoutes(file: TopologyFile, problems: PathProblem[]): void {
   const drivers = file.drivers ?? {};
   const componentNames = Object.keys(file.components);
   const listeners = new Map<string, string>(); // "host:port" → "routes.x.listen"
-  for (const [name, route] of Object.entries(file.routes ?? {})) {
+  forEachEntry(file.routes, (name, route) => {
     const at = ['routes', name];
     if (!(route.to in file.components)) {
       problems.push({ path: [...at, 'to'], message: unknownName('component', route.to, componentNames) });
@@ -127,7 +144,7 @@ function checkRoutes(file: TopologyFile, problems: PathProblem[]): void {
         problems.push({ path: [...at, 'shift', shift.length - 1], message: 'the last step must be 100' });
       }
     }
-  }
+  });
 }
 
 /** Two listeners clash on the same host and port, or on the same port when either is a wildcard. */
@@ -149,12 +166,13 @@ function findClash(listeners: Map<string, string>, address: string): string | un
 
 function checkCycles(file: TopologyFile, problems: PathProblem[]): void {
   const edges = new Map<string, string[]>();
-  for (const [name, component] of Object.entries(file.components)) {
+  forEachEntry(file.components, (name, component) => {
+    const deps = Array.isArray(component.dependsOn) ? component.dependsOn : [];
     edges.set(
       name,
-      (component.dependsOn ?? []).filter((d) => d !== name),
+      deps.filter((d) => typeof d === 'string' && d !== name),
     );
-  }
+  });
   for (const cycle of findCycles(edges)) {
     const first = cycle[0] as string;
     problems.push({

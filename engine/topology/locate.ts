@@ -1,4 +1,5 @@
-import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from 'yaml';
+import { createRequire } from 'node:module';
+import type { Node } from 'yaml';
 import type { Diagnostic, PathProblem } from './diagnostic.js';
 import { compareDiagnostics, dottedPath } from './diagnostic.js';
 
@@ -7,11 +8,14 @@ import { compareDiagnostics, dottedPath } from './diagnostic.js';
  * builds a full YAML syntax tree (slow on large files), which the happy path never needs.
  */
 export function locateProblems(file: string, text: string, problems: readonly PathProblem[]): Diagnostic[] {
+  // Loaded on first use: valid files (the common case, and every CLI start) never pay for it.
+  yaml ??= createRequire(import.meta.url)('yaml') as YamlModule;
+  const { LineCounter, parseDocument } = yaml;
   const lineCounter = new LineCounter();
   // The tree is used for positions only; its own limits must never hide our diagnostics.
   const doc = parseDocument(text, { lineCounter, uniqueKeys: false, merge: true, prettyErrors: false });
   const out = problems.map((problem) => {
-    const offset = findOffset(doc.contents as Node | null, problem);
+    const offset = findOffset(yaml as YamlModule, doc.contents as Node | null, problem);
     const pos = lineCounter.linePos(offset);
     return {
       file,
@@ -24,18 +28,30 @@ export function locateProblems(file: string, text: string, problems: readonly Pa
   return out.sort(compareDiagnostics);
 }
 
+type YamlModule = typeof import('yaml');
+let yaml: YamlModule | undefined;
+
 /** Offset of the deepest node on the path (the key itself for `atKey` problems). */
-function findOffset(root: Node | null, problem: PathProblem): number {
+function findOffset(
+  { isMap, isPair, isSeq, isScalar }: YamlModule,
+  root: Node | null,
+  problem: PathProblem,
+): number {
   let node: unknown = root;
   let offset = rangeStart(root) ?? 0;
+  // Where a path ends in a missing key (a required field), point at the key of its parent entry.
+  let keyOffset = offset;
   const last = problem.path.length - 1;
   for (let i = 0; i <= last; i++) {
     const seg = problem.path[i];
     if (isMap(node)) {
-      const pair = node.items.find((p) => isPair(p) && keyText(p.key) === String(seg));
-      if (!pair) return offset;
+      const pair = node.items.find(
+        (p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(seg),
+      );
+      if (!pair) return keyOffset;
       const keyStart = rangeStart(pair.key as Node);
       if (i === last && problem.atKey && keyStart !== undefined) return keyStart;
+      keyOffset = keyStart ?? keyOffset;
       node = pair.value;
       offset = rangeStart(pair.value as Node) ?? keyStart ?? offset;
     } else if (isSeq(node) && typeof seg === 'number') {
@@ -43,16 +59,12 @@ function findOffset(root: Node | null, problem: PathProblem): number {
       if (item === undefined) return offset;
       node = item;
       offset = rangeStart(item as Node) ?? offset;
+      keyOffset = offset;
     } else {
       return offset;
     }
   }
   return offset;
-}
-
-function keyText(key: unknown): string | undefined {
-  if (isScalar(key)) return String(key.value);
-  return undefined;
 }
 
 function rangeStart(node: Node | null | undefined): number | undefined {

@@ -11,7 +11,7 @@ import type { PathProblem } from './diagnostic.js';
  */
 // `types` is exported by js-yaml 4 but missing from its type declarations.
 const { merge } = (jsYaml as unknown as { types: { merge: InstanceType<typeof jsYaml.Type> } }).types;
-const schema = jsYaml.CORE_SCHEMA.extend([merge]);
+const schema = jsYaml.CORE_SCHEMA.extend({ implicit: [merge] });
 
 export type ParsedYaml =
   | { ok: true; value: unknown }

@@ -1,16 +1,28 @@
-import { Ajv, type ErrorObject } from 'ajv';
+import { createRequire } from 'node:module';
+import type { Ajv as AjvClass, ErrorObject } from 'ajv';
 import topologySchema from '../../schemas/topology.v1.json' with { type: 'json' };
+import { ajvOptions } from './ajv-options.js';
 import type { PathProblem } from './diagnostic.js';
 
 export { topologySchema };
 
-/** Compiled once per process: compiling costs far more than validating a typical file. */
-let compiled: ReturnType<Ajv['compile']> | undefined;
+type Validate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
 
-function validator() {
+/**
+ * The build precompiles the schema (scripts/build-validator.mjs); compiling it here instead costs
+ * ~70 ms at every start. Running from source (tests), the schema is compiled once per process.
+ */
+let compiled: Validate | undefined;
+
+function validator(): Validate {
   if (!compiled) {
-    const ajv = new Ajv({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true });
-    compiled = ajv.compile(topologySchema);
+    const require = createRequire(import.meta.url);
+    try {
+      compiled = require('./topology-validator.generated.cjs') as Validate;
+    } catch {
+      const { Ajv } = require('ajv') as { Ajv: typeof AjvClass };
+      compiled = new Ajv(ajvOptions).compile(topologySchema) as Validate;
+    }
   }
   return compiled;
 }
@@ -96,7 +108,23 @@ function toProblem(error: ErrorObject): PathProblem | undefined {
     case 'type': {
       const expected = String(params.type);
       if (expected === 'string' && typeof error.data === 'number') {
-        return { path, message: `must be a string; quote it, e.g. "${String(error.data)}"` };
+        const example =
+          definitionOf(error.schemaPath) === 'duration' ? `${String(error.data)}s` : String(error.data);
+        const what = definitionOf(error.schemaPath) === 'duration' ? 'a duration with a unit' : 'a string';
+        return { path, message: `must be ${what}; e.g. "${example}"` };
+      }
+      if (
+        expected === 'array' &&
+        typeof error.data === 'string' &&
+        definitionOf(error.schemaPath) === 'command'
+      ) {
+        return {
+          path,
+          message: `must be a list of program and arguments, e.g. [${error.data.split(/\s+/).join(', ')}]`,
+        };
+      }
+      if (expected === 'array' && typeof error.data === 'string') {
+        return { path, message: `must be a list, e.g. [${error.data}]` };
       }
       return { path, message: `must be ${article(expected)} ${expected}` };
     }

@@ -18,6 +18,8 @@ export default class SummaryReporter implements Reporter {
       }
       if (module.state() === 'failed' && [...module.children.allTests()].length === 0) failed++;
     }
-    process.stdout.write(`\ntests: ${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ''}\n`);
+    process.stdout.write(
+      `\ntests: ${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ''}\n`,
+    );
   }
 }

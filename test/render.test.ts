@@ -1,0 +1,104 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { renderPlanJson } from '../cli/render/render-plan-json.js';
+import { markdownLimitChars, renderPlanMarkdown } from '../cli/render/render-plan-markdown.js';
+import { renderPlanText } from '../cli/render/render-plan-text.js';
+import { colorStyle, plainStyle, styleFor } from '../cli/render/style.js';
+import { buildPlan } from '../engine/plan/build-plan.js';
+import type { Plan } from '../engine/plan/types.js';
+import { clone, layoutOf, load, shopDoc } from './support/builders.js';
+
+/** Golden files: `UPDATE_GOLDEN=1 npx vitest run test/render.test.ts` rewrites them after a deliberate change. */
+function golden(name: string, actual: string): void {
+  const file = new URL(`./golden/${name}`, import.meta.url);
+  if (process.env.UPDATE_GOLDEN === '1') writeFileSync(file, actual);
+  expect(actual).toBe(readFileSync(file, 'utf8'));
+}
+
+function mixedPlan(): Plan {
+  const before = shopDoc();
+  before.components.legacy = { driver: 'apps', version: '1', run: { command: ['node', 'legacy.js'] } };
+  before.routes = { ...before.routes, old: { listen: '127.0.0.1:18081', to: 'legacy' } };
+  const after = clone(before);
+  delete after.components.legacy;
+  delete after.routes?.old;
+  after.components.db = { ...after.components.db, version: '16' };
+  after.components.cache = { driver: 'infra', version: '7.2', health: { tcp: {} } };
+  after.components.mailer = { ...after.components.mailer, env: { SMTP_HOST: 'mail.internal' } };
+  after.routes = {
+    public: { listen: '127.0.0.1:18080', to: 'web', shift: [10, 50, 100], drain: { timeout: '1m' } },
+  };
+  after.strategy = { commit: 'manual' };
+  return buildPlan(layoutOf(before, 7), load(after));
+}
+
+describe('rendering plans', () => {
+  it('renders text like terraform plan', () => {
+    golden('mixed.plan.txt', renderPlanText(mixedPlan(), { style: plainStyle }));
+  });
+
+  it('renders JSON matching the contract', () => {
+    const json = renderPlanJson(mixedPlan());
+    golden('mixed.plan.json', json);
+    const parsed = JSON.parse(json);
+    expect(Object.keys(parsed).slice(0, 5)).toEqual([
+      'formatVersion',
+      'environment',
+      'planId',
+      'baseSerial',
+      'desiredDigest',
+    ]);
+  });
+
+  it('renders markdown for a pull request comment', () => {
+    golden('mixed.plan.md', renderPlanMarkdown(mixedPlan()));
+  });
+
+  it('renders "no changes" in every format', () => {
+    const doc = shopDoc();
+    const plan = buildPlan(layoutOf(doc), load(doc));
+    expect(renderPlanText(plan, { style: plainStyle })).toContain('No changes.');
+    expect(renderPlanMarkdown(plan)).toContain('**No changes.**');
+  });
+
+  it('keeps a huge plan under the comment limit and says what it left out', () => {
+    const doc = shopDoc();
+    doc.components = {};
+    for (let i = 0; i < 3000; i++) {
+      doc.components[`svc-${String(i).padStart(4, '0')}`] = {
+        driver: 'infra',
+        version: '1',
+        env: { A: 'x'.repeat(40) },
+      };
+    }
+    doc.routes = {};
+    const after = clone(doc);
+    for (const c of Object.values(after.components)) c.version = '2';
+    const markdown = renderPlanMarkdown(buildPlan(layoutOf(doc), load(after)));
+    expect(markdown.length).toBeLessThanOrEqual(markdownLimitChars);
+    expect(markdown).toMatch(
+      /This plan is too long for one comment: \d+ component and route sections are not shown/,
+    );
+    expect(
+      markdown.startsWith(
+        '### cutover plan for `shop`\n\n**Plan: 0 to add, 3000 to change, 0 to remove; 12000 actions.**',
+      ),
+    ).toBe(true);
+  });
+
+  it('escapes values so they cannot break the markdown table', () => {
+    const before = shopDoc();
+    const after = clone(before);
+    after.components.mailer = { ...after.components.mailer, env: { NOTE: 'a | b <script>`x`' } };
+    const markdown = renderPlanMarkdown(buildPlan(layoutOf(before), load(after)));
+    expect(markdown).toContain('&quot;a &#124; b &lt;script&gt;&#96;x&#96;&quot;'.replace(/&quot;/g, '"'));
+    expect(markdown).not.toContain('<script>');
+  });
+
+  it('uses colour only on a terminal and never with NO_COLOR', () => {
+    expect(styleFor({ isTTY: true }, {})).toBe(colorStyle);
+    expect(styleFor({ isTTY: true }, { NO_COLOR: '1' })).toBe(plainStyle);
+    expect(styleFor({ isTTY: false }, {})).toBe(plainStyle);
+    expect(renderPlanText(mixedPlan(), { style: colorStyle })).toContain('\u001b[32m+\u001b[39m');
+  });
+});
