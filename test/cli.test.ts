@@ -29,7 +29,8 @@ function exampleFiles(): string[] {
     }
   };
   walk(path.join(repoRoot, 'examples'));
-  return out.sort();
+  // examples/broken is wrong on purpose; it has a test of its own.
+  return out.filter((f) => !f.includes(`${path.sep}broken${path.sep}`)).sort();
 }
 
 describe('cutover topology validate', () => {
@@ -41,6 +42,20 @@ describe('cutover topology validate', () => {
       expect({ file, code: result.code, stderr: result.stderr }).toEqual({ file, code: 0, stderr: '' });
       expect(result.stdout).toMatch(/: valid \(environment [a-z0-9-]+, \d+ components?, \d+ routes?\)\n$/);
     }
+  });
+
+  it('prints the three located errors of examples/broken and exits 1', async () => {
+    const result = await runCli(['topology', 'validate', '-f', 'examples/broken/topology.yaml']);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr.trim().split('\n')).toEqual([
+      'examples/broken/topology.yaml:16:15 components.api.replicas: must be >= 1',
+      'examples/broken/topology.yaml:17:17 components.api.dependsOn[0]: unknown component "databse"; did you mean "database"?',
+      expect.stringMatching(
+        /^examples\/broken\/topology\.yaml:22:5 components\.database\.helth: unknown key; did you mean "health"\?/,
+      ),
+      'examples/broken/topology.yaml: 3 problems',
+    ]);
   });
 
   it('prints one located line per error and exits 1', async () => {

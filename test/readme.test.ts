@@ -1,0 +1,76 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadTopology } from '../engine/topology/load-topology.js';
+import { topologySchema } from '../engine/topology/validate-schema.js';
+import { repoRoot } from './support/cli.js';
+
+const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+
+type SchemaNode = {
+  $ref?: string;
+  properties?: Record<string, SchemaNode | boolean>;
+  additionalProperties?: SchemaNode | boolean;
+  allOf?: { then?: SchemaNode }[];
+};
+
+/** Every field path the schema allows, e.g. `components.<name>.health.http.path`. */
+function schemaPaths(): string[] {
+  const definitions = (topologySchema as { definitions: Record<string, SchemaNode> }).definitions;
+  const out = new Set<string>();
+  const walk = (node: SchemaNode, at: string, depth: number) => {
+    if (depth > 12) return;
+    if (node.$ref) {
+      const target = definitions[node.$ref.split('/').pop() as string] as SchemaNode;
+      walk(target, at, depth + 1);
+      return;
+    }
+    const branches = [node, ...(node.allOf ?? []).map((b) => b.then ?? {})];
+    for (const branch of branches) {
+      for (const [key, child] of Object.entries(branch.properties ?? {})) {
+        const p = at ? `${at}.${key}` : key;
+        out.add(p);
+        if (typeof child === 'object') walk(child, p, depth + 1);
+      }
+    }
+    const extra = node.additionalProperties;
+    if (typeof extra === 'object' && extra.$ref && /(component|route|driver)$/.test(extra.$ref)) {
+      walk(extra, `${at}.<name>`, depth + 1);
+    }
+  };
+  walk(topologySchema as SchemaNode, '', 0);
+  return [...out].sort();
+}
+
+/** Field paths in the first column of the README's reference table. */
+function documentedPaths(): string[] {
+  const start = readme.indexOf('### Reference');
+  const section = readme.slice(start, readme.indexOf('\n## ', start));
+  return [...section.matchAll(/^\| `([$\w.<>]+)` +\|/gm)].map((m) => m[1] as string);
+}
+
+describe('README', () => {
+  it('documents every field of the topology schema', () => {
+    const paths = schemaPaths();
+    expect(paths.length).toBeGreaterThan(50);
+    const documented = new Set(documentedPaths());
+    const missing = paths.filter((p) => !documented.has(p));
+    expect(missing).toEqual([]);
+  });
+
+  it('documents no field the schema does not have', () => {
+    const known = new Set(schemaPaths());
+    expect(documentedPaths().filter((p) => !known.has(p))).toEqual([]);
+  });
+
+  it('shows a topology example that validates', () => {
+    const block = /```yaml\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
+    const result = loadTopology(block, { file: 'README.md' });
+    expect(result.ok ? [] : result.diagnostics).toEqual([]);
+  });
+
+  it('has the two quick-start commands', () => {
+    expect(readme).toContain('npm ci && npm run demo');
+    expect(readme).toContain('npm ci && npm test');
+  });
+});
