@@ -16,7 +16,7 @@ type SchemaNode = {
 
 /** Every field path the schema allows, e.g. `components.<name>.health.http.path`. */
 function schemaPaths(): string[] {
-  const definitions = (topologySchema as { definitions: Record<string, SchemaNode> }).definitions;
+  const definitions = (topologySchema as unknown as { definitions: Record<string, SchemaNode> }).definitions;
   const out = new Set<string>();
   const walk = (node: SchemaNode, at: string, depth: number) => {
     if (depth > 12) return;
@@ -38,7 +38,7 @@ function schemaPaths(): string[] {
       walk(extra, `${at}.<name>`, depth + 1);
     }
   };
-  walk(topologySchema as SchemaNode, '', 0);
+  walk(topologySchema as unknown as SchemaNode, '', 0);
   return [...out].sort();
 }
 
