@@ -1,3 +1,4 @@
+import type { SlotInfo } from './drivers/types.js';
 import type { Topology } from './topology/types.js';
 
 /**
@@ -10,6 +11,10 @@ export interface CurrentLayout {
   /** null before the first commit: everything in a topology is then new. */
   topology: Topology | null;
   committedAt?: string;
+  /** The live slot of each component, as its driver reported it. */
+  slots?: Record<string, SlotInfo>;
+  /** The migration that committed this layout (makes recording it idempotent). */
+  migrationId?: string;
 }
 
 export function emptyLayout(environment: string): CurrentLayout {

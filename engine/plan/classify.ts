@@ -1,3 +1,4 @@
+import { has, own } from '../records.js';
 import type { Component, Route, Topology } from '../topology/types.js';
 import { dependencyDepths } from './dependency-order.js';
 import { deepEqual, describeChange, diffValues } from './diff-values.js';
@@ -41,8 +42,8 @@ export function classify(current: Topology | null, desired: Topology): Classific
   // Dependencies first, so a dependency's fate is known before its dependents are judged.
   const order = [...desiredDepths.entries()].sort((a, b) => a[1] - b[1]).map(([name]) => name);
   for (const name of order) {
-    const component = desired.components[name] as Component;
-    const old = before[name];
+    const component = own(desired.components, name) as Component;
+    const old = own(before, name);
     if (!old) {
       components.set(name, { fate: 'add', component });
       continue;
@@ -59,8 +60,8 @@ export function classify(current: Topology | null, desired: Topology): Classific
     }
   }
   for (const name of Object.keys(before)) {
-    if (!(name in desired.components))
-      components.set(name, { fate: 'remove', before: before[name] as Component });
+    if (!has(desired.components, name))
+      components.set(name, { fate: 'remove', before: own(before, name) as Component });
   }
   return { components, routes: classifyRoutes(current, desired, components), desiredDepths, currentDepths };
 }
@@ -69,8 +70,8 @@ function componentChanges(current: Topology, desired: Topology, old: Component, 
   const changes = diffValues(old, now);
   if (old.driver === now.driver) {
     const driverChanges = diffValues(
-      current.drivers[old.driver],
-      desired.drivers[now.driver],
+      own(current.drivers, old.driver),
+      own(desired.drivers, now.driver),
       `drivers.${now.driver}`,
     );
     changes.push(...driverChanges);
@@ -86,7 +87,7 @@ function classifyRoutes(
   const before = current?.routes ?? noRoutes;
   const routes = new Map<string, RouteFate>();
   for (const [name, route] of Object.entries(desired.routes)) {
-    const old = before[name];
+    const old = own(before, name);
     if (!old) {
       routes.set(name, { fate: 'add', route });
       continue;
@@ -98,7 +99,7 @@ function classifyRoutes(
     else routes.set(name, { fate: 'keep', route });
   }
   for (const name of Object.keys(before)) {
-    if (!(name in desired.routes)) routes.set(name, { fate: 'remove', before: before[name] as Route });
+    if (!has(desired.routes, name)) routes.set(name, { fate: 'remove', before: own(before, name) as Route });
   }
   return routes;
 }

@@ -1,4 +1,5 @@
 import { InvariantError } from '../errors.js';
+import { has, own } from '../records.js';
 
 /**
  * Depth of each component in its dependency graph: 0 for no dependencies, else one more than its
@@ -13,7 +14,7 @@ export function dependencyDepths(
   const pending = new Map<string, number>();
   const dependents = new Map<string, string[]>();
   for (const name of names) {
-    const deps = (components[name]?.dependsOn ?? []).filter((d) => d in components);
+    const deps = (own(components, name)?.dependsOn ?? []).filter((d) => has(components, d));
     pending.set(name, deps.length);
     for (const dep of deps) {
       const list = dependents.get(dep);

@@ -1,3 +1,4 @@
+import { own } from '../records.js';
 import { formatDuration } from '../topology/duration.js';
 import type { Change } from './types.js';
 
@@ -18,7 +19,7 @@ function walk(before: unknown, after: unknown, path: string, out: Change[]): voi
   if (isRecord(before) && isRecord(after)) {
     const keys = new Set([...Object.keys(before), ...Object.keys(after)]);
     for (const key of [...keys].sort()) {
-      walk(before[key], after[key], path ? `${path}.${key}` : key, out);
+      walk(own(before, key), own(after, key), path ? `${path}.${key}` : key, out);
     }
     return;
   }

@@ -1,3 +1,4 @@
+import { has, own } from '../records.js';
 import type { PathProblem } from './diagnostic.js';
 import { parseDuration } from './duration.js';
 import type { TopologyFile } from './file-types.js';
@@ -13,7 +14,31 @@ export function checkTopology(file: TopologyFile): PathProblem[] {
   checkComponents(file, problems);
   checkRoutes(file, problems);
   checkCycles(file, problems);
+  checkDurations(file, problems);
   return problems;
+}
+
+/** The longest duration cutover accepts anywhere: a year. */
+export const maxDurationMs = 365 * 24 * 3_600_000;
+const durationFields = new Set(['bake', 'stopTimeout', 'timeout', 'interval', 'deadline', 'maxLag']);
+
+/** The schema checks how durations are written; this checks their size, wherever they are. */
+function checkDurations(file: TopologyFile, problems: PathProblem[]): void {
+  const walk = (value: unknown, path: (string | number)[]) => {
+    if (value === null || typeof value !== 'object') return;
+    for (const [key, child] of Object.entries(value)) {
+      const at = [...path, key];
+      if (typeof child === 'string' && durationFields.has(key)) {
+        const ms = parseDuration(child);
+        if (ms !== undefined && ms <= maxDurationMs) continue;
+        if (ms === undefined && !/^([0-9]+(ms|s|m|h))+$/.test(child)) continue; // the schema reports it
+        problems.push({ path: at, message: 'is too long: at most 8760h (a year)' });
+      } else {
+        walk(child, at);
+      }
+    }
+  };
+  walk(file, []);
 }
 
 function checkComponents(file: TopologyFile, problems: PathProblem[]): void {
@@ -21,7 +46,7 @@ function checkComponents(file: TopologyFile, problems: PathProblem[]): void {
   const componentNames = Object.keys(file.components);
   forEachEntry(file.components, (name, component) => {
     const at = ['components', name];
-    const driver = drivers[component.driver];
+    const driver = own(drivers, component.driver);
     if (!driver) {
       problems.push({
         path: [...at, 'driver'],
@@ -38,7 +63,7 @@ function checkComponents(file: TopologyFile, problems: PathProblem[]): void {
     (component.dependsOn ?? []).forEach((dep, i) => {
       if (dep === name)
         problems.push({ path: [...at, 'dependsOn', i], message: 'a component cannot depend on itself' });
-      else if (!(dep in file.components)) {
+      else if (!has(file.components, dep)) {
         problems.push({
           path: [...at, 'dependsOn', i],
           message: unknownName('component', dep, componentNames),
@@ -102,11 +127,11 @@ function checkRoutes(file: TopologyFile, problems: PathProblem[]): void {
   const listeners = new Map<string, string>(); // "host:port" → "routes.x.listen"
   forEachEntry(file.routes, (name, route) => {
     const at = ['routes', name];
-    if (!(route.to in file.components)) {
+    if (!has(file.components, route.to)) {
       problems.push({ path: [...at, 'to'], message: unknownName('component', route.to, componentNames) });
     }
     if (route.driver !== undefined) {
-      const driver = drivers[route.driver];
+      const driver = own(drivers, route.driver);
       if (!driver) {
         problems.push({
           path: [...at, 'driver'],

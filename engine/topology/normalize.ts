@@ -1,4 +1,5 @@
 import { InvariantError } from '../errors.js';
+import { setOwn } from '../records.js';
 import { parseDuration } from './duration.js';
 import type { ComponentFile, DriverFile, HealthFile, RouteFile, TopologyFile } from './file-types.js';
 import type { Component, DriverSpec, Health, Route, Topology } from './types.js';
@@ -117,7 +118,7 @@ function duration(text: string | undefined, fallbackMs: number): number {
 
 function mapSorted<A, B>(record: Record<string, A>, f: (a: A) => B): Record<string, B> {
   const out: Record<string, B> = {};
-  for (const key of Object.keys(record).sort()) out[key] = f(record[key] as A);
+  for (const key of Object.keys(record).sort()) setOwn(out, key, f(record[key] as A));
   return out;
 }
 

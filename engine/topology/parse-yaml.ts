@@ -6,12 +6,30 @@ import type { PathProblem } from './diagnostic.js';
  * happy path uses it; positions of errors found later are recovered by `locate.ts` only when there
  * are errors to report.
  *
- * The schema is YAML 1.2 core plus merge keys (`<<: *base`): no timestamps or binary, so
+ * The schema is YAML 1.2 core (see `int` below) plus merge keys (`<<: *base`): no timestamps or binary, so
  * `version: 2024-01-01` stays text for the schema to judge rather than becoming a Date.
  */
 // `types` is exported by js-yaml 4 but missing from its type declarations.
-const { merge } = (jsYaml as unknown as { types: { merge: InstanceType<typeof jsYaml.Type> } }).types;
-const schema = jsYaml.CORE_SCHEMA.extend({ implicit: [merge] });
+type YamlType = InstanceType<typeof jsYaml.Type>;
+const builtIn = (jsYaml as unknown as { types: Record<'merge' | 'null' | 'bool' | 'float', YamlType> }).types;
+
+/**
+ * Integers as YAML 1.2 core has them: decimal, 0o octal, 0x hex. js-yaml's own int type also takes
+ * YAML 1.1 forms (0b binary, 1_000), which would silently turn a name like `0b0` into `0`.
+ */
+const int = new jsYaml.Type('tag:yaml.org,2002:int', {
+  kind: 'scalar',
+  resolve: (data: string) => /^[-+]?[0-9]+$|^0o[0-7]+$|^0x[0-9a-fA-F]+$/.test(data),
+  construct: (data: string) => {
+    if (data.startsWith('0o')) return Number.parseInt(data.slice(2), 8);
+    if (data.startsWith('0x')) return Number.parseInt(data.slice(2), 16);
+    return Number.parseInt(data, 10);
+  },
+  predicate: (value: unknown) => Number.isInteger(value),
+});
+const schema = jsYaml.FAILSAFE_SCHEMA.extend({
+  implicit: [builtIn.null, builtIn.bool, int, builtIn.float, builtIn.merge],
+});
 
 export type ParsedYaml =
   | { ok: true; value: unknown }
@@ -37,10 +55,20 @@ export function parseYaml(text: string, limits: ParseLimits = defaultParseLimits
   } catch (error) {
     if (error instanceof jsYaml.YAMLException) {
       const mark = error.mark as { line?: number; column?: number } | undefined;
+      // js-yaml reads a text without a final newline as if it had one: an error at the very end
+      // would point at a line past the last; keep it on the last line.
+      const lines = text.split('\n');
+      const last = text.endsWith('\n') ? lines.length - 1 : lines.length;
+      let line = (mark?.line ?? 0) + 1;
+      let column = (mark?.column ?? 0) + 1;
+      if (line > Math.max(1, last)) {
+        line = Math.max(1, last);
+        column = (lines[line - 1] ?? '').length + 1;
+      }
       return {
         ok: false,
-        line: (mark?.line ?? 0) + 1,
-        column: (mark?.column ?? 0) + 1,
+        line,
+        column,
         message: `YAML syntax: ${error.reason}`,
       };
     }

@@ -42,7 +42,7 @@ export function validateAgainstSchema(value: unknown): PathProblem[] {
   const problems: PathProblem[] = [];
   const seen = new Set<string>();
   for (const error of validate.errors ?? []) {
-    const problem = toProblem(error);
+    const problem = toProblem(error, value);
     if (!problem) continue;
     const key = `${problem.path.join('\u0000')}\u0001${problem.message}`;
     if (seen.has(key)) continue;
@@ -64,8 +64,8 @@ function definitionOf(schemaPath: string): string | undefined {
   return /#\/definitions\/([a-z]+)\//.exec(schemaPath)?.[1];
 }
 
-function toProblem(error: ErrorObject): PathProblem | undefined {
-  const path = pointerToPath(error.instancePath);
+function toProblem(error: ErrorObject, root: unknown): PathProblem | undefined {
+  const path = pointerToPath(error.instancePath, root);
   const params = error.params as Record<string, unknown>;
   switch (error.keyword) {
     case 'if':
@@ -142,15 +142,25 @@ function article(type: string): string {
   return /^[aeiou]/.test(type) ? 'an' : 'a';
 }
 
-function pointerToPath(pointer: string): (string | number)[] {
+/** A JSON pointer as path segments: a number only where the data there is an array. */
+function pointerToPath(pointer: string, root: unknown): (string | number)[] {
   if (pointer === '') return [];
-  return pointer
-    .slice(1)
-    .split('/')
-    .map((seg) => {
-      const key = seg.replace(/~1/g, '/').replace(/~0/g, '~');
-      return /^(0|[1-9][0-9]*)$/.test(key) ? Number(key) : key;
-    });
+  const path: (string | number)[] = [];
+  let node: unknown = root;
+  for (const seg of pointer.slice(1).split('/')) {
+    const key = seg.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (Array.isArray(node)) {
+      path.push(Number(key));
+      node = node[Number(key)];
+    } else {
+      path.push(key);
+      node =
+        node !== null && typeof node === 'object' && Object.hasOwn(node, key)
+          ? (node as Record<string, unknown>)[key]
+          : undefined;
+    }
+  }
+  return path;
 }
 
 /** The allowed key closest to a misspelt one, if it is close enough to be a likely typo. */

@@ -1,0 +1,84 @@
+import type { Component, DriverSpec, Route } from '../topology/types.js';
+
+/**
+ * What a driver reports about one slot (blue or green) of a component: enough for health checks,
+ * routing and retirement. Serialisable: it is journaled and kept in the layout.
+ */
+export interface SlotInfo {
+  component: string;
+  slot: Slot;
+  version: string;
+  /** host:port of each replica, when the component serves traffic. */
+  addresses: string[];
+  /** Driver-specific details (pids, resource ids…), passed back to the driver as they are. */
+  details?: Record<string, unknown>;
+}
+
+export type Slot = 'blue' | 'green';
+
+/** Everything a component driver call needs to know, serialisable. */
+export interface ComponentCallContext {
+  environment: string;
+  migrationId: string;
+  component: string;
+  spec: Component;
+  driver: DriverSpec;
+  /** Directory of the topology file: relative paths in the spec resolve against it. */
+  baseDir: string;
+  /** The state directory (logs, slot data). */
+  stateDir: string;
+}
+
+export interface DriverCallOptions {
+  signal: AbortSignal;
+  /** Lines for the migration log (a driver's stderr, progress). */
+  log: (line: string) => void;
+}
+
+/** Realises components: stands slots up, copies state, drains and retires them. */
+export interface ComponentDriver {
+  provision(ctx: ComponentCallContext, slot: Slot, options: DriverCallOptions): Promise<SlotInfo>;
+  replicate(
+    ctx: ComponentCallContext,
+    from: SlotInfo,
+    to: SlotInfo,
+    options: DriverCallOptions,
+  ): Promise<void>;
+  /** Blue stops taking new work; resolves once in-flight work is done or the timeout passed. */
+  drain(
+    ctx: ComponentCallContext,
+    slot: SlotInfo,
+    timeoutMs: number,
+    options: DriverCallOptions,
+  ): Promise<void>;
+  /** Removes a slot. Idempotent: retiring a slot that is already gone succeeds. */
+  retire(ctx: ComponentCallContext, slot: SlotInfo, options: DriverCallOptions): Promise<void>;
+}
+
+/** The traffic of one route: its settings and how it splits between the slots of its component. */
+export interface RouteState {
+  route: string;
+  spec: Route;
+  blue: SlotInfo | null;
+  green: SlotInfo | null;
+  /** Percent of traffic on green, 0–100. */
+  greenPercent: number;
+}
+
+export interface RouteCallContext {
+  environment: string;
+  migrationId: string;
+  stateDir: string;
+  baseDir: string;
+}
+
+/** Realises routes: sets the split of traffic between slots, removes routes. Every call idempotent. */
+export interface RouteDriver {
+  apply(ctx: RouteCallContext, state: RouteState, options: DriverCallOptions): Promise<void>;
+  remove(ctx: RouteCallContext, route: string, options: DriverCallOptions): Promise<void>;
+}
+
+/** A driver error that retrying will not fix (bad configuration, a script that says so). */
+export class PermanentDriverError extends Error {
+  override readonly name = 'PermanentDriverError';
+}

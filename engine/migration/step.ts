@@ -1,0 +1,537 @@
+import { assertNever, InvariantError } from '../errors.js';
+import type { Action, Stage } from '../plan/types.js';
+import { own, setOwn } from '../records.js';
+import { formatDuration } from '../topology/duration.js';
+import { commandFor, isCancellable, retryBackoffMs, undoSteps } from './commands.js';
+import type {
+  Command,
+  MigrationEvent,
+  MigrationSpec,
+  MigrationState,
+  Notice,
+  Outcome,
+  Transition,
+  Verb,
+} from './types.js';
+import { refuseVerb } from './verb-policy.js';
+
+/** Attempts of one driver call before its action fails (transient errors only). */
+export const maxAttemptsPerCall = 3;
+/** Attempts of one undo step before it is skipped and left for a person. */
+export const maxAttemptsPerUndoStep = 5;
+
+/**
+ * The migration as a pure state machine: `(state, event) → (state, commands)`. No I/O, no clock:
+ * time comes in on events. Both runners (local and Temporal) drive this same function, and a
+ * journal replayed through it rebuilds the state exactly.
+ *
+ * It runs the plan's actions one at a time, in plan order; after the last action before `commit`
+ * it waits the bake time, then commits (auto) or waits for an operator (manual). A failed action
+ * rolls back: traffic back to blue first, then green retired.
+ */
+export function start(spec: MigrationSpec): Transition {
+  const state: MigrationState = {
+    spec,
+    lifecycle: 'running',
+    cursor: 0,
+    subStep: 0,
+    attempt: 1,
+    pauseRequested: false,
+    inflight: null,
+    cancelling: null,
+    nextCommand: 1,
+    slots: initialSlots(spec),
+    touchedRoutes: [],
+    provisioned: [],
+    gateRemainingMs: null,
+    bakeRemainingMs: null,
+    bakeDone: false,
+    layoutRecorded: false,
+    ending: null,
+    startedAt: spec.createdAt,
+    updatedAt: spec.createdAt,
+    committedAt: null,
+    endedAt: null,
+    lastError: null,
+  };
+  const t = transition(state);
+  const n = spec.plan.actions.length;
+  notice(
+    t,
+    spec.createdAt,
+    'migration_started',
+    'info',
+    `migration ${spec.id} started: ${n} action${n === 1 ? '' : 's'}`,
+  );
+  advance(t, spec.createdAt);
+  return t;
+}
+
+export function step(previous: MigrationState, event: MigrationEvent): Transition {
+  const t = transition({ ...previous, updatedAt: event.at });
+  switch (event.type) {
+    case 'created':
+      throw new InvariantError('a migration is created once');
+    case 'operator':
+      onOperator(t, event.verb, event.at, event.by);
+      break;
+    case 'command_succeeded':
+      if (!takeResult(t, event.commandId)) return t;
+      onSucceeded(t, event.commandId, event.at, event.output);
+      break;
+    case 'command_failed':
+      if (!takeResult(t, event.commandId)) return t;
+      onFailed(t, event.at, event.error.message, event.error.retryable);
+      break;
+    case 'command_cancelled':
+      if (!takeResult(t, event.commandId)) return t;
+      onCancelled(t, event.at, event.elapsedMs);
+      break;
+    default:
+      assertNever(event, 'event');
+  }
+  advance(t, event.at);
+  return t;
+}
+
+/** Rebuilds a state from a journal. */
+export function replay(events: readonly MigrationEvent[]): MigrationState {
+  const [first, ...rest] = events;
+  if (first?.type !== 'created') throw new InvariantError('a journal starts with its created event');
+  let state = start(first.spec).state;
+  for (const event of rest) state = step(state, event).state;
+  return state;
+}
+
+function transition(state: MigrationState): Transition {
+  return { state, commands: [], cancels: [], notices: [] };
+}
+
+function initialSlots(spec: MigrationSpec): MigrationState['slots'] {
+  const slots: MigrationState['slots'] = {};
+  for (const [name, slot] of Object.entries(spec.base.slots ?? {})) setOwn(slots, name, { blue: slot });
+  return slots;
+}
+
+/** The in-flight command's result arrived; false when it belongs to a command no longer awaited. */
+function takeResult(t: Transition, commandId: string): boolean {
+  const s = t.state;
+  if (s.inflight?.id !== commandId) return false;
+  t.state = { ...s, cancelling: s.cancelling === commandId ? null : s.cancelling };
+  return true;
+}
+
+function currentAction(s: MigrationState): Action | undefined {
+  return s.spec.plan.actions[s.cursor];
+}
+
+/** Index of the first commit-stage action (or the number of actions when there is none). */
+export function commitIndex(spec: MigrationSpec): number {
+  const i = spec.plan.actions.findIndex((a) => a.stage === 'commit');
+  return i === -1 ? spec.plan.actions.length : i;
+}
+
+/** The stage a migration is in, for people: the current action's stage, `bake`, or none. */
+export function currentStage(s: MigrationState): Stage | 'bake' | null {
+  if (s.lifecycle === 'rolling_back' || s.lifecycle === 'awaiting_commit') return null;
+  const action = currentAction(s);
+  if (s.cursor >= commitIndex(s.spec) && !s.bakeDone && s.lifecycle !== 'committing') return 'bake';
+  return action?.stage ?? null;
+}
+
+function onOperator(t: Transition, verb: Verb, at: number, by?: string): void {
+  const s = t.state;
+  // A runner checks verbs before journaling them; one refused here is ignored, never half-applied.
+  if (refuseVerb(s, verb) !== null) return;
+  const who = by ? ` by ${by}` : '';
+  switch (verb) {
+    case 'pause':
+      if (s.inflight && isCancellable(s.inflight)) {
+        t.state = { ...s, pauseRequested: true, cancelling: s.inflight.id };
+        t.cancels.push(s.inflight.id);
+      } else {
+        t.state = { ...s, pauseRequested: true };
+      }
+      if (s.inflight)
+        notice(t, at, 'paused', 'info', `pause requested${who}; it takes effect after the current step`);
+      return;
+    case 'resume':
+      t.state = { ...s, lifecycle: 'running', pauseRequested: false };
+      notice(t, at, 'resumed', 'info', `resumed${who}`);
+      return;
+    case 'rollback':
+      beginEnding(t, at, 'rolled_back', `rolled back${who}`);
+      return;
+    case 'cancel':
+      beginEnding(t, at, 'cancelled', `cancelled${who}`);
+      return;
+    case 'commit':
+      beginCommit(t, at, `commit requested${who}`);
+      return;
+    default:
+      assertNever(verb, 'verb');
+  }
+}
+
+function onSucceeded(t: Transition, commandId: string, at: number, output: unknown): void {
+  const s = t.state;
+  const command = s.inflight as Command;
+  t.state = { ...s, inflight: null, lastError: null };
+  if (s.lifecycle === 'rolling_back' && s.ending && s.ending.steps[s.ending.cursor]?.id !== commandId) {
+    // The action that was running when the rollback began finished; its effect is undone below.
+    recordEffect(t, command, output);
+    return;
+  }
+  recordEffect(t, command, output);
+  switch (t.state.lifecycle) {
+    case 'rolling_back': {
+      const ending = t.state.ending as NonNullable<MigrationState['ending']>;
+      notice(t, at, 'rollback_step', 'info', `undo: ${describeCommand(command)} done`);
+      t.state = { ...t.state, attempt: 1, ending: { ...ending, cursor: ending.cursor + 1 } };
+      return;
+    }
+    case 'committing':
+    case 'running':
+    case 'paused':
+      completeStep(t, command, at);
+      return;
+    default:
+      return;
+  }
+}
+
+/** Keeps what a command did, whatever happens next, so that a rollback can undo it. */
+function recordEffect(t: Transition, command: Command, output: unknown): void {
+  const s = t.state;
+  switch (command.kind) {
+    case 'provision': {
+      const slots = { ...s.slots };
+      setOwn(slots, command.component, { ...own(s.slots, command.component), green: output as never });
+      t.state = { ...s, slots };
+      return;
+    }
+    case 'record_layout':
+      t.state = { ...s, layoutRecorded: true };
+      return;
+    default:
+      return;
+  }
+}
+
+function completeStep(t: Transition, command: Command, at: number): void {
+  const s = t.state;
+  if (command.kind === 'wait') {
+    if (command.purpose === 'bake') {
+      t.state = { ...s, bakeDone: true, bakeRemainingMs: null };
+      notice(t, at, 'stage_entered', 'info', 'bake time over', 'bake');
+    }
+    return;
+  }
+  if (command.kind === 'record_layout') return;
+  const action = currentAction(s) as Action;
+  const steps = subStepCount(s, action);
+  if (command.kind === 'check_health' && action.type === 'check_health') {
+    notice(
+      t,
+      at,
+      'gate_passed',
+      'info',
+      `health gate passed: green ${action.component} is healthy`,
+      action.stage,
+      action.id,
+    );
+  }
+  if (s.subStep + 1 < steps) {
+    t.state = { ...s, subStep: s.subStep + 1, attempt: 1, gateRemainingMs: null };
+    return;
+  }
+  notice(t, at, 'action_succeeded', 'info', `${action.id} done`, action.stage, action.id);
+  t.state = { ...s, cursor: s.cursor + 1, subStep: 0, attempt: 1, gateRemainingMs: null };
+  const next = currentAction(t.state);
+  if (next && next.stage !== action.stage && next.stage !== 'commit') {
+    notice(t, at, 'stage_entered', 'info', `stage ${next.stage}`, next.stage);
+  }
+}
+
+function onFailed(t: Transition, at: number, message: string, retryable: boolean): void {
+  const s = t.state;
+  const command = s.inflight as Command;
+  t.state = { ...s, inflight: null, lastError: message };
+  const what = describeCommand(command);
+  if (s.lifecycle === 'rolling_back') {
+    const ending = s.ending as NonNullable<MigrationState['ending']>;
+    const undoing = ending.steps[ending.cursor]?.id === command.id;
+    if (!undoing) return; // the interrupted action failed: its undo step is already planned
+    if (s.attempt < maxAttemptsPerUndoStep) {
+      notice(t, at, 'action_retry', 'warn', `undo: ${what} failed (${message}); retrying`);
+      retryLater(t, s.attempt);
+      return;
+    }
+    notice(
+      t,
+      at,
+      'action_failed',
+      'error',
+      `undo: ${what} failed ${s.attempt} times (${message}); skipped, needs a person`,
+    );
+    t.state = {
+      ...t.state,
+      attempt: 1,
+      ending: { ...ending, cursor: ending.cursor + 1, skipped: [...ending.skipped, `${what}: ${message}`] },
+    };
+    return;
+  }
+  if (s.lifecycle === 'committing') {
+    // Past the point of no return: a commit step is retried until it succeeds, never undone.
+    notice(t, at, 'action_retry', 'warn', `commit step ${what} failed (${message}); retrying`);
+    retryLater(t, Math.min(s.attempt, 6));
+    return;
+  }
+  if (command.kind === 'wait') return;
+  const action = currentAction(s) as Action;
+  if (retryable && s.attempt < maxAttemptsPerCall) {
+    notice(
+      t,
+      at,
+      'action_retry',
+      'warn',
+      `${action.id}: ${message}; retry ${s.attempt + 1} of ${maxAttemptsPerCall}`,
+      action.stage,
+      action.id,
+    );
+    retryLater(t, s.attempt);
+    return;
+  }
+  const kind = command.kind === 'check_health' ? 'gate_failed' : 'action_failed';
+  const reason =
+    command.kind === 'check_health'
+      ? `health gate failed for ${action.component}: ${message}`
+      : `${action.id} failed: ${message}`;
+  notice(t, at, kind, 'error', reason, action.stage, action.id);
+  beginEnding(t, at, 'failed', reason);
+}
+
+function retryLater(t: Transition, attempt: number): void {
+  t.state = { ...t.state, attempt: attempt + 1 };
+  issue(t, { kind: 'wait', ms: retryBackoffMs(attempt), purpose: 'retry' });
+}
+
+function onCancelled(t: Transition, at: number, elapsedMs: number): void {
+  const s = t.state;
+  const command = s.inflight as Command;
+  t.state = { ...s, inflight: null };
+  if (command.kind === 'check_health') {
+    t.state.gateRemainingMs = Math.max(0, command.deadlineMs - elapsedMs);
+  } else if (command.kind === 'wait' && command.purpose === 'bake') {
+    t.state.bakeRemainingMs = Math.max(0, command.ms - elapsedMs);
+  }
+  void at;
+}
+
+/** Starts a rollback (operator, cancel or failure): plans the undo steps and runs them. */
+function beginEnding(t: Transition, at: number, outcome: Outcome, reason: string): void {
+  const s = t.state;
+  const steps = undoSteps(s).map((command) => ({ ...command, id: '' }) as Command);
+  let next = s.nextCommand;
+  for (const command of steps) command.id = `c${next++}`;
+  t.state = {
+    ...s,
+    lifecycle: 'rolling_back',
+    pauseRequested: false,
+    attempt: 1,
+    nextCommand: next,
+    ending: { outcome, reason, steps, cursor: 0, skipped: [] },
+  };
+  if (s.inflight && isCancellable(s.inflight)) {
+    t.state.cancelling = s.inflight.id;
+    t.cancels.push(s.inflight.id);
+  }
+  notice(
+    t,
+    at,
+    'rollback_started',
+    outcome === 'failed' ? 'error' : 'warn',
+    `${reason}; rolling back: traffic to blue first, then green retired`,
+  );
+}
+
+function beginCommit(t: Transition, at: number, why: string): void {
+  t.state = { ...t.state, lifecycle: 'committing', committedAt: at, attempt: 1 };
+  notice(t, at, 'committing', 'info', `${why}; committing (point of no return)`, 'commit');
+}
+
+/** Issues the next command when nothing is in flight, or moves to the next lifecycle state. */
+function advance(t: Transition, at: number): void {
+  for (;;) {
+    const s = t.state;
+    if (s.inflight) return;
+    switch (s.lifecycle) {
+      case 'running':
+        if (s.pauseRequested) {
+          t.state = { ...s, lifecycle: 'paused', pauseRequested: false };
+          notice(t, at, 'paused', 'info', `paused${describePosition(t.state)}`);
+          return;
+        }
+        if (s.cursor < commitIndex(s.spec)) {
+          issueAction(t, at);
+          return;
+        }
+        if (!s.bakeDone && s.spec.desired.strategy.bake > 0) {
+          const ms = s.bakeRemainingMs ?? s.spec.desired.strategy.bake;
+          if (s.bakeRemainingMs === null) {
+            notice(
+              t,
+              at,
+              'stage_entered',
+              'info',
+              `bake: waiting ${formatDuration(ms)} before the commit`,
+              'bake',
+            );
+          }
+          issue(t, { kind: 'wait', ms, purpose: 'bake' });
+          return;
+        }
+        if (s.spec.desired.strategy.commit === 'manual') {
+          t.state = { ...s, lifecycle: 'awaiting_commit', bakeDone: true };
+          notice(
+            t,
+            at,
+            'awaiting_commit',
+            'info',
+            `awaiting commit: run \`cutover topology migration commit ${s.spec.id}\``,
+          );
+          return;
+        }
+        beginCommit(t, at, 'all stages passed');
+        continue;
+      case 'committing':
+        if (!s.layoutRecorded) {
+          issue(t, { kind: 'record_layout' });
+          return;
+        }
+        if (s.cursor < s.spec.plan.actions.length) {
+          issueAction(t, at);
+          return;
+        }
+        t.state = { ...s, lifecycle: 'completed', endedAt: at };
+        notice(
+          t,
+          at,
+          'completed',
+          'info',
+          `completed: environment ${s.spec.environment} is at the new layout`,
+        );
+        return;
+      case 'rolling_back': {
+        if (s.cancelling) return;
+        const ending = s.ending as NonNullable<MigrationState['ending']>;
+        const next = ending.steps[ending.cursor];
+        if (next) {
+          t.state = { ...s, inflight: next };
+          t.commands.push(next);
+          return;
+        }
+        t.state = { ...s, lifecycle: ending.outcome, endedAt: at };
+        const incomplete =
+          ending.skipped.length > 0 ? `; undo steps that failed: ${ending.skipped.join('; ')}` : '';
+        const level = ending.outcome === 'failed' || incomplete ? 'error' : 'info';
+        notice(
+          t,
+          at,
+          'ended',
+          level,
+          `${ending.outcome.replace('_', ' ')}: blue is serving (${ending.reason})${incomplete}`,
+        );
+        return;
+      }
+      case 'paused':
+      case 'awaiting_commit':
+      case 'completed':
+      case 'rolled_back':
+      case 'cancelled':
+      case 'failed':
+        return;
+      default:
+        assertNever(s.lifecycle, 'lifecycle');
+    }
+  }
+}
+
+function issueAction(t: Transition, at: number): void {
+  const s = t.state;
+  const action = currentAction(s) as Action;
+  const command = commandFor(s, action);
+  if (s.subStep === 0 && s.attempt === 1 && s.gateRemainingMs === null) {
+    notice(t, at, 'action_started', 'info', `${action.id}: ${action.reason}`, action.stage, action.id);
+  }
+  if (command.kind === 'provision' && !s.provisioned.includes(command.component)) {
+    t.state = { ...s, provisioned: [...s.provisioned, command.component] };
+  }
+  if (
+    (command.kind === 'apply_route' || command.kind === 'remove_route') &&
+    !s.touchedRoutes.includes(command.route)
+  ) {
+    t.state = { ...t.state, touchedRoutes: [...t.state.touchedRoutes, command.route] };
+  }
+  issue(t, command);
+}
+
+function issue(t: Transition, command: Omit<Command, 'id'> | Command): void {
+  const s = t.state;
+  const withId = { ...command, id: `c${s.nextCommand}` } as Command;
+  t.state = { ...s, inflight: withId, nextCommand: s.nextCommand + 1 };
+  t.commands.push(withId);
+}
+
+/** A stepped shift is several steps: set a weight, check health, set the next weight, … */
+export function subStepCount(s: MigrationState, action: Action): number {
+  if (action.type !== 'shift_traffic') return 1;
+  const route = own(s.spec.desired.routes, action.route as string);
+  return (route?.shift.length ?? 1) * 2 - 1;
+}
+
+function describePosition(s: MigrationState): string {
+  const action = currentAction(s);
+  if (!action) return '';
+  return ` before ${action.id}`;
+}
+
+export function describeCommand(c: Command): string {
+  switch (c.kind) {
+    case 'provision':
+      return `provision green ${c.component}`;
+    case 'replicate':
+      return `replicate ${c.component}`;
+    case 'check_health':
+      return `health check of green ${c.component}`;
+    case 'apply_route':
+      return c.restore ? `route ${c.route} back to blue` : `route ${c.route} at ${c.greenPercent}% green`;
+    case 'remove_route':
+      return `remove route ${c.route}`;
+    case 'drain':
+      return `drain blue ${c.component}`;
+    case 'retire':
+      return `retire ${c.slot} ${c.component}`;
+    case 'wait':
+      return `wait ${formatDuration(c.ms)}`;
+    case 'record_layout':
+      return 'record the new layout';
+    default:
+      return assertNever(c, 'command');
+  }
+}
+
+function notice(
+  t: Transition,
+  at: number,
+  kind: Notice['kind'],
+  level: Notice['level'],
+  message: string,
+  stage?: Notice['stage'],
+  actionId?: string,
+): void {
+  const n: Notice = { at, kind, level, message };
+  if (stage !== undefined) n.stage = stage;
+  if (actionId !== undefined) n.actionId = actionId;
+  t.notices.push(n);
+}

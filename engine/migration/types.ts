@@ -1,0 +1,157 @@
+import type { SlotInfo } from '../drivers/types.js';
+import type { CurrentLayout } from '../layout.js';
+import type { Plan, Stage } from '../plan/types.js';
+import type { Topology } from '../topology/types.js';
+
+/**
+ * Lifecycle of a migration. `running`, `paused`, `awaiting_commit`, `committing` and
+ * `rolling_back` are in flight; `completed`, `rolled_back`, `cancelled` and `failed` are final.
+ * `committing` is past the point of no return.
+ */
+export type Lifecycle =
+  | 'running'
+  | 'paused'
+  | 'awaiting_commit'
+  | 'committing'
+  | 'rolling_back'
+  | 'completed'
+  | 'rolled_back'
+  | 'cancelled'
+  | 'failed';
+
+export const finalLifecycles: readonly Lifecycle[] = ['completed', 'rolled_back', 'cancelled', 'failed'];
+
+export function isFinal(lifecycle: Lifecycle): boolean {
+  return finalLifecycles.includes(lifecycle);
+}
+
+export type Verb = 'pause' | 'resume' | 'rollback' | 'cancel' | 'commit';
+export const verbs: readonly Verb[] = ['pause', 'resume', 'rollback', 'cancel', 'commit'];
+
+/** How a migration that does not complete ends. */
+export type Outcome = 'rolled_back' | 'cancelled' | 'failed';
+
+/** Fixed when the migration is created; journaled as the first event. */
+export interface MigrationSpec {
+  id: string;
+  environment: string;
+  plan: Plan;
+  desired: Topology;
+  /** The layout the plan was computed against, with its live slots. */
+  base: CurrentLayout;
+  /** Directory of the topology file: relative paths in it resolve against this. */
+  baseDir: string;
+  createdAt: number;
+}
+
+/** A command for the edge: a driver call or a wait. Serialisable; results come back as events. */
+export type Command =
+  | { id: string; kind: 'provision'; component: string }
+  | { id: string; kind: 'replicate'; component: string }
+  | { id: string; kind: 'check_health'; component: string; deadlineMs: number }
+  | { id: string; kind: 'apply_route'; route: string; greenPercent: number; restore: boolean }
+  | { id: string; kind: 'remove_route'; route: string }
+  | { id: string; kind: 'drain'; component: string; timeoutMs: number }
+  | { id: string; kind: 'retire'; component: string; slot: 'blue' | 'green' }
+  | { id: string; kind: 'wait'; ms: number; purpose: 'bake' | 'retry' }
+  | { id: string; kind: 'record_layout' };
+
+export type CommandKind = Command['kind'];
+
+export interface CommandError {
+  message: string;
+  /** A transient error: worth retrying with backoff. */
+  retryable: boolean;
+}
+
+/** What happened. The journal is a list of these; the state is a fold over them. */
+export type MigrationEvent =
+  | { type: 'created'; at: number; spec: MigrationSpec }
+  | { type: 'command_succeeded'; at: number; commandId: string; output?: SlotInfo }
+  | { type: 'command_failed'; at: number; commandId: string; error: CommandError }
+  | { type: 'command_cancelled'; at: number; commandId: string; elapsedMs: number }
+  | { type: 'operator'; at: number; verb: Verb; by?: string };
+
+/** Typed notices for subscribers (log, live view, metrics, SSE); derived, never journaled. */
+export interface Notice {
+  at: number;
+  kind: NoticeKind;
+  level: 'info' | 'warn' | 'error';
+  message: string;
+  stage?: Stage | 'bake';
+  actionId?: string;
+}
+
+export type NoticeKind =
+  | 'migration_started'
+  | 'stage_entered'
+  | 'action_started'
+  | 'action_succeeded'
+  | 'action_retry'
+  | 'action_failed'
+  | 'gate_passed'
+  | 'gate_failed'
+  | 'paused'
+  | 'resumed'
+  | 'awaiting_commit'
+  | 'committing'
+  | 'completed'
+  | 'rollback_started'
+  | 'rollback_step'
+  | 'ended';
+
+export interface SlotPair {
+  blue?: SlotInfo;
+  green?: SlotInfo;
+}
+
+export interface Ending {
+  outcome: Outcome;
+  reason: string;
+  /** Undo steps, in order: traffic back to blue first, then green removed. */
+  steps: Command[];
+  cursor: number;
+  /** Steps that kept failing and were skipped: they need a person. */
+  skipped: string[];
+}
+
+export interface MigrationState {
+  spec: MigrationSpec;
+  lifecycle: Lifecycle;
+  /** Index in spec.plan.actions of the action being run, or next. */
+  cursor: number;
+  /** Position inside a multi-step action (the steps of a stepped shift). */
+  subStep: number;
+  attempt: number;
+  pauseRequested: boolean;
+  /** The command the edge is executing; at most one at a time. */
+  inflight: Command | null;
+  /** Commands of this migration that were cancelled and whose result must be ignored. */
+  cancelling: string | null;
+  nextCommand: number;
+  slots: Record<string, SlotPair>;
+  /** Routes this migration changed, in order, so a rollback can put them back. */
+  touchedRoutes: string[];
+  /** Components whose green slot was (or may have been) started, in order. */
+  provisioned: string[];
+  /** Deadline left of a health gate interrupted by a pause. */
+  gateRemainingMs: number | null;
+  bakeRemainingMs: number | null;
+  bakeDone: boolean;
+  layoutRecorded: boolean;
+  ending: Ending | null;
+  startedAt: number;
+  updatedAt: number;
+  committedAt: number | null;
+  endedAt: number | null;
+  lastError: string | null;
+}
+
+export interface Transition {
+  state: MigrationState;
+  /** Commands to start. */
+  commands: Command[];
+  /** Ids of in-flight commands to abort (a pause or rollback interrupting a wait or a gate). */
+  cancels: string[];
+  notices: Notice[];
+}

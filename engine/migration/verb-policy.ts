@@ -1,0 +1,114 @@
+import { assertNever } from '../errors.js';
+import type { Lifecycle, MigrationState, Verb } from './types.js';
+
+/**
+ * Which operator verb each lifecycle state allows: one table, shown in the README and checked
+ * against the code by a test. `null` means allowed; otherwise the reason it is refused.
+ */
+export const verbTable: Record<Lifecycle, Record<Verb, string | null>> = {
+  running: {
+    pause: null,
+    resume: 'it is not paused',
+    rollback: null,
+    cancel: null,
+    commit: 'it is not awaiting commit',
+  },
+  paused: {
+    pause: 'it is already paused',
+    resume: null,
+    rollback: null,
+    cancel: null,
+    commit: 'it is not awaiting commit',
+  },
+  awaiting_commit: {
+    pause: 'it is waiting for commit; there is nothing to pause',
+    resume: 'it is not paused',
+    rollback: null,
+    cancel: null,
+    commit: null,
+  },
+  committing: {
+    pause: 'it is committing',
+    resume: 'it is not paused',
+    rollback: 'the commit has started: it is past the point of no return',
+    cancel: 'the commit has started: it is past the point of no return',
+    commit: 'it is already committing',
+  },
+  rolling_back: {
+    pause: 'it is rolling back',
+    resume: 'it is rolling back',
+    rollback: 'it is already rolling back',
+    cancel: 'it is already rolling back',
+    commit: 'it is rolling back',
+  },
+  completed: {
+    pause: 'it has completed',
+    resume: 'it has completed',
+    rollback: 'it is committed',
+    cancel: 'it is committed',
+    commit: 'it is already committed',
+  },
+  rolled_back: {
+    pause: 'it was rolled back',
+    resume: 'it was rolled back',
+    rollback: 'it was already rolled back',
+    cancel: 'it was rolled back',
+    commit: 'it was rolled back',
+  },
+  cancelled: {
+    pause: 'it was cancelled',
+    resume: 'it was cancelled',
+    rollback: 'it was cancelled (and rolled back)',
+    cancel: 'it was already cancelled',
+    commit: 'it was cancelled',
+  },
+  failed: {
+    pause: 'it failed',
+    resume: 'it failed',
+    rollback: 'it failed and was rolled back automatically',
+    cancel: 'it failed and was rolled back automatically',
+    commit: 'it failed',
+  },
+};
+
+/** The refusal for a verb in the current state, as one sentence, or null when it is allowed. */
+export function refuseVerb(state: MigrationState, verb: Verb): string | null {
+  if (verb === 'pause' && state.lifecycle === 'running' && state.pauseRequested) {
+    return `cannot pause ${state.spec.id}: a pause is already requested (it takes effect after the current step)`;
+  }
+  const reason = verbTable[state.lifecycle][verb];
+  if (reason === null) return null;
+  const when = whenOf(state);
+  return `cannot ${verbText(verb)} ${state.spec.id}: ${reason}${when}`;
+}
+
+function whenOf(state: MigrationState): string {
+  if (state.lifecycle === 'completed' && state.committedAt !== null)
+    return ` (committed at ${clock(state.committedAt)})`;
+  if (state.lifecycle === 'committing' && state.committedAt !== null)
+    return ` (commit started at ${clock(state.committedAt)})`;
+  if (state.endedAt !== null) return ` (ended at ${clock(state.endedAt)})`;
+  return '';
+}
+
+/** 12:04:31 in UTC, the way operators read a log line. */
+export function clock(ms: number): string {
+  return new Date(ms).toISOString().slice(11, 19);
+}
+
+export function verbText(verb: Verb): string {
+  switch (verb) {
+    case 'pause':
+      return 'pause';
+    case 'resume':
+      return 'resume';
+    case 'rollback':
+      return 'roll back';
+    case 'cancel':
+      return 'cancel';
+    case 'commit':
+      return 'commit';
+    default:
+      return assertNever(verb, 'verb');
+  }
+}
