@@ -1,5 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { registerInternal } from './commands/internal.js';
+import { registerMigrate } from './commands/topology-migrate.js';
+import { registerMigration } from './commands/topology-migration.js';
 import { registerPlan } from './commands/topology-plan.js';
 import { registerValidate } from './commands/topology-validate.js';
 import { reportError } from './report-error.js';
@@ -25,13 +28,16 @@ Documentation: README.md; the topology schema: schemas/topology.v1.json`,
     );
   const topology = program
     .command('topology')
-    .description('validate and plan topology files')
+    .description('validate, plan and migrate topologies; operate migrations')
     .addHelpText('after', '\nExample:\n  $ cutover topology plan -f examples/web-app/topology.yaml');
   registerValidate(topology);
   registerPlan(topology);
+  registerMigrate(topology);
+  registerMigration(topology);
+  registerInternal(program);
   // Subcommands inherit the parent's error handling only when told to.
-  for (const command of [topology, ...topology.commands])
-    command.exitOverride().showHelpAfterError('(add --help for usage)');
+  const all = (c: Command): Command[] => [c, ...c.commands.flatMap(all)];
+  for (const command of all(program)) command.exitOverride().showHelpAfterError('(add --help for usage)');
   return program;
 }
 

@@ -9,6 +9,22 @@ export const errorCodes = {
   ENVIRONMENT_MISMATCH: { exitCode: 1, httpStatus: 422, title: 'Environments differ' },
   GIT_REF_UNREADABLE: { exitCode: 1, httpStatus: 422, title: 'Cannot read the topology at a Git revision' },
   STATE_CORRUPT: { exitCode: 1, httpStatus: 500, title: 'State directory is corrupt' },
+  MIGRATION_NOT_FOUND: { exitCode: 1, httpStatus: 404, title: 'Migration not found' },
+  MIGRATION_AMBIGUOUS: { exitCode: 1, httpStatus: 400, title: 'Migration id prefix is ambiguous' },
+  MIGRATION_CONFLICT: {
+    exitCode: 1,
+    httpStatus: 409,
+    title: 'A migration is in flight for this environment',
+  },
+  PLAN_MISMATCH: { exitCode: 1, httpStatus: 409, title: 'The plan differs from the one reviewed' },
+  PLAN_STALE: { exitCode: 1, httpStatus: 409, title: 'The plan is stale' },
+  VERB_REFUSED: { exitCode: 1, httpStatus: 409, title: 'The migration cannot do that now' },
+  RUNNER_UNREACHABLE: {
+    exitCode: 1,
+    httpStatus: 503,
+    title: 'The process driving the migration does not answer',
+  },
+  CANCELLED: { exitCode: 1, httpStatus: 409, title: 'Cancelled' },
   USAGE: { exitCode: 1, httpStatus: 400, title: 'Bad usage' },
   INTERNAL: { exitCode: 70, httpStatus: 500, title: 'Internal error (a bug in cutover)' },
 } as const;

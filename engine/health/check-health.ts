@@ -128,12 +128,11 @@ async function runRounds(health: Health, probes: Probe[], options: WaitHealthyOp
       if (tally.successes === health.successThreshold) log(`health: ${probe.target} healthy`);
     } else if (result.refused && performance.now() - startedAt < graceMs) {
       tally.successes = 0;
-      if (changed)
-        log(`health: ${probe.target} ${probe.action} → ${result.summary} (not counted: starting up)`);
+      if (changed) log(`health: ${probeLabel(probe)} → ${result.summary} (not counted: starting up)`);
     } else {
       tally.successes = 0;
       tally.failures += 1;
-      if (changed) log(`health: ${probe.target} ${probe.action} → ${result.summary}`);
+      if (changed) log(`health: ${probeLabel(probe)} → ${result.summary}`);
     }
   };
 
@@ -152,12 +151,16 @@ async function runRounds(health: Health, probes: Probe[], options: WaitHealthyOp
         const probe = probes[failedAt] as Probe;
         const tally = tallies[failedAt] as Tally;
         throw new HealthGateFailedError(
-          `${probe.target} ${probe.action} → ${tally.last?.summary} (${plural(tally.failures, 'failure')} in a row)`,
+          `${probeLabel(probe)} → ${tally.last?.summary} (${plural(tally.failures, 'failure')} in a row)`,
         );
       }
       if (stop.signal.aborted) break;
       if (tallies.every((t) => t.successes >= health.successThreshold)) {
-        log(`health: gate passed (${describeTargets(health, probes)} healthy)`);
+        log(
+          health.command
+            ? 'health: gate passed'
+            : `health: gate passed (${describeTargets(health, probes)} healthy)`,
+        );
         return;
       }
       await sleep(health.interval - (performance.now() - roundStartedAt), stop.signal);
@@ -181,6 +184,10 @@ function deadlineMessage(health: Health, probes: Probe[], tallies: Tally[], dead
     return [`${probe.target} not healthy (last: ${last})`];
   });
   return `deadline ${formatDuration(Math.max(0, deadlineMs))} passed: ${unhealthy.join('; ')}`;
+}
+
+function probeLabel(probe: Probe): string {
+  return probe.action ? `${probe.target} ${probe.action}` : probe.target;
 }
 
 function describeProbing(health: Health, probes: Probe[]): string {

@@ -16,7 +16,7 @@ export interface ProbeResult {
 export interface Probe {
   /** Who is probed, as named in messages: `127.0.0.1:41234`, `command ./check-health`. */
   target: string;
-  /** What is done to it: `GET /healthz`, `TCP connect`, `run`. */
+  /** What is done to it: `GET /healthz`, `TCP connect`; empty for a command, whose target says it. */
   action: string;
   /** Resolves with the result, or undefined when `signal` aborted the probe first. Never rejects. */
   run(timeoutMs: number, signal: AbortSignal): Promise<ProbeResult | undefined>;
@@ -151,7 +151,7 @@ const quotedStderrChars = 200;
 export function commandProbe(argv: string[], cwd: string, env: NodeJS.ProcessEnv): Probe {
   return {
     target: `command ${argv.join(' ')}`,
-    action: 'run',
+    action: '',
     run: (timeoutMs, signal) =>
       settleOnce(timeoutMs, signal, (finish) => {
         const child = spawn(argv[0] as string, argv.slice(1), {

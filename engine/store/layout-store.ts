@@ -1,7 +1,10 @@
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
+import type { SlotInfo } from '../drivers/types.js';
 import { CutoverError } from '../errors.js';
 import { type CurrentLayout, emptyLayout } from '../layout.js';
+import type { MigrationState } from '../migration/types.js';
+import { own, setOwn } from '../records.js';
 
 /**
  * The current layout of each environment, one JSON file per environment under the state directory:
@@ -34,12 +37,16 @@ export async function readCurrentLayout(stateDir: string, environment: string): 
 }
 
 export async function writeCurrentLayout(stateDir: string, layout: CurrentLayout): Promise<void> {
-  const file = layoutPath(stateDir, layout.environment);
+  await writeJsonAtomic(layoutPath(stateDir, layout.environment), layout);
+}
+
+/** Temp file, fsync, rename, fsync of the directory: the old content or the new, never half. */
+export async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true });
   const temp = `${file}.${process.pid}.tmp`;
   const handle = await open(temp, 'w');
   try {
-    await handle.writeFile(`${JSON.stringify(layout)}\n`);
+    await handle.writeFile(`${JSON.stringify(value)}\n`);
     await handle.sync();
   } finally {
     await handle.close();
@@ -51,4 +58,58 @@ export async function writeCurrentLayout(stateDir: string, layout: CurrentLayout
   } finally {
     await dir.close();
   }
+}
+
+/** Where every committed layout is kept too, by serial: for audit, and to tell a stale plan. */
+export function layoutHistoryPath(stateDir: string, environment: string, serial: number): string {
+  return path.join(stateDir, 'environments', environment, 'layouts', `${serial}.json`);
+}
+
+export async function readLayoutAt(
+  stateDir: string,
+  environment: string,
+  serial: number,
+): Promise<CurrentLayout | null> {
+  if (serial === 0) return emptyLayout(environment);
+  try {
+    return JSON.parse(
+      await readFile(layoutHistoryPath(stateDir, environment, serial), 'utf8'),
+    ) as CurrentLayout;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Records the layout a migration committed: serial + 1, the desired topology, and the slot of
+ * every component that is live now (green where the migration replaced it). Idempotent: a layout
+ * already recorded by this migration is left as it is, so a commit interrupted after this step and
+ * finished on restart does not bump the serial twice.
+ */
+export async function recordLayout(stateDir: string, state: MigrationState): Promise<void> {
+  const spec = state.spec;
+  const current = await readCurrentLayout(stateDir, spec.environment);
+  if (current.migrationId === spec.id) return;
+  if (current.serial !== spec.base.serial) {
+    throw new CutoverError(
+      'STATE_CORRUPT',
+      `layout of ${spec.environment} is at serial ${current.serial}, but ${spec.id} started from ${spec.base.serial}`,
+    );
+  }
+  const slots: Record<string, SlotInfo> = {};
+  for (const name of Object.keys(spec.desired.components)) {
+    const pair = own(state.slots, name);
+    const live = pair?.green ?? pair?.blue;
+    if (live) setOwn(slots, name, { ...live, slot: 'blue' });
+  }
+  const layout: CurrentLayout = {
+    environment: spec.environment,
+    serial: spec.base.serial + 1,
+    topology: spec.desired,
+    committedAt: new Date(state.committedAt ?? Date.now()).toISOString(),
+    slots,
+    migrationId: spec.id,
+  };
+  await writeJsonAtomic(layoutHistoryPath(stateDir, spec.environment, layout.serial), layout);
+  await writeCurrentLayout(stateDir, layout);
 }

@@ -1,0 +1,23 @@
+import type { Command } from 'commander';
+import { defaultDrivers, hostMigration } from '../../engine/migrations.js';
+
+/** Commands cutover runs itself (a detached runner); hidden from help. */
+export function registerInternal(program: Command): void {
+  const internal = program.command('internal', { hidden: true });
+  internal
+    .command('run-migration')
+    .argument('<id>')
+    .requiredOption('--state-dir <dir>')
+    .requiredOption('--environment <name>')
+    .action(async (id: string, options: { stateDir: string; environment: string }) => {
+      const hosted = await hostMigration(options.stateDir, options.environment, id, defaultDrivers());
+      const stop = () => {
+        // Stopped by a signal: leave the migration in flight for the next runner to pick up.
+        void hosted.stop().then(() => process.exit(143));
+      };
+      process.once('SIGTERM', stop);
+      process.once('SIGINT', stop);
+      const final = await hosted.runner.done();
+      process.stdout.write(`${new Date().toISOString()} ${id}: ${final.lifecycle}\n`);
+    });
+}

@@ -1,0 +1,87 @@
+import type { Command } from 'commander';
+import { type Verb, verbs } from '../../engine/migration/types.js';
+import {
+  findMigration,
+  listMigrations,
+  loadState,
+  operate,
+  readLog,
+  summarize,
+} from '../../engine/migrations.js';
+import { renderLogLine, renderMigration, renderMigrationList } from '../render/render-migration.js';
+import { styleFor } from '../render/style.js';
+import { addStateDirOptions, resolveStateDir, type StateDirOptions } from '../state-dir.js';
+
+const verbHelp: Record<Verb, string> = {
+  pause: 'pause a running migration at the next step boundary (a health gate or bake clock stops)',
+  resume: 'resume a paused migration; also picks up a migration whose process died',
+  rollback: 'roll back: traffic back to blue first, then green retired (any time before commit)',
+  cancel: 'abort an in-flight migration: the same safe end as rollback, recorded as cancelled',
+  commit: 'commit a migration that waits for it (manual strategy): the point of no return',
+};
+
+export function registerMigration(topology: Command): void {
+  const migration = topology
+    .command('migration')
+    .description('list, inspect and operate migrations, from any terminal')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ cutover topology migration list\n  $ cutover topology migration rollback mig_01jd3x',
+    );
+
+  addStateDirOptions(migration.command('list'))
+    .description('list migrations in flight and recent history')
+    .option('--all', 'the whole history, not only the last 10')
+    .option('--environment <name>', 'only this environment')
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  $ cutover topology migration list --all --json')
+    .action((options: StateDirOptions & { all?: boolean; environment?: string; json?: boolean }) => {
+      const list = listMigrations(resolveStateDir(options), options);
+      if (options.json) process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
+      else process.stdout.write(renderMigrationList(list, styleFor(process.stdout)));
+    });
+
+  addStateDirOptions(migration.command('show').argument('<id>', 'migration id or a unique prefix'))
+    .description('show one migration: status and every action with its progress')
+    .option('--json', 'print JSON (summary and full state)')
+    .addHelpText('after', '\nExample:\n  $ cutover topology migration show mig_01jd3x')
+    .action((id: string, options: StateDirOptions & { json?: boolean }) => {
+      const ref = findMigration(resolveStateDir(options), id);
+      const state = loadState(ref.stateDir, ref.environment, ref.id);
+      const summary = summarize(ref, state);
+      if (options.json) process.stdout.write(`${JSON.stringify({ summary, state }, null, 2)}\n`);
+      else process.stdout.write(renderMigration(summary, state, styleFor(process.stdout)));
+    });
+
+  addStateDirOptions(migration.command('logs').argument('<id>', 'migration id or a unique prefix'))
+    .description('show the log of a migration')
+    .option('--follow', 'keep printing new lines until the migration ends')
+    .option('--json', 'print JSON lines')
+    .addHelpText('after', '\nExample:\n  $ cutover topology migration logs mig_01jd3x --follow')
+    .action(async (id: string, options: StateDirOptions & { follow?: boolean; json?: boolean }) => {
+      const ref = findMigration(resolveStateDir(options), id);
+      const style = styleFor(process.stdout);
+      for await (const line of readLog(ref, { follow: options.follow === true })) {
+        process.stdout.write(options.json ? `${JSON.stringify(line)}\n` : `${renderLogLine(line, style)}\n`);
+      }
+    });
+
+  for (const verb of verbs) {
+    addStateDirOptions(migration.command(verb).argument('<id>', 'migration id or a unique prefix'))
+      .description(verbHelp[verb])
+      .option('--json', 'print the resulting state as JSON')
+      .addHelpText('after', `\nExample:\n  $ cutover topology migration ${verb} mig_01jd3x`)
+      .action(async (id: string, options: StateDirOptions & { json?: boolean }) => {
+        const ref = findMigration(resolveStateDir(options), id);
+        const outcome = await operate(ref, verb, process.env.USER);
+        const summary = summarize(ref, outcome.state);
+        if (options.json) {
+          process.stdout.write(`${JSON.stringify({ summary, recovered: outcome.recovered }, null, 2)}\n`);
+          return;
+        }
+        if (outcome.recovered)
+          process.stderr.write(`${ref.id} had no running process; a new one picked it up.\n`);
+        process.stdout.write(`${ref.id}: ${summary.status}\n`);
+      });
+  }
+}

@@ -1,0 +1,112 @@
+import { commitIndex } from '../../engine/migration/step.js';
+import type { MigrationState } from '../../engine/migration/types.js';
+import type { MigrationSummary } from '../../engine/migrations.js';
+import { stages } from '../../engine/plan/types.js';
+import type { LogLine } from '../../engine/runner/local-runner.js';
+import type { Style } from './style.js';
+
+export function time(ms: number | null): string {
+  return ms === null ? '-' : new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
+}
+
+/** A table of migrations, like `kubectl get`. */
+export function renderMigrationList(list: readonly MigrationSummary[], style: Style): string {
+  if (list.length === 0) return 'No migrations.\n';
+  const rows = list.map((m) => [
+    m.id,
+    m.environment,
+    m.status,
+    `${m.actionsDone}/${m.actionsTotal}`,
+    time(m.startedAt),
+    m.runnerPid ? String(m.runnerPid) : '-',
+  ]);
+  const header = ['ID', 'ENVIRONMENT', 'STATUS', 'ACTIONS', 'STARTED (UTC)', 'RUNNER'];
+  const widths = header.map((h, i) =>
+    Math.min(60, Math.max(h.length, ...rows.map((r) => (r[i] as string).length))),
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) =>
+        c.length > (widths[i] as number)
+          ? `${c.slice(0, (widths[i] as number) - 1)}…`
+          : c.padEnd(widths[i] as number),
+      )
+      .join('  ')
+      .trimEnd();
+  return `${style.bold(line(header))}\n${rows.map(line).join('\n')}\n`;
+}
+
+/** One migration: status, then every action with its progress. */
+export function renderMigration(summary: MigrationSummary, state: MigrationState, style: Style): string {
+  const lines = [
+    `${style.bold(summary.id)}  environment ${summary.environment}`,
+    `  status:    ${summary.status}`,
+    `  plan:      ${summary.planId}`,
+    `  started:   ${time(summary.startedAt)} UTC`,
+  ];
+  if (summary.committedAt !== null) lines.push(`  committed: ${time(summary.committedAt)} UTC`);
+  if (summary.endedAt !== null) lines.push(`  ended:     ${time(summary.endedAt)} UTC`);
+  if (summary.runnerPid !== null) lines.push(`  runner:    pid ${summary.runnerPid}`);
+  if (state.ending && state.ending.skipped.length > 0)
+    lines.push(`  ${style.red('needs a person:')} ${state.ending.skipped.join('; ')}`);
+  lines.push('', style.bold('Actions:'));
+  state.spec.plan.actions.forEach((action, i) => {
+    lines.push(`  ${actionMark(state, i, style)} ${action.id.padEnd(32)} ${style.dim(action.reason)}`);
+  });
+  return `${lines.join('\n')}\n`;
+}
+
+function actionMark(state: MigrationState, index: number, style: Style): string {
+  const rolledBack =
+    state.lifecycle === 'rolling_back' ||
+    state.lifecycle === 'rolled_back' ||
+    state.lifecycle === 'cancelled' ||
+    state.lifecycle === 'failed';
+  if (index < state.cursor) return rolledBack ? style.yellow('↺') : style.green('✓');
+  if (index === state.cursor && !rolledBack && state.lifecycle !== 'completed') {
+    return state.lifecycle === 'running' || state.lifecycle === 'committing'
+      ? style.yellow('▶')
+      : style.yellow('‖');
+  }
+  if (index === state.cursor && state.lifecycle === 'failed') return style.red('✗');
+  return style.dim('·');
+}
+
+/** `12:04:31  stage health_gate` — a log line as plain text. */
+export function renderLogLine(line: LogLine, style: Style): string {
+  const at = new Date(line.at).toISOString().slice(11, 23);
+  const text =
+    line.level === 'error'
+      ? style.red(line.message)
+      : line.level === 'warn'
+        ? style.yellow(line.message)
+        : line.message;
+  return `${style.dim(at)}  ${line.kind === 'driver' ? style.dim(line.message) : text}`;
+}
+
+/** The live view on a terminal: stages with progress, the current action, the latest lines. */
+export function renderLiveView(state: MigrationState, recent: readonly LogLine[], style: Style): string {
+  const actions = state.spec.plan.actions;
+  const stageMarks = stages.map((stage) => {
+    const indexes = actions.map((a, i) => (a.stage === stage ? i : -1)).filter((i) => i >= 0);
+    if (indexes.length === 0) return style.dim(`${stage} –`);
+    const done = indexes.filter((i) => i < state.cursor).length;
+    const mark =
+      done === indexes.length
+        ? style.green('✓')
+        : indexes.includes(state.cursor)
+          ? style.yellow('▶')
+          : style.dim('·');
+    return `${mark} ${stage} ${done}/${indexes.length}`;
+  });
+  const bake =
+    state.cursor >= commitIndex(state.spec) && !state.bakeDone && state.spec.desired.strategy.bake > 0;
+  const current = actions[state.cursor];
+  const lines = [
+    `${style.bold(state.spec.id)}  ${state.spec.environment}  ${style.bold(state.lifecycle.replace('_', ' '))}`,
+    `  ${stageMarks.join('   ')}`,
+    `  ${bake ? 'bake time' : current && state.lifecycle !== 'rolling_back' ? `now: ${current.id}` : ''}`,
+    ...recent.slice(-6).map((l) => `  ${renderLogLine(l, style)}`),
+  ];
+  return lines.join('\n');
+}

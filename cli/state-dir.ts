@@ -1,0 +1,26 @@
+import type { Command } from 'commander';
+import { stateDirFor } from '../engine/store/state-dir.js';
+
+export interface StateDirOptions {
+  file?: string;
+  stateDir?: string;
+}
+
+/** `-f FILE` (state beside it) and `--state-dir DIR`, for commands that act on migrations. */
+export function addStateDirOptions(command: Command): Command {
+  return command
+    .option(
+      '-f, --file <file>',
+      'a topology file; its state directory (.cutover/ beside it) is used',
+      'topology.yaml',
+    )
+    .option(
+      '--state-dir <dir>',
+      'the state directory (default: CUTOVER_STATE_DIR, else .cutover/ beside the file)',
+    );
+}
+
+export function resolveStateDir(options: StateDirOptions): string {
+  if (options.stateDir) return stateDirFor('', { CUTOVER_STATE_DIR: options.stateDir });
+  return stateDirFor(options.file ?? 'topology.yaml');
+}

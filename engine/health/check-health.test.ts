@@ -1,0 +1,297 @@
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Health } from '../topology/types.js';
+import { HealthGateFailedError, type WaitHealthyOptions, waitHealthy } from './check-health.js';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+function health(overrides: Partial<Health>): Health {
+  return {
+    interval: 50,
+    timeout: 1000,
+    successThreshold: 1,
+    failureThreshold: 3,
+    deadline: 5000,
+    ...overrides,
+  };
+}
+
+/** A real HTTP server on 127.0.0.1; the handler gets the 1-based request number. */
+async function serve(
+  handler: (n: number, res: http.ServerResponse) => void,
+): Promise<{ address: string; requests: () => number }> {
+  let n = 0;
+  const server = http.createServer((_req, res) => handler(++n, res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  cleanups.push(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return { address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`, requests: () => n };
+}
+
+/** An address where nothing listens: a port that was free a moment ago. */
+async function closedAddress(): Promise<string> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `127.0.0.1:${port}`;
+}
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'cutover-health-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function gate(overrides: Partial<WaitHealthyOptions>): { options: WaitHealthyOptions; lines: string[] } {
+  const lines: string[] = [];
+  const options: WaitHealthyOptions = {
+    health: undefined,
+    addresses: [],
+    cwd: process.cwd(),
+    deadlineMs: 5000,
+    signal: new AbortController().signal,
+    log: (line) => lines.push(line),
+    ...overrides,
+  };
+  return { options, lines };
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (condition()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return condition();
+}
+
+describe('waitHealthy', () => {
+  it('resolves at once when no health check is configured', async () => {
+    const { options, lines } = gate({});
+    await waitHealthy(options);
+    expect(lines).toEqual(['no health check configured']);
+  });
+
+  it('passes when every replica answers the expected status and body', async () => {
+    const a = await serve((_n, res) => res.end('ok: a'));
+    const b = await serve((_n, res) => res.end('ok: b'));
+    const { options, lines } = gate({
+      health: health({ http: { path: '/healthz', expectStatus: 200, bodyMatch: '^ok' } }),
+      addresses: [a.address, b.address],
+    });
+    await waitHealthy(options);
+    expect(a.requests()).toBe(1);
+    expect(b.requests()).toBe(1);
+    expect(lines.at(-1)).toBe('health: gate passed (2 replicas healthy)');
+  });
+
+  it('fails after failureThreshold answers with the wrong status, naming the replica', async () => {
+    const server = await serve((_n, res) => {
+      res.statusCode = 503;
+      res.end('busy');
+    });
+    const { options } = gate({
+      health: health({ http: { path: '/healthz', expectStatus: 200 } }),
+      addresses: [server.address],
+    });
+    const error = await waitHealthy(options).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HealthGateFailedError);
+    expect((error as Error).message).toBe(`${server.address} GET /healthz → 503 (3 failures in a row)`);
+    expect(server.requests()).toBe(3);
+  });
+
+  it('fails when the body does not match, quoting the body', async () => {
+    const server = await serve((_n, res) => res.end('starting'));
+    const { options } = gate({
+      health: health({ http: { path: '/healthz', expectStatus: 200, bodyMatch: '^ok' } }),
+      addresses: [server.address],
+    });
+    await expect(waitHealthy(options)).rejects.toThrow(
+      `${server.address} GET /healthz → 200, body "starting" does not match /^ok/ (3 failures in a row)`,
+    );
+  });
+
+  it('needs successThreshold successes in a row: a failure starts the count again', async () => {
+    const answers = [200, 200, 503, 200, 200, 200];
+    const server = await serve((n, res) => {
+      res.statusCode = answers[n - 1] ?? 200;
+      res.end();
+    });
+    const { options } = gate({
+      health: health({ http: { path: '/', expectStatus: 200 }, successThreshold: 3 }),
+      addresses: [server.address],
+    });
+    await waitHealthy(options);
+    expect(server.requests()).toBe(6);
+  });
+
+  it('fails when the deadline passes while nothing listens', async () => {
+    const address = await closedAddress();
+    const { options } = gate({
+      health: health({ http: { path: '/healthz', expectStatus: 200 }, failureThreshold: 100 }),
+      addresses: [address],
+      deadlineMs: 400,
+    });
+    const started = Date.now();
+    await expect(waitHealthy(options)).rejects.toThrow(
+      new HealthGateFailedError(`deadline 400ms passed: ${address} not healthy (last: connection refused)`),
+    );
+    expect(Date.now() - started).toBeLessThan(1500);
+  });
+
+  it('does not count connection refused in the first 10% of the deadline, and counts it after', async () => {
+    const address = await closedAddress();
+    const { options, lines } = gate({
+      health: health({ tcp: {}, interval: 100, failureThreshold: 2 }),
+      addresses: [address],
+      deadlineMs: 3000,
+    });
+    const started = Date.now();
+    await expect(waitHealthy(options)).rejects.toThrow(
+      `${address} TCP connect → connection refused (2 failures in a row)`,
+    );
+    // Rounds at 0, 100, 200 ms are within the 300 ms grace; the two after it fail the gate.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(350);
+    expect(lines).toContain(`health: ${address} TCP connect → connection refused (not counted: starting up)`);
+  });
+
+  it('reports the hanging probe when the deadline passes first', async () => {
+    const server = await serve(() => {
+      // Never answers.
+    });
+    const { options } = gate({
+      health: health({ http: { path: '/healthz', expectStatus: 200 }, timeout: 10_000 }),
+      addresses: [server.address],
+      deadlineMs: 200,
+    });
+    await expect(waitHealthy(options)).rejects.toThrow(
+      `deadline 200ms passed: ${server.address} not healthy (last: no probe finished)`,
+    );
+  });
+
+  it('times out a probe after health.timeout', async () => {
+    const server = await serve(() => {
+      // Never answers.
+    });
+    const { options } = gate({
+      health: health({ http: { path: '/healthz', expectStatus: 200 }, timeout: 100, failureThreshold: 1 }),
+      addresses: [server.address],
+    });
+    await expect(waitHealthy(options)).rejects.toThrow(
+      `${server.address} GET /healthz → no answer within 100ms (1 failure in a row)`,
+    );
+  });
+
+  it('refuses http and tcp probes without addresses', async () => {
+    const { options } = gate({ health: health({ tcp: {} }), addresses: [] });
+    await expect(waitHealthy(options)).rejects.toThrow(
+      new HealthGateFailedError('no address to probe: the driver reported none for this slot'),
+    );
+  });
+
+  it('passes a tcp probe when every replica accepts a connection', async () => {
+    const server = net.createServer((socket) => socket.end());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const address = `127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+    const { options, lines } = gate({ health: health({ tcp: {} }), addresses: [address] });
+    await waitHealthy(options);
+    expect(lines).toContain(`health: ${address} healthy`);
+  });
+
+  it('runs a command probe once per round in cwd, with the addresses in its environment', async () => {
+    const dir = await tempDir();
+    const script = path.join(dir, 'check.sh');
+    await writeFile(
+      script,
+      '#!/bin/sh\necho "$CUTOVER_ADDRESS $CUTOVER_ADDRESSES $DEMO" >> probes.log\n[ "$CUTOVER_ADDRESS" = 10.0.0.1:80 ]\n',
+      { mode: 0o755 },
+    );
+    const { options } = gate({
+      health: health({ command: ['./check.sh'] }),
+      addresses: ['10.0.0.1:80', '10.0.0.2:80'],
+      env: { DEMO: 'yes' },
+      cwd: dir,
+    });
+    await waitHealthy(options);
+    expect(await readFile(path.join(dir, 'probes.log'), 'utf8')).toBe(
+      '10.0.0.1:80 10.0.0.1:80,10.0.0.2:80 yes\n',
+    );
+  });
+
+  it('fails a command probe that exits non-zero, quoting its last stderr line', async () => {
+    const command = [process.execPath, '-e', 'console.error("db not ready"); process.exit(1)'];
+    const { options } = gate({ health: health({ command }), addresses: [] });
+    await expect(waitHealthy(options)).rejects.toThrow(
+      `command ${command.join(' ')} → exit 1: db not ready (3 failures in a row)`,
+    );
+  });
+
+  it('rejects promptly with an AbortError when aborted, closing its connections', async () => {
+    let closed = 0;
+    const server = await serve((_n, res) => {
+      res.on('close', () => closed++);
+    });
+    const controller = new AbortController();
+    const { options } = gate({
+      health: health({ http: { path: '/healthz', expectStatus: 200 }, timeout: 10_000 }),
+      addresses: [server.address],
+      signal: controller.signal,
+    });
+    setTimeout(() => controller.abort(), 100);
+    const started = Date.now();
+    const error = await waitHealthy(options).catch((e: unknown) => e);
+    expect((error as Error).name).toBe('AbortError');
+    expect(Date.now() - started).toBeLessThan(400);
+    expect(await waitUntil(() => closed === 1, 1000)).toBe(true);
+  });
+
+  it('kills a running command probe when aborted', async () => {
+    const dir = await tempDir();
+    const pidFile = path.join(dir, 'pid');
+    const controller = new AbortController();
+    const { options } = gate({
+      health: health({ command: ['sh', '-c', `echo $$ > ${pidFile}; exec sleep 30`], timeout: 60_000 }),
+      signal: controller.signal,
+      cwd: dir,
+    });
+    const pending = waitHealthy(options).catch((e: unknown) => e);
+    await waitUntil(() => Boolean(readPid(pidFile)), 5000);
+    const pid = readPid(pidFile) as number;
+    expect(isRunning(pid)).toBe(true);
+    controller.abort(new DOMException('stop', 'AbortError'));
+    expect(((await pending) as Error).name).toBe('AbortError');
+    expect(await waitUntil(() => !isRunning(pid), 2000)).toBe(true);
+  });
+});
+
+function readPid(file: string): number | undefined {
+  try {
+    return Number(readFileSync(file, 'utf8').trim()) || undefined;
+  } catch {
+    return undefined;
+  }
+}

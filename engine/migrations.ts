@@ -1,0 +1,452 @@
+/**
+ * Migrations in the local (in-process) mode: start, find, list, show, operate and follow them.
+ * Front ends call these; the state directory is the only shared state, so any terminal can act on
+ * any migration, and a migration whose runner died is picked up again by the next command on it.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { monotonicFactory } from 'ulid';
+import { TopologyInvalidError } from './api.js';
+import { createExecDriver } from './drivers/exec-driver.js';
+import { CutoverError } from './errors.js';
+import { replay } from './migration/step.js';
+import { isFinal, type MigrationSpec, type MigrationState, type Verb } from './migration/types.js';
+import { clock, refuseVerb } from './migration/verb-policy.js';
+import { buildPlan } from './plan/build-plan.js';
+import type { Plan } from './plan/types.js';
+import { claimEnvironment, readClaim, releaseEnvironment } from './runner/active-claim.js';
+import { sendVerbToRunner, startControlServer } from './runner/control.js';
+import { builtInRouteDrivers, type DriverSet } from './runner/execute-command.js';
+import { JournalWriter, readJournal } from './runner/journal.js';
+import { LocalRunner, type LogLine, type RunnerDeps } from './runner/local-runner.js';
+import { migrationPaths, migrationsDir } from './runner/paths.js';
+import { claimRunner, liveRunner, releaseRunner } from './runner/runner-claim.js';
+import { readTopologyFile } from './sources/read-topology-file.js';
+import { readCurrentLayout, readLayoutAt } from './store/layout-store.js';
+import { loadTopology } from './topology/load-topology.js';
+
+export function defaultDrivers(): DriverSet {
+  return { component: { exec: createExecDriver() }, route: builtInRouteDrivers() };
+}
+
+const nextUlid = monotonicFactory();
+
+/** `mig_` and a ULID in lower case: unique, sorted by creation time; any unique prefix finds it. */
+export function newMigrationId(): string {
+  return `mig_${nextUlid().toLowerCase()}`;
+}
+
+export interface CreateRequest {
+  file: string;
+  stateDir: string;
+  /** The reviewed plan's id: refuse anything else. */
+  planId?: string;
+  now?: number;
+}
+
+export type CreateResult = { created: true; spec: MigrationSpec } | { created: false; plan: Plan };
+
+/**
+ * Creates a migration: claims the environment (at most one migration in flight), plans against the
+ * layout that is current once the claim is held, checks a pinned plan id, and writes the journal's
+ * first event. Nothing runs yet: `hostMigration` (here or in a detached process) drives it.
+ * With no change to make, nothing is created.
+ */
+export async function createMigration(request: CreateRequest): Promise<CreateResult> {
+  const text = await readTopologyFile(request.file);
+  const loaded = loadTopology(text, { file: request.file });
+  if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
+  const desired = loaded.topology;
+  const environment = desired.metadata.name;
+  const { stateDir } = request;
+  const id = newMigrationId();
+  const claim = claimEnvironment(stateDir, environment, id, (other) =>
+    isFinished(stateDir, environment, other),
+  );
+  if (!claim.ok) throw conflictError(stateDir, environment, claim.holder.migrationId);
+  try {
+    const base = await readCurrentLayout(stateDir, environment);
+    const plan = buildPlan(base, desired);
+    if (request.planId !== undefined && request.planId !== plan.planId) {
+      throw await pinError(stateDir, request.planId, plan, desired);
+    }
+    if (plan.actions.length === 0 && plan.settings.length === 0) {
+      releaseEnvironment(stateDir, environment, id);
+      return { created: false, plan };
+    }
+    const spec: MigrationSpec = {
+      id,
+      environment,
+      plan,
+      desired,
+      base,
+      baseDir: path.dirname(path.resolve(request.file)),
+      createdAt: request.now ?? Date.now(),
+    };
+    const paths = migrationPaths(stateDir, environment, id);
+    mkdirSync(paths.dir, { recursive: true });
+    JournalWriter.create(paths.journal, { type: 'created', at: spec.createdAt, spec }).close();
+    return { created: true, spec };
+  } catch (error) {
+    releaseEnvironment(stateDir, environment, id);
+    throw error;
+  }
+}
+
+function conflictError(stateDir: string, environment: string, holderId: string): CutoverError {
+  let detail = '';
+  try {
+    const state = loadState(stateDir, environment, holderId);
+    detail = ` (${describeLifecycle(state)}, started ${clock(state.startedAt)})`;
+    if (!liveRunner(migrationPaths(stateDir, environment, holderId).runner)) {
+      detail += `; no process is driving it: \`cutover topology migration resume ${holderId}\` picks it up`;
+    }
+  } catch {
+    // the holder is being created right now
+  }
+  return new CutoverError(
+    'MIGRATION_CONFLICT',
+    `environment ${environment} already has a migration in flight: ${holderId}${detail}`,
+    { migrationId: holderId },
+  );
+}
+
+/** Tells a stale plan (the layout moved on since it was computed) from one that differs. */
+async function pinError(
+  stateDir: string,
+  pinned: string,
+  plan: Plan,
+  desired: MigrationSpec['desired'],
+): Promise<CutoverError> {
+  for (let serial = plan.baseSerial - 1; serial >= Math.max(0, plan.baseSerial - 50); serial--) {
+    const old = await readLayoutAt(stateDir, plan.environment, serial);
+    if (old && buildPlan(old, desired).planId === pinned) {
+      return new CutoverError(
+        'PLAN_STALE',
+        `plan ${short(pinned)} is stale: it was computed against serial ${serial} of ${plan.environment}, which is now at serial ${plan.baseSerial}; plan again and review the new plan (${short(plan.planId)})`,
+      );
+    }
+  }
+  return new CutoverError(
+    'PLAN_MISMATCH',
+    `the plan of this topology is ${short(plan.planId)}, not the reviewed ${short(pinned)}: the topology file changed since it was planned; plan again and review`,
+  );
+}
+
+function short(planId: string): string {
+  return planId.slice(0, 'sha256:'.length + 12);
+}
+
+export interface HostedMigration {
+  runner: LocalRunner;
+  /** Stops driving (the migration stays in flight for another runner to pick up). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Drives a migration in this process: becomes its one runner (refusing if another live process
+ * is), opens the control endpoint for other terminals, and replays the journal to go on from where
+ * it stands.
+ */
+export async function hostMigration(
+  stateDir: string,
+  environment: string,
+  id: string,
+  drivers: DriverSet,
+  onLine?: RunnerDeps['onLine'],
+): Promise<HostedMigration> {
+  const paths = migrationPaths(stateDir, environment, id);
+  let runner: LocalRunner | undefined;
+  const control = await startControlServer(() => runner);
+  const record = claimRunner(paths.runner, {
+    migrationId: id,
+    port: control.port,
+    token: control.token,
+    startedAt: Date.now(),
+  });
+  if (!record) {
+    control.server.close();
+    const other = liveRunner(paths.runner);
+    throw new CutoverError(
+      'MIGRATION_CONFLICT',
+      `${id} is already driven by another process (pid ${other?.process.pid ?? '?'})`,
+    );
+  }
+  const release = () => {
+    releaseRunner(paths.runner);
+    control.server.close();
+  };
+  try {
+    runner = LocalRunner.recover(
+      stateDir,
+      environment,
+      id,
+      onLine ? { stateDir, drivers, onLine } : { stateDir, drivers },
+    );
+  } catch (error) {
+    release();
+    throw error;
+  }
+  runner.done().then(release, release);
+  return {
+    runner,
+    async stop() {
+      runner?.detach();
+      release();
+    },
+  };
+}
+
+/** Starts a detached process that drives a migration, and waits until it answers. */
+export async function spawnRunner(stateDir: string, environment: string, id: string): Promise<number> {
+  const paths = migrationPaths(stateDir, environment, id);
+  const out = openSync(paths.runnerOutput, 'a');
+  const child = spawn(
+    process.execPath,
+    [cliPath(), 'internal', 'run-migration', '--state-dir', stateDir, '--environment', environment, id],
+    {
+      detached: true,
+      stdio: ['ignore', out, out],
+      env: process.env,
+    },
+  );
+  child.unref();
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    if (liveRunner(paths.runner)) return child.pid ?? 0;
+    if (child.exitCode !== null) break;
+    if (isFinished(stateDir, environment, id)) return child.pid ?? 0;
+    await sleep(50);
+  }
+  const tail = existsSync(paths.runnerOutput)
+    ? readFileSync(paths.runnerOutput, 'utf8').trim().split('\n').slice(-5).join('\n')
+    : '';
+  throw new CutoverError(
+    'RUNNER_UNREACHABLE',
+    `the runner for ${id} did not start${tail ? `:\n${tail}` : ''}`,
+  );
+}
+
+function cliPath(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const pkg = path.join(dir, 'package.json');
+    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'cutover') {
+      return path.join(dir, 'bin', 'cutover.js');
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir)
+      throw new CutoverError('INTERNAL', 'cannot find the cutover package to start a runner');
+    dir = parent;
+  }
+}
+
+export interface MigrationRef {
+  stateDir: string;
+  environment: string;
+  id: string;
+}
+
+/** Finds a migration by id or unique prefix (with or without `mig_`), in any environment. */
+export function findMigration(stateDir: string, prefix: string): MigrationRef {
+  const wanted = (prefix.startsWith('mig_') ? prefix : `mig_${prefix}`).toLowerCase();
+  const matches = allMigrations(stateDir).filter((m) => m.id.startsWith(wanted));
+  if (matches.length === 1) return matches[0] as MigrationRef;
+  if (matches.length === 0) {
+    throw new CutoverError(
+      'MIGRATION_NOT_FOUND',
+      `no migration ${prefix} in ${stateDir} (see \`cutover topology migration list --all\`)`,
+    );
+  }
+  const ids = matches.map((m) => m.id).slice(0, 5);
+  throw new CutoverError(
+    'MIGRATION_AMBIGUOUS',
+    `${prefix} matches ${matches.length} migrations: ${ids.join(', ')}${matches.length > 5 ? ', …' : ''}`,
+  );
+}
+
+function allMigrations(stateDir: string): MigrationRef[] {
+  const envRoot = path.join(stateDir, 'environments');
+  if (!existsSync(envRoot)) return [];
+  const out: MigrationRef[] = [];
+  for (const environment of readdirSync(envRoot)) {
+    const dir = migrationsDir(stateDir, environment);
+    if (!existsSync(dir)) continue;
+    for (const id of readdirSync(dir)) {
+      if (existsSync(path.join(dir, id, 'journal.ndjson'))) out.push({ stateDir, environment, id });
+    }
+  }
+  return out;
+}
+
+export function loadState(stateDir: string, environment: string, id: string): MigrationState {
+  return replay(readJournal(migrationPaths(stateDir, environment, id).journal).events);
+}
+
+function isFinished(stateDir: string, environment: string, id: string): boolean {
+  try {
+    return isFinal(loadState(stateDir, environment, id).lifecycle);
+  } catch {
+    return false;
+  }
+}
+
+export interface MigrationSummary {
+  id: string;
+  environment: string;
+  lifecycle: MigrationState['lifecycle'];
+  /** running, paused…; with the stage or the reason. */
+  status: string;
+  planId: string;
+  actionsDone: number;
+  actionsTotal: number;
+  startedAt: number;
+  updatedAt: number;
+  committedAt: number | null;
+  endedAt: number | null;
+  reason: string | null;
+  /** pid of the live process driving it, if any. */
+  runnerPid: number | null;
+}
+
+export function summarize(ref: MigrationRef, state: MigrationState): MigrationSummary {
+  const runner = isFinal(state.lifecycle)
+    ? null
+    : liveRunner(migrationPaths(ref.stateDir, ref.environment, ref.id).runner);
+  return {
+    id: state.spec.id,
+    environment: state.spec.environment,
+    lifecycle: state.lifecycle,
+    status: describeLifecycle(state),
+    planId: state.spec.plan.planId,
+    actionsDone: Math.min(state.cursor, state.spec.plan.actions.length),
+    actionsTotal: state.spec.plan.actions.length,
+    startedAt: state.startedAt,
+    updatedAt: state.updatedAt,
+    committedAt: state.committedAt,
+    endedAt: state.endedAt,
+    reason: state.ending?.reason ?? null,
+    runnerPid: runner?.process.pid ?? null,
+  };
+}
+
+export function describeLifecycle(state: MigrationState): string {
+  const action = state.spec.plan.actions[state.cursor];
+  switch (state.lifecycle) {
+    case 'running':
+      return state.pauseRequested
+        ? `pausing (${action?.id ?? 'commit'})`
+        : `running (${action?.stage === 'commit' || !action ? 'bake' : action.stage})`;
+    case 'paused':
+      return `paused (before ${action?.id ?? 'commit'})`;
+    case 'committing':
+      return 'committing';
+    case 'rolling_back':
+      return `rolling back (${state.ending?.reason ?? ''})`;
+    case 'failed':
+      return `failed: ${state.ending?.reason ?? 'unknown reason'}`;
+    default:
+      return state.lifecycle.replace('_', ' ');
+  }
+}
+
+/** In-flight migrations first, then history, newest first. */
+export function listMigrations(
+  stateDir: string,
+  options: { environment?: string; all?: boolean },
+): MigrationSummary[] {
+  const refs = allMigrations(stateDir).filter(
+    (m) => options.environment === undefined || m.environment === options.environment,
+  );
+  const summaries = refs.map((ref) => summarize(ref, loadState(ref.stateDir, ref.environment, ref.id)));
+  const inFlight = summaries.filter((s) => !isFinal(s.lifecycle));
+  const history = summaries.filter((s) => isFinal(s.lifecycle));
+  const newestFirst = (a: MigrationSummary, b: MigrationSummary) => (a.id < b.id ? 1 : -1);
+  return [
+    ...inFlight.sort(newestFirst),
+    ...(options.all ? history.sort(newestFirst) : history.sort(newestFirst).slice(0, 10)),
+  ];
+}
+
+export interface VerbOutcome {
+  state: MigrationState;
+  /** The migration had no live runner and one was started for it. */
+  recovered: boolean;
+}
+
+/**
+ * Applies an operator verb from any terminal: refused with a sentence where the state does not
+ * allow it; otherwise sent to the runner, which journals it before answering. A migration whose
+ * runner died gets a new one first (that is also what `resume` does for a running migration).
+ */
+export async function operate(ref: MigrationRef, verb: Verb, by?: string): Promise<VerbOutcome> {
+  const paths = migrationPaths(ref.stateDir, ref.environment, ref.id);
+  let state = loadState(ref.stateDir, ref.environment, ref.id);
+  if (isFinal(state.lifecycle)) throw refused(state, verb);
+  let recovered = false;
+  let runner = liveRunner(paths.runner);
+  if (!runner) {
+    await spawnRunner(ref.stateDir, ref.environment, ref.id);
+    runner = liveRunner(paths.runner);
+    recovered = true;
+    state = loadState(ref.stateDir, ref.environment, ref.id);
+    if (!runner) throw refused(state, verb);
+    if (verb === 'resume' && state.lifecycle !== 'paused') return { state, recovered };
+  }
+  const result = await sendVerbToRunner(runner, verb, by);
+  if (!result.ok) throw new CutoverError('VERB_REFUSED', result.refusal);
+  return { state: result.state, recovered };
+}
+
+function refused(state: MigrationState, verb: Verb): CutoverError {
+  return new CutoverError('VERB_REFUSED', refuseVerb(state, verb) ?? `cannot ${verb} ${state.spec.id} now`);
+}
+
+/**
+ * The log lines of a migration; with `follow`, keeps reading as lines arrive and ends once the
+ * migration has ended.
+ */
+export async function* readLog(
+  ref: MigrationRef,
+  options: { follow: boolean; pollMs?: number },
+): AsyncGenerator<LogLine> {
+  const file = migrationPaths(ref.stateDir, ref.environment, ref.id).log;
+  let offset = 0;
+  let pending = '';
+  for (;;) {
+    const ended = !options.follow || isFinished(ref.stateDir, ref.environment, ref.id);
+    const size = existsSync(file) ? statSync(file).size : 0;
+    if (size > offset) {
+      const handle = await open(file, 'r');
+      try {
+        const buffer = Buffer.alloc(size - offset);
+        await handle.read(buffer, 0, buffer.length, offset);
+        offset = size;
+        pending += buffer.toString('utf8');
+      } finally {
+        await handle.close();
+      }
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) {
+        if (line.trim() === '') continue;
+        try {
+          yield JSON.parse(line) as LogLine;
+        } catch {
+          // a line torn by a crash: skip it
+        }
+      }
+    }
+    if (ended) return;
+    await sleep(options.pollMs ?? 200);
+  }
+}
+
+/** The in-flight migration of an environment, if any. */
+export function activeMigration(stateDir: string, environment: string): string | null {
+  return readClaim(stateDir, environment)?.migrationId ?? null;
+}

@@ -1,0 +1,219 @@
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createRouteTableDriver } from '../drivers/route-table.js';
+import {
+  type ComponentCallContext,
+  type ComponentDriver,
+  type DriverCallOptions,
+  PermanentDriverError,
+  type RouteDriver,
+  type SlotInfo,
+} from '../drivers/types.js';
+import { assertNever } from '../errors.js';
+import { HealthGateFailedError, waitHealthy } from '../health/check-health.js';
+import type { Command, CommandError, MigrationState } from '../migration/types.js';
+import { own } from '../records.js';
+import { recordLayout } from '../store/layout-store.js';
+import type { Topology } from '../topology/types.js';
+
+/** The drivers a runner uses, by driver type. Injected, so tests and Temporal activities share them. */
+export interface DriverSet {
+  component: Partial<Record<'process' | 'exec', ComponentDriver>>;
+  route: Partial<Record<'router' | 'nginx', RouteDriver>>;
+}
+
+export function builtInRouteDrivers(): DriverSet['route'] {
+  return { router: createRouteTableDriver() };
+}
+
+export type CommandResult =
+  | { type: 'command_succeeded'; output?: SlotInfo }
+  | { type: 'command_failed'; error: CommandError }
+  | { type: 'command_cancelled'; elapsedMs: number };
+
+export interface ExecuteOptions {
+  stateDir: string;
+  drivers: DriverSet;
+  signal: AbortSignal;
+  log: (line: string) => void;
+}
+
+/**
+ * Carries out one command of the step function against the drivers. Never throws: every outcome
+ * is a result for the journal. A permanent error or a failed health gate is not retried.
+ */
+export async function executeCommand(
+  state: MigrationState,
+  command: Command,
+  options: ExecuteOptions,
+): Promise<CommandResult> {
+  const started = Date.now();
+  try {
+    const output = await run(state, command, options);
+    return output ? { type: 'command_succeeded', output } : { type: 'command_succeeded' };
+  } catch (error) {
+    if (options.signal.aborted) return { type: 'command_cancelled', elapsedMs: Date.now() - started };
+    const permanent = error instanceof PermanentDriverError || error instanceof HealthGateFailedError;
+    return {
+      type: 'command_failed',
+      error: { message: (error as Error).message ?? String(error), retryable: !permanent },
+    };
+  }
+}
+
+async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<SlotInfo | undefined> {
+  const call: DriverCallOptions = { signal: o.signal, log: o.log };
+  switch (c.kind) {
+    case 'provision': {
+      const ctx = componentContext(s, o, c.component, s.spec.desired);
+      return componentDriver(o, ctx).provision(ctx, 'green', call);
+    }
+    case 'replicate': {
+      const ctx = componentContext(s, o, c.component, s.spec.desired);
+      const pair = own(s.slots, c.component);
+      if (!pair?.blue || !pair.green)
+        throw new PermanentDriverError(
+          `no ${pair?.blue ? 'green' : 'live'} slot of ${c.component} recorded to replicate`,
+        );
+      await componentDriver(o, ctx).replicate(ctx, pair.blue, pair.green, call);
+      return undefined;
+    }
+    case 'check_health': {
+      const ctx = componentContext(s, o, c.component, s.spec.desired);
+      const green = own(s.slots, c.component)?.green;
+      await waitHealthy({
+        health: ctx.spec.health,
+        addresses: green?.addresses ?? [],
+        env: slotEnv(ctx, green),
+        cwd: ctx.spec.run?.cwd ? path.resolve(ctx.baseDir, ctx.spec.run.cwd) : ctx.baseDir,
+        deadlineMs: c.deadlineMs,
+        signal: o.signal,
+        log: o.log,
+      });
+      return undefined;
+    }
+    case 'apply_route': {
+      const topology = c.restore ? (s.spec.base.topology as Topology) : s.spec.desired;
+      const spec = own(topology.routes, c.route);
+      if (!spec)
+        throw new PermanentDriverError(
+          `route ${c.route} is not in the ${c.restore ? 'live' : 'desired'} topology`,
+        );
+      const pair = own(s.slots, spec.to);
+      await routeDriver(o, topology, spec.driver).apply(
+        routeContext(s, o),
+        {
+          route: c.route,
+          spec,
+          blue: pair?.blue ?? null,
+          green: c.restore ? null : (pair?.green ?? null),
+          greenPercent: c.greenPercent,
+        },
+        call,
+      );
+      return undefined;
+    }
+    case 'remove_route': {
+      const topology = own(s.spec.base.topology?.routes, c.route)
+        ? (s.spec.base.topology as Topology)
+        : s.spec.desired;
+      await routeDriver(o, topology, own(topology.routes, c.route)?.driver).remove(
+        routeContext(s, o),
+        c.route,
+        call,
+      );
+      return undefined;
+    }
+    case 'drain': {
+      const ctx = componentContext(s, o, c.component, s.spec.base.topology as Topology);
+      const blue = own(s.slots, c.component)?.blue ?? placeholderSlot(ctx, 'blue');
+      await componentDriver(o, ctx).drain(ctx, blue, c.timeoutMs, call);
+      return undefined;
+    }
+    case 'retire': {
+      const topology = c.slot === 'blue' ? (s.spec.base.topology as Topology) : s.spec.desired;
+      const ctx = componentContext(s, o, c.component, topology);
+      const slot = own(s.slots, c.component)?.[c.slot] ?? placeholderSlot(ctx, c.slot);
+      await componentDriver(o, ctx).retire(ctx, slot, call);
+      return undefined;
+    }
+    case 'wait':
+      await sleep(c.ms, undefined, { signal: o.signal });
+      return undefined;
+    case 'record_layout':
+      await recordLayout(o.stateDir, s);
+      return undefined;
+    default:
+      return assertNever(c, 'command');
+  }
+}
+
+function componentContext(
+  s: MigrationState,
+  o: ExecuteOptions,
+  component: string,
+  topology: Topology,
+): ComponentCallContext {
+  const spec = own(topology.components, component);
+  if (!spec) throw new PermanentDriverError(`component ${component} is not in the topology`);
+  const driver = own(topology.drivers, spec.driver);
+  if (!driver) throw new PermanentDriverError(`driver ${spec.driver} of ${component} is not in the topology`);
+  return {
+    environment: s.spec.environment,
+    migrationId: s.spec.id,
+    component,
+    spec,
+    driver,
+    baseDir: s.spec.baseDir,
+    stateDir: o.stateDir,
+  };
+}
+
+function routeContext(s: MigrationState, o: ExecuteOptions) {
+  return {
+    environment: s.spec.environment,
+    migrationId: s.spec.id,
+    stateDir: o.stateDir,
+    baseDir: s.spec.baseDir,
+  };
+}
+
+function componentDriver(o: ExecuteOptions, ctx: ComponentCallContext): ComponentDriver {
+  const type = ctx.driver.type;
+  if (type !== 'process' && type !== 'exec')
+    throw new PermanentDriverError(`driver ${ctx.spec.driver} (${type}) cannot run components`);
+  const driver = o.drivers.component[type];
+  if (!driver)
+    throw new PermanentDriverError(`the ${type} driver is not available in this version of cutover`);
+  return driver;
+}
+
+function routeDriver(o: ExecuteOptions, topology: Topology, name: string | undefined): RouteDriver {
+  const type = name === undefined ? 'router' : own(topology.drivers, name)?.type;
+  if (type !== 'router' && type !== 'nginx')
+    throw new PermanentDriverError(`driver ${name} cannot serve routes`);
+  const driver = o.drivers.route[type];
+  if (!driver)
+    throw new PermanentDriverError(`the ${type} route driver is not available in this version of cutover`);
+  return driver;
+}
+
+/** A slot the driver never reported (a crash before it answered): retire it by name. */
+function placeholderSlot(ctx: ComponentCallContext, slot: 'blue' | 'green'): SlotInfo {
+  return { component: ctx.component, slot, version: ctx.spec.version, addresses: [] };
+}
+
+function slotEnv(ctx: ComponentCallContext, slot: SlotInfo | undefined): Record<string, string> {
+  const env: Record<string, string> = {
+    ...ctx.spec.env,
+    CUTOVER_ENVIRONMENT: ctx.environment,
+    CUTOVER_MIGRATION_ID: ctx.migrationId,
+    CUTOVER_COMPONENT: ctx.component,
+    CUTOVER_SLOT: 'green',
+    CUTOVER_VERSION: ctx.spec.version,
+    CUTOVER_STATE_DIR: ctx.stateDir,
+  };
+  const slotId = slot?.details?.slotId;
+  if (typeof slotId === 'string') env.CUTOVER_SLOT_ID = slotId;
+  return env;
+}

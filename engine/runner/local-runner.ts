@@ -1,0 +1,208 @@
+import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
+import { CutoverError } from '../errors.js';
+import { replay, start, step } from '../migration/step.js';
+import {
+  type Command,
+  isFinal,
+  type MigrationEvent,
+  type MigrationSpec,
+  type MigrationState,
+  type Notice,
+  type Transition,
+  type Verb,
+} from '../migration/types.js';
+import { refuseVerb } from '../migration/verb-policy.js';
+import { releaseEnvironment } from './active-claim.js';
+import { type DriverSet, executeCommand } from './execute-command.js';
+import { JournalWriter, readJournal } from './journal.js';
+import { type MigrationPaths, migrationPaths } from './paths.js';
+
+export interface RunnerDeps {
+  stateDir: string;
+  drivers: DriverSet;
+  /** Clock for events; tests may pin it. */
+  now?: () => number;
+  /** Subscribed before the runner starts, so it sees every line. */
+  onLine?: (line: LogLine, state: MigrationState) => void;
+}
+
+export type VerbResult =
+  | { ok: true; state: MigrationState }
+  | { ok: false; refusal: string; state: MigrationState };
+
+/** A line of a migration's log: a notice of the engine or a line a driver printed. */
+export interface LogLine {
+  at: number;
+  level: Notice['level'];
+  kind: Notice['kind'] | 'driver';
+  message: string;
+  stage?: string;
+  actionId?: string;
+}
+
+/**
+ * Drives one migration in this process: journals every event (fsync'd) before acting on it, runs
+ * the step function, executes its commands against the drivers, and takes operator verbs. A runner
+ * killed at any point is replaced by `LocalRunner.recover`, which replays the journal and goes on.
+ */
+export class LocalRunner {
+  private state: MigrationState;
+  private readonly journal: JournalWriter;
+  private readonly paths: MigrationPaths;
+  private readonly aborts = new Map<string, AbortController>();
+  private readonly listeners = new Set<(line: LogLine, state: MigrationState) => void>();
+  private readonly finished: Promise<MigrationState>;
+  private resolveFinished!: (state: MigrationState) => void;
+  private rejectFinished!: (error: unknown) => void;
+  private readonly now: () => number;
+  private closed = false;
+
+  private constructor(
+    private readonly deps: RunnerDeps,
+    state: MigrationState,
+    journal: JournalWriter,
+  ) {
+    this.state = state;
+    this.journal = journal;
+    this.now = deps.now ?? Date.now;
+    this.paths = migrationPaths(deps.stateDir, state.spec.environment, state.spec.id);
+    if (deps.onLine) this.listeners.add(deps.onLine);
+    this.finished = new Promise((resolve, reject) => {
+      this.resolveFinished = resolve;
+      this.rejectFinished = reject;
+    });
+  }
+
+  /** Starts a new migration. The caller has claimed the environment for it. */
+  static begin(spec: MigrationSpec, deps: RunnerDeps): LocalRunner {
+    const paths = migrationPaths(deps.stateDir, spec.environment, spec.id);
+    mkdirSync(paths.dir, { recursive: true });
+    const event: MigrationEvent = { type: 'created', at: spec.createdAt, spec };
+    const journal = JournalWriter.create(paths.journal, event);
+    const t = start(spec);
+    const runner = new LocalRunner(deps, t.state, journal);
+    runner.apply(t);
+    return runner;
+  }
+
+  /**
+   * Picks up a migration whose runner died: replays its journal and re-issues the command that was
+   * in flight (drivers are idempotent), or finishes one that was being cancelled.
+   */
+  static recover(stateDir: string, environment: string, id: string, deps: RunnerDeps): LocalRunner {
+    const paths = migrationPaths(stateDir, environment, id);
+    if (!existsSync(paths.journal))
+      throw new CutoverError('MIGRATION_NOT_FOUND', `no journal for migration ${id}`);
+    const contents = readJournal(paths.journal);
+    const state = replay(contents.events);
+    const journal = JournalWriter.resume(paths.journal, contents);
+    const runner = new LocalRunner(deps, state, journal);
+    if (contents.events.length === 1) {
+      for (const notice of start(state.spec).notices) runner.log({ ...notice });
+    } else if (!isFinal(state.lifecycle)) {
+      const message = `runner (pid ${process.pid}) picked the migration up from its journal`;
+      runner.log({ at: runner.now(), level: 'warn', kind: 'driver', message });
+    }
+    if (isFinal(state.lifecycle)) {
+      runner.finish();
+      return runner;
+    }
+    const inflight = state.inflight;
+    if (inflight && state.cancelling === inflight.id) {
+      runner.record({ type: 'command_cancelled', at: runner.now(), commandId: inflight.id, elapsedMs: 0 });
+    } else if (inflight) {
+      runner.dispatch(inflight);
+    }
+    return runner;
+  }
+
+  get current(): MigrationState {
+    return this.state;
+  }
+
+  /** Resolves with the final state once the migration has ended. */
+  done(): Promise<MigrationState> {
+    return this.finished;
+  }
+
+  onLine(listener: (line: LogLine, state: MigrationState) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Applies an operator verb: refused with a sentence, or journaled (durable) before it returns. */
+  verb(verb: Verb, by?: string): VerbResult {
+    const refusal = refuseVerb(this.state, verb);
+    if (refusal !== null) return { ok: false, refusal, state: this.state };
+    const event: MigrationEvent = { type: 'operator', at: this.now(), verb };
+    if (by !== undefined) event.by = by;
+    this.record(event);
+    return { ok: true, state: this.state };
+  }
+
+  /** Journals an event, then steps the state machine and acts on what it asks. */
+  private record(event: MigrationEvent): void {
+    if (this.closed) return;
+    this.journal.append(event);
+    this.apply(step(this.state, event));
+  }
+
+  private apply(t: Transition): void {
+    this.state = t.state;
+    for (const notice of t.notices) this.log({ ...notice });
+    for (const id of t.cancels) this.aborts.get(id)?.abort(new CutoverError('CANCELLED', 'cancelled'));
+    for (const command of t.commands) this.dispatch(command);
+    if (isFinal(this.state.lifecycle)) this.finish();
+  }
+
+  private dispatch(command: Command): void {
+    const controller = new AbortController();
+    this.aborts.set(command.id, controller);
+    const log = (message: string) => this.log({ at: this.now(), level: 'info', kind: 'driver', message });
+    executeCommand(this.state, command, {
+      stateDir: this.deps.stateDir,
+      drivers: this.deps.drivers,
+      signal: controller.signal,
+      log,
+    })
+      .then((result) => {
+        this.aborts.delete(command.id);
+        this.record({ ...result, at: this.now(), commandId: command.id } as MigrationEvent);
+      })
+      .catch((error: unknown) => this.fail(error));
+  }
+
+  private log(line: LogLine): void {
+    try {
+      appendFileSync(this.paths.log, `${JSON.stringify(line)}\n`);
+    } catch {
+      // The log is for people; the journal is the record. A full disk must not stop a rollback.
+    }
+    for (const listener of this.listeners) listener(line, this.state);
+  }
+
+  private finish(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.journal.close();
+    releaseEnvironment(this.deps.stateDir, this.state.spec.environment, this.state.spec.id);
+    this.resolveFinished(this.state);
+  }
+
+  /** A bug or a lost disk: stop here; the journal holds everything up to this point. */
+  private fail(error: unknown): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const controller of this.aborts.values()) controller.abort();
+    this.journal.close();
+    this.rejectFinished(error);
+  }
+
+  /** Stops driving without ending the migration (process shutdown); another runner can recover it. */
+  detach(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const controller of this.aborts.values()) controller.abort();
+    this.journal.close();
+  }
+}
