@@ -323,12 +323,13 @@ describe('examples/exec-demo', () => {
       stateDir,
     });
     const options = callOptions();
-    const apiHealth = (env: Record<string, string> = {}) =>
+    // The runner gives the health command the component's env, the green slot id and the state dir.
+    const apiHealth = (slotId: string, env: Record<string, string> = {}) =>
       waitHealthy({
         // The example's probe, faster: three failures take 150 ms instead of 1.5 s.
         health: { ...(topology.components.api?.health as Health), interval: 50 },
         addresses: [],
-        env: { CUTOVER_STATE_DIR: stateDir, ...env },
+        env: { CUTOVER_STATE_DIR: stateDir, CUTOVER_SLOT_ID: slotId, ...env },
         cwd: exampleDir,
         deadlineMs: 5000,
         signal: new AbortController().signal,
@@ -340,9 +341,9 @@ describe('examples/exec-demo', () => {
     const db1 = await driver.provision(ctx('db', 'm1'), 'green', options);
     expect(db1.details).toEqual({ marker: 'exec-demo/db-m1/ready', slotId: 'db-m1' });
     const api1 = await driver.provision(ctx('api', 'm1'), 'green', options);
-    await apiHealth();
-    await expect(apiHealth({ DEMO_UNHEALTHY: '1' })).rejects.toThrow(
-      'command ./infra/check-health api → exit 1: DEMO_UNHEALTHY is set: reporting unhealthy (3 failures in a row)',
+    await apiHealth('api-m1');
+    await expect(apiHealth('api-m1', { DEMO_UNHEALTHY: '1' })).rejects.toThrow(
+      'command ./infra/check-health → exit 1: DEMO_UNHEALTHY is set: reporting unhealthy (3 failures in a row)',
     );
 
     // Second migration: db's data moves into the new slot, the old slots drain and go.
@@ -356,8 +357,10 @@ describe('examples/exec-demo', () => {
     await driver.retire(ctx('db', 'm2'), { ...db1, slot: 'blue' }, options);
     await driver.retire(ctx('api', 'm2'), { ...api1, slot: 'blue' }, options);
     await driver.retire(ctx('api', 'm2'), { ...api1, slot: 'blue' }, options);
-    expect((await readdir(root)).sort()).toEqual(['db-m2', 'db.latest']);
-    await expect(apiHealth()).rejects.toThrow('no slot of api provisioned yet');
+    expect(await readdir(root)).toEqual(['db-m2']);
+    await expect(apiHealth('api-m1')).rejects.toThrow(
+      'command ./infra/check-health → exit 1: api-m1 is not ready',
+    );
     expect(options.lines).toContain('[provision db] creating db 1 as db-m1');
   });
 });

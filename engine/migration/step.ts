@@ -47,6 +47,7 @@ export function start(spec: MigrationSpec): Transition {
     bakeRemainingMs: null,
     bakeDone: false,
     layoutRecorded: false,
+    routesPromoted: 0,
     ending: null,
     startedAt: spec.createdAt,
     updatedAt: spec.createdAt,
@@ -63,6 +64,9 @@ export function start(spec: MigrationSpec): Transition {
     'info',
     `migration ${spec.id} started: ${n} action${n === 1 ? '' : 's'}`,
   );
+  const first = spec.plan.actions[0];
+  if (first && first.stage !== 'commit')
+    notice(t, spec.createdAt, 'stage_entered', 'info', `stage ${first.stage}`, first.stage);
   advance(t, spec.createdAt);
   return t;
 }
@@ -228,6 +232,10 @@ function completeStep(t: Transition, command: Command, at: number): void {
     return;
   }
   if (command.kind === 'record_layout') return;
+  if (command.kind === 'apply_route' && command.promote) {
+    t.state = { ...s, routesPromoted: s.routesPromoted + 1 };
+    return;
+  }
   const action = currentAction(s) as Action;
   const steps = subStepCount(s, action);
   if (command.kind === 'check_health' && action.type === 'check_health') {
@@ -409,6 +417,11 @@ function advance(t: Transition, at: number): void {
           issue(t, { kind: 'record_layout' });
           return;
         }
+        if (s.routesPromoted < routesToPromote(s).length) {
+          const route = routesToPromote(s)[s.routesPromoted] as string;
+          issue(t, { kind: 'apply_route', route, greenPercent: 0, restore: false, promote: true });
+          return;
+        }
         if (s.cursor < s.spec.plan.actions.length) {
           issueAction(t, at);
           return;
@@ -483,6 +496,13 @@ function issue(t: Transition, command: Omit<Command, 'id'> | Command): void {
   t.commands.push(withId);
 }
 
+/** Routes that serve a green slot now: at the commit, that slot becomes the route's live one. */
+function routesToPromote(s: MigrationState): string[] {
+  return Object.keys(s.spec.desired.routes)
+    .filter((name) => own(s.slots, own(s.spec.desired.routes, name)?.to as string)?.green !== undefined)
+    .sort();
+}
+
 /** A stepped shift is several steps: set a weight, check health, set the next weight, … */
 export function subStepCount(s: MigrationState, action: Action): number {
   if (action.type !== 'shift_traffic') return 1;
@@ -505,6 +525,7 @@ export function describeCommand(c: Command): string {
     case 'check_health':
       return `health check of green ${c.component}`;
     case 'apply_route':
+      if (c.promote) return `route ${c.route}: green is its live slot`;
       return c.restore ? `route ${c.route} back to blue` : `route ${c.route} at ${c.greenPercent}% green`;
     case 'remove_route':
       return `remove route ${c.route}`;

@@ -49,7 +49,15 @@ export type Command =
   | { id: string; kind: 'provision'; component: string }
   | { id: string; kind: 'replicate'; component: string }
   | { id: string; kind: 'check_health'; component: string; deadlineMs: number }
-  | { id: string; kind: 'apply_route'; route: string; greenPercent: number; restore: boolean }
+  /** restore: the live settings, all on blue (undo). promote: after the commit, green is the live slot. */
+  | {
+      id: string;
+      kind: 'apply_route';
+      route: string;
+      greenPercent: number;
+      restore: boolean;
+      promote?: boolean;
+    }
   | { id: string; kind: 'remove_route'; route: string }
   | { id: string; kind: 'drain'; component: string; timeoutMs: number }
   | { id: string; kind: 'retire'; component: string; slot: 'blue' | 'green' }
@@ -139,6 +147,8 @@ export interface MigrationState {
   bakeRemainingMs: number | null;
   bakeDone: boolean;
   layoutRecorded: boolean;
+  /** Routes whose green slot was made their live slot during the commit. */
+  routesPromoted: number;
   ending: Ending | null;
   startedAt: number;
   updatedAt: number;

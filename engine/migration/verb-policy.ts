@@ -112,3 +112,26 @@ export function verbText(verb: Verb): string {
       return assertNever(verb, 'verb');
   }
 }
+
+/**
+ * Every change of lifecycle state, and what causes it. The README shows this table; a test drives
+ * the step function through random histories and checks that it makes no change missing here.
+ */
+export const lifecycleTransitions: readonly { from: Lifecycle; to: Lifecycle; on: string }[] = [
+  { from: 'running', to: 'paused', on: 'pause (at the next step boundary)' },
+  { from: 'running', to: 'awaiting_commit', on: 'last step before commit done, bake over, commit: manual' },
+  { from: 'running', to: 'committing', on: 'last step before commit done, bake over, commit: auto' },
+  { from: 'running', to: 'rolling_back', on: 'rollback, cancel, or a step failed (after retries)' },
+  { from: 'paused', to: 'running', on: 'resume' },
+  { from: 'paused', to: 'rolling_back', on: 'rollback or cancel' },
+  { from: 'awaiting_commit', to: 'committing', on: 'commit' },
+  { from: 'awaiting_commit', to: 'rolling_back', on: 'rollback or cancel' },
+  {
+    from: 'committing',
+    to: 'completed',
+    on: 'layout recorded, blue retired (commit steps retry until done)',
+  },
+  { from: 'rolling_back', to: 'rolled_back', on: 'undo steps done, after rollback' },
+  { from: 'rolling_back', to: 'cancelled', on: 'undo steps done, after cancel' },
+  { from: 'rolling_back', to: 'failed', on: 'undo steps done, after a failed step' },
+];

@@ -55,7 +55,8 @@ export async function startControlServer(
   const address = server.address();
   if (address === null || typeof address === 'string')
     throw new CutoverError('INTERNAL', 'control server has no port');
-  server.unref();
+  // Not unref'd: a runner waiting for an operator (paused, awaiting commit) has nothing else
+  // keeping its process alive.
   return { server, port: address.port, token };
 }
 

@@ -100,15 +100,12 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
           `route ${c.route} is not in the ${c.restore ? 'live' : 'desired'} topology`,
         );
       const pair = own(s.slots, spec.to);
+      // Undo: everything on the live slot. Promote (after the commit): green is the live slot now.
+      const blue = c.promote ? (pair?.green ?? pair?.blue ?? null) : (pair?.blue ?? null);
+      const green = c.restore || c.promote ? null : (pair?.green ?? null);
       await routeDriver(o, topology, spec.driver).apply(
         routeContext(s, o),
-        {
-          route: c.route,
-          spec,
-          blue: pair?.blue ?? null,
-          green: c.restore ? null : (pair?.green ?? null),
-          greenPercent: c.greenPercent,
-        },
+        { route: c.route, spec, blue, green, greenPercent: c.greenPercent },
         call,
       );
       return undefined;

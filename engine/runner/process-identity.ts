@@ -19,17 +19,23 @@ export function isAlive(holder: ProcessIdentity): boolean {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
-  if (holder.startTime === null) return true;
-  const now = processStartTime(holder.pid);
-  return now === null || now === holder.startTime;
+  const stat = procStat(holder.pid);
+  if (stat === null) return true; // no /proc: the signal check is all there is
+  // A zombie has exited; it only waits to be reaped.
+  if (stat[0] === 'Z' || stat[0] === 'X') return false;
+  return holder.startTime === null || stat[19] === holder.startTime;
 }
 
 function processStartTime(pid: number): string | null {
+  return procStat(pid)?.[19] ?? null;
+}
+
+/** Fields of /proc/<pid>/stat from the third on (state, ppid, …), or null without /proc. */
+function procStat(pid: number): string[] | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Field 22 (starttime) comes after the command name, which is in parentheses and may hold spaces.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return fields[19] ?? null;
+    // The command name is in parentheses and may hold spaces: split after it.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
     return null;
   }

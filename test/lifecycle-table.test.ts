@@ -1,0 +1,67 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { Lifecycle, Verb } from '../engine/migration/types.js';
+import { verbs } from '../engine/migration/types.js';
+import { lifecycleTransitions, verbTable } from '../engine/migration/verb-policy.js';
+import { repoRoot } from './support/cli.js';
+import { bumpSpec, Driver } from './support/migration-builders.js';
+
+const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+
+export function renderTransitionTable(): string {
+  const rows = lifecycleTransitions.map((t) => `| \`${t.from}\` | \`${t.to}\` | ${t.on} |`);
+  return ['| from | to | on |', '| --- | --- | --- |', ...rows].join('\n');
+}
+
+export function renderVerbTable(): string {
+  const rows = (Object.keys(verbTable) as Lifecycle[]).map(
+    (state) =>
+      `| \`${state}\` | ${verbs.map((verb) => (verbTable[state][verb] === null ? 'yes' : `no: ${verbTable[state][verb]}`)).join(' | ')} |`,
+  );
+  return [`| state | ${verbs.join(' | ')} |`, `| --- |${verbs.map(() => ' --- |').join('')}`, ...rows].join(
+    '\n',
+  );
+}
+
+describe('the lifecycle table', () => {
+  it('is shown in the README exactly as the code has it', () => {
+    expect(readme).toContain(renderTransitionTable());
+    expect(readme).toContain(renderVerbTable());
+  });
+
+  it('lists every change of state the step function makes', () => {
+    const allowed = new Set(lifecycleTransitions.map((t) => `${t.from}>${t.to}`));
+    const move = fc.oneof(
+      fc.constantFrom<Verb>(...verbs).map((verb) => ({ verb })),
+      fc
+        .constantFrom<'ok' | 'fail' | 'fail-permanent' | 'cancelled'>(
+          'ok',
+          'ok',
+          'ok',
+          'fail',
+          'fail-permanent',
+          'cancelled',
+        )
+        .map((outcome) => ({ outcome })),
+    );
+    fc.assert(
+      fc.property(
+        fc.constantFrom<'auto' | 'manual'>('auto', 'manual'),
+        fc.array(move, { maxLength: 60 }),
+        (commit, moves) => {
+          const d = new Driver(bumpSpec(commit, commit === 'auto' ? '5s' : '0s'));
+          for (const m of moves) {
+            const before = d.state.lifecycle;
+            if ('verb' in m) d.verb(m.verb);
+            else d.complete(() => m.outcome);
+            const after = d.state.lifecycle;
+            if (before !== after) expect(allowed, `${before} → ${after}`).toContain(`${before}>${after}`);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});

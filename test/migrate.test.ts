@@ -1,0 +1,228 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { readRoutingTable } from '../engine/drivers/route-table.js';
+import { readCurrentLayout } from '../engine/store/layout-store.js';
+import { repoRoot, runCli } from './support/cli.js';
+import {
+  isFinal,
+  migrateDetached,
+  releaseGate,
+  setVersion,
+  show,
+  slotDirs,
+  type Workspace,
+  waitFor,
+  workspace,
+} from './support/migrations.js';
+
+const spaces: Workspace[] = [];
+afterEach(async () => {
+  for (const ws of spaces.splice(0)) await ws.cleanup();
+});
+
+async function ws(fixture?: string, edit?: (yaml: string) => string): Promise<Workspace> {
+  const w = await workspace(fixture, edit);
+  spaces.push(w);
+  return w;
+}
+
+const verb = (w: Workspace, v: string, id: string) => runCli(['topology', 'migration', v, id, '-f', w.file]);
+
+describe('cutover topology migrate (local mode)', () => {
+  it('migrates the exec example to completion; a plan after it has no actions', async () => {
+    const w = await ws('examples/exec-demo');
+    const result = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
+    expect(result.stderr).toContain('Plan: 2 to add, 0 to change, 0 to remove; 4 actions.');
+    expect(result.code).toBe(0);
+    const id = /^(mig_[0-9a-z]+): completed$/m.exec(result.stdout)?.[1] as string;
+    expect(id).toBeDefined();
+
+    const logs = await runCli(['topology', 'migration', 'logs', id, '-f', w.file, '--json']);
+    const stages = logs.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { kind: string; message: string })
+      .filter((l) => l.kind === 'stage_entered' || l.kind === 'committing' || l.kind === 'completed')
+      .map((l) => l.message.split(/[;:]/)[0]);
+    expect(stages).toEqual(['stage provision_green', 'stage health_gate', 'all stages passed', 'completed']);
+
+    expect((await show(w, id)).lifecycle).toBe('completed');
+    const layout = await readCurrentLayout(w.stateDir, 'exec-demo');
+    expect(layout.serial).toBe(1);
+    expect(layout.migrationId).toBe(id);
+    const again = await runCli(['topology', 'plan', '-f', w.file, '--detailed-exitcode']);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain('No changes.');
+  });
+
+  it('fails a migration whose health gate fails: green retired, blue untouched, exit 1', async () => {
+    const w = await ws(undefined, (y) => y.replace('failureThreshold: 100', 'failureThreshold: 1'));
+    releaseGate(w);
+    expect((await runCli(['topology', 'migrate', '-f', w.file, '--yes'])).code).toBe(0);
+    const blue = slotDirs(w);
+    expect(blue).toHaveLength(2);
+    const routesBefore = await readRoutingTable(w.stateDir);
+
+    setVersion(w, 'db', '2');
+    const { rm } = await import('node:fs/promises');
+    await rm(path.join(w.stateDir, 'release-gate'));
+    const result = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(
+      /^mig_[0-9a-z]+: failed: health gate failed for api: command \.\/infra\/check-health → exit 1: gate held \(1 failure in a row\)$/m,
+    );
+    expect(slotDirs(w)).toEqual(blue);
+    expect((await readCurrentLayout(w.stateDir, 'gated')).serial).toBe(1);
+    const routesAfter = await readRoutingTable(w.stateDir);
+    // After the first commit, the route's live (blue) slot is the one that migration brought up.
+    expect(routesBefore.routes['gated/web']).toMatchObject({
+      greenPercent: 0,
+      green: [],
+      blue: ['127.0.0.1:9'],
+    });
+    expect(routesAfter.routes['gated/web']).toEqual(routesBefore.routes['gated/web']);
+  });
+
+  it('waits in awaiting_commit with the manual strategy; rollback after drain restores blue', async () => {
+    const w = await ws(undefined, (y) => y.replace('commit: auto', 'commit: manual'));
+    releaseGate(w);
+    const first = await migrateDetached(w);
+    await waitFor(w, first, (s) => s.lifecycle === 'awaiting_commit');
+    expect((await verb(w, 'commit', first)).code).toBe(0);
+    await waitFor(w, first, isFinal);
+    const blue = slotDirs(w);
+
+    setVersion(w, 'api', '2');
+    const id = await migrateDetached(w);
+    const waiting = await waitFor(w, id, (s) => s.lifecycle === 'awaiting_commit');
+    expect(waiting.status).toBe('awaiting commit');
+    const table = await readRoutingTable(w.stateDir);
+    expect(table.routes['gated/web']?.greenPercent).toBe(100);
+
+    const rollback = await verb(w, 'rollback', id);
+    expect(rollback.code).toBe(0);
+    expect((await waitFor(w, id, isFinal)).lifecycle).toBe('rolled_back');
+    expect(slotDirs(w)).toEqual(blue);
+    expect((await readRoutingTable(w.stateDir)).routes['gated/web']?.greenPercent).toBe(0);
+    expect((await readCurrentLayout(w.stateDir, 'gated')).serial).toBe(1);
+
+    const refused = await verb(w, 'rollback', first);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /^cutover: cannot roll back mig_[0-9a-z]+: it is committed \(committed at \d\d:\d\d:\d\d\)\n$/,
+    );
+  });
+
+  it('respects the bake time before an automatic commit', async () => {
+    const w = await ws(undefined, (y) => y.replace('commit: auto', 'commit: auto\n  bake: 1500ms'));
+    releaseGate(w);
+    const id = await migrateDetached(w);
+    const baking = await waitFor(w, id, (s) => s.status.includes('bake') || isFinal(s));
+    expect(baking.lifecycle).toBe('running');
+    const started = Date.now();
+    const done = await waitFor(w, id, isFinal);
+    expect(done.lifecycle).toBe('completed');
+    expect(Date.now() - started).toBeGreaterThan(900);
+  });
+});
+
+/** Every verb in every state an operator can find a migration in, from another process. */
+describe('operator verbs against a detached migration', () => {
+  const refusedIn = async (w: Workspace, id: string, verbs: string[], state: string) => {
+    for (const v of verbs) {
+      const result = await verb(w, v, id);
+      expect({ v, code: result.code }).toEqual({ v, code: 1 });
+      expect(result.stderr).toMatch(
+        /^cutover: cannot (pause|resume|roll back|cancel|commit) mig_[0-9a-z]+: .+\n$/,
+      );
+      expect((await show(w, id)).lifecycle).toBe(state);
+    }
+  };
+
+  it('running ⇄ paused, then cancel; a cancelled migration refuses everything', async () => {
+    const w = await ws();
+    const id = await migrateDetached(w);
+    await waitFor(w, id, (s) => s.status.includes('health_gate'));
+    await refusedIn(w, id, ['resume', 'commit'], 'running');
+    expect((await verb(w, 'pause', id)).code).toBe(0);
+    await waitFor(w, id, (s) => s.lifecycle === 'paused');
+    await refusedIn(w, id, ['pause', 'commit'], 'paused');
+    expect((await verb(w, 'resume', id)).code).toBe(0);
+    expect((await show(w, id)).lifecycle).toBe('running');
+    expect((await verb(w, 'cancel', id)).code).toBe(0);
+    expect((await waitFor(w, id, isFinal)).lifecycle).toBe('cancelled');
+    expect(slotDirs(w)).toEqual([]);
+    await refusedIn(w, id, ['pause', 'resume', 'rollback', 'cancel', 'commit'], 'cancelled');
+  });
+
+  it('rollback from running and from paused; a rolled-back migration refuses everything', async () => {
+    const w = await ws();
+    const a = await migrateDetached(w);
+    await waitFor(w, a, (s) => s.status.includes('health_gate'));
+    expect((await verb(w, 'rollback', a)).code).toBe(0);
+    expect((await waitFor(w, a, isFinal)).lifecycle).toBe('rolled_back');
+    await refusedIn(w, a, ['pause', 'resume', 'rollback', 'cancel', 'commit'], 'rolled_back');
+
+    const b = await migrateDetached(w);
+    await waitFor(w, b, (s) => s.status.includes('health_gate'));
+    await verb(w, 'pause', b);
+    await waitFor(w, b, (s) => s.lifecycle === 'paused');
+    expect((await verb(w, 'rollback', b)).code).toBe(0);
+    expect((await waitFor(w, b, isFinal)).lifecycle).toBe('rolled_back');
+
+    const c = await migrateDetached(w);
+    await waitFor(w, c, (s) => s.status.includes('health_gate'));
+    await verb(w, 'pause', c);
+    await waitFor(w, c, (s) => s.lifecycle === 'paused');
+    expect((await verb(w, 'cancel', c)).code).toBe(0);
+    expect((await waitFor(w, c, isFinal)).lifecycle).toBe('cancelled');
+  });
+
+  it('awaiting commit: pause and resume refused, cancel and commit allowed; completed refuses everything', async () => {
+    const w = await ws(undefined, (y) => y.replace('commit: auto', 'commit: manual'));
+    releaseGate(w);
+    const a = await migrateDetached(w);
+    await waitFor(w, a, (s) => s.lifecycle === 'awaiting_commit');
+    await refusedIn(w, a, ['pause', 'resume'], 'awaiting_commit');
+    expect((await verb(w, 'cancel', a)).code).toBe(0);
+    expect((await waitFor(w, a, isFinal)).lifecycle).toBe('cancelled');
+
+    const b = await migrateDetached(w);
+    await waitFor(w, b, (s) => s.lifecycle === 'awaiting_commit');
+    expect((await verb(w, 'commit', b)).code).toBe(0);
+    expect((await waitFor(w, b, isFinal)).lifecycle).toBe('completed');
+    await refusedIn(w, b, ['pause', 'resume', 'rollback', 'cancel', 'commit'], 'completed');
+  });
+
+  it('a failed migration refuses everything and keeps its reason', async () => {
+    const w = await ws(undefined, (y) => y.replace('failureThreshold: 100', 'failureThreshold: 1'));
+    const id = await migrateDetached(w);
+    const failed = await waitFor(w, id, isFinal);
+    expect(failed.lifecycle).toBe('failed');
+    expect(failed.reason).toContain('health gate failed for api');
+    await refusedIn(w, id, ['pause', 'resume', 'rollback', 'cancel', 'commit'], 'failed');
+  });
+
+  it('finds a migration by a unique prefix and says when there is none', async () => {
+    const w = await ws();
+    releaseGate(w);
+    const id = await migrateDetached(w);
+    await waitFor(w, id.slice(0, 12), isFinal);
+    const missing = await runCli(['topology', 'migration', 'show', 'mig_zzzz', '-f', w.file]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('no migration mig_zzzz in');
+    const list = JSON.parse((await runCli(['topology', 'migration', 'list', '-f', w.file, '--json'])).stdout);
+    expect(list.map((m: { id: string }) => m.id)).toEqual([id]);
+  });
+
+  it('refuses to migrate off a terminal without --yes', async () => {
+    const w = await ws();
+    const result = await runCli(['topology', 'migrate', '-f', w.file]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(
+      'refusing to migrate without confirmation: standard input is not a terminal; pass --yes',
+    );
+    expect(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')).toContain('"cutover"');
+  });
+});

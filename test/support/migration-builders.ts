@@ -1,0 +1,120 @@
+import { emptyLayout } from '../../engine/layout.js';
+import { start, step } from '../../engine/migration/step.js';
+import type {
+  Command,
+  MigrationEvent,
+  MigrationSpec,
+  MigrationState,
+  Transition,
+  Verb,
+} from '../../engine/migration/types.js';
+import { buildPlan } from '../../engine/plan/build-plan.js';
+import { clone, layoutOf, load, shopDoc, type TopologyDoc } from './builders.js';
+
+type EventInput = MigrationEvent extends infer E
+  ? E extends MigrationEvent
+    ? Omit<E, 'at'> & { at?: number }
+    : never
+  : never;
+
+/** A migration spec from two topology docs (before may be null: an empty layout). */
+export function specOf(before: TopologyDoc | null, after: TopologyDoc, id = 'mig_test'): MigrationSpec {
+  const base = before ? layoutOf(before, 3) : emptyLayout(after.metadata.name);
+  if (before) {
+    base.slots = {};
+    for (const name of Object.keys(before.components)) {
+      base.slots[name] = {
+        component: name,
+        slot: 'blue',
+        version: String(before.components[name]?.version),
+        addresses: [`127.0.0.1:1${name.length}000`],
+      };
+    }
+  }
+  const desired = load(after);
+  return {
+    id,
+    environment: after.metadata.name,
+    plan: buildPlan(base, desired),
+    desired,
+    base,
+    baseDir: '/tmp',
+    createdAt: 1_000,
+  };
+}
+
+/** shop with api bumped: api and web replaced, a route shifted, with a manual or auto commit. */
+export function bumpSpec(commit: 'auto' | 'manual' = 'auto', bake = '0s'): MigrationSpec {
+  const before = shopDoc();
+  const after = clone(before);
+  after.components.api = { ...after.components.api, version: '2.1.0' };
+  after.strategy = { commit, bake };
+  return specOf(before, after);
+}
+
+/**
+ * Drives a migration with scripted results: every command succeeds (driver calls return a slot)
+ * unless `outcome` says otherwise. Stops when nothing is in flight, or after `maxSteps`.
+ */
+export class Driver {
+  state: MigrationState;
+  readonly log: Command[] = [];
+  clock = 1_000;
+
+  constructor(spec: MigrationSpec) {
+    const t = start(spec);
+    this.state = t.state;
+    this.log.push(...t.commands);
+  }
+
+  private apply(t: Transition): Transition {
+    this.state = t.state;
+    this.log.push(...t.commands);
+    return t;
+  }
+
+  event(event: EventInput): Transition {
+    this.clock += 10;
+    return this.apply(step(this.state, { at: this.clock, ...event } as MigrationEvent));
+  }
+
+  verb(verb: Verb): Transition {
+    return this.event({ type: 'operator', verb });
+  }
+
+  /** Completes the in-flight command the way `outcome` says (default: success). */
+  complete(
+    outcome: (c: Command) => 'ok' | 'fail' | 'fail-permanent' | 'cancelled' = () => 'ok',
+  ): Transition | null {
+    const c = this.state.inflight;
+    if (!c) return null;
+    const o = outcome(c);
+    if (o === 'ok') {
+      const output =
+        c.kind === 'provision'
+          ? { component: c.component, slot: 'green' as const, version: 'x', addresses: ['127.0.0.1:9'] }
+          : undefined;
+      return this.event(
+        output
+          ? { type: 'command_succeeded', commandId: c.id, output }
+          : { type: 'command_succeeded', commandId: c.id },
+      );
+    }
+    if (o === 'cancelled') return this.event({ type: 'command_cancelled', commandId: c.id, elapsedMs: 5 });
+    return this.event({
+      type: 'command_failed',
+      commandId: c.id,
+      error: { message: 'boom', retryable: o === 'fail' },
+    });
+  }
+
+  /** Runs until nothing is in flight or `until` holds. */
+  run(
+    until: (s: MigrationState) => boolean = () => false,
+    outcome?: Parameters<Driver['complete']>[0],
+    maxSteps = 500,
+  ): this {
+    for (let i = 0; i < maxSteps && this.state.inflight && !until(this.state); i++) this.complete(outcome);
+    return this;
+  }
+}

@@ -1,0 +1,110 @@
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { repoRoot, runCli, tempDir } from './cli.js';
+
+export interface Workspace {
+  dir: string;
+  file: string;
+  stateDir: string;
+  cleanup: () => Promise<void>;
+}
+
+/** A copy of a fixture in a temp dir; its cleanup kills every runner the test left and removes it. */
+export async function workspace(
+  fixture = 'test/fixtures/gated',
+  edit?: (yaml: string) => string,
+): Promise<Workspace> {
+  const { dir, cleanup } = await tempDir();
+  cpSync(path.join(repoRoot, fixture), dir, { recursive: true });
+  const file = path.join(dir, 'topology.yaml');
+  if (edit) writeFileSync(file, edit(readFileSync(file, 'utf8')));
+  const stateDir = path.join(dir, '.cutover');
+  return {
+    dir,
+    file,
+    stateDir,
+    cleanup: async () => {
+      killRunners(stateDir);
+      await cleanup();
+    },
+  };
+}
+
+/** Kills, by pid, every runner recorded in a state directory (detached runners outlive the CLI). */
+export function killRunners(stateDir: string): void {
+  const envs = path.join(stateDir, 'environments');
+  if (!existsSync(envs)) return;
+  for (const env of readdirSync(envs)) {
+    const migrations = path.join(envs, env, 'migrations');
+    if (!existsSync(migrations)) continue;
+    for (const id of readdirSync(migrations)) {
+      const runner = path.join(migrations, id, 'runner.json');
+      if (!existsSync(runner)) continue;
+      try {
+        process.kill(
+          (JSON.parse(readFileSync(runner, 'utf8')) as { process: { pid: number } }).process.pid,
+          'SIGKILL',
+        );
+      } catch {
+        // already gone
+      }
+    }
+  }
+}
+
+export function setVersion(ws: Workspace, component: string, version: string): void {
+  const text = readFileSync(ws.file, 'utf8');
+  const re = new RegExp(`(  ${component}:\\n(?:    .*\\n)*?    version: )"[^"]*"`);
+  writeFileSync(ws.file, text.replace(re, `$1"${version}"`));
+}
+
+export async function migrateDetached(ws: Workspace, extra: string[] = []): Promise<string> {
+  const result = await runCli(['topology', 'migrate', '-f', ws.file, '--yes', '--detach', ...extra]);
+  if (result.code !== 0) throw new Error(`migrate --detach failed: ${result.stderr}`);
+  return result.stdout.trim();
+}
+
+export interface Summary {
+  id: string;
+  lifecycle: string;
+  status: string;
+  reason: string | null;
+  runnerPid: number | null;
+}
+
+export async function show(ws: Workspace, id: string): Promise<Summary> {
+  const result = await runCli(['topology', 'migration', 'show', id, '-f', ws.file, '--json']);
+  if (result.code !== 0) throw new Error(`show failed: ${result.stderr}`);
+  return (JSON.parse(result.stdout) as { summary: Summary }).summary;
+}
+
+/** Polls `migration show` until the predicate holds (bounded). */
+export async function waitFor(
+  ws: Workspace,
+  id: string,
+  predicate: (s: Summary) => boolean,
+  timeoutMs = 20_000,
+): Promise<Summary> {
+  const deadline = Date.now() + timeoutMs;
+  let last: Summary | undefined;
+  while (Date.now() < deadline) {
+    last = await show(ws, id);
+    if (predicate(last)) return last;
+    await sleep(100);
+  }
+  throw new Error(`timed out waiting; last state: ${JSON.stringify(last)}`);
+}
+
+export const isFinal = (s: Summary) =>
+  ['completed', 'rolled_back', 'cancelled', 'failed'].includes(s.lifecycle);
+
+export function releaseGate(ws: Workspace): void {
+  mkdirSync(ws.stateDir, { recursive: true });
+  writeFileSync(path.join(ws.stateDir, 'release-gate'), '');
+}
+
+export function slotDirs(ws: Workspace): string[] {
+  const dir = path.join(ws.stateDir, 'slots');
+  return existsSync(dir) ? readdirSync(dir).sort() : [];
+}
