@@ -12,5 +12,9 @@ export function has(record: Readonly<Record<string, unknown>> | undefined, key: 
 
 /** Sets an own, enumerable property, even for the key `__proto__`. */
 export function setOwn<T>(record: Record<string, T>, key: string, value: T): void {
-  Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key === '__proto__') {
+    Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true });
+  } else {
+    record[key] = value;
+  }
 }

@@ -10,12 +10,12 @@ import { bumpSpec, Driver } from './support/migration-builders.js';
 
 const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
 
-export function renderTransitionTable(): string {
+function renderTransitionTable(): string {
   const rows = lifecycleTransitions.map((t) => `| \`${t.from}\` | \`${t.to}\` | ${t.on} |`);
   return ['| from | to | on |', '| --- | --- | --- |', ...rows].join('\n');
 }
 
-export function renderVerbTable(): string {
+function renderVerbTable(): string {
   const rows = (Object.keys(verbTable) as Lifecycle[]).map(
     (state) =>
       `| \`${state}\` | ${verbs.map((verb) => (verbTable[state][verb] === null ? 'yes' : `no: ${verbTable[state][verb]}`)).join(' | ')} |`,

@@ -41,7 +41,8 @@ export function buildPlan(current: CurrentLayout, desired: Topology): Plan {
     formatVersion: '1.0' as const,
     environment,
     baseSerial: current.serial,
-    desiredDigest: sha256Digest(canonicalJson(desired)),
+    // The model's keys are in canonical order by construction (normalize.ts), so plain JSON is canonical.
+    desiredDigest: sha256Digest(JSON.stringify(desired)),
     summary: {
       add: resources.filter((r) => r.change === 'add').length,
       change: resources.filter((r) => r.change === 'replace' || r.change === 'update').length,

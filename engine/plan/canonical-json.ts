@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
+import { setOwn } from '../records.js';
 
 /** JSON with object keys sorted at every depth: equal data, equal bytes. */
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) => {
     if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
     const sorted: Record<string, unknown> = {};
-    for (const k of Object.keys(v).sort()) sorted[k] = (v as Record<string, unknown>)[k];
+    for (const k of Object.keys(v).sort()) setOwn(sorted, k, (v as Record<string, unknown>)[k]);
     return sorted;
   });
 }

@@ -67,8 +67,12 @@ export function classify(current: Topology | null, desired: Topology): Classific
 }
 
 function componentChanges(current: Topology, desired: Topology, old: Component, now: Component): Change[] {
-  const changes = diffValues(old, now);
-  if (old.driver === now.driver) {
+  // Most components of a large layout are unchanged: an equality check is far cheaper than a diff.
+  const changes = deepEqual(old, now) ? [] : diffValues(old, now);
+  if (
+    old.driver === now.driver &&
+    !deepEqual(own(current.drivers, old.driver), own(desired.drivers, now.driver))
+  ) {
     const driverChanges = diffValues(
       own(current.drivers, old.driver),
       own(desired.drivers, now.driver),

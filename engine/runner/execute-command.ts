@@ -42,17 +42,40 @@ export interface ExecuteOptions {
  * Carries out one command of the step function against the drivers. Never throws: every outcome
  * is a result for the journal. A permanent error or a failed health gate is not retried.
  */
+/**
+ * Calls whose drivers keep no time limit of their own (routes, recording the layout) get this one;
+ * driver stages have theirs (the exec driver's timeout, the health gate's deadline).
+ */
+export const defaultCallTimeoutMs = 30_000;
+
+const ownTimeout = new Set<Command['kind']>([
+  'provision',
+  'replicate',
+  'drain',
+  'retire',
+  'check_health',
+  'wait',
+]);
+
 export async function executeCommand(
   state: MigrationState,
   command: Command,
   options: ExecuteOptions,
 ): Promise<CommandResult> {
   const started = Date.now();
+  const timeout = ownTimeout.has(command.kind) ? null : AbortSignal.timeout(defaultCallTimeoutMs);
+  const signal = timeout ? AbortSignal.any([options.signal, timeout]) : options.signal;
   try {
-    const output = await run(state, command, options);
+    const output = await run(state, command, { ...options, signal });
     return output ? { type: 'command_succeeded', output } : { type: 'command_succeeded' };
   } catch (error) {
     if (options.signal.aborted) return { type: 'command_cancelled', elapsedMs: Date.now() - started };
+    if (timeout?.aborted) {
+      return {
+        type: 'command_failed',
+        error: { message: `timed out after ${defaultCallTimeoutMs / 1000}s`, retryable: true },
+      };
+    }
     const permanent = error instanceof PermanentDriverError || error instanceof HealthGateFailedError;
     return {
       type: 'command_failed',

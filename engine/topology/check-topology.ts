@@ -20,25 +20,29 @@ export function checkTopology(file: TopologyFile): PathProblem[] {
 
 /** The longest duration cutover accepts anywhere: a year. */
 export const maxDurationMs = 365 * 24 * 3_600_000;
-const durationFields = new Set(['bake', 'stopTimeout', 'timeout', 'interval', 'deadline', 'maxLag']);
+const durationSyntax = /^([0-9]+(ms|s|m|h))+$/;
 
-/** The schema checks how durations are written; this checks their size, wherever they are. */
+/** The schema checks how durations are written; this checks their size, in every duration field. */
 function checkDurations(file: TopologyFile, problems: PathProblem[]): void {
-  const walk = (value: unknown, path: (string | number)[]) => {
-    if (value === null || typeof value !== 'object') return;
-    for (const [key, child] of Object.entries(value)) {
-      const at = [...path, key];
-      if (typeof child === 'string' && durationFields.has(key)) {
-        const ms = parseDuration(child);
-        if (ms !== undefined && ms <= maxDurationMs) continue;
-        if (ms === undefined && !/^([0-9]+(ms|s|m|h))+$/.test(child)) continue; // the schema reports it
-        problems.push({ path: at, message: 'is too long: at most 8760h (a year)' });
-      } else {
-        walk(child, at);
-      }
+  const check = (text: string | undefined, path: (string | number)[]) => {
+    if (text === undefined) return;
+    const ms = parseDuration(text);
+    if (ms !== undefined ? ms > maxDurationMs : durationSyntax.test(text)) {
+      problems.push({ path, message: 'is too long: at most 8760h (a year)' });
     }
   };
-  walk(file, []);
+  check(file.strategy?.bake, ['strategy', 'bake']);
+  forEachEntry(file.drivers, (name, d) => {
+    if (d.type === 'process') check(d.stopTimeout, ['drivers', name, 'stopTimeout']);
+    if (d.type === 'exec') check(d.timeout, ['drivers', name, 'timeout']);
+  });
+  forEachEntry(file.components, (name, c) => {
+    for (const field of ['interval', 'timeout', 'deadline'] as const)
+      check(c.health?.[field], ['components', name, 'health', field]);
+    for (const field of ['maxLag', 'timeout'] as const)
+      check(c.replicate?.[field], ['components', name, 'replicate', field]);
+  });
+  forEachEntry(file.routes, (name, r) => check(r.drain?.timeout, ['routes', name, 'drain', 'timeout']));
 }
 
 function checkComponents(file: TopologyFile, problems: PathProblem[]): void {

@@ -7,6 +7,9 @@ export type DurationMs = number;
 
 /** Parses a duration; returns undefined for text that is not one. */
 export function parseDuration(text: string): DurationMs | undefined {
+  // The common spellings (`30s`, `500ms`, `2m`) without a regular-expression scan.
+  const simple = /^(\d{1,9})(ms|s|m|h)$/.exec(text);
+  if (simple) return Number(simple[1]) * unitMs[simple[2] as keyof typeof unitMs];
   if (!durationPattern.test(text)) return undefined;
   let total = 0;
   for (const match of text.matchAll(partPattern)) {

@@ -9,18 +9,22 @@ import { defaults } from './types.js';
  * A checked topology file → the model. Applies defaults, parses durations once, sorts what has no
  * meaningful order, and inserts every record's keys in sorted order, so that equal layouts give equal
  * models and byte-identical JSON whatever the order of the file.
+ *
+ * Invariant (a property test holds it): every object of the model has its keys in sorted order, so
+ * `JSON.stringify(model)` is already canonical JSON. Fixed-shape objects are written below with
+ * their fields in alphabetical order for that reason; keep them so.
  */
 export function normalizeTopology(file: TopologyFile): Topology {
+  const metadata = {} as Topology['metadata'];
+  if (file.metadata.description !== undefined) metadata.description = file.metadata.description;
+  metadata.labels = sortedRecord(file.metadata.labels ?? {});
+  metadata.name = file.metadata.name;
   return {
     apiVersion: 'cutover/v1',
-    kind: 'Topology',
-    metadata: {
-      name: file.metadata.name,
-      ...(file.metadata.description !== undefined ? { description: file.metadata.description } : {}),
-      labels: sortedRecord(file.metadata.labels ?? {}),
-    },
-    drivers: mapSorted(file.drivers ?? {}, normalizeDriver),
     components: mapSorted(file.components, normalizeComponent),
+    drivers: mapSorted(file.drivers ?? {}, normalizeDriver),
+    kind: 'Topology',
+    metadata,
     routes: mapSorted(file.routes ?? {}, normalizeRoute),
     strategy: {
       bake: duration(file.strategy?.bake, defaults.bakeMs),
@@ -32,81 +36,82 @@ export function normalizeTopology(file: TopologyFile): Topology {
 function normalizeDriver(driver: DriverFile): DriverSpec {
   switch (driver.type) {
     case 'process':
-      return { type: 'process', stopTimeout: duration(driver.stopTimeout, defaults.processStopTimeoutMs) };
+      return { stopTimeout: duration(driver.stopTimeout, defaults.processStopTimeoutMs), type: 'process' };
     case 'exec':
-      return { type: 'exec', dir: driver.dir, timeout: duration(driver.timeout, defaults.execTimeoutMs) };
+      return { dir: driver.dir, timeout: duration(driver.timeout, defaults.execTimeoutMs), type: 'exec' };
     case 'router':
       return { type: 'router' };
     case 'nginx':
       return {
-        type: 'nginx',
         configFile: driver.configFile,
         reload: driver.reload ?? [...defaults.nginxReload],
+        type: 'nginx',
       };
   }
 }
 
+// Below, fields are inserted in alphabetical order (see the invariant above), optional ones only
+// when set: no `delete`, which would also turn the objects into slow dictionaries.
+
 function normalizeComponent(c: ComponentFile): Component {
-  const component: Component = {
-    driver: c.driver,
-    version: c.version,
-    env: sortedRecord(c.env ?? {}),
-    replicas: c.replicas ?? defaults.replicas,
-    placement: { labels: sortedRecord(c.placement?.labels ?? {}) },
-    dependsOn: [...(c.dependsOn ?? [])].sort(),
-    stateful: c.stateful ?? false,
-  };
+  const stateful = c.stateful ?? false;
+  const out = {} as Component;
+  out.dependsOn = [...(c.dependsOn ?? [])].sort();
+  out.driver = c.driver;
+  out.env = sortedRecord(c.env ?? {});
+  if (c.health) out.health = normalizeHealth(c.health);
+  out.placement = { labels: sortedRecord(c.placement?.labels ?? {}) };
+  out.replicas = c.replicas ?? defaults.replicas;
+  if (c.replicate || stateful) out.replicate = normalizeReplicate(c.replicate ?? {});
   if (c.run)
-    component.run = { command: [...c.run.command], ...(c.run.cwd !== undefined ? { cwd: c.run.cwd } : {}) };
-  if (c.health) component.health = normalizeHealth(c.health);
-  if (c.replicate || component.stateful) {
-    const r = c.replicate ?? {};
-    component.replicate = sortedKeys({
-      maxLag: duration(r.maxLag, defaults.replicateMaxLagMs),
-      timeout: duration(r.timeout, defaults.replicateTimeoutMs),
-      ...(r.command ? { command: [...r.command] } : {}),
-      ...(r.dataDir !== undefined ? { dataDir: r.dataDir } : {}),
-    });
-  }
-  return sortedKeys(component);
+    out.run =
+      c.run.cwd !== undefined
+        ? { command: [...c.run.command], cwd: c.run.cwd }
+        : { command: [...c.run.command] };
+  out.stateful = stateful;
+  out.version = c.version;
+  return out;
+}
+
+function normalizeReplicate(r: NonNullable<ComponentFile['replicate']>): NonNullable<Component['replicate']> {
+  const out = {} as NonNullable<Component['replicate']>;
+  if (r.command) out.command = [...r.command];
+  if (r.dataDir !== undefined) out.dataDir = r.dataDir;
+  out.maxLag = duration(r.maxLag, defaults.replicateMaxLagMs);
+  out.timeout = duration(r.timeout, defaults.replicateTimeoutMs);
+  return out;
 }
 
 function normalizeHealth(h: HealthFile): Health {
-  let probe: Pick<Health, 'http' | 'tcp' | 'command'>;
+  if (!h.http && !h.tcp && !h.command) throw new InvariantError('health without a probe passed the checks');
+  const out = {} as Health;
+  if (h.command) out.command = [...h.command];
+  out.deadline = duration(h.deadline, defaults.healthDeadlineMs);
+  out.failureThreshold = h.failureThreshold ?? defaults.healthFailureThreshold;
   if (h.http) {
-    probe = {
-      http: sortedKeys({
-        path: h.http.path,
-        expectStatus: h.http.expectStatus ?? defaults.httpExpectStatus,
-        ...(h.http.bodyMatch !== undefined ? { bodyMatch: h.http.bodyMatch } : {}),
-      }),
-    };
-  } else if (h.tcp) {
-    probe = { tcp: {} };
-  } else if (h.command) {
-    probe = { command: [...h.command] };
-  } else {
-    throw new InvariantError('health without a probe passed the checks');
+    const expectStatus = h.http.expectStatus ?? defaults.httpExpectStatus;
+    const path = h.http.path;
+    out.http =
+      h.http.bodyMatch !== undefined
+        ? { bodyMatch: h.http.bodyMatch, expectStatus, path }
+        : { expectStatus, path };
   }
-  return sortedKeys({
-    ...probe,
-    interval: duration(h.interval, defaults.healthIntervalMs),
-    timeout: duration(h.timeout, defaults.healthTimeoutMs),
-    successThreshold: h.successThreshold ?? defaults.healthSuccessThreshold,
-    failureThreshold: h.failureThreshold ?? defaults.healthFailureThreshold,
-    deadline: duration(h.deadline, defaults.healthDeadlineMs),
-  });
+  out.interval = duration(h.interval, defaults.healthIntervalMs);
+  out.successThreshold = h.successThreshold ?? defaults.healthSuccessThreshold;
+  if (h.tcp) out.tcp = {};
+  out.timeout = duration(h.timeout, defaults.healthTimeoutMs);
+  return out;
 }
 
 function normalizeRoute(r: RouteFile): Route {
-  return sortedKeys({
-    listen: r.listen.toLowerCase(),
-    to: r.to,
-    ...(r.driver !== undefined ? { driver: r.driver } : {}),
-    ...(r.preview !== undefined ? { preview: r.preview.toLowerCase() } : {}),
-    shift: [...(r.shift ?? defaults.shift)],
-    drain: { timeout: duration(r.drain?.timeout, defaults.drainTimeoutMs) },
-  });
+  const out = {} as Route;
+  out.drain = { timeout: duration(r.drain?.timeout, defaults.drainTimeoutMs) };
+  if (r.driver !== undefined) out.driver = r.driver;
+  out.listen = r.listen.toLowerCase();
+  if (r.preview !== undefined) out.preview = r.preview.toLowerCase();
+  out.shift = [...(r.shift ?? defaults.shift)];
+  out.to = r.to;
+  return out;
 }
 
 function duration(text: string | undefined, fallbackMs: number): number {
@@ -124,10 +129,4 @@ function mapSorted<A, B>(record: Record<string, A>, f: (a: A) => B): Record<stri
 
 function sortedRecord(record: Record<string, string>): Record<string, string> {
   return mapSorted(record, (v) => v);
-}
-
-function sortedKeys<T extends object>(value: T): T {
-  const out = {} as Record<string, unknown>;
-  for (const key of Object.keys(value).sort()) out[key] = (value as Record<string, unknown>)[key];
-  return out as T;
 }

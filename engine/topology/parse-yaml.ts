@@ -75,6 +75,8 @@ export function parseYaml(text: string, limits: ParseLimits = defaultParseLimits
     // js-yaml can throw plain errors on pathological input (e.g. stack depth); report, never crash.
     return { ok: false, line: 1, column: 1, message: `YAML syntax: ${(error as Error).message}` };
   }
+  // Aliases need anchors: a text without `&` has nothing to expand, and large files usually have none.
+  if (!text.includes('&')) return { ok: true, value };
   const limit = Math.max(limits.minExpandedNodes, Math.ceil(text.length * limits.maxExpandedNodesPerChar));
   const expansion = measureExpansion(value, limit);
   if (expansion !== undefined) return { ok: false, problem: expansion };

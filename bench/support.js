@@ -1,0 +1,77 @@
+/**
+ * Shared helpers for the benchmarks: statistics, temporary directories and child processes that are
+ * always cleaned up, even when the run is interrupted (run.js calls `cleanUpEverything` on SIGINT).
+ */
+import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const liveChildren = new Set();
+const liveTempDirs = new Set();
+
+export function median(values) {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** Runs `fn(dir)` with a fresh temporary directory, removed afterwards whatever happens. */
+export async function withTempDir(prefix, fn) {
+  const dir = await mkdtemp(join(tmpdir(), `cutover-bench-${prefix}-`));
+  liveTempDirs.add(dir);
+  try {
+    return await fn(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+    liveTempDirs.delete(dir);
+  }
+}
+
+/**
+ * Runs `node ...args` and resolves with { code, signal, stdout, stderr, wallMs } once it exits.
+ * The child is killed when it runs past `timeoutMs`, and by `cleanUpEverything`.
+ */
+export function runNode(args, { cwd, env, timeoutMs = 10 * 60_000 } = {}) {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, args, {
+      cwd,
+      env: env ?? process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    liveChildren.add(child);
+    const stdout = [];
+    const stderr = [];
+    child.stdout.on('data', (chunk) => stdout.push(chunk));
+    child.stderr.on('data', (chunk) => stderr.push(chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      liveChildren.delete(child);
+      reject(error);
+    });
+    child.on('close', (code, signal) => {
+      const wallMs = performance.now() - started;
+      clearTimeout(timer);
+      liveChildren.delete(child);
+      resolve({
+        code,
+        signal,
+        wallMs,
+        stdout: Buffer.concat(stdout).toString('utf8'),
+        stderr: Buffer.concat(stderr).toString('utf8'),
+      });
+    });
+  });
+}
+
+/** Synchronous on purpose: it runs from signal handlers, just before the process exits. */
+export function cleanUpEverything() {
+  for (const child of liveChildren) child.kill('SIGKILL');
+  liveChildren.clear();
+  for (const dir of liveTempDirs) rmSync(dir, { recursive: true, force: true });
+  liveTempDirs.clear();
+}
