@@ -395,7 +395,9 @@ export async function operate(ref: MigrationRef, verb: Verb, by?: string): Promi
     recovered = true;
     state = loadState(ref.stateDir, ref.environment, ref.id);
     if (!runner) throw refused(state, verb);
-    if (verb === 'resume' && state.lifecycle !== 'paused') return { state, recovered };
+    // Picking a running migration up is what resume asks for; a pending pause is withdrawn too.
+    if (verb === 'resume' && state.lifecycle !== 'paused' && !state.pauseRequested)
+      return { state, recovered };
   }
   const result = await sendVerbToRunner(runner, verb, by);
   if (!result.ok) throw new CutoverError('VERB_REFUSED', result.refusal);

@@ -216,6 +216,20 @@ describe('operator verbs against a detached migration', () => {
     expect(list.map((m: { id: string }) => m.id)).toEqual([id]);
   });
 
+  it('follows the log of a running migration until it ends', async () => {
+    const w = await ws();
+    const id = await migrateDetached(w);
+    await waitFor(w, id, (s) => s.status.includes('health_gate'));
+    const follow = runCli(['topology', 'migration', 'logs', id, '-f', w.file, '--follow']);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    releaseGate(w);
+    const result = await follow;
+    expect(result.code).toBe(0);
+    const lines = result.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^\d\d:\d\d:\d\d\.\d{3} {2}migration mig_[0-9a-z]+ started: 5 actions$/);
+    expect(lines.at(-1)).toMatch(/completed: environment gated is at the new layout$/);
+  });
+
   it('refuses to migrate off a terminal without --yes', async () => {
     const w = await ws();
     const result = await runCli(['topology', 'migrate', '-f', w.file]);

@@ -47,6 +47,7 @@ export function runScript(spec: ScriptSpec, options: DriverCallOptions): Promise
   };
   const child = spawn(spec.file, [], { cwd: spec.cwd, env: spec.env, stdio: 'pipe', detached: true });
   const pid = child.pid;
+  const untrack = pid !== undefined ? options.trackProcess?.(pid) : undefined;
 
   let stopping: Promise<void> | undefined;
   const stop = (why: 'timeout' | 'abort') => {
@@ -95,6 +96,7 @@ export function runScript(spec: ScriptSpec, options: DriverCallOptions): Promise
       options.signal.removeEventListener('abort', onAbort);
       await Promise.all([stopping, closeStdio(child.stdout, child.stderr)]);
       if (partial !== '') emit(partial);
+      untrack?.();
       resolve(run);
     };
     child.on('error', (error) => {

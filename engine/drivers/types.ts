@@ -33,6 +33,11 @@ export interface DriverCallOptions {
   signal: AbortSignal;
   /** Lines for the migration log (a driver's stderr, progress). */
   log: (line: string) => void;
+  /**
+   * Records a process group a driver started, so that if cutover dies while it runs, the next
+   * runner stops it before running the stage again. Call the returned function once it is gone.
+   */
+  trackProcess?: (pid: number) => () => void;
 }
 
 /** Realises components: stands slots up, copies state, drains and retires them. */

@@ -73,6 +73,8 @@ export const verbTable: Record<Lifecycle, Record<Verb, string | null>> = {
 
 /** The refusal for a verb in the current state, as one sentence, or null when it is allowed. */
 export function refuseVerb(state: MigrationState, verb: Verb): string | null {
+  // A pause that has not taken effect yet can be withdrawn.
+  if (verb === 'resume' && state.lifecycle === 'running' && state.pauseRequested) return null;
   if (verb === 'pause' && state.lifecycle === 'running' && state.pauseRequested) {
     return `cannot pause ${state.spec.id}: a pause is already requested (it takes effect after the current step)`;
   }

@@ -1,6 +1,6 @@
-import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
-import { CutoverError } from '../errors.js';
+import { linkIfAbsent, unlinkQuietly, withClaimLock, writeTemp } from './claim-lock.js';
 import { activePath, migrationPaths } from './paths.js';
 import { currentProcess, isAlive, type ProcessIdentity } from './process-identity.js';
 
@@ -15,9 +15,10 @@ export type ClaimResult = { ok: true } | { ok: false; holder: ActiveClaim };
 
 /**
  * Claims an environment for one migration: at most one in flight per environment. The claim file
- * is created with link(2), which fails if it exists, so two concurrent claims cannot both win.
- * A claim whose migration ended, or whose claimer died before its journal existed, is stale and is
- * replaced; `isFinished` tells whether a migration's journal says it ended.
+ * appears whole through link(2), which fails if it exists, so two concurrent claims cannot both
+ * win. A claim whose migration ended, or whose claimer died before its journal existed, is stale:
+ * it is replaced under the claim lock, so two processes cannot both replace it.
+ * `isFinished` tells whether a migration's journal says it ended.
  */
 export function claimEnvironment(
   stateDir: string,
@@ -28,26 +29,25 @@ export function claimEnvironment(
   const file = activePath(stateDir, environment);
   mkdirSync(path.dirname(file), { recursive: true });
   const claim: ActiveClaim = { migrationId, claimedAt: Date.now(), claimedBy: currentProcess() };
-  const temp = `${file}.${process.pid}.${migrationId}.tmp`;
-  writeFileSync(temp, `${JSON.stringify(claim)}\n`);
+  const temp = writeTemp(file, `${JSON.stringify(claim)}\n`);
   try {
-    for (let tries = 0; tries < 3; tries++) {
-      try {
-        linkSync(temp, file);
-        return { ok: true };
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      }
-      const holder = readClaim(stateDir, environment);
-      if (holder === null) continue; // released meanwhile
-      if (!isStale(stateDir, environment, holder, isFinished)) return { ok: false, holder };
-      releaseEnvironment(stateDir, environment, holder.migrationId);
-    }
-    const holder = readClaim(stateDir, environment);
-    if (holder) return { ok: false, holder };
-    throw new CutoverError('INTERNAL', `could not claim environment ${environment}`);
+    if (linkIfAbsent(temp, file)) return { ok: true };
+    return withClaimLock(
+      file,
+      () => {
+        for (let tries = 0; tries < 3; tries++) {
+          const holder = readClaim(stateDir, environment);
+          if (holder !== null && !isStale(stateDir, environment, holder, isFinished))
+            return { ok: false, holder };
+          if (holder !== null) unlinkSync(file);
+          if (linkIfAbsent(temp, file)) return { ok: true };
+        }
+        return { ok: false, holder: readClaim(stateDir, environment) ?? claim };
+      },
+      () => ({ ok: false, holder: readClaim(stateDir, environment) ?? claim }),
+    );
   } finally {
-    unlinkSync(temp);
+    unlinkQuietly(temp);
   }
 }
 
@@ -55,22 +55,23 @@ export function readClaim(stateDir: string, environment: string): ActiveClaim | 
   try {
     return JSON.parse(readFileSync(activePath(stateDir, environment), 'utf8')) as ActiveClaim;
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return null;
-    if (error instanceof SyntaxError) return null; // a torn claim is no claim
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    if (error instanceof SyntaxError) return null; // claims appear whole; this cannot be a claim
     throw error;
   }
 }
 
 /** Releases the claim if it is this migration's (never another's). */
 export function releaseEnvironment(stateDir: string, environment: string, migrationId: string): void {
-  const holder = readClaim(stateDir, environment);
-  if (holder?.migrationId !== migrationId) return;
-  try {
-    unlinkSync(activePath(stateDir, environment));
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-  }
+  const file = activePath(stateDir, environment);
+  withClaimLock(
+    file,
+    () => {
+      if (readClaim(stateDir, environment)?.migrationId === migrationId) unlinkQuietly(file);
+    },
+    // Busy for seconds: leave it; once this migration's journal says it ended, the claim is stale.
+    () => undefined,
+  );
 }
 
 function isStale(

@@ -36,6 +36,7 @@ export interface ExecuteOptions {
   drivers: DriverSet;
   signal: AbortSignal;
   log: (line: string) => void;
+  trackProcess?: (pid: number) => () => void;
 }
 
 /**
@@ -85,7 +86,9 @@ export async function executeCommand(
 }
 
 async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<SlotInfo | undefined> {
-  const call: DriverCallOptions = { signal: o.signal, log: o.log };
+  const call: DriverCallOptions = o.trackProcess
+    ? { signal: o.signal, log: o.log, trackProcess: o.trackProcess }
+    : { signal: o.signal, log: o.log };
   switch (c.kind) {
     case 'provision': {
       const ctx = componentContext(s, o, c.component, s.spec.desired);

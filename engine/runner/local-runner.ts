@@ -16,6 +16,7 @@ import { releaseEnvironment } from './active-claim.js';
 import { type DriverSet, executeCommand } from './execute-command.js';
 import { JournalWriter, readJournal } from './journal.js';
 import { type MigrationPaths, migrationPaths } from './paths.js';
+import { processTracker, stopLeftoverProcesses } from './tracked-processes.js';
 
 export interface RunnerDeps {
   stateDir: string;
@@ -56,6 +57,7 @@ export class LocalRunner {
   private rejectFinished!: (error: unknown) => void;
   private readonly now: () => number;
   private closed = false;
+  private readonly trackProcess: (pid: number) => () => void;
 
   private constructor(
     private readonly deps: RunnerDeps,
@@ -66,6 +68,7 @@ export class LocalRunner {
     this.journal = journal;
     this.now = deps.now ?? Date.now;
     this.paths = migrationPaths(deps.stateDir, state.spec.environment, state.spec.id);
+    this.trackProcess = processTracker(this.paths.processes);
     if (deps.onLine) this.listeners.add(deps.onLine);
     this.finished = new Promise((resolve, reject) => {
       this.resolveFinished = resolve;
@@ -97,6 +100,10 @@ export class LocalRunner {
     const state = replay(contents.events);
     const journal = JournalWriter.resume(paths.journal, contents);
     const runner = new LocalRunner(deps, state, journal);
+    for (const pid of stopLeftoverProcesses(paths.processes)) {
+      const message = `stopped process group ${pid}, left running by the previous runner, before running its step again`;
+      runner.log({ at: runner.now(), level: 'warn', kind: 'driver', message });
+    }
     if (contents.events.length === 1) {
       for (const notice of start(state.spec).notices) runner.log({ ...notice });
     } else if (!isFinal(state.lifecycle)) {
@@ -164,6 +171,7 @@ export class LocalRunner {
       drivers: this.deps.drivers,
       signal: controller.signal,
       log,
+      trackProcess: this.trackProcess,
     })
       .then((result) => {
         this.aborts.delete(command.id);

@@ -19,6 +19,8 @@ export interface MigrationPaths {
   runner: string;
   /** Output of a detached runner (crashes included). */
   runnerOutput: string;
+  /** Process groups that driver calls started and that still run: one file each. */
+  processes: string;
 }
 
 export function migrationPaths(stateDir: string, environment: string, id: string): MigrationPaths {
@@ -29,6 +31,7 @@ export function migrationPaths(stateDir: string, environment: string, id: string
     log: path.join(dir, 'log.ndjson'),
     runner: path.join(dir, 'runner.json'),
     runnerOutput: path.join(dir, 'runner.out'),
+    processes: path.join(dir, 'processes'),
   };
 }
 

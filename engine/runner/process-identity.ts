@@ -10,7 +10,11 @@ export interface ProcessIdentity {
 }
 
 export function currentProcess(): ProcessIdentity {
-  return { pid: process.pid, startTime: processStartTime(process.pid) };
+  return processIdentity(process.pid);
+}
+
+export function processIdentity(pid: number): ProcessIdentity {
+  return { pid, startTime: processStartTime(pid) };
 }
 
 export function isAlive(holder: ProcessIdentity): boolean {

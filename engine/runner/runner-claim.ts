@@ -1,4 +1,5 @@
-import { closeSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { readFileSync, unlinkSync } from 'node:fs';
+import { linkIfAbsent, unlinkQuietly, withClaimLock, writeTemp } from './claim-lock.js';
 import { currentProcess, isAlive, type ProcessIdentity } from './process-identity.js';
 
 /** The process driving a migration, and how to reach it. */
@@ -26,42 +27,38 @@ export function liveRunner(file: string): RunnerRecord | null {
 }
 
 /**
- * Becomes the runner of a migration: only one process drives a migration at a time. A record left
- * by a dead runner is taken over; a live one wins and this returns false.
+ * Becomes the runner of a migration: only one process drives a migration at a time. The record
+ * appears whole through link(2); a dead runner's record is replaced under the claim lock. Returns
+ * null when another live process drives it.
  */
 export function claimRunner(file: string, record: Omit<RunnerRecord, 'process'>): RunnerRecord | null {
   const full: RunnerRecord = { ...record, process: currentProcess() };
-  for (let tries = 0; tries < 3; tries++) {
-    try {
-      const fd = openSync(file, 'wx', 0o600);
-      try {
-        writeSync(fd, `${JSON.stringify(full)}\n`);
-      } finally {
-        closeSync(fd);
-      }
-      return full;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    const holder = readRunner(file);
-    if (holder && isAlive(holder.process)) return null;
-    try {
-      unlinkSync(file);
-    } catch {
-      // another process removed it first; try again
-    }
+  const temp = writeTemp(file, `${JSON.stringify(full)}\n`);
+  try {
+    if (linkIfAbsent(temp, file)) return full;
+    return withClaimLock(
+      file,
+      () => {
+        const holder = readRunner(file);
+        if (holder && isAlive(holder.process)) return null;
+        if (holder) unlinkSync(file);
+        return linkIfAbsent(temp, file) ? full : null;
+      },
+      () => null,
+    );
+  } finally {
+    unlinkQuietly(temp);
   }
-  return null;
 }
 
 export function releaseRunner(file: string): void {
-  const holder = readRunner(file);
-  if (holder && holder.process.pid !== process.pid) return;
-  try {
-    unlinkSync(file);
-  } catch {
-    // already gone
-  }
+  withClaimLock(
+    file,
+    () => {
+      if (readRunner(file)?.process.pid === process.pid) unlinkQuietly(file);
+    },
+    () => undefined,
+  );
 }
 
 export type { ProcessIdentity };

@@ -1,0 +1,51 @@
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { sleepSync, unlinkQuietly } from './claim-lock.js';
+import { isAlive, type ProcessIdentity, processIdentity } from './process-identity.js';
+
+/** Longest the next runner waits for a killed leftover process group to be gone. */
+const leftoverKillWaitMs = 5_000;
+
+/**
+ * Process groups started by driver calls (exec scripts), recorded while they run. A script runs in
+ * its own process group and outlives a runner killed with SIGKILL; left alone it would finish the
+ * stage a second time alongside the stage re-run by the next runner, or undo that runner's work.
+ */
+export function processTracker(dir: string): (pid: number) => () => void {
+  return (pid) => {
+    mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, `${pid}.json`);
+    writeFileSync(file, JSON.stringify(processIdentity(pid)));
+    return () => unlinkQuietly(file);
+  };
+}
+
+/** Kills every recorded process group that still runs (the previous runner died); returns their pids. */
+export function stopLeftoverProcesses(dir: string): number[] {
+  if (!existsSync(dir)) return [];
+  const stopped: number[] = [];
+  for (const name of readdirSync(dir)) {
+    const file = path.join(dir, name);
+    let holder: ProcessIdentity;
+    try {
+      holder = JSON.parse(readFileSync(file, 'utf8')) as ProcessIdentity;
+    } catch {
+      unlinkQuietly(file);
+      continue;
+    }
+    if (isAlive(holder)) {
+      for (const target of [-holder.pid, holder.pid]) {
+        try {
+          process.kill(target, 'SIGKILL');
+        } catch {
+          // the group or the process is already gone
+        }
+      }
+      const deadline = Date.now() + leftoverKillWaitMs;
+      while (isAlive(holder) && Date.now() < deadline) sleepSync(20);
+      stopped.push(holder.pid);
+    }
+    unlinkQuietly(file);
+  }
+  return stopped;
+}
