@@ -81,7 +81,8 @@ process.exitCode = failed ? 1 : 0;
 
 function formatGoal(goal) {
   if (goal.skipped) return `  goal: ${goal.label}: SKIPPED (${goal.skipped}); goal ${goal.target}`;
-  const value = goal.unit === 'ms' ? `${goal.value.toFixed(0)} ms` : goal.value.toFixed(2);
+  const digits = goal.unit === 'ms' && Math.abs(goal.value) < 10 ? 3 : goal.unit === 'ms' ? 0 : 2;
+  const value = goal.unit === 'ms' ? `${goal.value.toFixed(digits)} ms` : goal.value.toFixed(2);
   const detail = goal.detail ? ` (${goal.detail})` : '';
   return `  goal: ${goal.label}: ${value}; goal ${goal.target}: ${goal.pass ? 'PASS' : 'FAIL'}${detail}`;
 }
