@@ -2,7 +2,8 @@
 // `npm run demo`: a tour of what cutover does today, using the real CLI on the examples.
 // It validates every example topology, shows a file with mistakes, and plans each kind of change.
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -10,9 +11,16 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const bin = path.join(root, 'bin', 'cutover.js');
 const bold = (s) => (process.stdout.isTTY && !process.env.NO_COLOR ? `\u001b[1m${s}\u001b[22m` : s);
 
-function cutover(args, { expect = [0] } = {}) {
-  process.stdout.write(`\n${bold(`$ cutover ${args.join(' ')}`)}\n`);
-  const result = spawnSync(process.execPath, [bin, ...args], { cwd: root, stdio: 'inherit' });
+function cutover(args, { expect = [0], cwd = root, env = {} } = {}) {
+  const shown = Object.entries(env)
+    .map(([k, v]) => `${k}=${v} `)
+    .join('');
+  process.stdout.write(`\n${bold(`$ ${shown}cutover ${args.join(' ')}`)}\n`);
+  const result = spawnSync(process.execPath, [bin, ...args], {
+    cwd,
+    stdio: 'inherit',
+    env: { ...process.env, ...env },
+  });
   if (!expect.includes(result.status)) {
     process.stderr.write(`demo: cutover exited ${result.status}, expected ${expect.join(' or ')}\n`);
     process.exit(1);
@@ -51,4 +59,35 @@ cutover([
   'markdown',
 ]);
 
-console.log(`\n${bold('Done.')} Next: cutover topology plan --help, and README.md for the file format.`);
+console.log(`\n${bold('5. Migrations: the exec example, in a scratch copy')}`);
+const scratch = mkdtempSync(path.join(tmpdir(), 'cutover-demo-'));
+try {
+  cpSync(path.join(root, 'examples', 'exec-demo'), scratch, { recursive: true });
+  const topology = path.join(scratch, 'topology.yaml');
+  cutover(['topology', 'migrate', '-f', topology, '--yes'], { cwd: scratch });
+  writeFileSync(
+    topology,
+    readFileSync(topology, 'utf8').replace('version: "1" # change it', 'version: "2" # change it'),
+  );
+  console.log(
+    '\n(db is now at version 2 in the file: db is replaced, and api with it, because it depends on db)',
+  );
+  cutover(['topology', 'migrate', '-f', topology, '--yes'], { cwd: scratch });
+  writeFileSync(
+    topology,
+    readFileSync(topology, 'utf8').replace('version: "2" # change it', 'version: "3" # change it'),
+  );
+  console.log(
+    '\n(version 3 with an unhealthy api: the health gate fails and the migration rolls back by itself)',
+  );
+  cutover(['topology', 'migrate', '-f', topology, '--yes'], {
+    cwd: scratch,
+    env: { DEMO_UNHEALTHY: '1' },
+    expect: [1],
+  });
+  cutover(['topology', 'migration', 'list', '-f', topology], { cwd: scratch });
+} finally {
+  rmSync(scratch, { recursive: true, force: true });
+}
+
+console.log(`\n${bold('Done.')} Next: cutover topology plan --help, and README.md.`);
