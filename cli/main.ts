@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { registerInternal } from './commands/internal.js';
+import { registerDown } from './commands/topology-down.js';
 import { registerMigrate } from './commands/topology-migrate.js';
 import { registerMigration } from './commands/topology-migration.js';
 import { registerPlan } from './commands/topology-plan.js';
@@ -34,6 +35,7 @@ Documentation: README.md; the topology schema: schemas/topology.v1.json`,
   registerPlan(topology);
   registerMigrate(topology);
   registerMigration(topology);
+  registerDown(topology);
   registerInternal(program);
   // Subcommands inherit the parent's error handling only when told to.
   const all = (c: Command): Command[] => [c, ...c.commands.flatMap(all)];

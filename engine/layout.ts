@@ -15,6 +15,8 @@ export interface CurrentLayout {
   slots?: Record<string, SlotInfo>;
   /** The migration that committed this layout (makes recording it idempotent). */
   migrationId?: string;
+  /** Directory of the topology file it was migrated from: its relative paths resolve here. */
+  baseDir?: string;
 }
 
 export function emptyLayout(environment: string): CurrentLayout {

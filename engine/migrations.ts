@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { monotonicFactory } from 'ulid';
 import { TopologyInvalidError } from './api.js';
 import { createExecDriver } from './drivers/exec-driver.js';
+import { createProcessDriver } from './drivers/process-driver.js';
 import { CutoverError } from './errors.js';
 import { replay } from './migration/step.js';
 import { isFinal, type MigrationSpec, type MigrationState, type Verb } from './migration/types.js';
@@ -30,7 +31,10 @@ import { readCurrentLayout, readLayoutAt } from './store/layout-store.js';
 import { loadTopology } from './topology/load-topology.js';
 
 export function defaultDrivers(): DriverSet {
-  return { component: { exec: createExecDriver() }, route: builtInRouteDrivers() };
+  return {
+    component: { exec: createExecDriver(), process: createProcessDriver() },
+    route: builtInRouteDrivers(),
+  };
 }
 
 const nextUlid = monotonicFactory();

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { componentDriverFor, type DriverSet, routeDriverFor } from '../drivers/driver-set.js';
 import { createRouteTableDriver } from '../drivers/route-table.js';
 import {
   type ComponentCallContext,
@@ -16,11 +17,7 @@ import { own } from '../records.js';
 import { recordLayout } from '../store/layout-store.js';
 import type { Topology } from '../topology/types.js';
 
-/** The drivers a runner uses, by driver type. Injected, so tests and Temporal activities share them. */
-export interface DriverSet {
-  component: Partial<Record<'process' | 'exec', ComponentDriver>>;
-  route: Partial<Record<'router' | 'nginx', RouteDriver>>;
-}
+export type { DriverSet };
 
 export function builtInRouteDrivers(): DriverSet['route'] {
   return { router: createRouteTableDriver() };
@@ -92,7 +89,7 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
   switch (c.kind) {
     case 'provision': {
       const ctx = componentContext(s, o, c.component, s.spec.desired);
-      return componentDriver(o, ctx).provision(ctx, 'green', call);
+      return componentDriverFor(o.drivers, ctx).provision(ctx, 'green', call);
     }
     case 'replicate': {
       const ctx = componentContext(s, o, c.component, s.spec.desired);
@@ -101,7 +98,7 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
         throw new PermanentDriverError(
           `no ${pair?.blue ? 'green' : 'live'} slot of ${c.component} recorded to replicate`,
         );
-      await componentDriver(o, ctx).replicate(ctx, pair.blue, pair.green, call);
+      await componentDriverFor(o.drivers, ctx).replicate(ctx, pair.blue, pair.green, call);
       return undefined;
     }
     case 'check_health': {
@@ -129,7 +126,7 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       // Undo: everything on the live slot. Promote (after the commit): green is the live slot now.
       const blue = c.promote ? (pair?.green ?? pair?.blue ?? null) : (pair?.blue ?? null);
       const green = c.restore || c.promote ? null : (pair?.green ?? null);
-      await routeDriver(o, topology, spec.driver).apply(
+      await routeDriverFor(o.drivers, topology, spec.driver).apply(
         routeContext(s, o),
         { route: c.route, spec, blue, green, greenPercent: c.greenPercent },
         call,
@@ -140,7 +137,7 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       const topology = own(s.spec.base.topology?.routes, c.route)
         ? (s.spec.base.topology as Topology)
         : s.spec.desired;
-      await routeDriver(o, topology, own(topology.routes, c.route)?.driver).remove(
+      await routeDriverFor(o.drivers, topology, own(topology.routes, c.route)?.driver).remove(
         routeContext(s, o),
         c.route,
         call,
@@ -150,14 +147,14 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
     case 'drain': {
       const ctx = componentContext(s, o, c.component, s.spec.base.topology as Topology);
       const blue = own(s.slots, c.component)?.blue ?? placeholderSlot(ctx, 'blue');
-      await componentDriver(o, ctx).drain(ctx, blue, c.timeoutMs, call);
+      await componentDriverFor(o.drivers, ctx).drain(ctx, blue, c.timeoutMs, call);
       return undefined;
     }
     case 'retire': {
       const topology = c.slot === 'blue' ? (s.spec.base.topology as Topology) : s.spec.desired;
       const ctx = componentContext(s, o, c.component, topology);
       const slot = own(s.slots, c.component)?.[c.slot] ?? placeholderSlot(ctx, c.slot);
-      await componentDriver(o, ctx).retire(ctx, slot, call);
+      await componentDriverFor(o.drivers, ctx).retire(ctx, slot, call);
       return undefined;
     }
     case 'wait':
@@ -199,26 +196,6 @@ function routeContext(s: MigrationState, o: ExecuteOptions) {
     stateDir: o.stateDir,
     baseDir: s.spec.baseDir,
   };
-}
-
-function componentDriver(o: ExecuteOptions, ctx: ComponentCallContext): ComponentDriver {
-  const type = ctx.driver.type;
-  if (type !== 'process' && type !== 'exec')
-    throw new PermanentDriverError(`driver ${ctx.spec.driver} (${type}) cannot run components`);
-  const driver = o.drivers.component[type];
-  if (!driver)
-    throw new PermanentDriverError(`the ${type} driver is not available in this version of cutover`);
-  return driver;
-}
-
-function routeDriver(o: ExecuteOptions, topology: Topology, name: string | undefined): RouteDriver {
-  const type = name === undefined ? 'router' : own(topology.drivers, name)?.type;
-  if (type !== 'router' && type !== 'nginx')
-    throw new PermanentDriverError(`driver ${name} cannot serve routes`);
-  const driver = o.drivers.route[type];
-  if (!driver)
-    throw new PermanentDriverError(`the ${type} route driver is not available in this version of cutover`);
-  return driver;
 }
 
 /** A slot the driver never reported (a crash before it answered): retire it by name. */

@@ -109,7 +109,21 @@ export async function recordLayout(stateDir: string, state: MigrationState): Pro
     committedAt: new Date(state.committedAt ?? Date.now()).toISOString(),
     slots,
     migrationId: spec.id,
+    baseDir: spec.baseDir,
   };
   await writeJsonAtomic(layoutHistoryPath(stateDir, spec.environment, layout.serial), layout);
+  await writeCurrentLayout(stateDir, layout);
+}
+
+/** After `down`: nothing runs; the next migration starts from an empty layout (serial + 1). */
+export async function recordEmptyLayout(stateDir: string, previous: CurrentLayout): Promise<void> {
+  const layout: CurrentLayout = {
+    environment: previous.environment,
+    serial: previous.serial + 1,
+    topology: null,
+    committedAt: new Date().toISOString(),
+    slots: {},
+  };
+  await writeJsonAtomic(layoutHistoryPath(stateDir, layout.environment, layout.serial), layout);
   await writeCurrentLayout(stateDir, layout);
 }

@@ -4,9 +4,11 @@
 //   PORT     the port to listen on (the process driver gives every replica its own)
 //   VERSION  reported by GET / so you can watch traffic move from blue to green
 //   HOST     the address to bind, default 127.0.0.1
+//   UNHEALTHY=1  GET /healthz always answers 503 (a broken release, for the demo's failed gate)
 //
 //   GET /         200 {"version": "...", "pid": 1234}
 //   GET /healthz  200 ok (503 once shutting down, so probes and the router stop sending traffic)
+//   GET /slow?ms=N  like GET /, answered after N ms (at most 60 s): a long request, to watch a drain
 //
 // On SIGTERM or SIGINT it stops accepting connections, lets in-flight requests finish, then exits 0.
 import http from 'node:http';
@@ -16,6 +18,7 @@ const host = process.env.HOST ?? '127.0.0.1';
 const version = process.env.VERSION ?? process.env.CUTOVER_VERSION ?? 'dev';
 // Optional artificial latency per request (ms), handy to see drain wait for in-flight requests.
 const delayMs = Number(process.env.RESPONSE_DELAY_MS ?? 0);
+const unhealthy = process.env.UNHEALTHY === '1';
 
 let shuttingDown = false;
 
@@ -26,9 +29,13 @@ const server = http.createServer((req, res) => {
       send(res, 405, { error: 'method not allowed' }, { allow: 'GET, HEAD' });
     } else if (url.pathname === '/healthz') {
       if (shuttingDown) send(res, 503, 'shutting down\n');
+      else if (unhealthy) send(res, 503, 'unhealthy (UNHEALTHY=1)\n');
       else send(res, 200, 'ok\n');
     } else if (url.pathname === '/') {
       send(res, 200, { version, pid: process.pid });
+    } else if (url.pathname === '/slow') {
+      const ms = Math.min(60_000, Math.max(0, Number(url.searchParams.get('ms') ?? 1000)));
+      setTimeout(() => send(res, 200, { version, pid: process.pid, slowMs: ms }), ms);
     } else {
       send(res, 404, { error: 'not found' });
     }

@@ -1,0 +1,45 @@
+import type { Command } from 'commander';
+import { TopologyInvalidError } from '../../engine/api.js';
+import { baseDirOf, takeDown } from '../../engine/down.js';
+import { defaultDrivers } from '../../engine/migrations.js';
+import { readTopologyFile } from '../../engine/sources/read-topology-file.js';
+import { loadTopology } from '../../engine/topology/load-topology.js';
+import { resolveStateDir } from '../state-dir.js';
+
+export function registerDown(topology: Command): void {
+  topology
+    .command('down')
+    .description("stop every process and route of the file's environment, and record an empty layout")
+    .option(
+      '-f, --file <file>',
+      'the topology file (names the environment and its state directory)',
+      'topology.yaml',
+    )
+    .option('--json', 'print what was stopped as JSON')
+    .addHelpText(
+      'after',
+      '\nRefused while a migration is in flight (cancel it first).\n\nExample:\n  $ cutover topology down -f examples/web-app/topology.yaml',
+    )
+    .action(async (options: { file: string; json?: boolean }) => {
+      const loaded = loadTopology(await readTopologyFile(options.file), { file: options.file });
+      if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
+      const environment = loaded.topology.metadata.name;
+      const result = await takeDown(resolveStateDir({ file: options.file }), environment, defaultDrivers(), {
+        fallbackBaseDir: baseDirOf(options.file),
+        log: (line) => {
+          if (!options.json) process.stderr.write(`${line}\n`);
+        },
+      });
+      if (options.json) {
+        process.stdout.write(
+          `${JSON.stringify({ environment, components: result.components, routes: result.routes }, null, 2)}\n`,
+        );
+      } else if (result.components.length === 0 && result.routes.length === 0) {
+        process.stdout.write(`${environment}: nothing is running\n`);
+      } else {
+        process.stdout.write(
+          `${environment}: stopped ${result.components.length} components and ${result.routes.length} routes\n`,
+        );
+      }
+    });
+}

@@ -1,0 +1,40 @@
+import { own } from '../records.js';
+import type { Topology } from '../topology/types.js';
+import {
+  type ComponentCallContext,
+  type ComponentDriver,
+  PermanentDriverError,
+  type RouteDriver,
+} from './types.js';
+
+/** The drivers a runner uses, by driver type. Injected, so tests and Temporal activities share them. */
+export interface DriverSet {
+  component: Partial<Record<'process' | 'exec', ComponentDriver>>;
+  route: Partial<Record<'router' | 'nginx', RouteDriver>>;
+}
+
+/** The driver of a component, or a permanent error saying why there is none. */
+export function componentDriverFor(drivers: DriverSet, ctx: ComponentCallContext): ComponentDriver {
+  const type = ctx.driver.type;
+  if (type !== 'process' && type !== 'exec')
+    throw new PermanentDriverError(`driver ${ctx.spec.driver} (${type}) cannot run components`);
+  const driver = drivers.component[type];
+  if (!driver)
+    throw new PermanentDriverError(`the ${type} driver is not available in this version of cutover`);
+  return driver;
+}
+
+/** The driver of a route (the built-in router unless the route names an nginx driver). */
+export function routeDriverFor(
+  drivers: DriverSet,
+  topology: Topology,
+  name: string | undefined,
+): RouteDriver {
+  const type = name === undefined ? 'router' : own(topology.drivers, name)?.type;
+  if (type !== 'router' && type !== 'nginx')
+    throw new PermanentDriverError(`driver ${name} cannot serve routes`);
+  const driver = drivers.route[type];
+  if (!driver)
+    throw new PermanentDriverError(`the ${type} route driver is not available in this version of cutover`);
+  return driver;
+}

@@ -1,0 +1,196 @@
+/**
+ * The process driver: components realised as local processes, one per replica, each on a loopback
+ * port of its own (`PORT`), started detached so they outlive the cutover process that started them.
+ *
+ * Contract (for the README):
+ *
+ * - A slot is `<component>-<migrationId>` (`details.slotId`), living in
+ *   `<stateDir>/environments/<environment>/slots/<slotId>/`: `slot.json` (the processes: pid, start
+ *   time, port, log), `replica-<i>.log` (stdout and stderr of replica i, appended across restarts)
+ *   and `data/`, the slot's data directory (`CUTOVER_DATA_DIR`).
+ * - provision starts `run.command` (argv, no shell) `replicas` times, in `run.cwd` (relative to the
+ *   topology file), each in its own process group with cutover's environment, the component's `env`,
+ *   `PORT`, `HOST=127.0.0.1` and CUTOVER_ENVIRONMENT, CUTOVER_COMPONENT, CUTOVER_SLOT,
+ *   CUTOVER_SLOT_ID, CUTOVER_VERSION, CUTOVER_REPLICA, CUTOVER_DATA_DIR. A replica that exits within
+ *   startupGraceMs is a permanent failure quoting its log. Provisioning a slot again stops the
+ *   processes the earlier attempt recorded, then starts afresh.
+ * - replicate runs `replicate.command` (argv, no shell; CUTOVER_FROM_DATA_DIR, CUTOVER_DATA_DIR,
+ *   CUTOVER_FROM_SLOT_ID, CUTOVER_SLOT_ID; exit 75 retried, other failures permanent) or else copies
+ *   `data/<replicate.dataDir>` of blue into green's (`.` for all of it). A copy is of files as they
+ *   are while blue runs: for state that must be consistent, use a command.
+ * - drain does nothing: the router drains traffic, the processes serve until retired.
+ * - retire sends SIGTERM to each replica's process group, SIGKILL after the driver's `stopTimeout`,
+ *   waits until they are gone and marks the slot retired; the directory and logs stay.
+ */
+import { cp, mkdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { formatDuration } from '../topology/duration.js';
+import { defaults } from '../topology/types.js';
+import { exitCodeRetry } from './exec-driver.js';
+import { runCommand } from './process-command.js';
+import { type ReplicaRecord, readSlot, slotDirFor, stopSlotProcesses } from './process-slot.js';
+import { startReplicas } from './process-start.js';
+import {
+  type ComponentCallContext,
+  type ComponentDriver,
+  type DriverCallOptions,
+  PermanentDriverError,
+  type SlotInfo,
+} from './types.js';
+
+export { readSlot, stopSlotProcesses } from './process-slot.js';
+
+export function createProcessDriver(): ComponentDriver {
+  return {
+    async provision(ctx, slot, options) {
+      options.signal.throwIfAborted();
+      const stopTimeoutMs = stopTimeoutOf(ctx);
+      const slotId = `${ctx.component}-${ctx.migrationId}`;
+      const slotDir = slotDirFor(ctx.stateDir, ctx.environment, slotId);
+      if (await readSlot(slotDir)) {
+        options.log(`stopping what an earlier attempt started in slot ${slotId}`);
+        await stopSlotProcesses(slotDir, { stopTimeoutMs, log: options.log, signal: options.signal });
+      }
+      const replicas = await startReplicas(ctx, { slot, slotId, slotDir, stopTimeoutMs }, options);
+      return {
+        component: ctx.component,
+        slot,
+        version: ctx.spec.version,
+        addresses: replicas.map((replica) => `127.0.0.1:${replica.port}`),
+        details: { slotId, slotDir, replicas },
+      };
+    },
+
+    async replicate(ctx, from, to, options) {
+      options.signal.throwIfAborted();
+      const fromDir = slotDirOf(ctx, from);
+      const toDir = slotDirOf(ctx, to);
+      const replicate = ctx.spec.replicate;
+      if (replicate?.command) {
+        await replicateByCommand(ctx, { from, to, fromDir, toDir, command: replicate.command }, options);
+      } else if (replicate?.dataDir !== undefined) {
+        await copyDataDir(fromDir, toDir, replicate.dataDir, options);
+      } else {
+        options.log(`${ctx.component}: no replicate command or dataDir; nothing to copy`);
+      }
+    },
+
+    async drain() {
+      // The router drains traffic; the processes keep serving until retire stops them.
+    },
+
+    async retire(ctx, slot, options) {
+      options.signal.throwIfAborted();
+      await stopSlotProcesses(slotDirOf(ctx, slot), {
+        stopTimeoutMs: stopTimeoutOf(ctx),
+        replicas: replicasOf(slot),
+        log: options.log,
+        signal: options.signal,
+      });
+    },
+  };
+}
+
+function stopTimeoutOf(ctx: ComponentCallContext): number {
+  if (ctx.driver.type !== 'process') {
+    throw new PermanentDriverError(
+      `component ${ctx.component}: the process driver got a ${ctx.driver.type} driver`,
+    );
+  }
+  return ctx.driver.stopTimeout;
+}
+
+/** The id provision gave the slot; a slot without one (not reported before a crash) gets the default. */
+function slotIdOf(ctx: ComponentCallContext, slot: SlotInfo): string {
+  const id = slot.details?.slotId;
+  return typeof id === 'string' && id !== '' ? id : `${ctx.component}-${ctx.migrationId}`;
+}
+
+function slotDirOf(ctx: ComponentCallContext, slot: SlotInfo): string {
+  const dir = slot.details?.slotDir;
+  return typeof dir === 'string' && dir !== ''
+    ? dir
+    : slotDirFor(ctx.stateDir, ctx.environment, slotIdOf(ctx, slot));
+}
+
+function replicasOf(slot: SlotInfo): ReplicaRecord[] {
+  const replicas = slot.details?.replicas;
+  if (!Array.isArray(replicas)) return [];
+  return replicas.filter(
+    (r): r is ReplicaRecord =>
+      typeof r === 'object' && r !== null && Number.isSafeInteger(r.pid) && r.pid > 0,
+  );
+}
+
+interface ReplicateCall {
+  from: SlotInfo;
+  to: SlotInfo;
+  fromDir: string;
+  toDir: string;
+  command: string[];
+}
+
+async function replicateByCommand(
+  ctx: ComponentCallContext,
+  call: ReplicateCall,
+  options: DriverCallOptions,
+): Promise<void> {
+  const cwd = path.resolve(ctx.baseDir, ctx.spec.run?.cwd ?? '.');
+  const timeoutMs = ctx.spec.replicate?.timeout ?? defaults.replicateTimeoutMs;
+  const env = {
+    ...process.env,
+    ...ctx.spec.env,
+    CUTOVER_ENVIRONMENT: ctx.environment,
+    CUTOVER_COMPONENT: ctx.component,
+    CUTOVER_VERSION: call.to.version,
+    CUTOVER_FROM_SLOT_ID: slotIdOf(ctx, call.from),
+    CUTOVER_FROM_DATA_DIR: path.join(call.fromDir, 'data'),
+    CUTOVER_SLOT_ID: slotIdOf(ctx, call.to),
+    CUTOVER_DATA_DIR: path.join(call.toDir, 'data'),
+  };
+  await mkdir(env.CUTOVER_DATA_DIR, { recursive: true });
+  const prefix = `[replicate ${ctx.component}] `;
+  const run = await runCommand({ argv: call.command, cwd, env, timeoutMs, prefix }, options);
+  const name = `replicate command ${call.command.join(' ')}`;
+  const tail =
+    run.stderrTail.length > 0 ? `; last lines of stderr:\n${run.stderrTail.join('\n')}` : '; no stderr';
+  if (run.stopped === 'abort') {
+    throw options.signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
+  }
+  if (run.stopped === 'timeout')
+    throw new Error(`${name} timed out after ${formatDuration(timeoutMs)}${tail}`);
+  if (run.spawnError) throw new PermanentDriverError(`cannot run ${name}: ${run.spawnError.message}`);
+  if (run.exitCode === exitCodeRetry) {
+    throw new Error(`${name} exited with code ${exitCodeRetry} (EX_TEMPFAIL: will retry)${tail}`);
+  }
+  if (run.exitCode !== 0) {
+    const how =
+      run.exitCode === null ? `was killed by ${run.exitSignal}` : `exited with code ${run.exitCode}`;
+    throw new PermanentDriverError(`${name} ${how}${tail}`);
+  }
+}
+
+/** Copies `data/<dataDir>` of blue's slot into green's, keeping modes and timestamps. */
+async function copyDataDir(fromDir: string, toDir: string, dataDir: string, options: DriverCallOptions) {
+  const fromData = path.join(fromDir, 'data');
+  const source = path.resolve(fromData, dataDir);
+  const relative = path.relative(fromData, source);
+  if (relative.startsWith('..') || path.isAbsolute(relative)) {
+    throw new PermanentDriverError(`replicate.dataDir ${dataDir} is outside the slot's data directory`);
+  }
+  if (!(await stat(fromData).catch(() => undefined))?.isDirectory()) {
+    throw new PermanentDriverError(`the live slot has no data directory ${fromData} to copy from`);
+  }
+  if (!(await stat(source).catch(() => undefined))) {
+    options.log(`${source} does not exist (nothing written there yet); nothing to copy`);
+    return;
+  }
+  const target = path.join(toDir, 'data', relative);
+  await cp(source, target, {
+    recursive: true,
+    preserveTimestamps: true,
+    force: true,
+    verbatimSymlinks: true,
+  });
+  options.log(`copied ${source} to ${target}`);
+}

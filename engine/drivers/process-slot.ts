@@ -1,0 +1,115 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { ProcessIdentity } from '../runner/process-identity.js';
+import { writeJsonAtomic } from '../store/layout-store.js';
+import { formatDuration } from '../topology/duration.js';
+import { defaults } from '../topology/types.js';
+import { type StopOutcome, stopProcessGroup } from './process-group.js';
+import type { Slot } from './types.js';
+
+/**
+ * A slot of a component on the process driver, as recorded in `<slot dir>/slot.json`. The record is
+ * written before each replica starts and after, so whoever comes next (a retry, a runner that took
+ * over, `topology down`) finds every process the slot may have left running.
+ */
+export interface SlotRecord {
+  formatVersion: 1;
+  environment: string;
+  component: string;
+  slot: Slot;
+  slotId: string;
+  version: string;
+  command: string[];
+  cwd: string;
+  startedAt: string;
+  replicas: ReplicaRecord[];
+  /** Set once retire stopped every replica; the directory stays, with its logs, for people. */
+  retired?: boolean;
+  retiredAt?: string;
+}
+
+/** One process of a slot: its identity (pid + start time), port and log file. */
+export interface ReplicaRecord extends ProcessIdentity {
+  index: number;
+  port: number;
+  log: string;
+}
+
+export interface StoppedReplica {
+  replica: ReplicaRecord;
+  outcome: StopOutcome;
+}
+
+/** `<stateDir>/environments/<environment>/slots/<slotId>`, absolute. */
+export function slotDirFor(stateDir: string, environment: string, slotId: string): string {
+  return path.resolve(stateDir, 'environments', environment, 'slots', slotId);
+}
+
+export function slotFile(slotDir: string): string {
+  return path.join(slotDir, 'slot.json');
+}
+
+/** The slot's record, or null when the slot was never provisioned here. */
+export async function readSlot(slotDir: string): Promise<SlotRecord | null> {
+  const file = slotFile(slotDir);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+  try {
+    return JSON.parse(text) as SlotRecord;
+  } catch (error) {
+    throw new Error(`${file}: not valid JSON (${(error as Error).message})`);
+  }
+}
+
+export async function writeSlot(slotDir: string, record: SlotRecord): Promise<void> {
+  await writeJsonAtomic(slotFile(slotDir), record);
+}
+
+export interface StopOptions {
+  /** SIGTERM to SIGKILL; the process driver's `stopTimeout`. */
+  stopTimeoutMs?: number;
+  /** Replicas known from elsewhere (the slot info a migration journaled), stopped as well. */
+  replicas?: ReplicaRecord[];
+  log?: (line: string) => void;
+  signal?: AbortSignal;
+}
+
+/**
+ * Stops every process recorded for the slot in `slotDir` (and any given in options), gracefully,
+ * and marks the slot retired. Idempotent: processes already gone are skipped, and a slot that was
+ * never recorded has nothing to mark.
+ */
+export async function stopSlotProcesses(
+  slotDir: string,
+  options: StopOptions = {},
+): Promise<StoppedReplica[]> {
+  const record = await readSlot(slotDir);
+  const replicas = uniqueReplicas([...(options.replicas ?? []), ...(record?.replicas ?? [])]);
+  const graceMs = options.stopTimeoutMs ?? defaults.processStopTimeoutMs;
+  const stopped = await Promise.all(
+    replicas.map(async (replica) => {
+      const outcome = await stopProcessGroup(replica, graceMs, options.signal);
+      if (outcome !== 'not-running') {
+        const how = outcome === 'killed' ? `killed after ${formatDuration(graceMs)}` : 'stopped';
+        const name = record ? `${record.component} replica ${replica.index}` : `replica ${replica.index}`;
+        options.log?.(`${how} ${name} (pid ${replica.pid})`);
+      }
+      return { replica, outcome };
+    }),
+  );
+  if (record && !record.retired) {
+    await writeSlot(slotDir, { ...record, retired: true, retiredAt: new Date().toISOString() });
+  }
+  return stopped;
+}
+
+function uniqueReplicas(replicas: ReplicaRecord[]): ReplicaRecord[] {
+  const seen = new Map<string, ReplicaRecord>();
+  for (const replica of replicas) seen.set(`${replica.pid}:${replica.startTime}`, replica);
+  return [...seen.values()];
+}

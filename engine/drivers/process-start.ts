@@ -1,0 +1,201 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdir, open, readFile, stat } from 'node:fs/promises';
+import { createServer, type Server } from 'node:net';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { processIdentity } from '../runner/process-identity.js';
+import { formatDuration } from '../topology/duration.js';
+import { type ReplicaRecord, type SlotRecord, stopSlotProcesses, writeSlot } from './process-slot.js';
+import {
+  type ComponentCallContext,
+  type DriverCallOptions,
+  PermanentDriverError,
+  type Slot,
+} from './types.js';
+
+/** A replica that exits this soon after it started failed to start (bad command, port, config). */
+export const startupGraceMs = 300;
+const logTailLines = 10;
+const loopback = '127.0.0.1';
+
+export interface SlotTarget {
+  slot: Slot;
+  slotId: string;
+  slotDir: string;
+  stopTimeoutMs: number;
+}
+
+/** A replica started by this call, with how it exited if it did. */
+interface Started {
+  record: ReplicaRecord;
+  logOffset: number;
+  exit?: { code: number | null; signal: NodeJS.Signals | null };
+  exited: Promise<void>;
+}
+
+/**
+ * Starts the component's replicas in the slot, recording each in slot.json as it starts, and checks
+ * that none exits within startupGraceMs. On any failure, what it started is stopped before it throws.
+ */
+export async function startReplicas(
+  ctx: ComponentCallContext,
+  target: SlotTarget,
+  options: DriverCallOptions,
+): Promise<ReplicaRecord[]> {
+  const command = ctx.spec.run?.command ?? [];
+  if (command.length === 0) {
+    throw new PermanentDriverError(`component ${ctx.component} has no run.command for the process driver`);
+  }
+  const cwd = path.resolve(ctx.baseDir, ctx.spec.run?.cwd ?? '.');
+  if (!(await stat(cwd).catch(() => undefined))?.isDirectory()) {
+    throw new PermanentDriverError(`working directory ${cwd} of ${ctx.component} does not exist`);
+  }
+  const dataDir = path.join(target.slotDir, 'data');
+  await mkdir(dataDir, { recursive: true });
+  const record: SlotRecord = {
+    formatVersion: 1,
+    environment: ctx.environment,
+    component: ctx.component,
+    slot: target.slot,
+    slotId: target.slotId,
+    version: ctx.spec.version,
+    command,
+    cwd,
+    startedAt: new Date().toISOString(),
+    replicas: [],
+  };
+  await writeSlot(target.slotDir, record);
+
+  const started: Started[] = [];
+  try {
+    const ports = await freePorts(ctx.spec.replicas);
+    for (const [index, port] of ports.entries()) {
+      options.signal.throwIfAborted();
+      const env = {
+        ...process.env,
+        ...ctx.spec.env,
+        PORT: String(port),
+        HOST: loopback,
+        CUTOVER_ENVIRONMENT: ctx.environment,
+        CUTOVER_COMPONENT: ctx.component,
+        CUTOVER_SLOT: target.slot,
+        CUTOVER_SLOT_ID: target.slotId,
+        CUTOVER_VERSION: ctx.spec.version,
+        CUTOVER_REPLICA: String(index),
+        CUTOVER_DATA_DIR: dataDir,
+      };
+      const log = path.join(target.slotDir, `replica-${index}.log`);
+      const replica = await startReplica({ command, cwd, env, log, index, port }, ctx.component);
+      started.push(replica);
+      record.replicas.push(replica.record);
+      await writeSlot(target.slotDir, record);
+      options.log(
+        `started ${ctx.component} replica ${index} (pid ${replica.record.pid}) on ${loopback}:${port}`,
+      );
+    }
+    await Promise.race([
+      sleep(startupGraceMs, undefined, { signal: options.signal }),
+      ...started.map((s) => s.exited),
+    ]);
+    const failed = started.find((s) => s.exit);
+    if (failed) throw await startupFailure(ctx.component, command, failed);
+    return record.replicas;
+  } catch (error) {
+    await stopSlotProcesses(target.slotDir, { stopTimeoutMs: target.stopTimeoutMs, log: options.log });
+    throw error;
+  }
+}
+
+interface ReplicaLaunch {
+  command: string[];
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  log: string;
+  index: number;
+  port: number;
+}
+
+/**
+ * Spawns one replica detached, in its own process group, with stdout and stderr appended to its log
+ * file: it holds no pipe to cutover and is not waited for, so it runs on when cutover exits.
+ */
+async function startReplica(launch: ReplicaLaunch, component: string): Promise<Started> {
+  const handle = await open(launch.log, 'a');
+  let child: ChildProcess;
+  let spawnError: Promise<Error>;
+  let logOffset: number;
+  try {
+    const header = `--- ${new Date().toISOString()} cutover: starting ${component} replica ${launch.index} on ${loopback}:${launch.port}: ${launch.command.join(' ')}\n`;
+    await handle.write(header);
+    logOffset = (await handle.stat()).size;
+    const [file = '', ...args] = launch.command;
+    child = spawn(file, args, {
+      cwd: launch.cwd,
+      env: launch.env,
+      stdio: ['ignore', handle.fd, handle.fd],
+      detached: true,
+    });
+    // Emitted on the next tick when the spawn failed: listen before anything else is awaited.
+    spawnError = new Promise<Error>((resolve) => child.once('error', resolve));
+  } finally {
+    await handle.close();
+  }
+  if (child.pid === undefined) {
+    const error = await spawnError;
+    throw new PermanentDriverError(`cannot run ${launch.command.join(' ')}: ${error.message}`);
+  }
+  const replica: Started = {
+    record: { ...processIdentity(child.pid), index: launch.index, port: launch.port, log: launch.log },
+    logOffset,
+    exited: new Promise((resolve) => {
+      child.once('exit', (code, signal) => {
+        replica.exit = { code, signal };
+        resolve();
+      });
+    }),
+  };
+  child.unref();
+  return replica;
+}
+
+async function startupFailure(component: string, command: string[], failed: Started): Promise<Error> {
+  const { code, signal } = failed.exit ?? { code: null, signal: null };
+  const how = code === null ? `was killed by ${signal}` : `exited with code ${code}`;
+  const text = await readFile(failed.record.log)
+    .then((buffer) => buffer.subarray(failed.logOffset).toString('utf8'))
+    .catch(() => '');
+  const lines = text.split('\n').filter((line) => line.trim() !== '');
+  const tail =
+    lines.length > 0
+      ? `; last lines of ${failed.record.log}:\n${lines.slice(-logTailLines).join('\n')}`
+      : `; nothing in ${failed.record.log}`;
+  return new PermanentDriverError(
+    `${component} replica ${failed.record.index} (${command.join(' ')}) ${how} within ${formatDuration(startupGraceMs)} of starting${tail}`,
+  );
+}
+
+/**
+ * Distinct free loopback ports: each is bound (port 0) and held until all are chosen, so one call
+ * never hands out a port twice. Another process may still take one before the replica binds it: the
+ * replica then exits at once, which fails the stage like any other start-up failure.
+ */
+async function freePorts(count: number): Promise<number[]> {
+  const servers: Server[] = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const server = createServer();
+      servers.push(server);
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, loopback, resolve);
+      });
+    }
+    return servers.map((server) => {
+      const address = server.address();
+      if (address === null || typeof address === 'string') throw new Error('no port for a TCP listener');
+      return address.port;
+    });
+  } finally {
+    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  }
+}

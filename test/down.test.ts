@@ -1,0 +1,44 @@
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { readCurrentLayout } from '../engine/store/layout-store.js';
+import { runCli } from './support/cli.js';
+import { migrateDetached, releaseGate, type Workspace, waitFor, workspace } from './support/migrations.js';
+
+const spaces: Workspace[] = [];
+afterEach(async () => {
+  for (const w of spaces.splice(0)) await w.cleanup();
+});
+
+describe('cutover topology down', () => {
+  it('stops every component and route of the environment and records an empty layout', async () => {
+    const w = await workspace('examples/exec-demo');
+    spaces.push(w);
+    expect((await runCli(['topology', 'migrate', '-f', w.file, '--yes'])).code).toBe(0);
+    const slots = path.join(w.stateDir, 'exec-demo');
+    const live = () => readdirSync(slots).filter((d) => existsSync(path.join(slots, d, 'ready')));
+    expect(live()).toHaveLength(2);
+
+    const down = await runCli(['topology', 'down', '-f', w.file]);
+    expect(down.code).toBe(0);
+    expect(down.stdout).toBe('exec-demo: stopped 2 components and 0 routes\n');
+    expect(live()).toEqual([]);
+    const layout = await readCurrentLayout(w.stateDir, 'exec-demo');
+    expect(layout).toMatchObject({ serial: 2, topology: null });
+
+    expect((await runCli(['topology', 'down', '-f', w.file])).stdout).toBe('exec-demo: nothing is running\n');
+    const plan = JSON.parse((await runCli(['topology', 'plan', '-f', w.file, '--json'])).stdout);
+    expect(plan.summary).toEqual({ add: 2, change: 0, remove: 0 });
+  });
+
+  it('is refused while a migration is in flight', async () => {
+    const w = await workspace();
+    spaces.push(w);
+    const id = await migrateDetached(w);
+    await waitFor(w, id, (s) => s.status.includes('health_gate'));
+    const down = await runCli(['topology', 'down', '-f', w.file]);
+    expect(down.code).toBe(1);
+    expect(down.stderr).toContain(`environment gated has a migration in flight: ${id}; cancel it first`);
+    releaseGate(w);
+  });
+});
