@@ -8,6 +8,7 @@ import type { ComponentCallContext } from './drivers/types.js';
 import { CutoverError } from './errors.js';
 import type { CurrentLayout } from './layout.js';
 import { own } from './records.js';
+import { stopRouterIfIdle } from './router/router-driver.js';
 import { readClaim } from './runner/active-claim.js';
 import { readCurrentLayout, recordEmptyLayout } from './store/layout-store.js';
 
@@ -41,7 +42,6 @@ export async function takeDown(
   for (const route of routes) {
     const driver = routeDriverFor(drivers, topology, own(topology.routes, route)?.driver);
     await driver.remove({ environment, migrationId: 'down', stateDir, baseDir }, route, call);
-    options.log(`route ${route} removed`);
   }
   const components = Object.keys(topology.components).sort().reverse();
   for (const name of components) {
@@ -62,6 +62,7 @@ export async function takeDown(
     options.log(`component ${name} stopped`);
   }
   await recordEmptyLayout(stateDir, layout);
+  await stopRouterIfIdle(stateDir, options.log);
   return { before: layout, components: components.reverse(), routes };
 }
 

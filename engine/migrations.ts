@@ -17,11 +17,13 @@ import { CutoverError } from './errors.js';
 import { replay } from './migration/step.js';
 import { isFinal, type MigrationSpec, type MigrationState, type Verb } from './migration/types.js';
 import { clock, refuseVerb } from './migration/verb-policy.js';
+import { cutoverCliPath } from './package-path.js';
 import { buildPlan } from './plan/build-plan.js';
 import type { Plan } from './plan/types.js';
+import { createRouterDriver } from './router/router-driver.js';
 import { claimEnvironment, readClaim, releaseEnvironment } from './runner/active-claim.js';
 import { sendVerbToRunner, startControlServer } from './runner/control.js';
-import { builtInRouteDrivers, type DriverSet } from './runner/execute-command.js';
+import type { DriverSet } from './runner/execute-command.js';
 import { JournalWriter, readJournal } from './runner/journal.js';
 import { LocalRunner, type LogLine, type RunnerDeps } from './runner/local-runner.js';
 import { migrationPaths, migrationsDir } from './runner/paths.js';
@@ -33,7 +35,7 @@ import { loadTopology } from './topology/load-topology.js';
 export function defaultDrivers(): DriverSet {
   return {
     component: { exec: createExecDriver(), process: createProcessDriver() },
-    route: builtInRouteDrivers(),
+    route: { router: createRouterDriver() },
   };
 }
 
@@ -211,7 +213,16 @@ export async function spawnRunner(stateDir: string, environment: string, id: str
   const out = openSync(paths.runnerOutput, 'a');
   const child = spawn(
     process.execPath,
-    [cliPath(), 'internal', 'run-migration', '--state-dir', stateDir, '--environment', environment, id],
+    [
+      cutoverCliPath(),
+      'internal',
+      'run-migration',
+      '--state-dir',
+      stateDir,
+      '--environment',
+      environment,
+      id,
+    ],
     {
       detached: true,
       stdio: ['ignore', out, out],
@@ -233,20 +244,6 @@ export async function spawnRunner(stateDir: string, environment: string, id: str
     'RUNNER_UNREACHABLE',
     `the runner for ${id} did not start${tail ? `:\n${tail}` : ''}`,
   );
-}
-
-function cliPath(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const pkg = path.join(dir, 'package.json');
-    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'cutover') {
-      return path.join(dir, 'bin', 'cutover.js');
-    }
-    const parent = path.dirname(dir);
-    if (parent === dir)
-      throw new CutoverError('INTERNAL', 'cannot find the cutover package to start a runner');
-    dir = parent;
-  }
 }
 
 export interface MigrationRef {

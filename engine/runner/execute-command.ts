@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { componentDriverFor, type DriverSet, routeDriverFor } from '../drivers/driver-set.js';
-import { createRouteTableDriver } from '../drivers/route-table.js';
+import { routeKey } from '../drivers/route-table.js';
 import {
   type ComponentCallContext,
   type ComponentDriver,
@@ -14,14 +14,11 @@ import { assertNever } from '../errors.js';
 import { HealthGateFailedError, waitHealthy } from '../health/check-health.js';
 import type { Command, CommandError, MigrationState } from '../migration/types.js';
 import { own } from '../records.js';
+import { waitDrained } from '../router/client.js';
 import { recordLayout } from '../store/layout-store.js';
 import type { Topology } from '../topology/types.js';
 
 export type { DriverSet };
-
-export function builtInRouteDrivers(): DriverSet['route'] {
-  return { router: createRouteTableDriver() };
-}
 
 export type CommandResult =
   | { type: 'command_succeeded'; output?: SlotInfo }
@@ -147,6 +144,7 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
     case 'drain': {
       const ctx = componentContext(s, o, c.component, s.spec.base.topology as Topology);
       const blue = own(s.slots, c.component)?.blue ?? placeholderSlot(ctx, 'blue');
+      await drainRoutes(s, o, c.component, blue, c.timeoutMs);
       await componentDriverFor(o.drivers, ctx).drain(ctx, blue, c.timeoutMs, call);
       return undefined;
     }
@@ -196,6 +194,36 @@ function routeContext(s: MigrationState, o: ExecuteOptions) {
     stateDir: o.stateDir,
     baseDir: s.spec.baseDir,
   };
+}
+
+/**
+ * Blue is drained when no request is in flight to it through the built-in router, bounded by the
+ * drain timeout; past it, the migration goes on and says how many requests were still running.
+ */
+async function drainRoutes(
+  s: MigrationState,
+  o: ExecuteOptions,
+  component: string,
+  blue: SlotInfo,
+  timeoutMs: number,
+): Promise<void> {
+  if (blue.addresses.length === 0) return;
+  for (const [name, route] of Object.entries(s.spec.base.topology?.routes ?? {})) {
+    if (route.to !== component || route.driver !== undefined) continue;
+    const started = Date.now();
+    const result = await waitDrained(
+      o.stateDir,
+      routeKey(s.spec.environment, name),
+      blue.addresses,
+      timeoutMs,
+      o.signal,
+    );
+    if (result.drained) o.log(`route ${name}: blue ${component} drained in ${Date.now() - started} ms`);
+    else
+      o.log(
+        `route ${name}: ${result.inFlight} requests still in flight to blue ${component} after the drain timeout`,
+      );
+  }
 }
 
 /** A slot the driver never reported (a crash before it answered): retire it by name. */

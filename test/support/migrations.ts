@@ -1,4 +1,5 @@
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { repoRoot, runCli, tempDir } from './cli.js';
@@ -18,7 +19,12 @@ export async function workspace(
   const { dir, cleanup } = await tempDir();
   cpSync(path.join(repoRoot, fixture), dir, { recursive: true });
   const file = path.join(dir, 'topology.yaml');
-  if (edit) writeFileSync(file, edit(readFileSync(file, 'utf8')));
+  // Tests run side by side: every route listens on a port of its own, found free just now.
+  let text = readFileSync(file, 'utf8');
+  for (const port of new Set([...text.matchAll(/127\.0\.0\.1:(18\d\d\d)/g)].map((m) => m[1] as string))) {
+    text = text.replaceAll(`127.0.0.1:${port}`, `127.0.0.1:${await freePort()}`);
+  }
+  writeFileSync(file, edit ? edit(text) : text);
   const stateDir = path.join(dir, '.cutover');
   return {
     dir,
@@ -31,8 +37,31 @@ export async function workspace(
   };
 }
 
-/** Kills, by pid, every runner recorded in a state directory (detached runners outlive the CLI). */
+/** A port nothing listens on now (bound, read and closed). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as AddressInfo).port;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Kills, by pid, every runner and the router recorded in a state directory (detached runners and
+ * the router outlive the CLI that started them).
+ */
 export function killRunners(stateDir: string): void {
+  const router = path.join(stateDir, 'router', 'router.json');
+  if (existsSync(router)) {
+    try {
+      process.kill((JSON.parse(readFileSync(router, 'utf8')) as { pid: number }).pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
   const envs = path.join(stateDir, 'environments');
   if (!existsSync(envs)) return;
   for (const env of readdirSync(envs)) {

@@ -1,0 +1,33 @@
+import type { Command } from 'commander';
+import { startRouter } from '../../engine/router/router.js';
+import { addStateDirOptions, resolveStateDir, type StateDirOptions } from '../state-dir.js';
+
+export function registerProxy(program: Command): void {
+  addStateDirOptions(program.command('proxy'))
+    .description('run the router: serve every route of a state directory from its routing table')
+    .addHelpText(
+      'after',
+      `
+Migrations start a router on demand; run it yourself to keep it under a supervisor. It listens on
+the routes' addresses, reloads the table when it changes, and answers its control API on
+127.0.0.1 only (address and token in <state-dir>/router/router.json). SIGTERM stops it after the
+requests in flight finish.
+
+Example:
+  $ cutover proxy -f examples/live-demo/topology.yaml`,
+    )
+    .action(async (options: StateDirOptions) => {
+      const stateDir = resolveStateDir(options);
+      const log = (line: string) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
+      const router = await startRouter({ stateDir, log });
+      log(`router for ${stateDir} (pid ${process.pid}, control port ${router.controlPort})`);
+      await new Promise<void>((resolve) => {
+        const stop = (signal: string) => {
+          log(`${signal}: closing listeners, finishing requests in flight`);
+          void router.close().then(resolve);
+        };
+        process.once('SIGTERM', () => stop('SIGTERM'));
+        process.once('SIGINT', () => stop('SIGINT'));
+      });
+    });
+}

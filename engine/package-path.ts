@@ -1,0 +1,19 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CutoverError } from './errors.js';
+
+/** bin/cutover.js of this installation, for the background processes cutover starts itself. */
+export function cutoverCliPath(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const pkg = path.join(dir, 'package.json');
+    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'cutover') {
+      return path.join(dir, 'bin', 'cutover.js');
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir)
+      throw new CutoverError('INTERNAL', 'cannot find the cutover package to start a background process');
+    dir = parent;
+  }
+}

@@ -1,0 +1,112 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CutoverError, type ErrorCode, errorCodes } from '../errors.js';
+import type { InFlightAnswer, ReloadResult, RoutesSnapshot } from './control-types.js';
+import { liveRouterRecord, type RouterRecord } from './router-record.js';
+
+/** Longest a control call waits for the router to answer. */
+export const routerControlTimeoutMs = 10_000;
+/** How often `waitDrained` asks the router what is still in flight. */
+export const drainPollIntervalMs = 100;
+
+export interface RouterClient {
+  /** Makes the router apply the table as it is on disc now; resolves once it is live. */
+  reload(): Promise<ReloadResult>;
+  routes(): Promise<RoutesSnapshot>;
+  /** Requests of a route in flight to any of `addresses`. */
+  inFlight(routeKey: string, addresses: readonly string[]): Promise<number>;
+}
+
+/**
+ * A client of the router serving `stateDir`, found through its record on every call, so a router
+ * restarted meanwhile (new port, new token) is still reached. Rejects with RUNNER_UNREACHABLE
+ * when no router runs or it does not answer.
+ */
+export function routerClient(stateDir: string): RouterClient {
+  const call = async <T>(method: 'GET' | 'POST', pathAndQuery: string): Promise<T> => {
+    const record = liveRouterRecord(stateDir);
+    if (!record) throw noRouter(stateDir);
+    return callRouter<T>(record, method, pathAndQuery);
+  };
+  return {
+    reload: () => call<ReloadResult>('POST', '/reload'),
+    routes: () => call<RoutesSnapshot>('GET', '/routes'),
+    inFlight: async (routeKey, addresses) => {
+      const query = new URLSearchParams({ route: routeKey });
+      for (const address of addresses) query.append('address', address);
+      return (await call<InFlightAnswer>('GET', `/in-flight?${query}`)).inFlight;
+    },
+  };
+}
+
+async function callRouter<T>(record: RouterRecord, method: 'GET' | 'POST', pathAndQuery: string): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetch(`http://127.0.0.1:${record.port}${pathAndQuery}`, {
+      method,
+      headers: { authorization: `Bearer ${record.token}` },
+      signal: AbortSignal.timeout(routerControlTimeoutMs),
+    });
+  } catch (error) {
+    throw new CutoverError(
+      'RUNNER_UNREACHABLE',
+      `the router (pid ${record.pid}) does not answer: ${(error as Error).message}`,
+    );
+  }
+  const body = (await response.json().catch(() => ({}))) as T & { error?: string; code?: string };
+  if (response.status !== 200) {
+    // An error the router raised itself (a damaged table) keeps its code.
+    if (body.code !== undefined && body.code in errorCodes && body.error !== undefined)
+      throw new CutoverError(body.code as ErrorCode, body.error);
+    throw new CutoverError(
+      'RUNNER_UNREACHABLE',
+      `the router (pid ${record.pid}) answered HTTP ${response.status}: ${body.error ?? 'no reason given'}`,
+    );
+  }
+  return body;
+}
+
+function noRouter(stateDir: string): CutoverError {
+  return new CutoverError(
+    'RUNNER_UNREACHABLE',
+    `no router is running for ${stateDir}: start one with \`cutover proxy\``,
+  );
+}
+
+export interface DrainResult {
+  drained: boolean;
+  /** Requests still in flight to those addresses (at the timeout: the last count the router gave). */
+  inFlight: number;
+}
+
+/**
+ * Waits until no request of `routeKey` is in flight to any of `addresses`. Resolves at the timeout
+ * with `drained: false` rather than rejecting; rejects only when `signal` aborts. No router running
+ * counts as drained: requests in flight live in the router process and die with it.
+ */
+export async function waitDrained(
+  stateDir: string,
+  routeKey: string,
+  addresses: readonly string[],
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<DrainResult> {
+  const client = routerClient(stateDir);
+  const deadline = Date.now() + timeoutMs;
+  let last = 0;
+  for (;;) {
+    signal?.throwIfAborted();
+    try {
+      last = await client.inFlight(routeKey, addresses);
+      if (last === 0) return { drained: true, inFlight: 0 };
+    } catch (error) {
+      if (!liveRouterRecord(stateDir)) return { drained: true, inFlight: 0 };
+      if (!(error instanceof CutoverError)) throw error;
+      // a router that is alive but slow to answer: ask again until the deadline
+    }
+    const left = deadline - Date.now();
+    if (left <= 0) return { drained: false, inFlight: last };
+    await sleep(Math.min(drainPollIntervalMs, left), undefined, signal ? { signal } : {}).catch(() => {
+      throw signal?.reason ?? new DOMException('This operation was aborted', 'AbortError');
+    });
+  }
+}

@@ -1,0 +1,97 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { CutoverError } from '../errors.js';
+import type { InFlightAnswer, ReloadResult, RoutesSnapshot } from './control-types.js';
+
+/** What the control API drives: the router, seen through the three things it can be asked. */
+export interface ControlTarget {
+  reload(): Promise<ReloadResult>;
+  routes(): RoutesSnapshot;
+  inFlight(routeKey: string, addresses: readonly string[]): number;
+}
+
+export interface ControlServer {
+  port: number;
+  token: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The router's control API: HTTP on 127.0.0.1 only, a random bearer token kept in the router record
+ * (mode 0600).
+ *
+ * - `GET /healthz` (no token) → 200 `{ ok: true, pid }`
+ * - `POST /reload` → re-reads the table; answers `ReloadResult` once the new state is live
+ * - `GET /routes` → `RoutesSnapshot`: each route's split, addresses and requests in flight
+ * - `GET /in-flight?route=<env/route>&address=<a>&address=<b>` → `InFlightAnswer`
+ */
+export async function startRouterControl(target: ControlTarget): Promise<ControlServer> {
+  const token = randomBytes(24).toString('hex');
+  const expected = Buffer.from(`Bearer ${token}`);
+  const server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    if (req.method === 'GET' && url.pathname === '/healthz')
+      return send(res, 200, { ok: true, pid: process.pid });
+    const auth = Buffer.from(req.headers.authorization ?? '');
+    if (auth.length !== expected.length || !timingSafeEqual(auth, expected))
+      return send(res, 401, { error: 'unauthorized' });
+    return route(target, req, res, url);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string')
+    throw new CutoverError('INTERNAL', 'router control server has no port');
+  return { port: address.port, token, close: () => closeServer(server) };
+}
+
+function route(target: ControlTarget, req: IncomingMessage, res: ServerResponse, url: URL): void {
+  const endpoint = `${req.method} ${url.pathname}`;
+  switch (endpoint) {
+    case 'POST /reload':
+      req.resume();
+      target.reload().then(
+        (result) => send(res, 200, result),
+        (error: Error) =>
+          send(res, 500, {
+            error: error.message,
+            code: error instanceof CutoverError ? error.code : 'INTERNAL',
+          }),
+      );
+      return;
+    case 'GET /routes':
+      send(res, 200, target.routes());
+      return;
+    case 'GET /in-flight': {
+      const routeKey = url.searchParams.get('route');
+      const addresses = url.searchParams.getAll('address');
+      if (!routeKey) send(res, 400, { error: 'route= is required' });
+      else {
+        const answer: InFlightAnswer = {
+          route: routeKey,
+          addresses,
+          inFlight: target.inFlight(routeKey, addresses),
+        };
+        send(res, 200, answer);
+      }
+      return;
+    }
+    default:
+      send(res, 404, { error: `no ${endpoint}` });
+  }
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}

@@ -1,0 +1,122 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseHostPort } from './host-port.js';
+import type { Binding } from './routing-state.js';
+
+/** A port another listener is letting go of (a route moved) is retried this often, this many times. */
+export const bindRetryIntervalMs = 50;
+export const bindAttempts = 6;
+
+/** One HTTP listener of a route. `binding` is what it served when last in the table. */
+export interface RouteListener {
+  readonly address: string;
+  readonly server: Server;
+  binding: Binding;
+  /** No longer in the table: answers what is in flight and on open connections, accepts no more. */
+  closing: boolean;
+}
+
+export type ListenerHandler = (listener: RouteListener, req: IncomingMessage, res: ServerResponse) => void;
+
+/**
+ * The set of listeners the table asks for. Reconciling is two idempotent steps: stop those no longer
+ * wanted (they stop accepting at once and close once their requests are answered), then open those
+ * missing. A listener that fails to open stays missing and is retried at the next reconcile.
+ */
+export class RouteListeners {
+  private readonly live = new Map<string, RouteListener>();
+  private readonly draining = new Map<RouteListener, Promise<void>>();
+
+  constructor(private readonly handler: ListenerHandler) {}
+
+  stopUnwanted(wanted: ReadonlyMap<string, Binding>): void {
+    for (const [address, listener] of this.live) {
+      if (wanted.has(address)) continue;
+      this.live.delete(address);
+      listener.closing = true;
+      const closed = new Promise<void>((resolve) => listener.server.close(() => resolve()));
+      listener.server.closeIdleConnections();
+      this.draining.set(listener, closed);
+      void closed.then(() => this.draining.delete(listener));
+    }
+  }
+
+  /** Opens every wanted listener not open yet; answers one problem per listener that failed. */
+  async openMissing(wanted: ReadonlyMap<string, Binding>): Promise<string[]> {
+    const problems: string[] = [];
+    const opening = [...wanted].map(async ([address, binding]) => {
+      const open = this.live.get(address);
+      if (open) {
+        open.binding = binding;
+        return;
+      }
+      try {
+        this.live.set(address, await this.open(address, binding));
+      } catch (error) {
+        problems.push(`cannot listen on ${address} for ${binding.routeKey}: ${(error as Error).message}`);
+      }
+    });
+    await Promise.all(opening);
+    return problems.sort();
+  }
+
+  missing(wanted: ReadonlyMap<string, Binding>): string[] {
+    return [...wanted.keys()].filter((address) => !this.live.has(address));
+  }
+
+  /** Listen address → the port actually bound (differs from the table's only for port 0). */
+  ports(): Map<string, number> {
+    const ports = new Map<string, number>();
+    for (const [address, listener] of this.live) {
+      const bound = listener.server.address();
+      if (bound !== null && typeof bound !== 'string') ports.set(address, bound.port);
+    }
+    return ports;
+  }
+
+  /** Stops every listener; requests still unanswered after `graceMs` are cut. */
+  async closeAll(graceMs: number): Promise<void> {
+    this.stopUnwanted(new Map());
+    const all = [...this.draining];
+    const cut = setTimeout(() => {
+      for (const [listener] of all) listener.server.closeAllConnections();
+    }, graceMs);
+    await Promise.all(all.map(([, closed]) => closed));
+    clearTimeout(cut);
+  }
+
+  private async open(address: string, binding: Binding): Promise<RouteListener> {
+    const target = parseHostPort(address);
+    if (!target) throw new Error('not host:port');
+    for (let attempt = 1; ; attempt++) {
+      const listener: RouteListener = { address, binding, closing: false, server: createServer() };
+      listener.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+        // A closing listener lets each keep-alive connection go as soon as it is idle, rather than
+        // after the keep-alive timeout: it may have begun this request before it was closing.
+        res.once('close', () => {
+          if (listener.closing) setImmediate(() => listener.server.closeIdleConnections());
+        });
+        this.handler(listener, req, res);
+      });
+      try {
+        await listen(listener.server, target.host, target.port);
+        return listener;
+      } catch (error) {
+        const inUse = (error as NodeJS.ErrnoException).code === 'EADDRINUSE';
+        if (!inUse || attempt >= bindAttempts) throw error;
+        await sleep(bindRetryIntervalMs);
+      }
+    }
+  }
+}
+
+function listen(server: Server, host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      server.on('error', () => undefined);
+      resolve();
+    });
+  });
+}

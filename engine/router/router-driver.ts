@@ -1,0 +1,82 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, openSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createRouteTableDriver, readRoutingTable } from '../drivers/route-table.js';
+import type { DriverCallOptions, RouteCallContext, RouteDriver, RouteState } from '../drivers/types.js';
+import { CutoverError } from '../errors.js';
+import { cutoverCliPath } from '../package-path.js';
+import { routerClient } from './client.js';
+import { liveRouterRecord } from './router-record.js';
+
+/** Longest the engine waits for a router it started to answer. */
+export const routerStartTimeoutMs = 15_000;
+
+/**
+ * The built-in router as a route driver: writes the routing table, makes sure a router serves the
+ * state directory (starting `cutover proxy` in the background when none runs), and has it apply
+ * the table before returning, so a traffic switch is done when the step that made it is.
+ * The router outlives the engine: traffic keeps flowing while a runner is restarted.
+ */
+export function createRouterDriver(): RouteDriver {
+  const table = createRouteTableDriver();
+  return {
+    async apply(ctx: RouteCallContext, state: RouteState, options: DriverCallOptions) {
+      await table.apply(ctx, state, options);
+      await ensureRouter(ctx.stateDir, options.log);
+      await routerClient(ctx.stateDir).reload();
+    },
+    async remove(ctx: RouteCallContext, route: string, options: DriverCallOptions) {
+      await table.remove(ctx, route, options);
+      if (liveRouterRecord(ctx.stateDir)) await routerClient(ctx.stateDir).reload();
+    },
+  };
+}
+
+/** Starts `cutover proxy` for the state directory unless one runs; resolves once it answers. */
+export async function ensureRouter(stateDir: string, log: (line: string) => void): Promise<void> {
+  if (liveRouterRecord(stateDir)) return;
+  const dir = path.join(stateDir, 'router');
+  mkdirSync(dir, { recursive: true });
+  const outputFile = path.join(dir, 'router.out');
+  const out = openSync(outputFile, 'a');
+  const child = spawn(process.execPath, [cutoverCliPath(), 'proxy', '--state-dir', stateDir], {
+    detached: true,
+    stdio: ['ignore', out, out],
+  });
+  child.unref();
+  log(`started the router for ${stateDir} (pid ${child.pid})`);
+  const deadline = Date.now() + routerStartTimeoutMs;
+  while (Date.now() < deadline) {
+    if (liveRouterRecord(stateDir)) return;
+    if (child.exitCode !== null && !liveRouterRecord(stateDir)) break;
+    await sleep(25);
+  }
+  if (liveRouterRecord(stateDir)) return; // another process's router won the record
+  let tail = '';
+  try {
+    tail = readFileSync(outputFile, 'utf8').trim().split('\n').slice(-5).join('\n');
+  } catch {
+    // no output
+  }
+  throw new CutoverError(
+    'RUNNER_UNREACHABLE',
+    `the router for ${stateDir} did not start${tail ? `:\n${tail}` : ''}`,
+  );
+}
+
+/** Stops the router of a state directory once its table has no route left (after `down`). */
+export async function stopRouterIfIdle(stateDir: string, log: (line: string) => void): Promise<void> {
+  const record = liveRouterRecord(stateDir);
+  if (!record) return;
+  const table = await readRoutingTable(stateDir);
+  if (Object.keys(table.routes).length > 0) return;
+  try {
+    process.kill(record.pid, 'SIGTERM');
+    log(`stopped the router (pid ${record.pid}): no route left`);
+  } catch {
+    // already gone
+  }
+  const deadline = Date.now() + routerStartTimeoutMs;
+  while (liveRouterRecord(stateDir) && Date.now() < deadline) await sleep(25);
+}

@@ -1,0 +1,252 @@
+/**
+ * The built-in router: the long-running reverse proxy behind `cutover proxy`.
+ *
+ * It serves `<stateDir>/router/routes.json` (engine/drivers/route-table.ts) and nothing else: for
+ * each route a listener on `listen` splitting traffic between blue and green by `greenPercent`
+ * (smooth weighted round robin, then round robin over the slot's replicas), and one on `preview`
+ * sending everything to green. The table is the router's only persisted state, so a router killed
+ * with -9 and started again serves exactly the same routes; in-flight counts start from zero then,
+ * which is true, since the dead router's connections died with it.
+ *
+ * Invariants:
+ * - A table version replaces the whole routing state in one assignment; a request picks its upstream
+ *   from the state live when it arrives and finishes there (failover picks from the newest state).
+ * - A reload, whether from the file watch, the 500 ms poll or `POST /reload`, starts reading the
+ *   table after it was asked for; `POST /reload` answers once the new state is live and listeners
+ *   are open, so a switch by the engine is synchronous.
+ * - Requests are counted in flight, per route and per upstream address, until their response to the
+ *   client is finished; that is what `waitDrained` watches.
+ * - One router per state directory, recorded in `<stateDir>/router/router.json` (router-record.ts).
+ */
+import { mkdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { routingTablePath } from '../drivers/route-table.js';
+import { CutoverError } from '../errors.js';
+import { type ControlServer, startRouterControl } from './control.js';
+import type { ReloadResult, RoutesSnapshot } from './control-types.js';
+import { InFlightRegistry } from './in-flight.js';
+import { type ProxyDeps, proxyRequest, sendText } from './proxy-request.js';
+import { RouteListeners } from './route-listeners.js';
+import { claimRouterRecord, releaseRouterRecord } from './router-record.js';
+import { buildRoutingState, emptyRoutingState, type RouteState, type RoutingState } from './routing-state.js';
+import { UpstreamAgents } from './upstream-agents.js';
+import { type TableWatch, watchTable } from './watch-table.js';
+
+/** On close, requests still unanswered after this long are cut. */
+export const routerCloseGraceMs = 10_000;
+
+export interface RouterOptions {
+  stateDir: string;
+  log: (line: string) => void;
+  /** Serve the control API and claim the router record (default). Off only for embedding. */
+  control?: boolean;
+}
+
+export interface Router {
+  readonly stateDir: string;
+  /** Port of the control API on 127.0.0.1, or null without one. */
+  readonly controlPort: number | null;
+  reload(): Promise<ReloadResult>;
+  routes(): RoutesSnapshot;
+  /** Requests of a route in flight to any of `addresses`. */
+  inFlight(routeKey: string, addresses: readonly string[]): number;
+  /** Stops accepting, lets requests in flight finish (up to `routerCloseGraceMs`), releases the record. */
+  close(): Promise<void>;
+}
+
+export async function startRouter(options: RouterOptions): Promise<Router> {
+  await mkdir(path.dirname(routingTablePath(options.stateDir)), { recursive: true });
+  const router = new TableRouter(options.stateDir, options.log);
+  try {
+    if (options.control !== false) await router.startControl();
+    await router.reload();
+  } catch (error) {
+    await router.close();
+    throw error;
+  }
+  router.watch();
+  return router;
+}
+
+class TableRouter implements Router {
+  private state: RoutingState = emptyRoutingState;
+  private lastTableText: string | null | undefined = undefined;
+  private readonly inFlightRegistry = new InFlightRegistry();
+  private readonly agents = new UpstreamAgents();
+  private readonly listeners: RouteListeners;
+  private control: ControlServer | null = null;
+  private claimed = false;
+  private tableWatch: TableWatch | null = null;
+  private running: Promise<ReloadResult> | null = null;
+  private queued: Promise<ReloadResult> | null = null;
+  private reported = new Set<string>();
+  private closed = false;
+
+  constructor(
+    readonly stateDir: string,
+    private readonly log: (line: string) => void,
+  ) {
+    const deps: ProxyDeps = {
+      currentRoute: (key) => this.state.routes.get(key),
+      agents: this.agents,
+      inFlight: this.inFlightRegistry,
+    };
+    this.listeners = new RouteListeners((listener, req, res) => {
+      const state = this.state;
+      const binding = state.bindings.get(listener.address) ?? listener.binding;
+      const route = state.routes.get(binding.routeKey);
+      if (!route) {
+        res.setHeader('connection', 'close');
+        return sendText(res, 503, `cutover: route ${binding.routeKey} is no longer served\n`);
+      }
+      proxyRequest(deps, binding, route, req, res, () => listener.closing);
+    });
+  }
+
+  get controlPort(): number | null {
+    return this.control?.port ?? null;
+  }
+
+  async startControl(): Promise<void> {
+    this.control = await startRouterControl(this);
+    const claim = claimRouterRecord(this.stateDir, { port: this.control.port, token: this.control.token });
+    if (!claim.claimed) {
+      const holder = claim.holder ? ` (pid ${claim.holder.pid})` : '';
+      throw new CutoverError('USAGE', `a router already serves ${this.stateDir}${holder}`);
+    }
+    this.claimed = true;
+  }
+
+  watch(): void {
+    const file = routingTablePath(this.stateDir);
+    const reloadQuietly = () => {
+      this.reload().catch((error: Error) => this.report(`routing table not applied: ${error.message}`));
+    };
+    this.tableWatch = watchTable(
+      file,
+      reloadQuietly,
+      () => this.listeners.missing(this.state.bindings).length > 0,
+    );
+  }
+
+  /** Coalesces: a reload asked for while one runs shares the single reload that starts after it. */
+  reload(): Promise<ReloadResult> {
+    if (this.closed) return Promise.reject(new CutoverError('USAGE', 'the router is closed'));
+    if (this.queued) return this.queued;
+    if (!this.running) return this.runReload();
+    this.queued = this.running
+      .catch(() => undefined)
+      .then(() => {
+        this.queued = null;
+        return this.runReload();
+      });
+    return this.queued;
+  }
+
+  private runReload(): Promise<ReloadResult> {
+    this.running = this.apply().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  private async apply(): Promise<ReloadResult> {
+    const text = await readTable(this.stateDir);
+    let next = this.state;
+    if (text !== this.lastTableText) {
+      let table: unknown;
+      try {
+        table = text === null ? { version: 1, routes: {} } : JSON.parse(text);
+      } catch (error) {
+        throw new CutoverError(
+          'STATE_CORRUPT',
+          `${routingTablePath(this.stateDir)}: ${(error as Error).message}`,
+        );
+      }
+      next = buildRoutingState(table, this.state);
+      this.lastTableText = text;
+    }
+    if (this.closed) throw new CutoverError('USAGE', 'the router is closed');
+    const previous = this.state;
+    this.listeners.stopUnwanted(next.bindings);
+    this.state = next; // the switch
+    const bindProblems = await this.listeners.openMissing(next.bindings);
+    this.logChanges(previous, next);
+    this.agents.sweep(addressesInUse(next), (address) => this.inFlightRegistry.toAddress(address));
+    const problems = [...next.problems, ...bindProblems];
+    for (const problem of problems) this.report(problem);
+    this.reported = new Set(problems);
+    return { version: next.version, routes: next.routes.size, problems };
+  }
+
+  routes(): RoutesSnapshot {
+    const state = this.state;
+    const routes: RoutesSnapshot['routes'] = {};
+    for (const [key, route] of state.routes) {
+      routes[key] = {
+        listen: route.listen,
+        ...(route.preview !== undefined ? { preview: route.preview } : {}),
+        greenPercent: route.greenPercent,
+        blue: [...route.blue],
+        green: [...route.green],
+        inFlight: this.inFlightRegistry.route(key),
+      };
+    }
+    return { version: state.version, routes, problems: [...state.problems] };
+  }
+
+  inFlight(routeKey: string, addresses: readonly string[]): number {
+    return this.inFlightRegistry.count(routeKey, addresses);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.tableWatch?.stop();
+    await this.running?.catch(() => undefined);
+    await this.listeners.closeAll(routerCloseGraceMs);
+    this.agents.destroyAll();
+    if (this.claimed) releaseRouterRecord(this.stateDir);
+    await this.control?.close();
+  }
+
+  /** Logs a problem once, until it goes away and comes back. */
+  private report(problem: string): void {
+    if (!this.reported.has(problem)) this.log(`router: ${problem}`);
+    this.reported.add(problem);
+  }
+
+  private logChanges(previous: RoutingState, next: RoutingState): void {
+    for (const [key, route] of next.routes) {
+      const before = previous.routes.get(key);
+      if (before && describe(before) === describe(route)) continue;
+      this.log(`router: ${key} ${describe(route)}`);
+    }
+    for (const key of previous.routes.keys()) {
+      if (!next.routes.has(key)) this.log(`router: ${key} removed`);
+    }
+  }
+}
+
+function describe(route: RouteState): string {
+  const preview = route.preview ? `, preview ${route.preview}` : '';
+  const blue = `${100 - route.greenPercent}% blue [${route.blue.join(' ')}]`;
+  const green = `${route.greenPercent}% green [${route.green.join(' ')}]`;
+  return `on ${route.listen}${preview}: ${blue}, ${green}`;
+}
+
+function addressesInUse(state: RoutingState): Set<string> {
+  const inUse = new Set<string>();
+  for (const route of state.routes.values())
+    for (const address of [...route.blue, ...route.green]) inUse.add(address);
+  return inUse;
+}
+
+async function readTable(stateDir: string): Promise<string | null> {
+  try {
+    return await readFile(routingTablePath(stateDir), 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+}

@@ -1,0 +1,216 @@
+import type { RoutingEntry } from '../drivers/route-table.js';
+import { parseHostPort } from './host-port.js';
+
+/**
+ * The router's in-memory routing state, built from one version of the routing table. Pure: no I/O.
+ * Invariant: the router holds exactly one RoutingState and replaces it with one assignment, so a
+ * request sees either the old table or the new one, never a mix.
+ */
+export type Slot = 'blue' | 'green';
+export const slots: readonly Slot[] = ['blue', 'green'];
+
+/** A route's main listener takes the weighted split; its preview listener reaches green only. */
+export type ListenerKind = 'main' | 'preview';
+
+export interface Binding {
+  routeKey: string;
+  kind: ListenerKind;
+}
+
+/** Where a route is in its rotation. Mutated by every pick; kept across reloads that leave the split alone. */
+export interface Rotation {
+  /** Smooth weighted round robin credit per slot (nginx's algorithm): deterministic, evenly spread. */
+  credit: Record<Slot, number>;
+  /** Index of the next replica to try, per slot. */
+  next: Record<Slot, number>;
+}
+
+export interface RouteState {
+  key: string;
+  listen: string;
+  preview?: string;
+  blue: readonly string[];
+  green: readonly string[];
+  greenPercent: number;
+  drainTimeoutMs: number;
+  updatedAt: number;
+  rotation: Rotation;
+}
+
+export interface RoutingState {
+  /** The newest `updatedAt` of any route: what a reload reports, so a writer can tell its change is live. */
+  version: number;
+  routes: ReadonlyMap<string, RouteState>;
+  /** Listen address (lower case) → the route and kind served there. */
+  bindings: ReadonlyMap<string, Binding>;
+  /** Entries or fields left out because they were malformed or clashed. */
+  problems: string[];
+}
+
+export const emptyRoutingState: RoutingState = {
+  version: 0,
+  routes: new Map(),
+  bindings: new Map(),
+  problems: [],
+};
+
+/** Builds the state for a parsed table. Rotations of routes whose split is unchanged carry over. */
+export function buildRoutingState(table: unknown, previous: RoutingState): RoutingState {
+  const problems: string[] = [];
+  const routes = new Map<string, RouteState>();
+  const bindings = new Map<string, Binding>();
+  const entries = tableEntries(table, problems);
+  for (const key of Object.keys(entries).sort()) {
+    const route = routeState(key, entries[key], problems);
+    if (!route) continue;
+    const before = previous.routes.get(key);
+    if (before && sameSplit(before, route)) route.rotation = before.rotation;
+    routes.set(key, route);
+    const wanted: [string | undefined, ListenerKind][] = [
+      [route.listen, 'main'],
+      [route.preview, 'preview'],
+    ];
+    for (const [address, kind] of wanted) {
+      if (address === undefined) continue;
+      const holder = bindings.get(address);
+      if (holder)
+        problems.push(`${key}: ${address} is already the ${holder.kind} listener of ${holder.routeKey}`);
+      else bindings.set(address, { routeKey: key, kind });
+    }
+  }
+  const version = Math.max(0, ...[...routes.values()].map((r) => r.updatedAt));
+  return { version, routes, bindings, problems };
+}
+
+function tableEntries(table: unknown, problems: string[]): Record<string, unknown> {
+  if (!isObject(table) || table.version !== 1 || !isObject(table.routes)) {
+    problems.push('the routing table is not {version: 1, routes: {...}}');
+    return {};
+  }
+  return table.routes;
+}
+
+function routeState(key: string, raw: unknown, problems: string[]): RouteState | null {
+  if (!isObject(raw)) {
+    problems.push(`${key}: not an object`);
+    return null;
+  }
+  const entry = raw as Partial<RoutingEntry>;
+  const listen = listenAddress(entry.listen);
+  if (listen === null) {
+    problems.push(`${key}: listen ${JSON.stringify(entry.listen)} is not host:port`);
+    return null;
+  }
+  const route: RouteState = {
+    key,
+    listen,
+    blue: addresses(key, 'blue', entry.blue, problems),
+    green: addresses(key, 'green', entry.green, problems),
+    greenPercent: clampPercent(entry.greenPercent),
+    drainTimeoutMs: typeof entry.drainTimeoutMs === 'number' ? entry.drainTimeoutMs : 0,
+    updatedAt: typeof entry.updatedAt === 'number' ? entry.updatedAt : 0,
+    rotation: { credit: { blue: 0, green: 0 }, next: { blue: 0, green: 0 } },
+  };
+  if (entry.preview !== undefined) {
+    const preview = listenAddress(entry.preview);
+    if (preview === null) problems.push(`${key}: preview ${JSON.stringify(entry.preview)} is not host:port`);
+    else route.preview = preview;
+  }
+  return route;
+}
+
+function listenAddress(value: unknown): string | null {
+  return typeof value === 'string' && parseHostPort(value) !== null ? value.toLowerCase() : null;
+}
+
+function addresses(key: string, slot: Slot, value: unknown, problems: string[]): string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) {
+    problems.push(`${key}: ${slot} is not a list of addresses`);
+    return [];
+  }
+  return value.filter((address): address is string => {
+    const ok = typeof address === 'string' && parseHostPort(address) !== null;
+    if (!ok) problems.push(`${key}: ${slot} address ${JSON.stringify(address)} is not host:port`);
+    return ok;
+  });
+}
+
+function clampPercent(value: unknown): number {
+  if (typeof value !== 'number' || Number.isNaN(value)) return 0;
+  return Math.min(100, Math.max(0, value));
+}
+
+function sameSplit(a: RouteState, b: RouteState): boolean {
+  const same = (x: readonly string[], y: readonly string[]) =>
+    x.length === y.length && x.every((v, i) => v === y[i]);
+  return a.greenPercent === b.greenPercent && same(a.blue, b.blue) && same(a.green, b.green);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The share of a route's main traffic that a slot takes, 0..100. */
+export function slotShare(route: RouteState, slot: Slot): number {
+  return slot === 'green' ? route.greenPercent : 100 - route.greenPercent;
+}
+
+export function otherSlot(slot: Slot): Slot {
+  return slot === 'blue' ? 'green' : 'blue';
+}
+
+/**
+ * The slot for the next request, or null when the route has no address at all. Preview traffic goes
+ * to green (blue only while there is no green). Main traffic is split by smooth weighted round robin,
+ * so at 10% exactly one request in every ten goes to green; a slot without addresses takes no share.
+ */
+export function chooseSlot(route: RouteState, kind: ListenerKind): Slot | null {
+  const present = slots.filter((slot) => route[slot].length > 0);
+  const [only] = present;
+  if (only === undefined) return null;
+  if (kind === 'preview') return present.includes('green') ? 'green' : only;
+  const weights = { blue: 0, green: 0 };
+  for (const slot of present) weights[slot] = slotShare(route, slot);
+  const total = weights.blue + weights.green;
+  // Every present slot at 0% (e.g. 100% green before green has addresses): serve what exists.
+  if (total === 0) return only;
+  const { credit } = route.rotation;
+  credit.blue += weights.blue;
+  credit.green += weights.green;
+  const chosen: Slot = credit.green > credit.blue ? 'green' : 'blue';
+  credit[chosen] -= total;
+  return chosen;
+}
+
+/** The slot's next replica in round robin, skipping those already tried; undefined when none is left. */
+export function nextReplica(route: RouteState, slot: Slot, tried: ReadonlySet<string>): string | undefined {
+  const replicas = route[slot];
+  for (let i = 0; i < replicas.length; i++) {
+    const index = route.rotation.next[slot] % replicas.length;
+    route.rotation.next[slot] = index + 1;
+    const address = replicas[index];
+    if (address !== undefined && !tried.has(address)) return address;
+  }
+  return undefined;
+}
+
+/**
+ * Where a request goes after an upstream failed before answering: another replica of the same
+ * slot, then the other slot — but only when that slot takes a share of the traffic. A slot at 0% is
+ * being drained (the engine may be about to stop it) or is not yet trusted, and preview traffic
+ * never falls back to blue: that would hide a broken green from the gate.
+ */
+export function failoverTarget(
+  route: RouteState,
+  kind: ListenerKind,
+  slot: Slot,
+  tried: ReadonlySet<string>,
+): { slot: Slot; address: string } | null {
+  const same = nextReplica(route, slot, tried);
+  if (same !== undefined) return { slot, address: same };
+  const other = otherSlot(slot);
+  if (kind === 'preview' || slotShare(route, other) === 0) return null;
+  const address = nextReplica(route, other, tried);
+  return address === undefined ? null : { slot: other, address };
+}

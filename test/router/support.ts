@@ -1,0 +1,300 @@
+/**
+ * Shared by the router tests: real HTTP upstreams on 127.0.0.1 (in this process, or in a child
+ * process so one can be killed with -9), routes written through the engine's own route-table
+ * driver, a small HTTP client that reports the slot that answered, and one cleanup list per test
+ * that closes every server, kills every child by pid and removes every temp directory.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
+import { Agent, createServer, request, type Server } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createRouteTableDriver } from '../../engine/drivers/route-table.js';
+import type { SlotInfo } from '../../engine/drivers/types.js';
+import { type Router, startRouter } from '../../engine/router/router.js';
+import type { Route } from '../../engine/topology/types.js';
+import { repoRoot, tempDir } from '../support/cli.js';
+
+export const environment = 'test';
+
+/** Everything a test started, stopped in reverse order by `cleanup()` (call it in afterEach). */
+export class Resources {
+  private readonly stops: (() => Promise<void> | void)[] = [];
+
+  add(stop: () => Promise<void> | void): void {
+    this.stops.push(stop);
+  }
+
+  async cleanup(): Promise<void> {
+    for (const stop of this.stops.splice(0).reverse()) {
+      try {
+        await stop();
+      } catch {
+        // keep cleaning up the rest
+      }
+    }
+  }
+}
+
+export async function stateDirFor(resources: Resources): Promise<string> {
+  const { dir, cleanup } = await tempDir('cutover-router-');
+  resources.add(cleanup);
+  return dir;
+}
+
+export interface Upstream {
+  name: string;
+  address: string;
+  close(): Promise<void>;
+}
+
+/** Milliseconds a `/slow` request takes at an upstream. */
+export const slowRequestMs = 3_000;
+
+/**
+ * An upstream that answers its own name; `/slow` after `slowRequestMs` (or `/slow?ms=N` after N
+ * ms); a POST with its name and the body it received (`name:body`).
+ */
+export async function startUpstream(resources: Resources, name: string): Promise<Upstream> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const answer = () => {
+        res.setHeader('x-upstream', name);
+        res.setHeader('x-seen-forwarded-for', String(req.headers['x-forwarded-for'] ?? ''));
+        res.end(req.method === 'POST' ? `${name}:${Buffer.concat(chunks).toString()}` : name);
+      };
+      const url = new URL(req.url ?? '/', 'http://upstream');
+      if (url.pathname === '/slow') setTimeout(answer, Number(url.searchParams.get('ms') ?? slowRequestMs));
+      else answer();
+    });
+  });
+  await listen(server, 0);
+  const address = `127.0.0.1:${(server.address() as { port: number }).port}`;
+  const close = async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  resources.add(close);
+  return { name, address, close };
+}
+
+/** The same upstream in a child process, so that it can die the hard way. */
+export async function startChildUpstream(
+  resources: Resources,
+  name: string,
+): Promise<Upstream & { child: ChildProcess }> {
+  const script = `
+    const http = require('node:http');
+    const server = http.createServer((req, res) => { req.resume(); req.on('end', () => res.end(${JSON.stringify(name)})); });
+    server.listen(0, '127.0.0.1', () => console.log('port ' + server.address().port));`;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  resources.add(() => killChild(child));
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('exit', () => reject(new Error(`upstream ${name} exited`)));
+    child.stdout?.on('data', (data: Buffer) => {
+      const match = /port (\d+)/.exec(data.toString());
+      if (match) resolve(Number(match[1]));
+    });
+  });
+  return { name, address: `127.0.0.1:${port}`, child, close: () => killChild(child) };
+}
+
+export async function killChild(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+  const exited = once(child, 'exit');
+  process.kill(child.pid, signal);
+  await exited;
+}
+
+/** A port free on 127.0.0.1 right now (bound to 0, read, released). */
+export async function freePort(): Promise<number> {
+  const server = createNetServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+export async function freeListen(): Promise<string> {
+  return `127.0.0.1:${await freePort()}`;
+}
+
+function listen(server: Server, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolve());
+  });
+}
+
+export interface RouteSettings {
+  listen: string;
+  preview?: string;
+  blue: string[];
+  green: string[];
+  greenPercent: number;
+}
+
+/** Writes a route into the table the way the engine does: through the route-table driver. */
+export async function setRoute(stateDir: string, route: string, settings: RouteSettings): Promise<void> {
+  const slot = (slot: 'blue' | 'green', addresses: string[]): SlotInfo | null =>
+    addresses.length === 0 ? null : { component: 'web', slot, version: slot, addresses };
+  const spec = {
+    listen: settings.listen,
+    to: 'web',
+    shift: [settings.greenPercent],
+    drain: { timeout: 30_000 },
+    ...(settings.preview !== undefined ? { preview: settings.preview } : {}),
+  } as unknown as Route;
+  await createRouteTableDriver().apply(
+    callContext(stateDir),
+    {
+      route,
+      spec,
+      blue: slot('blue', settings.blue),
+      green: slot('green', settings.green),
+      greenPercent: settings.greenPercent,
+    },
+    callOptions(),
+  );
+}
+
+export async function removeRoute(stateDir: string, route: string): Promise<void> {
+  await createRouteTableDriver().remove(callContext(stateDir), route, callOptions());
+}
+
+function callContext(stateDir: string) {
+  return { environment, migrationId: 'test', stateDir, baseDir: stateDir };
+}
+
+function callOptions() {
+  return { signal: new AbortController().signal, log: () => undefined };
+}
+
+export async function startTestRouter(
+  resources: Resources,
+  stateDir: string,
+): Promise<{ router: Router; log: string[] }> {
+  const log: string[] = [];
+  const router = await startRouter({ stateDir, log: (line) => log.push(line) });
+  resources.add(() => router.close());
+  return { router, log };
+}
+
+export interface Answer {
+  status: number;
+  body: string;
+  slot: string | undefined;
+  headers: Record<string, string | string[] | undefined>;
+}
+
+/** One HTTP request to `listen` (host:port); rejects on a socket error. */
+export function send(
+  listen: string,
+  options: { path?: string; method?: string; body?: string; agent?: Agent } = {},
+): Promise<Answer> {
+  const [host, port] = listen.split(':') as [string, string];
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host,
+        port: Number(port),
+        path: options.path ?? '/',
+        method: options.method ?? 'GET',
+        agent: options.agent ?? false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            body: Buffer.concat(chunks).toString(),
+            slot: res.headers['x-cutover-slot'] as string | undefined,
+            headers: res.headers,
+          }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+/** Sends `count` requests over `concurrency` keep-alive connections; counts answers and errors. */
+export async function load(
+  listen: string,
+  count: number,
+  concurrency: number,
+  onAnswer: (answer: Answer, index: number) => void = () => undefined,
+): Promise<{ statuses: Record<number, number>; errors: string[]; bodies: Record<string, number> }> {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const statuses: Record<number, number> = {};
+  const bodies: Record<string, number> = {};
+  const errors: string[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const index = next++;
+      try {
+        const answer = await send(listen, { agent });
+        statuses[answer.status] = (statuses[answer.status] ?? 0) + 1;
+        bodies[answer.body] = (bodies[answer.body] ?? 0) + 1;
+        onAnswer(answer, index);
+      } catch (error) {
+        errors.push((error as Error).message);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  agent.destroy();
+  return { statuses, errors, bodies };
+}
+
+/** Polls `check` until it holds or `timeoutMs` passes. */
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await sleep(20);
+  }
+}
+
+export const compiledRouter = path.join(repoRoot, 'dist', 'engine', 'router', 'router.js');
+
+/**
+ * The router in a child process, as `cutover proxy` runs it, from the compiled dist/ (run
+ * `npm run build` first). Resolves once it serves.
+ */
+export async function startChildRouter(
+  resources: Resources,
+  stateDir: string,
+  scriptDir: string,
+): Promise<ChildProcess> {
+  const script = path.join(scriptDir, 'router-child.mjs');
+  writeFileSync(
+    script,
+    `import { startRouter } from ${JSON.stringify(compiledRouter)};
+const router = await startRouter({ stateDir: process.argv[2], log: (line) => console.log(line) });
+console.log('ready');
+process.on('SIGTERM', () => router.close().then(() => process.exit(0)));
+`,
+  );
+  const child = spawn(process.execPath, [script, stateDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  resources.add(() => killChild(child));
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    const onData = (data: Buffer) => {
+      output += data.toString();
+      if (output.includes('ready\n')) resolve();
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`router child exited (${code}): ${output}`)));
+  });
+  return child;
+}

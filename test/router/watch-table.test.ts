@@ -1,0 +1,38 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { watchTable } from '../../engine/router/watch-table.js';
+import { eventually, Resources, stateDirFor } from './support.js';
+
+// A file system without change notices (some network and container mounts): fs.watch throws.
+vi.mock('node:fs', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('node:fs')>();
+  const watch = () => {
+    throw new Error('ENOSYS: watch not supported');
+  };
+  return { ...actual, watch, default: { ...actual, watch } };
+});
+
+const resources = new Resources();
+afterEach(() => resources.cleanup());
+
+describe('table watch without fs.watch', () => {
+  it('notices a replaced table by polling', async () => {
+    const dir = await stateDirFor(resources);
+    const file = path.join(dir, 'routes.json');
+    let changes = 0;
+    const watch = watchTable(
+      file,
+      () => changes++,
+      () => false,
+      50,
+    );
+    resources.add(() => watch.stop());
+
+    writeFileSync(`${file}.tmp`, '{}');
+    writeFileSync(file, '{"version": 1}');
+    await eventually(() => changes === 1, 2_000);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(changes).toBe(1); // an unchanged file is not reported again
+  });
+});
