@@ -4,7 +4,7 @@
  */
 import path from 'node:path';
 import { componentDriverFor, type DriverSet, routeDriverFor } from './drivers/driver-set.js';
-import type { ComponentCallContext } from './drivers/types.js';
+import type { ComponentCallContext, RouteCallContext } from './drivers/types.js';
 import { CutoverError } from './errors.js';
 import type { CurrentLayout } from './layout.js';
 import { own } from './records.js';
@@ -40,8 +40,11 @@ export async function takeDown(
   const routes = Object.keys(topology.routes).sort();
   // Traffic first, then what served it.
   for (const route of routes) {
-    const driver = routeDriverFor(drivers, topology, own(topology.routes, route)?.driver);
-    await driver.remove({ environment, migrationId: 'down', stateDir, baseDir }, route, call);
+    const driverName = own(topology.routes, route)?.driver;
+    const ctx: RouteCallContext = { environment, migrationId: 'down', stateDir, baseDir };
+    const driverSpec = driverName === undefined ? undefined : own(topology.drivers, driverName);
+    if (driverSpec) ctx.driver = driverSpec;
+    await routeDriverFor(drivers, topology, driverName).remove(ctx, route, call);
   }
   const components = Object.keys(topology.components).sort().reverse();
   for (const name of components) {

@@ -75,6 +75,8 @@ export interface RouteCallContext {
   migrationId: string;
   stateDir: string;
   baseDir: string;
+  /** The route's driver settings (an nginx driver's config file); absent for the built-in router. */
+  driver?: DriverSpec;
 }
 
 /** Realises routes: sets the split of traffic between slots, removes routes. Every call idempotent. */

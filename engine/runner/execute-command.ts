@@ -7,6 +7,7 @@ import {
   type ComponentDriver,
   type DriverCallOptions,
   PermanentDriverError,
+  type RouteCallContext,
   type RouteDriver,
   type SlotInfo,
 } from '../drivers/types.js';
@@ -124,7 +125,7 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       const blue = c.promote ? (pair?.green ?? pair?.blue ?? null) : (pair?.blue ?? null);
       const green = c.restore || c.promote ? null : (pair?.green ?? null);
       await routeDriverFor(o.drivers, topology, spec.driver).apply(
-        routeContext(s, o),
+        routeContext(s, o, topology, spec.driver),
         { route: c.route, spec, blue, green, greenPercent: c.greenPercent },
         call,
       );
@@ -134,8 +135,9 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       const topology = own(s.spec.base.topology?.routes, c.route)
         ? (s.spec.base.topology as Topology)
         : s.spec.desired;
-      await routeDriverFor(o.drivers, topology, own(topology.routes, c.route)?.driver).remove(
-        routeContext(s, o),
+      const driverName = own(topology.routes, c.route)?.driver;
+      await routeDriverFor(o.drivers, topology, driverName).remove(
+        routeContext(s, o, topology, driverName),
         c.route,
         call,
       );
@@ -187,13 +189,21 @@ function componentContext(
   };
 }
 
-function routeContext(s: MigrationState, o: ExecuteOptions) {
-  return {
+function routeContext(
+  s: MigrationState,
+  o: ExecuteOptions,
+  topology: Topology,
+  driverName: string | undefined,
+): RouteCallContext {
+  const ctx: RouteCallContext = {
     environment: s.spec.environment,
     migrationId: s.spec.id,
     stateDir: o.stateDir,
     baseDir: s.spec.baseDir,
   };
+  const driver = driverName === undefined ? undefined : own(topology.drivers, driverName);
+  if (driver) ctx.driver = driver;
+  return ctx;
 }
 
 /**

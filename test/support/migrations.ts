@@ -137,3 +137,66 @@ export function slotDirs(ws: Workspace): string[] {
   const dir = path.join(ws.stateDir, 'slots');
   return existsSync(dir) ? readdirSync(dir).sort() : [];
 }
+
+/**
+ * A scratch copy of examples/live-demo and examples/app (the web app behind the router), on a
+ * free port; `url` is the route's address.
+ */
+export async function liveWorkspace(edit?: (yaml: string) => string): Promise<Workspace & { url: string }> {
+  const { dir, cleanup } = await tempDir();
+  cpSync(path.join(repoRoot, 'examples', 'live-demo'), path.join(dir, 'live-demo'), { recursive: true });
+  cpSync(path.join(repoRoot, 'examples', 'app'), path.join(dir, 'app'), { recursive: true });
+  const file = path.join(dir, 'live-demo', 'topology.yaml');
+  const port = await freePort();
+  const text = readFileSync(file, 'utf8').replaceAll('127.0.0.1:18600', `127.0.0.1:${port}`);
+  writeFileSync(file, edit ? edit(text) : text);
+  const stateDir = path.join(dir, 'live-demo', '.cutover');
+  return {
+    dir,
+    file,
+    stateDir,
+    url: `http://127.0.0.1:${port}/`,
+    cleanup: async () => {
+      await runCli(['topology', 'down', '-f', file]).catch(() => undefined);
+      killSlots(stateDir);
+      killRunners(stateDir);
+      await cleanup();
+    },
+  };
+}
+
+/** Kills, by pid, every replica the process driver recorded (a test that failed half way). */
+function killSlots(stateDir: string): void {
+  const envs = path.join(stateDir, 'environments');
+  if (!existsSync(envs)) return;
+  for (const env of readdirSync(envs)) {
+    const slots = path.join(envs, env, 'slots');
+    if (!existsSync(slots)) continue;
+    for (const slot of readdirSync(slots)) {
+      try {
+        const record = JSON.parse(readFileSync(path.join(slots, slot, 'slot.json'), 'utf8')) as {
+          replicas: { pid: number }[];
+        };
+        for (const replica of record.replicas) {
+          try {
+            process.kill(-replica.pid, 'SIGKILL');
+          } catch {
+            // gone
+          }
+        }
+      } catch {
+        // no record
+      }
+    }
+  }
+}
+
+export function setFileVersion(
+  w: Workspace,
+  from: string,
+  to: string,
+  extra?: (yaml: string) => string,
+): void {
+  const text = readFileSync(w.file, 'utf8').replace(`version: "${from}"`, `version: "${to}"`);
+  writeFileSync(w.file, extra ? extra(text) : text);
+}

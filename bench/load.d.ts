@@ -1,0 +1,35 @@
+/** Types of bench/load.js, for the TypeScript tests that use it. */
+export interface LoadRecord {
+  sentAt: number;
+  doneAt?: number;
+  ms: number;
+  status: number;
+  version?: string;
+  slot?: string;
+  error?: string;
+}
+
+export interface LoadResult {
+  requests: number;
+  failed: number;
+  failures: LoadRecord[];
+  rate: number;
+  p50: number;
+  p99: number;
+  versions: Record<string, number>;
+  records: LoadRecord[];
+}
+
+export interface Load {
+  records: LoadRecord[];
+  stop(): Promise<LoadResult>;
+}
+
+export function startLoad(options: {
+  url: string;
+  rate: number;
+  timeoutMs?: number;
+  maxRequests?: number;
+}): Load;
+export function summarize(records: LoadRecord[], seconds: number): LoadResult;
+export function formatLoad(result: LoadResult): string;

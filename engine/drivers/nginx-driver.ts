@@ -1,0 +1,465 @@
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { request } from 'node:http';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseHostPort } from '../router/host-port.js';
+import type { DriverSpec } from '../topology/types.js';
+import {
+  type DriverCallOptions,
+  PermanentDriverError,
+  type RouteCallContext,
+  type RouteDriver,
+  type RouteState,
+} from './types.js';
+
+/**
+ * The nginx route driver: every route of one `{ type: nginx, configFile, reload }` driver lives in
+ * one generated file, `configFile`, that the user's nginx.conf includes inside `http {}`. The
+ * driver's own record of those routes is a sidecar, `<configFile>.cutover.json`; every apply or
+ * remove rewrites the sidecar, regenerates the whole file from it and reloads nginx, so the file
+ * never depends on what it held before and several routes (or environments) can share it.
+ *
+ * A call returns once the new configuration is live, not merely signalled:
+ * 1. `nginx -t` (the reload argv with `-s reload` swapped for `-t -q`) checks it first: `nginx -s
+ *    reload` exits 0 even when the master then rejects the file and keeps the old one. A failed
+ *    test puts the previous file back and is a permanent error.
+ * 2. After the reload, the route's listener is polled until it serves the new configuration's
+ *    generation (a hash of the file, answered at `generationPath` by every generated server). That
+ *    catches what `-t` cannot (a listen port taken by someone else: the master logs it and keeps the
+ *    old configuration) and the moment the new workers took over the listening sockets.
+ */
+export function createNginxDriver(): RouteDriver {
+  // Each call is a read-modify-write of one sidecar: one at a time per file.
+  const queues = new Map<string, Promise<unknown>>();
+  const serialised = <T>(file: string, f: () => Promise<T>): Promise<T> => {
+    const next = (queues.get(file) ?? Promise.resolve()).then(f, f);
+    queues.set(
+      file,
+      next.catch(() => undefined),
+    );
+    return next;
+  };
+  return {
+    apply(ctx: RouteCallContext, state: RouteState, options: DriverCallOptions) {
+      const driver = nginxSpec(ctx, state.route);
+      const files = nginxFiles(ctx.baseDir, driver);
+      return serialised(files.config, async () => {
+        const sidecar = await readSidecar(files.sidecar);
+        const key = sidecarKey(ctx.environment, state.route);
+        const entry = sidecarEntry(ctx.environment, state);
+        refuseListenClash(sidecar, key, entry);
+        const next: Sidecar = { version: 1, routes: { ...sidecar.routes, [key]: entry } };
+        const config = await writeAndReload(files, driver, ctx.baseDir, next, options);
+        await waitLive(entry.listen, (served) => served === config.generation, options.signal);
+        options.log(
+          `route ${state.route}: nginx ${files.config}: ${100 - state.greenPercent}% blue, ` +
+            `${state.greenPercent}% green, live (generation ${config.generation})`,
+        );
+      });
+    },
+    remove(ctx: RouteCallContext, route: string, options: DriverCallOptions) {
+      const driver = nginxSpec(ctx, route);
+      const files = nginxFiles(ctx.baseDir, driver);
+      return serialised(files.config, async () => {
+        const sidecar = await readSidecar(files.sidecar);
+        const key = sidecarKey(ctx.environment, route);
+        const entry = sidecar.routes[key];
+        const routes = { ...sidecar.routes };
+        delete routes[key];
+        const before = entry ? renderNginxConfig(sidecar).generation : undefined;
+        await writeAndReload(files, driver, ctx.baseDir, { version: 1, routes }, options);
+        // Gone once its listener no longer serves the configuration that still had it.
+        if (entry) await waitLive(entry.listen, (served) => served !== before, options.signal);
+        options.log(`route ${route}: removed from nginx ${files.config}`);
+      });
+    },
+  };
+}
+
+/** Longest a reload or config test may run. */
+export const nginxCommandTimeoutMs = 30_000;
+/** Longest a listener may take to serve a configuration after the reload signalled it. */
+export const nginxLiveTimeoutMs = 15_000;
+const livePollIntervalMs = 20;
+const livePollRequestTimeoutMs = 1_000;
+const stderrTailLines = 10;
+/** Answered by every generated server with the hash of the file it was loaded from. */
+export const generationPath = '/.well-known/cutover/generation';
+
+/** The sidecar: what the driver knows about every route in one generated file. */
+export interface Sidecar {
+  version: 1;
+  /** By `<environment>/<route>`. */
+  routes: Record<string, SidecarEntry>;
+}
+
+export interface SidecarEntry {
+  environment: string;
+  route: string;
+  listen: string;
+  preview?: string;
+  blue: string[];
+  green: string[];
+  greenPercent: number;
+  updatedAt: number;
+}
+
+interface NginxFiles {
+  config: string;
+  sidecar: string;
+}
+
+type NginxDriverSpec = Extract<DriverSpec, { type: 'nginx' }>;
+
+function nginxSpec(ctx: RouteCallContext, route: string): NginxDriverSpec {
+  const driver = ctx.driver;
+  if (driver?.type !== 'nginx')
+    throw new PermanentDriverError(`route ${route}: the nginx driver was called without nginx settings`);
+  return driver;
+}
+
+function nginxFiles(baseDir: string, driver: NginxDriverSpec): NginxFiles {
+  const config = path.resolve(baseDir, driver.configFile);
+  return { config, sidecar: `${config}.cutover.json` };
+}
+
+function sidecarKey(environment: string, route: string): string {
+  return `${environment}/${route}`;
+}
+
+function sidecarEntry(environment: string, state: RouteState): SidecarEntry {
+  const entry: SidecarEntry = {
+    environment,
+    route: state.route,
+    listen: state.spec.listen,
+    blue: state.blue?.addresses ?? [],
+    green: state.green?.addresses ?? [],
+    greenPercent: state.greenPercent,
+    updatedAt: Date.now(),
+  };
+  if (state.spec.preview !== undefined) entry.preview = state.spec.preview;
+  return entry;
+}
+
+/** nginx would serve a clashing listener from whichever server it met first: refuse instead. */
+function refuseListenClash(sidecar: Sidecar, key: string, entry: SidecarEntry): void {
+  const mine = [entry.listen, entry.preview].filter((a) => a !== undefined).map((a) => a.toLowerCase());
+  for (const [otherKey, other] of Object.entries(sidecar.routes)) {
+    if (otherKey === key) continue;
+    const clash = [other.listen, other.preview].find(
+      (a) => a !== undefined && mine.includes(a.toLowerCase()),
+    );
+    if (clash)
+      throw new PermanentDriverError(`route ${entry.route}: ${clash} is already a listener of ${otherKey}`);
+  }
+}
+
+async function readSidecar(file: string): Promise<Sidecar> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { version: 1, routes: {} };
+    throw error;
+  }
+  const parsed = JSON.parse(text) as Partial<Sidecar>;
+  if (parsed.version !== 1 || typeof parsed.routes !== 'object' || parsed.routes === null)
+    throw new PermanentDriverError(`${file} is not a cutover nginx sidecar ({version: 1, routes: {...}})`);
+  return parsed as Sidecar;
+}
+
+/**
+ * Writes the sidecar and the file, tests the configuration and reloads nginx. A failed test puts
+ * both files back as they were, so nginx's next start or reload does not pick up a broken file.
+ */
+async function writeAndReload(
+  files: NginxFiles,
+  driver: NginxDriverSpec,
+  baseDir: string,
+  sidecar: Sidecar,
+  options: DriverCallOptions,
+): Promise<RenderedConfig> {
+  const config = renderNginxConfig(sidecar);
+  const previous = { config: await readIfExists(files.config), sidecar: await readIfExists(files.sidecar) };
+  await mkdir(path.dirname(files.config), { recursive: true });
+  await writeAtomically(files.sidecar, `${JSON.stringify(sidecar, null, 2)}\n`);
+  await writeAtomically(files.config, config.text);
+  const testArgv = configTestArgv(driver.reload);
+  if (testArgv) {
+    const test = await runCommand(testArgv, baseDir, options.signal);
+    if (test.code !== 0) {
+      await restore(files.config, previous.config);
+      await restore(files.sidecar, previous.sidecar);
+      throw new PermanentDriverError(
+        `nginx rejected the generated ${files.config} (${testArgv.join(' ')} exited ${test.code}); ` +
+          `the previous file is back in place:\n${test.stderrTail}`,
+      );
+    }
+  }
+  const reload = await runCommand(driver.reload, baseDir, options.signal);
+  if (reload.code !== 0) {
+    const message = `${driver.reload.join(' ')} exited ${reload.code}:\n${reload.stderrTail}`;
+    if (/\[emerg\]|test failed/.test(reload.stderrTail)) throw new PermanentDriverError(message);
+    throw new Error(message);
+  }
+  return config;
+}
+
+/**
+ * `nginx … -s reload` → `nginx … -t -q`: the same binary, prefix, config and -g directives. null
+ * for any other reload command (a script, systemctl): its exit status is then the only check.
+ */
+export function configTestArgv(reload: readonly string[]): string[] | null {
+  const [program, ...args] = reload;
+  if (program === undefined || path.basename(program) !== 'nginx') return null;
+  const signal = args.findIndex((arg, i) => arg === '-s' && args[i + 1] === 'reload');
+  if (signal < 0) return null;
+  return [program, ...args.slice(0, signal), ...args.slice(signal + 2), '-t', '-q'];
+}
+
+interface CommandResult {
+  /** The exit code, or a description of how it ended otherwise (a signal, a spawn error). */
+  code: number | string;
+  stderrTail: string;
+}
+
+function runCommand(argv: readonly string[], cwd: string, signal: AbortSignal): Promise<CommandResult> {
+  const [program, ...args] = argv;
+  if (program === undefined) throw new PermanentDriverError('the nginx reload command is empty');
+  return new Promise((resolve, reject) => {
+    const child = spawn(program, args, {
+      cwd,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      timeout: nginxCommandTimeoutMs,
+      killSignal: 'SIGKILL',
+      signal,
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (text: string) => {
+      stderr = (stderr + text).slice(-8_192);
+    });
+    const tail = () => stderr.trim().split('\n').slice(-stderrTailLines).join('\n');
+    child.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT')
+        reject(new PermanentDriverError(`${program} not found: is nginx installed and on PATH?`));
+      else if (error.name === 'AbortError') reject(error);
+      else resolve({ code: error.message, stderrTail: tail() });
+    });
+    child.on('close', (code, exitSignal) =>
+      resolve({
+        code:
+          code ??
+          `by ${exitSignal}${exitSignal === 'SIGKILL' ? ` (timeout ${nginxCommandTimeoutMs} ms?)` : ''}`,
+        stderrTail: tail(),
+      }),
+    );
+  });
+}
+
+/** Polls `listen` until the generation it serves satisfies `done` (null: nothing answers there). */
+async function waitLive(
+  listen: string,
+  done: (served: string | null) => boolean,
+  signal: AbortSignal,
+): Promise<void> {
+  const deadline = Date.now() + nginxLiveTimeoutMs;
+  let served: string | null = null;
+  for (;;) {
+    signal.throwIfAborted();
+    served = await servedGeneration(listen);
+    if (done(served)) return;
+    if (Date.now() > deadline) break;
+    await sleep(livePollIntervalMs, undefined, { signal });
+  }
+  throw new Error(
+    `nginx did not put the new configuration live on ${listen} within ${nginxLiveTimeoutMs} ms ` +
+      `(it serves ${served === null ? 'nothing' : `generation ${served}`}); nginx's error log says why`,
+  );
+}
+
+/** The generation a listener serves, on a fresh connection (so a current worker accepts it). */
+function servedGeneration(listen: string): Promise<string | null> {
+  const address = parseHostPort(listen);
+  if (!address) return Promise.resolve(null);
+  const host = { '0.0.0.0': '127.0.0.1', '::': '::1', '*': '127.0.0.1' }[address.host] ?? address.host;
+  return new Promise((resolve) => {
+    const req = request(
+      {
+        host,
+        port: address.port,
+        path: generationPath,
+        agent: false,
+        headers: { connection: 'close' },
+        timeout: livePollRequestTimeoutMs,
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          body += chunk;
+        });
+        res.on('end', () => resolve(res.statusCode === 200 ? body.trim() : null));
+        res.on('error', () => resolve(null));
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', () => resolve(null));
+    req.end();
+  });
+}
+
+async function readIfExists(file: string): Promise<string | null> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+}
+
+async function restore(file: string, text: string | null): Promise<void> {
+  if (text === null) await rm(file, { force: true });
+  else await writeAtomically(file, text);
+}
+
+async function writeAtomically(file: string, text: string): Promise<void> {
+  const temp = `${file}.${process.pid}.tmp`;
+  const handle = await open(temp, 'w');
+  try {
+    await handle.writeFile(text);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rename(temp, file);
+}
+
+// ---- rendering: pure --------------------------------------------------------------------------
+
+export interface RenderedConfig {
+  text: string;
+  /** A hash of everything else in the file: the same routes always give the same generation. */
+  generation: string;
+}
+
+export interface WeightedServer {
+  address: string;
+  slot: 'blue' | 'green';
+  weight: number;
+}
+
+const generationPlaceholder = '@@GENERATION@@';
+
+/** The whole generated file for a sidecar, routes in key order. */
+export function renderNginxConfig(sidecar: Sidecar): RenderedConfig {
+  const blocks = Object.keys(sidecar.routes)
+    .sort()
+    .map((key) => renderRoute(sidecar.routes[key] as SidecarEntry));
+  const body = [
+    '# Generated by cutover from the sidecar beside it (.cutover.json): do not edit, every',
+    '# route change rewrites this file and reloads nginx.',
+    `# generation ${generationPlaceholder}`,
+    ...blocks,
+  ].join('\n');
+  const generation = createHash('sha256').update(body).digest('hex').slice(0, 16);
+  return { text: `${body.replaceAll(generationPlaceholder, generation)}\n`, generation };
+}
+
+function renderRoute(entry: SidecarEntry): string {
+  const name = upstreamName(entry.environment, entry.route);
+  const lines = [
+    ``,
+    `# ${entry.environment}/${entry.route}: ${100 - entry.greenPercent}% blue, ${entry.greenPercent}% green`,
+  ];
+  lines.push(...renderListener(name, entry.listen, mainServers(entry)));
+  if (entry.preview !== undefined)
+    lines.push(...renderListener(`${name}_preview`, entry.preview, previewServers(entry)));
+  return lines.join('\n');
+}
+
+/** An upstream and the server in front of it; a server that answers 503 when there is no upstream. */
+function renderListener(name: string, listen: string, servers: WeightedServer[]): string[] {
+  const generation = [
+    `    location = ${generationPath} {`,
+    '        default_type text/plain;',
+    `        return 200 "${generationPlaceholder}\\n";`,
+    '    }',
+  ];
+  if (servers.length === 0)
+    return [
+      'server {',
+      `    listen ${listen};`,
+      ...generation,
+      '    location / {',
+      '        return 503;',
+      '    }',
+      '}',
+    ];
+  const slotVariable = `$${name.replaceAll('-', '__')}_slot`;
+  return [
+    `upstream ${name} {`,
+    ...servers.map((s) => `    server ${s.address} weight=${s.weight}; # ${s.slot}`),
+    '    keepalive 32;',
+    '}',
+    `map $upstream_addr ${slotVariable} {`,
+    '    default "";',
+    // $upstream_addr lists every server tried ("a, b"): the last one answered.
+    ...servers.map((s) => `    "~${escapeRegex(s.address)}$" ${s.slot};`),
+    '}',
+    'server {',
+    `    listen ${listen};`,
+    ...generation,
+    '    location / {',
+    `        proxy_pass http://${name};`,
+    '        proxy_http_version 1.1;',
+    '        proxy_set_header Connection "";',
+    '        proxy_set_header Host $http_host;',
+    '        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;',
+    '        proxy_set_header X-Forwarded-Proto $scheme;',
+    '        proxy_next_upstream error timeout http_502 http_503;',
+    '        proxy_next_upstream_tries 3;',
+    `        add_header X-Cutover-Slot ${slotVariable} always;`,
+    '    }',
+    '}',
+  ];
+}
+
+function upstreamName(environment: string, route: string): string {
+  return `cutover_${environment}_${route}`.replace(/[^A-Za-z0-9_-]/g, '_');
+}
+
+function escapeRegex(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/**
+ * The main listener's servers: each slot's share spread over its replicas, as the smallest integer
+ * weights that keep the split exact. A slot at 0% is left out (it is not trusted yet, or is being
+ * drained); when every slot with replicas is at 0%, what exists serves (as the built-in router does).
+ */
+export function mainServers(entry: Pick<SidecarEntry, 'blue' | 'green' | 'greenPercent'>): WeightedServer[] {
+  const share = { blue: 100 - entry.greenPercent, green: entry.greenPercent };
+  const present = (['blue', 'green'] as const).filter((slot) => entry[slot].length > 0);
+  const sharing = present.filter((slot) => share[slot] > 0);
+  if (sharing.length === 0) return present.flatMap((slot) => servers(slot, entry[slot], 1));
+  const lcm = sharing.reduce((acc, slot) => (acc * entry[slot].length) / gcd(acc, entry[slot].length), 1);
+  const raw = sharing.map((slot) => ({ slot, weight: (share[slot] * lcm) / entry[slot].length }));
+  const divisor = raw.reduce((acc, r) => gcd(acc, r.weight), 0);
+  return raw.flatMap((r) => servers(r.slot, entry[r.slot], r.weight / divisor));
+}
+
+/** The preview listener reaches green only (blue while there is no green, as the router does). */
+function previewServers(entry: SidecarEntry): WeightedServer[] {
+  return entry.green.length > 0 ? servers('green', entry.green, 1) : servers('blue', entry.blue, 1);
+}
+
+function servers(slot: 'blue' | 'green', addresses: string[], weight: number): WeightedServer[] {
+  return addresses.map((address) => ({ address, slot, weight }));
+}
+
+function gcd(a: number, b: number): number {
+  return b === 0 ? a : gcd(b, a % b);
+}
