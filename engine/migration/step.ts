@@ -486,6 +486,12 @@ function issueAction(t: Transition, at: number): void {
   ) {
     t.state = { ...t.state, touchedRoutes: [...t.state.touchedRoutes, command.route] };
   }
+  if (command.kind === 'check_health') {
+    // The gate checks green through the preview listeners of its routes, which it opens to green
+    // (at 0 % of real traffic): a rollback must put those routes back too.
+    const previews = previewRoutes(s, command.component).filter((r) => !t.state.touchedRoutes.includes(r));
+    if (previews.length > 0) t.state = { ...t.state, touchedRoutes: [...t.state.touchedRoutes, ...previews] };
+  }
   issue(t, command);
 }
 
@@ -494,6 +500,16 @@ function issue(t: Transition, command: Omit<Command, 'id'> | Command): void {
   const withId = { ...command, id: `c${s.nextCommand}` } as Command;
   t.state = { ...s, inflight: withId, nextCommand: s.nextCommand + 1 };
   t.commands.push(withId);
+}
+
+/** Routes of the built-in router to a component that have a preview listener, by name. */
+export function previewRoutes(s: MigrationState, component: string): string[] {
+  return Object.keys(s.spec.desired.routes)
+    .filter((name) => {
+      const route = own(s.spec.desired.routes, name);
+      return route?.to === component && route.preview !== undefined && route.driver === undefined;
+    })
+    .sort();
 }
 
 /** Routes that serve a green slot now: at the commit, that slot becomes the route's live one. */

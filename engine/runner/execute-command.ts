@@ -13,11 +13,12 @@ import {
 } from '../drivers/types.js';
 import { assertNever } from '../errors.js';
 import { HealthGateFailedError, waitHealthy } from '../health/check-health.js';
+import { previewRoutes } from '../migration/step.js';
 import type { Command, CommandError, MigrationState } from '../migration/types.js';
 import { own } from '../records.js';
 import { waitDrained } from '../router/client.js';
 import { recordLayout } from '../store/layout-store.js';
-import type { Topology } from '../topology/types.js';
+import type { Route, Topology } from '../topology/types.js';
 
 export type { DriverSet };
 
@@ -111,6 +112,7 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
         signal: o.signal,
         log: o.log,
       });
+      await checkThroughPreviews(s, o, call, c.component, ctx);
       return undefined;
     }
     case 'apply_route': {
@@ -204,6 +206,59 @@ function routeContext(
   const driver = driverName === undefined ? undefined : own(topology.drivers, driverName);
   if (driver) ctx.driver = driver;
   return ctx;
+}
+
+/** Successes in a row that a probe through a preview listener needs. */
+const previewSuccesses = 3;
+const previewTimeoutMs = 10_000;
+
+/**
+ * The gate's last check: green answers through the router, on each preview listener of its routes,
+ * before any real traffic moves. The route is opened to green at 0 %: real traffic stays on blue.
+ */
+async function checkThroughPreviews(
+  s: MigrationState,
+  o: ExecuteOptions,
+  call: DriverCallOptions,
+  component: string,
+  ctx: ComponentCallContext,
+): Promise<void> {
+  for (const name of previewRoutes(s, component)) {
+    const spec = own(s.spec.desired.routes, name) as Route;
+    const pair = own(s.slots, component);
+    await routeDriverFor(o.drivers, s.spec.desired, undefined).apply(
+      routeContext(s, o, s.spec.desired, undefined),
+      { route: name, spec, blue: pair?.blue ?? null, green: pair?.green ?? null, greenPercent: 0 },
+      call,
+    );
+    const url = `http://${spec.preview}${ctx.spec.health?.http?.path ?? '/'}`;
+    const expected = ctx.spec.health?.http?.expectStatus;
+    let last = '';
+    let successes = 0;
+    const deadline = Date.now() + previewTimeoutMs;
+    while (successes < previewSuccesses && Date.now() < deadline) {
+      try {
+        const response = await fetch(url, {
+          signal: AbortSignal.any([o.signal, AbortSignal.timeout(2_000)]),
+        });
+        await response.arrayBuffer();
+        const ok = expected !== undefined ? response.status === expected : response.status < 500;
+        successes = ok ? successes + 1 : 0;
+        last = `HTTP ${response.status}`;
+      } catch (error) {
+        o.signal.throwIfAborted();
+        successes = 0;
+        last = (error as Error).message;
+      }
+      if (successes < previewSuccesses) await sleep(100, undefined, { signal: o.signal });
+    }
+    if (successes < previewSuccesses) {
+      throw new HealthGateFailedError(
+        `green ${component} is healthy but not through the router: preview ${url} → ${last}`,
+      );
+    }
+    o.log(`health: green ${component} answers through the preview listener of route ${name} (${url})`);
+  }
 }
 
 /**

@@ -10,6 +10,7 @@ import { startLoad } from '../../bench/load.js';
 import { readRouterRecord } from '../../engine/router/router-record.js';
 import { runCli } from '../support/cli.js';
 import {
+  freePort,
   liveWorkspace,
   migrateDetached,
   setFileVersion,
@@ -111,6 +112,29 @@ describe('zero-downtime cutover through the router', () => {
     expect(run.failed).toBe(0);
     expect(new Set(run.records.map((r) => r.version))).toEqual(new Set(['1.0.0']));
     expect(run.records.filter((r) => r.slot === 'green')).toEqual([]);
+  });
+
+  it('the health gate checks green through the preview listener before real traffic moves', async () => {
+    const previewPort = await freePort();
+    const w = await live((y) =>
+      y.replace('    to: web\n', `    to: web\n    preview: 127.0.0.1:${previewPort}\n`),
+    );
+    setFileVersion(w, '1.0.0', '2.0.0');
+    const migrate = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
+    expect(migrate.code).toBe(0);
+    const lines = migrate.stderr.split('\n');
+    const preview = lines.findIndex((l) =>
+      l.includes(
+        `answers through the preview listener of route www (http://127.0.0.1:${previewPort}/healthz)`,
+      ),
+    );
+    const shift = lines.findIndex((l) => l.includes('route www: 90% blue, 10% green'));
+    expect(preview).toBeGreaterThan(-1);
+    expect(preview).toBeLessThan(shift);
+    // After the commit the preview listener serves the live slot.
+    expect(
+      ((await (await fetch(`http://127.0.0.1:${previewPort}/`)).json()) as { version: string }).version,
+    ).toBe('2.0.0');
   });
 
   it('drain: a 3 s request begun on blue before the cutover completes with 200', async () => {
