@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { monotonicFactory } from 'ulid';
 import { TopologyInvalidError } from './api.js';
 import { createExecDriver } from './drivers/exec-driver.js';
+import { createNginxDriver } from './drivers/nginx-driver.js';
 import { createProcessDriver } from './drivers/process-driver.js';
 import { CutoverError } from './errors.js';
 import { replay } from './migration/step.js';
@@ -35,7 +36,7 @@ import { loadTopology } from './topology/load-topology.js';
 export function defaultDrivers(): DriverSet {
   return {
     component: { exec: createExecDriver(), process: createProcessDriver() },
-    route: { router: createRouterDriver() },
+    route: { router: createRouterDriver(), nginx: createNginxDriver() },
   };
 }
 

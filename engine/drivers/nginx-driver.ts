@@ -23,14 +23,21 @@ import {
  *
  * A call returns once the new configuration is live, not merely signalled:
  * 1. `nginx -t` (the reload argv with `-s reload` swapped for `-t -q`) checks it first: `nginx -s
- *    reload` exits 0 even when the master then rejects the file and keeps the old one. A failed
- *    test puts the previous file back and is a permanent error.
- * 2. After the reload, the route's listener is polled until it serves the new configuration's
- *    generation (a hash of the file, answered at `generationPath` by every generated server). That
- *    catches what `-t` cannot (a listen port taken by someone else: the master logs it and keeps the
- *    old configuration) and the moment the new workers took over the listening sockets.
+ *    reload` only signals the master and exits 0 even when the master then rejects the file and
+ *    keeps the old one. A failed test puts the previous files back and is a permanent error.
+ * 2. After the reload, the route's listener is polled on fresh connections until it has served
+ *    only the new configuration's generation (a hash of the file, answered at `generationPath` by
+ *    every generated server) for `nginxHandoverSettleMs`. That catches what `-t` cannot (a listen
+ *    port held by another process: the master logs it and keeps the old configuration), and it
+ *    outlasts the handover during which old and new workers both accept.
+ *
+ * Generated servers close every client connection after its response (`keepalive_timeout 0`): an
+ * old worker closes its idle keep-alive connections the moment it is told to stop, and a client
+ * whose next request is already on its way gets a reset. RFC 9112 clients retry that; Node's
+ * http.Agent, and many others, report it as a failed request.
  */
-export function createNginxDriver(): RouteDriver {
+export function createNginxDriver(settings: NginxDriverSettings = {}): RouteDriver {
+  const liveTimeoutMs = settings.liveTimeoutMs ?? nginxLiveTimeoutMs;
   // Each call is a read-modify-write of one sidecar: one at a time per file.
   const queues = new Map<string, Promise<unknown>>();
   const serialised = <T>(file: string, f: () => Promise<T>): Promise<T> => {
@@ -52,7 +59,9 @@ export function createNginxDriver(): RouteDriver {
         refuseListenClash(sidecar, key, entry);
         const next: Sidecar = { version: 1, routes: { ...sidecar.routes, [key]: entry } };
         const config = await writeAndReload(files, driver, ctx.baseDir, next, options);
-        await waitLive(entry.listen, (served) => served === config.generation, options.signal);
+        const live = (served: Served) =>
+          typeof served === 'object' && served.generation === config.generation;
+        await waitLive(entry.listen, live, liveTimeoutMs, options.signal);
         options.log(
           `route ${state.route}: nginx ${files.config}: ${100 - state.greenPercent}% blue, ` +
             `${state.greenPercent}% green, live (generation ${config.generation})`,
@@ -71,17 +80,29 @@ export function createNginxDriver(): RouteDriver {
         const before = entry ? renderNginxConfig(sidecar).generation : undefined;
         await writeAndReload(files, driver, ctx.baseDir, { version: 1, routes }, options);
         // Gone once its listener no longer serves the configuration that still had it.
-        if (entry) await waitLive(entry.listen, (served) => served !== before, options.signal);
+        const gone = (served: Served) =>
+          served === 'refused' || (typeof served === 'object' && served.generation !== before);
+        if (entry) await waitLive(entry.listen, gone, liveTimeoutMs, options.signal);
         options.log(`route ${route}: removed from nginx ${files.config}`);
       });
     },
   };
 }
 
+export interface NginxDriverSettings {
+  /** Longest a listener may take to serve a new configuration after the reload (default 15 s). */
+  liveTimeoutMs?: number;
+}
+
 /** Longest a reload or config test may run. */
 export const nginxCommandTimeoutMs = 30_000;
 /** Longest a listener may take to serve a configuration after the reload signalled it. */
 export const nginxLiveTimeoutMs = 15_000;
+/**
+ * How long a listener must keep answering from the new configuration before a call returns: covers
+ * the 100 ms nginx's master waits between starting new workers and stopping the old ones.
+ */
+export const nginxHandoverSettleMs = 250;
 const livePollIntervalMs = 20;
 const livePollRequestTimeoutMs = 1_000;
 const stderrTailLines = 10;
@@ -164,8 +185,13 @@ async function readSidecar(file: string): Promise<Sidecar> {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { version: 1, routes: {} };
     throw error;
   }
-  const parsed = JSON.parse(text) as Partial<Sidecar>;
-  if (parsed.version !== 1 || typeof parsed.routes !== 'object' || parsed.routes === null)
+  let parsed: Partial<Sidecar> | null = null;
+  try {
+    parsed = JSON.parse(text) as Partial<Sidecar>;
+  } catch {
+    // reported below
+  }
+  if (parsed?.version !== 1 || typeof parsed.routes !== 'object' || parsed.routes === null)
     throw new PermanentDriverError(`${file} is not a cutover nginx sidecar ({version: 1, routes: {...}})`);
   return parsed as Sidecar;
 }
@@ -187,7 +213,8 @@ async function writeAndReload(
   await writeAtomically(files.sidecar, `${JSON.stringify(sidecar, null, 2)}\n`);
   await writeAtomically(files.config, config.text);
   const testArgv = configTestArgv(driver.reload);
-  if (testArgv) {
+  if (!testArgv) options.log(`${driver.reload.join(' ')} is not \`nginx … -s reload\`: no config test first`);
+  else {
     const test = await runCommand(testArgv, baseDir, options.signal);
     if (test.code !== 0) {
       await restore(files.config, previous.config);
@@ -259,31 +286,47 @@ function runCommand(argv: readonly string[], cwd: string, signal: AbortSignal): 
   });
 }
 
-/** Polls `listen` until the generation it serves satisfies `done` (null: nothing answers there). */
+/**
+ * What a listener answers at `generationPath` on a fresh connection: the generation it serves,
+ * `refused` once no process holds its socket any more, or `unknown` (an error, a timeout, another
+ * answer).
+ */
+type Served = { generation: string } | 'refused' | 'unknown';
+
+/**
+ * Polls `listen` until it has answered `done` for `nginxHandoverSettleMs` in a row. The first
+ * answer from the new configuration is not enough: the master starts the new workers, sleeps
+ * 100 ms, and only then tells the old ones to stop accepting, so for a while either may answer.
+ */
 async function waitLive(
   listen: string,
-  done: (served: string | null) => boolean,
+  done: (served: Served) => boolean,
+  timeoutMs: number,
   signal: AbortSignal,
 ): Promise<void> {
-  const deadline = Date.now() + nginxLiveTimeoutMs;
-  let served: string | null = null;
+  const deadline = Date.now() + timeoutMs;
+  let served: Served = 'unknown';
+  let doneSince: number | undefined;
   for (;;) {
     signal.throwIfAborted();
     served = await servedGeneration(listen);
-    if (done(served)) return;
+    if (!done(served)) doneSince = undefined;
+    else if (doneSince === undefined) doneSince = Date.now();
+    else if (Date.now() - doneSince >= nginxHandoverSettleMs) return;
     if (Date.now() > deadline) break;
     await sleep(livePollIntervalMs, undefined, { signal });
   }
+  const what = typeof served === 'object' ? `generation ${served.generation}` : served;
   throw new Error(
-    `nginx did not put the new configuration live on ${listen} within ${nginxLiveTimeoutMs} ms ` +
-      `(it serves ${served === null ? 'nothing' : `generation ${served}`}); nginx's error log says why`,
+    `nginx did not put the new configuration live on ${listen} within ${timeoutMs} ms ` +
+      `(last answer: ${what}); nginx's error log says why`,
   );
 }
 
-/** The generation a listener serves, on a fresh connection (so a current worker accepts it). */
-function servedGeneration(listen: string): Promise<string | null> {
+/** A fresh connection per poll, so that whichever worker accepts now answers it. */
+function servedGeneration(listen: string): Promise<Served> {
   const address = parseHostPort(listen);
-  if (!address) return Promise.resolve(null);
+  if (!address) return Promise.resolve('unknown');
   const host = { '0.0.0.0': '127.0.0.1', '::': '::1', '*': '127.0.0.1' }[address.host] ?? address.host;
   return new Promise((resolve) => {
     const req = request(
@@ -301,12 +344,14 @@ function servedGeneration(listen: string): Promise<string | null> {
         res.on('data', (chunk: string) => {
           body += chunk;
         });
-        res.on('end', () => resolve(res.statusCode === 200 ? body.trim() : null));
-        res.on('error', () => resolve(null));
+        res.on('end', () => resolve(res.statusCode === 200 ? { generation: body.trim() } : 'unknown'));
+        res.on('error', () => resolve('unknown'));
       },
     );
     req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', () => resolve(null));
+    req.on('error', (error: NodeJS.ErrnoException) =>
+      resolve(error.code === 'ECONNREFUSED' ? 'refused' : 'unknown'),
+    );
     req.end();
   });
 }
@@ -382,48 +427,42 @@ function renderRoute(entry: SidecarEntry): string {
 
 /** An upstream and the server in front of it; a server that answers 503 when there is no upstream. */
 function renderListener(name: string, listen: string, servers: WeightedServer[]): string[] {
-  const generation = [
+  const server = (location: string[]) => [
+    'server {',
+    `    listen ${listen};`,
+    '    keepalive_timeout 0; # a reload resets idle keep-alive clients: see createNginxDriver',
     `    location = ${generationPath} {`,
     '        default_type text/plain;',
     `        return 200 "${generationPlaceholder}\\n";`,
     '    }',
+    '    location / {',
+    ...location.map((line) => `        ${line}`),
+    '    }',
+    '}',
   ];
-  if (servers.length === 0)
-    return [
-      'server {',
-      `    listen ${listen};`,
-      ...generation,
-      '    location / {',
-      '        return 503;',
-      '    }',
-      '}',
-    ];
+  if (servers.length === 0) return server(['return 503;']);
   const slotVariable = `$${name.replaceAll('-', '__')}_slot`;
   return [
     `upstream ${name} {`,
     ...servers.map((s) => `    server ${s.address} weight=${s.weight}; # ${s.slot}`),
     '    keepalive 32;',
     '}',
+    // $upstream_addr lists every server tried ("a, b"): the last one answered.
     `map $upstream_addr ${slotVariable} {`,
     '    default "";',
-    // $upstream_addr lists every server tried ("a, b"): the last one answered.
-    ...servers.map((s) => `    "~${escapeRegex(s.address)}$" ${s.slot};`),
+    ...servers.map((s) => `    "~(^| )${escapeRegex(s.address)}$" ${s.slot};`),
     '}',
-    'server {',
-    `    listen ${listen};`,
-    ...generation,
-    '    location / {',
-    `        proxy_pass http://${name};`,
-    '        proxy_http_version 1.1;',
-    '        proxy_set_header Connection "";',
-    '        proxy_set_header Host $http_host;',
-    '        proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;',
-    '        proxy_set_header X-Forwarded-Proto $scheme;',
-    '        proxy_next_upstream error timeout http_502 http_503;',
-    '        proxy_next_upstream_tries 3;',
-    `        add_header X-Cutover-Slot ${slotVariable} always;`,
-    '    }',
-    '}',
+    ...server([
+      `proxy_pass http://${name};`,
+      'proxy_http_version 1.1;',
+      'proxy_set_header Connection "";',
+      'proxy_set_header Host $http_host;',
+      'proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;',
+      'proxy_set_header X-Forwarded-Proto $scheme;',
+      'proxy_next_upstream error timeout http_502 http_503;',
+      'proxy_next_upstream_tries 3;',
+      `add_header X-Cutover-Slot ${slotVariable} always;`,
+    ]),
   ];
 }
 

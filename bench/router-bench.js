@@ -1,0 +1,476 @@
+/**
+ * Router bench, in two parts, in one run on one machine:
+ *
+ * 1. Throughput and latency of one route to examples/app: at a fixed 500 requests/s (bench/load.js)
+ *    directly, through the router (`cutover proxy`), through nginx (one worker) with the file the
+ *    nginx route driver writes (client keep-alive off, see nginx-driver.ts) and with client
+ *    keep-alive on; then autocannon at full speed (32 connections, 5 s after a 1 s warm-up, 3
+ *    interleaved rounds, the median round) directly, through the router and through nginx with
+ *    keep-alive (the usual nginx set-up, and the baseline of the goal).
+ * 2. Cutover latency: a fixed 500 requests/s through the router while the real CLI migrates
+ *    examples/app to a new version with the process driver (shift 10 → 50 → 100 %), and while a
+ *    version that went to 100% and waits for a manual commit is rolled back; 3 rounds of each,
+ *    pooled. Requests, failures and p50/p99 before, during, while traffic moves, and after.
+ *
+ * Every process is stopped and every temp dir removed, also when the run is interrupted.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { createNginxDriver } from '../dist/engine/drivers/nginx-driver.js';
+import { createRouteTableDriver } from '../dist/engine/drivers/route-table.js';
+import { isFinal } from '../dist/engine/migration/types.js';
+import { findMigration, loadState } from '../dist/engine/migrations.js';
+import { startLoad, summarize } from './load.js';
+import { runNode, withTempDir } from './support.js';
+
+export const name = 'router';
+export const title = 'router: throughput against the app and nginx; latency while traffic is cut over';
+export const columns = [
+  { key: 'measurement', label: 'measurement' },
+  { key: 'reqPerSec', label: 'req/s', format: (v) => v.toFixed(0) },
+  { key: 'requests', label: 'requests', format: String },
+  { key: 'failed', label: 'failed', format: String },
+  { key: 'p50', label: 'p50 ms', format: (v) => v.toFixed(2) },
+  { key: 'p99', label: 'p99 ms', format: (v) => v.toFixed(2) },
+];
+
+const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+const cliPath = join(repoRoot, 'bin', 'cutover.js');
+const appPath = join(repoRoot, 'examples', 'app', 'server.js');
+const connections = 32;
+const durationSeconds = 5;
+const warmupSeconds = 1;
+const loadRatePerSecond = 500;
+const settleMs = 2_000;
+const fixedRateMs = 3_000;
+/** Around the time traffic moves, so that an instant switch (a rollback) has requests to measure. */
+const movingMarginMs = 100;
+const startTimeoutMs = 15_000;
+const migrationTimeoutMs = 120_000;
+const throughputRatioGoal = 0.5;
+const addedP99GoalMs = 5;
+
+export async function run({ quick, log }) {
+  const rounds = quick ? 1 : 3;
+  const rows = [];
+  const notes = [];
+  const goals = [];
+  await withTempDir('router', async (dir) => {
+    const owned = ownedProcesses();
+    try {
+      const throughput = await measureThroughput(dir, owned, rounds, log);
+      rows.push(...throughput.rows);
+      goals.push(throughput.goal);
+      notes.push(...throughput.notes);
+    } finally {
+      await owned.stopAll();
+    }
+    const cutover = await measureCutover(join(dir, 'cutover'), rounds, log);
+    rows.push(...cutover.rows);
+    goals.push(...cutover.goals);
+    notes.push(...cutover.notes);
+  });
+  return { rows, goals, notes };
+}
+
+// ---- part 1: throughput -------------------------------------------------------------------------
+
+async function measureThroughput(dir, owned, rounds, log) {
+  const appPort = await freePort();
+  owned.start(process.execPath, [appPath], {
+    env: { ...process.env, PORT: String(appPort), VERSION: 'bench' },
+  });
+  const app = `127.0.0.1:${appPort}`;
+  await waitAnswers(app);
+
+  const routerListen = `127.0.0.1:${await freePort()}`;
+  const stateDir = join(dir, 'state');
+  await setRoute(createRouteTableDriver(), { stateDir, baseDir: stateDir }, routerListen, app);
+  owned.start(process.execPath, [cliPath, 'proxy', '--state-dir', stateDir]);
+  await waitAnswers(routerListen);
+
+  const nginxListen = `127.0.0.1:${await freePort()}`;
+  const nginx = await startNginx(join(dir, 'nginx'), owned);
+  await setRoute(createNginxDriver(), nginx.ctx, nginxListen, app);
+
+  // At a fixed 500 req/s first: the cost per request of the driver's "no client keep-alive".
+  const rows = [];
+  const fixed = async (label, address) => {
+    log(`latency at ${loadRatePerSecond} req/s: ${label}`);
+    const load = startLoad({ url: `http://${address}/`, rate: loadRatePerSecond });
+    await sleep(fixedRateMs);
+    const s = await load.stop();
+    rows.push({ measurement: `${loadRatePerSecond} req/s: ${label}`, ...pick(s, fixedRateMs / 1000) });
+  };
+  await fixed('direct', app);
+  await fixed('router', routerListen);
+  await fixed('nginx as the driver writes it (no client keep-alive)', nginxListen);
+  // The same route with client keep-alive on: nginx as it is usually run, the baseline of the goal.
+  const configFile = join(nginx.dir, 'routes.conf');
+  const generated = await readFile(configFile, 'utf8');
+  await writeFile(configFile, generated.replaceAll(/^\s*keepalive_timeout 0;.*\n/gm, ''));
+  await nginx.reload();
+  await fixed('nginx, client keep-alive on', nginxListen);
+
+  // Interleaved rounds, the median round of each: other work on the machine comes and goes.
+  const targets = {
+    direct: ['direct (examples/app)', app],
+    router: ['router (cutover proxy)', routerListen],
+    nginx: ['nginx, client keep-alive on', nginxListen],
+  };
+  const runs = { direct: [], router: [], nginx: [] };
+  for (let round = 1; round <= rounds; round++)
+    for (const [key, [label, address]] of Object.entries(targets))
+      runs[key].push(await cannon(`${label}, round ${round}/${rounds}`, address, log));
+  const medianRun = (key) => {
+    const sorted = [...runs[key]].sort((a, b) => a.reqPerSec - b.reqPerSec);
+    const row = sorted[(sorted.length - 1) >> 1];
+    rows.push({ ...row, measurement: `autocannon: ${targets[key][0]} (median of ${rounds})` });
+    return row;
+  };
+  const direct = medianRun('direct');
+  const router = medianRun('router');
+  const nginxKeepAlive = medianRun('nginx');
+  const ratio = router.reqPerSec / nginxKeepAlive.reqPerSec;
+  return {
+    rows,
+    goal: {
+      label: `router / nginx throughput (autocannon, ${connections} connections, ${durationSeconds} s; nginx: 1 worker, client keep-alive)`,
+      value: ratio,
+      target: `≥ ${throughputRatioGoal}`,
+      pass: ratio >= throughputRatioGoal,
+    },
+    notes: [
+      `router / direct throughput: ${(router.reqPerSec / direct.reqPerSec).toFixed(2)}; router / nginx per round: ${runs.router.map((r, i) => (r.reqPerSec / runs.nginx[i].reqPerSec).toFixed(2)).join(', ')}`,
+      'examples/app is one Node process, so "direct" is the ceiling; nginx runs one worker, the router is one Node process',
+      "autocannon reports latency in whole milliseconds; it cannot drive a server that closes every connection (it loses the request it pipelines after the response), so the driver's own nginx file is measured at the fixed rate only",
+    ],
+  };
+}
+
+function pick(summary, seconds) {
+  return {
+    reqPerSec: seconds > 0 ? summary.requests / seconds : Number.NaN,
+    requests: summary.requests,
+    failed: summary.failed,
+    p50: summary.p50,
+    p99: summary.p99,
+  };
+}
+
+async function cannon(label, address, log) {
+  const url = `http://${address}/`;
+  log(`throughput (autocannon): ${label}`);
+  await autocannon({ url, connections, duration: warmupSeconds });
+  const r = await autocannon({ url, connections, duration: durationSeconds });
+  const failed = r.errors + r.timeouts + r.non2xx;
+  return {
+    reqPerSec: r.requests.average,
+    requests: r.requests.total,
+    failed,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+  };
+}
+
+/** One route, 100% on one address, through a route driver from dist/. */
+async function setRoute(driver, ctx, listen, address) {
+  const spec = { listen, to: 'app', shift: [100], drain: { timeout: 10_000 } };
+  const blue = { component: 'app', slot: 'blue', version: 'bench', addresses: [address] };
+  await driver.apply(
+    { environment: 'bench', migrationId: 'bench', ...ctx },
+    { route: 'app', spec, blue, green: null, greenPercent: 0 },
+    { signal: new AbortController().signal, log: () => {} },
+  );
+}
+
+/** nginx in the foreground, one worker, everything under `dir`. */
+async function startNginx(dir, owned) {
+  const probe = spawnSync('nginx', ['-v']);
+  if (probe.error) throw new Error('nginx is not installed: apt-get install -y nginx (.ci/run does)');
+  await mkdir(dir, { recursive: true });
+  const conf = join(dir, 'nginx.conf');
+  const errorLog = join(dir, 'error.log');
+  const temps = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map(
+    (n) => `    ${n}_temp_path ${join(dir, n)};`,
+  );
+  await writeFile(
+    conf,
+    [
+      `pid ${join(dir, 'nginx.pid')};`,
+      `error_log ${errorLog} warn;`,
+      'worker_processes 1;',
+      'events { worker_connections 4096; }',
+      'http {',
+      '    access_log off;',
+      ...temps,
+      `    include ${join(dir, 'routes.conf')};`,
+      '}',
+      '',
+    ].join('\n'),
+  );
+  await writeFile(join(dir, 'routes.conf'), '');
+  const base = ['-p', dir, '-c', conf, '-e', errorLog];
+  owned.start('nginx', [...base, '-g', 'daemon off;']);
+  const deadline = Date.now() + startTimeoutMs;
+  while (!existsSync(join(dir, 'nginx.pid'))) {
+    if (Date.now() > deadline) throw new Error(`nginx did not start: ${await readFile(errorLog, 'utf8')}`);
+    await sleep(20);
+  }
+  const reloadArgv = ['nginx', ...base, '-s', 'reload'];
+  return {
+    dir,
+    ctx: {
+      stateDir: dir,
+      baseDir: dir,
+      driver: { type: 'nginx', configFile: 'routes.conf', reload: reloadArgv },
+    },
+    async reload() {
+      const r = spawnSync(reloadArgv[0], reloadArgv.slice(1), { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`nginx reload failed: ${r.stderr}`);
+      await sleep(500); // the old worker stops accepting ~100 ms after the new one starts
+    },
+  };
+}
+
+// ---- part 2: latency while traffic is cut over --------------------------------------------------
+
+/**
+ * `rounds` forward migrations (auto commit) and `rounds` rollbacks (of a migration that went to
+ * 100% and waits for a manual commit), each under its own load. The phases of all rounds of a kind
+ * are pooled: one migration gives only a few hundred requests "during", too few for a steady p99.
+ */
+async function measureCutover(scratch, rounds, log) {
+  cpSync(join(repoRoot, 'examples', 'live-demo'), join(scratch, 'live-demo'), { recursive: true });
+  cpSync(join(repoRoot, 'examples', 'app'), join(scratch, 'app'), { recursive: true });
+  const dir = join(scratch, 'live-demo');
+  const file = join(dir, 'topology.yaml');
+  const port = await freePort();
+  const text = readFileSync(file, 'utf8').replaceAll('127.0.0.1:18600', `127.0.0.1:${port}`);
+  const write = (version, commit) =>
+    writeFileSync(
+      file,
+      `${text.replace('version: "1.0.0"', `version: "${version}"`)}strategy:\n  commit: ${commit}\n`,
+    );
+  const url = `http://127.0.0.1:${port}/`;
+  const cli = async (args) => {
+    const r = await runNode([cliPath, ...args], { cwd: dir, timeoutMs: migrationTimeoutMs });
+    if (r.code !== 0)
+      throw new Error(`cutover ${args.join(' ')} exited ${r.code ?? r.signal}:\n${r.stderr.slice(-2000)}`);
+    return r.stdout;
+  };
+  // Whatever happens (an error, ^C), the router and app processes the CLI started go away.
+  const down = () =>
+    spawnSync(process.execPath, [cliPath, 'topology', 'down'], { cwd: dir, timeout: 60_000 });
+  process.on('exit', down);
+  try {
+    log('cutover: 1.0.0 goes live');
+    write('1.0.0', 'auto');
+    await cli(['topology', 'migrate', '--yes']);
+    const forward = [];
+    const rollback = [];
+    let live = 1;
+    for (let round = 1; round <= rounds; round++) {
+      const from = `${live}.0.0`;
+      const to = `${live + 1}.0.0`;
+      log(`cutover ${round}/${rounds}: ${from} → ${to} under ${loadRatePerSecond} requests/s`);
+      write(to, 'auto');
+      forward.push({
+        ...(await underLoad(url, () => cli(['topology', 'migrate', '--yes']))),
+        oldVersion: from,
+        newVersion: to,
+      });
+      live++;
+
+      const doomed = `${live + 1}.0.0`;
+      log(`cutover ${round}/${rounds}: ${doomed} goes to 100% and waits for commit; rolled back under load`);
+      write(doomed, 'manual');
+      const { migration: id } = JSON.parse(await cli(['topology', 'migrate', '--yes', '--detach', '--json']));
+      await waitLifecycle(dir, id, (l) => l === 'awaiting_commit');
+      const result = await underLoad(url, async () => {
+        await cli(['topology', 'migration', 'rollback', id]);
+        // Waiting reads the state here: a CLI polling or following the log would be one more Node
+        // process starting during the measurement, which no rollback needs.
+        return waitLifecycle(dir, id, isFinal);
+      });
+      const ended = await waitLifecycle(dir, id, () => true);
+      if (ended !== 'rolled_back') throw new Error(`migration ${id} ended ${ended}, not rolled_back`);
+      rollback.push({ ...result, oldVersion: doomed, newVersion: `${live}.0.0` });
+    }
+
+    const rows = [
+      ...phaseRows(`${rounds} × migration`, forward),
+      ...phaseRows(`${rounds} × rollback`, rollback),
+    ];
+    const addedP99 = (runs) => pooled(runs, 'during').p99 - pooled(runs, 'before').p99;
+    const failed = (runs) => runs.reduce((n, run) => n + run.summary.failed, 0);
+    const goals = [
+      ['migration', forward],
+      ['rollback', rollback],
+    ].flatMap(([label, runs]) => [
+      {
+        label: `p99 added during the ${label} (during − before, ${loadRatePerSecond} req/s through the router, ${rounds} pooled)`,
+        value: addedP99(runs),
+        unit: 'ms',
+        target: `≤ ${addedP99GoalMs} ms`,
+        pass: addedP99(runs) <= addedP99GoalMs,
+      },
+      {
+        label: `failed requests during the ${label}s (${rounds})`,
+        value: failed(runs),
+        target: '= 0',
+        pass: failed(runs) === 0,
+        detail:
+          failed(runs) > 0 ? JSON.stringify(runs.flatMap((r) => r.summary.failures).slice(0, 2)) : undefined,
+      },
+    ]);
+    return {
+      rows,
+      goals,
+      notes: [
+        `"during" runs while the CLI migrates (green started and health-checked, traffic shifted 10 → 50 → 100 %, blue drained) or rolls back; "traffic moving" from the first answer of the new version to the last of the old, ± ${movingMarginMs} ms (a rollback switches at once: its window is the gap between them)`,
+        `p99 added while traffic moves: migration ${(pooled(forward, 'moving').p99 - pooled(forward, 'before').p99).toFixed(2)} ms, rollback ${(pooled(rollback, 'moving').p99 - pooled(rollback, 'before').p99).toFixed(2)} ms`,
+      ],
+    };
+  } finally {
+    process.off('exit', down);
+    down();
+  }
+}
+
+/** Runs `work` under the fixed load, with `settleMs` of load before and after. */
+async function underLoad(url, work) {
+  const load = startLoad({ url, rate: loadRatePerSecond });
+  const started = performance.now();
+  await sleep(settleMs);
+  const from = performance.now() - started;
+  await work();
+  const to = performance.now() - started;
+  await sleep(settleMs);
+  const summary = await load.stop();
+  return { summary, from, to };
+}
+
+/** The records of one run in a phase, and how long the phase lasted (ms). */
+function phaseOf(run, which) {
+  const { records } = run.summary;
+  const firstNew = Math.min(...records.filter((r) => r.version === run.newVersion).map((r) => r.sentAt));
+  const lastOld = Math.max(...records.filter((r) => r.version === run.oldVersion).map((r) => r.sentAt));
+  const [from, to] = {
+    before: [0, run.from],
+    during: [run.from, run.to],
+    // Stepped shifts overlap (both versions answer for a while); a rollback switches at once.
+    moving: [Math.min(firstNew, lastOld) - movingMarginMs, Math.max(firstNew, lastOld) + movingMarginMs],
+    after: [run.to, Number.POSITIVE_INFINITY],
+  }[which];
+  const inPhase = records.filter((r) => r.sentAt >= from && r.sentAt < to);
+  return { records: inPhase, ms: Number.isFinite(to) ? to - from : settleMs };
+}
+
+function pooled(runs, which) {
+  const phases = runs.map((run) => phaseOf(run, which));
+  const seconds = phases.reduce((t, p) => t + p.ms, 0) / 1000;
+  return {
+    ...summarize(
+      phases.flatMap((p) => p.records),
+      seconds || 1,
+    ),
+    seconds,
+  };
+}
+
+function phaseRows(label, runs) {
+  return ['before', 'during', 'moving', 'after'].map((which) => {
+    const s = pooled(runs, which);
+    const name =
+      which === 'moving'
+        ? `traffic moving ± ${movingMarginMs} ms (${(s.seconds / runs.length).toFixed(2)} s each)`
+        : which;
+    return { measurement: `${label}: ${name}`, ...pick(s, s.seconds) };
+  });
+}
+
+/** Polls the migration's state in the state directory beside the topology file. */
+async function waitLifecycle(dir, id, done) {
+  const ref = findMigration(join(dir, '.cutover'), id);
+  const deadline = Date.now() + migrationTimeoutMs;
+  for (;;) {
+    const { lifecycle } = loadState(ref.stateDir, ref.environment, ref.id);
+    if (done(lifecycle)) return lifecycle;
+    if (Date.now() > deadline)
+      throw new Error(`migration ${id} still ${lifecycle} after ${migrationTimeoutMs} ms`);
+    await sleep(50);
+  }
+}
+
+// ---- processes and ports ------------------------------------------------------------------------
+
+/** Long-running children of this bench: stopped by stopAll, or killed if the process exits first. */
+function ownedProcesses() {
+  const children = new Set();
+  const killAll = () => {
+    // SIGTERM: nginx's master then stops its workers itself; a SIGKILL would orphan them.
+    for (const child of children)
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+  };
+  process.on('exit', killAll);
+  return {
+    start(command, args, options = {}) {
+      const child = spawn(command, args, { stdio: 'ignore', ...options });
+      children.add(child);
+      child.once('exit', () => children.delete(child));
+      return child;
+    },
+    async stopAll() {
+      process.off('exit', killAll);
+      await Promise.all(
+        [...children].map(async (child) => {
+          if (child.exitCode !== null || child.signalCode !== null) return;
+          const exited = once(child, 'exit');
+          child.kill('SIGTERM');
+          const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+          await exited;
+          clearTimeout(timer);
+        }),
+      );
+    },
+  };
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resolves once `address` answers GET / with 200. */
+async function waitAnswers(address) {
+  const [host, port] = address.split(':');
+  const deadline = Date.now() + startTimeoutMs;
+  for (;;) {
+    const status = await new Promise((resolve) => {
+      const req = request({ host, port: Number(port), path: '/', agent: false }, (res) => {
+        res.resume();
+        resolve(res.statusCode);
+      });
+      req.on('error', () => resolve(0));
+      req.end();
+    });
+    if (status === 200) return;
+    if (Date.now() > deadline) throw new Error(`${address} did not answer within ${startTimeoutMs} ms`);
+    await sleep(50);
+  }
+}

@@ -1,0 +1,371 @@
+/**
+ * The nginx route driver against a real nginx (Debian's package): nginx runs in the foreground as a
+ * child of the test, with its own prefix, pid file and error log in a temp dir, and includes the
+ * file the driver generates. Upstreams are small HTTP servers that answer their slot as the
+ * examples' app does (`{"version": …}`), so bench/load.js can tell who answered.
+ */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startLoad } from '../../bench/load.js';
+import { configTestArgv, createNginxDriver, mainServers } from '../../engine/drivers/nginx-driver.js';
+import {
+  type DriverCallOptions,
+  PermanentDriverError,
+  type RouteCallContext,
+  type SlotInfo,
+} from '../../engine/drivers/types.js';
+import type { Route } from '../../engine/topology/types.js';
+import { eventually, freeListen, Resources, send, stateDirFor } from '../router/support.js';
+
+const resources = new Resources();
+afterEach(() => resources.cleanup());
+
+const loadRatePerSecond = 500;
+const nginxStartTimeoutMs = 10_000;
+
+interface LoadRecord {
+  sentAt: number;
+  status: number;
+  version?: string;
+  error?: string;
+}
+interface LoadResult {
+  requests: number;
+  failed: number;
+  failures: LoadRecord[];
+  records: LoadRecord[];
+  versions: Record<string, number>;
+}
+
+beforeAll(() => {
+  const probe = spawnSync('nginx', ['-v'], { encoding: 'utf8' });
+  if (probe.error || probe.status !== 0)
+    throw new Error(
+      'these tests run a real nginx, and `nginx` is not on PATH: install it with ' +
+        '`apt-get install -y nginx` (.ci/run does)',
+    );
+});
+
+interface TestNginx {
+  dir: string;
+  ctx: RouteCallContext;
+  errorLog: () => Promise<string>;
+}
+
+/** nginx in the foreground, with everything under a temp dir; stopped (by pid) in afterEach. */
+async function startNginx(): Promise<TestNginx> {
+  const dir = await stateDirFor(resources);
+  const conf = path.join(dir, 'nginx.conf');
+  const errorLog = path.join(dir, 'error.log');
+  const temp = (name: string) => `${name}_temp_path ${path.join(dir, name)};`;
+  await writeFile(
+    conf,
+    [
+      `pid ${path.join(dir, 'nginx.pid')};`,
+      `error_log ${errorLog} notice;`,
+      'worker_processes 2;',
+      'events {}',
+      'http {',
+      '    access_log off;',
+      ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((name) => `    ${temp(name)}`),
+      `    include ${path.join(dir, 'routes.conf')};`,
+      '}',
+      '',
+    ].join('\n'),
+  );
+  await writeFile(path.join(dir, 'routes.conf'), '');
+  // -e: the error log before the config is read (else /var/log/nginx); same args for -s reload.
+  const base = ['nginx', '-p', dir, '-c', conf, '-e', errorLog];
+  const child = spawn(base[0] as string, [...base.slice(1), '-g', 'daemon off;'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  resources.add(() => stopNginx(child));
+  let stderr = '';
+  child.stderr?.on('data', (data: Buffer) => {
+    stderr += data.toString();
+  });
+  const deadline = Date.now() + nginxStartTimeoutMs;
+  while (!existsSync(path.join(dir, 'nginx.pid'))) {
+    if (child.exitCode !== null || Date.now() > deadline)
+      throw new Error(`nginx did not start: ${stderr}${await readFile(errorLog, 'utf8').catch(() => '')}`);
+    await sleep(20);
+  }
+  const ctx: RouteCallContext = {
+    environment: 'test',
+    migrationId: 'mig_test',
+    stateDir: dir,
+    baseDir: dir,
+    driver: { type: 'nginx', configFile: 'routes.conf', reload: [...base, '-s', 'reload'] },
+  };
+  return { dir, ctx, errorLog: () => readFile(errorLog, 'utf8') };
+}
+
+/** SIGQUIT would wait for keep-alive clients; SIGTERM is nginx's fast shutdown. */
+async function stopNginx(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+  const exited = once(child, 'exit');
+  process.kill(child.pid, 'SIGTERM');
+  const timer = setTimeout(() => child.pid !== undefined && process.kill(child.pid, 'SIGKILL'), 5_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** An upstream replica of a slot: answers `{"version": slot, "replica": name}`. */
+async function startReplica(slot: string, name: string): Promise<string> {
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ version: slot, replica: name }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  resources.add(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return `127.0.0.1:${(server.address() as { port: number }).port}`;
+}
+
+async function startSlot(slot: 'blue' | 'green'): Promise<SlotInfo> {
+  const addresses = [await startReplica(slot, `${slot}-1`), await startReplica(slot, `${slot}-2`)];
+  return { component: 'web', slot, version: slot, addresses };
+}
+
+function routeSpec(listen: string, extra: Partial<Route> = {}): Route {
+  return { listen, to: 'web', shift: [10, 50, 100], drain: { timeout: 10_000 }, ...extra } as Route;
+}
+
+function callOptions(log: string[] = []): DriverCallOptions {
+  return { signal: new AbortController().signal, log: (line) => log.push(line) };
+}
+
+async function versionsOf(listen: string, count: number): Promise<Record<string, number>> {
+  const versions: Record<string, number> = {};
+  for (let i = 0; i < count; i++) {
+    const answer = await send(listen);
+    expect(answer.status).toBe(200);
+    const version = (JSON.parse(answer.body) as { version: string }).version;
+    versions[version] = (versions[version] ?? 0) + 1;
+  }
+  return versions;
+}
+
+/** Versions of the requests sent after `afterMs` (load time), and how many failed overall. */
+function answeredAfter(result: LoadResult, afterMs: number): Record<string, number> {
+  const versions: Record<string, number> = {};
+  for (const r of result.records)
+    if (r.sentAt >= afterMs && !r.error) versions[r.version ?? '?'] = (versions[r.version ?? '?'] ?? 0) + 1;
+  return versions;
+}
+
+describe('nginx route driver (real nginx)', () => {
+  it('serves 100% blue, with a generated file and sidecar', async () => {
+    const nginx = await startNginx();
+    const blue = await startSlot('blue');
+    const listen = await freeListen();
+    const log: string[] = [];
+    await createNginxDriver().apply(
+      nginx.ctx,
+      { route: 'www', spec: routeSpec(listen), blue, green: null, greenPercent: 0 },
+      callOptions(log),
+    );
+
+    expect(await versionsOf(listen, 20)).toEqual({ blue: 20 });
+    expect((await send(listen)).slot).toBe('blue');
+    const config = await readFile(path.join(nginx.dir, 'routes.conf'), 'utf8');
+    expect(config).toMatch(/^# Generated by cutover/);
+    expect(config).toContain('upstream cutover_test_www {');
+    expect(config).toContain(`server ${blue.addresses[0]} weight=1; # blue`);
+    const sidecar = JSON.parse(await readFile(path.join(nginx.dir, 'routes.conf.cutover.json'), 'utf8'));
+    expect(Object.keys(sidecar.routes)).toEqual(['test/www']);
+    expect(log.at(-1)).toMatch(/100% blue, 0% green, live/);
+  });
+
+  it('loses no request while traffic moves 10% → 50% → 100% green under load', async () => {
+    const nginx = await startNginx();
+    const [blue, green] = [await startSlot('blue'), await startSlot('green')];
+    const listen = await freeListen();
+    const driver = createNginxDriver();
+    const split = (greenPercent: number, slots = { blue, green }) =>
+      driver.apply(
+        nginx.ctx,
+        { route: 'www', spec: routeSpec(listen), ...slots, greenPercent },
+        callOptions(),
+      );
+    await split(0, { blue, green: null } as never);
+
+    const load = startLoad({ url: `http://${listen}/`, rate: loadRatePerSecond });
+    const loadStarted = performance.now();
+    await sleep(500);
+    for (const percent of [10, 50, 100]) {
+      await split(percent);
+      await sleep(700);
+    }
+    const allGreenAt = performance.now() - loadStarted;
+    await sleep(700);
+    const result = (await load.stop()) as LoadResult;
+
+    expect(result.failures).toEqual([]);
+    expect(result.failed).toBe(0);
+    expect(result.requests).toBeGreaterThan(loadRatePerSecond * 3);
+    expect(result.versions.blue).toBeGreaterThan(0);
+    expect(result.versions.green).toBeGreaterThan(0);
+    // Every request sent after the 100% apply returned went to green.
+    expect(answeredAfter(result, allGreenAt)).toEqual({ green: expect.any(Number) });
+  });
+
+  it('rolls back to blue under load without losing a request', async () => {
+    const nginx = await startNginx();
+    const [blue, green] = [await startSlot('blue'), await startSlot('green')];
+    const listen = await freeListen();
+    const driver = createNginxDriver();
+    const apply = (greenPercent: number, withGreen = true) =>
+      driver.apply(
+        nginx.ctx,
+        { route: 'www', spec: routeSpec(listen), blue, green: withGreen ? green : null, greenPercent },
+        callOptions(),
+      );
+    await apply(0, false);
+
+    const load = startLoad({ url: `http://${listen}/`, rate: loadRatePerSecond });
+    const loadStarted = performance.now();
+    await sleep(500);
+    await apply(10);
+    await sleep(500);
+    await apply(50);
+    await sleep(500);
+    await apply(0, false); // the undo: everything on blue, green out of the route
+    const rolledBackAt = performance.now() - loadStarted;
+    await sleep(1_000);
+    const result = (await load.stop()) as LoadResult;
+
+    expect(result.failures).toEqual([]);
+    expect(result.failed).toBe(0);
+    expect(result.versions.green).toBeGreaterThan(0);
+    expect(answeredAfter(result, rolledBackAt)).toEqual({ blue: expect.any(Number) });
+  });
+
+  it('serves green on the preview listener and 503 where a route has no replica', async () => {
+    const nginx = await startNginx();
+    const [blue, green] = [await startSlot('blue'), await startSlot('green')];
+    const [listen, preview] = [await freeListen(), await freeListen()];
+    const driver = createNginxDriver();
+    await driver.apply(
+      nginx.ctx,
+      { route: 'www', spec: routeSpec(listen, { preview }), blue, green, greenPercent: 0 },
+      callOptions(),
+    );
+    expect(await versionsOf(listen, 10)).toEqual({ blue: 10 });
+    expect(await versionsOf(preview, 10)).toEqual({ green: 10 });
+
+    const empty = await freeListen();
+    await driver.apply(
+      nginx.ctx,
+      { route: 'empty', spec: routeSpec(empty), blue: null, green: null, greenPercent: 0 },
+      callOptions(),
+    );
+    expect((await send(empty)).status).toBe(503);
+    expect(await versionsOf(listen, 4)).toEqual({ blue: 4 }); // the other route of the file is intact
+  });
+
+  it('removes a route: its listener closes, the other routes of the file stay', async () => {
+    const nginx = await startNginx();
+    const blue = await startSlot('blue');
+    const [one, two] = [await freeListen(), await freeListen()];
+    const driver = createNginxDriver();
+    for (const [route, listen] of [
+      ['one', one],
+      ['two', two],
+    ] as const)
+      await driver.apply(
+        nginx.ctx,
+        { route, spec: routeSpec(listen), blue, green: null, greenPercent: 0 },
+        callOptions(),
+      );
+
+    await driver.remove(nginx.ctx, 'one', callOptions());
+    await expect(send(one)).rejects.toThrow(/ECONNREFUSED/);
+    expect(await versionsOf(two, 4)).toEqual({ blue: 4 });
+    const config = await readFile(path.join(nginx.dir, 'routes.conf'), 'utf8');
+    expect(config).not.toContain('cutover_test_one');
+    // Idempotent: removing it again succeeds.
+    await driver.remove(nginx.ctx, 'one', callOptions());
+  });
+
+  it('refuses a configuration nginx rejects, puts the previous file back and keeps serving', async () => {
+    const nginx = await startNginx();
+    const blue = await startSlot('blue');
+    const listen = await freeListen();
+    const driver = createNginxDriver();
+    await driver.apply(
+      nginx.ctx,
+      { route: 'www', spec: routeSpec(listen), blue, green: null, greenPercent: 0 },
+      callOptions(),
+    );
+    const before = await readFile(path.join(nginx.dir, 'routes.conf'), 'utf8');
+
+    const bad = driver.apply(
+      nginx.ctx,
+      { route: 'bad', spec: routeSpec('no-such-host.invalid:8080'), blue, green: null, greenPercent: 0 },
+      callOptions(),
+    );
+    await expect(bad).rejects.toBeInstanceOf(PermanentDriverError);
+    await expect(bad).rejects.toThrow(/nginx rejected .*\n.*no-such-host\.invalid/);
+    expect(await readFile(path.join(nginx.dir, 'routes.conf'), 'utf8')).toBe(before);
+    expect(await versionsOf(listen, 4)).toEqual({ blue: 4 });
+  });
+
+  it('fails when nginx signalled a reload it then did not apply (listen port taken)', async () => {
+    const nginx = await startNginx();
+    const blue = await startSlot('blue');
+    const taken = await startReplica('squatter', 'squatter'); // holds the port nginx wants
+    const driver = createNginxDriver({ liveTimeoutMs: 1_000 });
+    const apply = driver.apply(
+      nginx.ctx,
+      { route: 'www', spec: routeSpec(taken), blue, green: null, greenPercent: 0 },
+      callOptions(),
+    );
+    await expect(apply).rejects.toThrow(/did not put the new configuration live/);
+    await eventually(async () => /Address already in use/.test(await nginx.errorLog()));
+  });
+});
+
+describe('nginx driver, without nginx', () => {
+  it('spreads each slot’s share over its replicas as the smallest exact integers', () => {
+    const weights = (blue: number, green: number, greenPercent: number) =>
+      mainServers({
+        blue: Array.from({ length: blue }, (_, i) => `b${i}`),
+        green: Array.from({ length: green }, (_, i) => `g${i}`),
+        greenPercent,
+      }).map((s) => `${s.address}=${s.weight}`);
+    expect(weights(2, 2, 10)).toEqual(['b0=9', 'b1=9', 'g0=1', 'g1=1']);
+    expect(weights(2, 3, 10)).toEqual(['b0=27', 'b1=27', 'g0=2', 'g1=2', 'g2=2']);
+    expect(weights(2, 2, 50)).toEqual(['b0=1', 'b1=1', 'g0=1', 'g1=1']);
+    expect(weights(2, 2, 100)).toEqual(['g0=1', 'g1=1']);
+    expect(weights(2, 2, 0)).toEqual(['b0=1', 'b1=1']);
+    // 100% green before green has replicas: what exists serves.
+    expect(weights(2, 0, 100)).toEqual(['b0=1', 'b1=1']);
+    expect(weights(0, 0, 0)).toEqual([]);
+  });
+
+  it("tests the configuration with the reload command's own binary and arguments", () => {
+    expect(configTestArgv(['nginx', '-s', 'reload'])).toEqual(['nginx', '-t', '-q']);
+    expect(configTestArgv(['/usr/sbin/nginx', '-p', '/srv', '-s', 'reload', '-g', 'pid x;'])).toEqual([
+      '/usr/sbin/nginx',
+      '-p',
+      '/srv',
+      '-g',
+      'pid x;',
+      '-t',
+      '-q',
+    ]);
+    expect(configTestArgv(['systemctl', 'reload', 'nginx'])).toBeNull();
+  });
+});
