@@ -4,6 +4,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts', 'engine/**/*.test.ts', 'cli/**/*.test.ts'],
     testTimeout: 30_000,
+    setupFiles: ['./test/support/fast-check-setup.ts'],
     // A plain closing line ("N passed, N failed") that any CI log reader understands.
     reporters: ['default', './test/support/summary-reporter.ts'],
   },
