@@ -365,7 +365,7 @@ describe.concurrent('SIGKILL of the runner in the middle of a driver call, then 
     it(`during ${call} (${stage}) it completes, running the call again`, async (ctx) => {
       const { expect } = ctx;
       const sb = await prepared(ctx);
-      const id = await sb.migrateDetached({ SLOW_MS: 2000, SLOW_ONLY: call, OTHER_MS: 30 });
+      const id = await sb.migrateDetached({ SLOW_MS: 5000, SLOW_ONLY: call, OTHER_MS: 30 });
       await killDuringCall(sb, id, call);
       const atKill = journalState(sb, id);
       expect(atKill.lifecycle).toBe(lifecycle);
@@ -386,7 +386,7 @@ describe.concurrent('SIGKILL of the runner in the middle of a driver call, then 
   it('resumes at once after the kill, while the dead runner may still be an unreaped zombie', async (ctx) => {
     const { expect } = ctx;
     const sb = await prepared(ctx);
-    const id = await sb.migrateDetached({ SLOW_MS: 2000, SLOW_ONLY: 'provision:b:green', OTHER_MS: 30 });
+    const id = await sb.migrateDetached({ SLOW_MS: 5000, SLOW_ONLY: 'provision:b:green', OTHER_MS: 30 });
     await killDuringCall(sb, id, 'provision:b:green'); // waits for exit, not for the reaping
     await restart(expect, sb, id, { SLOW_MS: 30 });
     checkCompleted(expect, sb, id, await waitFinal(sb, id));
@@ -397,7 +397,7 @@ describe.concurrent('SIGKILL of the runner during a rollback, then resume', () =
   it('a failed health gate killed while retiring green b still ends failed, green retired', async (ctx) => {
     const { expect } = ctx;
     const sb = await prepared(ctx);
-    const knobs = { CRASH_UNHEALTHY: 'c', SLOW_MS: 2000, SLOW_ONLY: 'retire:b:green', OTHER_MS: 30 };
+    const knobs = { CRASH_UNHEALTHY: 'c', SLOW_MS: 5000, SLOW_ONLY: 'retire:b:green', OTHER_MS: 30 };
     const id = await sb.migrateDetached(knobs);
     await killDuringCall(sb, id, 'retire:b:green');
     const atKill = journalState(sb, id);
@@ -429,8 +429,9 @@ describe.concurrent('SIGKILL of the runner during a rollback, then resume', () =
   it('an operator rollback during drain_blue, killed while retiring green, ends rolled back', async (ctx) => {
     const { expect } = ctx;
     const sb = await prepared(ctx);
+    // A wide window (8 s) for the kill to land inside the slow retire, even on a loaded CI machine.
     const id = await sb.migrateDetached({
-      SLOW_MS: 3000,
+      SLOW_MS: 8000,
       SLOW_ONLY: 'drain:b:blue,retire:b:green',
       OTHER_MS: 30,
     });
