@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { defaultDrivers, hostMigration } from '../../engine/migrations.js';
 
 /** Commands cutover runs itself (a detached runner); hidden from help. */
 export function registerInternal(program: Command): void {
@@ -10,6 +9,7 @@ export function registerInternal(program: Command): void {
     .requiredOption('--state-dir <dir>')
     .requiredOption('--environment <name>')
     .action(async (id: string, options: { stateDir: string; environment: string }) => {
+      const { defaultDrivers, hostMigration } = await import('../../engine/migrations.js');
       const hosted = await hostMigration(options.stateDir, options.environment, id, defaultDrivers());
       const stop = () => {
         // Stopped by a signal: leave the migration in flight for the next runner to pick up.

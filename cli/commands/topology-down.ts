@@ -1,7 +1,4 @@
 import type { Command } from 'commander';
-import { TopologyInvalidError } from '../../engine/api.js';
-import { baseDirOf, takeDown } from '../../engine/down.js';
-import { defaultDrivers } from '../../engine/migrations.js';
 import { readTopologyFile } from '../../engine/sources/read-topology-file.js';
 import { loadTopology } from '../../engine/topology/load-topology.js';
 import { resolveStateDir } from '../state-dir.js';
@@ -21,6 +18,10 @@ export function registerDown(topology: Command): void {
       '\nRefused while a migration is in flight (cancel it first).\n\nExample:\n  $ cutover topology down -f examples/web-app/topology.yaml',
     )
     .action(async (options: { file: string; json?: boolean }) => {
+      // Loaded here, not at start-up: the drivers pull in most of the engine.
+      const { TopologyInvalidError } = await import('../../engine/api.js');
+      const { baseDirOf, takeDown } = await import('../../engine/down.js');
+      const { defaultDrivers } = await import('../../engine/migrations.js');
       const loaded = loadTopology(await readTopologyFile(options.file), { file: options.file });
       if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
       const environment = loaded.topology.metadata.name;

@@ -1,23 +1,6 @@
 import type { Command } from 'commander';
-import { createLogUpdate } from 'log-update';
-import { planTopologyFile } from '../../engine/api.js';
-import { CutoverError } from '../../engine/errors.js';
-import {
-  createMigration,
-  defaultDrivers,
-  hostMigration,
-  spawnRunner,
-  summarize,
-} from '../../engine/migrations.js';
-import { isEmptyPlan } from '../../engine/plan/types.js';
-import type { LogLine } from '../../engine/runner/local-runner.js';
-import { confirm } from '../confirm.js';
-import { renderLiveView, renderLogLine } from '../render/render-migration.js';
-import { renderPlanText } from '../render/render-plan-text.js';
-import { styleFor } from '../render/style.js';
-import { resolveStateDir } from '../state-dir.js';
 
-interface MigrateOptions {
+export interface MigrateOptions {
   file: string;
   yes?: boolean;
   detach?: boolean;
@@ -47,84 +30,5 @@ Examples:
   $ cutover topology migrate -f examples/exec-demo/topology.yaml
   $ cutover topology migrate --yes --plan-id sha256:3f1c… --detach`,
     )
-    .action(async (options: MigrateOptions) => {
-      const stateDir = resolveStateDir({ file: options.file });
-      const style = styleFor(process.stderr);
-      const plan = await planTopologyFile({ file: options.file, against: { kind: 'recorded' } });
-      if (!options.json) process.stderr.write(renderPlanText(plan, { style }));
-      if (isEmptyPlan(plan)) {
-        if (options.json) process.stdout.write(`${JSON.stringify({ migration: null, plan: plan.planId })}\n`);
-        process.exitCode = 0;
-        return;
-      }
-      if (options.planId !== undefined && options.planId !== plan.planId) {
-        // createMigration says whether the plan is stale or differs; ask it without creating anything.
-        await createMigration({ file: options.file, stateDir, planId: options.planId });
-      }
-      if (!options.yes) {
-        if (!process.stdin.isTTY) {
-          throw new CutoverError(
-            'USAGE',
-            'refusing to migrate without confirmation: standard input is not a terminal; pass --yes',
-          );
-        }
-        if (!(await confirm(`\nMigrate environment ${plan.environment} with this plan?`))) {
-          process.stderr.write('Migration not started.\n');
-          process.exitCode = 1;
-          return;
-        }
-      }
-      // Pin the plan that was shown: if the layout moved meanwhile, this refuses rather than surprises.
-      const created = await createMigration({
-        file: options.file,
-        stateDir,
-        planId: options.planId ?? plan.planId,
-      });
-      if (!created.created) return;
-      const { id, environment } = created.spec;
-      const hint = options.file === 'topology.yaml' ? '' : ` -f ${options.file}`;
-      if (options.detach) {
-        const pid = await spawnRunner(stateDir, environment, id);
-        if (options.json) process.stdout.write(`${JSON.stringify({ migration: id, runnerPid: pid })}\n`);
-        else process.stdout.write(`${id}\n`);
-        process.stderr.write(
-          `Migration ${id} runs in the background (pid ${pid}). Follow it with:\n  cutover topology migration logs ${id} --follow${hint}\n`,
-        );
-        return;
-      }
-      process.stderr.write(
-        `\nMigration ${id} started. From another terminal: cutover topology migration pause|rollback|… ${id}${hint}\n\n`,
-      );
-      const live = process.stderr.isTTY && !options.json;
-      const recent: LogLine[] = [];
-      const update = live ? createLogUpdate(process.stderr) : null;
-      const hosted = await hostMigration(stateDir, environment, id, defaultDrivers(), (line, state) => {
-        if (update) {
-          recent.push(line);
-          if (recent.length > 20) recent.shift();
-          update(renderLiveView(state, recent, style));
-        } else if (!options.json) {
-          process.stderr.write(`${renderLogLine(line, style)}\n`);
-        }
-      });
-      const onSignal = () => {
-        // The migration must not die with this terminal: hand it to a background runner.
-        void hosted.stop().then(async () => {
-          update?.done();
-          const pid = await spawnRunner(stateDir, environment, id);
-          process.stderr.write(`\nInterrupted: ${id} goes on in the background (pid ${pid}).\n`);
-          process.exit(130);
-        });
-      };
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
-      const final = await hosted.runner.done();
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-      update?.done();
-      const summary = summarize({ stateDir, environment, id }, final);
-      if (options.json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
-      else process.stdout.write(`${id}: ${summary.status}\n`);
-      process.exitCode = final.lifecycle === 'completed' ? 0 : 1;
-    });
+    .action(async (options: MigrateOptions) => (await import('./migrate-action.js')).runMigrate(options));
 }

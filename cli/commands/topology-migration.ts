@@ -1,16 +1,12 @@
 import type { Command } from 'commander';
 import { type Verb, verbs } from '../../engine/migration/types.js';
-import {
-  findMigration,
-  listMigrations,
-  loadState,
-  operate,
-  readLog,
-  summarize,
-} from '../../engine/migrations.js';
+import type * as Migrations from '../../engine/migrations.js';
 import { renderLogLine, renderMigration, renderMigrationList } from '../render/render-migration.js';
 import { styleFor } from '../render/style.js';
 import { addStateDirOptions, resolveStateDir, type StateDirOptions } from '../state-dir.js';
+
+/** The engine is loaded when a command runs, not when the CLI starts (plan and validate stay fast). */
+const engine = (): Promise<typeof Migrations> => import('../../engine/migrations.js');
 
 const verbHelp: Record<Verb, string> = {
   pause: 'pause a running migration at the next step boundary (a health gate or bake clock stops)',
@@ -35,8 +31,9 @@ export function registerMigration(topology: Command): void {
     .option('--environment <name>', 'only this environment')
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  $ cutover topology migration list --all --json')
-    .action((options: StateDirOptions & { all?: boolean; environment?: string; json?: boolean }) => {
-      const list = listMigrations(resolveStateDir(options), options);
+    .action(async (options: StateDirOptions & { all?: boolean; environment?: string; json?: boolean }) => {
+      const engineApi = await engine();
+      const list = engineApi.listMigrations(resolveStateDir(options), options);
       if (options.json) process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
       else process.stdout.write(renderMigrationList(list, styleFor(process.stdout)));
     });
@@ -45,10 +42,11 @@ export function registerMigration(topology: Command): void {
     .description('show one migration: status and every action with its progress')
     .option('--json', 'print JSON (summary and full state)')
     .addHelpText('after', '\nExample:\n  $ cutover topology migration show mig_01jd3x')
-    .action((id: string, options: StateDirOptions & { json?: boolean }) => {
-      const ref = findMigration(resolveStateDir(options), id);
-      const state = loadState(ref.stateDir, ref.environment, ref.id);
-      const summary = summarize(ref, state);
+    .action(async (id: string, options: StateDirOptions & { json?: boolean }) => {
+      const engineApi = await engine();
+      const ref = engineApi.findMigration(resolveStateDir(options), id);
+      const state = engineApi.loadState(ref.stateDir, ref.environment, ref.id);
+      const summary = engineApi.summarize(ref, state);
       if (options.json) process.stdout.write(`${JSON.stringify({ summary, state }, null, 2)}\n`);
       else process.stdout.write(renderMigration(summary, state, styleFor(process.stdout)));
     });
@@ -59,9 +57,10 @@ export function registerMigration(topology: Command): void {
     .option('--json', 'print JSON lines')
     .addHelpText('after', '\nExample:\n  $ cutover topology migration logs mig_01jd3x --follow')
     .action(async (id: string, options: StateDirOptions & { follow?: boolean; json?: boolean }) => {
-      const ref = findMigration(resolveStateDir(options), id);
+      const engineApi = await engine();
+      const ref = engineApi.findMigration(resolveStateDir(options), id);
       const style = styleFor(process.stdout);
-      for await (const line of readLog(ref, { follow: options.follow === true })) {
+      for await (const line of engineApi.readLog(ref, { follow: options.follow === true })) {
         process.stdout.write(options.json ? `${JSON.stringify(line)}\n` : `${renderLogLine(line, style)}\n`);
       }
     });
@@ -72,9 +71,10 @@ export function registerMigration(topology: Command): void {
       .option('--json', 'print the resulting state as JSON')
       .addHelpText('after', `\nExample:\n  $ cutover topology migration ${verb} mig_01jd3x`)
       .action(async (id: string, options: StateDirOptions & { json?: boolean }) => {
-        const ref = findMigration(resolveStateDir(options), id);
-        const outcome = await operate(ref, verb, process.env.USER);
-        const summary = summarize(ref, outcome.state);
+        const engineApi = await engine();
+        const ref = engineApi.findMigration(resolveStateDir(options), id);
+        const outcome = await engineApi.operate(ref, verb, process.env.USER);
+        const summary = engineApi.summarize(ref, outcome.state);
         if (options.json) {
           process.stdout.write(`${JSON.stringify({ summary, recovered: outcome.recovered }, null, 2)}\n`);
           return;
