@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { readdir, readFile } from 'node:fs/promises';
+import { type ProcessIdentity, processIdentity } from '../runner/process-identity.js';
+import { stopProcessGroup } from './process-group.js';
 import type { DriverCallOptions } from './types.js';
 
 /** Between SIGTERM and SIGKILL to a script's process group. */
@@ -47,13 +48,19 @@ export function runScript(spec: ScriptSpec, options: DriverCallOptions): Promise
   };
   const child = spawn(spec.file, [], { cwd: spec.cwd, env: spec.env, stdio: 'pipe', detached: true });
   const pid = child.pid;
+  // Recorded at the start, so a pid reused after the group is gone is never signalled.
+  const leader: ProcessIdentity | undefined = pid !== undefined ? processIdentity(pid) : undefined;
   const untrack = pid !== undefined ? options.trackProcess?.(pid) : undefined;
 
   let stopping: Promise<void> | undefined;
   const stop = (why: 'timeout' | 'abort') => {
-    if (pid === undefined || stopping) return;
+    if (leader === undefined || stopping) return;
     run.stopped = why;
-    stopping = terminateGroup(pid);
+    // SIGTERM to the group, SIGKILL killGraceMs later if any of it is left; settles once it is gone.
+    stopping = stopProcessGroup(leader, killGraceMs).then(
+      () => undefined,
+      () => undefined,
+    );
   };
   const timer = setTimeout(() => stop('timeout'), spec.timeoutMs);
   const onAbort = () => stop('abort');
@@ -128,50 +135,4 @@ async function closeStdio(...streams: NodeJS.ReadableStream[]): Promise<void> {
   await Promise.race([Promise.all(closed), late]);
   clearTimeout(timer);
   for (const stream of streams) (stream as unknown as { destroy(): void }).destroy();
-}
-
-/** SIGTERM to the group, SIGKILL killGraceMs later if any of it is left; resolves once it is gone. */
-async function terminateGroup(pgid: number): Promise<void> {
-  signalGroup(pgid, 'SIGTERM');
-  if (await groupGoneWithin(pgid, killGraceMs)) return;
-  signalGroup(pgid, 'SIGKILL');
-  await groupGoneWithin(pgid, killGraceMs);
-}
-
-function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
-  try {
-    process.kill(-pgid, signal);
-    return true;
-  } catch {
-    return false; // ESRCH: nothing left in the group.
-  }
-}
-
-async function groupGoneWithin(pgid: number, ms: number): Promise<boolean> {
-  const until = Date.now() + ms;
-  while (await groupAlive(pgid)) {
-    if (Date.now() >= until) return false;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return true;
-}
-
-/**
- * Whether any process of the group still runs. Zombies do not count: an orphan that died is reaped
- * by init whenever init gets to it (over a second in some containers), and it holds nothing. Where
- * /proc is missing, kill(-pgid, 0) answers, zombies included.
- */
-async function groupAlive(pgid: number): Promise<boolean> {
-  if (!signalGroup(pgid, 0)) return false;
-  if (process.platform !== 'linux') return true;
-  const entries = await readdir('/proc').catch(() => undefined);
-  if (!entries) return true;
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
-    // "pid (comm) state ppid pgrp …"; comm may hold spaces and parentheses, so split after the last ')'.
-    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(pgrp) === pgid && state !== 'Z') return true;
-  }
-  return false;
 }
