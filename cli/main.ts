@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { registerInternal } from './commands/internal.js';
 import { registerProxy } from './commands/proxy.js';
+import { registerServer } from './commands/server.js';
 import { registerDown } from './commands/topology-down.js';
 import { registerMigrate } from './commands/topology-migrate.js';
 import { registerMigration } from './commands/topology-migration.js';
@@ -37,6 +38,7 @@ Documentation: README.md; the topology schema: schemas/topology.v1.json`,
   registerMigrate(topology);
   registerMigration(topology);
   registerDown(topology);
+  registerServer(program, pkg.version);
   registerProxy(program);
   registerInternal(program);
   // Subcommands inherit the parent's error handling only when told to.

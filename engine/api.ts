@@ -54,6 +54,31 @@ export async function planTopologyFile(request: PlanRequest): Promise<Plan> {
   return buildPlan(current, desired);
 }
 
+/** A topology given as text rather than read from a file (the server's requests). */
+export interface TopologyText {
+  text: string;
+  /** The name diagnostics use for it. */
+  file: string;
+}
+
+/** Validates a topology given as text: the model, or every located problem (never throws). */
+export function validateTopologyText(source: TopologyText): LoadResult {
+  return loadTopology(source.text, { file: source.file });
+}
+
+/** Plans a topology given as text against the recorded layout in a state directory, or another text. */
+export async function planTopologyText(
+  desired: TopologyText,
+  against: { kind: 'recorded'; stateDir: string } | { kind: 'text'; source: TopologyText },
+): Promise<Plan> {
+  const model = await loadOrThrow(desired.text, desired.file);
+  if (against.kind === 'recorded') {
+    return buildPlan(await readCurrentLayout(against.stateDir, model.metadata.name), model);
+  }
+  const base = await loadOrThrow(against.source.text, against.source.file);
+  return buildPlan({ environment: base.metadata.name, serial: 0, topology: base }, model);
+}
+
 async function baseLayout(request: PlanRequest, environment: string): Promise<CurrentLayout> {
   const against = request.against;
   switch (against.kind) {

@@ -8,7 +8,6 @@ import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync } 
 import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { monotonicFactory } from 'ulid';
 import { TopologyInvalidError } from './api.js';
 import { createExecDriver } from './drivers/exec-driver.js';
@@ -48,7 +47,12 @@ export function newMigrationId(): string {
 }
 
 export interface CreateRequest {
+  /** The topology file; with `text`, only the name diagnostics use and (without `baseDir`) its directory. */
   file: string;
+  /** The topology's text, when it does not come from reading `file` (the server's requests). */
+  text?: string;
+  /** Where relative paths in the topology resolve; default: the directory of `file`. */
+  baseDir?: string;
   stateDir: string;
   /** The reviewed plan's id: refuse anything else. */
   planId?: string;
@@ -64,7 +68,7 @@ export type CreateResult = { created: true; spec: MigrationSpec } | { created: f
  * With no change to make, nothing is created.
  */
 export async function createMigration(request: CreateRequest): Promise<CreateResult> {
-  const text = await readTopologyFile(request.file);
+  const text = request.text ?? (await readTopologyFile(request.file));
   const loaded = loadTopology(text, { file: request.file });
   if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
   const desired = loaded.topology;
@@ -91,7 +95,7 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
       plan,
       desired,
       base,
-      baseDir: path.dirname(path.resolve(request.file)),
+      baseDir: request.baseDir ?? path.dirname(path.resolve(request.file)),
       createdAt: request.now ?? Date.now(),
     };
     const paths = migrationPaths(stateDir, environment, id);
@@ -412,16 +416,17 @@ function refused(state: MigrationState, verb: Verb): CutoverError {
 
 /**
  * The log lines of a migration; with `follow`, keeps reading as lines arrive and ends once the
- * migration has ended.
+ * migration has ended (or `signal` aborts: a reader that went away).
  */
 export async function* readLog(
   ref: MigrationRef,
-  options: { follow: boolean; pollMs?: number },
+  options: { follow: boolean; pollMs?: number; signal?: AbortSignal },
 ): AsyncGenerator<LogLine> {
   const file = migrationPaths(ref.stateDir, ref.environment, ref.id).log;
   let offset = 0;
   let pending = '';
   for (;;) {
+    if (options.signal?.aborted) return;
     const ended = !options.follow || isFinished(ref.stateDir, ref.environment, ref.id);
     const size = existsSync(file) ? statSync(file).size : 0;
     if (size > offset) {
@@ -446,7 +451,11 @@ export async function* readLog(
       }
     }
     if (ended) return;
-    await sleep(options.pollMs ?? 200);
+    try {
+      await sleep(options.pollMs ?? 200, undefined, options.signal ? { signal: options.signal } : undefined);
+    } catch {
+      return; // aborted
+    }
   }
 }
 

@@ -1,0 +1,99 @@
+import path from 'node:path';
+import type { Command } from 'commander';
+import { CutoverError } from '../../engine/errors.js';
+
+interface ServerCommandOptions {
+  host: string;
+  port: string;
+  stateDir?: string;
+  workdir?: string;
+  tokensFile?: string;
+  bodyLimit: string;
+  rateLimit: string;
+  logLevel: string;
+}
+
+function integer(value: string, flag: string, min: number): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min)
+    throw new CutoverError('USAGE', `${flag} must be an integer ≥ ${min}, not ${value}`);
+  return n;
+}
+
+export function registerServer(program: Command, version: string): void {
+  program
+    .command('server')
+    .description('serve the HTTP API: plan, apply and cancel, migrations, logs, metrics')
+    .option('--host <address>', 'address to listen on', '127.0.0.1')
+    .option('--port <port>', 'port to listen on (0: any free port)', '7400')
+    .option(
+      '--state-dir <dir>',
+      'the state directory (default: CUTOVER_STATE_DIR, else .cutover/ in the working directory)',
+    )
+    .option(
+      '--workdir <dir>',
+      'relative topology paths in requests resolve here (default: the current directory)',
+    )
+    .option(
+      '--tokens-file <file>',
+      'bearer tokens and their roles (YAML); or set CUTOVER_TOKENS=name:role:token,…',
+    )
+    .option('--body-limit <bytes>', 'largest request body', String(1024 * 1024))
+    .option('--rate-limit <n>', 'requests per minute per token (or client address); 0: no limit', '600')
+    .option('--log-level <level>', 'fatal, error, warn, info, debug or silent', 'info')
+    .addHelpText(
+      'after',
+      `
+Without tokens the server listens on loopback only, and refuses any other address. Roles: viewer
+(validate, plan, and every read) and operator (everything). The API is described at
+GET /v1/openapi.json. Migrations run in background processes: stopping the server (SIGTERM) does
+not stop them, and a restarted server shows them.
+
+Examples:
+  $ cutover server
+  $ CUTOVER_TOKENS=ci:operator:$(openssl rand -hex 24) cutover server --host 0.0.0.0 --port 7400
+  $ curl -s localhost:7400/v1/plan -H 'content-type: application/json' \\
+      -d "{\\"topology\\": $(jq -Rs . < topology.yaml)}"`,
+    )
+    .action(async (options: ServerCommandOptions) => {
+      const { readTokensFile, parseTokensEnv, createTokenStore } = await import('../../server/auth.js');
+      const { startServer } = await import('../../server/start.js');
+      const workdir = path.resolve(options.workdir ?? '.');
+      const stateDir = path.resolve(
+        options.stateDir ?? process.env.CUTOVER_STATE_DIR ?? path.join(workdir, '.cutover'),
+      );
+      const entries = [
+        ...(options.tokensFile ? readTokensFile(options.tokensFile) : []),
+        ...(process.env.CUTOVER_TOKENS ? parseTokensEnv(process.env.CUTOVER_TOKENS) : []),
+      ];
+      const tokens = entries.length > 0 ? createTokenStore(entries) : null;
+      const server = await startServer({
+        host: options.host,
+        port: integer(options.port, '--port', 0),
+        stateDir,
+        workdir,
+        tokens,
+        bodyLimit: integer(options.bodyLimit, '--body-limit', 1),
+        rateLimitPerMinute: integer(options.rateLimit, '--rate-limit', 0),
+        logLevel: options.logLevel,
+        version,
+      });
+      process.stderr.write(
+        `cutover server listening on ${server.url} (pid ${process.pid}; state ${stateDir}; ${
+          tokens
+            ? `${tokens.size} token${tokens.size === 1 ? '' : 's'}`
+            : 'no tokens: loopback only, every caller is an operator'
+        })\n`,
+      );
+      await new Promise<void>((resolve) => {
+        const stop = (signal: string) => {
+          process.stderr.write(
+            `${signal}: finishing requests in flight; migrations go on in their own processes\n`,
+          );
+          void server.close().then(resolve);
+        };
+        process.once('SIGTERM', () => stop('SIGTERM'));
+        process.once('SIGINT', () => stop('SIGINT'));
+      });
+    });
+}

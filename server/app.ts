@@ -1,0 +1,269 @@
+/**
+ * `cutover server`: the HTTP front end. It parses requests, checks who is asking, calls the engine
+ * API (the same calls as the CLI) and renders results; no engine logic lives here. Migrations it
+ * starts run in detached runner processes, so they outlive the server and any restart of it.
+ */
+import { accessSync, constants, mkdirSync } from 'node:fs';
+import rateLimit from '@fastify/rate-limit';
+import swagger from '@fastify/swagger';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { CutoverError } from '../engine/errors.js';
+import { bearerToken, type Principal, type Role, rateLimitKey, type TokenStore } from './auth.js';
+import { IdempotencyStore } from './idempotency.js';
+import { createMetrics, type ServerMetrics } from './metrics.js';
+import { HttpProblem, toProblem } from './problems.js';
+import { registerMigrationRoutes } from './routes/migrations.js';
+import { registerOperationRoutes } from './routes/operations.js';
+import { namedSchemas, ref, validatorCompilers } from './schemas.js';
+
+/** Who may call a route: anybody, or a token of at least this role. */
+export type Access = 'public' | Role;
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    access?: Access;
+  }
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+}
+
+export interface ServerOptions {
+  /** Where migrations and layouts are kept (as `--state-dir` for the CLI). */
+  stateDir: string;
+  /** Relative topology paths in requests resolve against this. */
+  workdir: string;
+  /** null: auth off (the server then binds to loopback only). */
+  tokens: TokenStore | null;
+  /** Largest request body, in bytes (default 1 MiB). */
+  bodyLimit?: number;
+  /** Requests per token (or client address) per minute; 0 turns the limit off (default 600). */
+  rateLimitPerMinute?: number;
+  /** Time allowed to receive a whole request (default 30 s). */
+  requestTimeoutMs?: number;
+  /** pino level: fatal, error, warn, info (default), debug, trace or silent. */
+  logLevel?: string;
+  version: string;
+}
+
+export interface CutoverServer {
+  app: FastifyInstance;
+  metrics: ServerMetrics;
+  /** Stops taking requests, ends log streams, waits for requests in flight. Migrations go on. */
+  close(): Promise<void>;
+}
+
+export const defaultBodyLimit = 1024 * 1024;
+
+export interface RouteContext {
+  options: ServerOptions;
+  idempotency: IdempotencyStore;
+  /** Aborted when the server shuts down: long-lived responses (log streams) end. */
+  shutdown: AbortSignal;
+}
+
+export async function buildServer(options: ServerOptions): Promise<CutoverServer> {
+  mkdirSync(options.stateDir, { recursive: true });
+  const app = Fastify({
+    bodyLimit: options.bodyLimit ?? defaultBodyLimit,
+    requestTimeout: options.requestTimeoutMs ?? 30_000,
+    exposeHeadRoutes: false,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    logger: {
+      level: options.logLevel ?? 'info',
+      // Request logs carry method, URL and address; never headers, so no token reaches a log.
+      redact: ['req.headers.authorization'],
+    },
+    ajv: { customOptions: { strict: false } },
+  });
+  const metrics = createMetrics(options.stateDir);
+  const shutdown = new AbortController();
+  const context: RouteContext = {
+    options,
+    idempotency: new IdempotencyStore(`${options.stateDir}/server/idempotency`),
+    shutdown: shutdown.signal,
+  };
+
+  app.decorateRequest('principal', null);
+  app.setValidatorCompiler(validatorCompilers());
+  // Responses are written with JSON.stringify: response schemas document, they never drop fields.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  for (const schema of namedSchemas()) app.addSchema(schema);
+
+  app.setErrorHandler((error, request, reply) => {
+    const { problem, bug } = toProblem(error, request.url.split('?')[0] ?? request.url);
+    if (bug) request.log.error({ err: error }, 'request failed');
+    if (error instanceof HttpProblem && error.extra.headers) reply.headers(error.extra.headers);
+    void reply.code(problem.status).type('application/problem+json').send(problem);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? request.url;
+    throw new HttpProblem('NOT_FOUND', `no route ${request.method} ${path}; see GET /v1/openapi.json`);
+    // biome-ignore lint/correctness/noUnreachable: the handler's type wants a reply
+    return reply;
+  });
+
+  app.addHook('onRequest', async (request) => {
+    request.principal = authenticate(request, options.tokens);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched';
+    metrics.observeRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
+  });
+  app.addHook('preClose', async () => {
+    shutdown.abort();
+  });
+
+  const perMinute = options.rateLimitPerMinute ?? 600;
+  if (perMinute > 0) {
+    await app.register(rateLimit, {
+      max: perMinute,
+      timeWindow: 60_000,
+      keyGenerator: (request) => rateLimitKey(request.headers.authorization, request.ip),
+      errorResponseBuilder: (_request, limit) =>
+        new HttpProblem(
+          'RATE_LIMITED',
+          `more than ${limit.max} requests in ${limit.after}; retry after ${Math.ceil(limit.ttl / 1000)} s`,
+        ),
+    });
+  }
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'cutover',
+        version: options.version,
+        description:
+          'Plans and green-blue migrations of topologies over HTTP. Errors are RFC 9457 problem details with a stable `code`.',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    },
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) =>
+        typeof json.$id === 'string' ? json.$id : `def-${i}`,
+    },
+  });
+
+  registerOperationalRoutes(app, context, metrics);
+  registerOperationRoutes(app, context);
+  registerMigrationRoutes(app, context);
+
+  await app.ready();
+  return {
+    app,
+    metrics,
+    async close() {
+      await app.close();
+    },
+  };
+}
+
+function authenticate(request: FastifyRequest, tokens: TokenStore | null): Principal | null {
+  const access = request.routeOptions.config.access ?? 'public';
+  if (tokens === null) return { name: 'anonymous', role: 'operator' };
+  const header = request.headers.authorization;
+  const token = bearerToken(header);
+  const principal = token === undefined ? null : tokens.verify(token);
+  if (access === 'public') return principal;
+  if (header === undefined) {
+    throw new HttpProblem('UNAUTHORIZED', 'send a bearer token: Authorization: Bearer <token>', {
+      headers: { 'www-authenticate': 'Bearer realm="cutover"' },
+    });
+  }
+  if (principal === null) {
+    throw new HttpProblem('UNAUTHORIZED', 'the bearer token is not valid', {
+      headers: { 'www-authenticate': 'Bearer realm="cutover", error="invalid_token"' },
+    });
+  }
+  if (access === 'operator' && principal.role !== 'operator') {
+    throw new HttpProblem(
+      'FORBIDDEN',
+      `token ${principal.name} is a ${principal.role}; this needs an operator`,
+    );
+  }
+  return principal;
+}
+
+/** Route options shared by every route: who may call it, and what the OpenAPI document says. */
+export function routeSchema(
+  access: Access,
+  schema: Record<string, unknown>,
+): { config: { access: Access }; schema: Record<string, unknown> } {
+  const security = access === 'public' ? [] : [{ bearer: [] }];
+  const response = {
+    ...(schema.response as Record<string, unknown> | undefined),
+    '4xx': { ...ref('Problem'), description: 'A problem (application/problem+json)' },
+    '5xx': { ...ref('Problem'), description: 'A problem (application/problem+json)' },
+  };
+  const description = `${String(schema.description ?? '')}\n\nAccess: ${access === 'public' ? 'anybody' : `a ${access} token${access === 'viewer' ? ' or an operator token' : ''}`}.`;
+  return { config: { access }, schema: { ...schema, description, security, response } };
+}
+
+function registerOperationalRoutes(
+  app: FastifyInstance,
+  context: RouteContext,
+  metrics: ServerMetrics,
+): void {
+  app.get(
+    '/healthz',
+    routeSchema('public', {
+      summary: 'Liveness: the process answers',
+      tags: ['operations'],
+      response: { 200: ref('Health') },
+    }),
+    async () => ({ status: 'ok' }),
+  );
+  app.get(
+    '/readyz',
+    routeSchema('public', {
+      summary: 'Readiness: the state directory is writable and the server is not shutting down',
+      tags: ['operations'],
+      response: { 200: ref('Health'), 503: ref('Health') },
+    }),
+    async (_request, reply) => {
+      if (context.shutdown.aborted)
+        return reply.code(503).send({ status: 'not_ready', detail: 'shutting down' });
+      try {
+        accessSync(context.options.stateDir, constants.W_OK);
+      } catch (error) {
+        return reply.code(503).send({
+          status: 'not_ready',
+          detail: `state directory not writable: ${(error as Error).message}`,
+        });
+      }
+      return { status: 'ready' };
+    },
+  );
+  app.get(
+    '/metrics',
+    routeSchema('viewer', {
+      summary:
+        'Prometheus metrics: migrations by state, stage durations, health-gate failures, HTTP requests',
+      tags: ['operations'],
+      response: { 200: { type: 'string', description: 'Prometheus text exposition format' } },
+    }),
+    async (_request: FastifyRequest, reply: FastifyReply) => {
+      const text = await metrics.registry.metrics();
+      return reply
+        .type(metrics.registry.contentType)
+        .serializer((x: unknown) => String(x))
+        .send(text);
+    },
+  );
+  app.get(
+    '/v1/openapi.json',
+    routeSchema('public', {
+      summary: 'This API as an OpenAPI 3.1 document',
+      tags: ['operations'],
+      response: { 200: { type: 'object' } },
+    }),
+    async () => app.swagger(),
+  );
+}
+
+/** A CutoverError for a state the server cannot act on; used by the route modules. */
+export function usage(message: string): CutoverError {
+  return new CutoverError('USAGE', message);
+}

@@ -1,0 +1,188 @@
+/**
+ * Errors as RFC 9457 problem details. Every error has a stable `code`: the engine's codes
+ * (engine/errors.ts) plus the HTTP layer's own below; `type` is `urn:cutover:problem:<code>`.
+ */
+import { TopologyInvalidError } from '../engine/api.js';
+import { CutoverError, errorCodes } from '../engine/errors.js';
+import type { Diagnostic } from '../engine/topology/diagnostic.js';
+
+/** Codes of the HTTP layer itself, beside the engine's. */
+export const httpErrorCodes = {
+  BAD_REQUEST: { httpStatus: 400, title: 'The request is malformed' },
+  UNAUTHORIZED: { httpStatus: 401, title: 'A valid bearer token is required' },
+  FORBIDDEN: { httpStatus: 403, title: 'The token does not allow this' },
+  NOT_FOUND: { httpStatus: 404, title: 'No such resource' },
+  METHOD_NOT_ALLOWED: { httpStatus: 405, title: 'Method not allowed' },
+  NOT_ACCEPTABLE: { httpStatus: 406, title: 'Not acceptable' },
+  IDEMPOTENCY_KEY_IN_USE: {
+    httpStatus: 409,
+    title: 'A request with this Idempotency-Key is still being processed',
+  },
+  BODY_TOO_LARGE: { httpStatus: 413, title: 'The request body is too large' },
+  UNSUPPORTED_MEDIA_TYPE: { httpStatus: 415, title: 'Unsupported media type' },
+  IDEMPOTENCY_KEY_REUSED: {
+    httpStatus: 422,
+    title: 'The Idempotency-Key was used for a different request',
+  },
+  RATE_LIMITED: { httpStatus: 429, title: 'Too many requests' },
+  SHUTTING_DOWN: { httpStatus: 503, title: 'The server is shutting down' },
+  REQUEST_TIMEOUT: { httpStatus: 408, title: 'The request took too long to arrive' },
+} as const;
+
+export type HttpErrorCode = keyof typeof httpErrorCodes;
+export type ProblemCode = HttpErrorCode | keyof typeof errorCodes;
+
+export interface ProblemError {
+  file?: string;
+  line?: number;
+  column?: number;
+  path: string;
+  message: string;
+}
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  code: ProblemCode;
+  detail: string;
+  instance?: string;
+  errors?: ProblemError[];
+  migrationId?: string;
+}
+
+/** An error the HTTP layer raises on purpose; the error handler renders it as it is. */
+export class HttpProblem extends Error {
+  constructor(
+    readonly code: ProblemCode,
+    readonly detail: string,
+    readonly extra: Partial<Pick<Problem, 'errors' | 'migrationId'>> & {
+      headers?: Record<string, string>;
+    } = {},
+  ) {
+    super(detail);
+  }
+}
+
+function typeOf(code: ProblemCode): string {
+  return `urn:cutover:problem:${code.toLowerCase().replaceAll('_', '-')}`;
+}
+
+function statusAndTitle(code: ProblemCode): { status: number; title: string } {
+  if (code in httpErrorCodes) {
+    const entry = httpErrorCodes[code as HttpErrorCode];
+    return { status: entry.httpStatus, title: entry.title };
+  }
+  const entry = errorCodes[code as keyof typeof errorCodes];
+  return { status: entry.httpStatus, title: entry.title };
+}
+
+export function problem(
+  code: ProblemCode,
+  detail: string,
+  extra: Partial<Pick<Problem, 'errors' | 'migrationId' | 'instance'>> = {},
+): Problem {
+  return { type: typeOf(code), ...statusAndTitle(code), code, detail, ...extra };
+}
+
+/**
+ * Diagnostics of a topology as problem entries. A topology sent as an object has no lines of its
+ * own: its entries carry the path only.
+ */
+export function diagnosticsToErrors(diagnostics: Diagnostic[], located: boolean): ProblemError[] {
+  return diagnostics.map((d) =>
+    located
+      ? { file: d.file, line: d.line, column: d.column, path: d.path, message: d.message }
+      : { path: d.path, message: d.message },
+  );
+}
+
+/** Which of Fastify's own error codes mean what, for the errors Fastify raises before a handler. */
+const fastifyCodes: Record<string, HttpErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'BODY_TOO_LARGE',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'BAD_REQUEST',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'BAD_REQUEST',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'BAD_REQUEST',
+  FST_ERR_CTP_INVALID_TYPE: 'BAD_REQUEST',
+  FST_ERR_VALIDATION: 'BAD_REQUEST',
+  FST_ERR_BAD_URL: 'BAD_REQUEST',
+  FST_ERR_ASYNC_CONSTRAINT: 'BAD_REQUEST',
+};
+
+interface FastifyLikeError extends Error {
+  code?: string;
+  statusCode?: number;
+  validation?: { instancePath: string; message?: string; params?: Record<string, unknown> }[];
+  validationContext?: string;
+}
+
+/**
+ * Any error → a problem, and whether it is a bug (logged with its stack). Engine errors keep their
+ * code; Fastify's client errors map to the HTTP codes; anything else is INTERNAL, without details.
+ */
+export function toProblem(error: unknown, instance: string): { problem: Problem; bug: boolean } {
+  if (error instanceof HttpProblem) {
+    return {
+      problem: problem(error.code, error.detail, { ...withoutHeaders(error.extra), instance }),
+      bug: false,
+    };
+  }
+  if (error instanceof TopologyInvalidError) {
+    return {
+      problem: problem(error.code, error.message, {
+        instance,
+        errors: diagnosticsToErrors(error.diagnostics, true),
+      }),
+      bug: false,
+    };
+  }
+  if (error instanceof CutoverError) {
+    const details = error.details as { migrationId?: string } | undefined;
+    const extra: Partial<Problem> = { instance };
+    if (typeof details?.migrationId === 'string') extra.migrationId = details.migrationId;
+    return { problem: problem(error.code, error.message, extra), bug: error.code === 'INTERNAL' };
+  }
+  const e = error as FastifyLikeError;
+  if (e?.validation) {
+    const where = e.validationContext ?? 'body';
+    const label: Record<string, string> = {
+      body: 'request body',
+      querystring: 'query string',
+      params: 'path parameters',
+      headers: 'request headers',
+    };
+    return {
+      problem: problem('BAD_REQUEST', `invalid ${label[where] ?? where}`, {
+        instance,
+        errors: e.validation.map((v) => ({
+          path: `${where}${v.instancePath}${missingProperty(v.params)}`,
+          message: v.message ?? 'is invalid',
+        })),
+      }),
+      bug: false,
+    };
+  }
+  const mapped = e?.code ? fastifyCodes[e.code] : undefined;
+  if (mapped) return { problem: problem(mapped, e.message, { instance }), bug: false };
+  if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    return {
+      problem: { ...problem('BAD_REQUEST', e.message, { instance }), status: e.statusCode },
+      bug: false,
+    };
+  }
+  return {
+    problem: problem('INTERNAL', 'the server failed to handle the request; see its log', { instance }),
+    bug: true,
+  };
+}
+
+function missingProperty(params: Record<string, unknown> | undefined): string {
+  const name = params?.missingProperty ?? params?.additionalProperty;
+  return typeof name === 'string' ? `/${name}` : '';
+}
+
+function withoutHeaders(extra: HttpProblem['extra']): Partial<Problem> {
+  const { headers: _headers, ...rest } = extra;
+  return rest;
+}

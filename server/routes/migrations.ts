@@ -1,0 +1,182 @@
+/**
+ * Migration resources: list, show, logs (JSON lines, or Server-Sent Events while following) and the
+ * operator verbs.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { Lifecycle, Verb } from '../../engine/migration/types.js';
+import {
+  findMigration,
+  listMigrations,
+  loadState,
+  type MigrationRef,
+  operate,
+  readLog,
+  summarize,
+} from '../../engine/migrations.js';
+import { type RouteContext, routeSchema } from '../app.js';
+import { ref } from '../schemas.js';
+import { idempotencyHeader, idempotent } from './operations.js';
+
+const idParams = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: ref('MigrationId') },
+};
+
+const verbText: Record<Verb, string> = {
+  pause: 'Pause at the next step boundary (a health gate or bake clock stops)',
+  resume: 'Resume a paused migration; also picks up a migration whose process died',
+  rollback: 'Roll back: traffic back to blue first, then green retired (any time before commit)',
+  cancel: 'Abort: the same safe end as rollback, recorded as cancelled',
+  commit: 'Commit a migration awaiting it (manual strategy): the point of no return',
+};
+
+interface ListQuery {
+  environment?: string;
+  state?: Lifecycle;
+  limit: number;
+  cursor?: string;
+}
+
+export function registerMigrationRoutes(app: FastifyInstance, context: RouteContext): void {
+  const { stateDir } = context.options;
+  const find = (id: string): MigrationRef => findMigration(stateDir, id);
+
+  app.get<{ Querystring: ListQuery }>(
+    '/v1/migrations',
+    routeSchema('viewer', {
+      summary: 'List migrations, newest first',
+      description:
+        'Filter by environment and lifecycle state; page with `limit` and the `nextCursor` of the previous page.',
+      tags: ['migrations'],
+      querystring: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          environment: { type: 'string', minLength: 1, maxLength: 253 },
+          state: ref('Lifecycle'),
+          limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+          cursor: ref('MigrationId'),
+        },
+      },
+      response: { 200: ref('MigrationList') },
+    }),
+    async (request) => {
+      const q = request.query;
+      const all = listMigrations(
+        stateDir,
+        q.environment === undefined ? { all: true } : { all: true, environment: q.environment },
+      )
+        .filter((m) => q.state === undefined || m.lifecycle === q.state)
+        .sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+      const start = q.cursor === undefined ? 0 : all.findIndex((m) => m.id < (q.cursor as string));
+      const from = start < 0 ? all.length : start;
+      const items = all.slice(from, from + q.limit);
+      const more = from + q.limit < all.length;
+      return { items, nextCursor: more ? (items[items.length - 1]?.id ?? null) : null };
+    },
+  );
+
+  app.get<{ Params: { id: string } }>(
+    '/v1/migrations/:id',
+    routeSchema('viewer', {
+      summary: 'Show one migration: its summary and whole state',
+      tags: ['migrations'],
+      params: idParams,
+      response: { 200: ref('MigrationDetail') },
+    }),
+    async (request) => {
+      const migration = find(request.params.id);
+      const state = loadState(migration.stateDir, migration.environment, migration.id);
+      return { summary: summarize(migration, state), state };
+    },
+  );
+
+  app.get<{ Params: { id: string }; Querystring: { follow: boolean } }>(
+    '/v1/migrations/:id/logs',
+    routeSchema('viewer', {
+      summary: 'The log of a migration',
+      description:
+        "JSON lines (application/x-ndjson), one log line each. With `follow=true`, Server-Sent Events (text/event-stream): an event `log` per line as it is written, then one event `end` with the migration's summary when the migration has ended.",
+      tags: ['migrations'],
+      params: idParams,
+      querystring: {
+        type: 'object',
+        additionalProperties: false,
+        properties: { follow: { type: 'boolean', default: false } },
+      },
+      response: {
+        200: {
+          description: 'JSON lines of LogLine, or an event stream',
+          type: 'string',
+        },
+      },
+    }),
+    async (request, reply) => {
+      const migration = find(request.params.id);
+      if (!request.query.follow) {
+        let text = '';
+        for await (const line of readLog(migration, { follow: false })) text += `${JSON.stringify(line)}\n`;
+        return reply
+          .type('application/x-ndjson')
+          .serializer((x: unknown) => String(x))
+          .send(text);
+      }
+      // A stream of events: the reply is written by hand from here on.
+      const reader = new AbortController();
+      const stop = () => reader.abort();
+      context.shutdown.addEventListener('abort', stop, { once: true });
+      request.raw.on('close', stop);
+      reply.hijack();
+      const out = reply.raw;
+      out.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      });
+      out.write(': cutover log stream\n\n');
+      const heartbeat = setInterval(() => out.write(': keep-alive\n\n'), 15_000);
+      try {
+        for await (const line of readLog(migration, { follow: true, signal: reader.signal })) {
+          out.write(`event: log\ndata: ${JSON.stringify(line)}\n\n`);
+        }
+        if (!reader.signal.aborted) {
+          const state = loadState(migration.stateDir, migration.environment, migration.id);
+          out.write(`event: end\ndata: ${JSON.stringify(summarize(migration, state))}\n\n`);
+        } else if (context.shutdown.aborted) {
+          out.write('event: shutdown\ndata: {}\n\n');
+        }
+      } finally {
+        clearInterval(heartbeat);
+        context.shutdown.removeEventListener('abort', stop);
+        out.end();
+      }
+    },
+  );
+
+  for (const verb of ['pause', 'resume', 'rollback', 'commit', 'cancel'] as const) {
+    app.post<{ Params: { id: string } }>(
+      `/v1/migrations/:id/${verb}`,
+      routeSchema('operator', {
+        summary: verbText[verb],
+        description:
+          'The verb is journaled before the answer; its effects follow. 202 with the migration; 404 when unknown; 409 VERB_REFUSED (with the reason) when the migration cannot do that now.',
+        tags: ['migrations'],
+        headers: idempotencyHeader,
+        params: idParams,
+        response: { 202: ref('VerbResponse') },
+      }),
+      async (request, reply) =>
+        idempotent(context, request, reply, async () => {
+          const migration = find(request.params.id);
+          const outcome = await operate(migration, verb, request.principal?.name);
+          return {
+            status: 202,
+            headers: { location: `/v1/migrations/${migration.id}` },
+            body: { migration: summarize(migration, outcome.state), recovered: outcome.recovered },
+          };
+        }),
+    );
+  }
+}

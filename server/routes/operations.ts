@@ -1,0 +1,182 @@
+/**
+ * The spec's three operations (`/v1/plan`, `/v1/apply`, `/v1/cancel`) and `/v1/validate`.
+ */
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { renderPlanJson } from '../../cli/render/render-plan-json.js';
+import { planTopologyText, TopologyInvalidError, validateTopologyText } from '../../engine/api.js';
+import {
+  createMigration,
+  findMigration,
+  loadState,
+  operate,
+  spawnRunner,
+  summarize,
+} from '../../engine/migrations.js';
+import { type RouteContext, routeSchema } from '../app.js';
+import type { StoredResponse } from '../idempotency.js';
+import { ref } from '../schemas.js';
+import { topologyInput, withTopology } from '../topology-input.js';
+
+interface ValidateBody {
+  topology: unknown;
+  path?: string;
+}
+interface PlanBody extends ValidateBody {
+  against?: unknown;
+  againstPath?: string;
+}
+interface ApplyBody extends ValidateBody {
+  planId?: string;
+}
+
+export function registerOperationRoutes(app: FastifyInstance, context: RouteContext): void {
+  const { workdir, stateDir } = context.options;
+
+  app.post<{ Body: ValidateBody }>(
+    '/v1/validate',
+    routeSchema('viewer', {
+      summary: 'Validate a topology',
+      description: 'Every problem comes back at once in a 422 problem, located by line and column for text.',
+      tags: ['topologies'],
+      body: ref('ValidateRequest'),
+      response: { 200: ref('ValidateResponse') },
+    }),
+    async (request) => {
+      const input = topologyInput(request.body.topology, request.body.path, workdir, 'topology');
+      return withTopology(input, async () => {
+        const result = validateTopologyText(input.source);
+        if (!result.ok) throw new TopologyInvalidError(result.diagnostics);
+        const t = result.topology;
+        return {
+          valid: true,
+          environment: t.metadata.name,
+          components: Object.keys(t.components).length,
+          routes: Object.keys(t.routes).length,
+        };
+      });
+    },
+  );
+
+  app.post<{ Body: PlanBody }>(
+    '/v1/plan',
+    routeSchema('viewer', {
+      summary: 'Plan a topology: the ordered actions a migration to it would take, and why',
+      description:
+        "The plan JSON exactly as `cutover topology plan --format json` prints it. Against the layout recorded in the server's state directory, or against another topology given as `against`.",
+      tags: ['topologies'],
+      body: ref('PlanRequest'),
+      response: { 200: ref('Plan') },
+    }),
+    async (request, reply) => {
+      const body = request.body;
+      const input = topologyInput(body.topology, body.path, workdir, 'topology');
+      const plan = await withTopology(input, async () => {
+        if (body.against === undefined) return planTopologyText(input.source, { kind: 'recorded', stateDir });
+        const base = topologyInput(body.against, body.againstPath ?? 'against.yaml', workdir, 'against');
+        return withTopology(base, () =>
+          planTopologyText(input.source, { kind: 'text', source: base.source }),
+        );
+      });
+      return reply.type('application/json; charset=utf-8').send(renderPlanJson(plan));
+    },
+  );
+
+  app.post<{ Body: ApplyBody }>(
+    '/v1/apply',
+    routeSchema('operator', {
+      summary: 'Start a migration to a topology',
+      description:
+        'Plans against the recorded layout and starts the migration in a background process: 202 with the migration and its Location. 200 with `migration: null` when there is nothing to change. 409 MIGRATION_CONFLICT when a migration is in flight for the environment (naming it), PLAN_STALE or PLAN_MISMATCH when `planId` is not what the topology plans to now. Send an `Idempotency-Key` header to make retries safe.',
+      tags: ['migrations'],
+      headers: idempotencyHeader,
+      body: ref('ApplyRequest'),
+      response: {
+        200: { ...ref('ApplyResponse'), description: 'Nothing to change: no migration started' },
+        202: { ...ref('ApplyResponse'), description: 'The migration started' },
+      },
+    }),
+    async (request, reply) =>
+      idempotent(context, request, reply, async (): Promise<StoredResponse> => {
+        const body = request.body;
+        const input = topologyInput(body.topology, body.path, workdir, 'topology');
+        const created = await withTopology(input, () =>
+          createMigration({
+            file: input.source.file,
+            text: input.source.text,
+            baseDir: input.baseDir,
+            stateDir,
+            ...(body.planId === undefined ? {} : { planId: body.planId }),
+          }),
+        );
+        if (!created.created) {
+          return { status: 200, headers: {}, body: { migration: null, planId: created.plan.planId } };
+        }
+        const { id, environment } = created.spec;
+        await spawnRunner(stateDir, environment, id);
+        const summary = summarize({ stateDir, environment, id }, loadState(stateDir, environment, id));
+        request.log.info({ migration: id, environment, by: request.principal?.name }, 'migration started');
+        return {
+          status: 202,
+          headers: { location: `/v1/migrations/${id}` },
+          body: { migration: summary, planId: created.spec.plan.planId },
+        };
+      }),
+  );
+
+  app.post<{ Body: { migrationId: string } }>(
+    '/v1/cancel',
+    routeSchema('operator', {
+      summary: 'Abort an in-flight migration',
+      description:
+        'Traffic goes back to blue first, then green is removed; the migration ends `cancelled`. 202 with the migration; 404 when unknown; 409 VERB_REFUSED when it can no longer be cancelled (committing, or ended).',
+      tags: ['migrations'],
+      headers: idempotencyHeader,
+      body: ref('CancelRequest'),
+      response: { 202: ref('VerbResponse') },
+    }),
+    async (request, reply) =>
+      idempotent(context, request, reply, async () => {
+        const migration = findMigration(stateDir, request.body.migrationId);
+        const outcome = await operate(migration, 'cancel', request.principal?.name);
+        return {
+          status: 202,
+          headers: { location: `/v1/migrations/${migration.id}` },
+          body: { migration: summarize(migration, outcome.state), recovered: outcome.recovered },
+        };
+      }),
+  );
+}
+
+export const idempotencyHeader = {
+  type: 'object',
+  properties: {
+    'idempotency-key': {
+      type: 'string',
+      description: 'Makes a retry safe: the first request with a key runs; a retry gets its response again.',
+    },
+  },
+};
+
+/** Runs an operation under the request's Idempotency-Key, if it has one, and sends its response. */
+export async function idempotent(
+  context: RouteContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  execute: () => Promise<StoredResponse>,
+): Promise<FastifyReply> {
+  const key = request.headers['idempotency-key'];
+  let response: StoredResponse;
+  if (typeof key === 'string') {
+    const fingerprint = createHash('sha256')
+      .update(`${request.method} ${request.url.split('?')[0]}\u0000${JSON.stringify(request.body ?? null)}`)
+      .digest('hex');
+    const scope = request.principal?.name ?? 'anonymous';
+    const outcome = await context.idempotency.run(scope, key, fingerprint, execute);
+    response = outcome.response;
+    if (outcome.replayed) void reply.header('idempotent-replayed', 'true');
+  } else {
+    response = await execute();
+  }
+  return reply.code(response.status).headers(response.headers).send(response.body);
+}

@@ -1,0 +1,62 @@
+/**
+ * A topology in a request: YAML text, or the same document as a JSON object; and where it lives,
+ * which names it in diagnostics and is where its relative paths resolve.
+ */
+import path from 'node:path';
+import { TopologyInvalidError, type TopologyText } from '../engine/api.js';
+import { diagnosticsToErrors, HttpProblem } from './problems.js';
+
+export interface TopologyInput {
+  source: TopologyText;
+  /** Directory of the topology: relative paths in it resolve here. */
+  baseDir: string;
+  /** Text has lines and columns to report; an object does not. */
+  located: boolean;
+}
+
+/** Objects nested deeper than this are refused before any other work (no topology needs 10). */
+export const maxObjectDepth = 64;
+
+export function topologyInput(
+  value: unknown,
+  given: string | undefined,
+  workdir: string,
+  field: string,
+): TopologyInput {
+  const name = given ?? 'topology.yaml';
+  const baseDir = path.dirname(path.resolve(workdir, name));
+  if (typeof value === 'string') return { source: { text: value, file: name }, baseDir, located: true };
+  if (depthExceeds(value, maxObjectDepth)) {
+    throw new HttpProblem('BAD_REQUEST', `${field} is nested deeper than ${maxObjectDepth} levels`, {
+      errors: [{ path: `body/${field}`, message: `nested deeper than ${maxObjectDepth} levels` }],
+    });
+  }
+  // JSON is YAML: the loader validates the object exactly as it would the file.
+  return { source: { text: JSON.stringify(value), file: name }, baseDir, located: false };
+}
+
+/** Iterative, so that a hostile depth cannot overflow the stack. */
+function depthExceeds(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop() as [unknown, number];
+    if (node === null || typeof node !== 'object') continue;
+    if (depth > limit) return true;
+    for (const inner of Object.values(node)) stack.push([inner, depth + 1]);
+  }
+  return false;
+}
+
+/** Runs `fn`; a topology's problems come back with lines only when it was sent as text. */
+export async function withTopology<T>(input: TopologyInput, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (error) {
+    if (error instanceof TopologyInvalidError && !input.located) {
+      throw new HttpProblem('TOPOLOGY_INVALID', error.message, {
+        errors: diagnosticsToErrors(error.diagnostics, false),
+      });
+    }
+    throw error;
+  }
+}
