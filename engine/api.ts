@@ -69,12 +69,17 @@ export function validateTopologyText(source: TopologyText): LoadResult {
 /** Plans a topology given as text against the recorded layout in a state directory, or another text. */
 export async function planTopologyText(
   desired: TopologyText,
-  against: { kind: 'recorded'; stateDir: string } | { kind: 'text'; source: TopologyText },
+  against:
+    | { kind: 'recorded'; stateDir: string }
+    | { kind: 'text'; source: TopologyText }
+    /** Nothing is live (e.g. the file did not exist at a Git revision). */
+    | { kind: 'empty' },
 ): Promise<Plan> {
   const model = await loadOrThrow(desired.text, desired.file);
   if (against.kind === 'recorded') {
     return buildPlan(await readCurrentLayout(against.stateDir, model.metadata.name), model);
   }
+  if (against.kind === 'empty') return buildPlan(emptyLayout(model.metadata.name), model);
   const base = await loadOrThrow(against.source.text, against.source.file);
   return buildPlan({ environment: base.metadata.name, serial: 0, topology: base }, model);
 }

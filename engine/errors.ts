@@ -25,6 +25,9 @@ export const errorCodes = {
     title: 'The process driving the migration does not answer',
   },
   CANCELLED: { exitCode: 1, httpStatus: 409, title: 'Cancelled' },
+  /** Raised by the CLI when a cutover server (`--server`) refuses a request for a reason of its own. */
+  SERVER_REFUSED: { exitCode: 1, httpStatus: 502, title: 'The cutover server refused the request' },
+  SERVER_UNREACHABLE: { exitCode: 1, httpStatus: 502, title: 'The cutover server cannot be reached' },
   USAGE: { exitCode: 1, httpStatus: 400, title: 'Bad usage' },
   INTERNAL: { exitCode: 70, httpStatus: 500, title: 'Internal error (a bug in cutover)' },
 } as const;

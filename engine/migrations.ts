@@ -212,6 +212,12 @@ export async function hostMigration(
   };
 }
 
+/** The runner's environment: the caller's, less the credentials it never needs (its drivers' processes inherit it). */
+function runnerEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { CUTOVER_TOKENS: _tokens, CUTOVER_TOKEN: _token, ...rest } = env;
+  return rest;
+}
+
 /** Starts a detached process that drives a migration, and waits until it answers. */
 export async function spawnRunner(stateDir: string, environment: string, id: string): Promise<number> {
   const paths = migrationPaths(stateDir, environment, id);
@@ -231,7 +237,7 @@ export async function spawnRunner(stateDir: string, environment: string, id: str
     {
       detached: true,
       stdio: ['ignore', out, out],
-      env: process.env,
+      env: runnerEnv(process.env),
     },
   );
   child.unref();

@@ -11,6 +11,8 @@ import {
 import { isEmptyPlan } from '../../engine/plan/types.js';
 import type { LogLine } from '../../engine/runner/local-runner.js';
 import { confirm } from '../confirm.js';
+import { type Remote, remoteFor } from '../remote/client.js';
+import { remoteApply, remoteLog, remotePlan, remoteShow } from '../remote/commands.js';
 import { renderLiveView, renderLogLine } from '../render/render-migration.js';
 import { renderPlanText } from '../render/render-plan-text.js';
 import { styleFor } from '../render/style.js';
@@ -20,6 +22,8 @@ import type { MigrateOptions } from './topology-migrate.js';
 
 /** `cutover topology migrate`, loaded only when that command runs (it pulls in the whole engine). */
 export async function runMigrate(options: MigrateOptions): Promise<void> {
+  const remote = remoteFor(options);
+  if (remote) return runMigrateRemote(options, remote);
   const stateDir = resolveStateDir({ file: options.file });
   const style = styleFor(process.stderr);
   const plan = await planTopologyFile({ file: options.file, against: { kind: 'recorded' } });
@@ -33,19 +37,7 @@ export async function runMigrate(options: MigrateOptions): Promise<void> {
     // createMigration says whether the plan is stale or differs; ask it without creating anything.
     await createMigration({ file: options.file, stateDir, planId: options.planId });
   }
-  if (!options.yes) {
-    if (!process.stdin.isTTY) {
-      throw new CutoverError(
-        'USAGE',
-        'refusing to migrate without confirmation: standard input is not a terminal; pass --yes',
-      );
-    }
-    if (!(await confirm(`\nMigrate environment ${plan.environment} with this plan?`))) {
-      process.stderr.write('Migration not started.\n');
-      process.exitCode = 1;
-      return;
-    }
-  }
+  if (!(await confirmed(options, plan.environment))) return;
   // Pin the plan that was shown: if the layout moved meanwhile, this refuses rather than surprises.
   const created = await createMigration({
     file: options.file,
@@ -98,4 +90,67 @@ export async function runMigrate(options: MigrateOptions): Promise<void> {
   if (options.json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
   else process.stdout.write(`${id}: ${summary.status}\n`);
   process.exitCode = final.lifecycle === 'completed' ? 0 : 1;
+}
+
+/** The same, through a cutover server: it plans, starts the migration and streams its log. */
+async function runMigrateRemote(options: MigrateOptions, remote: Remote): Promise<void> {
+  const style = styleFor(process.stderr);
+  const plan = await remotePlan(remote, options.file, { kind: 'recorded' });
+  if (!options.json) process.stderr.write(renderPlanText(plan, { style }));
+  if (isEmptyPlan(plan)) {
+    if (options.json) process.stdout.write(`${JSON.stringify({ migration: null, plan: plan.planId })}\n`);
+    process.exitCode = 0;
+    return;
+  }
+  if (options.planId !== undefined && options.planId !== plan.planId) {
+    // The server says whether the pinned plan is stale or differs, and starts nothing.
+    await remoteApply(remote, options.file, options.planId);
+  }
+  if (!(await confirmed(options, plan.environment))) return;
+  const started = await remoteApply(remote, options.file, options.planId ?? plan.planId);
+  if (!started) return;
+  const { id } = started;
+  const hint = ` --server ${remote.base.origin}`;
+  if (options.detach) {
+    if (options.json)
+      process.stdout.write(`${JSON.stringify({ migration: id, runnerPid: started.runnerPid })}\n`);
+    else process.stdout.write(`${id}\n`);
+    process.stderr.write(
+      `Migration ${id} runs on the server. Follow it with:\n  cutover topology migration logs ${id} --follow${hint}\n`,
+    );
+    return;
+  }
+  process.stderr.write(
+    `\nMigration ${id} started on ${remote.base.origin}. From another terminal: cutover topology migration pause|rollback|… ${id}${hint}\n\n`,
+  );
+  const onSignal = () => {
+    process.stderr.write(`\nInterrupted: ${id} goes on on the server.\n`);
+    process.exit(130);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  for await (const line of remoteLog(remote, id, true)) {
+    if (!options.json) process.stderr.write(`${renderLogLine(line, style)}\n`);
+  }
+  process.off('SIGINT', onSignal);
+  process.off('SIGTERM', onSignal);
+  const { summary } = await remoteShow(remote, id);
+  if (options.json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+  else process.stdout.write(`${id}: ${summary.status}\n`);
+  process.exitCode = summary.lifecycle === 'completed' ? 0 : 1;
+}
+
+/** --yes, or a yes on the terminal; false (exit 1) when declined. */
+async function confirmed(options: MigrateOptions, environment: string): Promise<boolean> {
+  if (options.yes) return true;
+  if (!process.stdin.isTTY) {
+    throw new CutoverError(
+      'USAGE',
+      'refusing to migrate without confirmation: standard input is not a terminal; pass --yes',
+    );
+  }
+  if (await confirm(`\nMigrate environment ${environment} with this plan?`)) return true;
+  process.stderr.write('Migration not started.\n');
+  process.exitCode = 1;
+  return false;
 }

@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
 import { readTopologyFile } from '../../engine/sources/read-topology-file.js';
 import { loadTopology } from '../../engine/topology/load-topology.js';
+import { addServerOption, remoteFor, type ServerOption } from '../remote/client.js';
 import { resolveStateDir } from '../state-dir.js';
 
 export function registerDown(topology: Command): void {
-  topology
-    .command('down')
+  addServerOption(topology.command('down'))
     .description("stop every process and route of the file's environment, and record an empty layout")
     .option(
       '-f, --file <file>',
@@ -17,20 +17,26 @@ export function registerDown(topology: Command): void {
       'after',
       '\nRefused while a migration is in flight (cancel it first).\n\nExample:\n  $ cutover topology down -f examples/web-app/topology.yaml',
     )
-    .action(async (options: { file: string; json?: boolean }) => {
-      // Loaded here, not at start-up: the drivers pull in most of the engine.
+    .action(async (options: { file: string; json?: boolean } & ServerOption) => {
       const { TopologyInvalidError } = await import('../../engine/api.js');
-      const { baseDirOf, takeDown } = await import('../../engine/down.js');
-      const { defaultDrivers } = await import('../../engine/migrations.js');
       const loaded = loadTopology(await readTopologyFile(options.file), { file: options.file });
       if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
       const environment = loaded.topology.metadata.name;
-      const result = await takeDown(resolveStateDir({ file: options.file }), environment, defaultDrivers(), {
-        fallbackBaseDir: baseDirOf(options.file),
-        log: (line) => {
-          if (!options.json) process.stderr.write(`${line}\n`);
-        },
-      });
+      const remote = remoteFor(options);
+      let result: { components: string[]; routes: string[] };
+      if (remote) {
+        result = await (await import('../remote/commands.js')).remoteDown(remote, environment);
+      } else {
+        // Loaded here, not at start-up: the drivers pull in most of the engine.
+        const { baseDirOf, takeDown } = await import('../../engine/down.js');
+        const { defaultDrivers } = await import('../../engine/migrations.js');
+        result = await takeDown(resolveStateDir({ file: options.file }), environment, defaultDrivers(), {
+          fallbackBaseDir: baseDirOf(options.file),
+          log: (line) => {
+            if (!options.json) process.stderr.write(`${line}\n`);
+          },
+        });
+      }
       if (options.json) {
         process.stdout.write(
           `${JSON.stringify({ environment, components: result.components, routes: result.routes }, null, 2)}\n`,

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
+import { addServerOption, type ServerOption } from '../remote/client.js';
 
-export interface MigrateOptions {
+export interface MigrateOptions extends ServerOption {
   file: string;
   yes?: boolean;
   detach?: boolean;
@@ -9,8 +10,7 @@ export interface MigrateOptions {
 }
 
 export function registerMigrate(topology: Command): void {
-  topology
-    .command('migrate')
+  addServerOption(topology.command('migrate'))
     .description('apply the topology as a green-blue migration: plan, confirm, then run it stage by stage')
     .option('-f, --file <file>', 'the desired topology file', 'topology.yaml')
     .option('-y, --yes', 'do not ask for confirmation (required when not on a terminal)')

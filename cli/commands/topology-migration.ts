@@ -1,9 +1,21 @@
 import type { Command } from 'commander';
-import { type Verb, verbs } from '../../engine/migration/types.js';
+import { type MigrationState, type Verb, verbs } from '../../engine/migration/types.js';
 import type * as Migrations from '../../engine/migrations.js';
+import type { LogLine } from '../../engine/runner/local-runner.js';
+import { addServerOption, remoteFor, type ServerOption } from '../remote/client.js';
 import { renderLogLine, renderMigration, renderMigrationList } from '../render/render-migration.js';
 import { styleFor } from '../render/style.js';
 import { addStateDirOptions, resolveStateDir, type StateDirOptions } from '../state-dir.js';
+
+/** The remote twins, loaded only for `--server`. */
+const remoteCommands = () => import('../remote/commands.js');
+
+/** `-f`, `--state-dir` and `--server`. */
+function withOptions(command: Command): Command {
+  return addServerOption(addStateDirOptions(command));
+}
+
+type Options = StateDirOptions & ServerOption;
 
 /** The engine is loaded when a command runs, not when the CLI starts (plan and validate stay fast). */
 const engine = (): Promise<typeof Migrations> => import('../../engine/migrations.js');
@@ -25,63 +37,89 @@ export function registerMigration(topology: Command): void {
       '\nExamples:\n  $ cutover topology migration list\n  $ cutover topology migration rollback mig_01jd3x',
     );
 
-  addStateDirOptions(migration.command('list'))
+  withOptions(migration.command('list'))
     .description('list migrations in flight and recent history')
     .option('--all', 'the whole history, not only the last 10')
     .option('--environment <name>', 'only this environment')
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  $ cutover topology migration list --all --json')
-    .action(async (options: StateDirOptions & { all?: boolean; environment?: string; json?: boolean }) => {
-      const engineApi = await engine();
-      const list = engineApi.listMigrations(resolveStateDir(options), options);
+    .action(async (options: Options & { all?: boolean; environment?: string; json?: boolean }) => {
+      const remote = remoteFor(options);
+      const list = remote
+        ? await (await remoteCommands()).remoteList(remote, options)
+        : (await engine()).listMigrations(resolveStateDir(options), options);
       if (options.json) process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
       else process.stdout.write(renderMigrationList(list, styleFor(process.stdout)));
     });
 
-  addStateDirOptions(migration.command('show').argument('<id>', 'migration id or a unique prefix'))
+  withOptions(migration.command('show').argument('<id>', 'migration id or a unique prefix'))
     .description('show one migration: status and every action with its progress')
     .option('--json', 'print JSON (summary and full state)')
     .addHelpText('after', '\nExample:\n  $ cutover topology migration show mig_01jd3x')
-    .action(async (id: string, options: StateDirOptions & { json?: boolean }) => {
-      const engineApi = await engine();
-      const ref = engineApi.findMigration(resolveStateDir(options), id);
-      const state = engineApi.loadState(ref.stateDir, ref.environment, ref.id);
-      const summary = engineApi.summarize(ref, state);
+    .action(async (id: string, options: Options & { json?: boolean }) => {
+      const remote = remoteFor(options);
+      let shown: { summary: Migrations.MigrationSummary; state: MigrationState };
+      if (remote) {
+        const r = await remoteCommands();
+        shown = await r.remoteShow(remote, await r.remoteResolveId(remote, id));
+      } else {
+        const engineApi = await engine();
+        const ref = engineApi.findMigration(resolveStateDir(options), id);
+        const state = engineApi.loadState(ref.stateDir, ref.environment, ref.id);
+        shown = { summary: engineApi.summarize(ref, state), state };
+      }
+      const { summary, state } = shown;
       if (options.json) process.stdout.write(`${JSON.stringify({ summary, state }, null, 2)}\n`);
       else process.stdout.write(renderMigration(summary, state, styleFor(process.stdout)));
     });
 
-  addStateDirOptions(migration.command('logs').argument('<id>', 'migration id or a unique prefix'))
+  withOptions(migration.command('logs').argument('<id>', 'migration id or a unique prefix'))
     .description('show the log of a migration')
     .option('--follow', 'keep printing new lines until the migration ends')
     .option('--json', 'print JSON lines')
     .addHelpText('after', '\nExample:\n  $ cutover topology migration logs mig_01jd3x --follow')
-    .action(async (id: string, options: StateDirOptions & { follow?: boolean; json?: boolean }) => {
-      const engineApi = await engine();
-      const ref = engineApi.findMigration(resolveStateDir(options), id);
+    .action(async (id: string, options: Options & { follow?: boolean; json?: boolean }) => {
+      const remote = remoteFor(options);
+      const follow = options.follow === true;
+      let lines: AsyncGenerator<LogLine>;
+      if (remote) {
+        const r = await remoteCommands();
+        lines = r.remoteLog(remote, await r.remoteResolveId(remote, id), follow);
+      } else {
+        const engineApi = await engine();
+        lines = engineApi.readLog(engineApi.findMigration(resolveStateDir(options), id), { follow });
+      }
       const style = styleFor(process.stdout);
-      for await (const line of engineApi.readLog(ref, { follow: options.follow === true })) {
+      for await (const line of lines) {
         process.stdout.write(options.json ? `${JSON.stringify(line)}\n` : `${renderLogLine(line, style)}\n`);
       }
     });
 
   for (const verb of verbs) {
-    addStateDirOptions(migration.command(verb).argument('<id>', 'migration id or a unique prefix'))
+    withOptions(migration.command(verb).argument('<id>', 'migration id or a unique prefix'))
       .description(verbHelp[verb])
       .option('--json', 'print the resulting state as JSON')
       .addHelpText('after', `\nExample:\n  $ cutover topology migration ${verb} mig_01jd3x`)
-      .action(async (id: string, options: StateDirOptions & { json?: boolean }) => {
-        const engineApi = await engine();
-        const ref = engineApi.findMigration(resolveStateDir(options), id);
-        const outcome = await engineApi.operate(ref, verb, process.env.USER);
-        const summary = engineApi.summarize(ref, outcome.state);
+      .action(async (id: string, options: Options & { json?: boolean }) => {
+        const remote = remoteFor(options);
+        let outcome: { summary: Migrations.MigrationSummary; recovered: boolean };
+        if (remote) {
+          const r = await remoteCommands();
+          outcome = await r.remoteVerb(remote, await r.remoteResolveId(remote, id), verb);
+        } else {
+          const engineApi = await engine();
+          const ref = engineApi.findMigration(resolveStateDir(options), id);
+          const local = await engineApi.operate(ref, verb, process.env.USER);
+          outcome = { summary: engineApi.summarize(ref, local.state), recovered: local.recovered };
+        }
+        const { summary, recovered } = outcome;
         if (options.json) {
-          process.stdout.write(`${JSON.stringify({ summary, recovered: outcome.recovered }, null, 2)}\n`);
+          process.stdout.write(`${JSON.stringify({ summary, recovered }, null, 2)}\n`);
           return;
         }
-        if (outcome.recovered)
-          process.stderr.write(`${ref.id} had no running process; a new one picked it up.\n`);
-        process.stdout.write(`${ref.id}: ${summary.status}\n`);
+        if (recovered)
+          process.stderr.write(`${summary.id} had no running process; a new one picked it up.\n`);
+        process.stdout.write(`${summary.id}: ${summary.status}\n`);
       });
   }
 }

@@ -2,6 +2,7 @@ import { type Command, Option } from 'commander';
 import { type PlanBase, planTopologyFile } from '../../engine/api.js';
 import { CutoverError } from '../../engine/errors.js';
 import { isEmptyPlan } from '../../engine/plan/types.js';
+import { addServerOption, remoteFor, type ServerOption } from '../remote/client.js';
 import { renderPlanJson } from '../render/render-plan-json.js';
 import { renderPlanMarkdown } from '../render/render-plan-markdown.js';
 import { renderPlanText } from '../render/render-plan-text.js';
@@ -11,7 +12,7 @@ import { writeOutput } from '../write-output.js';
 
 type Format = 'text' | 'json' | 'markdown';
 
-interface PlanOptions {
+interface PlanOptions extends ServerOption {
   file: string;
   against?: string;
   againstRef?: string;
@@ -22,8 +23,7 @@ interface PlanOptions {
 }
 
 export function registerPlan(topology: Command): void {
-  topology
-    .command('plan')
+  addServerOption(topology.command('plan'))
     .description('show what a migration to this topology would do, and why, without changing anything')
     .option('-f, --file <file>', 'the desired topology file', 'topology.yaml')
     .option('--against <file>', 'plan against another topology file instead of the recorded layout')
@@ -57,7 +57,10 @@ Examples:
           : options.againstRef !== undefined
             ? { kind: 'git-ref', ref: options.againstRef }
             : { kind: 'recorded' };
-      const plan = await planTopologyFile({ file: options.file, against });
+      const remote = remoteFor(options);
+      const plan = remote
+        ? await (await import('../remote/commands.js')).remotePlan(remote, options.file, against)
+        : await planTopologyFile({ file: options.file, against });
       const format: Format = options.json ? 'json' : options.format;
       const toFile = options.out !== undefined && options.out !== '-';
       let text: string;

@@ -1,13 +1,29 @@
 import type { Command } from 'commander';
 import { validateTopologyFile } from '../../engine/api.js';
 import { formatDiagnostic } from '../../engine/topology/diagnostic.js';
+import { addServerOption, remoteFor, type ServerOption } from '../remote/client.js';
+import type { ValidateOutcome } from '../remote/commands.js';
+
+async function validateLocally(file: string): Promise<ValidateOutcome> {
+  const result = await validateTopologyFile(file);
+  if (!result.ok) return result;
+  const t = result.topology;
+  return {
+    ok: true,
+    environment: t.metadata.name,
+    components: Object.keys(t.components).length,
+    routes: Object.keys(t.routes).length,
+  };
+}
 
 export function registerValidate(topology: Command): void {
-  topology
-    .command('validate')
-    .description('check a topology file against the schema and its cross-references; report every problem')
-    .option('-f, --file <file>', 'the topology file', 'topology.yaml')
-    .option('--json', 'print the result as JSON')
+  addServerOption(
+    topology
+      .command('validate')
+      .description('check a topology file against the schema and its cross-references; report every problem')
+      .option('-f, --file <file>', 'the topology file', 'topology.yaml')
+      .option('--json', 'print the result as JSON'),
+  )
     .addHelpText(
       'after',
       `
@@ -17,19 +33,21 @@ Examples:
   $ cutover topology validate -f examples/web-app/topology.yaml
   $ cutover topology validate --json | jq '.diagnostics[].message'`,
     )
-    .action(async (options: { file: string; json?: boolean }) => {
-      const result = await validateTopologyFile(options.file);
+    .action(async (options: { file: string; json?: boolean } & ServerOption) => {
+      const remote = remoteFor(options);
+      const result = remote
+        ? await (await import('../remote/commands.js')).remoteValidate(remote, options.file)
+        : await validateLocally(options.file);
       if (options.json) {
         const body = result.ok
-          ? { valid: true, environment: result.topology.metadata.name, diagnostics: [] }
+          ? { valid: true, environment: result.environment, diagnostics: [] }
           : { valid: false, diagnostics: result.diagnostics };
         process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
       } else if (result.ok) {
-        const t = result.topology;
-        const n = Object.keys(t.components).length;
-        const r = Object.keys(t.routes).length;
+        const n = result.components;
+        const r = result.routes;
         process.stdout.write(
-          `${options.file}: valid (environment ${t.metadata.name}, ${n} component${n === 1 ? '' : 's'}, ${r} route${r === 1 ? '' : 's'})\n`,
+          `${options.file}: valid (environment ${result.environment}, ${n} component${n === 1 ? '' : 's'}, ${r} route${r === 1 ? '' : 's'})\n`,
         );
       } else {
         for (const d of result.diagnostics) process.stderr.write(`${formatDiagnostic(d)}\n`);

@@ -5,8 +5,10 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { renderPlanJson } from '../../cli/render/render-plan-json.js';
 import { planTopologyText, TopologyInvalidError, validateTopologyText } from '../../engine/api.js';
+import { takeDown } from '../../engine/down.js';
 import {
   createMigration,
+  defaultDrivers,
   findMigration,
   loadState,
   operate,
@@ -32,6 +34,7 @@ interface ApplyBody extends ValidateBody {
 
 export function registerOperationRoutes(app: FastifyInstance, context: RouteContext): void {
   const { workdir, stateDir } = context.options;
+  registerDownRoute(app, context);
 
   app.post<{ Body: ValidateBody }>(
     '/v1/validate',
@@ -73,6 +76,7 @@ export function registerOperationRoutes(app: FastifyInstance, context: RouteCont
       const input = topologyInput(body.topology, body.path, workdir, 'topology');
       const plan = await withTopology(input, async () => {
         if (body.against === undefined) return planTopologyText(input.source, { kind: 'recorded', stateDir });
+        if (body.against === null) return planTopologyText(input.source, { kind: 'empty' });
         const base = topologyInput(body.against, body.againstPath ?? 'against.yaml', workdir, 'against');
         return withTopology(base, () =>
           planTopologyText(input.source, { kind: 'text', source: base.source }),
@@ -145,6 +149,32 @@ export function registerOperationRoutes(app: FastifyInstance, context: RouteCont
           body: { migration: summarize(migration, outcome.state), recovered: outcome.recovered },
         };
       }),
+  );
+}
+
+function registerDownRoute(app: FastifyInstance, context: RouteContext): void {
+  app.post<{ Params: { environment: string } }>(
+    '/v1/environments/:environment/down',
+    routeSchema('operator', {
+      summary: "Take an environment down: stop every route and process of its layout, record it empty",
+      description:
+        'As `cutover topology down`. 409 MIGRATION_CONFLICT while a migration is in flight (cancel it first). Idempotent: an environment with nothing running answers with empty lists.',
+      tags: ['environments'],
+      params: {
+        type: 'object',
+        required: ['environment'],
+        properties: { environment: { type: 'string', pattern: '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$' } },
+      },
+      response: { 200: ref('DownResponse') },
+    }),
+    async (request) => {
+      const { environment } = request.params;
+      const result = await takeDown(context.options.stateDir, environment, defaultDrivers(), {
+        fallbackBaseDir: context.options.workdir,
+        log: (line) => request.log.info({ environment }, line),
+      });
+      return { environment, components: result.components, routes: result.routes };
+    },
   );
 }
 

@@ -1,0 +1,150 @@
+/**
+ * The CLI's client for a cutover server (`--server URL` or `CUTOVER_SERVER`, with `CUTOVER_TOKEN`).
+ * A problem the server answers becomes the same error the local engine would raise, so commands
+ * print the same lines and exit with the same codes either way.
+ */
+import type { Command } from 'commander';
+import { TopologyInvalidError } from '../../engine/api.js';
+import { CutoverError, type ErrorCode, errorCodes } from '../../engine/errors.js';
+
+export interface ServerOption {
+  server?: string;
+}
+
+/** Adds `--server URL` to a command. */
+export function addServerOption(command: Command): Command {
+  return command.option(
+    '--server <url>',
+    'go through a cutover server instead of the local engine (default: CUTOVER_SERVER; token: CUTOVER_TOKEN)',
+  );
+}
+
+/** The server to go through, if any: `--server`, else `CUTOVER_SERVER`. */
+export function remoteFor(options: ServerOption, env: NodeJS.ProcessEnv = process.env): Remote | null {
+  const url = options.server ?? env.CUTOVER_SERVER;
+  if (url === undefined || url === '') return null;
+  return new Remote(url, env.CUTOVER_TOKEN);
+}
+
+interface ProblemBody {
+  code?: string;
+  detail?: string;
+  status?: number;
+  migrationId?: string;
+  errors?: { file?: string; line?: number; column?: number; path: string; message: string }[];
+}
+
+export interface Answer<T> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export class Remote {
+  readonly base: URL;
+
+  constructor(
+    url: string,
+    private readonly token: string | undefined,
+  ) {
+    try {
+      this.base = new URL(url.endsWith('/') ? url : `${url}/`);
+    } catch {
+      throw new CutoverError('USAGE', `--server: not a URL: ${url}`);
+    }
+    if (this.base.protocol !== 'http:' && this.base.protocol !== 'https:') {
+      throw new CutoverError('USAGE', `--server: expected an http:// or https:// URL, not ${url}`);
+    }
+  }
+
+  private async fetch(
+    method: string,
+    path: string,
+    body?: unknown,
+    accept = 'application/json',
+  ): Promise<Response> {
+    const url = new URL(path.replace(/^\//, ''), this.base);
+    const headers: Record<string, string> = { accept };
+    if (this.token) headers.authorization = `Bearer ${this.token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    try {
+      return await fetch(url, {
+        method,
+        headers,
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    } catch (error) {
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      throw new CutoverError(
+        'SERVER_UNREACHABLE',
+        `cannot reach the cutover server at ${this.base.origin}: ${cause?.code ?? cause?.message ?? (error as Error).message}`,
+      );
+    }
+  }
+
+  /** A JSON request; a problem answer is thrown as the engine's error. */
+  async json<T>(method: string, path: string, body?: unknown): Promise<Answer<T>> {
+    const response = await this.fetch(method, path, body);
+    const text = await response.text();
+    if (response.status >= 400) throw problemError(response.status, text, this.base.origin);
+    return { status: response.status, body: JSON.parse(text) as T, headers: response.headers };
+  }
+
+  /** A text answer (e.g. JSON lines), as it is. */
+  async text(path: string): Promise<string> {
+    const response = await this.fetch('GET', path, undefined, 'application/x-ndjson');
+    const text = await response.text();
+    if (response.status >= 400) throw problemError(response.status, text, this.base.origin);
+    return text;
+  }
+
+  /** Server-Sent Events, as they arrive, until the server ends the stream. */
+  async *events(path: string): AsyncGenerator<{ event: string; data: string }> {
+    const response = await this.fetch('GET', path, undefined, 'text/event-stream');
+    if (response.status >= 400 || !response.body) {
+      throw problemError(response.status, await response.text(), this.base.origin);
+    }
+    const { createParser } = await import('eventsource-parser');
+    const queue: { event: string; data: string }[] = [];
+    const parser = createParser({
+      onEvent: (e) => queue.push({ event: e.event ?? 'message', data: e.data }),
+    });
+    const decoder = new TextDecoder();
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      parser.feed(decoder.decode(chunk, { stream: true }));
+      while (queue.length > 0) yield queue.shift() as { event: string; data: string };
+    }
+  }
+}
+
+function problemError(status: number, text: string, origin: string): CutoverError {
+  let problem: ProblemBody = {};
+  try {
+    problem = JSON.parse(text) as ProblemBody;
+  } catch {
+    // not a problem document: say what came back
+  }
+  const detail = problem.detail ?? (text.trim().slice(0, 200) || `HTTP ${status}`);
+  if (problem.code === 'TOPOLOGY_INVALID' && problem.errors) {
+    return new TopologyInvalidError(
+      problem.errors.map((e) => ({
+        file: e.file ?? '(request)',
+        line: e.line ?? 1,
+        column: e.column ?? 1,
+        path: e.path,
+        message: e.message,
+      })),
+    );
+  }
+  if (problem.code !== undefined && problem.code in errorCodes && problem.code !== 'INTERNAL') {
+    return new CutoverError(
+      problem.code as ErrorCode,
+      detail,
+      problem.migrationId ? { migrationId: problem.migrationId } : undefined,
+    );
+  }
+  return new CutoverError(
+    'SERVER_REFUSED',
+    `the cutover server at ${origin} answered ${status}${problem.code ? ` ${problem.code}` : ''}: ${detail}`,
+  );
+}
