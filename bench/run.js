@@ -17,9 +17,10 @@ import { fileURLToPath } from 'node:url';
 import * as migrationBench from './migration-bench.js';
 import * as planBench from './plan-bench.js';
 import * as routerBench from './router-bench.js';
+import * as serverBench from './server-bench.js';
 import { cleanUpEverything } from './support.js';
 
-const benches = [planBench, migrationBench, routerBench];
+const benches = [planBench, migrationBench, routerBench, serverBench];
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick') || process.env.BENCH_QUICK === '1';
