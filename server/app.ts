@@ -11,7 +11,7 @@ import { CutoverError } from '../engine/errors.js';
 import { bearerToken, type Principal, type Role, rateLimitKey, type TokenStore } from './auth.js';
 import { IdempotencyStore } from './idempotency.js';
 import { createMetrics, type ServerMetrics } from './metrics.js';
-import { HttpProblem, toProblem } from './problems.js';
+import { clientErrorResponse, HttpProblem, toProblem } from './problems.js';
 import { registerMigrationRoutes } from './routes/migrations.js';
 import { registerOperationRoutes } from './routes/operations.js';
 import { namedSchemas, ref, validatorCompilers } from './schemas.js';
@@ -68,15 +68,30 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
     bodyLimit: options.bodyLimit ?? defaultBodyLimit,
     requestTimeout: options.requestTimeoutMs ?? 30_000,
     exposeHeadRoutes: false,
-    return503OnClosing: true,
+    // Closing is answered by the onRequest hook below, as a problem.
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
+    clientErrorHandler(error, socket) {
+      if ((error as NodeJS.ErrnoException).code === 'ECONNRESET' || socket.destroyed) return;
+      if (socket.writable) socket.write(clientErrorResponse(error as NodeJS.ErrnoException));
+      socket.destroy(error);
+    },
     logger: {
       level: options.logLevel ?? 'info',
       // Request logs carry method, URL and address; never headers, so no token reaches a log.
       redact: ['req.headers.authorization'],
     },
     ajv: { customOptions: { strict: false } },
+    // Errors Fastify's router raises before any hook (a URL that does not decode, a path parameter
+    // over maxParamLength) are problems too, not Fastify's own JSON.
+    frameworkErrors: (error, request, reply) => {
+      const { problem } = toProblem(error, request.url.split('?')[0] ?? request.url);
+      void (reply as FastifyReply).code(problem.status).type('application/problem+json').send(problem);
+    },
   });
+  // The API takes JSON only: any other body (text/plain included, which Fastify parses by default)
+  // is a 415.
+  app.removeContentTypeParser('text/plain');
   const metrics = createMetrics(options.stateDir);
   const shutdown = new AbortController();
   const context: RouteContext = {
@@ -104,7 +119,14 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
     return reply;
   });
 
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async (request, reply) => {
+    if (shutdown.signal.aborted && request.routeOptions.url !== '/readyz') {
+      void reply.header('connection', 'close');
+      throw new HttpProblem(
+        'SHUTTING_DOWN',
+        'the server is shutting down; retry on another instance or shortly',
+      );
+    }
     request.principal = authenticate(request, options.tokens);
   });
   app.addHook('onResponse', async (request, reply) => {

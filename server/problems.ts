@@ -2,6 +2,7 @@
  * Errors as RFC 9457 problem details. Every error has a stable `code`: the engine's codes
  * (engine/errors.ts) plus the HTTP layer's own below; `type` is `urn:cutover:problem:<code>`.
  */
+import { STATUS_CODES } from 'node:http';
 import { TopologyInvalidError } from '../engine/api.js';
 import { CutoverError, errorCodes } from '../engine/errors.js';
 import type { Diagnostic } from '../engine/topology/diagnostic.js';
@@ -19,6 +20,7 @@ export const httpErrorCodes = {
     title: 'A request with this Idempotency-Key is still being processed',
   },
   BODY_TOO_LARGE: { httpStatus: 413, title: 'The request body is too large' },
+  URI_TOO_LONG: { httpStatus: 414, title: 'The request URL is too long' },
   UNSUPPORTED_MEDIA_TYPE: { httpStatus: 415, title: 'Unsupported media type' },
   IDEMPOTENCY_KEY_REUSED: {
     httpStatus: 422,
@@ -27,6 +29,7 @@ export const httpErrorCodes = {
   RATE_LIMITED: { httpStatus: 429, title: 'Too many requests' },
   SHUTTING_DOWN: { httpStatus: 503, title: 'The server is shutting down' },
   REQUEST_TIMEOUT: { httpStatus: 408, title: 'The request took too long to arrive' },
+  HEADERS_TOO_LARGE: { httpStatus: 431, title: 'The request headers are too large' },
 } as const;
 
 export type HttpErrorCode = keyof typeof httpErrorCodes;
@@ -107,6 +110,7 @@ const fastifyCodes: Record<string, HttpErrorCode> = {
   FST_ERR_CTP_INVALID_TYPE: 'BAD_REQUEST',
   FST_ERR_VALIDATION: 'BAD_REQUEST',
   FST_ERR_BAD_URL: 'BAD_REQUEST',
+  FST_ERR_MAX_PARAM_LENGTH: 'URI_TOO_LONG',
   FST_ERR_ASYNC_CONSTRAINT: 'BAD_REQUEST',
 };
 
@@ -185,4 +189,20 @@ function missingProperty(params: Record<string, unknown> | undefined): string {
 function withoutHeaders(extra: HttpProblem['extra']): Partial<Problem> {
   const { headers: _headers, ...rest } = extra;
   return rest;
+}
+
+/**
+ * Errors Node's HTTP parser meets before any route runs (a request that never finishes arriving,
+ * oversized headers, broken HTTP): answered as problems too, then the connection is closed.
+ */
+export function clientErrorResponse(error: { code?: string }): string {
+  const [code, detail]: [ProblemCode, string] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? ['REQUEST_TIMEOUT', 'the request did not arrive in time']
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? ['HEADERS_TOO_LARGE', 'the request headers exceed the limit']
+        : ['BAD_REQUEST', 'the request is not valid HTTP'];
+  const body = JSON.stringify(problem(code, detail));
+  const { status } = statusAndTitle(code);
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }

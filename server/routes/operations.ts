@@ -156,7 +156,7 @@ function registerDownRoute(app: FastifyInstance, context: RouteContext): void {
   app.post<{ Params: { environment: string } }>(
     '/v1/environments/:environment/down',
     routeSchema('operator', {
-      summary: "Take an environment down: stop every route and process of its layout, record it empty",
+      summary: 'Take an environment down: stop every route and process of its layout, record it empty',
       description:
         'As `cutover topology down`. 409 MIGRATION_CONFLICT while a migration is in flight (cancel it first). Idempotent: an environment with nothing running answers with empty lists.',
       tags: ['environments'],
