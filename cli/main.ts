@@ -8,6 +8,7 @@ import { registerMigrate } from './commands/topology-migrate.js';
 import { registerMigration } from './commands/topology-migration.js';
 import { registerPlan } from './commands/topology-plan.js';
 import { registerValidate } from './commands/topology-validate.js';
+import { registerWatch } from './commands/watch.js';
 import { reportError } from './report-error.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -39,6 +40,7 @@ Documentation: README.md; the topology schema: schemas/topology.v1.json`,
   registerMigration(topology);
   registerDown(topology);
   registerServer(program, pkg.version);
+  registerWatch(program);
   registerProxy(program);
   registerInternal(program);
   // Subcommands inherit the parent's error handling only when told to.

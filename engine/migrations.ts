@@ -214,7 +214,7 @@ export async function hostMigration(
 
 /** The runner's environment: the caller's, less the credentials it never needs (its drivers' processes inherit it). */
 function runnerEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const { CUTOVER_TOKENS: _tokens, CUTOVER_TOKEN: _token, ...rest } = env;
+  const { CUTOVER_TOKENS: _tokens, CUTOVER_TOKEN: _token, CUTOVER_HOOK_SECRET: _secret, ...rest } = env;
   return rest;
 }
 

@@ -12,6 +12,7 @@ import { bearerToken, type Principal, type Role, rateLimitKey, type TokenStore }
 import { IdempotencyStore } from './idempotency.js';
 import { createMetrics, type ServerMetrics } from './metrics.js';
 import { clientErrorResponse, HttpProblem, toProblem } from './problems.js';
+import { registerHookRoutes } from './routes/hooks.js';
 import { registerMigrationRoutes } from './routes/migrations.js';
 import { registerOperationRoutes } from './routes/operations.js';
 import { namedSchemas, ref, validatorCompilers } from './schemas.js';
@@ -41,6 +42,8 @@ export interface ServerOptions {
   rateLimitPerMinute?: number;
   /** Time allowed to receive a whole request (default 30 s). */
   requestTimeoutMs?: number;
+  /** The shared secret that signs Git webhooks (POST /v1/hooks/git); none: the hook answers 503. */
+  hookSecret?: string;
   /** pino level: fatal, error, warn, info (default), debug, trace or silent. */
   logLevel?: string;
   version: string;
@@ -107,14 +110,20 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
   for (const schema of namedSchemas()) app.addSchema(schema);
 
   app.setErrorHandler((error, request, reply) => {
-    const { problem, bug } = toProblem(error, request.url.split('?')[0] ?? request.url);
+    const path = request.url.split('?')[0] ?? request.url;
+    // No route: a 404, whatever else is wrong with the request (Fastify parses the body of an
+    // unknown route too, and a body that does not parse would otherwise answer 400 or 415).
+    const unknownRoute = request.is404 && !(error instanceof HttpProblem);
+    const { problem, bug } = toProblem(
+      unknownRoute ? notFound(request.method, path) : error,
+      path,
+    );
     if (bug) request.log.error({ err: error }, 'request failed');
     if (error instanceof HttpProblem && error.extra.headers) reply.headers(error.extra.headers);
     void reply.code(problem.status).type('application/problem+json').send(problem);
   });
   app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0] ?? request.url;
-    throw new HttpProblem('NOT_FOUND', `no route ${request.method} ${path}; see GET /v1/openapi.json`);
+    throw notFound(request.method, request.url.split('?')[0] ?? request.url);
     // biome-ignore lint/correctness/noUnreachable: the handler's type wants a reply
     return reply;
   });
@@ -171,6 +180,7 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
   registerOperationalRoutes(app, context, metrics);
   registerOperationRoutes(app, context);
   registerMigrationRoutes(app, context);
+  registerHookRoutes(app, context);
 
   await app.ready();
   return {
@@ -180,6 +190,10 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
       await app.close();
     },
   };
+}
+
+function notFound(method: string, path: string): HttpProblem {
+  return new HttpProblem('NOT_FOUND', `no route ${method} ${path}; see GET /v1/openapi.json`);
 }
 
 function authenticate(request: FastifyRequest, tokens: TokenStore | null): Principal | null {

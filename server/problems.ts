@@ -10,7 +10,7 @@ import type { Diagnostic } from '../engine/topology/diagnostic.js';
 /** Codes of the HTTP layer itself, beside the engine's. */
 export const httpErrorCodes = {
   BAD_REQUEST: { httpStatus: 400, title: 'The request is malformed' },
-  UNAUTHORIZED: { httpStatus: 401, title: 'A valid bearer token is required' },
+  UNAUTHORIZED: { httpStatus: 401, title: 'Authentication is required' },
   FORBIDDEN: { httpStatus: 403, title: 'The token does not allow this' },
   NOT_FOUND: { httpStatus: 404, title: 'No such resource' },
   METHOD_NOT_ALLOWED: { httpStatus: 405, title: 'Method not allowed' },
@@ -28,6 +28,7 @@ export const httpErrorCodes = {
   },
   RATE_LIMITED: { httpStatus: 429, title: 'Too many requests' },
   SHUTTING_DOWN: { httpStatus: 503, title: 'The server is shutting down' },
+  HOOKS_NOT_CONFIGURED: { httpStatus: 503, title: 'Webhooks are not configured on this server' },
   REQUEST_TIMEOUT: { httpStatus: 408, title: 'The request took too long to arrive' },
   HEADERS_TOO_LARGE: { httpStatus: 431, title: 'The request headers are too large' },
 } as const;

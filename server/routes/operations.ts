@@ -17,6 +17,7 @@ import {
 } from '../../engine/migrations.js';
 import { type RouteContext, routeSchema } from '../app.js';
 import type { StoredResponse } from '../idempotency.js';
+import { HttpProblem } from '../problems.js';
 import { ref } from '../schemas.js';
 import { topologyInput, withTopology } from '../topology-input.js';
 
@@ -199,7 +200,7 @@ export async function idempotent(
   let response: StoredResponse;
   if (typeof key === 'string') {
     const fingerprint = createHash('sha256')
-      .update(`${request.method} ${request.url.split('?')[0]}\u0000${JSON.stringify(request.body ?? null)}`)
+      .update(`${request.method} ${request.url.split('?')[0]}\u0000${serializeBody(request.body)}`)
       .digest('hex');
     const scope = request.principal?.name ?? 'anonymous';
     const outcome = await context.idempotency.run(scope, key, fingerprint, execute);
@@ -209,4 +210,19 @@ export async function idempotent(
     response = await execute();
   }
   return reply.code(response.status).headers(response.headers).send(response.body);
+}
+
+/**
+ * The body as JSON, for a fingerprint. It is fingerprinted before any route looks at it: a body
+ * nested too deep for JSON.stringify (tens of thousands of levels) is the client's error, not a 500.
+ */
+function serializeBody(body: unknown): string {
+  try {
+    return JSON.stringify(body ?? null);
+  } catch (error) {
+    if (error instanceof RangeError) {
+      throw new HttpProblem('BAD_REQUEST', 'the request body is nested too deeply');
+    }
+    throw error;
+  }
 }

@@ -1,0 +1,91 @@
+import type { Command } from 'commander';
+import { CutoverError } from '../../engine/errors.js';
+import { parseDuration } from '../../engine/topology/duration.js';
+
+interface WatchCommandOptions {
+  repo: string;
+  branch: string;
+  file?: string[];
+  glob?: string;
+  interval: string;
+  apply?: boolean;
+  out: string;
+  once?: boolean;
+  stateDir?: string;
+}
+
+export function registerWatch(program: Command): void {
+  program
+    .command('watch')
+    .description('plan every new commit of a branch that changes a topology; optionally apply it')
+    .requiredOption('--repo <path|url>', 'a local repository, or a remote URL (file://, https://, ssh://)')
+    .option('--branch <name>', 'the branch to follow', 'main')
+    .option('--file <path...>', 'topology file(s), as paths in the repository (default: topology.yaml)')
+    .option('--glob <pattern>', "topology files by pattern, e.g. 'envs/*/topology.yaml'")
+    .option('--interval <duration>', "a remote's fetch interval (local repositories are watched)", '30s')
+    .option('--apply', 'start a migration for each new plan (one at a time per environment)')
+    .option(
+      '--out <dir>',
+      'where reports go: <dir>/<environment>/<short-sha>.plan.md and .plan.json',
+      'cutover-plans',
+    )
+    .option('--once', 'plan the current head, write its reports, and exit (for cron and CI)')
+    .option(
+      '--state-dir <dir>',
+      'the state directory (default: CUTOVER_STATE_DIR, else .cutover/ beside each file in a local working tree, else ./.cutover)',
+    )
+    .addHelpText(
+      'after',
+      `
+Files are read from commits, never from the working tree; a migration runs the commit's own tree.
+A commit that leaves a topology as it was is not planned again. With --apply, a commit that lands
+while a migration is in flight for its environment waits, and only the newest waiting commit is
+applied after it. A remote is fetched at once when \`cutover server\` (same state directory)
+receives a signed webhook at POST /v1/hooks/git.
+
+Examples:
+  $ cutover watch --repo . --file examples/exec-demo/topology.yaml
+  $ cutover watch --repo https://git.example/infra.git --glob 'envs/*/topology.yaml' --interval 1m --apply
+  $ cutover watch --repo . --once --out plans/`,
+    )
+    .action(async (options: WatchCommandOptions) => {
+      if (options.file !== undefined && options.glob !== undefined) {
+        throw new CutoverError('USAGE', '--file and --glob cannot be used together');
+      }
+      const intervalMs = parseDuration(options.interval);
+      if (intervalMs === undefined || intervalMs < 100) {
+        throw new CutoverError(
+          'USAGE',
+          `--interval: expected a duration of at least 100ms like 30s or 2m, not ${options.interval}`,
+        );
+      }
+      const { Watcher } = await import('../../watch/watcher.js');
+      const log = (line: string) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
+      const stateDir = options.stateDir ?? process.env.CUTOVER_STATE_DIR;
+      const watcher = new Watcher({
+        repo: options.repo,
+        branch: options.branch,
+        files: options.file ?? ['topology.yaml'],
+        ...(options.glob === undefined ? {} : { glob: options.glob }),
+        intervalMs,
+        apply: options.apply === true,
+        outDir: options.out,
+        ...(stateDir === undefined ? {} : { stateDir }),
+        log,
+      });
+      if (options.once) {
+        const reports = await watcher.once();
+        process.exitCode = reports.some((r) => r.kind === 'invalid') ? 1 : 0;
+        return;
+      }
+      await watcher.start();
+      await new Promise<void>((resolve) => {
+        const stop = (signal: string) => {
+          log(`${signal}: stopping (migrations it started go on)`);
+          void watcher.stop().then(resolve);
+        };
+        process.once('SIGTERM', () => stop('SIGTERM'));
+        process.once('SIGINT', () => stop('SIGINT'));
+      });
+    });
+}

@@ -1,0 +1,448 @@
+/**
+ * `cutover watch`: plans every new commit of a branch that changes a topology file, writes the
+ * plan as a report, and with `apply` reconciles: starts a migration pinned to that plan, or, while
+ * one is in flight for the environment, keeps the newest pending commit and applies it after.
+ *
+ * Triggers: a local repository's refs are watched (chokidar), so a commit, merge or fast-forward is
+ * seen at once; a remote is fetched into a cache clone on an interval with jitter, and at once when
+ * the server drops a webhook trigger into `<state>/watch/hooks/`. Bursts are debounced; the branch
+ * head is always what gets planned, and a topology whose content did not change is not planned again.
+ */
+import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { watch as chokidarWatch, type FSWatcher } from 'chokidar';
+import yaml from 'js-yaml';
+import picomatch from 'picomatch';
+import { renderPlanJson } from '../cli/render/render-plan-json.js';
+import { renderPlanMarkdown } from '../cli/render/render-plan-markdown.js';
+import { countsLine } from '../cli/render/symbols.js';
+import { CutoverError } from '../engine/errors.js';
+import { activeMigration, createMigration, spawnRunner } from '../engine/migrations.js';
+import { buildPlan } from '../engine/plan/build-plan.js';
+import { isEmptyPlan, type Plan } from '../engine/plan/types.js';
+import { readCurrentLayout } from '../engine/store/layout-store.js';
+import { type Diagnostic, formatDiagnostic } from '../engine/topology/diagnostic.js';
+import { loadTopology } from '../engine/topology/load-topology.js';
+import type { Topology } from '../engine/topology/types.js';
+import { openRepository, type Repository } from './git.js';
+
+export interface WatchOptions {
+  /** A local path or a URL (`file://`, `https://`, `ssh://`, `user@host:path`). */
+  repo: string;
+  branch: string;
+  /** Topology files (paths in the repository) or one glob; default `topology.yaml`. */
+  files: string[];
+  glob?: string;
+  /** A remote's fetch interval, and a local repository's safety poll. */
+  intervalMs: number;
+  apply: boolean;
+  /** Reports go to `<outDir>/<environment>/<short-sha>.plan.md|.plan.json`. */
+  outDir: string;
+  /** A state directory for every file; default: `.cutover/` beside each file in a local working tree, else `./.cutover`. */
+  stateDir?: string;
+  /** Where remote repositories are cloned; default `<state>/watch/cache`. */
+  cacheDir?: string;
+  log: (line: string) => void;
+  /** Called after each report is written (tests, benchmarks). */
+  onReport?: (report: Report) => void;
+}
+
+export interface Report {
+  commit: string;
+  file: string;
+  environment: string;
+  kind: 'plan' | 'invalid';
+  plan?: Plan;
+  diagnostics?: Diagnostic[];
+  markdown: string;
+  json: string;
+  /** The migration started for it, if any. */
+  migrationId?: string;
+  /** Waiting for the migration in flight for its environment. */
+  queued?: boolean;
+}
+
+interface Pending {
+  commit: string;
+  file: string;
+  text: string;
+  stateDir: string;
+  environment: string;
+}
+
+const debounceMs = 60;
+
+export class Watcher {
+  private repo: Repository | null = null;
+  private lastHead: string | null = null;
+  private readonly lastBlob = new Map<string, string>();
+  private branchMissing = false;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private debounce: NodeJS.Timeout | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private watchers: FSWatcher[] = [];
+  private readonly pending = new Map<string, Pending>();
+  private stopped = false;
+  private readonly accept: (file: string) => boolean;
+
+  constructor(private readonly options: WatchOptions) {
+    if (options.glob !== undefined) {
+      const match = picomatch(options.glob, { dot: true });
+      this.accept = (file) => match(file);
+    } else {
+      const wanted = new Set(options.files.map((f) => path.posix.normalize(f.split(path.sep).join('/'))));
+      this.accept = (file) => wanted.has(file);
+    }
+  }
+
+  private get defaultStateDir(): string {
+    return path.resolve(this.options.stateDir ?? '.cutover');
+  }
+
+  private stateDirOf(file: string): string {
+    if (this.options.stateDir !== undefined) return path.resolve(this.options.stateDir);
+    const workTree = this.repo?.workTree;
+    if (workTree) return path.join(workTree, path.dirname(file), '.cutover');
+    return this.defaultStateDir;
+  }
+
+  /** Plans the head once (`--once`); the reports written. */
+  async once(): Promise<Report[]> {
+    const reports: Report[] = [];
+    const onReport = this.options.onReport;
+    this.options.onReport = (r) => {
+      reports.push(r);
+      onReport?.(r);
+    };
+    this.repo = await this.open();
+    await this.repo.fetch();
+    await this.check();
+    return reports;
+  }
+
+  /** Starts watching; resolves once the first check of the head is done. */
+  async start(): Promise<void> {
+    this.repo = await this.open();
+    const repo = this.repo;
+    this.options.log(
+      `watching ${repo.remote ? repo.source : (repo.workTree ?? repo.gitDir)} branch ${this.options.branch} for ${
+        this.options.glob ?? this.options.files.join(', ')
+      }${repo.remote ? ` (fetch every ${this.options.intervalMs / 1000} s)` : ''}${this.options.apply ? '; applying' : ''}`,
+    );
+    if (repo.remote) {
+      await this.fetchAndCheck();
+      this.scheduleFetch();
+      const hooks = path.join(this.defaultStateDir, 'watch', 'hooks');
+      mkdirSync(hooks, { recursive: true });
+      const hookWatcher = chokidarWatch(hooks, {
+        ignoreInitial: false,
+        depth: 0,
+        // A trigger is written as a dot file and renamed in when complete.
+        ignored: (file) => path.basename(file).startsWith('.') && file !== hooks,
+      });
+      hookWatcher.on('add', (file) => this.onHook(file));
+      this.watchers.push(hookWatcher);
+      await new Promise<void>((resolve) => hookWatcher.once('ready', () => resolve()));
+    } else {
+      await this.check();
+      const refs = chokidarWatch(
+        [path.join(repo.gitDir, 'refs', 'heads'), path.join(repo.gitDir, 'packed-refs')],
+        { ignoreInitial: true, depth: 20 },
+      );
+      refs.on('all', () => this.schedule());
+      this.watchers.push(refs);
+      await new Promise<void>((resolve) => refs.once('ready', () => resolve()));
+      // A safety net for events a file system may drop.
+      this.timer = setInterval(() => this.schedule(), this.options.intervalMs);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.debounce) clearTimeout(this.debounce);
+    if (this.timer) {
+      clearInterval(this.timer);
+      clearTimeout(this.timer);
+    }
+    await Promise.all(this.watchers.map((w) => w.close()));
+    await this.running;
+  }
+
+  private async open(): Promise<Repository> {
+    const cache = this.options.cacheDir ?? path.join(this.defaultStateDir, 'watch', 'cache');
+    return openRepository(this.options.repo, cache);
+  }
+
+  private scheduleFetch(): void {
+    if (this.stopped) return;
+    // ±10 % jitter, so that many watchers of one remote do not fetch in step.
+    const delay = this.options.intervalMs * (0.9 + Math.random() * 0.2);
+    this.timer = setTimeout(() => {
+      void this.fetchAndCheck().finally(() => this.scheduleFetch());
+    }, delay);
+  }
+
+  private async fetchAndCheck(): Promise<void> {
+    try {
+      await this.repo?.fetch();
+    } catch (error) {
+      this.options.log(
+        `fetch failed: ${(error as Error).message}; retrying in ${this.options.intervalMs / 1000} s`,
+      );
+      return;
+    }
+    this.schedule(0);
+    await this.running;
+  }
+
+  private onHook(file: string): void {
+    let note = '';
+    try {
+      const hook = JSON.parse(readFileSync(file, 'utf8')) as { ref?: string; after?: string };
+      note = hook.after ? ` (${hook.ref ?? '?'} → ${hook.after.slice(0, 7)})` : '';
+    } catch {
+      // a trigger without details still triggers
+    }
+    rmSync(file, { force: true });
+    this.options.log(`webhook${note}: fetching now`);
+    void this.fetchAndCheck();
+  }
+
+  /** Coalesces triggers; checks run one at a time, and once more if a trigger came meanwhile. */
+  private schedule(delay = debounceMs): void {
+    if (this.stopped) return;
+    if (this.debounce) clearTimeout(this.debounce);
+    this.debounce = setTimeout(() => {
+      this.debounce = null;
+      if (this.running) {
+        this.again = true;
+        return;
+      }
+      this.running = this.check()
+        .catch((error: unknown) => this.options.log(`check failed: ${(error as Error).message}`))
+        .finally(() => {
+          this.running = null;
+          if (this.again) {
+            this.again = false;
+            this.schedule(0);
+          }
+        });
+    }, delay);
+  }
+
+  /** Looks at the branch head: plans what changed, then applies what waits. */
+  private async check(): Promise<void> {
+    const repo = this.repo as Repository;
+    const head = await repo.head(this.options.branch);
+    if (head === null) {
+      if (!this.branchMissing) {
+        this.options.log(
+          `branch ${this.options.branch} does not exist${this.lastHead ? ' any more (deleted?)' : ''}; waiting for it`,
+        );
+      }
+      this.branchMissing = true;
+      await this.applyPending();
+      return;
+    }
+    if (this.branchMissing) this.options.log(`branch ${this.options.branch} is back at ${head.slice(0, 7)}`);
+    this.branchMissing = false;
+    if (head !== this.lastHead) {
+      if (this.lastHead !== null && !(await repo.isAncestor(this.lastHead, head))) {
+        this.options.log(
+          `${this.options.branch} moved from ${this.lastHead.slice(0, 7)} to ${head.slice(0, 7)}, not a fast-forward (a force-push?); planning the new head`,
+        );
+      }
+      const files = await repo.files(head, this.accept);
+      if (files.length === 0 && this.lastHead === null) {
+        this.options.log(
+          `no topology file at ${head.slice(0, 7)} matches ${this.options.glob ?? this.options.files.join(', ')}`,
+        );
+      }
+      for (const file of files) {
+        const blob = await repo.blob(head, file);
+        if (blob === null || this.lastBlob.get(file) === blob) continue;
+        this.lastBlob.set(file, blob);
+        await this.planFile(head, file, await repo.read(blob));
+      }
+      this.lastHead = head;
+    }
+    await this.applyPending();
+  }
+
+  private async planFile(commit: string, file: string, text: string): Promise<void> {
+    const short = commit.slice(0, 7);
+    const loaded = loadTopology(text, { file: `${file}@${short}` });
+    if (!loaded.ok) {
+      const environment = environmentHint(text, file);
+      const report = await this.writeReport(commit, file, environment, {
+        kind: 'invalid',
+        diagnostics: loaded.diagnostics,
+      });
+      this.options.log(
+        `${short} ${file}: invalid, ${loaded.diagnostics.length} problem${loaded.diagnostics.length === 1 ? '' : 's'} (not applied) → ${report.markdown}`,
+      );
+      this.options.onReport?.(report);
+      return;
+    }
+    const topology = loaded.topology;
+    const environment = topology.metadata.name;
+    const stateDir = this.stateDirOf(file);
+    const plan = await planAgainstLayout(stateDir, topology);
+    const report = await this.writeReport(commit, file, environment, { kind: 'plan', plan });
+    this.options.log(`${short} ${file} (${environment}): ${summaryOf(plan)} → ${report.markdown}`);
+    if (this.options.apply && !isEmptyPlan(plan)) {
+      const outcome = await this.applyOrQueue({ commit, file, text, stateDir, environment }, plan);
+      if (outcome.migrationId !== undefined) report.migrationId = outcome.migrationId;
+      if (outcome.queued) report.queued = true;
+    }
+    this.options.onReport?.(report);
+  }
+
+  private async applyOrQueue(item: Pending, plan: Plan): Promise<{ migrationId?: string; queued?: boolean }> {
+    const short = item.commit.slice(0, 7);
+    const active = activeMigration(item.stateDir, item.environment);
+    if (active !== null) return this.queue(item, active);
+    try {
+      const id = await this.apply(item, plan);
+      return { migrationId: id };
+    } catch (error) {
+      if (error instanceof CutoverError && error.code === 'MIGRATION_CONFLICT') {
+        return this.queue(item, (error.details as { migrationId?: string } | undefined)?.migrationId ?? '?');
+      }
+      this.options.log(
+        `${short} ${item.file} (${item.environment}): not applied: ${(error as Error).message}`,
+      );
+      return {};
+    }
+  }
+
+  private queue(item: Pending, active: string): { queued: true } {
+    const replaced = this.pending.get(item.environment);
+    this.pending.set(item.environment, item);
+    this.options.log(
+      `${item.commit.slice(0, 7)} ${item.file} (${item.environment}): queued until ${active} ends${
+        replaced ? ` (replaces ${replaced.commit.slice(0, 7)})` : ''
+      }`,
+    );
+    return { queued: true };
+  }
+
+  /** Applies each environment's newest pending commit once nothing is in flight there. */
+  private async applyPending(): Promise<void> {
+    for (const [environment, item] of [...this.pending]) {
+      if (activeMigration(item.stateDir, environment) !== null) continue;
+      this.pending.delete(environment);
+      const loaded = loadTopology(item.text, { file: `${item.file}@${item.commit.slice(0, 7)}` });
+      if (!loaded.ok) continue;
+      // The layout moved on with the migration that just ended: plan again, and pin that plan.
+      const plan = await planAgainstLayout(item.stateDir, loaded.topology);
+      const report = await this.writeReport(item.commit, item.file, environment, { kind: 'plan', plan });
+      this.options.log(
+        `${item.commit.slice(0, 7)} ${item.file} (${environment}): re-planned after the migration in flight: ${summaryOf(plan)}`,
+      );
+      if (!isEmptyPlan(plan)) {
+        const outcome = await this.applyOrQueue(item, plan);
+        if (outcome.migrationId !== undefined) report.migrationId = outcome.migrationId;
+        if (outcome.queued) report.queued = true;
+      }
+      this.options.onReport?.(report);
+    }
+  }
+
+  private async apply(item: Pending, plan: Plan): Promise<string> {
+    const repo = this.repo as Repository;
+    // The migration runs the commit's own tree (scripts, apps), never the working tree.
+    const tree = path.join(item.stateDir, 'watch', 'trees', item.commit);
+    if (!existsDir(tree)) await repo.exportTree(item.commit, tree);
+    const file = path.join(tree, item.file);
+    const created = await createMigration({
+      file,
+      text: item.text,
+      baseDir: path.dirname(file),
+      stateDir: item.stateDir,
+      planId: plan.planId,
+    });
+    if (!created.created) throw new CutoverError('USAGE', 'nothing to change any more');
+    const id = created.spec.id;
+    await spawnRunner(item.stateDir, item.environment, id);
+    this.options.log(
+      `${item.commit.slice(0, 7)} ${item.file} (${item.environment}): migration ${id} started`,
+    );
+    return id;
+  }
+
+  private async writeReport(
+    commit: string,
+    file: string,
+    environment: string,
+    content: { kind: 'plan'; plan: Plan } | { kind: 'invalid'; diagnostics: Diagnostic[] },
+  ): Promise<Report> {
+    const dir = path.join(path.resolve(this.options.outDir), environment);
+    mkdirSync(dir, { recursive: true });
+    const short = commit.slice(0, 7);
+    const base = path.join(dir, `${short}.plan`);
+    const where = `Commit \`${short}\` of \`${this.options.branch}\`, \`${file}\`.`;
+    let markdown: string;
+    let json: string;
+    if (content.kind === 'plan') {
+      markdown = `${renderPlanMarkdown(content.plan).trimEnd()}\n\n${where}\n`;
+      json = renderPlanJson(content.plan);
+    } else {
+      const lines = content.diagnostics.map(formatDiagnostic).join('\n');
+      markdown = `### cutover: \`${file}\` is invalid at \`${short}\`\n\n${content.diagnostics.length} problem${content.diagnostics.length === 1 ? '' : 's'}; nothing was planned or applied.\n\n\`\`\`\n${lines}\n\`\`\`\n\n${where}\n`;
+      json = `${JSON.stringify({ commit, file, valid: false, diagnostics: content.diagnostics }, null, 2)}\n`;
+    }
+    await writeAtomic(`${base}.md`, markdown);
+    await writeAtomic(`${base}.json`, json);
+    const report: Report = {
+      commit,
+      file,
+      environment,
+      kind: content.kind,
+      markdown: `${base}.md`,
+      json: `${base}.json`,
+    };
+    if (content.kind === 'plan') report.plan = content.plan;
+    else report.diagnostics = content.diagnostics;
+    return report;
+  }
+}
+
+async function planAgainstLayout(stateDir: string, topology: Topology): Promise<Plan> {
+  return buildPlan(await readCurrentLayout(stateDir, topology.metadata.name), topology);
+}
+
+function summaryOf(plan: Plan): string {
+  return isEmptyPlan(plan) ? 'no changes' : countsLine(plan.summary, plan.actions.length);
+}
+
+/** The environment a broken file meant, when its name can still be read; else one made from its path. */
+function environmentHint(text: string, file: string): string {
+  try {
+    const name = (yaml.load(text) as { metadata?: { name?: unknown } } | null)?.metadata?.name;
+    if (typeof name === 'string' && /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(name)) return name;
+  } catch {
+    // unreadable: fall back to the path
+  }
+  return `invalid-${file
+    .replace(/[^A-Za-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '')
+    .toLowerCase()}`;
+}
+
+function existsDir(dir: string): boolean {
+  try {
+    readdirSync(dir);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function writeAtomic(file: string, text: string): Promise<void> {
+  const tmp = `${file}.${process.pid}.tmp`;
+  await writeFile(tmp, text);
+  await rename(tmp, file);
+}
