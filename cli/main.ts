@@ -9,6 +9,7 @@ import { registerMigration } from './commands/topology-migration.js';
 import { registerPlan } from './commands/topology-plan.js';
 import { registerValidate } from './commands/topology-validate.js';
 import { registerWatch } from './commands/watch.js';
+import { registerWorker } from './commands/worker.js';
 import { reportError } from './report-error.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
@@ -41,6 +42,7 @@ Documentation: README.md; the topology schema: schemas/topology.v1.json`,
   registerDown(topology);
   registerServer(program, pkg.version);
   registerWatch(program);
+  registerWorker(program);
   registerProxy(program);
   registerInternal(program);
   // Subcommands inherit the parent's error handling only when told to.

@@ -25,6 +25,8 @@ export const errorCodes = {
     title: 'The process driving the migration does not answer',
   },
   CANCELLED: { exitCode: 1, httpStatus: 409, title: 'Cancelled' },
+  TEMPORAL_UNREACHABLE: { exitCode: 1, httpStatus: 503, title: 'Temporal (WORKFLOW_HOST) cannot be reached' },
+  NOT_SUPPORTED: { exitCode: 1, httpStatus: 501, title: 'Not available in this mode' },
   /** Raised by the CLI when a cutover server (`--server`) refuses a request for a reason of its own. */
   SERVER_REFUSED: { exitCode: 1, httpStatus: 502, title: 'The cutover server refused the request' },
   SERVER_UNREACHABLE: { exitCode: 1, httpStatus: 502, title: 'The cutover server cannot be reached' },

@@ -29,6 +29,7 @@ import { LocalRunner, type LogLine, type RunnerDeps } from './runner/local-runne
 import { migrationPaths, migrationsDir } from './runner/paths.js';
 import { claimRunner, liveRunner, releaseRunner } from './runner/runner-claim.js';
 import { readTopologyFile } from './sources/read-topology-file.js';
+import type { CurrentLayout } from './layout.js';
 import { readCurrentLayout, readLayoutAt } from './store/layout-store.js';
 import { loadTopology } from './topology/load-topology.js';
 
@@ -83,7 +84,7 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
     const base = await readCurrentLayout(stateDir, environment);
     const plan = buildPlan(base, desired);
     if (request.planId !== undefined && request.planId !== plan.planId) {
-      throw await pinError(stateDir, request.planId, plan, desired);
+      throw await pinError((serial) => readLayoutAt(stateDir, environment, serial), request.planId, plan, desired);
     }
     if (plan.actions.length === 0 && plan.settings.length === 0) {
       releaseEnvironment(stateDir, environment, id);
@@ -127,14 +128,14 @@ function conflictError(stateDir: string, environment: string, holderId: string):
 }
 
 /** Tells a stale plan (the layout moved on since it was computed) from one that differs. */
-async function pinError(
-  stateDir: string,
+export async function pinError(
+  layoutAt: (serial: number) => Promise<CurrentLayout | null>,
   pinned: string,
   plan: Plan,
   desired: MigrationSpec['desired'],
 ): Promise<CutoverError> {
   for (let serial = plan.baseSerial - 1; serial >= Math.max(0, plan.baseSerial - 50); serial--) {
-    const old = await readLayoutAt(stateDir, plan.environment, serial);
+    const old = await layoutAt(serial);
     if (old && buildPlan(old, desired).planId === pinned) {
       return new CutoverError(
         'PLAN_STALE',
@@ -329,6 +330,11 @@ export function summarize(ref: MigrationRef, state: MigrationState): MigrationSu
   const runner = isFinal(state.lifecycle)
     ? null
     : liveRunner(migrationPaths(ref.stateDir, ref.environment, ref.id).runner);
+  return summaryOf(state, runner?.process.pid ?? null);
+}
+
+/** The summary of a migration's state; `runnerPid`: the process driving it, where one is known. */
+export function summaryOf(state: MigrationState, runnerPid: number | null): MigrationSummary {
   return {
     id: state.spec.id,
     environment: state.spec.environment,
@@ -342,7 +348,7 @@ export function summarize(ref: MigrationRef, state: MigrationState): MigrationSu
     committedAt: state.committedAt,
     endedAt: state.endedAt,
     reason: state.ending?.reason ?? null,
-    runnerPid: runner?.process.pid ?? null,
+    runnerPid,
   };
 }
 

@@ -1,10 +1,8 @@
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
-import type { SlotInfo } from '../drivers/types.js';
 import { CutoverError } from '../errors.js';
-import { type CurrentLayout, emptyLayout } from '../layout.js';
+import { type CurrentLayout, committedLayout, emptyLayout } from '../layout.js';
 import type { MigrationState } from '../migration/types.js';
-import { own, setOwn } from '../records.js';
 
 /**
  * The current layout of each environment, one JSON file per environment under the state directory:
@@ -96,21 +94,7 @@ export async function recordLayout(stateDir: string, state: MigrationState): Pro
       `layout of ${spec.environment} is at serial ${current.serial}, but ${spec.id} started from ${spec.base.serial}`,
     );
   }
-  const slots: Record<string, SlotInfo> = {};
-  for (const name of Object.keys(spec.desired.components)) {
-    const pair = own(state.slots, name);
-    const live = pair?.green ?? pair?.blue;
-    if (live) setOwn(slots, name, { ...live, slot: 'blue' });
-  }
-  const layout: CurrentLayout = {
-    environment: spec.environment,
-    serial: spec.base.serial + 1,
-    topology: spec.desired,
-    committedAt: new Date(state.committedAt ?? Date.now()).toISOString(),
-    slots,
-    migrationId: spec.id,
-    baseDir: spec.baseDir,
-  };
+  const layout = committedLayout(state);
   await writeJsonAtomic(layoutHistoryPath(stateDir, spec.environment, layout.serial), layout);
   await writeCurrentLayout(stateDir, layout);
 }

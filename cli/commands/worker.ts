@@ -1,0 +1,45 @@
+import path from 'node:path';
+import type { Command } from 'commander';
+import { CutoverError } from '../../engine/errors.js';
+
+export function registerWorker(program: Command): void {
+  program
+    .command('worker')
+    .description('run migrations from Temporal (WORKFLOW_HOST): workflows and driver calls')
+    .option(
+      '--state-dir <dir>',
+      "where this machine's drivers keep their records (default: CUTOVER_STATE_DIR, else ./.cutover)",
+    )
+    .option('--task-queue <name>', 'the task queue (default: TEMPORAL_TASK_QUEUE, else cutover)')
+    .addHelpText(
+      'after',
+      `
+Needs WORKFLOW_HOST=host:port (and TEMPORAL_NAMESPACE, TEMPORAL_TLS_CERT/KEY/CA or
+TEMPORAL_API_KEY where your Temporal needs them). Run as many as you like: a migration whose
+worker dies goes on on another one. SIGTERM stops taking work and lets calls in flight finish.
+
+Example:
+  $ WORKFLOW_HOST=127.0.0.1:7233 cutover worker --state-dir /var/lib/cutover`,
+    )
+    .action(async (options: { stateDir?: string; taskQueue?: string }) => {
+      const { temporalSettings } = await import('../../engine/temporal/connection.js');
+      const settings = temporalSettings();
+      if (!settings)
+        throw new CutoverError('USAGE', 'cutover worker needs WORKFLOW_HOST=host:port (Temporal frontend)');
+      if (options.taskQueue) settings.taskQueue = options.taskQueue;
+      const stateDir = path.resolve(options.stateDir ?? process.env.CUTOVER_STATE_DIR ?? '.cutover');
+      const { startWorker } = await import('../../engine/temporal/worker.js');
+      const { defaultDrivers } = await import('../../engine/migrations.js');
+      const worker = await startWorker({ settings, stateDir, drivers: defaultDrivers() });
+      process.stderr.write(
+        `cutover worker on ${settings.address} (namespace ${settings.namespace}, task queue ${settings.taskQueue}; pid ${process.pid}; state ${stateDir})\n`,
+      );
+      const stop = (signal: string) => {
+        process.stderr.write(`${signal}: finishing driver calls in flight\n`);
+        void worker.shutdown();
+      };
+      process.once('SIGTERM', () => stop('SIGTERM'));
+      process.once('SIGINT', () => stop('SIGINT'));
+      await worker.done;
+    });
+}

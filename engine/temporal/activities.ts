@@ -1,0 +1,57 @@
+/**
+ * The activities of the migration workflow: one driver call each, through the same
+ * `executeCommand` as the local runner. A call heartbeats while it runs, so a worker that dies is
+ * noticed and the call goes to another worker (drivers are idempotent); a cancelled call (a pause
+ * or rollback interrupting a health gate) stops its driver before the workflow moves on.
+ */
+import { Context } from '@temporalio/activity';
+import type { Command, MigrationState } from '../migration/types.js';
+import { type CommandResult, type DriverSet, executeCommand } from '../runner/execute-command.js';
+import type { LogLine } from '../runner/local-runner.js';
+
+export interface ActivityDeps {
+  /** The worker's state directory: where drivers keep their local records (process slots, routes). */
+  stateDir: string;
+  drivers: DriverSet;
+}
+
+export interface CommandOutcome {
+  result: CommandResult;
+  /** What the driver said while it ran, for the migration's log. */
+  lines: LogLine[];
+}
+
+export interface CutoverActivities {
+  runCommand(state: MigrationState, command: Command): Promise<CommandOutcome>;
+}
+
+const heartbeatEveryMs = 3_000;
+
+export function createActivities(deps: ActivityDeps): CutoverActivities {
+  return {
+    async runCommand(state, command) {
+      const context = Context.current();
+      const lines: LogLine[] = [];
+      if (context.info.attempt > 1) {
+        lines.push({
+          at: Date.now(),
+          level: 'warn',
+          kind: 'driver',
+          message: `${command.kind} is run again (attempt ${context.info.attempt}): the worker that ran it stopped answering`,
+        });
+      }
+      const beat = setInterval(() => context.heartbeat(), heartbeatEveryMs);
+      try {
+        const result = await executeCommand(state, command, {
+          stateDir: deps.stateDir,
+          drivers: deps.drivers,
+          signal: context.cancellationSignal,
+          log: (message) => lines.push({ at: Date.now(), level: 'info', kind: 'driver', message }),
+        });
+        return { result, lines };
+      } finally {
+        clearInterval(beat);
+      }
+    },
+  };
+}

@@ -1,0 +1,81 @@
+/**
+ * Temporal mode's settings, from the environment: `WORKFLOW_HOST=host:port` switches it on;
+ * `TEMPORAL_NAMESPACE` (default `default`), `TEMPORAL_TASK_QUEUE` (default `cutover`), TLS with
+ * `TEMPORAL_TLS_CERT`/`TEMPORAL_TLS_KEY` (client certificate files) and `TEMPORAL_TLS_CA`, or
+ * `TEMPORAL_API_KEY` (TLS on). Every connection has a deadline: an unreachable Temporal is one clear
+ * error naming WORKFLOW_HOST, never a hang.
+ */
+import { readFileSync } from 'node:fs';
+import { CutoverError } from '../errors.js';
+
+export interface TemporalSettings {
+  address: string;
+  namespace: string;
+  taskQueue: string;
+  tls?: { clientCertPair?: { crt: Buffer; key: Buffer }; serverRootCACertificate?: Buffer } | true;
+  apiKey?: string;
+}
+
+export function temporalSettings(env: NodeJS.ProcessEnv = process.env): TemporalSettings | null {
+  const address = env.WORKFLOW_HOST?.trim();
+  if (!address) return null;
+  const settings: TemporalSettings = {
+    address,
+    namespace: env.TEMPORAL_NAMESPACE || 'default',
+    taskQueue: env.TEMPORAL_TASK_QUEUE || 'cutover',
+  };
+  const read = (name: string): Buffer | undefined => {
+    const file = env[name];
+    if (!file) return undefined;
+    try {
+      return readFileSync(file);
+    } catch (error) {
+      throw new CutoverError('USAGE', `${name}=${file}: ${(error as Error).message}`);
+    }
+  };
+  const crt = read('TEMPORAL_TLS_CERT');
+  const key = read('TEMPORAL_TLS_KEY');
+  const ca = read('TEMPORAL_TLS_CA');
+  if (crt || key || ca) {
+    if ((crt && !key) || (key && !crt)) {
+      throw new CutoverError('USAGE', 'TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY go together');
+    }
+    settings.tls = {
+      ...(crt && key ? { clientCertPair: { crt, key } } : {}),
+      ...(ca ? { serverRootCACertificate: ca } : {}),
+    };
+  }
+  if (env.TEMPORAL_API_KEY) {
+    settings.apiKey = env.TEMPORAL_API_KEY;
+    settings.tls ??= true;
+  }
+  return settings;
+}
+
+/** How long a connection to Temporal may take before it is reported unreachable. */
+export const connectTimeoutMs = 5_000;
+
+export function unreachable(settings: TemporalSettings, error: unknown): CutoverError {
+  const reason = ((error as Error)?.message ?? String(error)).split('\n')[0];
+  return new CutoverError(
+    'TEMPORAL_UNREACHABLE',
+    `cannot reach Temporal at WORKFLOW_HOST=${settings.address} (namespace ${settings.namespace}): ${reason}`,
+  );
+}
+
+/** Rejects when `promise` has not settled within `ms`. */
+export function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no answer within ${ms / 1000} s`)), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}

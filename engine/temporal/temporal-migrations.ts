@@ -1,0 +1,324 @@
+/**
+ * Migrations in Temporal mode: the same operations as engine/migrations.ts (create, list, show,
+ * logs, verbs, the current layout), carried out through `@temporalio/client`. One migration in
+ * flight per environment comes from the workflow id (`cutover-migration-<environment>`) and a
+ * conflict policy that fails the second start; listing uses visibility with search attributes.
+ */
+import {
+  Client,
+  Connection,
+  WorkflowExecutionAlreadyStartedError,
+  type WorkflowHandle,
+  WorkflowUpdateFailedError,
+} from '@temporalio/client';
+import { TopologyInvalidError } from '../api.js';
+import { CutoverError } from '../errors.js';
+import { type CurrentLayout, emptyLayout } from '../layout.js';
+import {
+  isFinal,
+  type Lifecycle,
+  type MigrationSpec,
+  type MigrationState,
+  type Verb,
+} from '../migration/types.js';
+import { refuseVerb } from '../migration/verb-policy.js';
+import {
+  type CreateResult,
+  type MigrationSummary,
+  newMigrationId,
+  pinError,
+  summaryOf,
+} from '../migrations.js';
+import { buildPlan } from '../plan/build-plan.js';
+import type { LogLine } from '../runner/local-runner.js';
+import { loadTopology } from '../topology/load-topology.js';
+import { connectTimeoutMs, type TemporalSettings, unreachable, withDeadline } from './connection.js';
+import {
+  environmentWorkflow,
+  environmentWorkflowId,
+  layoutAtQuery,
+  layoutQuery,
+  type MigrationStatus,
+  migrationWorkflow,
+  migrationWorkflowId,
+  statusQuery,
+  verbUpdate,
+} from './workflows.js';
+
+/** Every call has a deadline; a query needs a worker, and none may be running. */
+const callTimeoutMs = 15_000;
+
+export interface TemporalCreateRequest {
+  text: string;
+  file: string;
+  baseDir: string;
+  planId?: string;
+  now?: number;
+}
+
+interface Located {
+  handle: WorkflowHandle<typeof migrationWorkflow>;
+  running: boolean;
+}
+
+export class TemporalMigrations {
+  private constructor(
+    readonly settings: TemporalSettings,
+    private readonly connection: Connection,
+    private readonly client: Client,
+  ) {}
+
+  static async connect(settings: TemporalSettings): Promise<TemporalMigrations> {
+    let connection: Connection;
+    try {
+      connection = await withDeadline(
+        Connection.connect({
+          address: settings.address,
+          connectTimeout: connectTimeoutMs,
+          ...(settings.tls ? { tls: settings.tls } : {}),
+          ...(settings.apiKey ? { apiKey: settings.apiKey } : {}),
+        }),
+        connectTimeoutMs + 1000,
+      );
+    } catch (error) {
+      throw unreachable(settings, error);
+    }
+    const client = new Client({ connection, namespace: settings.namespace });
+    return new TemporalMigrations(settings, connection, client);
+  }
+
+  async close(): Promise<void> {
+    await this.connection.close();
+  }
+
+  /** Runs a call with a deadline; a missing answer says what to check. */
+  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await withDeadline(fn(), callTimeoutMs);
+    } catch (error) {
+      if (error instanceof CutoverError) throw error;
+      const message = (error as Error)?.message ?? String(error);
+      if (/no answer within|UNAVAILABLE|DEADLINE_EXCEEDED|ECONNREFUSED/.test(message)) {
+        throw new CutoverError(
+          'TEMPORAL_UNREACHABLE',
+          `Temporal at WORKFLOW_HOST=${this.settings.address} did not answer ${what}: ${message.split('\n')[0]} (is a worker running? \`cutover worker\`)`,
+        );
+      }
+      throw error;
+    }
+  }
+
+  /** The layout plans are computed against: kept by the environment's workflow. */
+  async currentLayout(environment: string): Promise<CurrentLayout> {
+    return this.call('for the current layout', async () => {
+      try {
+        return await this.client.workflow.getHandle(environmentWorkflowId(environment)).query(layoutQuery);
+      } catch (error) {
+        if ((error as Error).name === 'WorkflowNotFoundError') return emptyLayout(environment);
+        throw error;
+      }
+    });
+  }
+
+  async create(request: TemporalCreateRequest): Promise<CreateResult> {
+    const loaded = loadTopology(request.text, { file: request.file });
+    if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
+    const desired = loaded.topology;
+    const environment = desired.metadata.name;
+    const base = await this.currentLayout(environment);
+    const plan = buildPlan(base, desired);
+    if (request.planId !== undefined && request.planId !== plan.planId) {
+      const envHandle = this.client.workflow.getHandle(environmentWorkflowId(environment));
+      throw await pinError(
+        (serial) =>
+          this.call('for an earlier layout', () => envHandle.query(layoutAtQuery, serial)).catch(() => null),
+        request.planId,
+        plan,
+        desired,
+      );
+    }
+    if (plan.actions.length === 0 && plan.settings.length === 0) return { created: false, plan };
+    const spec: MigrationSpec = {
+      id: newMigrationId(),
+      environment,
+      plan,
+      desired,
+      base,
+      baseDir: request.baseDir,
+      createdAt: request.now ?? Date.now(),
+    };
+    await this.call('to start the environment workflow', () =>
+      this.client.workflow.start(environmentWorkflow, {
+        workflowId: environmentWorkflowId(environment),
+        taskQueue: this.settings.taskQueue,
+        args: [{ environment }],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+      }),
+    );
+    try {
+      await this.call('to start the migration', () =>
+        this.client.workflow.start(migrationWorkflow, {
+          workflowId: migrationWorkflowId(environment),
+          taskQueue: this.settings.taskQueue,
+          args: [{ spec }],
+          workflowIdConflictPolicy: 'FAIL',
+          workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+          searchAttributes: {
+            CutoverEnvironment: [environment],
+            CutoverMigrationId: [spec.id],
+            CutoverState: ['running'],
+          },
+          memo: { migrationId: spec.id },
+        }),
+      );
+    } catch (error) {
+      if (error instanceof WorkflowExecutionAlreadyStartedError) throw await this.conflict(environment);
+      throw error;
+    }
+    return { created: true, spec };
+  }
+
+  private async conflict(environment: string): Promise<CutoverError> {
+    let holder = '(unknown)';
+    try {
+      const described = await this.client.workflow.getHandle(migrationWorkflowId(environment)).describe();
+      holder = String((described.memo as { migrationId?: string } | undefined)?.migrationId ?? holder);
+    } catch {
+      // described as unknown
+    }
+    return new CutoverError(
+      'MIGRATION_CONFLICT',
+      `environment ${environment} already has a migration in flight: ${holder}`,
+      { migrationId: holder },
+    );
+  }
+
+  /** Migrations known to visibility, newest first. */
+  async list(filter: { environment?: string; state?: Lifecycle }): Promise<MigrationSummary[]> {
+    const clauses = [`WorkflowType = 'migrationWorkflow'`, `ExecutionStatus != 'ContinuedAsNew'`];
+    if (filter.environment !== undefined) clauses.push(`CutoverEnvironment = '${quote(filter.environment)}'`);
+    if (filter.state !== undefined) clauses.push(`CutoverState = '${quote(filter.state)}'`);
+    const ids: string[] = [];
+    await this.call('to list migrations', async () => {
+      for await (const execution of this.client.workflow.list({ query: clauses.join(' AND ') })) {
+        const id = (execution.memo as { migrationId?: string } | undefined)?.migrationId;
+        if (typeof id === 'string' && !ids.includes(id)) ids.push(id);
+      }
+    });
+    const summaries: MigrationSummary[] = [];
+    for (const id of ids.sort().reverse()) {
+      try {
+        summaries.push((await this.show(id)).summary);
+      } catch (error) {
+        if (!(error instanceof CutoverError && error.code === 'MIGRATION_NOT_FOUND')) throw error;
+      }
+    }
+    return summaries;
+  }
+
+  /** A full id from an id or a unique prefix. */
+  async find(prefix: string): Promise<string> {
+    const wanted = (prefix.startsWith('mig_') ? prefix : `mig_${prefix}`).toLowerCase();
+    if (/^mig_[0-9a-z]{26}$/.test(wanted)) return wanted;
+    const all = (await this.list({})).map((m) => m.id).filter((id) => id.startsWith(wanted));
+    if (all.length === 1) return all[0] as string;
+    if (all.length === 0) {
+      throw new CutoverError(
+        'MIGRATION_NOT_FOUND',
+        `no migration ${prefix} in Temporal (${this.settings.address})`,
+      );
+    }
+    throw new CutoverError(
+      'MIGRATION_AMBIGUOUS',
+      `${prefix} matches ${all.length} migrations: ${all.slice(0, 5).join(', ')}`,
+    );
+  }
+
+  private async locate(id: string): Promise<Located> {
+    const found: { runId: string; workflowId: string; running: boolean }[] = [];
+    await this.call('to find the migration', async () => {
+      for await (const execution of this.client.workflow.list({
+        query: `WorkflowType = 'migrationWorkflow' AND CutoverMigrationId = '${quote(id)}'`,
+      })) {
+        found.push({
+          runId: execution.runId,
+          workflowId: execution.workflowId,
+          running: execution.status.name === 'RUNNING',
+        });
+      }
+    });
+    // After a continue-as-new the chain has several runs: the running one, else the last.
+    const pick = found.find((f) => f.running) ?? found[0];
+    if (!pick)
+      throw new CutoverError(
+        'MIGRATION_NOT_FOUND',
+        `no migration ${id} in Temporal (${this.settings.address})`,
+      );
+    return {
+      handle: this.client.workflow.getHandle<typeof migrationWorkflow>(
+        pick.workflowId,
+        pick.running ? pick.runId : undefined,
+      ),
+      running: pick.running,
+    };
+  }
+
+  private async status(located: Located, afterSeq: number): Promise<MigrationStatus> {
+    return this.call('for the migration status', () =>
+      located.running ? located.handle.query(statusQuery, afterSeq) : located.handle.result(),
+    );
+  }
+
+  async show(id: string): Promise<{ summary: MigrationSummary; state: MigrationState }> {
+    const status = await this.status(await this.locate(id), Number.MAX_SAFE_INTEGER);
+    return { summary: summaryOf(status.state, null), state: status.state };
+  }
+
+  async *logs(
+    id: string,
+    options: { follow: boolean; signal?: AbortSignal; pollMs?: number },
+  ): AsyncGenerator<LogLine> {
+    let located = await this.locate(id);
+    let seen = 0;
+    for (;;) {
+      const status = await this.status(located, seen);
+      for (const line of status.logs) {
+        if (line.seq <= seen) continue;
+        seen = line.seq;
+        const { seq: _seq, ...plain } = line;
+        yield plain;
+      }
+      if (!options.follow || isFinal(status.state.lifecycle) || options.signal?.aborted) return;
+      await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 300));
+      if (located.running) located = await this.locate(id);
+    }
+  }
+
+  async verb(
+    id: string,
+    verb: Verb,
+    by?: string,
+  ): Promise<{ summary: MigrationSummary; recovered: boolean }> {
+    const located = await this.locate(id);
+    if (!located.running) {
+      const { state } = await this.status(located, Number.MAX_SAFE_INTEGER);
+      throw new CutoverError('VERB_REFUSED', refuseVerb(state, verb) ?? `cannot ${verb} ${id} now`);
+    }
+    try {
+      const state = await this.call(`to ${verb}`, () =>
+        located.handle.executeUpdate(verbUpdate, { args: [verb, by] }),
+      );
+      return { summary: summaryOf(state, null), recovered: false };
+    } catch (error) {
+      if (error instanceof WorkflowUpdateFailedError) {
+        const cause = (error.cause as Error | undefined)?.message ?? error.message;
+        throw new CutoverError('VERB_REFUSED', cause);
+      }
+      throw error;
+    }
+  }
+}
+
+function quote(value: string): string {
+  return value.replace(/['\\]/g, '');
+}

@@ -1,0 +1,258 @@
+/**
+ * The Temporal workflows of cutover's distributed mode (`WORKFLOW_HOST`). Deterministic code only:
+ * the migration workflow drives the same pure step function as the local runner; driver calls are
+ * activities, waits are durable timers, operator verbs are Updates with validators, and the status
+ * (state and recent log lines) is a Query. The environment workflow keeps the current layout.
+ */
+import {
+  ActivityCancellationType,
+  CancellationScope,
+  condition,
+  continueAsNew,
+  defineQuery,
+  defineSignal,
+  defineUpdate,
+  getExternalWorkflowHandle,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { type CurrentLayout, committedLayout, emptyLayout } from '../layout.js';
+import { start, step } from '../migration/step.js';
+import {
+  type Command,
+  isFinal,
+  type MigrationEvent,
+  type MigrationSpec,
+  type MigrationState,
+  type Transition,
+  type Verb,
+} from '../migration/types.js';
+import { refuseVerb } from '../migration/verb-policy.js';
+import type { LogLine } from '../runner/local-runner.js';
+import type { CutoverActivities } from './activities.js';
+
+/** A log line with its position, so that a follower asks only for what it has not seen. */
+export interface SeqLine extends LogLine {
+  seq: number;
+}
+
+export interface MigrationStatus {
+  state: MigrationState;
+  logs: SeqLine[];
+}
+
+export interface MigrationInput {
+  spec: MigrationSpec;
+  /** Set when the workflow continued as new: where it stood. */
+  resume?: { state: MigrationState; logs: SeqLine[]; seq: number };
+}
+
+export const verbUpdate = defineUpdate<MigrationState, [Verb, string | undefined]>('verb');
+/** The state, and the kept log lines after `afterSeq` (0: all kept). */
+export const statusQuery = defineQuery<MigrationStatus, [number]>('status');
+
+/** Log lines kept in workflow state; older ones are dropped (the history has everything). */
+export const keptLogLines = 1000;
+/** Continue as new past this many history events (Temporal's own suggestion comes first). */
+const maxHistoryEvents = 5000;
+
+export function environmentWorkflowId(environment: string): string {
+  return `cutover-environment-${environment}`;
+}
+
+export function migrationWorkflowId(environment: string): string {
+  return `cutover-migration-${environment}`;
+}
+
+/** Activity options by command: timeouts from the command (a health gate's deadline), heartbeats for long calls. */
+function activitiesFor(command: Command): CutoverActivities {
+  const startToCloseMs =
+    command.kind === 'check_health'
+      ? command.deadlineMs + 60_000
+      : command.kind === 'apply_route' || command.kind === 'remove_route'
+        ? 120_000
+        : 2 * 60 * 60_000;
+  return proxyActivities<CutoverActivities>({
+    startToCloseTimeout: startToCloseMs,
+    // A worker that dies mid-call is noticed within this, and the call goes to another worker.
+    heartbeatTimeout: 5_000,
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: {
+      initialInterval: 1_000,
+      backoffCoefficient: 2,
+      maximumInterval: 30_000,
+      maximumAttempts: 20,
+      nonRetryableErrorTypes: ['InvariantError', 'CutoverError'],
+    },
+  });
+}
+
+export async function migrationWorkflow(input: MigrationInput): Promise<MigrationStatus> {
+  let state = input.resume?.state ?? (null as unknown as MigrationState);
+  let logs: SeqLine[] = input.resume?.logs ?? [];
+  let seq = input.resume?.seq ?? 0;
+  const scopes = new Map<string, CancellationScope>();
+  let continuing = false;
+
+  const log = (line: LogLine) => {
+    seq += 1;
+    logs.push({ ...line, seq });
+    if (logs.length > keptLogLines) logs = logs.slice(logs.length - keptLogLines);
+  };
+  const publish = () => upsertSearchAttributes({ CutoverState: [state.lifecycle] });
+
+  const apply = (t: Transition, before: MigrationState['lifecycle'] | null) => {
+    state = t.state;
+    for (const notice of t.notices) log({ ...notice });
+    for (const id of t.cancels) scopes.get(id)?.cancel();
+    if (state.lifecycle !== before) publish();
+    const idle = scopes.size === 0;
+    if (
+      idle &&
+      !isFinal(state.lifecycle) &&
+      (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > maxHistoryEvents)
+    ) {
+      // Go on in a fresh run, between two commands: the next one is re-issued there from `state.inflight`.
+      continuing = true;
+      return;
+    }
+    for (const command of t.commands) dispatch(command);
+  };
+
+  const record = (event: MigrationEvent) => {
+    if (isFinal(state.lifecycle) || continuing) return;
+    apply(step(state, event), state.lifecycle);
+  };
+
+  const dispatch = (command: Command) => {
+    const started = Date.now();
+    const scope = new CancellationScope();
+    scopes.set(command.id, scope);
+    void scope
+      .run(async () => {
+        if (command.kind === 'wait') {
+          await sleep(command.ms);
+          return { event: { type: 'command_succeeded' } as const, lines: [] as LogLine[] };
+        }
+        if (command.kind === 'record_layout') {
+          await getExternalWorkflowHandle(environmentWorkflowId(state.spec.environment)).signal(
+            recordLayoutSignal,
+            committedLayout(state),
+          );
+          return { event: { type: 'command_succeeded' } as const, lines: [] as LogLine[] };
+        }
+        const outcome = await activitiesFor(command).runCommand(state, command);
+        return { event: outcome.result, lines: outcome.lines };
+      })
+      .then(
+        ({ event, lines }) => {
+          scopes.delete(command.id);
+          for (const line of lines) log(line);
+          record({ ...event, at: Date.now(), commandId: command.id } as MigrationEvent);
+        },
+        (error: unknown) => {
+          scopes.delete(command.id);
+          if (isCancellation(error)) {
+            record({
+              type: 'command_cancelled',
+              at: Date.now(),
+              commandId: command.id,
+              elapsedMs: Date.now() - started,
+            });
+          } else {
+            const message =
+              error instanceof Error
+                ? ((error.cause as Error | undefined)?.message ?? error.message)
+                : String(error);
+            record({
+              type: 'command_failed',
+              at: Date.now(),
+              commandId: command.id,
+              error: { message, retryable: true },
+            });
+          }
+        },
+      );
+  };
+
+  setHandler(statusQuery, (afterSeq: number) => ({
+    state,
+    logs: logs.filter((l) => l.seq > afterSeq),
+  }));
+  setHandler(
+    verbUpdate,
+    (verb: Verb, by: string | undefined) => {
+      const event: MigrationEvent = { type: 'operator', at: Date.now(), verb };
+      if (by !== undefined) event.by = by;
+      record(event);
+      return state;
+    },
+    {
+      validator: (verb: Verb, _by: string | undefined) => {
+        const refusal = continuing
+          ? 'the migration is moving to a new workflow run; retry'
+          : refuseVerb(state, verb);
+        if (refusal !== null) throw new Error(refusal);
+      },
+    },
+  );
+
+  if (input.resume) {
+    const inflight = state.inflight;
+    if (inflight && state.cancelling === inflight.id) {
+      record({ type: 'command_cancelled', at: Date.now(), commandId: inflight.id, elapsedMs: 0 });
+    } else if (inflight) {
+      dispatch(inflight);
+    }
+  } else {
+    const t = start(input.spec);
+    state = t.state;
+    apply(t, null);
+  }
+
+  await condition(() => isFinal(state.lifecycle) || continuing);
+  if (continuing) {
+    await continueAsNew<typeof migrationWorkflow>({ spec: state.spec, resume: { state, logs, seq } });
+  }
+  return { state, logs };
+}
+
+export const recordLayoutSignal = defineSignal<[CurrentLayout]>('recordLayout');
+export const layoutQuery = defineQuery<CurrentLayout>('layout');
+/** An earlier layout, while kept (to tell a stale plan from a different one). */
+export const layoutAtQuery = defineQuery<CurrentLayout | null, [number]>('layoutAt');
+const keptLayouts = 20;
+
+export interface EnvironmentInput {
+  environment: string;
+  layout?: CurrentLayout;
+  earlier?: CurrentLayout[];
+}
+
+/**
+ * One per environment, running for as long as the environment exists: the current layout, durable
+ * in Temporal and the same for every server and worker. A migration's commit signals the layout it
+ * leaves; a repeated signal of the same migration changes nothing.
+ */
+export async function environmentWorkflow(input: EnvironmentInput): Promise<void> {
+  let layout = input.layout ?? emptyLayout(input.environment);
+  let earlier = input.earlier ?? [];
+  setHandler(layoutQuery, () => layout);
+  setHandler(layoutAtQuery, (serial: number) =>
+    serial === layout.serial ? layout : (earlier.find((l) => l.serial === serial) ?? null),
+  );
+  setHandler(recordLayoutSignal, (next: CurrentLayout) => {
+    if (next.migrationId !== undefined && next.migrationId === layout.migrationId) return;
+    if (next.serial !== layout.serial + 1) return;
+    earlier = [...earlier, layout].slice(-keptLayouts);
+    layout = next;
+  });
+  await condition(
+    () => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > maxHistoryEvents,
+  );
+  await continueAsNew<typeof environmentWorkflow>({ environment: input.environment, layout, earlier });
+}

@@ -1,0 +1,13 @@
+// Bundles cutover's Temporal workflow code once, at build time (workers load the bundle instead of
+// running webpack at every start). Run after tsc: it bundles dist/engine/temporal/workflows.js.
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { bundleWorkflowCode } from '@temporalio/worker';
+
+const workflowsPath = fileURLToPath(new URL('../dist/engine/temporal/workflows.js', import.meta.url));
+const out = fileURLToPath(new URL('../dist/engine/temporal/workflow-bundle.js', import.meta.url));
+const { code } = await bundleWorkflowCode({
+  workflowsPath,
+  logger: { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} },
+});
+writeFileSync(out, code);
