@@ -1,6 +1,6 @@
 import { has, own } from '../records.js';
 import type { Component, Route, Topology } from '../topology/types.js';
-import { dependencyDepths } from './dependency-order.js';
+import { byDepth, dependencyDepths } from './dependency-order.js';
 import { deepEqual, describeChange, diffValues } from './diff-values.js';
 import type { Change } from './types.js';
 
@@ -40,7 +40,8 @@ export function classify(current: Topology | null, desired: Topology): Classific
   const currentDepths = dependencyDepths(before);
   const components = new Map<string, ComponentFate>();
   // Dependencies first, so a dependency's fate is known before its dependents are judged.
-  const order = [...desiredDepths.entries()].sort((a, b) => a[1] - b[1]).map(([name]) => name);
+  const order = byDepth(desiredDepths);
+  const driverChanged = new Map<string, boolean>();
   for (const name of order) {
     const component = own(desired.components, name) as Component;
     const old = own(before, name);
@@ -48,11 +49,12 @@ export function classify(current: Topology | null, desired: Topology): Classific
       components.set(name, { fate: 'add', component });
       continue;
     }
-    const changes = componentChanges(current as Topology, desired, old, component);
-    const replacedDeps = component.dependsOn.filter((dep) => {
+    const changes = componentChanges(current as Topology, desired, old, component, driverChanged);
+    const replacedDeps: string[] = [];
+    for (const dep of component.dependsOn) {
       const f = components.get(dep)?.fate;
-      return f === 'replace' || f === 'add';
-    });
+      if (f === 'replace' || f === 'add') replacedDeps.push(dep);
+    }
     if (changes.length > 0 || replacedDeps.length > 0) {
       components.set(name, { fate: 'replace', component, before: old, changes, replacedDeps });
     } else {
@@ -66,13 +68,23 @@ export function classify(current: Topology | null, desired: Topology): Classific
   return { components, routes: classifyRoutes(current, desired, components), desiredDepths, currentDepths };
 }
 
-function componentChanges(current: Topology, desired: Topology, old: Component, now: Component): Change[] {
+function componentChanges(
+  current: Topology,
+  desired: Topology,
+  old: Component,
+  now: Component,
+  driverChanged: Map<string, boolean>,
+): Change[] {
   // Most components of a large layout are unchanged: an equality check is far cheaper than a diff.
   const changes = deepEqual(old, now) ? [] : diffValues(old, now);
-  if (
-    old.driver === now.driver &&
-    !deepEqual(own(current.drivers, old.driver), own(desired.drivers, now.driver))
-  ) {
+  if (old.driver !== now.driver) return changes;
+  // Many components share a driver: compare its two versions once.
+  let changed = driverChanged.get(now.driver);
+  if (changed === undefined) {
+    changed = !deepEqual(own(current.drivers, old.driver), own(desired.drivers, now.driver));
+    driverChanged.set(now.driver, changed);
+  }
+  if (changed) {
     const driverChanges = diffValues(
       own(current.drivers, old.driver),
       own(desired.drivers, now.driver),

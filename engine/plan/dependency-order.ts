@@ -1,5 +1,5 @@
 import { InvariantError } from '../errors.js';
-import { has, own } from '../records.js';
+import { own } from '../records.js';
 
 /**
  * Depth of each component in its dependency graph: 0 for no dependencies, else one more than its
@@ -10,33 +10,65 @@ import { has, own } from '../records.js';
 export function dependencyDepths(
   components: Readonly<Record<string, { dependsOn: readonly string[] }>>,
 ): Map<string, number> {
+  // Indexes and typed arrays rather than maps keyed by name: this runs on every component of both
+  // layouts. The result is the same map, with its entries in the same order (first depth assigned).
   const names = Object.keys(components);
-  const pending = new Map<string, number>();
-  const dependents = new Map<string, string[]>();
-  for (const name of names) {
-    const deps = (own(components, name)?.dependsOn ?? []).filter((d) => has(components, d));
-    pending.set(name, deps.length);
+  const n = names.length;
+  const index = new Map<string, number>();
+  for (let i = 0; i < n; i++) index.set(names[i] as string, i);
+  const pending = new Int32Array(n);
+  const dependents: (number[] | undefined)[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const deps = own(components, names[i] as string)?.dependsOn ?? [];
     for (const dep of deps) {
-      const list = dependents.get(dep);
-      if (list) list.push(name);
-      else dependents.set(dep, [name]);
+      const j = index.get(dep); // dependencies outside the graph are ignored
+      if (j === undefined) continue;
+      pending[i] = (pending[i] as number) + 1;
+      const list = dependents[j];
+      if (list) list.push(i);
+      else dependents[j] = [i];
     }
   }
-  const depth = new Map<string, number>();
-  const queue = names.filter((n) => pending.get(n) === 0);
-  for (const n of queue) depth.set(n, 0);
-  for (let i = 0; i < queue.length; i++) {
-    const name = queue[i] as string;
-    const d = depth.get(name) as number;
-    for (const dependent of dependents.get(name) ?? []) {
-      depth.set(dependent, Math.max(depth.get(dependent) ?? 0, d + 1));
-      const left = (pending.get(dependent) as number) - 1;
-      pending.set(dependent, left);
-      if (left === 0) queue.push(dependent);
+  const depth = new Int32Array(n).fill(-1);
+  const order: number[] = []; // in the order depths are first assigned
+  const queue: number[] = [];
+  for (let i = 0; i < n; i++) {
+    if (pending[i] === 0) {
+      queue.push(i);
+      depth[i] = 0;
+      order.push(i);
     }
   }
-  if (queue.length !== names.length) throw new InvariantError('dependency cycle in a loaded topology');
-  return depth;
+  for (let q = 0; q < queue.length; q++) {
+    const at = queue[q] as number;
+    const next = (depth[at] as number) + 1;
+    const list = dependents[at];
+    if (!list) continue;
+    for (const dependent of list) {
+      const d = depth[dependent] as number;
+      if (d < 0) order.push(dependent);
+      if (next > d) depth[dependent] = next;
+      pending[dependent] = (pending[dependent] as number) - 1;
+      if (pending[dependent] === 0) queue.push(dependent);
+    }
+  }
+  if (queue.length !== n) throw new InvariantError('dependency cycle in a loaded topology');
+  const out = new Map<string, number>();
+  for (const i of order) out.set(names[i] as string, depth[i] as number);
+  return out;
+}
+
+/** The names of a depth map, shallowest first; equal depths keep the map's order (a stable sort). */
+export function byDepth(depths: ReadonlyMap<string, number>): string[] {
+  const buckets: string[][] = [];
+  for (const [name, depth] of depths) {
+    const bucket = buckets[depth];
+    if (bucket) bucket.push(name);
+    else buckets[depth] = [name];
+  }
+  const out: string[] = [];
+  for (const bucket of buckets) if (bucket) for (const name of bucket) out.push(name);
+  return out;
 }
 
 /** Names in dependency order (dependencies first), ties by name. */

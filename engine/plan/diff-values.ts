@@ -38,14 +38,23 @@ function present(path: string, value: unknown): unknown {
 export function deepEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a) && Array.isArray(b)) {
-    return a.length === b.length && a.every((v, i) => deepEqual(v, b[i]));
+  const isArray = Array.isArray(a);
+  if (isArray !== Array.isArray(b)) return false;
+  // Plain loops, no closures: this runs on every component of both layouts.
+  if (isArray) {
+    const x = a as unknown[];
+    const y = b as unknown[];
+    if (x.length !== y.length) return false;
+    for (let i = 0; i < x.length; i++) if (!deepEqual(x[i], y[i])) return false;
+    return true;
   }
   const ka = Object.keys(a);
-  const kb = Object.keys(b);
-  if (ka.length !== kb.length) return false;
-  return ka.every((k) => Object.hasOwn(b, k) && deepEqual((a as never)[k], (b as never)[k]));
+  if (ka.length !== Object.keys(b).length) return false;
+  for (let i = 0; i < ka.length; i++) {
+    const k = ka[i] as string;
+    if (!Object.hasOwn(b, k) || !deepEqual((a as never)[k], (b as never)[k])) return false;
+  }
+  return true;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -1,7 +1,7 @@
 import { has, own } from '../records.js';
 import type { PathProblem } from './diagnostic.js';
 import { parseDuration } from './duration.js';
-import type { TopologyFile } from './file-types.js';
+import type { ComponentFile, TopologyFile } from './file-types.js';
 import { findCycles } from './find-cycles.js';
 import { suggest } from './validate-schema.js';
 
@@ -11,10 +11,14 @@ import { suggest } from './validate-schema.js';
  */
 export function checkTopology(file: TopologyFile): PathProblem[] {
   const problems: PathProblem[] = [];
-  checkComponents(file, problems);
+  // One walk over the components (the bulk of a large file) does the checks of each entry that
+  // used to be separate passes; their problems are kept in the order the passes gave them.
+  const durationProblems: PathProblem[] = [];
+  const edges = new Map<string, string[]>();
+  walkComponents(file, problems, durationProblems, edges);
   checkRoutes(file, problems);
-  checkCycles(file, problems);
-  checkDurations(file, problems);
+  checkCycles(edges, problems);
+  checkDurations(file, problems, durationProblems);
   return problems;
 }
 
@@ -22,90 +26,169 @@ export function checkTopology(file: TopologyFile): PathProblem[] {
 export const maxDurationMs = 365 * 24 * 3_600_000;
 const durationSyntax = /^([0-9]+(ms|s|m|h))+$/;
 
-/** The schema checks how durations are written; this checks their size, in every duration field. */
-function checkDurations(file: TopologyFile, problems: PathProblem[]): void {
-  const check = (text: string | undefined, path: (string | number)[]) => {
-    if (text === undefined) return;
-    const ms = parseDuration(text);
-    if (ms !== undefined ? ms > maxDurationMs : durationSyntax.test(text)) {
-      problems.push({ path, message: 'is too long: at most 8760h (a year)' });
-    }
-  };
-  check(file.strategy?.bake, ['strategy', 'bake']);
-  forEachEntry(file.drivers, (name, d) => {
-    if (d.type === 'process') check(d.stopTimeout, ['drivers', name, 'stopTimeout']);
-    if (d.type === 'exec') check(d.timeout, ['drivers', name, 'timeout']);
-  });
-  forEachEntry(file.components, (name, c) => {
-    for (const field of ['interval', 'timeout', 'deadline'] as const)
-      check(c.health?.[field], ['components', name, 'health', field]);
-    for (const field of ['maxLag', 'timeout'] as const)
-      check(c.replicate?.[field], ['components', name, 'replicate', field]);
-  });
-  forEachEntry(file.routes, (name, r) => check(r.drain?.timeout, ['routes', name, 'drain', 'timeout']));
+/** A duration field that is written but longer than a year (the schema checks how it is written). */
+function isTooLong(text: string | undefined): boolean {
+  if (text === undefined) return false;
+  const ms = parseDuration(text);
+  return ms !== undefined ? ms > maxDurationMs : durationSyntax.test(text);
 }
 
-function checkComponents(file: TopologyFile, problems: PathProblem[]): void {
-  const drivers = file.drivers ?? {};
-  const componentNames = Object.keys(file.components);
-  forEachEntry(file.components, (name, component) => {
-    const at = ['components', name];
-    const driver = own(drivers, component.driver);
-    if (!driver) {
-      problems.push({
-        path: [...at, 'driver'],
-        message: unknownName('driver', component.driver, Object.keys(drivers)),
-      });
-    } else if (driver.type !== 'process' && driver.type !== 'exec') {
-      problems.push({
-        path: [...at, 'driver'],
-        message: `driver "${component.driver}" is of type ${driver.type}; components need a process or exec driver`,
-      });
-    } else if (driver.type === 'process' && !component.run) {
-      problems.push({ path: [...at, 'run'], message: 'is required for a component on a process driver' });
-    }
-    (component.dependsOn ?? []).forEach((dep, i) => {
-      if (dep === name)
-        problems.push({ path: [...at, 'dependsOn', i], message: 'a component cannot depend on itself' });
-      else if (!has(file.components, dep)) {
-        problems.push({
-          path: [...at, 'dependsOn', i],
-          message: unknownName('component', dep, componentNames),
-        });
-      }
-    });
-    const health = component.health;
-    if (health) {
-      const probes = (['http', 'tcp', 'command'] as const).filter((k) => health[k] !== undefined);
-      if (probes.length !== 1) {
-        problems.push({
-          path: [...at, 'health'],
-          message:
-            probes.length === 0
-              ? 'needs one probe: http, tcp or command'
-              : `has ${probes.join(' and ')}; give exactly one probe`,
-        });
-      }
-      for (const field of ['interval', 'timeout', 'deadline'] as const) {
-        const text = health[field];
-        if (text !== undefined && parseDuration(text) === 0) {
-          problems.push({ path: [...at, 'health', field], message: 'must be longer than 0s' });
-        }
-      }
-      if (health.http?.bodyMatch !== undefined && !isRegExp(health.http.bodyMatch)) {
-        problems.push({
-          path: [...at, 'health', 'http', 'bodyMatch'],
-          message: 'is not a valid regular expression',
-        });
-      }
-    }
-    if (component.replicate && component.stateful !== true) {
-      problems.push({
-        path: [...at, 'replicate'],
-        message: 'is set but the component is not stateful: true',
-      });
-    }
+/** The schema checks how durations are written; this checks their size, in every duration field. */
+function checkDurations(file: TopologyFile, problems: PathProblem[], componentProblems: PathProblem[]): void {
+  const check = (text: string | undefined, path: () => (string | number)[]) => {
+    if (isTooLong(text)) problems.push({ path: path(), message: 'is too long: at most 8760h (a year)' });
+  };
+  check(file.strategy?.bake, () => ['strategy', 'bake']);
+  forEachEntry(file.drivers, (name, d) => {
+    if (d.type === 'process') check(d.stopTimeout, () => ['drivers', name, 'stopTimeout']);
+    if (d.type === 'exec') check(d.timeout, () => ['drivers', name, 'timeout']);
   });
+  for (const p of componentProblems) problems.push(p);
+  forEachEntry(file.routes, (name, r) => check(r.drain?.timeout, () => ['routes', name, 'drain', 'timeout']));
+}
+
+const healthDurationFields = ['interval', 'timeout', 'deadline'] as const;
+const replicateDurationFields = ['maxLag', 'timeout'] as const;
+
+function componentDurations(name: string, c: ComponentFile, out: PathProblem[]): void {
+  // `?.` as the separate pass had it: a null health or replicate has no durations to check.
+  const health = c.health;
+  if (health !== undefined && health !== null) {
+    for (const field of healthDurationFields) {
+      if (isTooLong(health[field])) {
+        out.push({
+          path: ['components', name, 'health', field],
+          message: 'is too long: at most 8760h (a year)',
+        });
+      }
+    }
+  }
+  const replicate = c.replicate;
+  if (replicate !== undefined && replicate !== null) {
+    for (const field of replicateDurationFields) {
+      if (isTooLong(replicate[field])) {
+        out.push({
+          path: ['components', name, 'replicate', field],
+          message: 'is too long: at most 8760h (a year)',
+        });
+      }
+    }
+  }
+}
+
+/**
+ * Per component: references, field combinations, duration sizes and dependency edges. Each part
+ * is guarded on its own, as separate passes would be: on a file the schema rejected, an entry too
+ * malformed for one part is still checked by the others.
+ */
+function walkComponents(
+  file: TopologyFile,
+  problems: PathProblem[],
+  durationProblems: PathProblem[],
+  edges: Map<string, string[]>,
+): void {
+  const drivers = file.drivers ?? {};
+  const components = file.components;
+  const names = Object.keys(components); // throws, as before, when there are no components at all
+  for (const name of names) {
+    const component = components[name] as ComponentFile;
+    try {
+      checkComponent(file, drivers, names, name, component, problems);
+    } catch {
+      // Malformed entry; the schema errors already describe it.
+    }
+    try {
+      componentDurations(name, component, durationProblems);
+    } catch {
+      // Malformed entry, as above.
+    }
+    try {
+      const deps = Array.isArray(component.dependsOn) ? component.dependsOn : [];
+      const targets: string[] = [];
+      for (const d of deps) if (typeof d === 'string' && d !== name) targets.push(d);
+      edges.set(name, targets);
+    } catch {
+      // Malformed entry, as above.
+    }
+  }
+}
+
+function checkComponent(
+  file: TopologyFile,
+  drivers: NonNullable<TopologyFile['drivers']>,
+  componentNames: readonly string[],
+  name: string,
+  component: ComponentFile,
+  problems: PathProblem[],
+): void {
+  const driver = own(drivers, component.driver);
+  if (!driver) {
+    problems.push({
+      path: ['components', name, 'driver'],
+      message: unknownName('driver', component.driver, Object.keys(drivers)),
+    });
+  } else if (driver.type !== 'process' && driver.type !== 'exec') {
+    problems.push({
+      path: ['components', name, 'driver'],
+      message: `driver "${component.driver}" is of type ${driver.type}; components need a process or exec driver`,
+    });
+  } else if (driver.type === 'process' && !component.run) {
+    problems.push({
+      path: ['components', name, 'run'],
+      message: 'is required for a component on a process driver',
+    });
+  }
+  const dependsOn = component.dependsOn ?? [];
+  // Not a list: the rest of this entry is left unchecked, as `dependsOn.forEach` throwing left it.
+  if (!Array.isArray(dependsOn)) throw new TypeError('dependsOn is not a list');
+  for (let i = 0; i < dependsOn.length; i++) {
+    const dep = dependsOn[i] as string;
+    if (dep === name) {
+      problems.push({
+        path: ['components', name, 'dependsOn', i],
+        message: 'a component cannot depend on itself',
+      });
+    } else if (!has(file.components, dep)) {
+      problems.push({
+        path: ['components', name, 'dependsOn', i],
+        message: unknownName('component', dep, componentNames),
+      });
+    }
+  }
+  const health = component.health;
+  if (health) {
+    const probes =
+      (health.http !== undefined ? 1 : 0) +
+      (health.tcp !== undefined ? 1 : 0) +
+      (health.command !== undefined ? 1 : 0);
+    if (probes !== 1) {
+      problems.push({
+        path: ['components', name, 'health'],
+        message:
+          probes === 0
+            ? 'needs one probe: http, tcp or command'
+            : `has ${(['http', 'tcp', 'command'] as const).filter((k) => health[k] !== undefined).join(' and ')}; give exactly one probe`,
+      });
+    }
+    for (const field of healthDurationFields) {
+      const text = health[field];
+      if (text !== undefined && parseDuration(text) === 0) {
+        problems.push({ path: ['components', name, 'health', field], message: 'must be longer than 0s' });
+      }
+    }
+    if (health.http?.bodyMatch !== undefined && !isRegExp(health.http.bodyMatch)) {
+      problems.push({
+        path: ['components', name, 'health', 'http', 'bodyMatch'],
+        message: 'is not a valid regular expression',
+      });
+    }
+  }
+  if (component.replicate && component.stateful !== true) {
+    problems.push({
+      path: ['components', name, 'replicate'],
+      message: 'is set but the component is not stateful: true',
+    });
+  }
 }
 
 /**
@@ -193,15 +276,7 @@ function findClash(listeners: Map<string, string>, address: string): string | un
   return undefined;
 }
 
-function checkCycles(file: TopologyFile, problems: PathProblem[]): void {
-  const edges = new Map<string, string[]>();
-  forEachEntry(file.components, (name, component) => {
-    const deps = Array.isArray(component.dependsOn) ? component.dependsOn : [];
-    edges.set(
-      name,
-      deps.filter((d) => typeof d === 'string' && d !== name),
-    );
-  });
+function checkCycles(edges: ReadonlyMap<string, readonly string[]>, problems: PathProblem[]): void {
   for (const cycle of findCycles(edges)) {
     const first = cycle[0] as string;
     problems.push({

@@ -7,9 +7,22 @@ export type DurationMs = number;
 
 /** Parses a duration; returns undefined for text that is not one. */
 export function parseDuration(text: string): DurationMs | undefined {
-  // The common spellings (`30s`, `500ms`, `2m`) without a regular-expression scan.
-  const simple = /^(\d{1,9})(ms|s|m|h)$/.exec(text);
-  if (simple) return Number(simple[1]) * unitMs[simple[2] as keyof typeof unitMs];
+  // The common spellings (`30s`, `500ms`, `2m`: up to 9 digits and one unit) without a regular
+  // expression; anything else takes the general path below.
+  if (typeof text === 'string') {
+    let i = 0;
+    let n = 0;
+    for (let c = text.charCodeAt(0); c >= 48 && c <= 57 && i < 10; c = text.charCodeAt(++i))
+      n = n * 10 + (c - 48);
+    if (i >= 1 && i <= 9) {
+      const rest = text.length - i;
+      const u = text.charCodeAt(i);
+      if (rest === 1 && u === 115 /* s */) return n * 1000;
+      if (rest === 1 && u === 109 /* m */) return n * 60_000;
+      if (rest === 1 && u === 104 /* h */) return n * 3_600_000;
+      if (rest === 2 && u === 109 && text.charCodeAt(i + 1) === 115) return n;
+    }
+  }
   if (!durationPattern.test(text)) return undefined;
   let total = 0;
   for (const match of text.matchAll(partPattern)) {

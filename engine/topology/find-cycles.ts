@@ -4,29 +4,44 @@
  * its smallest name, e.g. ['api', 'db', 'api'].
  */
 export function findCycles(edges: ReadonlyMap<string, readonly string[]>, maxCycles = 20): string[][] {
-  const state = new Map<string, 1 | 2>(); // 1 on the current path, 2 finished
+  // Nodes as indexes in name order, targets resolved once (dangling ones, reported elsewhere, left
+  // out): the walk itself then touches no map.
+  const names = [...edges.keys()].sort();
+  const index = new Map<string, number>();
+  for (let i = 0; i < names.length; i++) index.set(names[i] as string, i);
+  const targets: number[][] = names.map((name) => {
+    const out: number[] = [];
+    for (const target of edges.get(name) ?? []) {
+      const j = index.get(target);
+      if (j !== undefined) out.push(j);
+    }
+    return out;
+  });
+  const state = new Uint8Array(names.length); // 0 unvisited, 1 on the current path, 2 finished
   const cycles: string[][] = [];
   const seen = new Set<string>();
-  const names = [...edges.keys()].sort();
-  for (const start of names) {
-    if (state.has(start)) continue;
-    const path: string[] = [];
-    const stack: { node: string; next: number }[] = [{ node: start, next: 0 }];
-    state.set(start, 1);
+  const path: number[] = []; // the nodes on the current path, which is also the stack
+  const next: number[] = []; // per stack frame, the index of the next target to follow
+  for (let start = 0; start < names.length; start++) {
+    if (state[start] !== 0) continue;
+    state[start] = 1;
     path.push(start);
-    while (stack.length > 0) {
-      const frame = stack[stack.length - 1] as { node: string; next: number };
-      const targets = edges.get(frame.node) ?? [];
-      if (frame.next < targets.length) {
-        const target = targets[frame.next++] as string;
-        if (!edges.has(target)) continue; // dangling: reported elsewhere
-        const s = state.get(target);
-        if (s === undefined) {
-          state.set(target, 1);
+    next.push(0);
+    while (path.length > 0) {
+      const top = path.length - 1;
+      const node = path[top] as number;
+      const out = targets[node] as number[];
+      const k = next[top] as number;
+      if (k < out.length) {
+        next[top] = k + 1;
+        const target = out[k] as number;
+        const s = state[target];
+        if (s === 0) {
+          state[target] = 1;
           path.push(target);
-          stack.push({ node: target, next: 0 });
+          next.push(0);
         } else if (s === 1) {
-          const cycle = path.slice(path.indexOf(target));
+          const cycle = path.slice(path.indexOf(target)).map((i) => names[i] as string);
           const key = canonicalCycle(cycle);
           if (!seen.has(key.join('>'))) {
             seen.add(key.join('>'));
@@ -36,9 +51,9 @@ export function findCycles(edges: ReadonlyMap<string, readonly string[]>, maxCyc
         }
         continue;
       }
-      state.set(frame.node, 2);
+      state[node] = 2;
       path.pop();
-      stack.pop();
+      next.pop();
     }
   }
   return cycles;

@@ -56,7 +56,9 @@ function normalizeDriver(driver: DriverFile): DriverSpec {
 function normalizeComponent(c: ComponentFile): Component {
   const stateful = c.stateful ?? false;
   const out = {} as Component;
-  out.dependsOn = [...(c.dependsOn ?? [])].sort();
+  const dependsOn = c.dependsOn;
+  out.dependsOn =
+    dependsOn === undefined ? [] : dependsOn.length > 1 ? [...dependsOn].sort() : [...dependsOn];
   out.driver = c.driver;
   out.env = sortedRecord(c.env ?? {});
   if (c.health) out.health = normalizeHealth(c.health);
@@ -123,10 +125,27 @@ function duration(text: string | undefined, fallbackMs: number): number {
 
 function mapSorted<A, B>(record: Record<string, A>, f: (a: A) => B): Record<string, B> {
   const out: Record<string, B> = {};
-  for (const key of Object.keys(record).sort()) setOwn(out, key, f(record[key] as A));
+  for (const key of sortedKeys(record)) setOwn(out, key, f(record[key] as A));
   return out;
 }
 
+/** A copy with the keys in sorted order. Most records are small and already sorted: copied whole. */
 function sortedRecord(record: Record<string, string>): Record<string, string> {
-  return mapSorted(record, (v) => v);
+  const keys = Object.keys(record);
+  if (keys.length === 0) return {};
+  if (isSorted(keys)) return { ...record };
+  const out: Record<string, string> = {};
+  for (const key of keys.sort()) setOwn(out, key, record[key] as string);
+  return out;
+}
+
+function sortedKeys(record: object): string[] {
+  const keys = Object.keys(record);
+  return isSorted(keys) ? keys : keys.sort();
+}
+
+/** In the order `sort()` gives (UTF-16 code units), so skipping the sort changes nothing. */
+function isSorted(keys: readonly string[]): boolean {
+  for (let i = 1; i < keys.length; i++) if ((keys[i - 1] as string) > (keys[i] as string)) return false;
+  return true;
 }

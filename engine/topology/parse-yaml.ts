@@ -1,35 +1,42 @@
-import jsYaml from 'js-yaml';
+import { createRequire } from 'node:module';
 import type { PathProblem } from './diagnostic.js';
+import { parseFastYaml } from './fast-yaml.js';
+import { scalarTypes } from './yaml-scalars.js';
 
 /**
- * YAML text → plain data, fast. js-yaml is an order of magnitude faster than a CST parser, so the
- * happy path uses it; positions of errors found later are recovered by `locate.ts` only when there
- * are errors to report.
+ * YAML text → plain data, fast. Texts in the plain subset that topology files are written in are
+ * read by fast-yaml.ts; everything else by js-yaml (an order of magnitude faster than a CST parser).
+ * Positions of errors found later are recovered by `locate.ts` only when there are errors to report.
  *
- * The schema is YAML 1.2 core (see `int` below) plus merge keys (`<<: *base`): no timestamps or binary, so
- * `version: 2024-01-01` stays text for the schema to judge rather than becoming a Date.
+ * The schema is YAML 1.2 core (see yaml-scalars.ts) plus merge keys (`<<: *base`): no timestamps or
+ * binary, so `version: 2024-01-01` stays text for the schema to judge rather than becoming a Date.
  */
-// `types` is exported by js-yaml 4 but missing from its type declarations.
-type YamlType = InstanceType<typeof jsYaml.Type>;
-const builtIn = (jsYaml as unknown as { types: Record<'merge' | 'null' | 'bool' | 'float', YamlType> }).types;
+type JsYaml = typeof import('js-yaml');
+type YamlSchema = ReturnType<JsYaml['FAILSAFE_SCHEMA']['extend']>;
 
-/**
- * Integers as YAML 1.2 core has them: decimal, 0o octal, 0x hex. js-yaml's own int type also takes
- * YAML 1.1 forms (0b binary, 1_000), which would silently turn a name like `0b0` into `0`.
- */
-const int = new jsYaml.Type('tag:yaml.org,2002:int', {
-  kind: 'scalar',
-  resolve: (data: string) => /^[-+]?[0-9]+$|^0o[0-7]+$|^0x[0-9a-fA-F]+$/.test(data),
-  construct: (data: string) => {
-    if (data.startsWith('0o')) return Number.parseInt(data.slice(2), 8);
-    if (data.startsWith('0x')) return Number.parseInt(data.slice(2), 16);
-    return Number.parseInt(data, 10);
-  },
-  predicate: (value: unknown) => Number.isInteger(value),
-});
-const schema = jsYaml.FAILSAFE_SCHEMA.extend({
-  implicit: [builtIn.null, builtIn.bool, int, builtIn.float, builtIn.merge],
-});
+// Loaded on first use: files the fast path reads (the common case) never pay for loading it.
+let jsYaml: JsYaml | undefined;
+let yamlSchema: YamlSchema | undefined;
+
+function loadJsYaml(): { jsYaml: JsYaml; schema: YamlSchema } {
+  if (!jsYaml || !yamlSchema) {
+    const lib = createRequire(import.meta.url)('js-yaml') as JsYaml;
+    // `types` is exported by js-yaml 4 but missing from its type declarations.
+    const merge = (lib as unknown as { types: { merge: InstanceType<JsYaml['Type']> } }).types.merge;
+    const implicit = scalarTypes.map(
+      (t) => new lib.Type(t.tag, { kind: 'scalar', resolve: t.resolve, construct: t.construct }),
+    );
+    yamlSchema = lib.FAILSAFE_SCHEMA.extend({ implicit: [...implicit, merge] });
+    jsYaml = lib;
+  }
+  return { jsYaml, schema: yamlSchema };
+}
+
+/** js-yaml with the schema above: what every text is read as, and what the fast path is held to. */
+export function loadWithJsYaml(text: string): unknown {
+  const { jsYaml, schema } = loadJsYaml();
+  return jsYaml.load(text, { schema, json: false });
+}
 
 export type ParsedYaml =
   | { ok: true; value: unknown }
@@ -49,11 +56,24 @@ export interface ParseLimits {
 export const defaultParseLimits: ParseLimits = { maxExpandedNodesPerChar: 1, minExpandedNodes: 100_000 };
 
 export function parseYaml(text: string, limits: ParseLimits = defaultParseLimits): ParsedYaml {
-  let value: unknown;
+  // Most files are in the plain subset fast-yaml.ts reads, several times faster; it gives the same
+  // value as js-yaml, and leaves everything else, errors included, to js-yaml.
+  const parsed = parseFastYaml(text) ?? parseWithJsYaml(text);
+  if (!('value' in parsed)) return parsed;
+  const value = parsed.value;
+  // Aliases need anchors: a text without `&` has nothing to expand, and large files usually have none.
+  if (!text.includes('&')) return { ok: true, value };
+  const limit = Math.max(limits.minExpandedNodes, Math.ceil(text.length * limits.maxExpandedNodesPerChar));
+  const expansion = measureExpansion(value, limit);
+  if (expansion !== undefined) return { ok: false, problem: expansion };
+  return { ok: true, value };
+}
+
+function parseWithJsYaml(text: string): { value: unknown } | Extract<ParsedYaml, { line: number }> {
   try {
-    value = jsYaml.load(text, { schema, json: false });
+    return { value: loadWithJsYaml(text) };
   } catch (error) {
-    if (error instanceof jsYaml.YAMLException) {
+    if (error instanceof (jsYaml as JsYaml).YAMLException) {
       const mark = error.mark as { line?: number; column?: number } | undefined;
       // js-yaml reads a text without a final newline as if it had one: an error at the very end
       // would point at a line past the last; keep it on the last line.
@@ -75,12 +95,6 @@ export function parseYaml(text: string, limits: ParseLimits = defaultParseLimits
     // js-yaml can throw plain errors on pathological input (e.g. stack depth); report, never crash.
     return { ok: false, line: 1, column: 1, message: `YAML syntax: ${(error as Error).message}` };
   }
-  // Aliases need anchors: a text without `&` has nothing to expand, and large files usually have none.
-  if (!text.includes('&')) return { ok: true, value };
-  const limit = Math.max(limits.minExpandedNodes, Math.ceil(text.length * limits.maxExpandedNodesPerChar));
-  const expansion = measureExpansion(value, limit);
-  if (expansion !== undefined) return { ok: false, problem: expansion };
-  return { ok: true, value };
 }
 
 /**
