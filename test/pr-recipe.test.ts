@@ -71,7 +71,9 @@ describe('the pull-request plan recipe', () => {
     writeFileSync(path.join(checkout, 'envs/blog/topology.yaml'), 'apiVersion: cutover/v1\nkind: Nope\n');
     await run('git', ['commit', '-qam', 'bump shop, break blog'], { cwd: checkout, env });
 
-    const script = (step?.run as string).replaceAll('${{ github.base_ref }}', 'main');
+    // The workflow's expression for the base branch, as GitHub would substitute it.
+    const baseRefExpression = ['$', '{{ github.base_ref }}'].join('');
+    const script = String(step?.run).replaceAll(baseRefExpression, 'main');
     const output = path.join(dir, 'github-output');
     writeFileSync(output, '');
     await run('bash', ['-e', '-c', script], {

@@ -4,11 +4,9 @@ import { componentDriverFor, type DriverSet, routeDriverFor } from '../drivers/d
 import { routeKey } from '../drivers/route-table.js';
 import {
   type ComponentCallContext,
-  type ComponentDriver,
   type DriverCallOptions,
   PermanentDriverError,
   type RouteCallContext,
-  type RouteDriver,
   type SlotInfo,
 } from '../drivers/types.js';
 import { assertNever } from '../errors.js';
