@@ -46,6 +46,8 @@ export interface PlanRequest {
   file: string;
   against: PlanBase;
   env?: NodeJS.ProcessEnv;
+  /** Where the recorded layout comes from, when not the state directory (Temporal mode). */
+  recordedLayout?: (environment: string) => Promise<CurrentLayout>;
 }
 
 export async function planTopologyFile(request: PlanRequest): Promise<Plan> {
@@ -71,6 +73,8 @@ export async function planTopologyText(
   desired: TopologyText,
   against:
     | { kind: 'recorded'; stateDir: string }
+    /** The current layout, from wherever it is kept (a state directory, or Temporal). */
+    | { kind: 'layout'; of: (environment: string) => Promise<CurrentLayout> }
     | { kind: 'text'; source: TopologyText }
     /** Nothing is live (e.g. the file did not exist at a Git revision). */
     | { kind: 'empty' },
@@ -80,6 +84,7 @@ export async function planTopologyText(
     return buildPlan(await readCurrentLayout(against.stateDir, model.metadata.name), model);
   }
   if (against.kind === 'empty') return buildPlan(emptyLayout(model.metadata.name), model);
+  if (against.kind === 'layout') return buildPlan(await against.of(model.metadata.name), model);
   const base = await loadOrThrow(against.source.text, against.source.file);
   return buildPlan({ environment: base.metadata.name, serial: 0, topology: base }, model);
 }
@@ -88,6 +93,7 @@ async function baseLayout(request: PlanRequest, environment: string): Promise<Cu
   const against = request.against;
   switch (against.kind) {
     case 'recorded':
+      if (request.recordedLayout) return request.recordedLayout(environment);
       return readCurrentLayout(stateDirFor(request.file, request.env), environment);
     case 'file': {
       const topology = await loadOrThrow(await readTopologyFile(against.file), against.file);

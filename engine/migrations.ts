@@ -14,6 +14,7 @@ import { createExecDriver } from './drivers/exec-driver.js';
 import { createNginxDriver } from './drivers/nginx-driver.js';
 import { createProcessDriver } from './drivers/process-driver.js';
 import { CutoverError } from './errors.js';
+import type { CurrentLayout } from './layout.js';
 import { replay } from './migration/step.js';
 import { isFinal, type MigrationSpec, type MigrationState, type Verb } from './migration/types.js';
 import { clock, refuseVerb } from './migration/verb-policy.js';
@@ -29,7 +30,6 @@ import { LocalRunner, type LogLine, type RunnerDeps } from './runner/local-runne
 import { migrationPaths, migrationsDir } from './runner/paths.js';
 import { claimRunner, liveRunner, releaseRunner } from './runner/runner-claim.js';
 import { readTopologyFile } from './sources/read-topology-file.js';
-import type { CurrentLayout } from './layout.js';
 import { readCurrentLayout, readLayoutAt } from './store/layout-store.js';
 import { loadTopology } from './topology/load-topology.js';
 
@@ -84,7 +84,12 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
     const base = await readCurrentLayout(stateDir, environment);
     const plan = buildPlan(base, desired);
     if (request.planId !== undefined && request.planId !== plan.planId) {
-      throw await pinError((serial) => readLayoutAt(stateDir, environment, serial), request.planId, plan, desired);
+      throw await pinError(
+        (serial) => readLayoutAt(stateDir, environment, serial),
+        request.planId,
+        plan,
+        desired,
+      );
     }
     if (plan.actions.length === 0 && plan.settings.length === 0) {
       releaseEnvironment(stateDir, environment, id);

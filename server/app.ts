@@ -8,6 +8,7 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { CutoverError } from '../engine/errors.js';
+import { localService, type MigrationService } from '../engine/migration-service.js';
 import { bearerToken, type Principal, type Role, rateLimitKey, type TokenStore } from './auth.js';
 import { IdempotencyStore } from './idempotency.js';
 import { createMetrics, type ServerMetrics } from './metrics.js';
@@ -42,6 +43,8 @@ export interface ServerOptions {
   rateLimitPerMinute?: number;
   /** Time allowed to receive a whole request (default 30 s). */
   requestTimeoutMs?: number;
+  /** Where migrations run: default, the local state directory. */
+  service?: MigrationService;
   /** The shared secret that signs Git webhooks (POST /v1/hooks/git); none: the hook answers 503. */
   hookSecret?: string;
   /** pino level: fatal, error, warn, info (default), debug, trace or silent. */
@@ -63,6 +66,8 @@ export interface RouteContext {
   idempotency: IdempotencyStore;
   /** Aborted when the server shuts down: long-lived responses (log streams) end. */
   shutdown: AbortSignal;
+  /** Migrations, locally or on Temporal (WORKFLOW_HOST). */
+  service: MigrationService;
 }
 
 export async function buildServer(options: ServerOptions): Promise<CutoverServer> {
@@ -81,8 +86,19 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
     },
     logger: {
       level: options.logLevel ?? 'info',
-      // Request logs carry method, URL and address; never headers, so no token reaches a log.
+      // Request logs carry method, path and address; never headers, so no token reaches a log.
       redact: ['req.headers.authorization'],
+      serializers: {
+        // Nor the query string: a client may put a token there (`?access_token=`), and the
+        // server cannot tell which parameter holds a secret.
+        req: (request: FastifyRequest) => ({
+          method: request.method,
+          url: logUrl(request.url),
+          host: request.host,
+          remoteAddress: request.ip,
+          remotePort: request.socket?.remotePort,
+        }),
+      },
     },
     ajv: { customOptions: { strict: false } },
     // Errors Fastify's router raises before any hook (a URL that does not decode, a path parameter
@@ -95,12 +111,14 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
   // The API takes JSON only: any other body (text/plain included, which Fastify parses by default)
   // is a 415.
   app.removeContentTypeParser('text/plain');
-  const metrics = createMetrics(options.stateDir);
+  const service = options.service ?? localService(options.stateDir);
+  const metrics = createMetrics(service);
   const shutdown = new AbortController();
   const context: RouteContext = {
     options,
     idempotency: new IdempotencyStore(`${options.stateDir}/server/idempotency`),
     shutdown: shutdown.signal,
+    service,
   };
 
   app.decorateRequest('principal', null);
@@ -114,10 +132,7 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
     // No route: a 404, whatever else is wrong with the request (Fastify parses the body of an
     // unknown route too, and a body that does not parse would otherwise answer 400 or 415).
     const unknownRoute = request.is404 && !(error instanceof HttpProblem);
-    const { problem, bug } = toProblem(
-      unknownRoute ? notFound(request.method, path) : error,
-      path,
-    );
+    const { problem, bug } = toProblem(unknownRoute ? notFound(request.method, path) : error, path);
     if (bug) request.log.error({ err: error }, 'request failed');
     if (error instanceof HttpProblem && error.extra.headers) reply.headers(error.extra.headers);
     void reply.code(problem.status).type('application/problem+json').send(problem);
@@ -188,8 +203,15 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
     metrics,
     async close() {
       await app.close();
+      await context.service.close();
     },
   };
+}
+
+/** A request URL for the log: the path, with the query string's presence but not its content. */
+export function logUrl(url: string): string {
+  const at = url.indexOf('?');
+  return at < 0 ? url : `${url.slice(0, at)}?…`;
 }
 
 function notFound(method: string, path: string): HttpProblem {

@@ -5,7 +5,8 @@
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { isFinal, type Lifecycle } from '../engine/migration/types.js';
-import { listMigrations, type MigrationSummary, readLog } from '../engine/migrations.js';
+import type { MigrationService } from '../engine/migration-service.js';
+import type { MigrationSummary } from '../engine/migrations.js';
 
 interface LogFigures {
   /** Seconds spent in each stage entered (`bake` included). */
@@ -34,7 +35,7 @@ export interface ServerMetrics {
   observeRequest(method: string, route: string, status: number, seconds: number): void;
 }
 
-export function createMetrics(stateDir: string): ServerMetrics {
+export function createMetrics(service: MigrationService): ServerMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'cutover_server_' });
   const requests = new Counter({
@@ -59,8 +60,8 @@ export function createMetrics(stateDir: string): ServerMetrics {
     if (reading && Date.now() - readAt < 1000) return reading;
     readAt = Date.now();
     reading = (async () => {
-      summaries = listMigrations(stateDir, { all: true });
-      await refreshFigures(summaries, cache, stateDir);
+      summaries = await service.list({});
+      await refreshFigures(summaries, cache, service);
     })();
     return reading;
   };
@@ -114,7 +115,7 @@ export function createMetrics(stateDir: string): ServerMetrics {
 async function refreshFigures(
   all: MigrationSummary[],
   cache: Map<string, LogFigures>,
-  stateDir: string,
+  service: MigrationService,
 ): Promise<void> {
   const present = new Set(all.map((m) => m.id));
   for (const id of cache.keys()) if (!present.has(id)) cache.delete(id);
@@ -122,15 +123,15 @@ async function refreshFigures(
     const cached = cache.get(m.id);
     // A final migration's log is complete: read it once. An in-flight one is read at every scrape.
     if (cached?.final) continue;
-    cache.set(m.id, await figuresOf(stateDir, m));
+    cache.set(m.id, await figuresOf(service, m));
   }
 }
 
-async function figuresOf(stateDir: string, m: MigrationSummary): Promise<LogFigures> {
+async function figuresOf(service: MigrationService, m: MigrationSummary): Promise<LogFigures> {
   const stages: LogFigures['stages'] = [];
   let gateFailures = 0;
   let open: { stage: string; at: number } | null = null;
-  for await (const line of readLog({ stateDir, environment: m.environment, id: m.id }, { follow: false })) {
+  for await (const line of service.logs(m.id, { follow: false })) {
     if (line.kind === 'gate_failed') gateFailures++;
     const ends =
       line.kind === 'stage_entered' ||

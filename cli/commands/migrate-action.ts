@@ -1,6 +1,9 @@
+import path from 'node:path';
 import { createLogUpdate } from 'log-update';
 import { planTopologyFile } from '../../engine/api.js';
 import { CutoverError } from '../../engine/errors.js';
+import type { MigrationService } from '../../engine/migration-service.js';
+import type { MigrationSummary } from '../../engine/migrations.js';
 import {
   createMigration,
   defaultDrivers,
@@ -8,8 +11,10 @@ import {
   spawnRunner,
   summarize,
 } from '../../engine/migrations.js';
+import type { Plan } from '../../engine/plan/types.js';
 import { isEmptyPlan } from '../../engine/plan/types.js';
 import type { LogLine } from '../../engine/runner/local-runner.js';
+import { readTopologyFile } from '../../engine/sources/read-topology-file.js';
 import { confirm } from '../confirm.js';
 import { type Remote, remoteFor } from '../remote/client.js';
 import { remoteApply, remoteLog, remotePlan, remoteShow } from '../remote/commands.js';
@@ -23,7 +28,16 @@ import type { MigrateOptions } from './topology-migrate.js';
 /** `cutover topology migrate`, loaded only when that command runs (it pulls in the whole engine). */
 export async function runMigrate(options: MigrateOptions): Promise<void> {
   const remote = remoteFor(options);
-  if (remote) return runMigrateRemote(options, remote);
+  if (remote) return runMigrateElsewhere(options, remoteOps(remote));
+  if (process.env.WORKFLOW_HOST) {
+    const { openMigrationService } = await import('../../engine/migration-service.js');
+    const service = await openMigrationService('');
+    try {
+      return await runMigrateElsewhere(options, serviceOps(service));
+    } finally {
+      await service.close();
+    }
+  }
   const stateDir = resolveStateDir({ file: options.file });
   const style = styleFor(process.stderr);
   const plan = await planTopologyFile({ file: options.file, against: { kind: 'recorded' } });
@@ -92,10 +106,57 @@ export async function runMigrate(options: MigrateOptions): Promise<void> {
   process.exitCode = final.lifecycle === 'completed' ? 0 : 1;
 }
 
-/** The same, through a cutover server: it plans, starts the migration and streams its log. */
-async function runMigrateRemote(options: MigrateOptions, remote: Remote): Promise<void> {
+/** What a migration needs from where it runs when that is not this process. */
+interface MigrateOps {
+  /** For messages: `--server URL`, or `WORKFLOW_HOST=…`. */
+  where: string;
+  /** The option that reaches it again from another terminal ('' when the environment does). */
+  hint: string;
+  plan(file: string): Promise<Plan>;
+  apply(file: string, planId: string): Promise<MigrationSummary | null>;
+  logs(id: string): AsyncGenerator<LogLine>;
+  summary(id: string): Promise<MigrationSummary>;
+}
+
+function remoteOps(remote: Remote): MigrateOps {
+  return {
+    where: `on ${remote.base.origin}`,
+    hint: ` --server ${remote.base.origin}`,
+    plan: (file) => remotePlan(remote, file, { kind: 'recorded' }),
+    apply: (file, planId) => remoteApply(remote, file, planId),
+    logs: (id) => remoteLog(remote, id, true),
+    summary: async (id) => (await remoteShow(remote, id)).summary,
+  };
+}
+
+function serviceOps(service: MigrationService): MigrateOps {
+  return {
+    where: `on Temporal (${service.where})`,
+    hint: '',
+    plan: (file) =>
+      planTopologyFile({
+        file,
+        against: { kind: 'recorded' },
+        recordedLayout: (env) => service.currentLayout(env),
+      }),
+    async apply(file, planId) {
+      const started = await service.start({
+        text: await readTopologyFile(file),
+        file,
+        baseDir: path.dirname(path.resolve(file)),
+        planId,
+      });
+      return started.created ? started.summary : null;
+    },
+    logs: (id) => service.logs(id, { follow: true }),
+    summary: async (id) => (await service.show(id)).summary,
+  };
+}
+
+/** The same, where the migration does not run in this process: a cutover server, or Temporal. */
+async function runMigrateElsewhere(options: MigrateOptions, ops: MigrateOps): Promise<void> {
   const style = styleFor(process.stderr);
-  const plan = await remotePlan(remote, options.file, { kind: 'recorded' });
+  const plan = await ops.plan(options.file);
   if (!options.json) process.stderr.write(renderPlanText(plan, { style }));
   if (isEmptyPlan(plan)) {
     if (options.json) process.stdout.write(`${JSON.stringify({ migration: null, plan: plan.planId })}\n`);
@@ -103,38 +164,37 @@ async function runMigrateRemote(options: MigrateOptions, remote: Remote): Promis
     return;
   }
   if (options.planId !== undefined && options.planId !== plan.planId) {
-    // The server says whether the pinned plan is stale or differs, and starts nothing.
-    await remoteApply(remote, options.file, options.planId);
+    // Refused with the reason (stale, or a different plan); nothing is started.
+    await ops.apply(options.file, options.planId);
   }
   if (!(await confirmed(options, plan.environment))) return;
-  const started = await remoteApply(remote, options.file, options.planId ?? plan.planId);
+  const started = await ops.apply(options.file, options.planId ?? plan.planId);
   if (!started) return;
   const { id } = started;
-  const hint = ` --server ${remote.base.origin}`;
   if (options.detach) {
     if (options.json)
       process.stdout.write(`${JSON.stringify({ migration: id, runnerPid: started.runnerPid })}\n`);
     else process.stdout.write(`${id}\n`);
     process.stderr.write(
-      `Migration ${id} runs on the server. Follow it with:\n  cutover topology migration logs ${id} --follow${hint}\n`,
+      `Migration ${id} runs ${ops.where}. Follow it with:\n  cutover topology migration logs ${id} --follow${ops.hint}\n`,
     );
     return;
   }
   process.stderr.write(
-    `\nMigration ${id} started on ${remote.base.origin}. From another terminal: cutover topology migration pause|rollback|… ${id}${hint}\n\n`,
+    `\nMigration ${id} started ${ops.where}. From another terminal: cutover topology migration pause|rollback|… ${id}${ops.hint}\n\n`,
   );
   const onSignal = () => {
-    process.stderr.write(`\nInterrupted: ${id} goes on on the server.\n`);
+    process.stderr.write(`\nInterrupted: ${id} goes on ${ops.where}.\n`);
     process.exit(130);
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  for await (const line of remoteLog(remote, id, true)) {
+  for await (const line of ops.logs(id)) {
     if (!options.json) process.stderr.write(`${renderLogLine(line, style)}\n`);
   }
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
-  const { summary } = await remoteShow(remote, id);
+  const summary = await ops.summary(id);
   if (options.json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
   else process.stdout.write(`${id}: ${summary.status}\n`);
   process.exitCode = summary.lifecycle === 'completed' ? 0 : 1;

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { CutoverError } from '../../engine/errors.js';
@@ -11,6 +12,8 @@ interface ServerCommandOptions {
   bodyLimit: string;
   rateLimit: string;
   logLevel: string;
+  hookSecretFile?: string;
+  worker: boolean;
 }
 
 function integer(value: string, flag: string, min: number): number {
@@ -41,6 +44,11 @@ export function registerServer(program: Command, version: string): void {
     .option('--body-limit <bytes>', 'largest request body', String(1024 * 1024))
     .option('--rate-limit <n>', 'requests per minute per token (or client address); 0: no limit', '600')
     .option('--log-level <level>', 'fatal, error, warn, info, debug or silent', 'info')
+    .option('--no-worker', 'in Temporal mode (WORKFLOW_HOST), do not run a worker in this process')
+    .option(
+      '--hook-secret-file <file>',
+      'the secret that signs Git webhooks (POST /v1/hooks/git); or set CUTOVER_HOOK_SECRET',
+    )
     .addHelpText(
       'after',
       `
@@ -67,7 +75,21 @@ Examples:
         ...(process.env.CUTOVER_TOKENS ? parseTokensEnv(process.env.CUTOVER_TOKENS) : []),
       ];
       const tokens = entries.length > 0 ? createTokenStore(entries) : null;
+      const hookSecret = options.hookSecretFile
+        ? readFileSync(options.hookSecretFile, 'utf8').trim()
+        : process.env.CUTOVER_HOOK_SECRET;
+      const { openMigrationService } = await import('../../engine/migration-service.js');
+      const service = await openMigrationService(stateDir);
+      let worker: { shutdown(): Promise<void> } | null = null;
+      if (service.mode === 'temporal' && options.worker) {
+        const { temporalSettings } = await import('../../engine/temporal/connection.js');
+        const { startWorker } = await import('../../engine/temporal/worker.js');
+        const { defaultDrivers } = await import('../../engine/migrations.js');
+        const settings = temporalSettings();
+        if (settings) worker = await startWorker({ settings, stateDir, drivers: defaultDrivers() });
+      }
       const server = await startServer({
+        service,
         host: options.host,
         port: integer(options.port, '--port', 0),
         stateDir,
@@ -76,6 +98,7 @@ Examples:
         bodyLimit: integer(options.bodyLimit, '--body-limit', 1),
         rateLimitPerMinute: integer(options.rateLimit, '--rate-limit', 0),
         logLevel: options.logLevel,
+        ...(hookSecret ? { hookSecret } : {}),
         version,
       });
       process.stderr.write(
@@ -83,6 +106,10 @@ Examples:
           tokens
             ? `${tokens.size} token${tokens.size === 1 ? '' : 's'}`
             : 'no tokens: loopback only, every caller is an operator'
+        }; migrations: ${
+          service.mode === 'local'
+            ? 'local'
+            : `Temporal at ${service.where}${worker ? ', with a worker' : ', no worker'}`
         })\n`,
       );
       await new Promise<void>((resolve) => {
@@ -90,7 +117,10 @@ Examples:
           process.stderr.write(
             `${signal}: finishing requests in flight; migrations go on in their own processes\n`,
           );
-          void server.close().then(resolve);
+          void server
+            .close()
+            .then(() => worker?.shutdown())
+            .then(resolve);
         };
         process.once('SIGTERM', () => stop('SIGTERM'));
         process.once('SIGINT', () => stop('SIGINT'));

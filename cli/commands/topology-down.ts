@@ -27,6 +27,9 @@ export function registerDown(topology: Command): void {
       if (remote) {
         result = await (await import('../remote/commands.js')).remoteDown(remote, environment);
       } else {
+        if (process.env.WORKFLOW_HOST) {
+          throw (await import('../../engine/migration-service.js')).notInTemporalMode('`topology down`');
+        }
         // Loaded here, not at start-up: the drivers pull in most of the engine.
         const { baseDirOf, takeDown } = await import('../../engine/down.js');
         const { defaultDrivers } = await import('../../engine/migrations.js');

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { type MigrationState, type Verb, verbs } from '../../engine/migration/types.js';
+import { isFinal, type MigrationState, type Verb, verbs } from '../../engine/migration/types.js';
+import type { MigrationService } from '../../engine/migration-service.js';
 import type * as Migrations from '../../engine/migrations.js';
 import type { LogLine } from '../../engine/runner/local-runner.js';
 import { addServerOption, remoteFor, type ServerOption } from '../remote/client.js';
@@ -17,8 +18,29 @@ function withOptions(command: Command): Command {
 
 type Options = StateDirOptions & ServerOption;
 
-/** The engine is loaded when a command runs, not when the CLI starts (plan and validate stay fast). */
-const engine = (): Promise<typeof Migrations> => import('../../engine/migrations.js');
+/**
+ * The migrations of the state directory, or of Temporal when WORKFLOW_HOST is set; loaded when a
+ * command runs, not when the CLI starts (plan and validate stay fast). Closed after `use`.
+ */
+async function withService<T>(options: Options, use: (service: MigrationService) => Promise<T>): Promise<T> {
+  const { openMigrationService } = await import('../../engine/migration-service.js');
+  const service = await openMigrationService(resolveStateDir(options));
+  try {
+    return await use(service);
+  } finally {
+    await service.close();
+  }
+}
+
+/** In-flight migrations first, then history, newest first: the last 10, or all. */
+export function listSelection(
+  all: Migrations.MigrationSummary[],
+  everything: boolean,
+): Migrations.MigrationSummary[] {
+  const inFlight = all.filter((m) => !isFinal(m.lifecycle));
+  const history = all.filter((m) => isFinal(m.lifecycle));
+  return [...inFlight, ...(everything ? history : history.slice(0, 10))];
+}
 
 const verbHelp: Record<Verb, string> = {
   pause: 'pause a running migration at the next step boundary (a health gate or bake clock stops)',
@@ -47,7 +69,14 @@ export function registerMigration(topology: Command): void {
       const remote = remoteFor(options);
       const list = remote
         ? await (await remoteCommands()).remoteList(remote, options)
-        : (await engine()).listMigrations(resolveStateDir(options), options);
+        : await withService(options, async (service) =>
+            listSelection(
+              await service.list(
+                options.environment === undefined ? {} : { environment: options.environment },
+              ),
+              options.all === true,
+            ),
+          );
       if (options.json) process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
       else process.stdout.write(renderMigrationList(list, styleFor(process.stdout)));
     });
@@ -63,10 +92,7 @@ export function registerMigration(topology: Command): void {
         const r = await remoteCommands();
         shown = await r.remoteShow(remote, await r.remoteResolveId(remote, id));
       } else {
-        const engineApi = await engine();
-        const ref = engineApi.findMigration(resolveStateDir(options), id);
-        const state = engineApi.loadState(ref.stateDir, ref.environment, ref.id);
-        shown = { summary: engineApi.summarize(ref, state), state };
+        shown = await withService(options, async (service) => service.show(await service.find(id)));
       }
       const { summary, state } = shown;
       if (options.json) process.stdout.write(`${JSON.stringify({ summary, state }, null, 2)}\n`);
@@ -81,17 +107,21 @@ export function registerMigration(topology: Command): void {
     .action(async (id: string, options: Options & { follow?: boolean; json?: boolean }) => {
       const remote = remoteFor(options);
       const follow = options.follow === true;
-      let lines: AsyncGenerator<LogLine>;
+      const style = styleFor(process.stdout);
+      const print = async (lines: AsyncGenerator<LogLine>) => {
+        for await (const line of lines) {
+          process.stdout.write(
+            options.json ? `${JSON.stringify(line)}\n` : `${renderLogLine(line, style)}\n`,
+          );
+        }
+      };
       if (remote) {
         const r = await remoteCommands();
-        lines = r.remoteLog(remote, await r.remoteResolveId(remote, id), follow);
+        await print(r.remoteLog(remote, await r.remoteResolveId(remote, id), follow));
       } else {
-        const engineApi = await engine();
-        lines = engineApi.readLog(engineApi.findMigration(resolveStateDir(options), id), { follow });
-      }
-      const style = styleFor(process.stdout);
-      for await (const line of lines) {
-        process.stdout.write(options.json ? `${JSON.stringify(line)}\n` : `${renderLogLine(line, style)}\n`);
+        await withService(options, async (service) =>
+          print(service.logs(await service.find(id), { follow })),
+        );
       }
     });
 
@@ -107,10 +137,9 @@ export function registerMigration(topology: Command): void {
           const r = await remoteCommands();
           outcome = await r.remoteVerb(remote, await r.remoteResolveId(remote, id), verb);
         } else {
-          const engineApi = await engine();
-          const ref = engineApi.findMigration(resolveStateDir(options), id);
-          const local = await engineApi.operate(ref, verb, process.env.USER);
-          outcome = { summary: engineApi.summarize(ref, local.state), recovered: local.recovered };
+          outcome = await withService(options, async (service) =>
+            service.verb(await service.find(id), verb, process.env.USER),
+          );
         }
         const { summary, recovered } = outcome;
         if (options.json) {

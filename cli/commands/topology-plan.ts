@@ -1,7 +1,7 @@
 import { type Command, Option } from 'commander';
 import { type PlanBase, planTopologyFile } from '../../engine/api.js';
 import { CutoverError } from '../../engine/errors.js';
-import { isEmptyPlan } from '../../engine/plan/types.js';
+import { isEmptyPlan, type Plan } from '../../engine/plan/types.js';
 import { addServerOption, remoteFor, type ServerOption } from '../remote/client.js';
 import { renderPlanJson } from '../render/render-plan-json.js';
 import { renderPlanMarkdown } from '../render/render-plan-markdown.js';
@@ -20,6 +20,18 @@ interface PlanOptions extends ServerOption {
   json?: boolean;
   detailedExitcode?: boolean;
   out?: string;
+}
+
+/** Against the state directory's layout, or Temporal's when WORKFLOW_HOST is set. */
+async function planLocally(file: string, against: PlanBase): Promise<Plan> {
+  if (against.kind !== 'recorded' || !process.env.WORKFLOW_HOST) return planTopologyFile({ file, against });
+  const { openMigrationService } = await import('../../engine/migration-service.js');
+  const service = await openMigrationService('');
+  try {
+    return await planTopologyFile({ file, against, recordedLayout: (env) => service.currentLayout(env) });
+  } finally {
+    await service.close();
+  }
 }
 
 export function registerPlan(topology: Command): void {
@@ -60,7 +72,7 @@ Examples:
       const remote = remoteFor(options);
       const plan = remote
         ? await (await import('../remote/commands.js')).remotePlan(remote, options.file, against)
-        : await planTopologyFile({ file: options.file, against });
+        : await planLocally(options.file, against);
       const format: Format = options.json ? 'json' : options.format;
       const toFile = options.out !== undefined && options.out !== '-';
       let text: string;

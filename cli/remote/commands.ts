@@ -6,7 +6,6 @@
 import { TopologyInvalidError } from '../../engine/api.js';
 import { CutoverError } from '../../engine/errors.js';
 import type { MigrationState, Verb } from '../../engine/migration/types.js';
-import { isFinal } from '../../engine/migration/types.js';
 import type { MigrationSummary } from '../../engine/migrations.js';
 import type { Plan } from '../../engine/plan/types.js';
 import type { LogLine } from '../../engine/runner/local-runner.js';
@@ -93,10 +92,8 @@ export async function remoteList(
   remote: Remote,
   options: { environment?: string; all?: boolean },
 ): Promise<MigrationSummary[]> {
-  const all = await remoteListAll(remote, options.environment);
-  const inFlight = all.filter((m) => !isFinal(m.lifecycle));
-  const history = all.filter((m) => isFinal(m.lifecycle));
-  return [...inFlight, ...(options.all ? history : history.slice(0, 10))];
+  const { listSelection } = await import('../commands/topology-migration.js');
+  return listSelection(await remoteListAll(remote, options.environment), options.all === true);
 }
 
 /** A full id, from an id or a unique prefix (with or without `mig_`), as the local engine finds them. */

@@ -235,18 +235,24 @@ export class TemporalMigrations {
   }
 
   private async locate(id: string): Promise<Located> {
-    const found: { runId: string; workflowId: string; running: boolean }[] = [];
-    await this.call('to find the migration', async () => {
-      for await (const execution of this.client.workflow.list({
-        query: `WorkflowType = 'migrationWorkflow' AND CutoverMigrationId = '${quote(id)}'`,
-      })) {
-        found.push({
-          runId: execution.runId,
-          workflowId: execution.workflowId,
-          running: execution.status.name === 'RUNNING',
-        });
-      }
-    });
+    let found: { runId: string; workflowId: string; running: boolean }[] = [];
+    // Visibility lags a start by a moment: look again briefly before saying it is not there.
+    for (let attempt = 0; attempt < 10 && found.length === 0; attempt++) {
+      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 200));
+      const runs: typeof found = [];
+      await this.call('to find the migration', async () => {
+        for await (const execution of this.client.workflow.list({
+          query: `WorkflowType = 'migrationWorkflow' AND CutoverMigrationId = '${quote(id)}'`,
+        })) {
+          runs.push({
+            runId: execution.runId,
+            workflowId: execution.workflowId,
+            running: execution.status.name === 'RUNNING',
+          });
+        }
+      });
+      found = runs;
+    }
     // After a continue-as-new the chain has several runs: the running one, else the last.
     const pick = found.find((f) => f.running) ?? found[0];
     if (!pick)
@@ -257,7 +263,7 @@ export class TemporalMigrations {
     return {
       handle: this.client.workflow.getHandle<typeof migrationWorkflow>(
         pick.workflowId,
-        pick.running ? pick.runId : undefined,
+        pick.runId,
       ),
       running: pick.running,
     };

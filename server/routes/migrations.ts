@@ -4,15 +4,6 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { Lifecycle, Verb } from '../../engine/migration/types.js';
-import {
-  findMigration,
-  listMigrations,
-  loadState,
-  type MigrationRef,
-  operate,
-  readLog,
-  summarize,
-} from '../../engine/migrations.js';
 import { type RouteContext, routeSchema } from '../app.js';
 import { ref } from '../schemas.js';
 import { idempotencyHeader, idempotent } from './operations.js';
@@ -39,8 +30,7 @@ interface ListQuery {
 }
 
 export function registerMigrationRoutes(app: FastifyInstance, context: RouteContext): void {
-  const { stateDir } = context.options;
-  const find = (id: string): MigrationRef => findMigration(stateDir, id);
+  const { service } = context;
 
   app.get<{ Querystring: ListQuery }>(
     '/v1/migrations',
@@ -63,12 +53,10 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
     }),
     async (request) => {
       const q = request.query;
-      const all = listMigrations(
-        stateDir,
-        q.environment === undefined ? { all: true } : { all: true, environment: q.environment },
-      )
-        .filter((m) => q.state === undefined || m.lifecycle === q.state)
-        .sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+      const filter: { environment?: string; state?: Lifecycle } = {};
+      if (q.environment !== undefined) filter.environment = q.environment;
+      if (q.state !== undefined) filter.state = q.state;
+      const all = await service.list(filter);
       const start = q.cursor === undefined ? 0 : all.findIndex((m) => m.id < (q.cursor as string));
       const from = start < 0 ? all.length : start;
       const items = all.slice(from, from + q.limit);
@@ -86,9 +74,7 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
       response: { 200: ref('MigrationDetail') },
     }),
     async (request) => {
-      const migration = find(request.params.id);
-      const state = loadState(migration.stateDir, migration.environment, migration.id);
-      return { summary: summarize(migration, state), state };
+      return service.show(await service.find(request.params.id));
     },
   );
 
@@ -113,10 +99,10 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
       },
     }),
     async (request, reply) => {
-      const migration = find(request.params.id);
+      const id = await service.find(request.params.id);
       if (!request.query.follow) {
         let text = '';
-        for await (const line of readLog(migration, { follow: false })) text += `${JSON.stringify(line)}\n`;
+        for await (const line of service.logs(id, { follow: false })) text += `${JSON.stringify(line)}\n`;
         return reply
           .type('application/x-ndjson')
           .serializer((x: unknown) => String(x))
@@ -138,12 +124,12 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
       out.write(': cutover log stream\n\n');
       const heartbeat = setInterval(() => out.write(': keep-alive\n\n'), 15_000);
       try {
-        for await (const line of readLog(migration, { follow: true, signal: reader.signal })) {
+        for await (const line of service.logs(id, { follow: true, signal: reader.signal })) {
           out.write(`event: log\ndata: ${JSON.stringify(line)}\n\n`);
         }
         if (!reader.signal.aborted) {
-          const state = loadState(migration.stateDir, migration.environment, migration.id);
-          out.write(`event: end\ndata: ${JSON.stringify(summarize(migration, state))}\n\n`);
+          const { summary } = await service.show(id);
+          out.write(`event: end\ndata: ${JSON.stringify(summary)}\n\n`);
         } else if (context.shutdown.aborted) {
           out.write('event: shutdown\ndata: {}\n\n');
         }
@@ -169,12 +155,12 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
       }),
       async (request, reply) =>
         idempotent(context, request, reply, async () => {
-          const migration = find(request.params.id);
-          const outcome = await operate(migration, verb, request.principal?.name);
+          const id = await service.find(request.params.id);
+          const outcome = await service.verb(id, verb, request.principal?.name);
           return {
             status: 202,
-            headers: { location: `/v1/migrations/${migration.id}` },
-            body: { migration: summarize(migration, outcome.state), recovered: outcome.recovered },
+            headers: { location: `/v1/migrations/${id}` },
+            body: { migration: outcome.summary, recovered: outcome.recovered },
           };
         }),
     );

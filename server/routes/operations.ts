@@ -6,15 +6,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { renderPlanJson } from '../../cli/render/render-plan-json.js';
 import { planTopologyText, TopologyInvalidError, validateTopologyText } from '../../engine/api.js';
 import { takeDown } from '../../engine/down.js';
-import {
-  createMigration,
-  defaultDrivers,
-  findMigration,
-  loadState,
-  operate,
-  spawnRunner,
-  summarize,
-} from '../../engine/migrations.js';
+import { notInTemporalMode } from '../../engine/migration-service.js';
+import { defaultDrivers } from '../../engine/migrations.js';
 import { type RouteContext, routeSchema } from '../app.js';
 import type { StoredResponse } from '../idempotency.js';
 import { HttpProblem } from '../problems.js';
@@ -34,7 +27,7 @@ interface ApplyBody extends ValidateBody {
 }
 
 export function registerOperationRoutes(app: FastifyInstance, context: RouteContext): void {
-  const { workdir, stateDir } = context.options;
+  const { workdir } = context.options;
   registerDownRoute(app, context);
 
   app.post<{ Body: ValidateBody }>(
@@ -76,7 +69,12 @@ export function registerOperationRoutes(app: FastifyInstance, context: RouteCont
       const body = request.body;
       const input = topologyInput(body.topology, body.path, workdir, 'topology');
       const plan = await withTopology(input, async () => {
-        if (body.against === undefined) return planTopologyText(input.source, { kind: 'recorded', stateDir });
+        if (body.against === undefined) {
+          return planTopologyText(input.source, {
+            kind: 'layout',
+            of: (env) => context.service.currentLayout(env),
+          });
+        }
         if (body.against === null) return planTopologyText(input.source, { kind: 'empty' });
         const base = topologyInput(body.against, body.againstPath ?? 'against.yaml', workdir, 'against');
         return withTopology(base, () =>
@@ -105,26 +103,23 @@ export function registerOperationRoutes(app: FastifyInstance, context: RouteCont
       idempotent(context, request, reply, async (): Promise<StoredResponse> => {
         const body = request.body;
         const input = topologyInput(body.topology, body.path, workdir, 'topology');
-        const created = await withTopology(input, () =>
-          createMigration({
+        const started = await withTopology(input, () =>
+          context.service.start({
             file: input.source.file,
             text: input.source.text,
             baseDir: input.baseDir,
-            stateDir,
             ...(body.planId === undefined ? {} : { planId: body.planId }),
           }),
         );
-        if (!created.created) {
-          return { status: 200, headers: {}, body: { migration: null, planId: created.plan.planId } };
+        if (!started.created) {
+          return { status: 200, headers: {}, body: { migration: null, planId: started.plan.planId } };
         }
-        const { id, environment } = created.spec;
-        await spawnRunner(stateDir, environment, id);
-        const summary = summarize({ stateDir, environment, id }, loadState(stateDir, environment, id));
+        const { id, environment } = started.summary;
         request.log.info({ migration: id, environment, by: request.principal?.name }, 'migration started');
         return {
           status: 202,
           headers: { location: `/v1/migrations/${id}` },
-          body: { migration: summary, planId: created.spec.plan.planId },
+          body: { migration: started.summary, planId: started.plan.planId },
         };
       }),
   );
@@ -142,12 +137,12 @@ export function registerOperationRoutes(app: FastifyInstance, context: RouteCont
     }),
     async (request, reply) =>
       idempotent(context, request, reply, async () => {
-        const migration = findMigration(stateDir, request.body.migrationId);
-        const outcome = await operate(migration, 'cancel', request.principal?.name);
+        const id = await context.service.find(request.body.migrationId);
+        const outcome = await context.service.verb(id, 'cancel', request.principal?.name);
         return {
           status: 202,
-          headers: { location: `/v1/migrations/${migration.id}` },
-          body: { migration: summarize(migration, outcome.state), recovered: outcome.recovered },
+          headers: { location: `/v1/migrations/${id}` },
+          body: { migration: outcome.summary, recovered: outcome.recovered },
         };
       }),
   );
@@ -170,6 +165,7 @@ function registerDownRoute(app: FastifyInstance, context: RouteContext): void {
     }),
     async (request) => {
       const { environment } = request.params;
+      if (context.service.mode !== 'local') throw notInTemporalMode('taking an environment down');
       const result = await takeDown(context.options.stateDir, environment, defaultDrivers(), {
         fallbackBaseDir: context.options.workdir,
         log: (line) => request.log.info({ environment }, line),
