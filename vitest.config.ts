@@ -5,6 +5,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts', 'engine/**/*.test.ts', 'cli/**/*.test.ts'],
     testTimeout: 30_000,
     setupFiles: ['./test/support/fast-check-setup.ts'],
+    // One Temporal dev server per run, for the Temporal-mode tests.
+    globalSetup: ['./test/support/temporal-global-setup.ts'],
     // A plain closing line ("N passed, N failed") that any CI log reader understands.
     reporters: ['default', './test/support/summary-reporter.ts'],
   },
