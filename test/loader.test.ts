@@ -149,3 +149,19 @@ components:
       );
   });
 });
+
+describe('locating many problems', () => {
+  it('locates each of thousands of unknown keys in one map at its own line', () => {
+    const head = ['apiVersion: cutover/v1', 'kind: Topology', 'metadata: { name: many }', 'components: {}'];
+    const keys = Array.from({ length: 3000 }, (_, i) => `extra${i}: 1`);
+    const text = [...head, ...keys].join('\n');
+    const result = loadTopology(text, { file: 'many.yaml' });
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    const byPath = new Map(result.diagnostics.map((d) => [d.path, d.line]));
+    expect(result.diagnostics).toHaveLength(3000);
+    expect(byPath.get('extra0')).toBe(5);
+    expect(byPath.get('extra1234')).toBe(1239);
+    expect(byPath.get('extra2999')).toBe(3004);
+  });
+});

@@ -14,8 +14,9 @@ export function locateProblems(file: string, text: string, problems: readonly Pa
   const lineCounter = new LineCounter();
   // The tree is used for positions only; its own limits must never hide our diagnostics.
   const doc = parseDocument(text, { lineCounter, uniqueKeys: false, merge: true, prettyErrors: false });
+  const index = new WeakMap<object, Map<string, unknown>>();
   const out = problems.map((problem) => {
-    const offset = findOffset(yaml as YamlModule, doc.contents as Node | null, problem);
+    const offset = findOffset(yaml as YamlModule, doc.contents as Node | null, problem, index);
     const pos = lineCounter.linePos(offset);
     return {
       file,
@@ -36,6 +37,7 @@ function findOffset(
   { isMap, isPair, isSeq, isScalar }: YamlModule,
   root: Node | null,
   problem: PathProblem,
+  index: WeakMap<object, Map<string, unknown>>,
 ): number {
   let node: unknown = root;
   let offset = rangeStart(root) ?? 0;
@@ -45,9 +47,20 @@ function findOffset(
   for (let i = 0; i <= last; i++) {
     const seg = problem.path[i];
     if (isMap(node)) {
-      const pair = node.items.find(
-        (p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(seg),
-      );
+      // Each map is indexed once, by key text (the first of duplicate keys wins, as in a scan):
+      // a file with many problems in one large map stays linear, not quadratic.
+      let byKey = index.get(node);
+      if (!byKey) {
+        byKey = new Map();
+        for (const p of node.items) {
+          if (isPair(p) && isScalar(p.key)) {
+            const key = String(p.key.value);
+            if (!byKey.has(key)) byKey.set(key, p);
+          }
+        }
+        index.set(node, byKey);
+      }
+      const pair = byKey.get(String(seg)) as { key: unknown; value: unknown } | undefined;
       if (!pair) return keyOffset;
       const keyStart = rangeStart(pair.key as Node);
       if (i === last && problem.atKey && keyStart !== undefined) return keyStart;
