@@ -244,6 +244,12 @@ function authenticate(request: FastifyRequest, tokens: TokenStore | null): Princ
   return principal;
 }
 
+/** Errors are documented with the media type they are sent with. */
+const problemResponse = {
+  description: 'A problem (RFC 9457)',
+  content: { 'application/problem+json': { schema: ref('Problem') } },
+};
+
 /** Route options shared by every route: who may call it, and what the OpenAPI document says. */
 export function routeSchema(
   access: Access,
@@ -252,8 +258,8 @@ export function routeSchema(
   const security = access === 'public' ? [] : [{ bearer: [] }];
   const response = {
     ...(schema.response as Record<string, unknown> | undefined),
-    '4xx': { ...ref('Problem'), description: 'A problem (application/problem+json)' },
-    '5xx': { ...ref('Problem'), description: 'A problem (application/problem+json)' },
+    '4xx': problemResponse,
+    '5xx': problemResponse,
   };
   const description = `${String(schema.description ?? '')}\n\nAccess: ${access === 'public' ? 'anybody' : `a ${access} token${access === 'viewer' ? ' or an operator token' : ''}`}.`;
   return { config: { access }, schema: { ...schema, description, security, response } };

@@ -244,16 +244,16 @@ export class Contract {
   }
 
   /** The validator of a documented response schema, or a reason it has none. */
-  schemaFor(route: string, status: number): ValidateFunction | string {
+  schemaFor(route: string, status: number, mediaType = 'application/json'): ValidateFunction | string {
     const [method, template] = route.split(' ') as [string, string];
     const responses = this.doc.paths[template]?.[method.toLowerCase()]?.responses ?? {};
     const entry = (responses[String(status)] ?? responses[`${String(status)[0]}XX`]) as
       | { content?: Record<string, { schema: JsonObject }> }
       | undefined;
     if (!entry) return `${route} does not document status ${status}`;
-    const schema = entry.content?.['application/json']?.schema;
-    if (!schema) return `${route} documents status ${status} without a JSON schema`;
-    const key = `${route} ${status}`;
+    const schema = entry.content?.[mediaType]?.schema;
+    if (!schema) return `${route} documents status ${status} without a schema for ${mediaType}`;
+    const key = `${route} ${status} ${mediaType}`;
     let validate = this.compiled.get(key);
     if (!validate) {
       validate = this.ajv.compile(rewriteRefs(schema) as JsonObject);
@@ -307,7 +307,11 @@ export class Contract {
       }
       return null;
     }
-    const validate = this.schemaFor(route, r.status);
+    // Problems are documented as application/problem+json, everything else as application/json.
+    const mediaType = type.startsWith('application/problem+json')
+      ? 'application/problem+json'
+      : 'application/json';
+    const validate = this.schemaFor(route, r.status, mediaType);
     if (typeof validate === 'string') throw new Error(`${where}: ${validate}`);
     const isJson = /^application\/(problem\+)?json/.test(type);
     if (isJson && !validate(r.json)) {
