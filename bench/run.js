@@ -19,8 +19,9 @@ import * as planBench from './plan-bench.js';
 import * as routerBench from './router-bench.js';
 import * as serverBench from './server-bench.js';
 import { cleanUpEverything } from './support.js';
+import * as watchBench from './watch-bench.js';
 
-const benches = [planBench, migrationBench, routerBench, serverBench];
+const benches = [planBench, migrationBench, routerBench, serverBench, watchBench];
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick') || process.env.BENCH_QUICK === '1';

@@ -69,44 +69,52 @@ export async function openRepository(source: string, cacheRoot: string): Promise
 }
 
 function repository(source: string, remote: boolean, gitDir: string, workTree: string | null): Repository {
-  const git: SimpleGit = simpleGit({ baseDir: gitDir }).env({ ...process.env, GIT_DIR: gitDir });
+  // Every command names the Git directory itself (`--git-dir`) and inherits the user's environment
+  // untouched: handing simple-git that environment (`.env()`) makes it refuse every command when
+  // EDITOR, PAGER, GIT_CONFIG_GLOBAL or GIT_SSH_COMMAND is set (as npm and many shells do), and
+  // a refused `rev-parse` used to read as "branch does not exist".
+  const git: SimpleGit = simpleGit({ baseDir: gitDir });
+  const run = (args: string[]) => git.raw([`--git-dir=${gitDir}`, ...args]);
   return {
     source,
     remote,
     gitDir,
     workTree,
     async head(branch) {
-      const sha = await git
-        .revparse(['--verify', '--quiet', `refs/heads/${branch}^{commit}`])
-        .catch(() => '');
-      return sha.trim() === '' ? null : sha.trim();
+      // `for-each-ref` prints nothing for a missing branch and fails only when Git does.
+      const ref = `refs/heads/${branch}`;
+      const out = await run(['for-each-ref', '--format=%(objectname) %(refname)', ref]);
+      for (const line of out.split('\n')) {
+        const [sha, name] = line.trim().split(' ');
+        if (name === ref && sha) return sha;
+      }
+      return null;
     },
     async fetch() {
       if (!remote) return;
       try {
-        await git.raw(['fetch', '--prune', '--quiet', 'origin', '+refs/heads/*:refs/heads/*']);
+        await run(['fetch', '--prune', '--quiet', 'origin', '+refs/heads/*:refs/heads/*']);
       } catch (error) {
         throw new CutoverError('GIT_REF_UNREADABLE', `cannot fetch ${source}: ${firstLine(error)}`);
       }
     },
     async files(commit, accept) {
-      const out = await git.raw(['ls-tree', '-r', '--name-only', '-z', commit]);
+      const out = await run(['ls-tree', '-r', '--name-only', '-z', commit]);
       return out.split('\u0000').filter((f) => f !== '' && accept(f));
     },
     async blob(commit, file) {
-      const sha = await git.revparse(['--verify', '--quiet', `${commit}:${file}`]).catch(() => '');
+      const sha = await run(['rev-parse', '--verify', '--quiet', `${commit}:${file}`]).catch(() => '');
       return sha.trim() === '' ? null : sha.trim();
     },
     async read(blob) {
-      return git.raw(['cat-file', 'blob', blob]);
+      return run(['cat-file', 'blob', blob]);
     },
     async isAncestor(ancestor, commit) {
-      try {
-        await git.raw(['merge-base', '--is-ancestor', ancestor, commit]);
-        return true;
-      } catch {
-        return false;
-      }
+      // Not `merge-base --is-ancestor`: it answers by exit status alone, and simple-git resolves a
+      // command that fails without a word on stderr, so every move read as a fast-forward. The
+      // merge base of an ancestor and its descendant is the ancestor; of unrelated commits, none.
+      const base = await run(['merge-base', ancestor, commit]).catch(() => '');
+      return base.trim() === ancestor;
     },
     async exportTree(commit, dir) {
       mkdirSync(dir, { recursive: true });

@@ -72,6 +72,8 @@ interface Pending {
 }
 
 const debounceMs = 60;
+/** How often a commit queued behind a migration in flight looks whether it may go. */
+const pendingPollMs = 250;
 
 export class Watcher {
   private repo: Repository | null = null;
@@ -80,6 +82,9 @@ export class Watcher {
   private branchMissing = false;
   private running: Promise<void> | null = null;
   private again = false;
+  private fetching: Promise<void> | null = null;
+  private fetchAgain = false;
+  private pendingTimer: NodeJS.Timeout | null = null;
   private debounce: NodeJS.Timeout | null = null;
   private timer: NodeJS.Timeout | null = null;
   private watchers: FSWatcher[] = [];
@@ -146,7 +151,8 @@ export class Watcher {
       this.watchers.push(hookWatcher);
       await new Promise<void>((resolve) => hookWatcher.once('ready', () => resolve()));
     } else {
-      await this.check();
+      // Refs are watched before the first look at the head, so that a commit landing meanwhile is
+      // not missed (it triggers a check after the first one).
       const refs = chokidarWatch(
         [path.join(repo.gitDir, 'refs', 'heads'), path.join(repo.gitDir, 'packed-refs')],
         { ignoreInitial: true, depth: 20 },
@@ -154,6 +160,7 @@ export class Watcher {
       refs.on('all', () => this.schedule());
       this.watchers.push(refs);
       await new Promise<void>((resolve) => refs.once('ready', () => resolve()));
+      await this.runCheck();
       // A safety net for events a file system may drop.
       this.timer = setInterval(() => this.schedule(), this.options.intervalMs);
     }
@@ -162,11 +169,13 @@ export class Watcher {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.debounce) clearTimeout(this.debounce);
+    if (this.pendingTimer) clearTimeout(this.pendingTimer);
     if (this.timer) {
       clearInterval(this.timer);
       clearTimeout(this.timer);
     }
     await Promise.all(this.watchers.map((w) => w.close()));
+    await this.fetching;
     await this.running;
   }
 
@@ -184,17 +193,33 @@ export class Watcher {
     }, delay);
   }
 
-  private async fetchAndCheck(): Promise<void> {
-    try {
-      await this.repo?.fetch();
-    } catch (error) {
-      this.options.log(
-        `fetch failed: ${(error as Error).message}; retrying in ${this.options.intervalMs / 1000} s`,
-      );
-      return;
+  /**
+   * Fetches, then checks the head. One fetch at a time: two `git fetch` into one cache would fight
+   * over its ref locks (and the loser's push would wait for the next interval); a trigger that
+   * comes during a fetch runs one more after it.
+   */
+  private fetchAndCheck(): Promise<void> {
+    if (this.fetching) {
+      this.fetchAgain = true;
+      return this.fetching;
     }
-    this.schedule(0);
-    await this.running;
+    this.fetching = (async () => {
+      do {
+        this.fetchAgain = false;
+        try {
+          await this.repo?.fetch();
+        } catch (error) {
+          this.options.log(
+            `fetch failed: ${(error as Error).message}; retrying in ${this.options.intervalMs / 1000} s`,
+          );
+          continue;
+        }
+        await this.runCheck();
+      } while (this.fetchAgain && !this.stopped);
+    })().finally(() => {
+      this.fetching = null;
+    });
+    return this.fetching;
   }
 
   private onHook(file: string): void {
@@ -216,20 +241,42 @@ export class Watcher {
     if (this.debounce) clearTimeout(this.debounce);
     this.debounce = setTimeout(() => {
       this.debounce = null;
-      if (this.running) {
-        this.again = true;
-        return;
-      }
-      this.running = this.check()
-        .catch((error: unknown) => this.options.log(`check failed: ${(error as Error).message}`))
-        .finally(() => {
-          this.running = null;
-          if (this.again) {
-            this.again = false;
-            this.schedule(0);
-          }
-        });
+      void this.runCheck();
     }, delay);
+  }
+
+  /** Runs a check now; when one is running, runs one more after it, and resolves when the running one ends. */
+  private runCheck(): Promise<void> {
+    if (this.running) {
+      this.again = true;
+      return this.running;
+    }
+    this.running = this.check()
+      .catch((error: unknown) => this.options.log(`check failed: ${(error as Error).message}`))
+      .finally(() => {
+        this.running = null;
+        if (this.again) {
+          this.again = false;
+          this.schedule(0);
+        } else {
+          this.watchPending();
+        }
+      });
+    return this.running;
+  }
+
+  /**
+   * While a commit waits for a migration in flight, looks often (a claim file read) whether that
+   * migration ended, and then checks at once: not at the next fetch or safety poll, minutes away.
+   */
+  private watchPending(): void {
+    if (this.pendingTimer || this.stopped || this.pending.size === 0) return;
+    this.pendingTimer = setTimeout(() => {
+      this.pendingTimer = null;
+      const free = [...this.pending].some(([env, item]) => activeMigration(item.stateDir, env) === null);
+      if (free) this.schedule(0);
+      else this.watchPending();
+    }, pendingPollMs);
   }
 
   /** Looks at the branch head: plans what changed, then applies what waits. */

@@ -25,6 +25,12 @@ export function registerHookRoutes(app: FastifyInstance, context: RouteContext):
     scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) =>
       done(null, body),
     );
+    // GitHub's default content type: the JSON is the form's `payload` field; signed as sent, too.
+    scope.addContentTypeParser(
+      'application/x-www-form-urlencoded',
+      { parseAs: 'buffer' },
+      (_request, body, done) => done(null, body),
+    );
     scope.post(
       '/v1/hooks/git',
       routeSchema('public', {
@@ -66,7 +72,9 @@ export function registerHookRoutes(app: FastifyInstance, context: RouteContext):
         if (request.headers['x-github-event'] === 'ping') return reply.code(200).send({ pong: true });
         let push: { ref?: unknown; after?: unknown; repository?: { clone_url?: unknown } } = {};
         try {
-          push = JSON.parse(body.toString('utf8')) as typeof push;
+          const text = body.toString('utf8');
+          const form = /^application\/x-www-form-urlencoded\b/i.test(request.headers['content-type'] ?? '');
+          push = JSON.parse(form ? (new URLSearchParams(text).get('payload') ?? '') : text) as typeof push;
         } catch {
           // a signed body that is not JSON still triggers a fetch
         }
