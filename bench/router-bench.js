@@ -10,13 +10,15 @@
  * 2. Cutover latency: a fixed 500 requests/s through the router while the real CLI migrates
  *    examples/app to a new version with the process driver (shift 10 → 50 → 100 %), and while a
  *    version that went to 100% and waits for a manual commit is rolled back; 3 rounds of each,
- *    pooled. Requests, failures and p50/p99 before, during, while traffic moves, and after.
+ *    pooled. Requests, failures and p50/p99 before, during, while traffic moves, and after. The
+ *    requests go out from a worker thread (bench/load.js), so that this thread starting the CLI
+ *    and polling the migration's state does not delay them.
  *
  * Every process is stopped and every temp dir removed, also when the run is interrupted.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
@@ -28,6 +30,7 @@ import { createNginxDriver } from '../dist/engine/drivers/nginx-driver.js';
 import { createRouteTableDriver } from '../dist/engine/drivers/route-table.js';
 import { isFinal } from '../dist/engine/migration/types.js';
 import { findMigration, loadState } from '../dist/engine/migrations.js';
+import { migrationPaths } from '../dist/engine/runner/paths.js';
 import { startLoad, summarize } from './load.js';
 import { runNode, withTempDir } from './support.js';
 
@@ -398,12 +401,23 @@ function phaseRows(label, runs) {
   });
 }
 
-/** Polls the migration's state in the state directory beside the topology file. */
+/**
+ * Polls the migration's state in the state directory beside the topology file. The journal is
+ * replayed only when it changed: this runs during the measurement, on the same 2 cores.
+ */
 async function waitLifecycle(dir, id, done) {
   const ref = findMigration(join(dir, '.cutover'), id);
+  const { journal } = migrationPaths(ref.stateDir, ref.environment, ref.id);
   const deadline = Date.now() + migrationTimeoutMs;
+  let seen = null;
+  let lifecycle = null;
   for (;;) {
-    const { lifecycle } = loadState(ref.stateDir, ref.environment, ref.id);
+    const stat = statSync(journal, { throwIfNoEntry: false });
+    const signature = stat ? `${stat.size}:${stat.mtimeMs}` : 'absent';
+    if (signature !== seen) {
+      seen = signature;
+      lifecycle = loadState(ref.stateDir, ref.environment, ref.id).lifecycle;
+    }
     if (done(lifecycle)) return lifecycle;
     if (Date.now() > deadline)
       throw new Error(`migration ${id} still ${lifecycle} after ${migrationTimeoutMs} ms`);

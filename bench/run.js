@@ -19,9 +19,10 @@ import * as planBench from './plan-bench.js';
 import * as routerBench from './router-bench.js';
 import * as serverBench from './server-bench.js';
 import { cleanUpEverything } from './support.js';
+import * as temporalBench from './temporal-bench.js';
 import * as watchBench from './watch-bench.js';
 
-const benches = [planBench, migrationBench, routerBench, serverBench, watchBench];
+const benches = [planBench, migrationBench, routerBench, serverBench, watchBench, temporalBench];
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick') || process.env.BENCH_QUICK === '1';

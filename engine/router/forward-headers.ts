@@ -1,5 +1,13 @@
-import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Slot } from './routing-state.js';
+
+/**
+ * Headers as Node's raw list: name, value, name, value… (`rawHeaders`). The router forwards headers
+ * in this form: it keeps repeated headers (Set-Cookie) as they came, and Node writes such a list as
+ * it is, without building and re-validating a header object per message (a measurable cost on the
+ * request path).
+ */
+export type RawHeaders = string[];
 
 /**
  * Hop-by-hop headers (RFC 9110 §7.6.1) describe one connection, not the message: a proxy drops
@@ -7,29 +15,84 @@ import type { Slot } from './routing-state.js';
  * upstream body by it; on responses Node re-frames for its own client.
  */
 const hopByHop = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade']);
+/** Lengths of the names `isDropped` may have to lower-case: the others are kept without a look. */
+const hopByHopLengths = new Set([...hopByHop, 'transfer-encoding'].map((name) => name.length));
 
-function endToEnd(headers: IncomingHttpHeaders, alsoDrop: readonly string[]): OutgoingHttpHeaders {
-  const named = String(headers.connection ?? '')
-    .split(',')
-    .map((name) => name.trim().toLowerCase())
-    .filter((name) => name !== '');
-  const drop = new Set([...hopByHop, ...named, ...alsoDrop]);
-  const out: OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value !== undefined && !drop.has(name)) out[name] = value;
+/** Names the Connection header lists (more hop-by-hop headers), lower case; null when none. */
+function connectionTokens(raw: RawHeaders): Set<string> | null {
+  let tokens: Set<string> | null = null;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length !== 10 || name.toLowerCase() !== 'connection') continue;
+    for (const token of (raw[i + 1] as string).split(',')) {
+      const trimmed = token.trim().toLowerCase();
+      if (trimmed === '' || trimmed === 'close' || trimmed === 'keep-alive') continue;
+      tokens ??= new Set();
+      tokens.add(trimmed);
+    }
   }
-  return out;
+  return tokens;
 }
 
-/** Headers sent upstream: the client's, plus who asked (`x-forwarded-*`). */
-export function upstreamRequestHeaders(req: IncomingMessage): OutgoingHttpHeaders {
-  const headers = endToEnd(req.headers, []);
+function isDropped(name: string, dropTransferEncoding: boolean, named: Set<string> | null): boolean {
+  if (!hopByHopLengths.has(name.length) && named === null) return false;
+  const lower = name.toLowerCase();
+  if (hopByHop.has(lower)) return true;
+  if (dropTransferEncoding && lower === 'transfer-encoding') return true;
+  return named?.has(lower) ?? false;
+}
+
+/** A request's headers for its upstream, and whether it has a body to send after them. */
+export interface UpstreamRequestHeaders {
+  headers: RawHeaders;
+  /** Content-Length other than 0, or any Transfer-Encoding (RFC 9112 §6.3). */
+  hasBody: boolean;
+}
+
+/**
+ * Headers sent upstream: the client's end-to-end headers, plus who asked (`x-forwarded-*`). Repeated
+ * X-Forwarded-For headers are folded into one, with the client's address last. A request without
+ * Host (HTTP/1.0) gets the upstream's address, as Node would write it.
+ */
+export function upstreamRequestHeaders(
+  req: IncomingMessage,
+  upstreamAddress: string,
+): UpstreamRequestHeaders {
+  const raw = req.rawHeaders;
+  const named = connectionTokens(raw);
+  const out: RawHeaders = [];
+  let hasBody = false;
+  let forwardedFor: string | null = null;
+  let forwardedProto = false;
+  let forwardedHost = false;
+  let host: string | null = null;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    const value = raw[i + 1] as string;
+    if (isDropped(name, false, named)) continue;
+    // Only the names below matter here: compare their lengths before lower-casing.
+    const length = name.length;
+    if (length === 4 || length === 14 || length === 15 || length === 16 || length === 17) {
+      const lower = name.toLowerCase();
+      if (lower === 'content-length') {
+        if (value.trim() !== '0') hasBody = true;
+      } else if (lower === 'transfer-encoding') hasBody = true;
+      else if (lower === 'x-forwarded-for') {
+        forwardedFor = forwardedFor === null ? value : `${forwardedFor}, ${value}`;
+        continue;
+      }
+      if (lower === 'x-forwarded-proto') forwardedProto = true;
+      else if (lower === 'x-forwarded-host') forwardedHost = true;
+      else if (lower === 'host' && host === null) host = value;
+    }
+    out.push(name, value);
+  }
   const client = req.socket.remoteAddress ?? '';
-  const prior = req.headers['x-forwarded-for'];
-  headers['x-forwarded-for'] = prior ? `${prior}, ${client}` : client;
-  headers['x-forwarded-proto'] ??= 'http';
-  if (req.headers.host !== undefined) headers['x-forwarded-host'] ??= req.headers.host;
-  return headers;
+  out.push('x-forwarded-for', forwardedFor ? `${forwardedFor}, ${client}` : client);
+  if (!forwardedProto) out.push('x-forwarded-proto', 'http');
+  if (host === null) out.push('host', upstreamAddress);
+  else if (!forwardedHost) out.push('x-forwarded-host', host);
+  return { headers: out, hasBody };
 }
 
 /** Headers sent to the client: the upstream's, plus the slot that answered. */
@@ -37,9 +100,15 @@ export function clientResponseHeaders(
   upstream: IncomingMessage,
   slot: Slot,
   closeConnection: boolean,
-): OutgoingHttpHeaders {
-  const headers = endToEnd(upstream.headers, ['transfer-encoding']);
-  headers['x-cutover-slot'] = slot;
-  if (closeConnection) headers.connection = 'close';
-  return headers;
+): RawHeaders {
+  const raw = upstream.rawHeaders;
+  const named = connectionTokens(raw);
+  const out: RawHeaders = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (!isDropped(name, true, named)) out.push(name, raw[i + 1] as string);
+  }
+  out.push('x-cutover-slot', slot);
+  if (closeConnection) out.push('connection', 'close');
+  return out;
 }

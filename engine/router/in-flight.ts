@@ -22,21 +22,26 @@ export class InFlightRegistry {
   private readonly routes = new Map<string, Map<string, Record<Slot, number>>>();
 
   begin(routeKey: string, slot: Slot, address: string): Lease {
-    let current: { slot: Slot; address: string } | null = { slot, address };
     this.add(routeKey, slot, address, 1);
-    return {
-      move: (nextSlot, nextAddress) => {
-        if (!current) return;
-        this.add(routeKey, current.slot, current.address, -1);
-        current = { slot: nextSlot, address: nextAddress };
-        this.add(routeKey, nextSlot, nextAddress, 1);
-      },
-      release: () => {
-        if (!current) return;
-        this.add(routeKey, current.slot, current.address, -1);
-        current = null;
-      },
-    };
+    return new RegistryLease(this, routeKey, slot, address);
+  }
+
+  /** @internal The lease's way in: counts `delta` requests on one slot and address of a route. */
+  add(routeKey: string, slot: Slot, address: string, delta: number): void {
+    let byAddress = this.routes.get(routeKey);
+    if (!byAddress) {
+      byAddress = new Map();
+      this.routes.set(routeKey, byAddress);
+    }
+    let counts = byAddress.get(address);
+    if (!counts) {
+      counts = { blue: 0, green: 0 };
+      byAddress.set(address, counts);
+    }
+    counts[slot] += delta;
+    // Only requests in flight are kept: the maps stay as small as the live traffic.
+    if (counts.blue === 0 && counts.green === 0) byAddress.delete(address);
+    if (byAddress.size === 0) this.routes.delete(routeKey);
   }
 
   route(routeKey: string): RouteInFlight {
@@ -69,21 +74,30 @@ export class InFlightRegistry {
     }
     return total;
   }
+}
 
-  private add(routeKey: string, slot: Slot, address: string, delta: number): void {
-    let byAddress = this.routes.get(routeKey);
-    if (!byAddress) {
-      byAddress = new Map();
-      this.routes.set(routeKey, byAddress);
-    }
-    let counts = byAddress.get(address);
-    if (!counts) {
-      counts = { blue: 0, green: 0 };
-      byAddress.set(address, counts);
-    }
-    counts[slot] += delta;
-    // Only requests in flight are kept: the maps stay as small as the live traffic.
-    if (counts.blue === 0 && counts.green === 0) byAddress.delete(address);
-    if (byAddress.size === 0) this.routes.delete(routeKey);
+/** A class rather than closures: one small object per request on the proxy's hot path. */
+class RegistryLease implements Lease {
+  private live = true;
+
+  constructor(
+    private readonly registry: InFlightRegistry,
+    private readonly routeKey: string,
+    private slot: Slot,
+    private address: string,
+  ) {}
+
+  move(slot: Slot, address: string): void {
+    if (!this.live) return;
+    this.registry.add(this.routeKey, this.slot, this.address, -1);
+    this.slot = slot;
+    this.address = address;
+    this.registry.add(this.routeKey, slot, address, 1);
+  }
+
+  release(): void {
+    if (!this.live) return;
+    this.live = false;
+    this.registry.add(this.routeKey, this.slot, this.address, -1);
   }
 }

@@ -1,8 +1,7 @@
 import { type ClientRequest, type IncomingMessage, request, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { clientResponseHeaders, upstreamRequestHeaders } from './forward-headers.js';
-import { parseHostPort } from './host-port.js';
-import type { InFlightRegistry } from './in-flight.js';
+import { clientResponseHeaders, type RawHeaders, upstreamRequestHeaders } from './forward-headers.js';
+import type { InFlightRegistry, Lease } from './in-flight.js';
 import { ReplayableBody } from './replayable-body.js';
 import {
   type Binding,
@@ -24,6 +23,14 @@ export interface ProxyDeps {
   currentRoute(routeKey: string): RouteState | undefined;
   agents: UpstreamAgents;
   inFlight: InFlightRegistry;
+}
+
+/** The listener a request came in on, as the proxy sees it (route-listeners.ts). */
+export interface ProxyListener {
+  /** Answer with Connection: close: the listener is going away. */
+  readonly closing: boolean;
+  /** Called once the response is over. */
+  responseClosed(): void;
 }
 
 /** What is known about an upstream request that failed before its response began. */
@@ -63,79 +70,161 @@ export function proxyRequest(
   route: RouteState,
   req: IncomingMessage,
   res: ServerResponse,
-  listenerClosing: () => boolean,
+  listener: ProxyListener,
 ): void {
   const slot = chooseSlot(route, binding.kind);
-  const address = slot && nextReplica(route, slot, new Set());
+  const address = slot && nextReplica(route, slot, noneTried);
   if (!slot || !address) {
+    res.once('close', () => listener.responseClosed());
     sendText(res, 503, `cutover: route ${route.key} has no upstream address\n`);
     return;
   }
-  const lease = deps.inFlight.begin(route.key, slot, address);
-  const body = new ReplayableBody(req);
-  const tried = new Set<string>();
-  let current: ClientRequest | null = null;
-  // A client going away shows as res 'close'; errors of either stream must not reach the process.
-  req.on('error', () => undefined);
-  res.on('error', () => undefined);
-  res.once('close', () => {
-    lease.release();
-    if (!res.writableFinished) current?.destroy();
-  });
+  new ProxiedRequest(deps, binding, route, req, res, listener).start(slot, address);
+}
 
-  const attempt = (slot: Slot, address: string): void => {
-    tried.add(address);
+const noneTried: ReadonlySet<string> = new Set();
+
+/**
+ * One request on its way through the router. A class with methods rather than closures: this is
+ * the router's hot path, and every closure or listener per request shows in its profile.
+ */
+class ProxiedRequest {
+  private lease: Lease | null = null;
+  /** The client's body, kept for a resend; null for a request without one (GET, HEAD, …). */
+  private body: ReplayableBody | null = null;
+  private readonly tried: string[] = [];
+  private current: ClientRequest | null = null;
+
+  constructor(
+    private readonly deps: ProxyDeps,
+    private readonly binding: Binding,
+    private readonly route: RouteState,
+    private readonly req: IncomingMessage,
+    private readonly res: ServerResponse,
+    private readonly listener: ProxyListener,
+  ) {}
+
+  start(slot: Slot, address: string): void {
+    const { req, res } = this;
+    this.lease = this.deps.inFlight.begin(this.route.key, slot, address);
+    // A client going away shows as res 'close'; errors of either stream must not reach the process.
+    req.on('error', ignore);
+    res.on('error', ignore);
+    res.once('close', () => {
+      this.lease?.release();
+      if (!res.writableFinished) this.current?.destroy();
+      this.listener.responseClosed();
+    });
+    this.attempt(slot, address);
+  }
+
+  private attempt(slot: Slot, address: string): void {
+    const { req, res } = this;
+    this.tried.push(address);
+    const { headers, hasBody } = upstreamRequestHeaders(req, address);
+    if (hasBody) this.body ??= new ReplayableBody(req);
+    const body = this.body;
     // The body goes out once the connection is up: a refused connection consumes none of it.
-    const upstream = sendUpstream(deps, address, req, () => body.attach(upstream.request));
-    current = upstream.request;
-    upstream.request.once('response', (upstreamRes) => {
-      body.commit();
+    const upstream = sendUpstream(
+      this.deps,
+      address,
+      req,
+      headers,
+      body && (() => body.attach(upstream.request)),
+    );
+    this.current = upstream.request;
+    upstream.request.once('response', (upstreamRes: IncomingMessage) => {
+      body?.commit();
       res.writeHead(
         upstreamRes.statusCode ?? 502,
         upstreamRes.statusMessage,
-        clientResponseHeaders(upstreamRes, slot, listenerClosing()),
+        clientResponseHeaders(upstreamRes, slot, this.listener.closing),
       );
-      // A cut upstream body cuts the client's (no clean end on a truncated answer); a client gone
-      // destroys the upstream request in the 'close' handler above. (stream.pipeline does the same
-      // but builds an AbortController per request: a measurable cost on this path.)
-      upstreamRes.on('error', () => res.destroy());
-      upstreamRes.pipe(res);
+      forwardBody(upstreamRes, res);
     });
     upstream.request.on('error', (error: NodeJS.ErrnoException) => {
       if (res.headersSent || res.destroyed) return;
       const failure = upstream.failure(req.method ?? 'GET', error.code);
+      const replayable = body === null || body.replayable;
       const next =
-        mayRetry(failure) && body.replayable && tried.size < maxUpstreamAttempts
-          ? failoverTarget(deps.currentRoute(route.key) ?? route, binding.kind, slot, tried)
+        mayRetry(failure) && replayable && this.tried.length < maxUpstreamAttempts
+          ? failoverTarget(
+              this.deps.currentRoute(this.route.key) ?? this.route,
+              this.binding.kind,
+              slot,
+              new Set(this.tried),
+            )
           : null;
       if (next) {
-        lease.move(next.slot, next.address);
-        attempt(next.slot, next.address);
+        this.lease?.move(next.slot, next.address);
+        this.attempt(next.slot, next.address);
         return;
       }
-      body.discard();
-      const list = [...tried].join(', ');
-      sendText(res, 502, `cutover: no upstream of route ${route.key} answered (${list}): ${error.message}\n`);
+      body?.discard();
+      const list = this.tried.join(', ');
+      sendText(
+        res,
+        502,
+        `cutover: no upstream of route ${this.route.key} answered (${list}): ${error.message}\n`,
+      );
     });
-  };
-  attempt(slot, address);
+  }
 }
+
+function ignore(): void {}
+
+/**
+ * Streams an upstream's response body to the client, with backpressure. A cut upstream body cuts the
+ * client's (no clean end on a truncated answer); a client gone destroys the upstream request in the
+ * 'close' handler of ProxiedRequest. (pipe and stream.pipeline do the same with more listeners, and
+ * pipeline builds an AbortController per request: a measurable cost on this path.)
+ */
+function forwardBody(from: IncomingMessage, to: ServerResponse): void {
+  let first = true;
+  from.on('data', (chunk: Buffer) => {
+    let written: boolean;
+    if (first && chunk.length <= inlineFirstChunkBytes) {
+      // As a latin1 string (byte for byte), Node sends the first chunk in one string with the
+      // headers: one plain write instead of a writev of the two.
+      written = to.write(chunk.toString('latin1'), 'latin1');
+    } else {
+      written = to.write(chunk);
+    }
+    first = false;
+    if (!written) {
+      from.pause();
+      to.once('drain', () => from.resume());
+    }
+  });
+  from.once('end', () => {
+    // What was written is still corked (Node uncorks on the next tick): send it now, alone. Ended
+    // with data corked, Node adds an empty chunk to it and sends both with writev.
+    const socket = to.socket;
+    if (socket) while (socket.writableCorked > 0) socket.uncork();
+    to.end();
+  });
+  from.once('error', () => to.destroy());
+}
+
+/** Up to this size, the first chunk of a response body goes out in one write with the headers. */
+const inlineFirstChunkBytes = 16 * 1024;
 
 /** Starts an upstream request and watches its connection, to tell later how far it got. */
 function sendUpstream(
   deps: ProxyDeps,
   address: string,
   req: IncomingMessage,
-  onConnected: () => void,
+  headers: RawHeaders,
+  onConnected: (() => void) | null,
 ): { request: ClientRequest; failure(method: string, code: string | undefined): UpstreamFailure } {
-  const target = parseHostPort(address);
+  const target = deps.agents.get(address);
   const upstream = request({
-    host: target?.host,
-    port: target?.port,
+    host: target.host,
+    port: target.port,
     method: req.method,
     path: req.url,
-    headers: upstreamRequestHeaders(req),
-    agent: deps.agents.get(address),
+    headers,
+    agent: target.agent,
   });
   let socket: Socket | null = null;
   let connected = false;
@@ -143,9 +232,13 @@ function sendUpstream(
   upstream.once('socket', (s: Socket) => {
     socket = s;
     bytesBefore = s.bytesRead;
+    // Without a body the request is complete: it goes out now (buffered until a new connection is
+    // up). Ended only once it has its socket, Node writes it as one string; ended before, as the
+    // headers plus an empty chunk, in a writev.
+    if (onConnected === null) upstream.end();
     if (!s.connecting) {
       connected = true;
-      onConnected();
+      onConnected?.();
       return;
     }
     const timer = setTimeout(() => {
@@ -156,7 +249,7 @@ function sendUpstream(
     s.once('connect', () => {
       connected = true;
       clearTimeout(timer);
-      onConnected();
+      onConnected?.();
     });
     s.once('close', () => clearTimeout(timer));
   });
@@ -166,7 +259,8 @@ function sendUpstream(
       method,
       code,
       connected,
-      reusedSocket: upstream.reusedSocket,
+      // A spare connection sat idle like a reused one: the upstream may have closed it.
+      reusedSocket: upstream.reusedSocket || (socket !== null && target.agent.wasSpare(socket)),
       receivedBytes: socket !== null && (socket as Socket).bytesRead > bytesBefore,
     }),
   };

@@ -99,7 +99,7 @@ class TableRouter implements Router {
         res.setHeader('connection', 'close');
         return sendText(res, 503, `cutover: route ${binding.routeKey} is no longer served\n`);
       }
-      proxyRequest(deps, binding, route, req, res, () => listener.closing);
+      proxyRequest(deps, binding, route, req, res, listener);
     });
   }
 
@@ -172,7 +172,9 @@ class TableRouter implements Router {
     this.state = next; // the switch
     const bindProblems = await this.listeners.openMissing(next.bindings);
     this.logChanges(previous, next);
-    this.agents.sweep(addressesInUse(next), (address) => this.inFlightRegistry.toAddress(address));
+    const inUse = addressesInUse(next);
+    this.agents.sweep(inUse, (address) => this.inFlightRegistry.toAddress(address));
+    this.agents.keepWarm(blueAddresses(next));
     const problems = [...next.problems, ...bindProblems];
     for (const problem of problems) this.report(problem);
     this.reported = new Set(problems);
@@ -240,6 +242,13 @@ function addressesInUse(state: RoutingState): Set<string> {
   for (const route of state.routes.values())
     for (const address of [...route.blue, ...route.green]) inUse.add(address);
   return inUse;
+}
+
+/** Where a rollback would send every request at once: each route's blue slot. */
+function blueAddresses(state: RoutingState): Set<string> {
+  const blue = new Set<string>();
+  for (const route of state.routes.values()) for (const address of route.blue) blue.add(address);
+  return blue;
 }
 
 async function readTable(stateDir: string): Promise<string | null> {

@@ -166,18 +166,20 @@ export function otherSlot(slot: Slot): Slot {
  * so at 10% exactly one request in every ten goes to green; a slot without addresses takes no share.
  */
 export function chooseSlot(route: RouteState, kind: ListenerKind): Slot | null {
-  const present = slots.filter((slot) => route[slot].length > 0);
-  const [only] = present;
-  if (only === undefined) return null;
-  if (kind === 'preview') return present.includes('green') ? 'green' : only;
-  const weights = { blue: 0, green: 0 };
-  for (const slot of present) weights[slot] = slotShare(route, slot);
-  const total = weights.blue + weights.green;
+  // No allocation here: this runs for every request.
+  const hasBlue = route.blue.length > 0;
+  const hasGreen = route.green.length > 0;
+  if (!hasBlue) return hasGreen ? 'green' : null;
+  if (!hasGreen) return 'blue';
+  if (kind === 'preview') return 'green';
+  const blueWeight = 100 - route.greenPercent;
+  const greenWeight = route.greenPercent;
+  const total = blueWeight + greenWeight;
   // Every present slot at 0% (e.g. 100% green before green has addresses): serve what exists.
-  if (total === 0) return only;
+  if (total === 0) return 'blue';
   const { credit } = route.rotation;
-  credit.blue += weights.blue;
-  credit.green += weights.green;
+  credit.blue += blueWeight;
+  credit.green += greenWeight;
   const chosen: Slot = credit.green > credit.blue ? 'green' : 'blue';
   credit[chosen] -= total;
   return chosen;

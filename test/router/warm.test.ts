@@ -1,0 +1,170 @@
+import { createServer, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { clientResponseHeaders, upstreamRequestHeaders } from '../../engine/router/forward-headers.js';
+import { upstreamWarmConnections } from '../../engine/router/upstream-agents.js';
+import {
+  eventually,
+  freeListen,
+  Resources,
+  send,
+  setRoute,
+  startTestRouter,
+  stateDirFor,
+} from './support.js';
+
+const resources = new Resources();
+afterEach(() => resources.cleanup());
+
+/** An upstream that answers its name and counts the connections it accepted and still holds. */
+async function countingUpstream(name: string) {
+  const sockets = new Set<Socket>();
+  let accepted = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.end(name));
+  });
+  server.on('connection', (socket: Socket) => {
+    accepted++;
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const address = `127.0.0.1:${(server.address() as { port: number }).port}`;
+  resources.add(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return {
+    address,
+    accepted: () => accepted,
+    open: () => sockets.size,
+    /** Closes every connection without a request in progress, as a server's idle timeout does. */
+    dropIdle: () => server.closeIdleConnections(),
+  };
+}
+
+describe('router: upstream connections kept ready', () => {
+  it('opens connections ahead to a slot at 0%, and a switch to it uses them', async () => {
+    const stateDir = await stateDirFor(resources);
+    const [blue, green] = await Promise.all([countingUpstream('blue'), countingUpstream('green')]);
+    const listen = await freeListen();
+    const split = (greenPercent: number) =>
+      setRoute(stateDir, 'web', { listen, blue: [blue.address], green: [green.address], greenPercent });
+    await split(100);
+    const { router } = await startTestRouter(resources, stateDir);
+    await eventually(() => blue.open() >= upstreamWarmConnections);
+
+    await split(0);
+    await router.reload();
+    const accepted = blue.accepted();
+    const answers = await Promise.all(Array.from({ length: upstreamWarmConnections }, () => send(listen)));
+    expect(answers.map((a) => a.body)).toEqual(Array(upstreamWarmConnections).fill('blue'));
+    expect(blue.accepted()).toBe(accepted);
+  });
+
+  it('loses no request when the upstream closed the spare connections', async () => {
+    const stateDir = await stateDirFor(resources);
+    const blue = await countingUpstream('blue');
+    const listen = await freeListen();
+    await setRoute(stateDir, 'web', { listen, blue: [blue.address], green: [], greenPercent: 0 });
+    await startTestRouter(resources, stateDir);
+    await eventually(() => blue.open() >= upstreamWarmConnections);
+    for (let round = 0; round < 5; round++) {
+      blue.dropIdle();
+      const answers = await Promise.all([send(listen), send(listen, { method: 'POST', body: 'x' })]);
+      expect(answers.map((a) => [a.status, a.body])).toEqual([
+        [200, 'blue'],
+        [200, 'blue'],
+      ]);
+    }
+  });
+});
+
+describe('router: forwarded headers', () => {
+  const message = (rawHeaders: string[], remoteAddress = '10.0.0.9') =>
+    ({ rawHeaders, socket: { remoteAddress } }) as unknown as IncomingMessage;
+
+  it('drops hop-by-hop headers and those Connection names; appends the client to X-Forwarded-For', () => {
+    const { headers, hasBody } = upstreamRequestHeaders(
+      message([
+        'Host',
+        'example.test',
+        'Connection',
+        'keep-alive, X-Secret',
+        'X-Secret',
+        'a',
+        'Keep-Alive',
+        'timeout=5',
+        'TE',
+        'trailers',
+        'X-Forwarded-For',
+        '1.1.1.1',
+        'x-forwarded-for',
+        '2.2.2.2',
+        'Accept',
+        '*/*',
+      ]),
+      '127.0.0.1:9000',
+    );
+    expect(hasBody).toBe(false);
+    expect(headers).toEqual([
+      'Host',
+      'example.test',
+      'Accept',
+      '*/*',
+      'x-forwarded-for',
+      '1.1.1.1, 2.2.2.2, 10.0.0.9',
+      'x-forwarded-proto',
+      'http',
+      'x-forwarded-host',
+      'example.test',
+    ]);
+  });
+
+  it('tells a request with a body, and names the upstream as Host when the client sent none', () => {
+    expect(upstreamRequestHeaders(message(['Content-Length', '0']), 'u:1').hasBody).toBe(false);
+    expect(upstreamRequestHeaders(message(['Content-Length', '12']), 'u:1').hasBody).toBe(true);
+    const chunked = upstreamRequestHeaders(message(['Transfer-Encoding', 'chunked']), 'u:1');
+    expect(chunked.hasBody).toBe(true);
+    expect(chunked.headers).toEqual([
+      'Transfer-Encoding',
+      'chunked',
+      'x-forwarded-for',
+      '10.0.0.9',
+      'x-forwarded-proto',
+      'http',
+      'host',
+      'u:1',
+    ]);
+  });
+
+  it('keeps repeated response headers, drops framing and hop-by-hop ones, names the slot', () => {
+    const headers = clientResponseHeaders(
+      message([
+        'Set-Cookie',
+        'a=1',
+        'Set-Cookie',
+        'b=2',
+        'Transfer-Encoding',
+        'chunked',
+        'Connection',
+        'keep-alive',
+        'Keep-Alive',
+        'timeout=5',
+      ]),
+      'green',
+      true,
+    );
+    expect(headers).toEqual([
+      'Set-Cookie',
+      'a=1',
+      'Set-Cookie',
+      'b=2',
+      'x-cutover-slot',
+      'green',
+      'connection',
+      'close',
+    ]);
+  });
+});
