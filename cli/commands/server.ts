@@ -86,7 +86,13 @@ Examples:
         const { startWorker } = await import('../../engine/temporal/worker.js');
         const { defaultDrivers } = await import('../../engine/migrations.js');
         const settings = temporalSettings();
-        if (settings) worker = await startWorker({ settings, stateDir, drivers: defaultDrivers() });
+        try {
+          if (settings) worker = await startWorker({ settings, stateDir, drivers: defaultDrivers() });
+        } catch (error) {
+          // The service's open connection would keep the process alive after the error.
+          await service.close();
+          throw error;
+        }
       }
       const server = await startServer({
         service,

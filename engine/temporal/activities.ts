@@ -25,7 +25,8 @@ export interface CutoverActivities {
   runCommand(state: MigrationState, command: Command): Promise<CommandOutcome>;
 }
 
-const heartbeatEveryMs = 3_000;
+/** Often enough that a cancellation (pause, rollback) reaches a running call within about a second. */
+const heartbeatEveryMs = 1_000;
 
 export function createActivities(deps: ActivityDeps): CutoverActivities {
   return {

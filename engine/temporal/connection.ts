@@ -6,6 +6,7 @@
  * error naming WORKFLOW_HOST, never a hang.
  */
 import { readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { CutoverError } from '../errors.js';
 
 export interface TemporalSettings {
@@ -56,11 +57,68 @@ export function temporalSettings(env: NodeJS.ProcessEnv = process.env): Temporal
 export const connectTimeoutMs = 5_000;
 
 export function unreachable(settings: TemporalSettings, error: unknown): CutoverError {
-  const reason = ((error as Error)?.message ?? String(error)).split('\n')[0];
+  if (isNamespaceNotFound(error)) return noNamespace(settings);
+  // The first line, without the gRPC status dump the native client appends.
+  const reason = ((error as Error)?.message ?? String(error)).split('\n')[0]?.split(': Status {')[0];
   return new CutoverError(
     'TEMPORAL_UNREACHABLE',
     `cannot reach Temporal at WORKFLOW_HOST=${settings.address} (namespace ${settings.namespace}): ${reason}`,
   );
+}
+
+/** The SDKs' ways of saying the namespace does not exist (the client's error, the native worker's). */
+export function isNamespaceNotFound(error: unknown): boolean {
+  const e = error as Error | undefined;
+  return (
+    e?.name === 'NamespaceNotFoundError' || /Namespace \S+ (is|was) not found/.test(String(e?.message ?? ''))
+  );
+}
+
+export function noNamespace(settings: TemporalSettings): CutoverError {
+  return new CutoverError(
+    'TEMPORAL_UNREACHABLE',
+    `Temporal at WORKFLOW_HOST=${settings.address} has no namespace ${settings.namespace} (TEMPORAL_NAMESPACE)`,
+  );
+}
+
+/**
+ * Opens a TCP connection to WORKFLOW_HOST and closes it: a refused connection or an unknown host is
+ * reported at once, instead of after the SDKs' connection deadline (they retry until it). Skipped
+ * behind a proxy (gRPC honours the proxy variables; a direct connection may rightly fail there).
+ */
+export function probe(settings: TemporalSettings, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const proxied = ['grpc_proxy', 'https_proxy', 'http_proxy'].some(
+    (name) => env[name] || env[name.toUpperCase()],
+  );
+  const target = hostAndPort(settings.address);
+  if (proxied || !target) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const socket = connect(target);
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no answer within ${connectTimeoutMs / 1000} s`));
+    }, connectTimeoutMs);
+    socket.once('connect', () => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve();
+    });
+    socket.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+  });
+}
+
+/** `host:port` or `[v6]:port` (Temporal's default port when none). */
+function hostAndPort(address: string): { host: string; port: number } | null {
+  try {
+    const url = new URL(`tcp://${address}`);
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    return host ? { host, port: url.port ? Number(url.port) : 7233 } : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Rejects when `promise` has not settled within `ms`. */

@@ -9,6 +9,7 @@ import {
   Connection,
   WorkflowExecutionAlreadyStartedError,
   type WorkflowHandle,
+  WorkflowNotFoundError,
   WorkflowUpdateFailedError,
 } from '@temporalio/client';
 import { TopologyInvalidError } from '../api.js';
@@ -21,9 +22,10 @@ import {
   type MigrationState,
   type Verb,
 } from '../migration/types.js';
-import { refuseVerb } from '../migration/verb-policy.js';
+import { clock, refuseVerb } from '../migration/verb-policy.js';
 import {
   type CreateResult,
+  describeLifecycle,
   type MigrationSummary,
   newMigrationId,
   pinError,
@@ -32,7 +34,15 @@ import {
 import { buildPlan } from '../plan/build-plan.js';
 import type { LogLine } from '../runner/local-runner.js';
 import { loadTopology } from '../topology/load-topology.js';
-import { connectTimeoutMs, type TemporalSettings, unreachable, withDeadline } from './connection.js';
+import {
+  connectTimeoutMs,
+  isNamespaceNotFound,
+  noNamespace,
+  probe,
+  type TemporalSettings,
+  unreachable,
+  withDeadline,
+} from './connection.js';
 import {
   environmentWorkflow,
   environmentWorkflowId,
@@ -71,6 +81,7 @@ export class TemporalMigrations {
   static async connect(settings: TemporalSettings): Promise<TemporalMigrations> {
     let connection: Connection;
     try {
+      await probe(settings);
       connection = await withDeadline(
         Connection.connect({
           address: settings.address,
@@ -97,6 +108,7 @@ export class TemporalMigrations {
       return await withDeadline(fn(), callTimeoutMs);
     } catch (error) {
       if (error instanceof CutoverError) throw error;
+      if (isNamespaceNotFound(error)) throw noNamespace(this.settings);
       const message = (error as Error)?.message ?? String(error);
       if (/no answer within|UNAVAILABLE|DEADLINE_EXCEEDED|ECONNREFUSED/.test(message)) {
         throw new CutoverError(
@@ -180,15 +192,20 @@ export class TemporalMigrations {
 
   private async conflict(environment: string): Promise<CutoverError> {
     let holder = '(unknown)';
+    let detail = '';
+    const handle = this.client.workflow.getHandle<typeof migrationWorkflow>(migrationWorkflowId(environment));
     try {
-      const described = await this.client.workflow.getHandle(migrationWorkflowId(environment)).describe();
+      const described = await withDeadline(handle.describe(), callTimeoutMs);
       holder = String((described.memo as { migrationId?: string } | undefined)?.migrationId ?? holder);
+      // Where it stands, as local mode says it (a query: it needs a worker, so briefly).
+      const { state } = await withDeadline(handle.query(statusQuery, Number.MAX_SAFE_INTEGER), 3_000);
+      detail = ` (${describeLifecycle(state)}, started ${clock(state.startedAt)})`;
     } catch {
-      // described as unknown
+      // described as far as known
     }
     return new CutoverError(
       'MIGRATION_CONFLICT',
-      `environment ${environment} already has a migration in flight: ${holder}`,
+      `environment ${environment} already has a migration in flight: ${holder}${detail}`,
       { migrationId: holder },
     );
   }
@@ -261,10 +278,7 @@ export class TemporalMigrations {
         `no migration ${id} in Temporal (${this.settings.address})`,
       );
     return {
-      handle: this.client.workflow.getHandle<typeof migrationWorkflow>(
-        pick.workflowId,
-        pick.runId,
-      ),
+      handle: this.client.workflow.getHandle<typeof migrationWorkflow>(pick.workflowId, pick.runId),
       running: pick.running,
     };
   }
@@ -305,22 +319,31 @@ export class TemporalMigrations {
     verb: Verb,
     by?: string,
   ): Promise<{ summary: MigrationSummary; recovered: boolean }> {
-    const located = await this.locate(id);
-    if (!located.running) {
-      const { state } = await this.status(located, Number.MAX_SAFE_INTEGER);
-      throw new CutoverError('VERB_REFUSED', refuseVerb(state, verb) ?? `cannot ${verb} ${id} now`);
-    }
-    try {
-      const state = await this.call(`to ${verb}`, () =>
-        located.handle.executeUpdate(verbUpdate, { args: [verb, by] }),
-      );
-      return { summary: summaryOf(state, null), recovered: false };
-    } catch (error) {
-      if (error instanceof WorkflowUpdateFailedError) {
-        const cause = (error.cause as Error | undefined)?.message ?? error.message;
-        throw new CutoverError('VERB_REFUSED', cause);
+    for (let attempt = 1; ; attempt++) {
+      const located = await this.locate(id);
+      if (!located.running) {
+        const { state } = await this.status(located, Number.MAX_SAFE_INTEGER);
+        throw new CutoverError('VERB_REFUSED', refuseVerb(state, verb) ?? `cannot ${verb} ${id} now`);
       }
-      throw error;
+      try {
+        const state = await this.call(`to ${verb}`, () =>
+          located.handle.executeUpdate(verbUpdate, { args: [verb, by] }),
+        );
+        return { summary: summaryOf(state, null), recovered: false };
+      } catch (error) {
+        if (error instanceof WorkflowUpdateFailedError) {
+          const cause = (error.cause as Error | undefined)?.message ?? error.message;
+          throw new CutoverError('VERB_REFUSED', cause);
+        }
+        // The run ended, or continued as new, since it was found (visibility lags a moment):
+        // look again; the refusal then comes from its final state.
+        if (!(error instanceof WorkflowNotFoundError)) throw error;
+        if (attempt >= 3) {
+          const { state } = await this.status({ ...located, running: false }, Number.MAX_SAFE_INTEGER);
+          throw new CutoverError('VERB_REFUSED', refuseVerb(state, verb) ?? `cannot ${verb} ${id} now`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      }
     }
   }
 }

@@ -8,7 +8,15 @@ import { fileURLToPath } from 'node:url';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import type { DriverSet } from '../runner/execute-command.js';
 import { createActivities } from './activities.js';
-import { connectTimeoutMs, type TemporalSettings, unreachable, withDeadline } from './connection.js';
+import {
+  connectTimeoutMs,
+  isNamespaceNotFound,
+  noNamespace,
+  probe,
+  type TemporalSettings,
+  unreachable,
+  withDeadline,
+} from './connection.js';
 
 export interface WorkerOptions {
   settings: TemporalSettings;
@@ -41,6 +49,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   const { settings } = options;
   let connection: NativeConnection;
   try {
+    await probe(settings);
     connection = await withDeadline(
       NativeConnection.connect({
         address: settings.address,
@@ -52,8 +61,35 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   } catch (error) {
     throw unreachable(settings, error);
   }
+  let worker: Worker;
+  try {
+    // Checked first: a Worker.create that fails on a missing namespace leaves its workflow threads
+    // behind, and they keep the process alive after the error is reported.
+    await withDeadline(
+      connection.workflowService.describeNamespace({ namespace: settings.namespace }),
+      connectTimeoutMs,
+    );
+    worker = await createWorker(connection, options);
+  } catch (error) {
+    // An open connection would keep the process alive after the error is reported.
+    await connection.close().catch(() => undefined);
+    if (isNamespaceNotFound(error)) throw noNamespace(settings);
+    throw error;
+  }
+  const done = worker.run().finally(() => connection.close());
+  return {
+    done,
+    async shutdown() {
+      if (worker.getState() === 'RUNNING') worker.shutdown();
+      await done;
+    },
+  };
+}
+
+function createWorker(connection: NativeConnection, options: WorkerOptions): Promise<Worker> {
+  const { settings } = options;
   const bundle = workflowBundlePath();
-  const worker = await Worker.create({
+  return Worker.create({
     connection,
     namespace: settings.namespace,
     taskQueue: settings.taskQueue,
@@ -63,13 +99,14 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     activities: createActivities({ stateDir: options.stateDir, drivers: options.drivers }),
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 100,
     shutdownGraceTime: '10s',
+    // A workflow's next task goes to the queue of the worker that has it cached; when that worker
+    // died (SIGKILL, a lost machine), the task waits this long before any worker may take it. The
+    // SDK's 10 s came on top of the 5 s heartbeat timeout at every failover; a live worker takes
+    // its sticky tasks within milliseconds, so 2 s costs nothing otherwise.
+    stickyQueueScheduleToStartTimeout: '2s',
+    // A pause, rollback or cancel reaches a driver call (a health gate) with the next heartbeat's
+    // answer; the SDK sends them at most every 4 s (80% of the heartbeat timeout), which made a
+    // pause take up to 4 s to stop a gate. Sent every second, it stops within about one.
+    maxHeartbeatThrottleInterval: '1s',
   });
-  const done = worker.run().finally(() => connection.close());
-  return {
-    done,
-    async shutdown() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
-      await done;
-    },
-  };
 }

@@ -47,8 +47,13 @@ export interface MigrationStatus {
 
 export interface MigrationInput {
   spec: MigrationSpec;
-  /** Set when the workflow continued as new: where it stood. */
-  resume?: { state: MigrationState; logs: SeqLine[]; seq: number };
+  /**
+   * Set when the workflow continued as new: where it stood. The state goes without its spec (that is
+   * `spec` above): the spec holds the plan and both topologies, the bulk of the state, and carried
+   * twice it doubled the largest payload of a migration (past Temporal's 2 MB limit on a payload at
+   * a few hundred components). An older input with the spec inside is read the same.
+   */
+  resume?: { state: Omit<MigrationState, 'spec'> & { spec?: MigrationSpec }; logs: SeqLine[]; seq: number };
 }
 
 export const verbUpdate = defineUpdate<MigrationState, [Verb, string | undefined]>('verb');
@@ -92,7 +97,9 @@ function activitiesFor(command: Command): CutoverActivities {
 }
 
 export async function migrationWorkflow(input: MigrationInput): Promise<MigrationStatus> {
-  let state = input.resume?.state ?? (null as unknown as MigrationState);
+  let state: MigrationState = input.resume
+    ? { ...input.resume.state, spec: input.spec }
+    : (null as unknown as MigrationState);
   let logs: SeqLine[] = input.resume?.logs ?? [];
   let seq = input.resume?.seq ?? 0;
   const scopes = new Map<string, CancellationScope>();
@@ -216,7 +223,8 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
 
   await condition(() => isFinal(state.lifecycle) || continuing);
   if (continuing) {
-    await continueAsNew<typeof migrationWorkflow>({ spec: state.spec, resume: { state, logs, seq } });
+    const { spec, ...rest } = state;
+    await continueAsNew<typeof migrationWorkflow>({ spec, resume: { state: rest, logs, seq } });
   }
   return { state, logs };
 }

@@ -1,0 +1,330 @@
+/**
+ * The engine's acceptance tests, written once and run in both modes through the real CLI: local (a
+ * state directory beside the topology, detached runner processes) and Temporal (WORKFLOW_HOST: the
+ * run's dev server, a `cutover worker` child process on a task queue of this file's own). Every
+ * scenario must behave the same in both: a completed migration, a failed gate rolled back by
+ * itself, every verb allowed and refused, a conflicting second migrate, a manual commit, and a
+ * rollback after commit refused with the reason, on the CLI and over HTTP (`cutover server`).
+ *
+ * In Temporal mode the exec scripts of test/fixtures/gated run in the worker, so the release gate
+ * and the slots live in the worker's state directory; each test's environment has a name of its
+ * own (one dev server serves the whole run, and workflow ids are per environment).
+ */
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../support/cli.js';
+import { setVersion, type Workspace, workspace } from '../support/migrations.js';
+import { Api, demoApply, ServerHarness, type MigrationSummary as Summary } from '../support/server.js';
+import {
+  startWorkerProcess,
+  temporalAddress,
+  uniqueTaskQueue,
+  type WorkerProcess,
+} from '../support/temporal-worker.js';
+
+type Mode = 'local' | 'temporal';
+
+const idLine = /^mig_[0-9a-z]{26}$/;
+const finals = ['completed', 'rolled_back', 'cancelled', 'failed'];
+const isFinal = (s: Summary) => finals.includes(s.lifecycle);
+const allVerbs = ['pause', 'resume', 'rollback', 'cancel', 'commit'];
+let serial = 0;
+
+// The two modes side by side (they share nothing); each mode's scenarios one after the other.
+describe.concurrent.each<Mode>(['local', 'temporal'])('engine acceptance (%s mode)', (mode) => {
+  describe.sequential('through the CLI and cutover server', () => scenarios(mode));
+});
+
+function scenarios(mode: Mode): void {
+  let worker: WorkerProcess | null = null;
+  const spaces: Workspace[] = [];
+
+  beforeAll(async () => {
+    if (mode === 'temporal') {
+      worker = await startWorkerProcess({
+        address: temporalAddress(),
+        taskQueue: uniqueTaskQueue('cutover-acceptance'),
+      });
+    }
+  }, 30_000);
+
+  afterEach(async () => {
+    for (const w of spaces.splice(0)) await w.cleanup();
+  });
+
+  afterAll(async () => {
+    await worker?.stop();
+  }, 15_000);
+
+  /** The mode's environment for the CLI: WORKFLOW_HOST (and the queue) or none. */
+  const env = (): NodeJS.ProcessEnv => (mode === 'temporal' ? requireWorker().env : { WORKFLOW_HOST: '' });
+  const requireWorker = (): WorkerProcess => {
+    if (!worker) throw new Error('the Temporal worker did not start');
+    return worker;
+  };
+  /** Where the drivers keep their records: the slots and the release gate. */
+  const driverStateDir = (w: Workspace) => (mode === 'temporal' ? requireWorker().stateDir : w.stateDir);
+
+  /** A copy of the gated fixture under an environment name of its own. */
+  async function ws(edit: (yaml: string) => string = (y) => y): Promise<Workspace> {
+    serial += 1;
+    const name = `acc-${mode}-${serial}-${process.pid}`;
+    const w = await workspace('test/fixtures/gated', (y) => edit(y.replace('name: gated', `name: ${name}`)));
+    spaces.push(w);
+    return w;
+  }
+
+  const cli = (args: string[]) => runCli(args, { env: env() });
+  const verb = (w: Workspace, v: string, id: string) => cli(['topology', 'migration', v, id, '-f', w.file]);
+
+  function gate(w: Workspace, open: boolean): void {
+    const file = path.join(driverStateDir(w), 'release-gate');
+    if (open) {
+      mkdirSync(driverStateDir(w), { recursive: true });
+      writeFileSync(file, '');
+    } else {
+      rmSync(file, { force: true });
+    }
+  }
+
+  /** The slots (exec fixture: one directory each) a migration brought up and still has. */
+  function slotsOf(w: Workspace, id: string): string[] {
+    const dir = path.join(driverStateDir(w), 'slots');
+    return existsSync(dir) ? readdirSync(dir).filter((slot) => slot.endsWith(id)) : [];
+  }
+
+  async function migrateDetached(w: Workspace): Promise<string> {
+    const result = await cli(['topology', 'migrate', '-f', w.file, '--yes', '--detach']);
+    expect(result.stderr).not.toMatch(/^cutover: /m);
+    expect(result.code).toBe(0);
+    const id = result.stdout.trim();
+    expect(id).toMatch(idLine);
+    return id;
+  }
+
+  async function show(w: Workspace, id: string): Promise<Summary> {
+    const result = await cli(['topology', 'migration', 'show', id, '-f', w.file, '--json']);
+    if (result.code !== 0) throw new Error(`show ${id} failed: ${result.stderr}`);
+    return (JSON.parse(result.stdout) as { summary: Summary }).summary;
+  }
+
+  async function waitFor(w: Workspace, id: string, predicate: (s: Summary) => boolean): Promise<Summary> {
+    const deadline = Date.now() + 20_000;
+    let last: Summary | undefined;
+    while (Date.now() < deadline) {
+      last = await show(w, id);
+      if (predicate(last)) return last;
+      await sleep(100);
+    }
+    throw new Error(`timed out waiting for ${id}; last: ${JSON.stringify(last)}`);
+  }
+
+  const atGate = (s: Summary) => s.status.includes('health_gate') && s.actionsDone >= 3;
+
+  /** Each verb is refused with one line giving the reason, and changes nothing. */
+  async function refusedIn(w: Workspace, id: string, verbs: string[], state: string): Promise<void> {
+    // All at once: a refusal changes nothing, so the order does not matter.
+    const results = await Promise.all(verbs.map((v) => verb(w, v, id)));
+    for (const [i, result] of results.entries()) {
+      const v = verbs[i];
+      expect({ v, code: result.code }).toEqual({ v, code: 1 });
+      expect(result.stderr).toMatch(
+        new RegExp(`^cutover: cannot (pause|resume|roll back|cancel|commit) ${id}: .+\\n$`),
+      );
+    }
+    expect((await show(w, id)).lifecycle).toBe(state);
+  }
+
+  it('completes a migration: exit 0, the stages in the log, then a plan with no changes', async () => {
+    const w = await ws();
+    gate(w, true);
+    const result = await cli(['topology', 'migrate', '-f', w.file, '--yes']);
+    expect(result.stderr).toContain('Plan: 3 to add, 0 to change, 0 to remove; 5 actions.');
+    expect(result.code).toBe(0);
+    const id = /^(mig_[0-9a-z]{26}): completed$/m.exec(result.stdout)?.[1] as string;
+    expect(id).toBeDefined();
+
+    const logs = await cli(['topology', 'migration', 'logs', id, '-f', w.file, '--json']);
+    expect(logs.code).toBe(0);
+    const stages = logs.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { kind: string; message: string })
+      .filter((l) => ['stage_entered', 'committing', 'completed'].includes(l.kind))
+      .map((l) => l.message.split(/[;:]/)[0]);
+    expect(stages).toEqual([
+      'stage provision_green',
+      'stage health_gate',
+      'stage cutover',
+      'all stages passed',
+      'completed',
+    ]);
+    const shown = await show(w, id);
+    expect(shown).toMatchObject({ lifecycle: 'completed', status: 'completed', reason: null });
+    expect(slotsOf(w, id)).toHaveLength(2);
+
+    const list = JSON.parse((await cli(['topology', 'migration', 'list', '-f', w.file, '--json'])).stdout);
+    expect(list.map((m: { id: string }) => m.id)).toContain(id);
+    const again = await cli(['topology', 'plan', '-f', w.file, '--detailed-exitcode']);
+    expect(again.stdout).toContain('No changes.');
+    expect(again.code).toBe(0);
+  });
+
+  it('fails a migration whose health gate fails: rolled back by itself, blue untouched, exit 1', async () => {
+    const w = await ws((y) => y.replace('failureThreshold: 100', 'failureThreshold: 1'));
+    gate(w, true);
+    const first = await cli(['topology', 'migrate', '-f', w.file, '--yes']);
+    expect(first.code).toBe(0);
+    const blueId = /^(mig_[0-9a-z]{26}): completed$/m.exec(first.stdout)?.[1] as string;
+    const blue = slotsOf(w, blueId);
+    expect(blue).toHaveLength(2);
+
+    setVersion(w, 'db', '2');
+    gate(w, false);
+    const result = await cli(['topology', 'migrate', '-f', w.file, '--yes']);
+    expect(result.code).toBe(1);
+    const failedLine =
+      /^(mig_[0-9a-z]{26}): failed: health gate failed for api: command \.\/infra\/check-health → exit 1: gate held \(1 failure in a row\)$/m;
+    expect(result.stdout).toMatch(failedLine);
+    const id = failedLine.exec(result.stdout)?.[1] as string;
+    expect(slotsOf(w, id)).toEqual([]);
+    expect(slotsOf(w, blueId)).toEqual(blue);
+
+    const failed = await show(w, id);
+    expect(failed.lifecycle).toBe('failed');
+    expect(failed.reason).toContain('health gate failed for api');
+    await refusedIn(w, id, allVerbs, 'failed');
+    // The layout is still the first migration's: the change is still to be made.
+    expect((await cli(['topology', 'plan', '-f', w.file, '--detailed-exitcode'])).code).toBe(2);
+  });
+
+  it('running ⇄ paused, a second migrate refused as a conflict, then cancel; cancelled refuses everything', async () => {
+    const w = await ws();
+    gate(w, false);
+    const id = await migrateDetached(w);
+    await waitFor(w, id, atGate);
+
+    for (const extra of [[], ['--detach']]) {
+      const second = await cli(['topology', 'migrate', '-f', w.file, '--yes', ...extra]);
+      expect(second.code).toBe(1);
+      expect(second.stderr).toMatch(
+        new RegExp(
+          `^cutover: environment acc-${mode}-\\d+-\\d+ already has a migration in flight: ${id} \\(running \\(health_gate\\), started \\d\\d:\\d\\d:\\d\\d\\)$`,
+          'm',
+        ),
+      );
+    }
+
+    await refusedIn(w, id, ['resume', 'commit'], 'running');
+    const pause = await verb(w, 'pause', id);
+    expect(pause.code).toBe(0);
+    expect(pause.stdout).toMatch(new RegExp(`^${id}: (pausing|paused)`));
+    await waitFor(w, id, (s) => s.lifecycle === 'paused');
+    await refusedIn(w, id, ['pause', 'commit'], 'paused');
+    expect((await verb(w, 'resume', id)).code).toBe(0);
+    expect((await show(w, id)).lifecycle).toBe('running');
+    expect((await verb(w, 'cancel', id)).code).toBe(0);
+    expect((await waitFor(w, id, isFinal)).lifecycle).toBe('cancelled');
+    expect(slotsOf(w, id)).toEqual([]);
+    await refusedIn(w, id, allVerbs, 'cancelled');
+  });
+
+  it('rollback from running and from paused; a rolled-back migration refuses everything', async () => {
+    const w = await ws();
+    gate(w, false);
+    const a = await migrateDetached(w);
+    await waitFor(w, a, atGate);
+    expect((await verb(w, 'rollback', a)).code).toBe(0);
+    expect((await waitFor(w, a, isFinal)).lifecycle).toBe('rolled_back');
+    expect(slotsOf(w, a)).toEqual([]);
+    await refusedIn(w, a, allVerbs, 'rolled_back');
+
+    const b = await migrateDetached(w);
+    await waitFor(w, b, atGate);
+    expect((await verb(w, 'pause', b)).code).toBe(0);
+    await waitFor(w, b, (s) => s.lifecycle === 'paused');
+    expect((await verb(w, 'rollback', b)).code).toBe(0);
+    expect((await waitFor(w, b, isFinal)).lifecycle).toBe('rolled_back');
+    expect(slotsOf(w, b)).toEqual([]);
+  });
+
+  it('manual commit: awaiting_commit → commit → completed; after it every verb is refused, rollback saying why', async () => {
+    const w = await ws((y) => y.replace('commit: auto', 'commit: manual'));
+    gate(w, true);
+    // Cancelled, then rolled back, while awaiting commit: both allowed there.
+    for (const [v, end] of [
+      ['cancel', 'cancelled'],
+      ['rollback', 'rolled_back'],
+    ] as const) {
+      const id = await migrateDetached(w);
+      await waitFor(w, id, (s) => s.lifecycle === 'awaiting_commit');
+      expect((await verb(w, v, id)).code).toBe(0);
+      expect((await waitFor(w, id, isFinal)).lifecycle).toBe(end);
+      expect(slotsOf(w, id)).toEqual([]);
+    }
+
+    const id = await migrateDetached(w);
+    const waiting = await waitFor(w, id, (s) => s.lifecycle === 'awaiting_commit');
+    expect(waiting.status).toBe('awaiting commit');
+    await refusedIn(w, id, ['pause', 'resume'], 'awaiting_commit');
+    const commit = await verb(w, 'commit', id);
+    expect(commit.code).toBe(0);
+    expect(commit.stdout).toMatch(new RegExp(`^${id}: (committing|completed)`));
+    const done = await waitFor(w, id, isFinal);
+    expect(done.lifecycle).toBe('completed');
+    expect(slotsOf(w, id)).toHaveLength(2);
+    await refusedIn(w, id, allVerbs, 'completed');
+
+    const refused = await verb(w, 'rollback', id);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      new RegExp(
+        `^cutover: cannot roll back ${id}: it is committed \\(committed at \\d\\d:\\d\\d:\\d\\d\\)\\n$`,
+      ),
+    );
+    expect((await cli(['topology', 'plan', '-f', w.file, '--detailed-exitcode'])).code).toBe(0);
+  });
+
+  describe('cutover server', () => {
+    const servers = new ServerHarness();
+    afterAll(() => servers.cleanup(), 20_000);
+
+    it('answers a rollback after commit with 409 VERB_REFUSED and the reason', async () => {
+      const stateDir = await servers.stateDir();
+      // In Temporal mode the server runs its own worker, on a queue of its own.
+      const serverEnv: Record<string, string> =
+        mode === 'temporal'
+          ? {
+              WORKFLOW_HOST: temporalAddress(),
+              TEMPORAL_TASK_QUEUE: uniqueTaskQueue('cutover-acceptance-server'),
+            }
+          : { WORKFLOW_HOST: '' };
+      const server = await servers.start({ stateDir, env: serverEnv });
+      expect(server.stderr()).toContain(
+        mode === 'temporal'
+          ? `migrations: Temporal at WORKFLOW_HOST=${serverEnv.WORKFLOW_HOST}, with a worker`
+          : 'migrations: local',
+      );
+      const api = await Api.connect(server.url);
+      serial += 1;
+      const apply = await api.post(
+        '/v1/apply',
+        demoApply({ name: `acc-http-${mode}-${serial}-${process.pid}` }),
+      );
+      expect(apply.status).toBe(202);
+      const id = apply.json.migration.id as string;
+      const done = await api.waitFor(id, (s) => s.endedAt !== null);
+      expect(done.lifecycle).toBe('completed');
+
+      const refused = await api.post(`/v1/migrations/${id}/rollback`);
+      expect(refused.status).toBe(409);
+      expect(refused.json.code).toBe('VERB_REFUSED');
+      expect(refused.json.detail).toMatch(
+        new RegExp(`^cannot roll back ${id}: it is committed \\(committed at \\d\\d:\\d\\d:\\d\\d\\)$`),
+      );
+      expect((await api.summary(id)).lifecycle).toBe('completed');
+    });
+  });
+}

@@ -1,0 +1,206 @@
+/**
+ * Determinism guard for the Temporal workflows: histories recorded from real runs (a completed
+ * migration, an operator's rollback, a pause and resume, a failed health gate rolled back by
+ * itself, a manual commit, and the environment workflow that recorded the layouts) are replayed
+ * against the workflow bundle that `npm run build` makes (dist/engine/temporal/workflow-bundle.js).
+ * A change to engine/temporal/workflows.ts or the step function that would make running
+ * migrations take another path (a command added, removed or reordered) fails here, before it
+ * breaks migrations in flight on a deployed Temporal.
+ *
+ * The histories are test/temporal/histories/*.json. A deliberate change of the workflow's
+ * commands needs a new history set (and a plan for the runs in flight: `patched()`, or a new
+ * workflow type). To re-record them, against a dev server this run starts (the global setup):
+ *
+ *   npm run build && RECORD_HISTORIES=1 npx vitest run test/temporal/replay.test.ts
+ *
+ * Recording drives the real CLI against a `cutover worker` child process, then fetches each
+ * workflow's history with `client.workflow.getHandle(id, runId).fetchHistory()`.
+ */
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client, Connection } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { repoRoot, runCli } from '../support/cli.js';
+import { setVersion, workspace } from '../support/migrations.js';
+import type { MigrationSummary as Summary } from '../support/server.js';
+import { startWorkerProcess, temporalAddress, uniqueTaskQueue } from '../support/temporal-worker.js';
+
+const historiesDir = path.join(repoRoot, 'test', 'temporal', 'histories');
+/** The build's bundle; REPLAY_BUNDLE replays against another one (a candidate change, bundled aside). */
+const bundle =
+  process.env.REPLAY_BUNDLE ?? path.join(repoRoot, 'dist', 'engine', 'temporal', 'workflow-bundle.js');
+
+/** Each recorded history: what it shows, and the workflow it comes from. */
+const histories = {
+  completed: 'a migration that completed on its own (commit: auto)',
+  'rolled-back': 'an operator rollback while the health gate was held',
+  'paused-resumed': 'a pause during the health gate, a resume, then completion',
+  failed: 'a failed health gate, rolled back by itself',
+  'manual-commit': 'commit: manual, awaiting commit, then the commit verb',
+  environment: "the environment workflow, after two migrations' commits recorded their layouts",
+} as const;
+type Name = keyof typeof histories;
+
+interface Recorded {
+  workflowId: string;
+  /** What happened, one event type per event, for a reader of the diff. */
+  eventTypes: string[];
+  /**
+   * The History message as protobufjs' `toObject` writes it (enums and 64-bit numbers as strings,
+   * bytes in base64), read back with `fromObject`. Not the SDK's historyToJSON: with this
+   * install's two copies of protobufjs 8 (@temporalio/common's and @temporalio/proto's), it throws
+   * "type must be a Type".
+   */
+  history: { events: unknown[] };
+}
+
+const { History } = proto.temporal.api.history.v1;
+const objectOptions = { longs: String, enums: String, bytes: String } as const;
+
+const file = (name: Name) => path.join(historiesDir, `${name}.json`);
+
+describe('Temporal workflow replay (determinism)', () => {
+  beforeAll(async () => {
+    try {
+      // The replay workers' state changes are INFO lines; a broken replay is an error anyway.
+      Runtime.install({ logger: new DefaultLogger('WARN') });
+    } catch {
+      // installed already
+    }
+    if (process.env.RECORD_HISTORIES === '1') await recordAll();
+  }, 180_000);
+
+  for (const [name, what] of Object.entries(histories) as [Name, string][]) {
+    it(`replays ${name}: ${what}`, async () => {
+      if (!existsSync(bundle)) throw new Error('dist/ is missing: run `npm run build` before this test');
+      const recorded = JSON.parse(readFileSync(file(name), 'utf8')) as Recorded;
+      expect(recorded.history.events.length).toBeGreaterThan(10);
+      await Worker.runReplayHistory(
+        { workflowBundle: { codePath: bundle }, replayName: `replay-${name}` },
+        History.fromObject(recorded.history),
+        recorded.workflowId,
+      );
+    });
+  }
+});
+
+/** Runs each scenario through the CLI against a worker, and saves the histories. */
+async function recordAll(): Promise<void> {
+  const address = temporalAddress();
+  const worker = await startWorkerProcess({ address, taskQueue: uniqueTaskQueue('cutover-record') });
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection });
+  const tag = `${Date.now().toString(36)}`;
+  const spaces: { cleanup(): Promise<void> }[] = [];
+  const env = worker.env;
+  try {
+    const gate = (open: boolean) => {
+      const gateFile = path.join(worker.stateDir, 'release-gate');
+      mkdirSync(worker.stateDir, { recursive: true });
+      if (open) writeFileSync(gateFile, '');
+      else rmSync(gateFile, { force: true });
+    };
+    const scenario = async (name: Name, edit: (yaml: string) => string = (y) => y) => {
+      const environment = `replay-${name}-${tag}`;
+      const w = await workspace('test/fixtures/gated', (y) =>
+        edit(y.replace('name: gated', `name: ${environment}`)),
+      );
+      spaces.push(w);
+      const cli = (...args: string[]) => runCli([...args, '-f', w.file], { env });
+      const detach = async () => {
+        const r = await cli('topology', 'migrate', '--yes', '--detach');
+        if (r.code !== 0) throw new Error(`migrate failed: ${r.stderr}`);
+        return r.stdout.trim();
+      };
+      const waitFor = async (id: string, predicate: (s: Summary) => boolean) => {
+        const deadline = Date.now() + 30_000;
+        while (Date.now() < deadline) {
+          const r = await cli('topology', 'migration', 'show', id, '--json');
+          const summary = (JSON.parse(r.stdout) as { summary: Summary }).summary;
+          if (predicate(summary)) return summary;
+          await sleep(200);
+        }
+        throw new Error(`${name}: ${id} did not get there`);
+      };
+      const verb = async (v: string, id: string) => {
+        const r = await cli('topology', 'migration', v, id);
+        if (r.code !== 0) throw new Error(`${v} failed: ${r.stderr}`);
+      };
+      const atGate = (s: Summary) => s.status.includes('health_gate') && s.actionsDone >= 3;
+      const ended = (s: Summary) => s.endedAt !== null;
+      return { environment, w, cli, detach, waitFor, verb, atGate, ended };
+    };
+    const save = async (name: Name, workflowId: string) => {
+      const handle = client.workflow.getHandle(workflowId);
+      const { runId } = await handle.describe();
+      const history = await client.workflow.getHandle(workflowId, runId).fetchHistory();
+      const object = History.toObject(History.fromObject(history), objectOptions) as Recorded['history'];
+      const recorded: Recorded = {
+        workflowId,
+        eventTypes: (object.events as { eventType: string }[]).map((e) =>
+          e.eventType.replace(/^EVENT_TYPE_/, ''),
+        ),
+        history: object,
+      };
+      mkdirSync(historiesDir, { recursive: true });
+      writeFileSync(file(name), `${JSON.stringify(recorded)}\n`);
+    };
+
+    {
+      const s = await scenario('completed');
+      gate(true);
+      const r = await s.cli('topology', 'migrate', '--yes');
+      if (r.code !== 0) throw new Error(`completed: ${r.stderr}`);
+      await save('completed', `cutover-migration-${s.environment}`);
+      // A second migration of the same environment: its commit is the environment's second layout.
+      setVersion(s.w, 'api', '2');
+      const again = await s.cli('topology', 'migrate', '--yes');
+      if (again.code !== 0) throw new Error(`completed (again): ${again.stderr}`);
+      await save('environment', `cutover-environment-${s.environment}`);
+    }
+    {
+      const s = await scenario('rolled-back');
+      gate(false);
+      const id = await s.detach();
+      await s.waitFor(id, s.atGate);
+      await s.verb('rollback', id);
+      expect((await s.waitFor(id, s.ended)).lifecycle).toBe('rolled_back');
+      await save('rolled-back', `cutover-migration-${s.environment}`);
+    }
+    {
+      const s = await scenario('paused-resumed');
+      gate(false);
+      const id = await s.detach();
+      await s.waitFor(id, s.atGate);
+      await s.verb('pause', id);
+      await s.waitFor(id, (x) => x.lifecycle === 'paused');
+      await s.verb('resume', id);
+      gate(true);
+      expect((await s.waitFor(id, s.ended)).lifecycle).toBe('completed');
+      await save('paused-resumed', `cutover-migration-${s.environment}`);
+    }
+    {
+      const s = await scenario('failed', (y) => y.replace('failureThreshold: 100', 'failureThreshold: 1'));
+      gate(false);
+      const id = await s.detach();
+      expect((await s.waitFor(id, s.ended)).lifecycle).toBe('failed');
+      await save('failed', `cutover-migration-${s.environment}`);
+    }
+    {
+      const s = await scenario('manual-commit', (y) => y.replace('commit: auto', 'commit: manual'));
+      gate(true);
+      const id = await s.detach();
+      await s.waitFor(id, (x) => x.lifecycle === 'awaiting_commit');
+      await s.verb('commit', id);
+      expect((await s.waitFor(id, s.ended)).lifecycle).toBe('completed');
+      await save('manual-commit', `cutover-migration-${s.environment}`);
+    }
+  } finally {
+    await connection.close();
+    await worker.stop();
+    for (const w of spaces) await w.cleanup();
+  }
+}

@@ -1,0 +1,147 @@
+/**
+ * Shared by the Temporal robustness tests: `cutover worker` child processes (started, killed and
+ * reaped by pid), a task queue of each test's own (test files run side by side on the shared dev
+ * server, and a worker must never pick up another test's driver calls: the exec scripts run with the
+ * worker's state directory), and a client to poll migrations quickly.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { inject } from 'vitest';
+import type { MigrationState } from '../../engine/migration/types.js';
+import type { MigrationSummary } from '../../engine/migrations.js';
+import { TemporalMigrations } from '../../engine/temporal/temporal-migrations.js';
+import { repoRoot, runCli } from '../support/cli.js';
+
+/** The shared dev server's address; a missing one fails the test with the reason (never a skip). */
+export function sharedTemporal(): string {
+  const address = inject('temporalAddress');
+  if (!address) throw new Error(`no Temporal dev server: ${inject('temporalProblem')}`);
+  return address;
+}
+
+/** A name no other test (or earlier run against the same server) uses: environments, task queues. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 7)}`;
+}
+
+export interface TemporalTarget {
+  address: string;
+  taskQueue: string;
+}
+
+export function temporalEnv(t: TemporalTarget): NodeJS.ProcessEnv {
+  return { WORKFLOW_HOST: t.address, TEMPORAL_TASK_QUEUE: t.taskQueue, TEMPORAL_NAMESPACE: 'default' };
+}
+
+export interface WorkerProcess {
+  pid: number;
+  child: ChildProcess;
+  stderr: () => string;
+  /** Sends `signal` and waits for the exit. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+const workers = new Set<WorkerProcess>();
+
+/** `cutover worker --state-dir DIR`, ready once it says "cutover worker on". */
+export async function startWorkerProcess(t: TemporalTarget, stateDir: string): Promise<WorkerProcess> {
+  const child = spawn(
+    process.execPath,
+    [path.join(repoRoot, 'bin', 'cutover.js'), 'worker', '--state-dir', stateDir],
+    { env: { ...process.env, ...temporalEnv(t), NO_COLOR: '1' }, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let err = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    err += chunk.toString();
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const worker: WorkerProcess = {
+    pid: child.pid as number,
+    child,
+    stderr: () => err,
+    async kill(signal = 'SIGKILL') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+      workers.delete(worker);
+    },
+  };
+  workers.add(worker);
+  const deadline = Date.now() + 20_000;
+  while (!err.includes('cutover worker on')) {
+    if (child.exitCode !== null) throw new Error(`cutover worker exited ${child.exitCode}: ${err}`);
+    if (Date.now() > deadline) {
+      await worker.kill();
+      throw new Error(`cutover worker not ready within 20 s: ${err}`);
+    }
+    await sleep(50);
+  }
+  return worker;
+}
+
+/** Every worker a test started and did not stop (afterEach/afterAll). */
+export async function killWorkers(): Promise<void> {
+  await Promise.all([...workers].map((w) => w.kill('SIGKILL')));
+}
+
+export function connectClient(t: TemporalTarget): Promise<TemporalMigrations> {
+  return TemporalMigrations.connect({ address: t.address, namespace: 'default', taskQueue: t.taskQueue });
+}
+
+/** Polls the workflow's status query until the predicate holds (bounded); query errors are retried. */
+export async function waitForState(
+  client: TemporalMigrations,
+  id: string,
+  predicate: (state: MigrationState) => boolean,
+  timeoutMs: number,
+  pollMs = 150,
+): Promise<MigrationState> {
+  const deadline = Date.now() + timeoutMs;
+  let last: MigrationState | undefined;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    try {
+      last = (await client.show(id)).state;
+      if (predicate(last)) return last;
+    } catch (error) {
+      lastError = error;
+    }
+    await sleep(pollMs);
+  }
+  throw new Error(
+    `timed out after ${timeoutMs} ms; last state: ${last ? `${last.lifecycle} (inflight ${last.inflight?.kind ?? 'none'})` : 'none'}${lastError ? `; last error: ${(lastError as Error).message}` : ''}`,
+  );
+}
+
+export const isFinalState = (s: MigrationState) =>
+  ['completed', 'rolled_back', 'cancelled', 'failed'].includes(s.lifecycle);
+
+/** The health gate's driver call is running (for the component, when given). */
+export const inGate = (component?: string) => (s: MigrationState) =>
+  s.inflight?.kind === 'check_health' && (component === undefined || s.inflight.component === component);
+
+/** `cutover topology migrate -f FILE --yes --detach` on Temporal: the migration id. */
+export async function migrateDetached(t: TemporalTarget, file: string): Promise<string> {
+  const result = await runCli(['topology', 'migrate', '-f', file, '--yes', '--detach'], {
+    env: temporalEnv(t),
+  });
+  if (result.code !== 0) throw new Error(`migrate --detach failed (${result.code}): ${result.stderr}`);
+  return result.stdout.trim();
+}
+
+/** `cutover topology migration show ID --json` on Temporal. */
+export async function showJson(
+  t: TemporalTarget,
+  id: string,
+): Promise<{ summary: MigrationSummary; state: MigrationState }> {
+  const result = await runCli(['topology', 'migration', 'show', id, '--json'], { env: temporalEnv(t) });
+  if (result.code !== 0) throw new Error(`migration show failed (${result.code}): ${result.stderr}`);
+  return JSON.parse(result.stdout) as { summary: MigrationSummary; state: MigrationState };
+}
+
+/** The migration's log messages, through the CLI. */
+export async function logText(t: TemporalTarget, id: string): Promise<string> {
+  const result = await runCli(['topology', 'migration', 'logs', id], { env: temporalEnv(t) });
+  if (result.code !== 0) throw new Error(`migration logs failed (${result.code}): ${result.stderr}`);
+  return `${result.stdout}${result.stderr}`;
+}

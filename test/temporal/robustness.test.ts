@@ -1,0 +1,135 @@
+/**
+ * Temporal mode, robustness: a `cutover worker` killed with SIGKILL in the middle of a health gate.
+ * The gate's driver call heartbeats; once the heartbeats stop, Temporal gives the call to another
+ * worker (same state directory: the same machine coming back), and the migration completes. Through
+ * the real router under fixed-rate load, not one request fails meanwhile: the router and the app
+ * replicas are processes of their own and keep serving while no worker runs.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startLoad } from '../../bench/load.js';
+import type { TemporalMigrations } from '../../engine/temporal/temporal-migrations.js';
+import {
+  killRunners,
+  liveWorkspace,
+  releaseGate,
+  setFileVersion,
+  slotDirs,
+  type Workspace,
+  workspace,
+} from '../support/migrations.js';
+import {
+  connectClient,
+  inGate,
+  isFinalState,
+  killWorkers,
+  logText,
+  migrateDetached,
+  sharedTemporal,
+  showJson,
+  startWorkerProcess,
+  type TemporalTarget,
+  uniqueName,
+  waitForState,
+} from './robustness-helpers.js';
+
+const spaces: Workspace[] = [];
+const clients: TemporalMigrations[] = [];
+afterEach(async () => {
+  await killWorkers();
+  for (const c of clients.splice(0)) await c.close().catch(() => undefined);
+  for (const w of spaces.splice(0)) {
+    killRunners(w.stateDir);
+    await w.cleanup();
+  }
+});
+
+async function target(): Promise<TemporalTarget> {
+  return { address: sharedTemporal(), taskQueue: uniqueName('rb-kill') };
+}
+
+describe('Temporal mode: a worker killed during the health gate', () => {
+  it('a new worker on the same state directory picks the migration up and completes it', async () => {
+    const t = await target();
+    const environment = uniqueName('rb-gated');
+    const ws = await workspace('test/fixtures/gated', (y) =>
+      y.replace('name: gated', `name: ${environment}`),
+    );
+    spaces.push(ws);
+    const client = await connectClient(t);
+    clients.push(client);
+
+    const first = await startWorkerProcess(t, ws.stateDir);
+    const id = await migrateDetached(t, ws.file);
+    await waitForState(client, id, inGate('api'), 20_000);
+    // The gate is held (no release-gate file): the call is running on the first worker.
+    await sleep(300);
+    await first.kill('SIGKILL');
+
+    await startWorkerProcess(t, ws.stateDir);
+    releaseGate(ws);
+    await waitForState(client, id, isFinalState, 40_000);
+
+    const shown = await showJson(t, id);
+    expect(shown.summary.lifecycle).toBe('completed');
+    expect(shown.summary.reason).toBeNull();
+    // Both green slots were provisioned once (on the first worker) and are live now.
+    expect(slotDirs(ws)).toEqual([`api-${id}`, `db-${id}`]);
+    const log = await logText(t, id);
+    expect(log).toMatch(/check_health is run again \(attempt 2\): the worker that ran it stopped answering/);
+    expect(log).toContain('health: gate passed');
+  });
+
+  it('live demo under load through the router: the worker dies mid-gate, zero failed requests', async () => {
+    const t = await target();
+    const environment = uniqueName('rb-live');
+    // The gate is a command held until the test releases it (v1 passes at once), so the worker can be
+    // killed while it is certainly in the gate; green's replicas are real app processes.
+    const lw = await liveWorkspace((y) =>
+      y
+        .replace('name: live-demo', `name: ${environment}`)
+        .replace(
+          '      http: { path: /healthz }\n',
+          `      command: [sh, -c, 'test "$CUTOVER_VERSION" = 1.0.0 || test -e "$CUTOVER_STATE_DIR/release-gate"']\n`,
+        )
+        .replace('failureThreshold: 3', 'failureThreshold: 100')
+        .replace('deadline: 15s', 'deadline: 60s'),
+    );
+    spaces.push(lw);
+    const client = await connectClient(t);
+    clients.push(client);
+
+    const first = await startWorkerProcess(t, lw.stateDir);
+    const v1 = await migrateDetached(t, lw.file);
+    expect((await waitForState(client, v1, isFinalState, 30_000)).lifecycle).toBe('completed');
+    expect(((await (await fetch(lw.url)).json()) as { version: string }).version).toBe('1.0.0');
+
+    setFileVersion(lw, '1.0.0', '2.0.0');
+    const load = startLoad({ url: lw.url, rate: 150 });
+    let stopped = false;
+    try {
+      await sleep(500);
+      const v2 = await migrateDetached(t, lw.file);
+      await waitForState(client, v2, inGate('web'), 20_000);
+      await sleep(300);
+      await first.kill('SIGKILL');
+      // No worker at all for a moment: the router keeps serving blue.
+      await sleep(1_000);
+      await startWorkerProcess(t, lw.stateDir);
+      releaseGate(lw);
+      await waitForState(client, v2, isFinalState, 45_000);
+      await sleep(500);
+      const run = await load.stop();
+      stopped = true;
+
+      expect((await showJson(t, v2)).summary.lifecycle).toBe('completed');
+      expect(run.failed).toBe(0);
+      expect(run.records.length).toBeGreaterThan(1_000);
+      expect(run.records.at(-1)?.version).toBe('2.0.0');
+      expect(run.records.some((r) => r.version === '1.0.0')).toBe(true);
+      expect(await logText(t, v2)).toMatch(/check_health is run again \(attempt 2\)/);
+    } finally {
+      if (!stopped) await load.stop().catch(() => undefined);
+    }
+  });
+});
