@@ -32,7 +32,7 @@ const cliSize = 10_000;
 function repetitionsFor(size) {
   if (size <= 1_000) return 21;
   if (size <= 10_000) return 9;
-  return 3;
+  return 5;
 }
 
 const renderers = [

@@ -36,7 +36,7 @@ export function buildPlan(current: CurrentLayout, desired: Topology): Plan {
   const c = classify(current.topology, desired);
   const actions = [...buildUpActions(c), ...cutoverActions(c), ...teardownActions(c, current.topology)];
   const resources = resourceChanges(c, actions);
-  const settings = settingsChanges(current.topology, desired);
+  const settings = settingsChanges(current.topology, desired, c.usedDrivers);
   const body = {
     formatVersion: '1.0' as const,
     environment,
@@ -93,7 +93,9 @@ function routeAction(
 
 /** provision_green, replicate, health_gate: for every component that gets a green slot. */
 function buildUpActions(c: Classification): Action[] {
-  const green = [...c.components].filter(([, f]) => f.fate === 'add' || f.fate === 'replace').map(([n]) => n);
+  // Plain loops over the maps: a large layout has many components and most of them are kept.
+  const green: string[] = [];
+  for (const [name, f] of c.components) if (f.fate === 'add' || f.fate === 'replace') green.push(name);
   const ordered = inDependencyOrder(green, c.desiredDepths);
   const provision: Action[] = [];
   const replicate: Action[] = [];
@@ -151,9 +153,8 @@ function teardownActions(c: Classification, current: Topology | null): Action[] 
     .filter(([, f]) => f.fate === 'remove')
     .map(([n]) => n)
     .sort(compareNames);
-  const blue = [...c.components]
-    .filter(([, f]) => f.fate === 'replace' || f.fate === 'remove')
-    .map(([n]) => n);
+  const blue: string[] = [];
+  for (const [name, f] of c.components) if (f.fate === 'replace' || f.fate === 'remove') blue.push(name);
   const ordered = inTeardownOrder(blue, c.currentDepths);
   const drainTimeouts = drainTimeoutsByComponent(current);
   const drain: Action[] = removedRoutes.map((name) =>
@@ -202,7 +203,9 @@ function resourceChanges(c: Classification, actions: readonly Action[]): Resourc
     else map.set(key, [a.id]);
   }
   const out: ResourceChange[] = [];
-  for (const name of [...c.components.keys()].sort(compareNames)) {
+  const touched: string[] = []; // kept components have no resource change: leave them out before sorting
+  for (const [name, f] of c.components) if (f.fate !== 'keep') touched.push(name);
+  for (const name of touched.sort(compareNames)) {
     const fate = c.components.get(name) as ComponentFate;
     const actionsOf = byComponent.get(name) ?? [];
     switch (fate.fate) {
@@ -279,13 +282,8 @@ function resourceChanges(c: Classification, actions: readonly Action[]): Resourc
  * Environment-wide settings that change without any action: strategy, metadata, and drivers that no
  * component or route uses (a used driver's change shows as the replacement of its components).
  */
-function settingsChanges(current: Topology | null, desired: Topology): Change[] {
+function settingsChanges(current: Topology | null, desired: Topology, used: ReadonlySet<string>): Change[] {
   if (!current) return [];
-  const used = new Set<string>();
-  for (const t of [current, desired]) {
-    for (const c of Object.values(t.components)) used.add(c.driver);
-    for (const r of Object.values(t.routes)) if (r.driver !== undefined) used.add(r.driver);
-  }
   const unused = (drivers: Topology['drivers']) =>
     Object.fromEntries(Object.entries(drivers).filter(([name]) => !used.has(name)));
   const pick = (t: Topology) => ({ metadata: t.metadata, strategy: t.strategy, drivers: unused(t.drivers) });

@@ -24,6 +24,8 @@ export interface Classification {
   desiredDepths: Map<string, number>;
   /** Depths in the current graph: blue slots go down dependents first. */
   currentDepths: Map<string, number>;
+  /** Drivers named by a component or route of either layout (gathered here, in the one pass over them). */
+  usedDrivers: Set<string>;
 }
 
 const noComponents: Record<string, Component> = {};
@@ -42,13 +44,16 @@ export function classify(current: Topology | null, desired: Topology): Classific
   // Dependencies first, so a dependency's fate is known before its dependents are judged.
   const order = byDepth(desiredDepths);
   const driverChanged = new Map<string, boolean>();
+  const usedDrivers = new Set<string>();
   for (const name of order) {
     const component = own(desired.components, name) as Component;
     const old = own(before, name);
+    usedDrivers.add(component.driver);
     if (!old) {
       components.set(name, { fate: 'add', component });
       continue;
     }
+    usedDrivers.add(old.driver);
     const changes = componentChanges(current as Topology, desired, old, component, driverChanged);
     const replacedDeps: string[] = [];
     for (const dep of component.dependsOn) {
@@ -62,10 +67,18 @@ export function classify(current: Topology | null, desired: Topology): Classific
     }
   }
   for (const name of Object.keys(before)) {
-    if (!has(desired.components, name))
-      components.set(name, { fate: 'remove', before: own(before, name) as Component });
+    if (has(desired.components, name)) continue;
+    const old = own(before, name) as Component;
+    usedDrivers.add(old.driver);
+    components.set(name, { fate: 'remove', before: old });
   }
-  return { components, routes: classifyRoutes(current, desired, components), desiredDepths, currentDepths };
+  for (const t of [current, desired]) {
+    for (const route of Object.values(t?.routes ?? noRoutes)) {
+      if (route.driver !== undefined) usedDrivers.add(route.driver);
+    }
+  }
+  const routes = classifyRoutes(current, desired, components);
+  return { components, routes, desiredDepths, currentDepths, usedDrivers };
 }
 
 function componentChanges(

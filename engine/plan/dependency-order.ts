@@ -1,5 +1,4 @@
 import { InvariantError } from '../errors.js';
-import { own } from '../records.js';
 
 /**
  * Depth of each component in its dependency graph: 0 for no dependencies, else one more than its
@@ -19,7 +18,8 @@ export function dependencyDepths(
   const pending = new Int32Array(n);
   const dependents: (number[] | undefined)[] = new Array(n);
   for (let i = 0; i < n; i++) {
-    const deps = own(components, names[i] as string)?.dependsOn ?? [];
+    // An own key (from Object.keys): a plain read is enough, and `__proto__` reads the own value.
+    const deps = (components[names[i] as string] as { dependsOn: readonly string[] }).dependsOn;
     for (const dep of deps) {
       const j = index.get(dep); // dependencies outside the graph are ignored
       if (j === undefined) continue;

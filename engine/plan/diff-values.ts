@@ -48,13 +48,14 @@ export function deepEqual(a: unknown, b: unknown): boolean {
     for (let i = 0; i < x.length; i++) if (!deepEqual(x[i], y[i])) return false;
     return true;
   }
-  const ka = Object.keys(a);
-  if (ka.length !== Object.keys(b).length) return false;
-  for (let i = 0; i < ka.length; i++) {
-    const k = ka[i] as string;
+  // for…in rather than Object.keys: no array per object. Model objects are plain, with only own keys.
+  let count = 0;
+  for (const k in a as object) {
     if (!Object.hasOwn(b, k) || !deepEqual((a as never)[k], (b as never)[k])) return false;
+    count++;
   }
-  return true;
+  for (const _ in b as object) count--;
+  return count === 0;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
