@@ -21,6 +21,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { type CurrentLayout, committedLayout, emptyLayout } from '../layout.js';
+import { commandView } from '../migration/command-view.js';
 import { start, step } from '../migration/step.js';
 import {
   type Command,
@@ -152,7 +153,8 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
           );
           return { event: { type: 'command_succeeded' } as const, lines: [] as LogLine[] };
         }
-        const outcome = await activitiesFor(command).runCommand(state, command);
+        // Only what this call needs: the whole state would go into the history with every call.
+        const outcome = await activitiesFor(command).runCommand(commandView(state, command), command);
         return { event: outcome.result, lines: outcome.lines };
       })
       .then(

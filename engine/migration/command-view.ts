@@ -1,0 +1,88 @@
+/**
+ * What one driver call needs of a migration's state. In Temporal mode every activity's input is
+ * written to the workflow's history; the whole state holds the plan and both topologies, so a
+ * layout of a thousand components made each call's input about 2 MB (Temporal refuses a payload
+ * over 2 MB) and the history grew by that much per call. The view keeps the spec's identity and only
+ * the components, routes and slots the command touches; `executeCommand` gives the same result on it
+ * as on the whole state (a test runs every command of real migrations both ways).
+ *
+ * Pure and deterministic: the workflow calls it.
+ */
+import type { CurrentLayout } from '../layout.js';
+import type { Plan } from '../plan/types.js';
+import { has, own, setOwn } from '../records.js';
+import type { Topology } from '../topology/types.js';
+import { previewRoutes } from './step.js';
+import type { Command, MigrationState } from './types.js';
+
+export function commandView(state: MigrationState, command: Command): MigrationState {
+  const components = new Set<string>();
+  const routes = new Set<string>();
+  const spec = state.spec;
+  const base = spec.base.topology;
+  switch (command.kind) {
+    case 'provision':
+    case 'replicate':
+    case 'retire':
+      components.add(command.component);
+      break;
+    case 'check_health':
+      components.add(command.component);
+      for (const name of previewRoutes(state, command.component)) routes.add(name);
+      break;
+    case 'drain':
+      components.add(command.component);
+      for (const [name, route] of Object.entries(base?.routes ?? {})) {
+        if (route.to === command.component) routes.add(name);
+      }
+      break;
+    case 'apply_route':
+    case 'remove_route':
+      routes.add(command.route);
+      break;
+    case 'wait':
+      break;
+    case 'record_layout':
+      return state; // the layout is the whole state's business
+  }
+  // A route's call needs the slots of its target in either topology.
+  const slotsOf = new Set(components);
+  for (const name of routes) {
+    const before = own(base?.routes, name)?.to;
+    const after = own(spec.desired.routes, name)?.to;
+    if (before !== undefined) slotsOf.add(before);
+    if (after !== undefined) slotsOf.add(after);
+  }
+  const slots: MigrationState['slots'] = {};
+  for (const name of slotsOf) {
+    const pair = own(state.slots, name);
+    if (pair) setOwn(slots, name, pair);
+  }
+  const layout: CurrentLayout = { ...spec.base, topology: base && pick(base, components, routes) };
+  if (spec.base.slots) layout.slots = only(spec.base.slots, slotsOf);
+  const plan: Plan = { ...spec.plan, resources: [], settings: [], actions: [] };
+  return {
+    ...state,
+    spec: { ...spec, plan, desired: pick(spec.desired, components, routes), base: layout },
+    slots,
+    provisioned: [],
+    touchedRoutes: [],
+  };
+}
+
+/** The topology with only the named components and routes; drivers and settings stay (they are few). */
+function pick(topology: Topology, components: ReadonlySet<string>, routes: ReadonlySet<string>): Topology {
+  return {
+    ...topology,
+    components: only(topology.components, components),
+    routes: only(topology.routes, routes),
+  };
+}
+
+function only<T>(record: Record<string, T>, names: ReadonlySet<string>): Record<string, T> {
+  const out: Record<string, T> = {};
+  for (const name of [...names].sort()) {
+    if (has(record, name)) setOwn(out, name, record[name] as T);
+  }
+  return out;
+}
