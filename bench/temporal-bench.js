@@ -20,6 +20,7 @@ import { JournalWriter } from '../dist/engine/runner/journal.js';
 import { LocalRunner } from '../dist/engine/runner/local-runner.js';
 import { migrationPaths } from '../dist/engine/runner/paths.js';
 import { readCurrentLayout } from '../dist/engine/store/layout-store.js';
+import { dataConverter } from '../dist/engine/temporal/payload-codec.js';
 import { TemporalMigrations } from '../dist/engine/temporal/temporal-migrations.js';
 import { startWorker } from '../dist/engine/temporal/worker.js';
 import { migrationWorkflowId } from '../dist/engine/temporal/workflows.js';
@@ -233,7 +234,11 @@ export async function run({ quick, log }) {
       worker = await startWorker({ settings, stateDir, drivers: noopDrivers() });
       connection = await Connection.connect({ address: server.address });
       migrations = await TemporalMigrations.connect(settings);
-      const t = { stateDir, migrations, client: new Client({ connection, namespace: 'default' }) };
+      const t = {
+        stateDir,
+        migrations,
+        client: new Client({ connection, namespace: 'default', dataConverter }),
+      };
 
       // Warm-up: the worker's first workflow loads the bundle into a V8 context; not measured.
       log('warm-up: one 10-component migration in each mode');

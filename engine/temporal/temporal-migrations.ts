@@ -43,6 +43,7 @@ import {
   unreachable,
   withDeadline,
 } from './connection.js';
+import { dataConverter, storedSize } from './payload-codec.js';
 import {
   environmentWorkflow,
   environmentWorkflowId,
@@ -94,7 +95,7 @@ export class TemporalMigrations {
     } catch (error) {
       throw unreachable(settings, error);
     }
-    const client = new Client({ connection, namespace: settings.namespace });
+    const client = new Client({ connection, namespace: settings.namespace, dataConverter });
     return new TemporalMigrations(settings, connection, client);
   }
 
@@ -159,6 +160,7 @@ export class TemporalMigrations {
       baseDir: request.baseDir,
       createdAt: request.now ?? Date.now(),
     };
+    await refuseOversizedSpec(spec);
     await this.call('to start the environment workflow', () =>
       this.client.workflow.start(environmentWorkflow, {
         workflowId: environmentWorkflowId(environment),
@@ -350,4 +352,24 @@ export class TemporalMigrations {
 
 function quote(value: string): string {
   return value.replace(/['\\]/g, '');
+}
+
+/**
+ * Temporal refuses a payload over 2 MB, and a migration's whole state (its spec, then its slots and
+ * recent log lines) must fit in one: the workflow's input, an update's result, a continue-as-new.
+ * Refused up front, with the reason, rather than as a workflow that fails to start or stops midway.
+ */
+export const maxStoredSpecBytes = 1_250_000;
+
+async function refuseOversizedSpec(spec: MigrationSpec): Promise<void> {
+  const size = await storedSize(spec);
+  if (size <= maxStoredSpecBytes) return;
+  const components = Object.keys(spec.desired.components).length;
+  const mb = (n: number) => `${(n / 1_000_000).toFixed(2)} MB`;
+  throw new CutoverError(
+    'TOPOLOGY_TOO_LARGE',
+    `the migration of ${spec.environment} (${components.toLocaleString('en-US')} components) is ${mb(size)} as Temporal stores it, compressed; ` +
+      `a migration's state must fit in one Temporal payload (2 MB), so at most ${mb(maxStoredSpecBytes)} is accepted. ` +
+      'Run this migration with the local runner (without WORKFLOW_HOST)',
+  );
 }

@@ -17,6 +17,7 @@ import {
   unreachable,
   withDeadline,
 } from './connection.js';
+import { dataConverter } from './payload-codec.js';
 
 export interface WorkerOptions {
   settings: TemporalSettings;
@@ -93,6 +94,7 @@ function createWorker(connection: NativeConnection, options: WorkerOptions): Pro
     connection,
     namespace: settings.namespace,
     taskQueue: settings.taskQueue,
+    dataConverter,
     ...(existsSync(bundle)
       ? { workflowBundle: { codePath: bundle } }
       : { workflowsPath: fileURLToPath(new URL('./workflows.js', import.meta.url)) }),

@@ -236,6 +236,28 @@ export const layoutQuery = defineQuery<CurrentLayout>('layout');
 /** An earlier layout, while kept (to tell a stale plan from a different one). */
 export const layoutAtQuery = defineQuery<CurrentLayout | null, [number]>('layoutAt');
 const keptLayouts = 20;
+/**
+ * …and at most this much of them as JSON (about 0.4 MB once compressed): they go into the workflow's
+ * continue-as-new input, which Temporal refuses over 2 MB. Large layouts keep fewer earlier ones.
+ */
+const keptLayoutsChars = 8_000_000;
+
+/** The earlier layouts to keep once `previous` is replaced: newest last, bounded in count and size. */
+export function keepEarlier(
+  earlier: readonly CurrentLayout[],
+  previous: CurrentLayout,
+  size: (layout: CurrentLayout) => number = (l) => JSON.stringify(l).length,
+): CurrentLayout[] {
+  const kept = [...earlier, previous].slice(-keptLayouts);
+  let total = 0;
+  let from = kept.length;
+  while (from > 0) {
+    total += size(kept[from - 1] as CurrentLayout);
+    if (total > keptLayoutsChars) break;
+    from--;
+  }
+  return kept.slice(from);
+}
 
 export interface EnvironmentInput {
   environment: string;
@@ -251,6 +273,16 @@ export interface EnvironmentInput {
 export async function environmentWorkflow(input: EnvironmentInput): Promise<void> {
   let layout = input.layout ?? emptyLayout(input.environment);
   let earlier = input.earlier ?? [];
+  // Each layout's size is measured once (a layout of 10,000 components is 5 MB of JSON).
+  let sizes = new Map<number, number>(); // by serial
+  const sizeOf = (l: CurrentLayout) => {
+    let n = sizes.get(l.serial);
+    if (n === undefined) {
+      n = JSON.stringify(l).length;
+      sizes.set(l.serial, n);
+    }
+    return n;
+  };
   setHandler(layoutQuery, () => layout);
   setHandler(layoutAtQuery, (serial: number) =>
     serial === layout.serial ? layout : (earlier.find((l) => l.serial === serial) ?? null),
@@ -258,7 +290,8 @@ export async function environmentWorkflow(input: EnvironmentInput): Promise<void
   setHandler(recordLayoutSignal, (next: CurrentLayout) => {
     if (next.migrationId !== undefined && next.migrationId === layout.migrationId) return;
     if (next.serial !== layout.serial + 1) return;
-    earlier = [...earlier, layout].slice(-keptLayouts);
+    earlier = keepEarlier(earlier, layout, sizeOf);
+    sizes = new Map(earlier.map((l) => [l.serial, sizeOf(l)]));
     layout = next;
   });
   await condition(

@@ -23,6 +23,7 @@ import { Client, Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { dataConverter } from '../../engine/temporal/payload-codec.js';
 import { repoRoot, runCli } from '../support/cli.js';
 import { setVersion, workspace } from '../support/migrations.js';
 import type { MigrationSummary as Summary } from '../support/server.js';
@@ -79,7 +80,7 @@ describe('Temporal workflow replay (determinism)', () => {
       const recorded = JSON.parse(readFileSync(file(name), 'utf8')) as Recorded;
       expect(recorded.history.events.length).toBeGreaterThan(10);
       await Worker.runReplayHistory(
-        { workflowBundle: { codePath: bundle }, replayName: `replay-${name}` },
+        { workflowBundle: { codePath: bundle }, replayName: `replay-${name}`, dataConverter },
         History.fromObject(recorded.history),
         recorded.workflowId,
       );
@@ -92,7 +93,7 @@ async function recordAll(): Promise<void> {
   const address = temporalAddress();
   const worker = await startWorkerProcess({ address, taskQueue: uniqueTaskQueue('cutover-record') });
   const connection = await Connection.connect({ address });
-  const client = new Client({ connection });
+  const client = new Client({ connection, dataConverter });
   const tag = `${Date.now().toString(36)}`;
   const spaces: { cleanup(): Promise<void> }[] = [];
   const env = worker.env;
