@@ -127,7 +127,35 @@ async function migrateTemporal(t, environment, size, version) {
     query: `WorkflowType = 'migrationWorkflow' AND CutoverMigrationId = '${created.spec.id}'`,
   }))
     runs++;
-  return { steps: final.nextCommand - 1, totalMs, runs, stateBytes: JSON.stringify(final).length };
+  // As stored: the payloads of the last run's history (compressed when over 16 KiB).
+  const history = await handle.fetchHistory();
+  let payloadBytes = 0;
+  let largestActivityInput = 0;
+  for (const event of history.events ?? []) {
+    const sizes = payloadSizes(event);
+    payloadBytes += sizes.reduce((a, b) => a + b, 0);
+    const input = event.activityTaskScheduledEventAttributes?.input;
+    if (input) largestActivityInput = Math.max(largestActivityInput, ...payloadSizes(input));
+  }
+  return {
+    steps: final.nextCommand - 1,
+    totalMs,
+    runs,
+    stateBytes: JSON.stringify(final).length,
+    payloadBytes,
+    largestActivityInput,
+  };
+}
+
+/** Sizes of the payloads (`{ metadata, data }`) anywhere inside a history event, as stored. */
+function payloadSizes(value, out = []) {
+  if (value === null || typeof value !== 'object') return out;
+  if (value.data instanceof Uint8Array && value.metadata) {
+    out.push(value.data.length);
+    return out;
+  }
+  for (const child of Object.values(value)) payloadSizes(child, out);
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -288,6 +316,8 @@ export async function run({ quick, log }) {
             ratio: temporal.totalMs / local.totalMs,
             runs: temporal.runs,
             stateKiB: temporal.stateBytes / 1024,
+            historyKiB: temporal.payloadBytes / 1024,
+            activityInputBytes: temporal.largestActivityInput,
           });
         }
       }
@@ -308,9 +338,14 @@ export async function run({ quick, log }) {
         notes: [
           'steps = commands of the step function (driver calls as activities, waits as timers, the layout record as a signal); the same count in both modes',
           'local: every event fsync’d to the journal; Temporal: one dev server (SQLite in memory) and one in-process worker on this machine, so the figures include the server’s own CPU',
-          `each activity carries the migration state (with its plan and topologies) as input: ${temporalRows
-            .map((r) => `${(r.stateKiB ?? 0).toFixed(0)} KiB at ${r.components} components (${r.migration})`)
-            .join(', ')}; 'workflow runs' > 1 means the history was continued as new`,
+          `migration state as JSON / payloads stored in the last run's history / largest activity input: ${temporalRows
+            .map(
+              (r) =>
+                `${(r.stateKiB ?? 0).toFixed(0)} KiB / ${(r.historyKiB ?? 0).toFixed(0)} KiB / ${((r.activityInputBytes ?? 0) / 1024).toFixed(1)} KiB at ${r.components} components (${r.migration})`,
+            )
+            .join(
+              ', ',
+            )}; an activity gets only what its driver call uses; 'workflow runs' > 1 means the history was continued as new`,
         ],
       };
     } finally {

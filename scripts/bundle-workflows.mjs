@@ -1,6 +1,6 @@
 // Bundles cutover's Temporal workflow code once, at build time (workers load the bundle instead of
 // running webpack at every start). Run after tsc: it bundles dist/engine/temporal/workflows.js.
-import { writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
 
@@ -10,4 +10,7 @@ const { code } = await bundleWorkflowCode({
   workflowsPath,
   logger: { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} },
 });
-writeFileSync(out, code);
+// Written beside and renamed: a worker starting during a build never loads half a bundle.
+const partial = `${out}.${process.pid}.tmp`;
+writeFileSync(partial, code);
+renameSync(partial, out);
