@@ -80,6 +80,8 @@ export class Watcher {
   private lastHead: string | null = null;
   private readonly lastBlob = new Map<string, string>();
   private branchMissing = false;
+  /** `--once`: nothing waits for a migration in flight, the process is about to exit. */
+  private onceOnly = false;
   private running: Promise<void> | null = null;
   private again = false;
   private fetching: Promise<void> | null = null;
@@ -121,9 +123,16 @@ export class Watcher {
       reports.push(r);
       onReport?.(r);
     };
+    this.onceOnly = true;
     this.repo = await this.open();
     await this.repo.fetch();
     await this.check();
+    if (this.branchMissing) {
+      throw new CutoverError(
+        'GIT_REF_UNREADABLE',
+        `branch ${this.options.branch} does not exist in ${this.options.repo}: nothing to plan`,
+      );
+    }
     return reports;
   }
 
@@ -366,6 +375,13 @@ export class Watcher {
   }
 
   private queue(item: Pending, active: string): { queued: true } {
+    if (this.onceOnly) {
+      // Queued in a process that exits now would be dropped without a word: say so (exit 1).
+      this.options.log(
+        `${item.commit.slice(0, 7)} ${item.file} (${item.environment}): not applied: migration ${active} is in flight; --once does not wait (run it again once ${active} ends, or watch without --once)`,
+      );
+      return { queued: true };
+    }
     const replaced = this.pending.get(item.environment);
     this.pending.set(item.environment, item);
     this.options.log(

@@ -43,6 +43,10 @@ while a migration is in flight for its environment waits, and only the newest wa
 applied after it. A remote is fetched at once when \`cutover server\` (same state directory)
 receives a signed webhook at POST /v1/hooks/git.
 
+With --once the exit code is 0 when every topology is valid (and, with --apply, applied or
+unchanged); 1 when one is invalid, when --apply could not start a migration because another is in
+flight for that environment (--once does not wait), or when the branch does not exist.
+
 Examples:
   $ cutover watch --repo . --file examples/exec-demo/topology.yaml
   $ cutover watch --repo https://git.example/infra.git --glob 'envs/*/topology.yaml' --interval 1m --apply
@@ -75,7 +79,8 @@ Examples:
       });
       if (options.once) {
         const reports = await watcher.once();
-        process.exitCode = reports.some((r) => r.kind === 'invalid') ? 1 : 0;
+        // 1 when a commit is invalid, or could not be applied because a migration is in flight.
+        process.exitCode = reports.some((r) => r.kind === 'invalid' || r.queued === true) ? 1 : 0;
         return;
       }
       await watcher.start();

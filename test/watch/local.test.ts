@@ -2,7 +2,7 @@
  * `cutover watch` on a local repository (its refs watched): the real CLI in a child process, a real
  * Git repository in a temporary directory, reports read from disk.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -282,5 +282,49 @@ describe('cutover watch, local repository', () => {
     );
     // Nothing was ever applied.
     expect(existsSync(path.join(stateDir, 'environments', 'exec-demo', 'migrations'))).toBe(false);
+  });
+  it('--once exits 1 on a branch that does not exist, and when --apply finds a migration in flight', async () => {
+    const repo = await initRepo('test/fixtures/gated');
+    const root = await scratch();
+    const out = path.join(root, 'out');
+    const stateDir = trackStateDir(path.join(root, 'state'));
+    const args = ['watch', '--repo', repo.dir, '--out', out, '--state-dir', stateDir, '--once'];
+
+    const missing = await runCli([...args, '--branch', 'no-such-branch']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('branch no-such-branch does not exist');
+
+    // The head is applied: a migration held at its health gate (until <state>/release-gate exists).
+    const first = await runCli([...args, '--apply']);
+    expect(first.code, first.stdout + first.stderr).toBe(0);
+    const started = /migration (\S+) started/.exec(first.stdout);
+    expect(started).not.toBeNull();
+    const x = (started as RegExpExecArray)[1] as string;
+
+    // A commit while it is in flight: planned, not applied, and said so: exit 1.
+    repo.setVersion('api', '2');
+    const second = await repo.commit('api 2');
+    const refused = await runCli([...args, '--apply']);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toMatch(
+      new RegExp(
+        `${second.short} topology\\.yaml \\(gated\\): not applied: migration ${x} is in flight; --once does not wait`,
+      ),
+    );
+    expect(existsSync(reportPaths(out, 'gated', second.short).json)).toBe(true);
+    expect((await migrations(stateDir)).map((m) => m.id)).toEqual([x]);
+
+    // Once X is done, the same command applies the commit.
+    writeFileSync(path.join(stateDir, 'release-gate'), '');
+    await waitForMigrations(stateDir, (list) => list.every((m) => m.lifecycle === 'completed'));
+    const again = await runCli([...args, '--apply']);
+    expect(again.code, again.stdout + again.stderr).toBe(0);
+    expect(again.stdout).toMatch(
+      new RegExp(`${second.short} topology\\.yaml \\(gated\\): migration \\S+ started`),
+    );
+    await waitForMigrations(
+      stateDir,
+      (list) => list.length === 2 && list.every((m) => m.lifecycle === 'completed'),
+    );
   });
 });
