@@ -18,10 +18,11 @@ import { renderPlanJson } from '../cli/render/render-plan-json.js';
 import { renderPlanMarkdown } from '../cli/render/render-plan-markdown.js';
 import { countsLine } from '../cli/render/symbols.js';
 import { CutoverError } from '../engine/errors.js';
-import { activeMigration, createMigration, spawnRunner } from '../engine/migrations.js';
+import { isFinal } from '../engine/migration/types.js';
+import { localService, type MigrationService, openMigrationService } from '../engine/migration-service.js';
+import { activeMigration } from '../engine/migrations.js';
 import { buildPlan } from '../engine/plan/build-plan.js';
 import { isEmptyPlan, type Plan } from '../engine/plan/types.js';
-import { readCurrentLayout } from '../engine/store/layout-store.js';
 import { type Diagnostic, formatDiagnostic } from '../engine/topology/diagnostic.js';
 import { loadTopology } from '../engine/topology/load-topology.js';
 import type { Topology } from '../engine/topology/types.js';
@@ -44,6 +45,8 @@ export interface WatchOptions {
   /** Where remote repositories are cloned; default `<state>/watch/cache`. */
   cacheDir?: string;
   log: (line: string) => void;
+  /** WORKFLOW_HOST set: plans and migrations go through Temporal, as the CLI's do. Default process.env. */
+  env?: NodeJS.ProcessEnv;
   /** Called after each report is written (tests, benchmarks). */
   onReport?: (report: Report) => void;
 }
@@ -72,8 +75,10 @@ interface Pending {
 }
 
 const debounceMs = 60;
-/** How often a commit queued behind a migration in flight looks whether it may go. */
+/** How often a commit queued behind a migration in flight looks whether it may go (a claim file read). */
 const pendingPollMs = 250;
+/** The same in Temporal mode, where it is a visibility query. */
+const pendingPollTemporalMs = 1_000;
 
 export class Watcher {
   private repo: Repository | null = null;
@@ -93,8 +98,11 @@ export class Watcher {
   private readonly pending = new Map<string, Pending>();
   private stopped = false;
   private readonly accept: (file: string) => boolean;
+  private readonly useTemporal: boolean;
+  private temporal: Promise<MigrationService> | null = null;
 
   constructor(private readonly options: WatchOptions) {
+    this.useTemporal = Boolean((options.env ?? process.env).WORKFLOW_HOST);
     if (options.glob !== undefined) {
       const match = picomatch(options.glob, { dot: true });
       this.accept = (file) => match(file);
@@ -126,7 +134,11 @@ export class Watcher {
     this.onceOnly = true;
     this.repo = await this.open();
     await this.repo.fetch();
-    await this.check();
+    try {
+      await this.check();
+    } finally {
+      await this.closeService();
+    }
     if (this.branchMissing) {
       throw new CutoverError(
         'GIT_REF_UNREADABLE',
@@ -186,6 +198,38 @@ export class Watcher {
     await Promise.all(this.watchers.map((w) => w.close()));
     await this.fetching;
     await this.running;
+    await this.closeService();
+  }
+
+  /** Where plans and migrations go: Temporal (opened at the first use) or the file's state directory. */
+  private service(stateDir: string): Promise<MigrationService> {
+    if (!this.useTemporal) return Promise.resolve(localService(stateDir));
+    if (!this.temporal) {
+      this.temporal = openMigrationService(stateDir, this.options.env ?? process.env);
+      // A failed connection is tried again at the next use.
+      this.temporal.catch(() => {
+        this.temporal = null;
+      });
+    }
+    return this.temporal;
+  }
+
+  private async closeService(): Promise<void> {
+    const temporal = this.temporal;
+    this.temporal = null;
+    await temporal?.then((service) => service.close()).catch(() => undefined);
+  }
+
+  /** The migration in flight for an environment, if any. */
+  private async inFlight(stateDir: string, environment: string): Promise<string | null> {
+    if (!this.useTemporal) return activeMigration(stateDir, environment);
+    const list = await (await this.service(stateDir)).list({ environment });
+    return list.find((m) => !isFinal(m.lifecycle))?.id ?? null;
+  }
+
+  private async planAgainstLayout(stateDir: string, topology: Topology): Promise<Plan> {
+    const service = await this.service(stateDir);
+    return buildPlan(await service.currentLayout(topology.metadata.name), topology);
   }
 
   private async open(): Promise<Repository> {
@@ -280,12 +324,27 @@ export class Watcher {
    */
   private watchPending(): void {
     if (this.pendingTimer || this.stopped || this.pending.size === 0) return;
-    this.pendingTimer = setTimeout(() => {
-      this.pendingTimer = null;
-      const free = [...this.pending].some(([env, item]) => activeMigration(item.stateDir, env) === null);
-      if (free) this.schedule(0);
-      else this.watchPending();
-    }, pendingPollMs);
+    this.pendingTimer = setTimeout(
+      () => {
+        this.pendingTimer = null;
+        void this.anyFree().then((free) => {
+          if (free) this.schedule(0);
+          else this.watchPending();
+        });
+      },
+      this.useTemporal ? pendingPollTemporalMs : pendingPollMs,
+    );
+  }
+
+  private async anyFree(): Promise<boolean> {
+    for (const [environment, item] of this.pending) {
+      try {
+        if ((await this.inFlight(item.stateDir, environment)) === null) return true;
+      } catch (error) {
+        this.options.log(`cannot tell whether ${environment} is free: ${(error as Error).message}`);
+      }
+    }
+    return false;
   }
 
   /** Looks at the branch head: plans what changed, then applies what waits. */
@@ -345,7 +404,7 @@ export class Watcher {
     const topology = loaded.topology;
     const environment = topology.metadata.name;
     const stateDir = this.stateDirOf(file);
-    const plan = await planAgainstLayout(stateDir, topology);
+    const plan = await this.planAgainstLayout(stateDir, topology);
     const report = await this.writeReport(commit, file, environment, { kind: 'plan', plan });
     this.options.log(`${short} ${file} (${environment}): ${summaryOf(plan)} → ${report.markdown}`);
     if (this.options.apply && !isEmptyPlan(plan)) {
@@ -358,7 +417,7 @@ export class Watcher {
 
   private async applyOrQueue(item: Pending, plan: Plan): Promise<{ migrationId?: string; queued?: boolean }> {
     const short = item.commit.slice(0, 7);
-    const active = activeMigration(item.stateDir, item.environment);
+    const active = await this.inFlight(item.stateDir, item.environment);
     if (active !== null) return this.queue(item, active);
     try {
       const id = await this.apply(item, plan);
@@ -395,12 +454,12 @@ export class Watcher {
   /** Applies each environment's newest pending commit once nothing is in flight there. */
   private async applyPending(): Promise<void> {
     for (const [environment, item] of [...this.pending]) {
-      if (activeMigration(item.stateDir, environment) !== null) continue;
+      if ((await this.inFlight(item.stateDir, environment)) !== null) continue;
       this.pending.delete(environment);
       const loaded = loadTopology(item.text, { file: `${item.file}@${item.commit.slice(0, 7)}` });
       if (!loaded.ok) continue;
       // The layout moved on with the migration that just ended: plan again, and pin that plan.
-      const plan = await planAgainstLayout(item.stateDir, loaded.topology);
+      const plan = await this.planAgainstLayout(item.stateDir, loaded.topology);
       const report = await this.writeReport(item.commit, item.file, environment, { kind: 'plan', plan });
       this.options.log(
         `${item.commit.slice(0, 7)} ${item.file} (${environment}): re-planned after the migration in flight: ${summaryOf(plan)}`,
@@ -420,16 +479,15 @@ export class Watcher {
     const tree = path.join(item.stateDir, 'watch', 'trees', item.commit);
     if (!existsDir(tree)) await repo.exportTree(item.commit, tree);
     const file = path.join(tree, item.file);
-    const created = await createMigration({
+    const service = await this.service(item.stateDir);
+    const started = await service.start({
       file,
       text: item.text,
       baseDir: path.dirname(file),
-      stateDir: item.stateDir,
       planId: plan.planId,
     });
-    if (!created.created) throw new CutoverError('USAGE', 'nothing to change any more');
-    const id = created.spec.id;
-    await spawnRunner(item.stateDir, item.environment, id);
+    if (!started.created) throw new CutoverError('USAGE', 'nothing to change any more');
+    const id = started.summary.id;
     this.options.log(
       `${item.commit.slice(0, 7)} ${item.file} (${item.environment}): migration ${id} started`,
     );
@@ -471,10 +529,6 @@ export class Watcher {
     else report.diagnostics = content.diagnostics;
     return report;
   }
-}
-
-async function planAgainstLayout(stateDir: string, topology: Topology): Promise<Plan> {
-  return buildPlan(await readCurrentLayout(stateDir, topology.metadata.name), topology);
 }
 
 function summaryOf(plan: Plan): string {
