@@ -336,6 +336,46 @@ export class Watcher {
     );
   }
 
+  /**
+   * Removes the exported trees of an environment that nothing needs any more. Kept: the tree of
+   * the live layout (its blue slots are drained and retired with its scripts), those of a migration
+   * in flight (its desired and its base), that of a commit waiting to be applied, and `started`'s
+   * (a migration just started, which a runner may not have claimed yet).
+   */
+  private async pruneTrees(stateDir: string, environment: string, started: string): Promise<void> {
+    const dir = treesOf(stateDir, environment);
+    let entries: string[];
+    try {
+      entries = readdirSync(dir);
+    } catch {
+      return;
+    }
+    const keep = new Set<string>([started]);
+    const keepDir = (baseDir: string | undefined) => {
+      const relative = baseDir === undefined ? '' : path.relative(dir, baseDir);
+      if (relative && !relative.startsWith('..') && !path.isAbsolute(relative))
+        keep.add(relative.split(path.sep)[0] as string);
+    };
+    try {
+      const service = await this.service(stateDir);
+      keepDir((await service.currentLayout(environment)).baseDir);
+      const active = await this.inFlight(stateDir, environment);
+      if (active !== null) {
+        const { state } = await service.show(active);
+        keepDir(state.spec.baseDir);
+        keepDir(state.spec.base.baseDir);
+      }
+    } catch (error) {
+      this.options.log(`exported trees of ${environment} kept: ${(error as Error).message}`);
+      return;
+    }
+    const waiting = this.pending.get(environment);
+    if (waiting) keep.add(waiting.commit);
+    for (const entry of entries) {
+      if (!keep.has(entry)) rmSync(path.join(dir, entry), { recursive: true, force: true });
+    }
+  }
+
   private async anyFree(): Promise<boolean> {
     for (const [environment, item] of this.pending) {
       try {
@@ -421,6 +461,7 @@ export class Watcher {
     if (active !== null) return this.queue(item, active);
     try {
       const id = await this.apply(item, plan);
+      await this.pruneTrees(item.stateDir, item.environment, item.commit);
       return { migrationId: id };
     } catch (error) {
       if (error instanceof CutoverError && error.code === 'MIGRATION_CONFLICT') {
@@ -476,7 +517,7 @@ export class Watcher {
   private async apply(item: Pending, plan: Plan): Promise<string> {
     const repo = this.repo as Repository;
     // The migration runs the commit's own tree (scripts, apps), never the working tree.
-    const tree = path.join(item.stateDir, 'watch', 'trees', item.commit);
+    const tree = path.join(treesOf(item.stateDir, item.environment), item.commit);
     if (!existsDir(tree)) await repo.exportTree(item.commit, tree);
     const file = path.join(tree, item.file);
     const service = await this.service(item.stateDir);
@@ -529,6 +570,11 @@ export class Watcher {
     else report.diagnostics = content.diagnostics;
     return report;
   }
+}
+
+/** Commits exported for one environment's migrations: `<state>/watch/trees/<environment>/<sha>`. */
+function treesOf(stateDir: string, environment: string): string {
+  return path.join(stateDir, 'watch', 'trees', environment);
 }
 
 function summaryOf(plan: Plan): string {

@@ -327,4 +327,35 @@ describe('cutover watch, local repository', () => {
       (list) => list.length === 2 && list.every((m) => m.lifecycle === 'completed'),
     );
   });
+  it('--apply keeps only the exported trees the live layout and the migration in flight need', async () => {
+    const repo = await initRepo('examples/exec-demo');
+    const root = await scratch();
+    const stateDir = trackStateDir(path.join(root, 'state'));
+    const args = ['watch', '--repo', repo.dir, '--out', path.join(root, 'out'), '--state-dir', stateDir];
+    const trees = path.join(stateDir, 'watch', 'trees', 'exec-demo');
+    const shas: string[] = [];
+    for (const version of ['1', '2', '3']) {
+      if (version !== '1') {
+        repo.setVersion('db', version);
+        await repo.commit(`db ${version}`);
+      }
+      shas.push(await repo.head());
+      const run = await runCli([...args, '--once', '--apply']);
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      expect(run.stdout).toMatch(/migration \S+ started/);
+      await waitForMigrations(
+        stateDir,
+        (list) => list.length === shas.length && list.every((m) => m.lifecycle === 'completed'),
+      );
+    }
+    // Applying the third commit removed the first one's tree: the migration in flight needed its own
+    // tree and the second's (the layout it replaced), nothing else.
+    expect(readdirSync(trees).sort()).toEqual([shas[1], shas[2]].sort());
+    // The third migration retired the second's blue slots with the second's scripts: all completed.
+    expect((await migrations(stateDir)).map((m) => m.lifecycle)).toEqual([
+      'completed',
+      'completed',
+      'completed',
+    ]);
+  });
 });
