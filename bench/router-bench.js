@@ -97,7 +97,7 @@ async function measureThroughput(dir, owned, rounds, log) {
   const routerListen = `127.0.0.1:${await freePort()}`;
   const stateDir = join(dir, 'state');
   await setRoute(createRouteTableDriver(), { stateDir, baseDir: stateDir }, routerListen, app);
-  owned.start(process.execPath, [cliPath, 'proxy', '--state-dir', stateDir]);
+  const routerProcess = owned.start(process.execPath, [cliPath, 'proxy', '--state-dir', stateDir]);
   await waitAnswers(routerListen);
 
   const nginxListen = `127.0.0.1:${await freePort()}`;
@@ -143,6 +143,18 @@ async function measureThroughput(dir, owned, rounds, log) {
   const router = medianRun('router');
   const nginxKeepAlive = medianRun('nginx');
   const ratio = router.reqPerSec / nginxKeepAlive.reqPerSec;
+
+  // CPU per request at a fixed rate that saturates nothing: the proxies' own cost, free of how the
+  // scheduler shares 2 cores between load generator, app and proxy (which moves the figures above).
+  const cpu = { router: [], nginx: [] };
+  for (let round = 1; round <= rounds; round++) {
+    log(`CPU per request at ${cpuRate} req/s, round ${round}/${rounds}`);
+    cpu.router.push(await cpuPerRequest(routerListen, () => [routerProcess.pid]));
+    cpu.nginx.push(await cpuPerRequest(nginxListen, () => childPids(nginx.masterPid)));
+  }
+  const middle = (list) => [...list].sort((a, b) => a.total - b.total)[(list.length - 1) >> 1];
+  const routerCpu = middle(cpu.router);
+  const nginxCpu = middle(cpu.nginx);
   return {
     rows,
     goal: {
@@ -154,6 +166,7 @@ async function measureThroughput(dir, owned, rounds, log) {
     notes: [
       `router / direct throughput: ${(router.reqPerSec / direct.reqPerSec).toFixed(2)}; router / nginx per round: ${runs.router.map((r, i) => (r.reqPerSec / runs.nginx[i].reqPerSec).toFixed(2)).join(', ')}`,
       'examples/app is one Node process, so "direct" is the ceiling; nginx runs one worker, the router is one Node process',
+      `CPU per request at ${cpuRate} req/s (median of ${rounds}; user + system, from /proc): router ${routerCpu.total.toFixed(0)} µs (system ${routerCpu.system.toFixed(0)}), nginx ${nginxCpu.total.toFixed(0)} µs (system ${nginxCpu.system.toFixed(0)}): nginx / router ${(nginxCpu.total / routerCpu.total).toFixed(2)}`,
       "autocannon reports latency in whole milliseconds; it cannot drive a server that closes every connection (it loses the request it pipelines after the response), so the driver's own nginx file is measured at the fixed rate only",
     ],
   };
@@ -182,6 +195,44 @@ async function cannon(label, address, log) {
     p50: r.latency.p50,
     p99: r.latency.p99,
   };
+}
+
+const cpuRate = 3_000;
+const cpuSeconds = 5;
+/** Linux counts process CPU time in clock ticks of 10 ms (USER_HZ = 100). */
+const msPerTick = 10;
+
+/** CPU time (user, system) used by `pids` while autocannon sends `cpuRate` requests/s to `address`. */
+async function cpuPerRequest(address, pids) {
+  const read = () =>
+    pids().map((pid) => {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      return { user: Number(fields[11]) * msPerTick, system: Number(fields[12]) * msPerTick };
+    });
+  const sum = (list) =>
+    list.reduce((a, t) => ({ user: a.user + t.user, system: a.system + t.system }), { user: 0, system: 0 });
+  const before = sum(read());
+  const r = await autocannon({
+    url: `http://${address}/`,
+    connections: 16,
+    overallRate: cpuRate,
+    duration: cpuSeconds,
+  });
+  const after = sum(read());
+  const perRequest = (ms) => (ms * 1000) / Math.max(1, r.requests.total);
+  return {
+    total: perRequest(after.user - before.user + after.system - before.system),
+    system: perRequest(after.system - before.system),
+  };
+}
+
+/** The children of a process (nginx's workers), by its pid. */
+function childPids(pid) {
+  const out = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).stdout;
+  return out
+    .split('\n')
+    .map(Number)
+    .filter((n) => n > 0);
 }
 
 /** One route, 100% on one address, through a route driver from dist/. */
@@ -222,7 +273,7 @@ async function startNginx(dir, owned) {
   );
   await writeFile(join(dir, 'routes.conf'), '');
   const base = ['-p', dir, '-c', conf, '-e', errorLog];
-  owned.start('nginx', [...base, '-g', 'daemon off;']);
+  const master = owned.start('nginx', [...base, '-g', 'daemon off;']);
   const deadline = Date.now() + startTimeoutMs;
   while (!existsSync(join(dir, 'nginx.pid'))) {
     if (Date.now() > deadline) throw new Error(`nginx did not start: ${await readFile(errorLog, 'utf8')}`);
@@ -231,6 +282,7 @@ async function startNginx(dir, owned) {
   const reloadArgv = ['nginx', ...base, '-s', 'reload'];
   return {
     dir,
+    masterPid: master.pid,
     ctx: {
       stateDir: dir,
       baseDir: dir,
