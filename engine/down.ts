@@ -3,14 +3,17 @@
  * layout. Idempotent: run again after a crash, it finishes what is left.
  */
 import path from 'node:path';
+import { type DownPart, downParts } from './down-parts.js';
 import { componentDriverFor, type DriverSet, routeDriverFor } from './drivers/driver-set.js';
-import type { ComponentCallContext, RouteCallContext } from './drivers/types.js';
+import type { ComponentCallContext, DriverCallOptions, RouteCallContext } from './drivers/types.js';
 import { CutoverError } from './errors.js';
 import type { CurrentLayout } from './layout.js';
 import { own } from './records.js';
 import { stopRouterIfIdle } from './router/router-driver.js';
 import { readClaim } from './runner/active-claim.js';
 import { readCurrentLayout, recordEmptyLayout } from './store/layout-store.js';
+
+export type { DownPart };
 
 export interface DownResult {
   before: CurrentLayout;
@@ -32,41 +35,55 @@ export async function takeDown(
     );
   }
   const layout = await readCurrentLayout(stateDir, environment);
-  const topology = layout.topology;
-  if (!topology) return { before: layout, components: [], routes: [] };
-  const baseDir = layout.baseDir ?? options.fallbackBaseDir;
-  const signal = new AbortController().signal;
-  const call = { signal, log: options.log };
-  const routes = Object.keys(topology.routes).sort();
-  // Traffic first, then what served it.
-  for (const route of routes) {
-    const driverName = own(topology.routes, route)?.driver;
-    const ctx: RouteCallContext = { environment, migrationId: 'down', stateDir, baseDir };
-    const driverSpec = driverName === undefined ? undefined : own(topology.drivers, driverName);
-    if (driverSpec) ctx.driver = driverSpec;
-    await routeDriverFor(drivers, topology, driverName).remove(ctx, route, call);
-  }
-  const components = Object.keys(topology.components).sort().reverse();
-  for (const name of components) {
-    const spec = own(topology.components, name);
-    const slot = own(layout.slots, name);
-    const driverSpec = spec ? own(topology.drivers, spec.driver) : undefined;
-    if (!spec || !driverSpec || !slot) continue;
-    const ctx: ComponentCallContext = {
-      environment,
-      migrationId: 'down',
-      component: name,
-      spec,
-      driver: driverSpec,
-      baseDir,
-      stateDir,
-    };
-    await componentDriverFor(drivers, ctx).retire(ctx, slot, call);
-    options.log(`component ${name} stopped`);
+  const parts = downParts(layout);
+  if (!layout.topology) return { before: layout, components: [], routes: [] };
+  const call = { signal: new AbortController().signal, log: options.log };
+  for (const part of parts.order) {
+    await takeDownPart({ stateDir, layout, part, drivers, fallbackBaseDir: options.fallbackBaseDir, call });
   }
   await recordEmptyLayout(stateDir, layout);
   await stopRouterIfIdle(stateDir, options.log);
-  return { before: layout, components: components.reverse(), routes };
+  return { before: layout, components: parts.components, routes: parts.routes };
+}
+
+/** Carries out one part (idempotent: a route or slot already gone is no error to its driver). */
+export async function takeDownPart(request: {
+  stateDir: string;
+  layout: CurrentLayout;
+  part: DownPart;
+  drivers: DriverSet;
+  fallbackBaseDir: string;
+  call: DriverCallOptions;
+}): Promise<void> {
+  const { stateDir, layout, part, drivers, call } = request;
+  const topology = layout.topology;
+  if (!topology) return;
+  const environment = layout.environment;
+  const baseDir = layout.baseDir ?? request.fallbackBaseDir;
+  if ('route' in part) {
+    const driverName = own(topology.routes, part.route)?.driver;
+    const ctx: RouteCallContext = { environment, migrationId: 'down', stateDir, baseDir };
+    const driverSpec = driverName === undefined ? undefined : own(topology.drivers, driverName);
+    if (driverSpec) ctx.driver = driverSpec;
+    await routeDriverFor(drivers, topology, driverName).remove(ctx, part.route, call);
+    return;
+  }
+  const name = part.component;
+  const spec = own(topology.components, name);
+  const slot = own(layout.slots, name);
+  const driverSpec = spec ? own(topology.drivers, spec.driver) : undefined;
+  if (!spec || !driverSpec || !slot) return;
+  const ctx: ComponentCallContext = {
+    environment,
+    migrationId: 'down',
+    component: name,
+    spec,
+    driver: driverSpec,
+    baseDir,
+    stateDir,
+  };
+  await componentDriverFor(drivers, ctx).retire(ctx, slot, call);
+  call.log(`component ${name} stopped`);
 }
 
 export function baseDirOf(file: string): string {

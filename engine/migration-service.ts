@@ -3,12 +3,12 @@
  * runner processes) or Temporal (`WORKFLOW_HOST`). The CLI and the server pick one with
  * `openMigrationService` and behave the same in both.
  */
-import { CutoverError } from './errors.js';
 import type { CurrentLayout } from './layout.js';
 import { start } from './migration/step.js';
 import type { Lifecycle, MigrationState, Verb } from './migration/types.js';
 import {
   createMigration,
+  defaultDrivers,
   findMigration,
   listMigrations,
   loadState,
@@ -51,7 +51,15 @@ export interface MigrationService {
   show(id: string): Promise<{ summary: MigrationSummary; state: MigrationState }>;
   logs(id: string, options: { follow: boolean; signal?: AbortSignal }): AsyncGenerator<LogLine>;
   verb(id: string, verb: Verb, by?: string): Promise<{ summary: MigrationSummary; recovered: boolean }>;
+  /** `topology down`: stops every route and live slot of the environment and records an empty layout. */
+  down(environment: string, options: DownOptions): Promise<{ components: string[]; routes: string[] }>;
   close(): Promise<void>;
+}
+
+export interface DownOptions {
+  /** Where relative paths resolve when the layout records no directory (the topology file's). */
+  fallbackBaseDir: string;
+  log: (line: string) => void;
 }
 
 /** Temporal when WORKFLOW_HOST is set, else the local state directory. */
@@ -111,6 +119,12 @@ export function localService(stateDir: string): MigrationService {
       const outcome = await operate(r, verb, by);
       return { summary: summarize(r, outcome.state), recovered: outcome.recovered };
     },
+    async down(environment, options) {
+      // Loaded here: the drivers pull in most of the engine.
+      const { takeDown } = await import('./down.js');
+      const { components, routes } = await takeDown(stateDir, environment, defaultDrivers(), options);
+      return { components, routes };
+    },
     async close() {},
   };
 }
@@ -133,14 +147,7 @@ async function openTemporal(settings: TemporalSettings): Promise<MigrationServic
     show: (id) => t.show(id),
     logs: (id, options) => t.logs(id, options),
     verb: (id, verb, by) => t.verb(id, verb, by),
+    down: (environment, options) => t.down(environment, options),
     close: () => t.close(),
   };
-}
-
-/** For what Temporal mode does not do yet. */
-export function notInTemporalMode(what: string): CutoverError {
-  return new CutoverError(
-    'NOT_SUPPORTED',
-    `${what} is not available in Temporal mode (WORKFLOW_HOST) yet; unset WORKFLOW_HOST to run it on a local state directory`,
-  );
 }

@@ -27,18 +27,20 @@ export function registerDown(topology: Command): void {
       if (remote) {
         result = await (await import('../remote/commands.js')).remoteDown(remote, environment);
       } else {
-        if (process.env.WORKFLOW_HOST) {
-          throw (await import('../../engine/migration-service.js')).notInTemporalMode('`topology down`');
+        // Local (the state directory) or Temporal (WORKFLOW_HOST), as every migration command.
+        const { openMigrationService } = await import('../../engine/migration-service.js');
+        const { baseDirOf } = await import('../../engine/down.js');
+        const service = await openMigrationService(resolveStateDir({ file: options.file }));
+        try {
+          result = await service.down(environment, {
+            fallbackBaseDir: baseDirOf(options.file),
+            log: (line) => {
+              if (!options.json) process.stderr.write(`${line}\n`);
+            },
+          });
+        } finally {
+          await service.close();
         }
-        // Loaded here, not at start-up: the drivers pull in most of the engine.
-        const { baseDirOf, takeDown } = await import('../../engine/down.js');
-        const { defaultDrivers } = await import('../../engine/migrations.js');
-        result = await takeDown(resolveStateDir({ file: options.file }), environment, defaultDrivers(), {
-          fallbackBaseDir: baseDirOf(options.file),
-          log: (line) => {
-            if (!options.json) process.stderr.write(`${line}\n`);
-          },
-        });
       }
       if (options.json) {
         process.stdout.write(

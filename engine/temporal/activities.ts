@@ -5,7 +5,10 @@
  * or rollback interrupting a health gate) stops its driver before the workflow moves on.
  */
 import { Context } from '@temporalio/activity';
+import { type DownPart, takeDownPart } from '../down.js';
+import type { CurrentLayout } from '../layout.js';
 import type { Command, MigrationState } from '../migration/types.js';
+import { stopRouterIfIdle } from '../router/router-driver.js';
 import { type CommandResult, type DriverSet, executeCommand } from '../runner/execute-command.js';
 import type { LogLine } from '../runner/local-runner.js';
 
@@ -21,8 +24,20 @@ export interface CommandOutcome {
   lines: LogLine[];
 }
 
+export interface DownPartInput {
+  /** The layout, with only the part's own route or component and slot (see downWorkflow). */
+  layout: CurrentLayout;
+  part: DownPart;
+  /** The topology file's directory on the caller's side, when the layout records none. */
+  fallbackBaseDir: string;
+}
+
 export interface CutoverActivities {
   runCommand(state: MigrationState, command: Command): Promise<CommandOutcome>;
+  /** `topology down`: removes one route or retires one live slot; returns the driver's lines. */
+  takeDownPart(input: DownPartInput): Promise<LogLine[]>;
+  /** `topology down`, last: stops this worker's router if no route of any environment is left. */
+  stopRouterIfIdle(): Promise<LogLine[]>;
 }
 
 /** Often enough that a cancellation (pause, rollback) reaches a running call within about a second. */
@@ -53,6 +68,32 @@ export function createActivities(deps: ActivityDeps): CutoverActivities {
       } finally {
         clearInterval(beat);
       }
+    },
+    async takeDownPart(input) {
+      const context = Context.current();
+      const lines: LogLine[] = [];
+      const log = (message: string) => lines.push({ at: Date.now(), level: 'info', kind: 'driver', message });
+      const beat = setInterval(() => context.heartbeat(), heartbeatEveryMs);
+      try {
+        await takeDownPart({
+          stateDir: deps.stateDir,
+          layout: input.layout,
+          part: input.part,
+          drivers: deps.drivers,
+          fallbackBaseDir: input.fallbackBaseDir,
+          call: { signal: context.cancellationSignal, log },
+        });
+        return lines;
+      } finally {
+        clearInterval(beat);
+      }
+    },
+    async stopRouterIfIdle() {
+      const lines: LogLine[] = [];
+      await stopRouterIfIdle(deps.stateDir, (message) =>
+        lines.push({ at: Date.now(), level: 'info', kind: 'driver', message }),
+      );
+      return lines;
     },
   };
 }

@@ -45,6 +45,7 @@ import {
 } from './connection.js';
 import { dataConverter, storedSize } from './payload-codec.js';
 import {
+  downWorkflow,
   environmentWorkflow,
   environmentWorkflowId,
   layoutAtQuery,
@@ -192,7 +193,62 @@ export class TemporalMigrations {
     return { created: true, spec };
   }
 
-  private async conflict(environment: string): Promise<CutoverError> {
+  /**
+   * `topology down`: a workflow under the environment's migration id (so it and a migration exclude
+   * each other) stops every route and live slot on the workers, then records an empty layout.
+   */
+  async down(
+    environment: string,
+    options: { fallbackBaseDir: string; log: (line: string) => void },
+  ): Promise<{ components: string[]; routes: string[] }> {
+    // Refused while a migration is in flight, even before its first commit (nothing to take down yet).
+    if (await this.running(migrationWorkflowId(environment))) throw await this.conflict(environment);
+    const layout = await this.currentLayout(environment);
+    if (!layout.topology) return { components: [], routes: [] };
+    const downId = `down_${newMigrationId().replace(/^mig_/, '')}`;
+    let handle: WorkflowHandle<typeof downWorkflow>;
+    try {
+      handle = await this.call('to start taking it down', () =>
+        this.client.workflow.start(downWorkflow, {
+          workflowId: migrationWorkflowId(environment),
+          taskQueue: this.settings.taskQueue,
+          args: [{ layout, downId, fallbackBaseDir: options.fallbackBaseDir }],
+          workflowIdConflictPolicy: 'FAIL',
+          workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+          memo: { migrationId: downId },
+        }),
+      );
+    } catch (error) {
+      if (error instanceof WorkflowExecutionAlreadyStartedError) throw await this.conflict(environment);
+      throw error;
+    }
+    let result: Awaited<ReturnType<typeof downWorkflow>>;
+    try {
+      result = await withDeadline(handle.result(), downDeadlineMs);
+    } catch (error) {
+      throw new CutoverError(
+        'RUNNER_UNREACHABLE',
+        `${environment} is not down within ${downDeadlineMs / 60_000} minutes (${(error as Error).message}); it goes on in Temporal as workflow ${migrationWorkflowId(environment)}: is a worker running (cutover worker)?`,
+      );
+    }
+    for (const line of result.logs) options.log(line.message);
+    return { components: result.components, routes: result.routes };
+  }
+
+  /** Whether the workflow with this id has a run in progress. */
+  private async running(workflowId: string): Promise<boolean> {
+    try {
+      const described = await this.call('to look for a migration in flight', () =>
+        this.client.workflow.getHandle(workflowId).describe(),
+      );
+      return described.status.name === 'RUNNING';
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return false;
+      throw error;
+    }
+  }
+
+    private async conflict(environment: string): Promise<CutoverError> {
     let holder = '(unknown)';
     let detail = '';
     const handle = this.client.workflow.getHandle<typeof migrationWorkflow>(migrationWorkflowId(environment));
@@ -373,3 +429,6 @@ async function refuseOversizedSpec(spec: MigrationSpec): Promise<void> {
       'Run this migration with the local runner (without WORKFLOW_HOST)',
   );
 }
+
+/** The longest `topology down` waits for its workflow (processes get their stop timeouts one by one). */
+const downDeadlineMs = 10 * 60_000;

@@ -20,6 +20,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import { type DownPart, downParts } from '../down-parts.js';
 import { type CurrentLayout, committedLayout, emptyLayout } from '../layout.js';
 import { commandView } from '../migration/command-view.js';
 import { start, step } from '../migration/step.js';
@@ -33,6 +34,7 @@ import {
   type Verb,
 } from '../migration/types.js';
 import { refuseVerb } from '../migration/verb-policy.js';
+import { own, setOwn } from '../records.js';
 import type { LogLine } from '../runner/local-runner.js';
 import type { CutoverActivities } from './activities.js';
 
@@ -298,4 +300,82 @@ export async function environmentWorkflow(input: EnvironmentInput): Promise<void
     () => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > maxHistoryEvents,
   );
   await continueAsNew<typeof environmentWorkflow>({ environment: input.environment, layout, earlier });
+}
+
+export interface DownInput {
+  /** The layout to take down, as the environment workflow had it when the caller asked. */
+  layout: CurrentLayout;
+  /** Recorded with the empty layout: a repeated signal of the same take-down changes nothing. */
+  downId: string;
+  fallbackBaseDir: string;
+}
+
+export interface DownOutput {
+  components: string[];
+  routes: string[];
+  logs: LogLine[];
+}
+
+const downActivities = proxyActivities<CutoverActivities>({
+  // A retire waits for the driver's stop timeout; a worker that dies is noticed by its heartbeats.
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: 5_000,
+  retry: {
+    initialInterval: 1_000,
+    backoffCoefficient: 2,
+    maximumInterval: 30_000,
+    maximumAttempts: 10,
+    nonRetryableErrorTypes: ['InvariantError', 'CutoverError', 'PermanentDriverError'],
+  },
+});
+
+/**
+ * `cutover topology down` in Temporal mode: routes first, then each live slot (dependents first),
+ * one activity each on any worker, then the empty layout recorded. It runs under the environment's
+ * migration workflow id, so a migration and a take-down of one environment exclude each other.
+ */
+export async function downWorkflow(input: DownInput): Promise<DownOutput> {
+  const { layout } = input;
+  const topology = layout.topology;
+  const logs: LogLine[] = [];
+  if (!topology) return { components: [], routes: [], logs };
+  const { order: parts, components, routes } = downParts(layout);
+  for (const part of parts) {
+    logs.push(
+      ...(await downActivities.takeDownPart({
+        layout: partOf(layout, part),
+        part,
+        fallbackBaseDir: input.fallbackBaseDir,
+      })),
+    );
+  }
+  logs.push(...(await downActivities.stopRouterIfIdle()));
+  await getExternalWorkflowHandle(environmentWorkflowId(layout.environment)).signal(recordLayoutSignal, {
+    environment: layout.environment,
+    serial: layout.serial + 1,
+    topology: null,
+    committedAt: new Date().toISOString(),
+    slots: {},
+    migrationId: input.downId,
+  });
+  return { components, routes, logs };
+}
+
+/** The layout with only what one part's driver call reads: its route or its component and slot. */
+function partOf(layout: CurrentLayout, part: DownPart): CurrentLayout {
+  const topology = layout.topology;
+  if (!topology) return layout;
+  const components: typeof topology.components = {};
+  const routes: typeof topology.routes = {};
+  const slots: NonNullable<CurrentLayout['slots']> = {};
+  if ('route' in part) {
+    const route = own(topology.routes, part.route);
+    if (route) setOwn(routes, part.route, route);
+  } else {
+    const component = own(topology.components, part.component);
+    const slot = own(layout.slots, part.component);
+    if (component) setOwn(components, part.component, component);
+    if (slot) setOwn(slots, part.component, slot);
+  }
+  return { ...layout, topology: { ...topology, components, routes }, slots };
 }

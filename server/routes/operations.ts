@@ -5,9 +5,6 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { renderPlanJson } from '../../cli/render/render-plan-json.js';
 import { planTopologyText, TopologyInvalidError, validateTopologyText } from '../../engine/api.js';
-import { takeDown } from '../../engine/down.js';
-import { notInTemporalMode } from '../../engine/migration-service.js';
-import { defaultDrivers } from '../../engine/migrations.js';
 import { type RouteContext, routeSchema } from '../app.js';
 import type { StoredResponse } from '../idempotency.js';
 import { HttpProblem } from '../problems.js';
@@ -165,8 +162,7 @@ function registerDownRoute(app: FastifyInstance, context: RouteContext): void {
     }),
     async (request) => {
       const { environment } = request.params;
-      if (context.service.mode !== 'local') throw notInTemporalMode('taking an environment down');
-      const result = await takeDown(context.options.stateDir, environment, defaultDrivers(), {
+      const result = await context.service.down(environment, {
         fallbackBaseDir: context.options.workdir,
         log: (line) => request.log.info({ environment }, line),
       });

@@ -250,6 +250,35 @@ function scenarios(mode: Mode): void {
     expect(slotsOf(w, b)).toEqual([]);
   });
 
+  it('takes an environment down: refused while a migration is in flight, then every slot and route stopped, the layout empty', async () => {
+    const w = await ws();
+    gate(w, false);
+    const id = await migrateDetached(w);
+    await waitFor(w, id, atGate);
+    const refused = await cli(['topology', 'down', '-f', w.file]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(new RegExp(`^cutover: .*migration in flight: ${id}`, 'm'));
+    expect((await show(w, id)).lifecycle).toBe('running');
+
+    gate(w, true);
+    expect((await waitFor(w, id, isFinal)).lifecycle).toBe('completed');
+    expect(slotsOf(w, id)).toHaveLength(2);
+    const down = await cli(['topology', 'down', '-f', w.file]);
+    expect(down.stderr).not.toMatch(/^cutover: /m);
+    expect(down.code).toBe(0);
+    expect(down.stdout).toMatch(/^acc-\S+: stopped 2 components and 1 routes\n$/);
+    expect(slotsOf(w, id)).toEqual([]);
+    // The layout is empty: everything is to add again; a second down finds nothing.
+    const plan = await cli(['topology', 'plan', '-f', w.file]);
+    expect(plan.stdout).toContain('Plan: 3 to add, 0 to change, 0 to remove');
+    const again = await cli(['topology', 'down', '-f', w.file, '--json']);
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ components: [], routes: [] });
+    // And the environment takes a migration again.
+    const next = await migrateDetached(w);
+    expect((await waitFor(w, next, isFinal)).lifecycle).toBe('completed');
+  });
+
   it('manual commit: awaiting_commit → commit → completed; after it every verb is refused, rollback saying why', async () => {
     const w = await ws((y) => y.replace('commit: auto', 'commit: manual'));
     gate(w, true);
@@ -325,6 +354,14 @@ function scenarios(mode: Mode): void {
         new RegExp(`^cannot roll back ${id}: it is committed \\(committed at \\d\\d:\\d\\d:\\d\\d\\)$`),
       );
       expect((await api.summary(id)).lifecycle).toBe('completed');
+
+      // Taken down over HTTP: what it stopped, then nothing the second time.
+      const environment = done.environment;
+      const down = await api.post(`/v1/environments/${environment}/down`);
+      expect(down.status).toBe(200);
+      expect(down.json.components.length).toBeGreaterThan(0);
+      const again = await api.post(`/v1/environments/${environment}/down`);
+      expect(again.json).toEqual({ environment, components: [], routes: [] });
     });
   });
 }

@@ -1,0 +1,24 @@
+/** What taking an environment down does, in order. Pure: the Temporal workflow uses it too. */
+import type { CurrentLayout } from './layout.js';
+import { dependencyDepths, inTeardownOrder } from './plan/dependency-order.js';
+import { own } from './records.js';
+
+/** One step of taking an environment down: a route to remove, or a component's live slot to retire. */
+export type DownPart = { route: string } | { component: string };
+
+/** What taking a layout down does, in order: traffic first (routes), then what served it, dependents first. */
+export function downParts(layout: CurrentLayout): {
+  order: DownPart[];
+  components: string[];
+  routes: string[];
+} {
+  const topology = layout.topology;
+  if (!topology) return { order: [], components: [], routes: [] };
+  const routes = Object.keys(topology.routes).sort();
+  const components = Object.keys(topology.components).sort();
+  const order: DownPart[] = routes.map((route) => ({ route }));
+  for (const component of inTeardownOrder(components, dependencyDepths(topology.components))) {
+    if (own(layout.slots, component)) order.push({ component });
+  }
+  return { order, components, routes };
+}
