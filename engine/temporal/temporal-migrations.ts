@@ -248,7 +248,7 @@ export class TemporalMigrations {
     }
   }
 
-    private async conflict(environment: string): Promise<CutoverError> {
+  private async conflict(environment: string): Promise<CutoverError> {
     let holder = '(unknown)';
     let detail = '';
     const handle = this.client.workflow.getHandle<typeof migrationWorkflow>(migrationWorkflowId(environment));
