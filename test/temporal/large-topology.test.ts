@@ -9,14 +9,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dataConverter } from '../../engine/temporal/payload-codec.js';
 import { migrationWorkflowId } from '../../engine/temporal/workflows.js';
 import { runCli, tempDir } from '../support/cli.js';
 import {
+  cleanupsAfterEach,
   connectClient,
   isFinalState,
-  killWorkers,
   sharedTemporal,
   startWorkerProcess,
   type TemporalTarget,
@@ -25,11 +25,7 @@ import {
   waitForState,
 } from './robustness-helpers.js';
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await killWorkers();
-  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
-});
+const cleanups = cleanupsAfterEach();
 
 /** `count` components of an exec driver whose directory has no scripts: every stage is a no-op. */
 function largeTopology(environment: string, count: number, envValue: (i: number) => string): string {

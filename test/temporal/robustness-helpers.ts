@@ -7,7 +7,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { inject } from 'vitest';
+import { afterEach, inject } from 'vitest';
 import type { MigrationState } from '../../engine/migration/types.js';
 import type { MigrationSummary } from '../../engine/migrations.js';
 import { TemporalMigrations } from '../../engine/temporal/temporal-migrations.js';
@@ -144,4 +144,18 @@ export async function logText(t: TemporalTarget, id: string): Promise<string> {
   const result = await runCli(['topology', 'migration', 'logs', id], { env: temporalEnv(t) });
   if (result.code !== 0) throw new Error(`migration logs failed (${result.code}): ${result.stderr}`);
   return `${result.stdout}${result.stderr}`;
+}
+
+/**
+ * Cleanups to run after each test of the file (newest first, errors ignored), after every worker the
+ * test started is killed. Call once at the top of a test file; push onto the list it returns.
+ */
+export function cleanupsAfterEach(also?: () => Promise<void>): (() => Promise<void>)[] {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    await killWorkers();
+    for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+    await also?.();
+  });
+  return cleanups;
 }

@@ -6,13 +6,13 @@
  */
 import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { TemporalMigrations } from '../../engine/temporal/temporal-migrations.js';
 import { repoRoot, tempDir } from '../support/cli.js';
 import {
+  cleanupsAfterEach,
   connectClient,
   isFinalState,
-  killWorkers,
   sharedTemporal,
   showJson,
   startWorkerProcess,
@@ -20,11 +20,7 @@ import {
   uniqueName,
 } from './robustness-helpers.js';
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await killWorkers();
-  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
-});
+const cleanups = cleanupsAfterEach();
 
 const count = 20;
 /** Each round of 20 migrations must be done within this (about 5 s on an idle 2-core machine). */

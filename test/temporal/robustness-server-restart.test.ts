@@ -7,7 +7,7 @@
  */
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { TemporalMigrations } from '../../engine/temporal/temporal-migrations.js';
 import { tempDir } from '../support/cli.js';
 import {
@@ -20,10 +20,10 @@ import {
 } from '../support/migrations.js';
 import { type DevServer, startDevServer } from '../support/temporal.js';
 import {
+  cleanupsAfterEach,
   connectClient,
   inGate,
   isFinalState,
-  killWorkers,
   logText,
   migrateDetached,
   showJson,
@@ -33,11 +33,7 @@ import {
   waitForState,
 } from './robustness-helpers.js';
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await killWorkers();
-  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
-});
+const cleanups = cleanupsAfterEach();
 
 /** Kills the server with `signal` and waits for its exit. */
 async function kill(server: DevServer, signal: NodeJS.Signals): Promise<void> {

@@ -4,13 +4,13 @@
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
 import { cleanUp, initRepo, scratch, trackStateDir } from '../support/git.js';
 import {
+  cleanupsAfterEach,
   connectClient,
   isFinalState,
-  killWorkers,
   sharedTemporal,
   startWorkerProcess,
   type TemporalTarget,
@@ -19,12 +19,7 @@ import {
   waitForState,
 } from './robustness-helpers.js';
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await killWorkers();
-  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
-  await cleanUp();
-});
+const cleanups = cleanupsAfterEach(cleanUp);
 
 describe('cutover watch in Temporal mode', () => {
   it('--once --apply starts the migration in Temporal; the next plan is against its layout', async () => {
