@@ -1,4 +1,5 @@
 /** What taking an environment down does, in order. Pure: the Temporal workflow uses it too. */
+import { CutoverError } from './errors.js';
 import type { CurrentLayout } from './layout.js';
 import { dependencyDepths, inTeardownOrder } from './plan/dependency-order.js';
 import { own } from './records.js';
@@ -21,4 +22,15 @@ export function downParts(layout: CurrentLayout): {
     if (own(layout.slots, component)) order.push({ component });
   }
   return { order, components, routes };
+}
+
+/** A driver's failure while taking down, said as such (not as a bug in cutover); down can be run again. */
+export function downFailed(environment: string, part: DownPart | null, error: unknown): CutoverError {
+  const what =
+    part === null ? '' : 'route' in part ? ` route ${part.route}:` : ` component ${part.component}:`;
+  const message = error instanceof Error ? error.message : String(error);
+  return new CutoverError(
+    'DRIVER_FAILED',
+    `taking ${environment} down failed at${what} ${message}; what was stopped stays stopped: fix the cause and run \`cutover topology down\` again`,
+  );
 }

@@ -3,7 +3,7 @@
  * layout. Idempotent: run again after a crash, it finishes what is left.
  */
 import path from 'node:path';
-import { type DownPart, downParts } from './down-parts.js';
+import { type DownPart, downFailed, downParts } from './down-parts.js';
 import { componentDriverFor, type DriverSet, routeDriverFor } from './drivers/driver-set.js';
 import type { ComponentCallContext, DriverCallOptions, RouteCallContext } from './drivers/types.js';
 import { CutoverError } from './errors.js';
@@ -39,7 +39,11 @@ export async function takeDown(
   if (!layout.topology) return { before: layout, components: [], routes: [] };
   const call = { signal: new AbortController().signal, log: options.log };
   for (const part of parts.order) {
-    await takeDownPart({ stateDir, layout, part, drivers, fallbackBaseDir: options.fallbackBaseDir, call });
+    try {
+      await takeDownPart({ stateDir, layout, part, drivers, fallbackBaseDir: options.fallbackBaseDir, call });
+    } catch (error) {
+      throw downFailed(environment, part, error);
+    }
   }
   await recordEmptyLayout(stateDir, layout);
   await stopRouterIfIdle(stateDir, options.log);

@@ -25,6 +25,8 @@ export const errorCodes = {
     title: 'The process driving the migration does not answer',
   },
   CANCELLED: { exitCode: 1, httpStatus: 409, title: 'Cancelled' },
+  /** A driver refused or failed outside a migration (taking an environment down). */
+  DRIVER_FAILED: { exitCode: 1, httpStatus: 502, title: 'A driver failed' },
   TEMPORAL_UNREACHABLE: { exitCode: 1, httpStatus: 503, title: 'Temporal (WORKFLOW_HOST) cannot be reached' },
   NOT_SUPPORTED: { exitCode: 1, httpStatus: 501, title: 'Not available in this mode' },
   /** Raised by the CLI when a cutover server (`--server`) refuses a request for a reason of its own. */

@@ -7,6 +7,7 @@ import type { CurrentLayout } from './layout.js';
 import { start } from './migration/step.js';
 import type { Lifecycle, MigrationState, Verb } from './migration/types.js';
 import {
+  activeMigration,
   createMigration,
   defaultDrivers,
   findMigration,
@@ -51,6 +52,8 @@ export interface MigrationService {
   show(id: string): Promise<{ summary: MigrationSummary; state: MigrationState }>;
   logs(id: string, options: { follow: boolean; signal?: AbortSignal }): AsyncGenerator<LogLine>;
   verb(id: string, verb: Verb, by?: string): Promise<{ summary: MigrationSummary; recovered: boolean }>;
+  /** The migration (or take-down) in flight for an environment, if any: its id. */
+  inFlight(environment: string): Promise<string | null>;
   /** `topology down`: stops every route and live slot of the environment and records an empty layout. */
   down(environment: string, options: DownOptions): Promise<{ components: string[]; routes: string[] }>;
   close(): Promise<void>;
@@ -119,6 +122,9 @@ export function localService(stateDir: string): MigrationService {
       const outcome = await operate(r, verb, by);
       return { summary: summarize(r, outcome.state), recovered: outcome.recovered };
     },
+    async inFlight(environment) {
+      return activeMigration(stateDir, environment);
+    },
     async down(environment, options) {
       // Loaded here: the drivers pull in most of the engine.
       const { takeDown } = await import('./down.js');
@@ -147,6 +153,7 @@ async function openTemporal(settings: TemporalSettings): Promise<MigrationServic
     show: (id) => t.show(id),
     logs: (id, options) => t.logs(id, options),
     verb: (id, verb, by) => t.verb(id, verb, by),
+    inFlight: (environment) => t.inFlight(environment),
     down: (environment, options) => t.down(environment, options),
     close: () => t.close(),
   };

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readCurrentLayout } from '../engine/store/layout-store.js';
@@ -40,5 +40,34 @@ describe('cutover topology down', () => {
     expect(down.code).toBe(1);
     expect(down.stderr).toContain(`environment gated has a migration in flight: ${id}; cancel it first`);
     releaseGate(w);
+  });
+  it('says which driver failed, stops nothing twice, and finishes when run again', async () => {
+    const w = await workspace('examples/exec-demo');
+    spaces.push(w);
+    expect((await runCli(['topology', 'migrate', '-f', w.file, '--yes'])).code).toBe(0);
+    // api's retire script fails (as a cloud API refusing would); db is stopped after it (it depends on db).
+    const retire = path.join(path.dirname(w.file), 'infra', 'retire');
+    const script = readFileSync(retire, 'utf8');
+    writeFileSync(
+      retire,
+      script.replace(
+        'set -eu',
+        'set -eu\nif [ "$CUTOVER_COMPONENT" = api ]; then echo "quota API refused" >&2; exit 3; fi',
+      ),
+    );
+    const failed = await runCli(['topology', 'down', '-f', w.file]);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(
+      /^cutover: taking exec-demo down failed at component api: retire script exited with code 3/m,
+    );
+    expect(failed.stderr).toMatch(/quota API refused; what was stopped stays stopped: fix the cause/);
+    expect(failed.stderr).not.toContain('internal error');
+    expect((await readCurrentLayout(w.stateDir, 'exec-demo')).serial).toBe(1);
+
+    writeFileSync(retire, script);
+    const again = await runCli(['topology', 'down', '-f', w.file]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toBe('exec-demo: stopped 2 components and 0 routes\n');
+    expect(await readCurrentLayout(w.stateDir, 'exec-demo')).toMatchObject({ serial: 2, topology: null });
   });
 });

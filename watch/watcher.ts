@@ -17,10 +17,9 @@ import picomatch from 'picomatch';
 import { renderPlanJson } from '../cli/render/render-plan-json.js';
 import { renderPlanMarkdown } from '../cli/render/render-plan-markdown.js';
 import { countsLine } from '../cli/render/symbols.js';
+import type { SlotInfo } from '../engine/drivers/types.js';
 import { CutoverError } from '../engine/errors.js';
-import { isFinal } from '../engine/migration/types.js';
 import { localService, type MigrationService, openMigrationService } from '../engine/migration-service.js';
-import { activeMigration } from '../engine/migrations.js';
 import { buildPlan } from '../engine/plan/build-plan.js';
 import { isEmptyPlan, type Plan } from '../engine/plan/types.js';
 import { type Diagnostic, formatDiagnostic } from '../engine/topology/diagnostic.js';
@@ -64,6 +63,8 @@ export interface Report {
   migrationId?: string;
   /** Waiting for the migration in flight for its environment. */
   queued?: boolean;
+  /** --apply could not start its migration (the reason is in the log). */
+  notApplied?: boolean;
 }
 
 interface Pending {
@@ -220,11 +221,9 @@ export class Watcher {
     await temporal?.then((service) => service.close()).catch(() => undefined);
   }
 
-  /** The migration in flight for an environment, if any. */
+  /** The migration (or take-down) in flight for an environment, if any. */
   private async inFlight(stateDir: string, environment: string): Promise<string | null> {
-    if (!this.useTemporal) return activeMigration(stateDir, environment);
-    const list = await (await this.service(stateDir)).list({ environment });
-    return list.find((m) => !isFinal(m.lifecycle))?.id ?? null;
+    return (await this.service(stateDir)).inFlight(environment);
   }
 
   private async planAgainstLayout(stateDir: string, topology: Topology): Promise<Plan> {
@@ -339,40 +338,53 @@ export class Watcher {
   /**
    * Removes the exported trees of an environment that nothing needs any more. Kept: the tree of
    * the live layout (its blue slots are drained and retired with its scripts), those of a migration
-   * in flight (its desired and its base), that of a commit waiting to be applied, and `started`'s
-   * (a migration just started, which a runner may not have claimed yet).
+   * in flight (its desired and its base), that of a commit waiting to be applied, `started`'s (a
+   * migration just started, which a runner may not have claimed yet), the tree of every migration
+   * whose slot is still live (a component no later migration replaced still runs from it), and
+   * any tree this watcher has no record of.
    */
   private async pruneTrees(stateDir: string, environment: string, started: string): Promise<void> {
     const dir = treesOf(stateDir, environment);
-    let entries: string[];
-    try {
-      entries = readdirSync(dir);
-    } catch {
-      return;
-    }
+    const entries = readdirSync(dir).filter((entry) => entry !== treeIndexFile);
+    const index = readTreeIndex(dir);
     const keep = new Set<string>([started]);
     const keepDir = (baseDir: string | undefined) => {
       const relative = baseDir === undefined ? '' : path.relative(dir, baseDir);
       if (relative && !relative.startsWith('..') && !path.isAbsolute(relative))
         keep.add(relative.split(path.sep)[0] as string);
     };
-    try {
-      const service = await this.service(stateDir);
-      keepDir((await service.currentLayout(environment)).baseDir);
-      const active = await this.inFlight(stateDir, environment);
-      if (active !== null) {
-        const { state } = await service.show(active);
-        keepDir(state.spec.baseDir);
-        keepDir(state.spec.base.baseDir);
-      }
-    } catch (error) {
-      this.options.log(`exported trees of ${environment} kept: ${(error as Error).message}`);
-      return;
+    const service = await this.service(stateDir);
+    const layout = await service.currentLayout(environment);
+    keepDir(layout.baseDir);
+    const active = await this.inFlight(stateDir, environment);
+    if (active !== null) {
+      const { state } = await service.show(active);
+      keepDir(state.spec.baseDir);
+      keepDir(state.spec.base.baseDir);
     }
     const waiting = this.pending.get(environment);
     if (waiting) keep.add(waiting.commit);
+    const live = new Set(Object.values(layout.slots ?? {}).map(slotKey));
+    const removed: string[] = [];
     for (const entry of entries) {
-      if (!keep.has(entry)) rmSync(path.join(dir, entry), { recursive: true, force: true });
+      if (keep.has(entry)) continue;
+      const ids = Object.keys(index).filter((id) => index[id] === entry);
+      if (ids.length === 0) continue; // not exported by a migration this watcher recorded
+      let needed = false;
+      for (const id of ids) {
+        const { state } = await service.show(id);
+        needed = Object.values(state.slots).some(
+          (pair) => pair.green !== undefined && live.has(slotKey(pair.green)),
+        );
+        if (needed) break;
+      }
+      if (needed) continue;
+      rmSync(path.join(dir, entry), { recursive: true, force: true });
+      removed.push(entry);
+    }
+    if (removed.length > 0) {
+      for (const id of Object.keys(index)) if (removed.includes(index[id] as string)) delete index[id];
+      await writeAtomic(path.join(dir, treeIndexFile), `${JSON.stringify(index, null, 2)}\n`);
     }
   }
 
@@ -451,18 +463,21 @@ export class Watcher {
       const outcome = await this.applyOrQueue({ commit, file, text, stateDir, environment }, plan);
       if (outcome.migrationId !== undefined) report.migrationId = outcome.migrationId;
       if (outcome.queued) report.queued = true;
+      if (outcome.notApplied) report.notApplied = true;
     }
     this.options.onReport?.(report);
   }
 
-  private async applyOrQueue(item: Pending, plan: Plan): Promise<{ migrationId?: string; queued?: boolean }> {
+  private async applyOrQueue(
+    item: Pending,
+    plan: Plan,
+  ): Promise<{ migrationId?: string; queued?: boolean; notApplied?: boolean }> {
     const short = item.commit.slice(0, 7);
     const active = await this.inFlight(item.stateDir, item.environment);
     if (active !== null) return this.queue(item, active);
+    let id: string;
     try {
-      const id = await this.apply(item, plan);
-      await this.pruneTrees(item.stateDir, item.environment, item.commit);
-      return { migrationId: id };
+      id = await this.apply(item, plan);
     } catch (error) {
       if (error instanceof CutoverError && error.code === 'MIGRATION_CONFLICT') {
         return this.queue(item, (error.details as { migrationId?: string } | undefined)?.migrationId ?? '?');
@@ -470,8 +485,12 @@ export class Watcher {
       this.options.log(
         `${short} ${item.file} (${item.environment}): not applied: ${(error as Error).message}`,
       );
-      return {};
+      return { notApplied: true };
     }
+    await this.pruneTrees(item.stateDir, item.environment, item.commit).catch((error: unknown) =>
+      this.options.log(`exported trees of ${item.environment} kept: ${(error as Error).message}`),
+    );
+    return { migrationId: id };
   }
 
   private queue(item: Pending, active: string): { queued: true } {
@@ -509,6 +528,7 @@ export class Watcher {
         const outcome = await this.applyOrQueue(item, plan);
         if (outcome.migrationId !== undefined) report.migrationId = outcome.migrationId;
         if (outcome.queued) report.queued = true;
+        if (outcome.notApplied) report.notApplied = true;
       }
       this.options.onReport?.(report);
     }
@@ -529,6 +549,7 @@ export class Watcher {
     });
     if (!started.created) throw new CutoverError('USAGE', 'nothing to change any more');
     const id = started.summary.id;
+    await recordTree(treesOf(item.stateDir, item.environment), id, item.commit);
     this.options.log(
       `${item.commit.slice(0, 7)} ${item.file} (${item.environment}): migration ${id} started`,
     );
@@ -575,6 +596,29 @@ export class Watcher {
 /** Commits exported for one environment's migrations: `<state>/watch/trees/<environment>/<sha>`. */
 function treesOf(stateDir: string, environment: string): string {
   return path.join(stateDir, 'watch', 'trees', environment);
+}
+
+/** Beside the trees: which migration ran from which commit (`{ "<migration id>": "<sha>" }`). */
+const treeIndexFile = 'migrations.json';
+
+function readTreeIndex(dir: string): Record<string, string> {
+  try {
+    const index = JSON.parse(readFileSync(path.join(dir, treeIndexFile), 'utf8')) as unknown;
+    return index !== null && typeof index === 'object' ? (index as Record<string, string>) : {};
+  } catch {
+    return {};
+  }
+}
+
+async function recordTree(dir: string, migrationId: string, commit: string): Promise<void> {
+  const index = readTreeIndex(dir);
+  index[migrationId] = commit;
+  await writeAtomic(path.join(dir, treeIndexFile), `${JSON.stringify(index, null, 2)}\n`);
+}
+
+/** A live slot as its driver reported it (the layout renames it blue; the migration had it green). */
+function slotKey(slot: SlotInfo): string {
+  return JSON.stringify([slot.component, slot.version, slot.addresses, slot.details ?? null]);
 }
 
 function summaryOf(plan: Plan): string {

@@ -44,8 +44,9 @@ applied after it. A remote is fetched at once when \`cutover server\` (same stat
 receives a signed webhook at POST /v1/hooks/git.
 
 With --once the exit code is 0 when every topology is valid (and, with --apply, applied or
-unchanged); 1 when one is invalid, when --apply could not start a migration because another is in
-flight for that environment (--once does not wait), or when the branch does not exist.
+unchanged); 1 when one is invalid, when --apply could not start a migration (another is in flight
+for that environment, and --once does not wait; or any other error, logged), or when the branch
+does not exist.
 
 Examples:
   $ cutover watch --repo . --file examples/exec-demo/topology.yaml
@@ -79,8 +80,8 @@ Examples:
       });
       if (options.once) {
         const reports = await watcher.once();
-        // 1 when a commit is invalid, or could not be applied because a migration is in flight.
-        process.exitCode = reports.some((r) => r.kind === 'invalid' || r.queued === true) ? 1 : 0;
+        // 1 when a commit is invalid, or --apply could not start its migration (one in flight, or an error).
+        process.exitCode = reports.some((r) => r.kind === 'invalid' || r.queued || r.notApplied) ? 1 : 0;
         return;
       }
       await watcher.start();

@@ -8,11 +8,13 @@ import {
   Client,
   Connection,
   WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
   type WorkflowHandle,
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
 } from '@temporalio/client';
 import { TopologyInvalidError } from '../api.js';
+import { downFailed } from '../down-parts.js';
 import { CutoverError } from '../errors.js';
 import { type CurrentLayout, emptyLayout } from '../layout.js';
 import {
@@ -202,7 +204,7 @@ export class TemporalMigrations {
     options: { fallbackBaseDir: string; log: (line: string) => void },
   ): Promise<{ components: string[]; routes: string[] }> {
     // Refused while a migration is in flight, even before its first commit (nothing to take down yet).
-    if (await this.running(migrationWorkflowId(environment))) throw await this.conflict(environment);
+    if ((await this.inFlight(environment)) !== null) throw await this.conflict(environment);
     const layout = await this.currentLayout(environment);
     if (!layout.topology) return { components: [], routes: [] };
     const downId = `down_${newMigrationId().replace(/^mig_/, '')}`;
@@ -226,24 +228,60 @@ export class TemporalMigrations {
     try {
       result = await withDeadline(handle.result(), downDeadlineMs);
     } catch (error) {
-      throw new CutoverError(
-        'RUNNER_UNREACHABLE',
-        `${environment} is not down within ${downDeadlineMs / 60_000} minutes (${(error as Error).message}); it goes on in Temporal as workflow ${migrationWorkflowId(environment)}: is a worker running (cutover worker)?`,
-      );
+      if (error instanceof WorkflowFailedError) throw downFailed(environment, null, rootCause(error));
+      if (/no answer within/.test((error as Error).message)) {
+        throw new CutoverError(
+          'RUNNER_UNREACHABLE',
+          `${environment} is not down within ${downDeadlineMs / 60_000} minutes; it goes on in Temporal as workflow ${migrationWorkflowId(environment)}: is a worker running (cutover worker)?`,
+        );
+      }
+      throw error;
     }
     for (const line of result.logs) options.log(line.message);
+    await this.confirmEmpty(environment, layout.serial);
     return { components: result.components, routes: result.routes };
   }
 
-  /** Whether the workflow with this id has a run in progress. */
-  private async running(workflowId: string): Promise<boolean> {
+  /**
+   * The empty layout is recorded (the environment workflow takes the signal a moment later). A
+   * migration that committed between the layout read and the take-down's start was not taken down:
+   * the signal is then refused, and this says so.
+   */
+  private async confirmEmpty(environment: string, before: number): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const after = await this.currentLayout(environment);
+      if (after.serial > before) {
+        if (after.serial === before + 1 && after.topology === null) return;
+        throw new CutoverError(
+          'MIGRATION_CONFLICT',
+          `${environment} changed while it was taken down (serial ${after.serial} was committed); run \`cutover topology down\` again`,
+        );
+      }
+      if (Date.now() > deadline) {
+        throw new CutoverError(
+          'RUNNER_UNREACHABLE',
+          `${environment}: everything was stopped, but the empty layout is not recorded yet; run \`cutover topology down\` again`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  /**
+   * The migration or take-down in flight for an environment (its id), from the one workflow id they
+   * share: one call, no visibility lag.
+   */
+  async inFlight(environment: string): Promise<string | null> {
     try {
       const described = await this.call('to look for a migration in flight', () =>
-        this.client.workflow.getHandle(workflowId).describe(),
+        this.client.workflow.getHandle(migrationWorkflowId(environment)).describe(),
       );
-      return described.status.name === 'RUNNING';
+      if (described.status.name !== 'RUNNING') return null;
+      const id = (described.memo as { migrationId?: unknown } | undefined)?.migrationId;
+      return typeof id === 'string' ? id : described.runId;
     } catch (error) {
-      if (error instanceof WorkflowNotFoundError) return false;
+      if (error instanceof WorkflowNotFoundError) return null;
       throw error;
     }
   }
@@ -432,3 +470,10 @@ async function refuseOversizedSpec(spec: MigrationSpec): Promise<void> {
 
 /** The longest `topology down` waits for its workflow (processes get their stop timeouts one by one). */
 const downDeadlineMs = 10 * 60_000;
+
+/** The innermost cause of a failure (a workflow failed because an activity failed because…). */
+function rootCause(error: Error): Error {
+  let e = error;
+  while (e.cause instanceof Error) e = e.cause;
+  return e;
+}

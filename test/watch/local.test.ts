@@ -327,17 +327,19 @@ describe('cutover watch, local repository', () => {
       (list) => list.length === 2 && list.every((m) => m.lifecycle === 'completed'),
     );
   });
-  it('--apply keeps only the exported trees the live layout and the migration in flight need', async () => {
+  it('--apply keeps only the exported trees that live slots and the migration in flight need', async () => {
     const repo = await initRepo('examples/exec-demo');
     const root = await scratch();
     const stateDir = trackStateDir(path.join(root, 'state'));
     const args = ['watch', '--repo', repo.dir, '--out', path.join(root, 'out'), '--state-dir', stateDir];
     const trees = path.join(stateDir, 'watch', 'trees', 'exec-demo');
     const shas: string[] = [];
-    for (const version of ['1', '2', '3']) {
+    // db at the first commit, then only api (which depends on db) changes: db's slot keeps running
+    // from the first commit's tree.
+    for (const version of ['1', '2', '3', '4']) {
       if (version !== '1') {
-        repo.setVersion('db', version);
-        await repo.commit(`db ${version}`);
+        repo.setVersion('api', version);
+        await repo.commit(`api ${version}`);
       }
       shas.push(await repo.head());
       const run = await runCli([...args, '--once', '--apply']);
@@ -348,11 +350,16 @@ describe('cutover watch, local repository', () => {
         (list) => list.length === shas.length && list.every((m) => m.lifecycle === 'completed'),
       );
     }
-    // Applying the third commit removed the first one's tree: the migration in flight needed its own
-    // tree and the second's (the layout it replaced), nothing else.
-    expect(readdirSync(trees).sort()).toEqual([shas[1], shas[2]].sort());
-    // The third migration retired the second's blue slots with the second's scripts: all completed.
+    // Applying the fourth removed the second's tree only: the first still runs db, the third is the
+    // layout the fourth replaced, the fourth its own.
+    expect(
+      readdirSync(trees)
+        .filter((e) => e !== 'migrations.json')
+        .sort(),
+    ).toEqual([shas[0], shas[2], shas[3]].sort());
+    expect(existsSync(path.join(trees, shas[0] as string, 'infra', 'provision'))).toBe(true);
     expect((await migrations(stateDir)).map((m) => m.lifecycle)).toEqual([
+      'completed',
       'completed',
       'completed',
       'completed',
