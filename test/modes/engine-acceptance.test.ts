@@ -263,6 +263,14 @@ function scenarios(mode: Mode): void {
     gate(w, true);
     expect((await waitFor(w, id, isFinal)).lifecycle).toBe('completed');
     expect(slotsOf(w, id)).toHaveLength(2);
+    // A driver that fails: said as such, and the next down finishes the job.
+    writeFileSync(path.join(driverStateDir(w), 'fail-retire'), '');
+    const failed = await cli(['topology', 'down', '-f', w.file]);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(
+      /^cutover: taking acc-\S+ down failed at.* retire script exited with code 3/m,
+    );
+    rmSync(path.join(driverStateDir(w), 'fail-retire'));
     const down = await cli(['topology', 'down', '-f', w.file]);
     expect(down.stderr).not.toMatch(/^cutover: /m);
     expect(down.code).toBe(0);
