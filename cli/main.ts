@@ -65,4 +65,11 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+// A reader that stops early (`cutover topology migration logs ID | head`) closes the pipe: that is
+// the end of the output, not an error.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  throw error;
+});
+
 process.exitCode = await main(process.argv);

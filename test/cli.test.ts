@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -265,5 +267,32 @@ describe('cutover', () => {
     const result = await runCli(['topology', 'plan', '--frmat', 'json']);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain("unknown option '--frmat'");
+  });
+
+  it('stops quietly when its reader closes the pipe early (`… | head -1`)', async () => {
+    const { dir, cleanup } = await tempDir();
+    cleanups.push(cleanup);
+    // A long output: the plan of a large topology as JSON, read one chunk of, then the pipe closed.
+    const file = path.join(dir, 'topology.yaml');
+    const doc = shopDoc();
+    for (let i = 0; i < 2_000; i++)
+      doc.components[`svc${i}`] = { driver: 'apps', version: '1', run: { command: ['node', 's.js'] } };
+    await writeFile(file, toYaml(doc));
+    const child = spawn(
+      process.execPath,
+      [path.join(repoRoot, 'bin', 'cutover.js'), 'topology', 'plan', '-f', file, '--json'],
+      {
+        env: { ...process.env, CUTOVER_STATE_DIR: path.join(dir, 'state') },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.stdout.once('data', () => child.stdout.destroy());
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
   });
 });
