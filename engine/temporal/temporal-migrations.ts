@@ -76,6 +76,8 @@ interface Located {
 }
 
 export class TemporalMigrations {
+  private pollersSeenUntil = 0;
+
   private constructor(
     readonly settings: TemporalSettings,
     private readonly connection: Connection,
@@ -109,7 +111,12 @@ export class TemporalMigrations {
   /** Runs a call with a deadline; a missing answer says what to check. */
   private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
     try {
-      return await withDeadline(fn(), callTimeoutMs);
+      // The gRPC deadline ends the call itself (a query nobody answers would otherwise keep the
+      // process alive after the error); the outer one also bounds what is not a gRPC call.
+      return await withDeadline(
+        this.connection.withDeadline(Date.now() + callTimeoutMs, fn),
+        callTimeoutMs + 1_000,
+      );
     } catch (error) {
       if (error instanceof CutoverError) throw error;
       if (isNamespaceNotFound(error)) throw noNamespace(this.settings);
@@ -124,8 +131,50 @@ export class TemporalMigrations {
     }
   }
 
+  /**
+   * Whether a worker polls the task queue: queries and updates need one, and without one they would
+   * wait the whole call deadline. A positive answer is kept for a while (follows poll often).
+   */
+  private async workerPolls(): Promise<boolean> {
+    if (Date.now() < this.pollersSeenUntil) return true;
+    const response = await this.call('for the workers of the task queue', () =>
+      this.client.workflowService.describeTaskQueue({
+        namespace: this.settings.namespace,
+        taskQueue: { name: this.settings.taskQueue },
+        taskQueueType: taskQueueTypeWorkflow,
+      }),
+    );
+    const polls = (response.pollers ?? []).length > 0;
+    if (polls) this.pollersSeenUntil = Date.now() + 10_000;
+    return polls;
+  }
+
+  private noWorker(what: string): CutoverError {
+    return new CutoverError(
+      'RUNNER_UNREACHABLE',
+      `no cutover worker polls task queue "${this.settings.taskQueue}" at WORKFLOW_HOST=${this.settings.address}, and ${what} needs one: start one with \`cutover worker\` (or \`cutover server\` without --no-worker), with the same TEMPORAL_TASK_QUEUE`,
+    );
+  }
+
   /** The layout plans are computed against: kept by the environment's workflow. */
   async currentLayout(environment: string): Promise<CurrentLayout> {
+    if (!(await this.workerPolls())) {
+      // Nothing recorded yet needs no worker; a recorded layout is read through a query.
+      const exists = await this.call('for the environment', () =>
+        this.client.workflow
+          .getHandle(environmentWorkflowId(environment))
+          .describe()
+          .then(
+            () => true,
+            (error: unknown) => {
+              if (error instanceof WorkflowNotFoundError) return false;
+              throw error;
+            },
+          ),
+      );
+      if (!exists) return emptyLayout(environment);
+      throw this.noWorker('reading the current layout');
+    }
     return this.call('for the current layout', async () => {
       try {
         return await this.client.workflow.getHandle(environmentWorkflowId(environment)).query(layoutQuery);
@@ -380,6 +429,7 @@ export class TemporalMigrations {
   }
 
   private async status(located: Located, afterSeq: number): Promise<MigrationStatus> {
+    if (located.running && !(await this.workerPolls())) throw this.noWorker('the status of a running migration');
     return this.call('for the migration status', () =>
       located.running ? located.handle.query(statusQuery, afterSeq) : located.handle.result(),
     );
@@ -421,6 +471,7 @@ export class TemporalMigrations {
         const { state } = await this.status(located, Number.MAX_SAFE_INTEGER);
         throw new CutoverError('VERB_REFUSED', refuseVerb(state, verb) ?? `cannot ${verb} ${id} now`);
       }
+      if (!(await this.workerPolls())) throw this.noWorker(`to ${verb} a migration`);
       try {
         const state = await this.call(`to ${verb}`, () =>
           located.handle.executeUpdate(verbUpdate, { args: [verb, by] }),
@@ -477,3 +528,6 @@ function rootCause(error: Error): Error {
   while (e.cause instanceof Error) e = e.cause;
   return e;
 }
+
+/** temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW (the proto package is not a dependency of ours). */
+const taskQueueTypeWorkflow = 1;

@@ -1,0 +1,53 @@
+/**
+ * Temporal mode with no worker on the task queue: what needs one (reading a recorded layout, the
+ * status of a running migration, a verb) says so at once, naming the queue and what to start,
+ * instead of waiting out the call deadline; what does not (a first plan) works.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { describe, expect, it } from 'vitest';
+import { emptyLayout } from '../../engine/layout.js';
+import { dataConverter } from '../../engine/temporal/payload-codec.js';
+import { environmentWorkflowId } from '../../engine/temporal/workflows.js';
+import { repoRoot, runCli, tempDir } from '../support/cli.js';
+import { cleanupsAfterEach, sharedTemporal, temporalEnv, uniqueName } from './robustness-helpers.js';
+
+const cleanups = cleanupsAfterEach();
+
+describe('Temporal mode without a worker', () => {
+  it('plans a new environment, and says at once that a recorded one needs a worker', async () => {
+    const t = { address: sharedTemporal(), taskQueue: uniqueName('no-worker') };
+    const { dir, cleanup } = await tempDir();
+    cleanups.push(cleanup);
+    const environment = uniqueName('no-worker');
+    const file = path.join(dir, 'topology.yaml');
+    const text = readFileSync(path.join(repoRoot, 'examples', 'exec-demo', 'topology.yaml'), 'utf8');
+    writeFileSync(file, text.replace('name: exec-demo', `name: ${environment}`));
+
+    // Nothing recorded: no worker needed.
+    const first = await runCli(['topology', 'plan', '-f', file], { env: temporalEnv(t) });
+    expect(first.stdout).toContain('Plan: 2 to add');
+    expect(first.code).toBe(0);
+
+    // The environment's workflow exists (as after a first migration), but no worker runs it.
+    const connection = await Connection.connect({ address: t.address });
+    const client = new Client({ connection, dataConverter });
+    const handle = await client.workflow.start('environmentWorkflow', {
+      workflowId: environmentWorkflowId(environment),
+      taskQueue: t.taskQueue,
+      args: [{ environment, layout: emptyLayout(environment) }],
+    });
+    cleanups.push(async () => {
+      await handle.terminate('test over').catch(() => undefined);
+      await connection.close();
+    });
+    const started = Date.now();
+    const second = await runCli(['topology', 'plan', '-f', file], { env: temporalEnv(t) });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toBe(
+      `cutover: no cutover worker polls task queue "${t.taskQueue}" at WORKFLOW_HOST=${t.address}, and reading the current layout needs one: start one with \`cutover worker\` (or \`cutover server\` without --no-worker), with the same TEMPORAL_TASK_QUEUE\n`,
+    );
+  }, 60_000);
+});
