@@ -429,7 +429,8 @@ export class TemporalMigrations {
   }
 
   private async status(located: Located, afterSeq: number): Promise<MigrationStatus> {
-    if (located.running && !(await this.workerPolls())) throw this.noWorker('the status of a running migration');
+    if (located.running && !(await this.workerPolls()))
+      throw this.noWorker('the status of a running migration');
     return this.call('for the migration status', () =>
       located.running ? located.handle.query(statusQuery, afterSeq) : located.handle.result(),
     );
