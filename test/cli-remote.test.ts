@@ -172,7 +172,7 @@ describe('the CLI through a cutover server', () => {
 
     const down = await cli(['topology', 'down', '-f', 'topology.yaml']);
     expect(down.code, down.stderr).toBe(0);
-    expect(down.stdout).toBe('gated: stopped 2 components and 1 routes\n');
+    expect(down.stdout).toBe('gated: stopped 2 components and 1 route\n');
     const nothing = await cli(['topology', 'down', '-f', 'topology.yaml', '--json']);
     expect(JSON.parse(nothing.stdout)).toEqual({ environment: 'gated', components: [], routes: [] });
   });

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readRoutingTable } from '../engine/drivers/route-table.js';
@@ -6,6 +6,7 @@ import { readCurrentLayout } from '../engine/store/layout-store.js';
 import { repoRoot, runCli } from './support/cli.js';
 import {
   isFinal,
+  liveWorkspace,
   migrateDetached,
   releaseGate,
   setVersion,
@@ -238,5 +239,28 @@ describe('operator verbs against a detached migration', () => {
       'refusing to migrate without confirmation: standard input is not a terminal; pass --yes',
     );
     expect(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')).toContain('"cutover"');
+  });
+  it('migrates examples/web-app (API processes behind the router, a database by scripts), then takes it down', async () => {
+    const w = await liveWorkspace((y) => y.replace('bake: 1m', 'bake: 0s'), {
+      name: 'web-app',
+      listen: '127.0.0.1:18080',
+    });
+    spaces.push(w);
+    const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
+    expect(first.stderr + first.stdout).toMatch(/: completed$/m);
+    expect(first.code).toBe(0);
+    expect(((await (await fetch(w.url)).json()) as { version: string }).version).toBe('1.4.0');
+
+    writeFileSync(
+      w.file,
+      readFileSync(w.file, 'utf8').replace('"1.4.0"', '"1.5.0"').replace('"16.4"', '"16.5"'),
+    );
+    const second = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stdout + second.stderr).toContain('[replicate db] copying db data from');
+    expect(((await (await fetch(w.url)).json()) as { version: string }).version).toBe('1.5.0');
+
+    const down = await runCli(['topology', 'down', '-f', w.file]);
+    expect(down.stdout).toBe('web-app: stopped 2 components and 1 route\n');
   });
 });

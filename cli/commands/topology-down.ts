@@ -50,8 +50,12 @@ export function registerDown(topology: Command): void {
         process.stdout.write(`${environment}: nothing is running\n`);
       } else {
         process.stdout.write(
-          `${environment}: stopped ${result.components.length} components and ${result.routes.length} routes\n`,
+          `${environment}: stopped ${count(result.components.length, 'component')} and ${count(result.routes.length, 'route')}\n`,
         );
       }
     });
+}
+
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }

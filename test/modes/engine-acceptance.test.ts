@@ -274,7 +274,7 @@ function scenarios(mode: Mode): void {
     const down = await cli(['topology', 'down', '-f', w.file]);
     expect(down.stderr).not.toMatch(/^cutover: /m);
     expect(down.code).toBe(0);
-    expect(down.stdout).toMatch(/^acc-\S+: stopped 2 components and 1 routes\n$/);
+    expect(down.stdout).toMatch(/^acc-\S+: stopped 2 components and 1 route\n$/);
     expect(slotsOf(w, id)).toEqual([]);
     // The layout is empty: everything is to add again; a second down finds nothing.
     const plan = await cli(['topology', 'plan', '-f', w.file]);

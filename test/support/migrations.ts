@@ -139,18 +139,21 @@ export function slotDirs(ws: Workspace): string[] {
 }
 
 /**
- * A scratch copy of examples/live-demo and examples/app (the web app behind the router), on a
- * free port; `url` is the route's address.
+ * A scratch copy of an example served by examples/app behind the router (examples/live-demo by
+ * default), its route moved to a free port; `url` is the route's address.
  */
-export async function liveWorkspace(edit?: (yaml: string) => string): Promise<Workspace & { url: string }> {
+export async function liveWorkspace(
+  edit?: (yaml: string) => string,
+  example: { name: string; listen: string } = { name: 'live-demo', listen: '127.0.0.1:18600' },
+): Promise<Workspace & { url: string }> {
   const { dir, cleanup } = await tempDir();
-  cpSync(path.join(repoRoot, 'examples', 'live-demo'), path.join(dir, 'live-demo'), { recursive: true });
+  cpSync(path.join(repoRoot, 'examples', example.name), path.join(dir, example.name), { recursive: true });
   cpSync(path.join(repoRoot, 'examples', 'app'), path.join(dir, 'app'), { recursive: true });
-  const file = path.join(dir, 'live-demo', 'topology.yaml');
+  const file = path.join(dir, example.name, 'topology.yaml');
   const port = await freePort();
-  const text = readFileSync(file, 'utf8').replaceAll('127.0.0.1:18600', `127.0.0.1:${port}`);
+  const text = readFileSync(file, 'utf8').replaceAll(example.listen, `127.0.0.1:${port}`);
   writeFileSync(file, edit ? edit(text) : text);
-  const stateDir = path.join(dir, 'live-demo', '.cutover');
+  const stateDir = path.join(dir, example.name, '.cutover');
   return {
     dir,
     file,
