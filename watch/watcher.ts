@@ -76,6 +76,8 @@ interface Pending {
 }
 
 const debounceMs = 60;
+/** Problems of an invalid topology printed with its log line (all of them are in the report). */
+const maxLoggedDiagnostics = 5;
 /** How often a commit queued behind a migration in flight looks whether it may go (a claim file read). */
 const pendingPollMs = 250;
 /** The same in Temporal mode, where it is a visibility query. */
@@ -450,6 +452,11 @@ export class Watcher {
       this.options.log(
         `${short} ${file}: invalid, ${loaded.diagnostics.length} problem${loaded.diagnostics.length === 1 ? '' : 's'} (not applied) → ${report.markdown}`,
       );
+      // The first few here too: a CI log shows what to fix without opening the report.
+      const shown = loaded.diagnostics.slice(0, maxLoggedDiagnostics);
+      for (const d of shown) this.options.log(`  ${formatDiagnostic(d)}`);
+      const more = loaded.diagnostics.length - shown.length;
+      if (more > 0) this.options.log(`  … and ${more} more in the report`);
       this.options.onReport?.(report);
       return;
     }

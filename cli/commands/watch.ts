@@ -43,8 +43,9 @@ while a migration is in flight for its environment waits, and only the newest wa
 applied after it. A remote is fetched at once when \`cutover server\` (same state directory)
 receives a signed webhook at POST /v1/hooks/git.
 
-With --once the exit code is 0 when every topology is valid (and, with --apply, applied or
-unchanged); 1 when one is invalid, when --apply could not start a migration (another is in flight
+With --once the exit code is 0 when every topology is valid (and, with --apply, its migration
+started, or there was nothing to change; follow the migration with \`cutover topology migration
+logs\`); 1 when one is invalid, when --apply could not start a migration (another is in flight
 for that environment, and --once does not wait; or any other error, logged), or when the branch
 does not exist.
 

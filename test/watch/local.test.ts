@@ -277,6 +277,10 @@ describe('cutover watch, local repository', () => {
     expect(failed.stdout).toMatch(
       new RegExp(`${bad.short} topology\\.yaml: invalid, 1 problem \\(not applied\\)`),
     );
+    // The problem itself is on the console too, as FILE@SHA:LINE:COL path: message.
+    expect(failed.stdout).toMatch(
+      new RegExp(`^\\S+   topology\\.yaml@${bad.short}:\\d+:\\d+ components\\.db\\.stateful: `, 'm'),
+    );
     expect(readFileSync(reportPaths(out, 'exec-demo', bad.short).md, 'utf8')).toMatch(
       new RegExp(`topology\\.yaml@${bad.short}:\\d+:\\d+ components\\.db\\.stateful: `),
     );
