@@ -3,8 +3,12 @@
  * process: statuses, error codes, headers, and every JSON body against the route's documented
  * response schema (the Api client checks each answer; see test/support/server.ts).
  */
+
+import { once } from 'node:events';
 import { cpSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot, runCli } from '../support/cli.js';
 import {
@@ -522,6 +526,43 @@ describe('request errors', () => {
     const r = await api.post('/v1/validate', { topology: 'x'.repeat(1024 * 1024 + 1) });
     expect(r.status).toBe(413);
     expect(r.json.code).toBe('BODY_TOO_LARGE');
+  });
+
+  it('413 answered, not a reset, to a client still sending an oversized body', async () => {
+    // 2 MiB announced, sent slowly: answered at once and closed, the client's writes would fail.
+    const chunk = Buffer.alloc(64 * 1024, 'x');
+    const chunks = 32;
+    const answer = await new Promise<{ status: number; body: string; connection: string | undefined }>(
+      (resolve, reject) => {
+        const req = request(`${server.url}/v1/validate`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'content-length': chunk.length * chunks },
+        });
+        req.on('response', (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (d: string) => {
+            body += d;
+          });
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, body, connection: res.headers.connection }),
+          );
+        });
+        req.on('error', reject);
+        void (async () => {
+          for (let i = 0; i < chunks; i++) {
+            if (!req.write(chunk)) await once(req, 'drain');
+            await sleep(5);
+          }
+          req.end();
+        })().catch(reject);
+      },
+    );
+    expect(answer.status).toBe(413);
+    expect(JSON.parse(answer.body)).toMatchObject({
+      code: 'BODY_TOO_LARGE',
+      detail: `the request body is ${chunk.length * chunks} bytes; the limit is ${1024 * 1024}`,
+    });
+    expect(answer.connection).not.toBe('close');
   });
 
   it('413 beyond --body-limit', async () => {

@@ -382,7 +382,12 @@ it('5,000 bad requests over every route: never a 5xx, always a documented answer
         sent++;
         const req = batch[i] as BadRequest;
         const what = describe(req);
-        if (answer instanceof Error) throw new Error(`${what}: ${answer.message}`);
+        if (answer instanceof Error) {
+          const cause = answer.cause as (Error & { code?: string }) | undefined;
+          throw new Error(
+            `${what}: ${answer.message}${cause ? ` (${cause.code ?? ''} ${cause.message})` : ''}`,
+          );
+        }
         statuses.set(answer.status, (statuses.get(answer.status) ?? 0) + 1);
         if (answer.status >= 500) throw new Error(`${what}: ${answer.status} ${answer.text.slice(0, 300)}`);
       }
