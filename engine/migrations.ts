@@ -250,10 +250,12 @@ export async function spawnRunner(stateDir: string, environment: string, id: str
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
     if (liveRunner(paths.runner)) return child.pid ?? 0;
-    if (child.exitCode !== null) break;
+    // A short migration can be over (and its runner gone) between two looks: that is a start.
     if (isFinished(stateDir, environment, id)) return child.pid ?? 0;
+    if (child.exitCode !== null) break;
     await sleep(50);
   }
+  if (isFinished(stateDir, environment, id)) return child.pid ?? 0;
   const tail = existsSync(paths.runnerOutput)
     ? readFileSync(paths.runnerOutput, 'utf8').trim().split('\n').slice(-5).join('\n')
     : '';
