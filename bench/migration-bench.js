@@ -14,7 +14,7 @@ import { LocalRunner } from '../dist/engine/runner/local-runner.js';
 import { migrationPaths } from '../dist/engine/runner/paths.js';
 import { readCurrentLayout } from '../dist/engine/store/layout-store.js';
 import { loadTopology } from '../dist/engine/topology/load-topology.js';
-import { withTempDir } from './support.js';
+import { noopDrivers, withTempDir } from './support.js';
 
 export const name = 'migration';
 export const title = 'Migration: no-op driver, every event fsync’d to the journal (local runner)';
@@ -28,23 +28,6 @@ export const columns = [
   { key: 'overheadPerStepMs', label: 'engine ms/step', format: (v) => v.toFixed(3) },
   { key: 'journalKiB', label: 'journal KiB', format: (v) => v.toFixed(0) },
 ];
-
-/** Components that succeed at once: what is measured is cutover, not a driver. */
-function noopDrivers() {
-  const component = {
-    provision: async (ctx, slot) => ({
-      component: ctx.component,
-      slot,
-      version: ctx.spec.version,
-      addresses: ['127.0.0.1:9'],
-    }),
-    replicate: async () => {},
-    drain: async () => {},
-    retire: async () => {},
-  };
-  const route = { apply: async () => {}, remove: async () => {} };
-  return { component: { process: component, exec: component }, route: { router: route } };
-}
 
 function topologyText(size, version) {
   const lines = [

@@ -21,7 +21,6 @@ import { once } from 'node:events';
 import { cpSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -32,7 +31,7 @@ import { isFinal } from '../dist/engine/migration/types.js';
 import { findMigration, loadState } from '../dist/engine/migrations.js';
 import { migrationPaths } from '../dist/engine/runner/paths.js';
 import { startLoad, summarize } from './load.js';
-import { runNode, withTempDir } from './support.js';
+import { freePort, runNode, withTempDir } from './support.js';
 
 export const name = 'router';
 export const title = 'router: throughput against the app and nginx; latency while traffic is cut over';
@@ -509,17 +508,6 @@ function ownedProcesses() {
       );
     },
   };
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** Resolves once `address` answers GET / with 200. */

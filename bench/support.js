@@ -5,6 +5,7 @@
 import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -74,4 +75,33 @@ export function cleanUpEverything() {
   liveChildren.clear();
   for (const dir of liveTempDirs) rmSync(dir, { recursive: true, force: true });
   liveTempDirs.clear();
+}
+
+/** Drivers whose calls succeed at once: what a bench measures is cutover (or Temporal), not a driver. */
+export function noopDrivers() {
+  const component = {
+    provision: async (ctx, slot) => ({
+      component: ctx.component,
+      slot,
+      version: ctx.spec.version,
+      addresses: ['127.0.0.1:9'],
+    }),
+    replicate: async () => {},
+    drain: async () => {},
+    retire: async () => {},
+  };
+  const route = { apply: async () => {}, remove: async () => {} };
+  return { component: { process: component, exec: component }, route: { router: route } };
+}
+
+/** A TCP port free on loopback now. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
 }

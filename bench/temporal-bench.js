@@ -11,7 +11,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import { emptyLayout } from '../dist/engine/layout.js';
@@ -25,7 +25,7 @@ import { TemporalMigrations } from '../dist/engine/temporal/temporal-migrations.
 import { startWorker } from '../dist/engine/temporal/worker.js';
 import { migrationWorkflowId } from '../dist/engine/temporal/workflows.js';
 import { loadTopology } from '../dist/engine/topology/load-topology.js';
-import { withTempDir } from './support.js';
+import { freePort, noopDrivers, withTempDir } from './support.js';
 
 export const name = 'temporal';
 export const title = 'Temporal mode next to the local runner: the same no-op migration';
@@ -42,23 +42,6 @@ export const columns = [
 ];
 
 const searchAttributes = ['CutoverEnvironment', 'CutoverMigrationId', 'CutoverState'];
-
-/** Components that succeed at once: what is measured is cutover (and Temporal), not a driver. */
-function noopDrivers() {
-  const component = {
-    provision: async (ctx, slot) => ({
-      component: ctx.component,
-      slot,
-      version: ctx.spec.version,
-      addresses: ['127.0.0.1:9'],
-    }),
-    replicate: async () => {},
-    drain: async () => {},
-    retire: async () => {},
-  };
-  const route = { apply: async () => {}, remove: async () => {} };
-  return { component: { process: component, exec: component }, route: { router: route } };
-}
 
 function topologyText(environment, size, version) {
   const lines = [
@@ -169,17 +152,6 @@ function temporalBinary() {
   } catch {
     return null;
   }
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function listening(port) {

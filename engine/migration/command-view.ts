@@ -53,21 +53,34 @@ export function commandView(state: MigrationState, command: Command): MigrationS
     if (before !== undefined) slotsOf.add(before);
     if (after !== undefined) slotsOf.add(after);
   }
-  const slots: MigrationState['slots'] = {};
-  for (const name of slotsOf) {
-    const pair = own(state.slots, name);
-    if (pair) setOwn(slots, name, pair);
-  }
-  const layout: CurrentLayout = { ...spec.base, topology: base && pick(base, components, routes) };
-  if (spec.base.slots) layout.slots = only(spec.base.slots, slotsOf);
   const plan: Plan = { ...spec.plan, resources: [], settings: [], actions: [] };
   return {
     ...state,
-    spec: { ...spec, plan, desired: pick(spec.desired, components, routes), base: layout },
-    slots,
+    spec: {
+      ...spec,
+      plan,
+      desired: pick(spec.desired, components, routes),
+      base: narrowLayout(spec.base, components, routes, slotsOf),
+    },
+    slots: only(state.slots, slotsOf),
     provisioned: [],
     touchedRoutes: [],
   };
+}
+
+/** A layout with only the named components, routes and live slots (for one driver call's input). */
+export function narrowLayout(
+  layout: CurrentLayout,
+  components: ReadonlySet<string>,
+  routes: ReadonlySet<string>,
+  slots: ReadonlySet<string> = components,
+): CurrentLayout {
+  const narrowed: CurrentLayout = {
+    ...layout,
+    topology: layout.topology && pick(layout.topology, components, routes),
+  };
+  if (layout.slots) narrowed.slots = only(layout.slots, slots);
+  return narrowed;
 }
 
 /** The topology with only the named components and routes; drivers and settings stay (they are few). */

@@ -56,6 +56,19 @@ export function temporalSettings(env: NodeJS.ProcessEnv = process.env): Temporal
 /** How long a connection to Temporal may take before it is reported unreachable. */
 export const connectTimeoutMs = 5_000;
 
+/** Address, TLS and API key for Connection.connect and NativeConnection.connect alike. */
+export function connectionOptions(settings: TemporalSettings): {
+  address: string;
+  tls?: TemporalSettings['tls'];
+  apiKey?: string;
+} {
+  return {
+    address: settings.address,
+    ...(settings.tls ? { tls: settings.tls } : {}),
+    ...(settings.apiKey ? { apiKey: settings.apiKey } : {}),
+  };
+}
+
 export function unreachable(settings: TemporalSettings, error: unknown): CutoverError {
   if (isNamespaceNotFound(error)) return noNamespace(settings);
   // The first line, without the gRPC status dump the native client appends.

@@ -37,6 +37,7 @@ import { buildPlan } from '../plan/build-plan.js';
 import type { LogLine } from '../runner/local-runner.js';
 import { loadTopology } from '../topology/load-topology.js';
 import {
+  connectionOptions,
   connectTimeoutMs,
   isNamespaceNotFound,
   noNamespace,
@@ -89,12 +90,7 @@ export class TemporalMigrations {
     try {
       await probe(settings);
       connection = await withDeadline(
-        Connection.connect({
-          address: settings.address,
-          connectTimeout: connectTimeoutMs,
-          ...(settings.tls ? { tls: settings.tls } : {}),
-          ...(settings.apiKey ? { apiKey: settings.apiKey } : {}),
-        }),
+        Connection.connect({ ...connectionOptions(settings), connectTimeout: connectTimeoutMs }),
         connectTimeoutMs + 1000,
       );
     } catch (error) {

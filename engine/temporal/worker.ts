@@ -9,6 +9,7 @@ import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import type { DriverSet } from '../runner/execute-command.js';
 import { createActivities } from './activities.js';
 import {
+  connectionOptions,
   connectTimeoutMs,
   isNamespaceNotFound,
   noNamespace,
@@ -51,14 +52,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   let connection: NativeConnection;
   try {
     await probe(settings);
-    connection = await withDeadline(
-      NativeConnection.connect({
-        address: settings.address,
-        ...(settings.tls ? { tls: settings.tls } : {}),
-        ...(settings.apiKey ? { apiKey: settings.apiKey } : {}),
-      }),
-      connectTimeoutMs,
-    );
+    connection = await withDeadline(NativeConnection.connect(connectionOptions(settings)), connectTimeoutMs);
   } catch (error) {
     throw unreachable(settings, error);
   }

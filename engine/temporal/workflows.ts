@@ -22,7 +22,7 @@ import {
 } from '@temporalio/workflow';
 import { type DownPart, downParts } from '../down-parts.js';
 import { type CurrentLayout, committedLayout, emptyLayout } from '../layout.js';
-import { commandView } from '../migration/command-view.js';
+import { commandView, narrowLayout } from '../migration/command-view.js';
 import { start, step } from '../migration/step.js';
 import {
   type Command,
@@ -34,7 +34,6 @@ import {
   type Verb,
 } from '../migration/types.js';
 import { refuseVerb } from '../migration/verb-policy.js';
-import { own, setOwn } from '../records.js';
 import type { LogLine } from '../runner/local-runner.js';
 import type { CutoverActivities } from './activities.js';
 
@@ -363,19 +362,7 @@ export async function downWorkflow(input: DownInput): Promise<DownOutput> {
 
 /** The layout with only what one part's driver call reads: its route or its component and slot. */
 function partOf(layout: CurrentLayout, part: DownPart): CurrentLayout {
-  const topology = layout.topology;
-  if (!topology) return layout;
-  const components: typeof topology.components = {};
-  const routes: typeof topology.routes = {};
-  const slots: NonNullable<CurrentLayout['slots']> = {};
-  if ('route' in part) {
-    const route = own(topology.routes, part.route);
-    if (route) setOwn(routes, part.route, route);
-  } else {
-    const component = own(topology.components, part.component);
-    const slot = own(layout.slots, part.component);
-    if (component) setOwn(components, part.component, component);
-    if (slot) setOwn(slots, part.component, slot);
-  }
-  return { ...layout, topology: { ...topology, components, routes }, slots };
+  return 'route' in part
+    ? narrowLayout(layout, new Set(), new Set([part.route]))
+    : narrowLayout(layout, new Set([part.component]), new Set());
 }

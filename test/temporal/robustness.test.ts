@@ -6,7 +6,7 @@
  * replicas are processes of their own and keep serving while no worker runs.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startLoad } from '../../bench/load.js';
 import type { TemporalMigrations } from '../../engine/temporal/temporal-migrations.js';
 import {
@@ -19,10 +19,10 @@ import {
   workspace,
 } from '../support/migrations.js';
 import {
+  cleanupsAfterEach,
   connectClient,
   inGate,
   isFinalState,
-  killWorkers,
   logText,
   migrateDetached,
   sharedTemporal,
@@ -33,16 +33,14 @@ import {
   waitForState,
 } from './robustness-helpers.js';
 
-const spaces: Workspace[] = [];
-const clients: TemporalMigrations[] = [];
-afterEach(async () => {
-  await killWorkers();
-  for (const c of clients.splice(0)) await c.close().catch(() => undefined);
-  for (const w of spaces.splice(0)) {
+const cleanups = cleanupsAfterEach();
+/** Runners of a workspace killed by pid, then its directory removed (after each test). */
+const track = (w: Workspace) =>
+  cleanups.push(async () => {
     killRunners(w.stateDir);
     await w.cleanup();
-  }
-});
+  });
+const closing = (client: TemporalMigrations) => cleanups.push(() => client.close());
 
 async function target(): Promise<TemporalTarget> {
   return { address: sharedTemporal(), taskQueue: uniqueName('rb-kill') };
@@ -55,9 +53,9 @@ describe('Temporal mode: a worker killed during the health gate', () => {
     const ws = await workspace('test/fixtures/gated', (y) =>
       y.replace('name: gated', `name: ${environment}`),
     );
-    spaces.push(ws);
+    track(ws);
     const client = await connectClient(t);
-    clients.push(client);
+    closing(client);
 
     const first = await startWorkerProcess(t, ws.stateDir);
     const id = await migrateDetached(t, ws.file);
@@ -95,9 +93,9 @@ describe('Temporal mode: a worker killed during the health gate', () => {
         .replace('failureThreshold: 3', 'failureThreshold: 100')
         .replace('deadline: 15s', 'deadline: 60s'),
     );
-    spaces.push(lw);
+    track(lw);
     const client = await connectClient(t);
-    clients.push(client);
+    closing(client);
 
     const first = await startWorkerProcess(t, lw.stateDir);
     const v1 = await migrateDetached(t, lw.file);
