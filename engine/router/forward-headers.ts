@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Slot } from './routing-state.js';
+import type { RequestBodyFraming } from './upstream-pool.js';
 
 /**
  * Headers as Node's raw list: name, value, name, value… (`rawHeaders`). The router forwards headers
@@ -11,8 +12,8 @@ export type RawHeaders = string[];
 
 /**
  * Hop-by-hop headers (RFC 9110 §7.6.1) describe one connection, not the message: a proxy drops
- * them and opens its own connection. Transfer-Encoding stays on requests because Node frames the
- * upstream body by it; on responses Node re-frames for its own client.
+ * them and opens its own connection. Transfer-Encoding stays on requests because the router sends
+ * their body chunked again (upstream-pool.ts); on responses Node re-frames for its own client.
  */
 const hopByHop = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade']);
 /** Lengths of the names `isDropped` may have to lower-case: the others are kept without a look. */
@@ -42,11 +43,14 @@ function isDropped(name: string, dropTransferEncoding: boolean, named: Set<strin
   return named?.has(lower) ?? false;
 }
 
-/** A request's headers for its upstream, and whether it has a body to send after them. */
+/** A request's headers for its upstream, and how its body (if any) is framed after them. */
 export interface UpstreamRequestHeaders {
   headers: RawHeaders;
-  /** Content-Length other than 0, or any Transfer-Encoding (RFC 9112 §6.3). */
-  hasBody: boolean;
+  /**
+   * RFC 9112 §6.3: any Transfer-Encoding means chunked (Node's server refuses a request whose last
+   * coding is another, and one with both framings); a Content-Length other than 0 a fixed length.
+   */
+  body: RequestBodyFraming;
 }
 
 /**
@@ -61,7 +65,7 @@ export function upstreamRequestHeaders(
   const raw = req.rawHeaders;
   const named = connectionTokens(raw);
   const out: RawHeaders = [];
-  let hasBody = false;
+  let body: RequestBodyFraming = 'none';
   let forwardedFor: string | null = null;
   let forwardedProto = false;
   let forwardedHost = false;
@@ -75,8 +79,8 @@ export function upstreamRequestHeaders(
     if (length === 4 || length === 14 || length === 15 || length === 16 || length === 17) {
       const lower = name.toLowerCase();
       if (lower === 'content-length') {
-        if (value.trim() !== '0') hasBody = true;
-      } else if (lower === 'transfer-encoding') hasBody = true;
+        if (value.trim() !== '0' && body === 'none') body = 'length';
+      } else if (lower === 'transfer-encoding') body = 'chunked';
       else if (lower === 'x-forwarded-for') {
         forwardedFor = forwardedFor === null ? value : `${forwardedFor}, ${value}`;
         continue;
@@ -92,16 +96,18 @@ export function upstreamRequestHeaders(
   if (!forwardedProto) out.push('x-forwarded-proto', 'http');
   if (host === null) out.push('host', upstreamAddress);
   else if (!forwardedHost) out.push('x-forwarded-host', host);
-  return { headers: out, hasBody };
+  return { headers: out, body };
 }
 
-/** Headers sent to the client: the upstream's, plus the slot that answered. */
-export function clientResponseHeaders(
-  upstream: IncomingMessage,
-  slot: Slot,
-  closeConnection: boolean,
-): RawHeaders {
-  const raw = upstream.rawHeaders;
+/** The request line and header fields of a request for its upstream, as sent (latin1). */
+export function upstreamRequestHead(method: string, target: string, headers: RawHeaders): string {
+  let head = `${method} ${target} HTTP/1.1\r\n`;
+  for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
+  return `${head}\r\n`;
+}
+
+/** Headers sent to the client: the upstream's (`raw`, as the response parser read them), plus the slot that answered. */
+export function clientResponseHeaders(raw: RawHeaders, slot: Slot, closeConnection: boolean): RawHeaders {
   const named = connectionTokens(raw);
   const out: RawHeaders = [];
   for (let i = 0; i < raw.length; i += 2) {

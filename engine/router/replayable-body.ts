@@ -1,7 +1,16 @@
-import type { ClientRequest, IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 
 /** The most of a request body kept to resend it to another upstream; beyond it, no retry. */
 export const maxReplayBodyBytes = 64 * 1024;
+
+/** Where a body goes: an upstream exchange (upstream-pool.ts). */
+export interface BodySink {
+  readonly destroyed: boolean;
+  /** False when the sink's buffer is full: wait for `onceDrain`. */
+  write(chunk: Buffer): boolean;
+  end(): void;
+  onceDrain(listener: () => void): void;
+}
 
 /**
  * Streams a client's request body to an upstream request, keeping the first bytes so that, when the
@@ -13,7 +22,7 @@ export class ReplayableBody {
   private chunks: Buffer[] = [];
   private bytes = 0;
   private ended = false;
-  private target: ClientRequest | null = null;
+  private target: BodySink | null = null;
   private replayableNow = true;
   private reading = false;
 
@@ -32,7 +41,7 @@ export class ReplayableBody {
    * from the first attach on: the proxy attaches once the upstream connection is up, so a refused
    * connection consumes nothing and can be retried whatever the body's size.
    */
-  attach(target: ClientRequest): void {
+  attach(target: BodySink): void {
     this.target = target;
     if (!this.reading) {
       this.reading = true;
@@ -73,7 +82,7 @@ export class ReplayableBody {
     const target = this.target;
     if (target && !target.destroyed && !target.write(chunk)) {
       this.source.pause();
-      target.once('drain', () => {
+      target.onceDrain(() => {
         if (this.target === target) this.source.resume();
       });
     }

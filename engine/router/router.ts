@@ -29,7 +29,7 @@ import { type ProxyDeps, proxyRequest, sendText } from './proxy-request.js';
 import { RouteListeners } from './route-listeners.js';
 import { claimRouterRecord, releaseRouterRecord } from './router-record.js';
 import { buildRoutingState, emptyRoutingState, type RouteState, type RoutingState } from './routing-state.js';
-import { UpstreamAgents } from './upstream-agents.js';
+import { UpstreamPools } from './upstream-pool.js';
 import { type TableWatch, watchTable } from './watch-table.js';
 
 /** On close, requests still unanswered after this long are cut. */
@@ -72,7 +72,7 @@ class TableRouter implements Router {
   private state: RoutingState = emptyRoutingState;
   private lastTableText: string | null | undefined = undefined;
   private readonly inFlightRegistry = new InFlightRegistry();
-  private readonly agents = new UpstreamAgents();
+  private readonly pools = new UpstreamPools();
   private readonly listeners: RouteListeners;
   private control: ControlServer | null = null;
   private claimed = false;
@@ -88,7 +88,7 @@ class TableRouter implements Router {
   ) {
     const deps: ProxyDeps = {
       currentRoute: (key) => this.state.routes.get(key),
-      agents: this.agents,
+      pools: this.pools,
       inFlight: this.inFlightRegistry,
     };
     this.listeners = new RouteListeners((listener, req, res) => {
@@ -173,8 +173,8 @@ class TableRouter implements Router {
     const bindProblems = await this.listeners.openMissing(next.bindings);
     this.logChanges(previous, next);
     const inUse = addressesInUse(next);
-    this.agents.sweep(inUse, (address) => this.inFlightRegistry.toAddress(address));
-    this.agents.keepWarm(blueAddresses(next));
+    this.pools.sweep(inUse, (address) => this.inFlightRegistry.toAddress(address));
+    this.pools.keepWarm(blueAddresses(next));
     const problems = [...next.problems, ...bindProblems];
     for (const problem of problems) this.report(problem);
     this.reported = new Set(problems);
@@ -207,7 +207,7 @@ class TableRouter implements Router {
     this.tableWatch?.stop();
     await this.running?.catch(() => undefined);
     await this.listeners.closeAll(routerCloseGraceMs);
-    this.agents.destroyAll();
+    this.pools.destroyAll();
     if (this.claimed) releaseRouterRecord(this.stateDir);
     await this.control?.close();
   }

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clientResponseHeaders, upstreamRequestHeaders } from '../../engine/router/forward-headers.js';
-import { upstreamWarmConnections } from '../../engine/router/upstream-agents.js';
+import { upstreamWarmConnections } from '../../engine/router/upstream-pool.js';
 import {
   eventually,
   freeListen,
@@ -86,7 +86,7 @@ describe('router: forwarded headers', () => {
     ({ rawHeaders, socket: { remoteAddress } }) as unknown as IncomingMessage;
 
   it('drops hop-by-hop headers and those Connection names; appends the client to X-Forwarded-For', () => {
-    const { headers, hasBody } = upstreamRequestHeaders(
+    const { headers, body } = upstreamRequestHeaders(
       message([
         'Host',
         'example.test',
@@ -107,7 +107,7 @@ describe('router: forwarded headers', () => {
       ]),
       '127.0.0.1:9000',
     );
-    expect(hasBody).toBe(false);
+    expect(body).toBe('none');
     expect(headers).toEqual([
       'Host',
       'example.test',
@@ -122,11 +122,11 @@ describe('router: forwarded headers', () => {
     ]);
   });
 
-  it('tells a request with a body, and names the upstream as Host when the client sent none', () => {
-    expect(upstreamRequestHeaders(message(['Content-Length', '0']), 'u:1').hasBody).toBe(false);
-    expect(upstreamRequestHeaders(message(['Content-Length', '12']), 'u:1').hasBody).toBe(true);
+  it('tells how a request body is framed, and names the upstream as Host when the client sent none', () => {
+    expect(upstreamRequestHeaders(message(['Content-Length', '0']), 'u:1').body).toBe('none');
+    expect(upstreamRequestHeaders(message(['Content-Length', '12']), 'u:1').body).toBe('length');
     const chunked = upstreamRequestHeaders(message(['Transfer-Encoding', 'chunked']), 'u:1');
-    expect(chunked.hasBody).toBe(true);
+    expect(chunked.body).toBe('chunked');
     expect(chunked.headers).toEqual([
       'Transfer-Encoding',
       'chunked',
@@ -141,7 +141,7 @@ describe('router: forwarded headers', () => {
 
   it('keeps repeated response headers, drops framing and hop-by-hop ones, names the slot', () => {
     const headers = clientResponseHeaders(
-      message([
+      [
         'Set-Cookie',
         'a=1',
         'Set-Cookie',
@@ -152,7 +152,7 @@ describe('router: forwarded headers', () => {
         'keep-alive',
         'Keep-Alive',
         'timeout=5',
-      ]),
+      ],
       'green',
       true,
     );

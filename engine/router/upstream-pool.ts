@@ -1,0 +1,509 @@
+/**
+ * The router's HTTP/1.1 client: per upstream address, a pool of keep-alive connections over plain
+ * sockets, each reading its responses with ResponseParser (http1-response.ts).
+ *
+ * Why not Node's http.request and Agent: on the router's hot path they cost about as much CPU as
+ * Node's HTTP server itself (a ClientRequest, an IncomingMessage, header objects and events per
+ * request). This client writes each request head as one string and hands response bytes straight
+ * to the proxy, and it knows what the proxy's failover rules need: whether the connection was new,
+ * kept alive or opened ahead, and whether any response byte came back (proxy-request.ts `mayRetry`).
+ *
+ * Invariants:
+ * - A connection carries one request at a time (no pipelining): any byte that arrives when no
+ *   response is expected, or after the expected one ended, closes the connection.
+ * - A connection goes back to the pool only when its response was read to the end, the request was
+ *   sent to the end, and the response allowed keep-alive; otherwise it is closed.
+ * - At most `upstreamMaxSockets` connections per address carry requests; more requests wait in
+ *   order for one to be free.
+ */
+import { connect, type Socket } from 'node:net';
+import type { RawHeaders } from './forward-headers.js';
+import { parseHostPort } from './host-port.js';
+import { ResponseParser, type ResponseSink } from './http1-response.js';
+
+/** Connections to one upstream address that carry requests at most; more requests queue. */
+export const upstreamMaxSockets = 256;
+/** Idle keep-alive connections kept per upstream address. */
+export const upstreamMaxIdleSockets = 64;
+/**
+ * An idle upstream connection is closed after at most this long: below Node's default server
+ * keepAliveTimeout (5 s), so the router rarely reuses a connection the upstream is closing.
+ */
+export const upstreamIdleSocketTimeoutMs = 4_000;
+/** An upstream that has not accepted a connection within this long counts as refusing it. */
+export const upstreamConnectTimeoutMs = 5_000;
+/**
+ * Connections kept ready to every blue address of the table, even while blue takes no traffic:
+ * idle keep-alive connections, or else spare connections opened ahead (no request sent on them).
+ * A rollback sends blue, which sat at 0% while green served, all of the traffic at once; without
+ * them, its first requests would each wait for a new connection while the machine is busiest.
+ * (Green needs none: the health gate reaches it before traffic moves, and after a rollback it goes.)
+ */
+export const upstreamWarmConnections = 4;
+/** How often idle connections are closed and the warm ones topped up. */
+export const upstreamMaintenanceIntervalMs = 500;
+/**
+ * A spare connection is replaced after this long: servers close connections on which no request
+ * came within a while (nginx after 60 s), and a spare must be gone from the pool before that.
+ */
+export const upstreamSpareMaxAgeMs = 20_000;
+
+/** What is known about an upstream request that failed before its response ended. */
+export interface UpstreamFailure {
+  method: string;
+  code: string | undefined;
+  /** The connection was established (or reused), so the request may have reached the upstream. */
+  connected: boolean;
+  /** The connection had carried a request before, or was opened ahead: it sat idle before this. */
+  reusedSocket: boolean;
+  /** Bytes of a response arrived on the connection. */
+  receivedBytes: boolean;
+}
+
+/** What happens to one request on its way: the proxy's side of an exchange. */
+export interface ExchangeHandler {
+  /** The connection is up: the request body may be sent now. Only for a request with a body. */
+  upstreamConnected(): void;
+  /** The final response's head (interim 1xx responses are skipped). */
+  upstreamHead(status: number, reason: string, headers: RawHeaders): void;
+  /**
+   * A piece of the response body, the last with `last` (possibly empty). Answer false when the
+   * client cannot take more now: reading stops until `exchange.resume()`.
+   */
+  upstreamBody(chunk: Buffer, last: boolean): boolean;
+  /** The request failed before its response ended; nothing more is called after this. */
+  upstreamFailed(failure: UpstreamFailure, error: Error): void;
+}
+
+/** How the request's body, if any, is framed on the way up. */
+export type RequestBodyFraming = 'none' | 'length' | 'chunked';
+
+/** One request to one upstream address: written by the proxy, carried by a pooled connection. */
+export class UpstreamExchange {
+  /** The connection carrying it, once it has one. */
+  connection: UpstreamConnection | null = null;
+  /** Sent to the end (a request without a body is, once its head is written). */
+  requestEnded: boolean;
+  receivedBytes = false;
+  reusedSocket = false;
+  /** Answered, failed or aborted: nothing more happens. */
+  done = false;
+  /** Waiting for a free connection in this pool. */
+  queuedIn: UpstreamPool | null = null;
+
+  constructor(
+    readonly method: string,
+    /** The request line and header fields, ending with the empty line. */
+    readonly head: string,
+    readonly body: RequestBodyFraming,
+    readonly handler: ExchangeHandler,
+  ) {
+    this.requestEnded = body === 'none';
+  }
+
+  /** The body can no longer be sent (the exchange is over, or its connection is gone). */
+  get destroyed(): boolean {
+    return this.done || this.connection === null || this.connection.socket.destroyed;
+  }
+
+  /** Sends a piece of the request body; false when the connection's buffer is full (see onceDrain). */
+  write(chunk: Buffer): boolean {
+    const socket = this.connection?.socket;
+    if (this.done || !socket || chunk.length === 0) return true;
+    if (this.body !== 'chunked') return socket.write(chunk);
+    socket.cork();
+    socket.write(`${chunk.length.toString(16)}\r\n`, 'latin1');
+    socket.write(chunk);
+    const more = socket.write('\r\n', 'latin1');
+    socket.uncork();
+    return more;
+  }
+
+  end(): void {
+    if (this.requestEnded || this.done) return;
+    this.requestEnded = true;
+    if (this.body === 'chunked') this.connection?.socket.write('0\r\n\r\n', 'latin1');
+  }
+
+  onceDrain(listener: () => void): void {
+    this.connection?.socket.once('drain', listener);
+  }
+
+  /** The client can take more of the response body. */
+  resume(): void {
+    this.connection?.resume();
+  }
+
+  /** The client went away: stop, and close the connection if it carries this request. */
+  abort(): void {
+    if (this.done) return;
+    this.done = true;
+    if (this.queuedIn) this.queuedIn.dequeue(this);
+    this.connection?.socket.destroy();
+  }
+}
+
+type ConnectionState = 'busy' | 'idle' | 'opening-spare' | 'spare' | 'closed';
+
+/** One keep-alive connection to an upstream. */
+export class UpstreamConnection implements ResponseSink {
+  readonly socket: Socket;
+  private readonly parser = new ResponseParser(this);
+  exchange: UpstreamExchange | null = null;
+  state: ConnectionState;
+  connected = false;
+  /** Requests whose response was read to the end on this connection. */
+  served = 0;
+  readonly openedAsSpare: boolean;
+  /** When it became idle, or was opened as a spare. */
+  since = 0;
+  private paused = false;
+  private error: NodeJS.ErrnoException | null = null;
+  private connectTimer: NodeJS.Timeout | null;
+
+  constructor(
+    private readonly pool: UpstreamPool,
+    host: string,
+    port: number,
+    spare: boolean,
+  ) {
+    this.openedAsSpare = spare;
+    this.state = spare ? 'opening-spare' : 'busy';
+    const socket = connect({ host, port, noDelay: true, keepAlive: true });
+    this.socket = socket;
+    socket.on('connect', () => this.onConnect());
+    socket.on('data', (data: Buffer) => this.onData(data));
+    socket.on('error', (error: NodeJS.ErrnoException) => {
+      this.error ??= error;
+    });
+    socket.on('close', () => this.onClose());
+    this.connectTimer = setTimeout(() => {
+      const error: NodeJS.ErrnoException = new Error(`connect to ${host}:${port} timed out`);
+      error.code = 'ETIMEDOUT';
+      socket.destroy(error);
+    }, upstreamConnectTimeoutMs);
+  }
+
+  /** Sends `exchange`'s head on this connection and makes it the one whose response is read. */
+  carry(exchange: UpstreamExchange): void {
+    this.state = 'busy';
+    this.exchange = exchange;
+    exchange.connection = this;
+    exchange.reusedSocket = this.served > 0 || this.openedAsSpare;
+    this.socket.ref();
+    this.parser.expect(exchange.method === 'HEAD');
+    this.socket.write(exchange.head, 'latin1');
+    if (this.connected && !exchange.requestEnded) exchange.handler.upstreamConnected();
+  }
+
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.socket.resume();
+  }
+
+  /** Waits for the next request, not keeping the process alive meanwhile. */
+  rest(now: number): void {
+    this.state = this.openedAsSpare && this.served === 0 ? 'spare' : 'idle';
+    this.since = now;
+    this.resume();
+    this.socket.unref();
+  }
+
+  responseHead(status: number, reason: string, headers: RawHeaders): void {
+    this.exchange?.handler.upstreamHead(status, reason, headers);
+  }
+
+  responseBody(chunk: Buffer, last: boolean): void {
+    const exchange = this.exchange;
+    if (!exchange || exchange.done) return;
+    if (!exchange.handler.upstreamBody(chunk, last) && !last && !this.paused) {
+      this.paused = true;
+      this.socket.pause();
+    }
+  }
+
+  private onConnect(): void {
+    this.connected = true;
+    if (this.connectTimer) clearTimeout(this.connectTimer);
+    this.connectTimer = null;
+    if (this.state === 'opening-spare') {
+      this.pool.spareReady(this);
+      return;
+    }
+    const exchange = this.exchange;
+    if (exchange && !exchange.done && !exchange.requestEnded) exchange.handler.upstreamConnected();
+  }
+
+  private onData(data: Buffer): void {
+    const exchange = this.exchange;
+    if (!exchange) {
+      // Nothing was asked on this connection (idle or spare): not a connection to trust.
+      this.socket.destroy();
+      return;
+    }
+    exchange.receivedBytes = true;
+    try {
+      this.parser.execute(data);
+    } catch (error) {
+      this.socket.destroy(error as Error);
+      return;
+    }
+    if (this.parser.complete) this.finish(exchange);
+  }
+
+  private finish(exchange: UpstreamExchange): void {
+    this.exchange = null;
+    this.served++;
+    const aborted = exchange.done;
+    exchange.done = true;
+    if (!aborted && exchange.requestEnded && this.parser.keepAlive) this.pool.release(this);
+    else this.socket.destroy();
+  }
+
+  private onClose(): void {
+    if (this.connectTimer) clearTimeout(this.connectTimer);
+    this.connectTimer = null;
+    const exchange = this.exchange;
+    // A body delimited by the close ends here (parser.end reports it as the last piece).
+    const complete = exchange !== null && this.error === null && this.parser.headRead && this.parser.end();
+    this.exchange = null;
+    this.pool.closed(this);
+    this.state = 'closed';
+    if (!exchange || exchange.done) return;
+    exchange.done = true;
+    if (complete) return;
+    const error = this.error ?? Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+    exchange.handler.upstreamFailed(
+      {
+        method: exchange.method,
+        code: (error as NodeJS.ErrnoException).code,
+        connected: this.connected,
+        reusedSocket: exchange.reusedSocket,
+        receivedBytes: exchange.receivedBytes,
+      },
+      error,
+    );
+  }
+}
+
+/** The connections to one upstream address. */
+export class UpstreamPool {
+  /** Idle keep-alive connections, oldest first; the newest is reused first. */
+  private idle: UpstreamConnection[] = [];
+  /** Connections opened ahead, nothing sent on them yet, oldest first. */
+  private spares: UpstreamConnection[] = [];
+  private openingSpares = 0;
+  private busy = 0;
+  private waiting: UpstreamExchange[] = [];
+  private readonly target: { host: string; port: number } | null;
+
+  constructor(readonly address: string) {
+    this.target = parseHostPort(address);
+  }
+
+  /** Sends `exchange` on a free connection: kept alive, opened ahead, or new; else it waits. */
+  send(exchange: UpstreamExchange): void {
+    const kept = this.idle.pop() ?? this.takeSpare();
+    if (kept) {
+      this.busy++;
+      kept.carry(exchange);
+    } else if (this.busy < upstreamMaxSockets) {
+      const fresh = this.open(false);
+      if (fresh) fresh.carry(exchange);
+      else
+        queueMicrotask(() => {
+          exchange.done = true;
+          const error = Object.assign(new Error(`${this.address} is not host:port`), { code: 'EINVAL' });
+          exchange.handler.upstreamFailed(
+            {
+              method: exchange.method,
+              code: 'EINVAL',
+              connected: false,
+              reusedSocket: false,
+              receivedBytes: false,
+            },
+            error,
+          );
+        });
+    } else {
+      exchange.queuedIn = this;
+      this.waiting.push(exchange);
+    }
+  }
+
+  /** Connections carrying a request now. */
+  get active(): number {
+    return this.busy;
+  }
+
+  /** A connection finished its exchange and may carry another. */
+  release(connection: UpstreamConnection): void {
+    const next = this.waiting.shift();
+    if (next) {
+      next.queuedIn = null;
+      connection.carry(next);
+      return;
+    }
+    this.busy--;
+    if (this.idle.length >= upstreamMaxIdleSockets) {
+      connection.state = 'closed';
+      connection.socket.destroy();
+      return;
+    }
+    connection.rest(Date.now());
+    this.idle.push(connection);
+  }
+
+  /** @internal A connection's socket closed: forget it, and open another for a waiting request. */
+  closed(connection: UpstreamConnection): void {
+    switch (connection.state) {
+      case 'busy':
+        this.busy--;
+        break;
+      case 'idle':
+        this.idle = this.idle.filter((c) => c !== connection);
+        break;
+      case 'spare':
+        this.spares = this.spares.filter((c) => c !== connection);
+        break;
+      case 'opening-spare':
+        this.openingSpares--;
+        break;
+      case 'closed':
+        break;
+      default: {
+        const never: never = connection.state;
+        throw new Error(`unknown connection state ${String(never)}`);
+      }
+    }
+    connection.state = 'closed';
+    const next = this.waiting.length > 0 && this.busy < upstreamMaxSockets ? this.waiting.shift() : undefined;
+    if (next) {
+      next.queuedIn = null;
+      this.send(next);
+    }
+  }
+
+  /** @internal A spare connection is up. */
+  spareReady(connection: UpstreamConnection): void {
+    this.openingSpares--;
+    connection.rest(Date.now());
+    this.spares.push(connection);
+  }
+
+  dequeue(exchange: UpstreamExchange): void {
+    this.waiting = this.waiting.filter((e) => e !== exchange);
+    exchange.queuedIn = null;
+  }
+
+  /** Closes connections idle too long and spares too old. */
+  closeStale(now: number): void {
+    // Checked every interval: closing at (timeout - interval) keeps every idle time under the timeout.
+    const idleLimit = upstreamIdleSocketTimeoutMs - upstreamMaintenanceIntervalMs;
+    while (this.idle.length > 0 && now - (this.idle[0] as UpstreamConnection).since >= idleLimit)
+      this.drop(this.idle.shift() as UpstreamConnection);
+    while (
+      this.spares.length > 0 &&
+      now - (this.spares[0] as UpstreamConnection).since >= upstreamSpareMaxAgeMs
+    )
+      this.drop(this.spares.shift() as UpstreamConnection);
+  }
+
+  /** Opens spares until `count` connections are ready (idle or spare). One with requests on it warms itself. */
+  keepWarm(count: number): void {
+    if (this.busy > 0) return;
+    for (let ready = this.idle.length + this.spares.length + this.openingSpares; ready < count; ready++) {
+      if (!this.open(true)) return;
+      this.openingSpares++;
+    }
+  }
+
+  /** Connections open or opening, whatever they do. */
+  get size(): number {
+    return this.busy + this.idle.length + this.spares.length + this.openingSpares;
+  }
+
+  destroy(): void {
+    for (const exchange of this.waiting.splice(0)) {
+      exchange.queuedIn = null;
+      exchange.abort();
+    }
+    for (const connection of [...this.idle.splice(0), ...this.spares.splice(0)]) this.drop(connection);
+  }
+
+  private takeSpare(): UpstreamConnection | undefined {
+    for (let spare = this.spares.pop(); spare; spare = this.spares.pop()) {
+      if (!spare.socket.destroyed && spare.socket.writable && spare.socket.readable) return spare;
+      this.drop(spare);
+    }
+    return undefined;
+  }
+
+  private open(spare: boolean): UpstreamConnection | null {
+    if (!this.target) return null;
+    if (!spare) this.busy++;
+    return new UpstreamConnection(this, this.target.host, this.target.port, spare);
+  }
+
+  private drop(connection: UpstreamConnection): void {
+    connection.state = 'closed';
+    connection.socket.destroy();
+  }
+}
+
+/** One pool per upstream address, and the timer that keeps them tidy. */
+export class UpstreamPools {
+  private readonly pools = new Map<string, UpstreamPool>();
+  private timer: NodeJS.Timeout | null = null;
+  private warmAddresses: ReadonlySet<string> = new Set();
+
+  get(address: string): UpstreamPool {
+    let pool = this.pools.get(address);
+    if (!pool) {
+      pool = new UpstreamPool(address);
+      this.pools.set(address, pool);
+      this.startTimer();
+    }
+    return pool;
+  }
+
+  /**
+   * Keeps `upstreamWarmConnections` connections ready to every address of `addresses`, topped up at
+   * the next maintenance tick (not at once: a new table is the moment traffic moves, no time to open
+   * connections nobody asked for yet). Each table replaces the set.
+   */
+  keepWarm(addresses: ReadonlySet<string>): void {
+    this.warmAddresses = addresses;
+    this.startTimer();
+  }
+
+  /** Drops pools of addresses no route uses any more, once nothing is in flight to them. */
+  sweep(inUse: ReadonlySet<string>, inFlightTo: (address: string) => number): void {
+    for (const [address, pool] of this.pools) {
+      if (inUse.has(address) || inFlightTo(address) > 0) continue;
+      pool.destroy();
+      this.pools.delete(address);
+    }
+  }
+
+  destroyAll(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.warmAddresses = new Set();
+    for (const pool of this.pools.values()) pool.destroy();
+    this.pools.clear();
+  }
+
+  private startTimer(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => this.maintain(), upstreamMaintenanceIntervalMs);
+    this.timer.unref();
+  }
+
+  private maintain(): void {
+    const now = Date.now();
+    for (const pool of this.pools.values()) pool.closeStale(now);
+    for (const address of this.warmAddresses) this.get(address).keepWarm(upstreamWarmConnections);
+  }
+}

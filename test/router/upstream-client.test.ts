@@ -1,0 +1,306 @@
+/**
+ * The router's own HTTP/1.1 client (upstream-pool.ts, http1-response.ts), end to end: a client
+ * request through a real router to a real upstream, for every way a response can be framed, bodies
+ * that do not fit in memory at once, upstreams that misbehave, and the connection limits.
+ */
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, request, type ServerResponse } from 'node:http';
+import { connect, createServer as createNetServer, type Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { upstreamMaxSockets } from '../../engine/router/upstream-pool.js';
+import {
+  environment,
+  eventually,
+  freeListen,
+  Resources,
+  send,
+  setRoute,
+  startTestRouter,
+  stateDirFor,
+} from './support.js';
+
+const resources = new Resources();
+afterEach(() => resources.cleanup());
+
+/** An upstream with the test's handler; counts the connections it accepted and holds. */
+async function upstream(handler: (req: IncomingMessage, res: ServerResponse) => void) {
+  const server = createServer(handler);
+  let accepted = 0;
+  let open = 0;
+  let mostOpen = 0;
+  server.on('connection', (socket: Socket) => {
+    accepted++;
+    mostOpen = Math.max(mostOpen, ++open);
+    socket.on('close', () => open--);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  resources.add(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return {
+    address: `127.0.0.1:${(server.address() as { port: number }).port}`,
+    accepted: () => accepted,
+    open: () => open,
+    mostOpen: () => mostOpen,
+  };
+}
+
+/** An upstream that answers every request with the same bytes, whatever they are. */
+async function rawUpstream(answer: string) {
+  const server = createNetServer((socket) => {
+    socket.once('data', () => socket.end(answer, 'latin1'));
+    socket.on('error', () => undefined);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  resources.add(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return `127.0.0.1:${(server.address() as { port: number }).port}`;
+}
+
+/**
+ * A router serving one route, all of it to `address`, as blue, or as green (100%, no blue: no
+ * connections are kept warm to it).
+ */
+async function routeTo(address: string, slot: 'blue' | 'green' = 'blue') {
+  const stateDir = await stateDirFor(resources);
+  const listen = await freeListen();
+  const route =
+    slot === 'blue'
+      ? { listen, blue: [address], green: [], greenPercent: 0 }
+      : { listen, blue: [], green: [address], greenPercent: 100 };
+  await setRoute(stateDir, 'web', route);
+  const { router } = await startTestRouter(resources, stateDir);
+  return { listen, router };
+}
+
+/** A request through the router, its body streamed in, read back as a Buffer (slowly if asked). */
+function fetchBytes(
+  listen: string,
+  options: {
+    method?: string;
+    path?: string;
+    headers?: Record<string, string>;
+    body?: Buffer[];
+    readDelayMs?: number;
+  } = {},
+): Promise<{ status: number; headers: IncomingMessage['headers']; body: Buffer }> {
+  const [host, port] = listen.split(':') as [string, string];
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host,
+        port: Number(port),
+        method: options.method ?? 'GET',
+        path: options.path ?? '/',
+        headers: options.headers,
+        agent: false,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => {
+          chunks.push(chunk);
+          if (options.readDelayMs) {
+            res.pause();
+            setTimeout(() => res.resume(), options.readDelayMs);
+          }
+        });
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    for (const piece of options.body ?? []) req.write(piece);
+    req.end();
+  });
+}
+
+const sha = (data: Buffer) => createHash('sha256').update(data).digest('hex');
+
+describe('router: its HTTP/1.1 client to upstreams', () => {
+  it('passes responses of every framing: chunked with trailers, fixed length, close-delimited, HEAD, 204, 304', async () => {
+    const app = await upstream((req, res) => {
+      if (req.url === '/chunked') {
+        res.writeHead(200, { trailer: 'x-digest' });
+        res.write('one,');
+        setTimeout(() => {
+          res.addTrailers({ 'x-digest': 'abc' });
+          res.end('two');
+        }, 10);
+      } else if (req.url === '/204') res.writeHead(204).end();
+      else if (req.url === '/304') res.writeHead(304, { etag: '"v1"' }).end();
+      else
+        res
+          .writeHead(200, { 'content-length': '5', 'x-kind': 'fixed' })
+          .end(req.method === 'HEAD' ? undefined : 'fixed');
+    });
+    const legacy = await rawUpstream('HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the close');
+    const { listen } = await routeTo(app.address);
+    const chunked = await fetchBytes(listen, { path: '/chunked' });
+    expect([chunked.status, chunked.body.toString()]).toEqual([200, 'one,two']);
+    const fixed = await fetchBytes(listen);
+    expect([fixed.body.toString(), fixed.headers['content-length'], fixed.headers['x-kind']]).toEqual([
+      'fixed',
+      '5',
+      'fixed',
+    ]);
+    const head = await fetchBytes(listen, { method: 'HEAD' });
+    expect([head.status, head.headers['content-length'], head.body.length]).toEqual([200, '5', 0]);
+    expect((await fetchBytes(listen, { path: '/204' })).status).toBe(204);
+    const notModified = await fetchBytes(listen, { path: '/304' });
+    expect([notModified.status, notModified.headers.etag]).toEqual([304, '"v1"']);
+    // Six requests one after another: one kept-alive connection carried them all.
+    expect(app.accepted()).toBe(1);
+
+    const { listen: legacyListen } = await routeTo(legacy);
+    const closeDelimited = await fetchBytes(legacyListen);
+    expect([closeDelimited.status, closeDelimited.body.toString()]).toEqual([200, 'until the close']);
+  });
+
+  it('streams 32 MiB each way intact, to a client reading slowly and from one sending chunked', async () => {
+    const big = Buffer.alloc(32 * 1024 * 1024);
+    for (let i = 0; i < big.length; i += 4096) big.writeUInt32BE(i, i);
+    const app = await upstream((req, res) => {
+      if (req.method === 'POST') {
+        const hash = createHash('sha256');
+        let bytes = 0;
+        req.on('data', (chunk: Buffer) => {
+          hash.update(chunk);
+          bytes += chunk.length;
+        });
+        req.on('end', () =>
+          res.end(`${bytes} ${hash.digest('hex')} ${req.headers['transfer-encoding'] ?? ''}`),
+        );
+      } else if (req.url === '/chunked') {
+        // No Content-Length: Node sends it chunked, in pieces of 1 MiB.
+        for (let i = 0; i < big.length; i += 1024 * 1024) res.write(big.subarray(i, i + 1024 * 1024));
+        res.end();
+      } else res.end(big);
+    });
+    const { listen } = await routeTo(app.address);
+    const fixed = await fetchBytes(listen, { readDelayMs: 1 });
+    expect([fixed.body.length, sha(fixed.body)]).toEqual([big.length, sha(big)]);
+    const chunked = await fetchBytes(listen, { path: '/chunked', readDelayMs: 1 });
+    expect([chunked.body.length, sha(chunked.body)]).toEqual([big.length, sha(big)]);
+    const pieces = Array.from({ length: 32 }, (_, i) => big.subarray(i * 1024 * 1024, (i + 1) * 1024 * 1024));
+    const upload = await fetchBytes(listen, { method: 'POST', body: pieces });
+    expect(upload.body.toString()).toBe(`${big.length} ${sha(big)} chunked`);
+  });
+
+  it('does not reuse a connection the upstream closes, and loses no request over it', async () => {
+    const app = await upstream((_req, res) => res.writeHead(200, { connection: 'close' }).end('bye'));
+    const { listen } = await routeTo(app.address);
+    for (let i = 0; i < 5; i++) expect((await send(listen)).body).toBe('bye');
+    expect(app.accepted()).toBe(5);
+  });
+
+  it('answers 502 naming what was wrong when an upstream answers malformed HTTP, and keeps serving', async () => {
+    const cases: [string, RegExp][] = [
+      ['HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nab', /Content-Length "3"/],
+      ['HTTP/1.1 200 OK\r\nX-Bad\r\n\r\n', /malformed header line: "X-Bad"/],
+      ['SMTP ready\r\n\r\n', /status line is not HTTP\/1\.x/],
+      ['HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n', /switched protocols/],
+    ];
+    for (const [answer, message] of cases) {
+      const { listen } = await routeTo(await rawUpstream(answer));
+      const reply = await send(listen);
+      expect(reply.status).toBe(502);
+      expect(reply.body).toMatch(message);
+    }
+  });
+
+  it(`keeps at most ${upstreamMaxSockets} connections to an upstream; more requests wait their turn`, async () => {
+    const app = await upstream((_req, res) => {
+      setTimeout(() => res.end('ok'), 400);
+    });
+    const { listen } = await routeTo(app.address);
+    const count = upstreamMaxSockets + 44;
+    const answers = await Promise.all(Array.from({ length: count }, () => send(listen)));
+    expect(answers.filter((a) => a.status === 200 && a.body === 'ok')).toHaveLength(count);
+    expect(app.mostOpen()).toBe(upstreamMaxSockets);
+  });
+
+  it('closes the upstream connection and counts nothing in flight once the client goes away', async () => {
+    const app = await upstream((req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.write('started');
+      req.socket.on('close', () => res.destroy());
+    });
+    const { listen, router } = await routeTo(app.address);
+    const key = `${environment}/web`;
+    const [host, port] = listen.split(':') as [string, string];
+    const client = connect(Number(port), host);
+    resources.add(() => {
+      client.destroy();
+    });
+    client.write('GET /endless HTTP/1.1\r\nHost: x\r\n\r\n');
+    await once(client, 'data');
+    expect(router.inFlight(key, [app.address])).toBe(1);
+    client.destroy();
+    await eventually(() => router.inFlight(key, [app.address]) === 0 && app.open() === 0);
+  });
+
+  it('passes an early answer (413 before the body is read) and never reuses that connection', async () => {
+    const app = await upstream((req, res) => {
+      // Answered at once, the body unread: Node's server then reads and drops the rest of it.
+      if (req.method === 'POST') res.writeHead(413).end('too large');
+      else res.end('fine');
+    });
+    const { listen } = await routeTo(app.address);
+    const early = await fetchBytes(listen, {
+      method: 'POST',
+      headers: { 'content-length': String(4 * 1024 * 1024) },
+      body: [Buffer.alloc(4 * 1024 * 1024)],
+    });
+    expect([early.status, early.body.toString()]).toEqual([413, 'too large']);
+    // The request was not sent to its end on that connection: it is closed, the next one is new.
+    expect((await send(listen)).body).toBe('fine');
+    expect(app.accepted()).toBe(2);
+  });
+
+  it('answers a client that expects 100-continue, skips the upstream interim responses', async () => {
+    const app = await upstream((req, res) => {
+      res.writeEarlyHints({ link: '</a.css>; rel=preload' });
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => res.end(`got ${Buffer.concat(chunks).toString()}`));
+    });
+    const { listen } = await routeTo(app.address);
+    const [host, port] = listen.split(':') as [string, string];
+    const answer = await new Promise<string>((resolve, reject) => {
+      const req = request({
+        host,
+        port: Number(port),
+        method: 'POST',
+        path: '/',
+        agent: false,
+        headers: { expect: '100-continue', 'content-length': '4' },
+      });
+      req.on('continue', () => req.end('data'));
+      req.on('response', (res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => {
+          body += chunk.toString();
+        });
+        res.on('end', () => resolve(`${res.statusCode} ${body}`));
+      });
+      req.on('error', reject);
+    });
+    expect(answer).toBe('200 got data');
+  });
+
+  it('closes idle upstream connections before the upstream would (Node: 5 s), and reopens on demand', async () => {
+    const app = await upstream((_req, res) => res.end('ok'));
+    const { listen } = await routeTo(app.address, 'green');
+    expect((await send(listen)).body).toBe('ok');
+    expect(app.open()).toBe(1);
+    await sleep(4_200);
+    expect(app.open()).toBe(0);
+    expect((await send(listen)).body).toBe('ok');
+  });
+});
