@@ -166,14 +166,16 @@ class ProxiedRequest implements ExchangeHandler {
     // write, instead of a writev of the two.
     const inline = this.firstBodyChunk && chunk.length <= inlineFirstChunkBytes;
     this.firstBodyChunk = false;
+    const more =
+      chunk.length === 0 ? true : inline ? res.write(chunk.toString('latin1'), 'latin1') : res.write(chunk);
     if (last) {
-      if (chunk.length === 0) res.end();
-      else if (inline) res.end(chunk.toString('latin1'), 'latin1');
-      else res.end(chunk);
+      // Node corks a response's first write until the next tick; `end` with data still corked adds
+      // an empty chunk and sends both with writev. Uncorked first, the answer goes out as one write.
+      const socket = res.socket;
+      if (socket) while (socket.writableCorked > 0) socket.uncork();
+      res.end();
       return true;
     }
-    if (chunk.length === 0) return true;
-    const more = inline ? res.write(chunk.toString('latin1'), 'latin1') : res.write(chunk);
     if (!more) res.once('drain', () => this.current?.resume());
     return more;
   }
