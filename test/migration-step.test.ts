@@ -142,14 +142,22 @@ describe('the migration step function', () => {
     expect(kinds(d.log.slice(from))).toEqual(['apply_route:public', 'retire:green:web', 'retire:green:api']);
     expect(d.log.slice(from)[0]).toMatchObject({ restore: true, greenPercent: 0 });
     expect(d.log.some((c) => c.kind === 'retire' && c.slot === 'blue')).toBe(false);
+    expect(d.notices.find((n) => n.kind === 'rollback_started')?.message).toBe(
+      'rollback requested; rolling back: routes back to blue first, then green retired',
+    );
   });
 
-  it('rolls back by itself when the health gate fails, and says why', () => {
+  it('rolls back by itself when the health gate fails, and says why once', () => {
     const d = inState('failed');
     expect(d.state.ending?.reason).toBe('health gate failed for api: boom');
     // Both green slots were up (provision_green runs before health_gate); both go, newest first.
     expect(kinds(d.log.filter((c) => c.kind === 'retire'))).toEqual(['retire:green:web', 'retire:green:api']);
     expect(d.log.some((c) => c.kind === 'apply_route')).toBe(false);
+    // The reason in the gate's own notice, then what the rollback does: no traffic had moved.
+    expect(d.notices.filter((n) => n.message.includes('boom')).map((n) => n.kind)).toContain('gate_failed');
+    expect(d.notices.find((n) => n.kind === 'rollback_started')?.message).toBe(
+      'rolling back: green retired (no traffic had moved to it)',
+    );
   });
 
   it('retries a transient error with backoff, then fails the action', () => {

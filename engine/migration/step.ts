@@ -164,10 +164,10 @@ function onOperator(t: Transition, verb: Verb, at: number, by?: string): void {
       notice(t, at, 'resumed', 'info', `resumed${who}`);
       return;
     case 'rollback':
-      beginEnding(t, at, 'rolled_back', `rolled back${who}`);
+      beginEnding(t, at, 'rolled_back', `rolled back${who}`, `rollback requested${who}`);
       return;
     case 'cancel':
-      beginEnding(t, at, 'cancelled', `cancelled${who}`);
+      beginEnding(t, at, 'cancelled', `cancelled${who}`, `cancel requested${who}`);
       return;
     case 'commit':
       beginCommit(t, at, `commit requested${who}`);
@@ -336,8 +336,12 @@ function onCancelled(t: Transition, at: number, elapsedMs: number): void {
   void at;
 }
 
-/** Starts a rollback (operator, cancel or failure): plans the undo steps and runs them. */
-function beginEnding(t: Transition, at: number, outcome: Outcome, reason: string): void {
+/**
+ * Starts a rollback (operator, cancel or failure): plans the undo steps and runs them. `reason` is
+ * how the migration will have ended; `cause` opens the notice (a failure's reason was just given in
+ * its own notice, gate_failed or action_failed, so it has none).
+ */
+function beginEnding(t: Transition, at: number, outcome: Outcome, reason: string, cause?: string): void {
   const s = t.state;
   const steps = undoSteps(s).map((command) => ({ ...command, id: '' }) as Command);
   let next = s.nextCommand;
@@ -359,8 +363,18 @@ function beginEnding(t: Transition, at: number, outcome: Outcome, reason: string
     at,
     'rollback_started',
     outcome === 'failed' ? 'error' : 'warn',
-    `${reason}; rolling back: traffic to blue first, then green retired`,
+    `${cause ? `${cause}; ` : ''}rolling back: ${describeUndo(steps)}`,
   );
+}
+
+/** What a rollback will do, in the order it does it. */
+function describeUndo(steps: readonly Command[]): string {
+  const routes = steps.some((c) => c.kind === 'apply_route' || c.kind === 'remove_route');
+  const green = steps.some((c) => c.kind === 'retire');
+  if (routes && green) return 'routes back to blue first, then green retired';
+  if (routes) return 'routes back to blue';
+  if (green) return 'green retired (no traffic had moved to it)';
+  return 'nothing to undo';
 }
 
 function beginCommit(t: Transition, at: number, why: string): void {

@@ -222,7 +222,11 @@ class TableRouter implements Router {
     for (const [key, route] of next.routes) {
       const before = previous.routes.get(key);
       if (before && describe(before) === describe(route)) continue;
-      this.log(`router: ${key} ${describe(route)}`);
+      // At a commit the engine makes green the live (blue) slot: say so, rather than "100% blue",
+      // which reads as if traffic had gone back.
+      if (before && promoted(before, route))
+        this.log(`router: ${key} green promoted: it is the live slot now, ${describe(route)}`);
+      else this.log(`router: ${key} ${describe(route)}`);
     }
     for (const key of previous.routes.keys()) {
       if (!next.routes.has(key)) this.log(`router: ${key} removed`);
@@ -235,6 +239,16 @@ function describe(route: RouteState): string {
   const blue = `${100 - route.greenPercent}% blue [${route.blue.join(' ')}]`;
   const green = `${route.greenPercent}% green [${route.green.join(' ')}]`;
   return `on ${route.listen}${preview}: ${blue}, ${green}`;
+}
+
+/** `after`'s blue is `before`'s green: green became the live slot, and nothing else is left. */
+function promoted(before: RouteState, after: RouteState): boolean {
+  return (
+    before.green.length > 0 &&
+    after.green.length === 0 &&
+    after.blue.length === before.green.length &&
+    after.blue.every((address) => before.green.includes(address))
+  );
 }
 
 function addressesInUse(state: RoutingState): Set<string> {

@@ -59,6 +59,20 @@ describe('router: listeners follow the table', () => {
     expect(Date.now() - closeStartedAt).toBeLessThan(1_000);
   });
 
+  it('logs a commit as green promoted to the live slot, not as traffic back on blue', async () => {
+    const stateDir = await stateDirFor(resources);
+    const [v1, v2] = await Promise.all([startUpstream(resources, 'v1'), startUpstream(resources, 'v2')]);
+    const listen = await freeListen();
+    await setRoute(stateDir, 'web', { listen, blue: [v1.address], green: [v2.address], greenPercent: 100 });
+    const { router, log } = await startTestRouter(resources, stateDir);
+    await setRoute(stateDir, 'web', { listen, blue: [v2.address], green: [], greenPercent: 0 });
+    await router.reload();
+    expect((await send(listen)).body).toBe('v2');
+    expect(log.at(-1)).toBe(
+      `router: test/web green promoted: it is the live slot now, on ${listen}: 100% blue [${v2.address}], 0% green []`,
+    );
+  });
+
   it('applies a table written on disc without being asked (file watch, poll fallback)', async () => {
     const stateDir = await stateDirFor(resources);
     const [blue, green] = await Promise.all([

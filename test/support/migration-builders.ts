@@ -5,6 +5,7 @@ import type {
   MigrationEvent,
   MigrationSpec,
   MigrationState,
+  Notice,
   Transition,
   Verb,
 } from '../../engine/migration/types.js';
@@ -59,17 +60,21 @@ export function bumpSpec(commit: 'auto' | 'manual' = 'auto', bake = '0s'): Migra
 export class Driver {
   state: MigrationState;
   readonly log: Command[] = [];
+  /** Every notice the step function gave, in order: what a user reads in the migration's log. */
+  readonly notices: Notice[] = [];
   clock = 1_000;
 
   constructor(spec: MigrationSpec) {
     const t = start(spec);
     this.state = t.state;
     this.log.push(...t.commands);
+    this.notices.push(...t.notices);
   }
 
   private apply(t: Transition): Transition {
     this.state = t.state;
     this.log.push(...t.commands);
+    this.notices.push(...t.notices);
     return t;
   }
 
