@@ -56,9 +56,15 @@ components:
     expect(line).toMatch(/^topology\.yaml:\d+:\d+: YAML syntax: /);
   });
 
-  it('rejects duplicate keys with their location', () => {
+  it('rejects duplicate keys with their path and where the first one is', () => {
     const text = `${header}components:\n  api: { driver: x, version: "1" }\n  api: { driver: x, version: "2" }\n`;
-    expect(errors(text)[0]).toMatch(/^topology\.yaml:7:\d+: YAML syntax: duplicated mapping key/);
+    expect(errors(text)).toEqual([
+      'topology.yaml:7:3 components.api: duplicate key "api": the first is on line 6',
+    ]);
+    const nested = `${header}routes:\n  web:\n    listen: 127.0.0.1:1\n    to: a\n    to: b\n`;
+    expect(errors(nested)).toEqual([
+      'topology.yaml:9:5 routes.web.to: duplicate key "to": the first is on line 8',
+    ]);
   });
 
   it('names a dependency cycle', () => {
@@ -99,6 +105,25 @@ components:
     doc.components.db = { ...doc.components.db, version: 16 };
     expect(errors(toYaml(doc))).toEqual([
       expect.stringContaining('components.db.version: must be a string; e.g. "16"'),
+    ]);
+  });
+
+  it('quotes a number as it is written, not as YAML reads it (1.10 is the number 1.1)', () => {
+    const doc = shopDoc();
+    doc.components.db = { ...doc.components.db, version: 'PLACEHOLDER' };
+    const text = toYaml(doc).replace(/version: "?PLACEHOLDER"?/, 'version: 1.10');
+    expect(text).toContain('version: 1.10');
+    expect(errors(text)).toEqual([
+      expect.stringContaining('components.db.version: must be a string; e.g. "1.10"'),
+    ]);
+    doc.components.db = { ...doc.components.db, version: '15' };
+    doc.components.api = {
+      ...doc.components.api,
+      health: { http: { path: '/healthz' }, interval: 'PLACEHOLDER' },
+    };
+    const duration = toYaml(doc).replace(/interval: "?PLACEHOLDER"?/, 'interval: 1.50');
+    expect(errors(duration)).toEqual([
+      expect.stringContaining('components.api.health.interval: must be a duration with a unit; e.g. "1.50s"'),
     ]);
   });
 

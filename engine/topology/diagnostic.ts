@@ -26,6 +26,11 @@ export interface PathProblem {
   message: string;
   /** Point at the key rather than the value (unknown keys, duplicate names). */
   atKey?: boolean;
+  /**
+   * The message with the offending value as written in the file, when it is a plain scalar there:
+   * `version: 1.10` is the number 1.1 once parsed, but the hint should say "1.10".
+   */
+  withSource?: (written: string) => string;
 }
 
 export function dottedPath(path: readonly (string | number)[]): string {

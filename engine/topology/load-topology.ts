@@ -1,7 +1,7 @@
 import { checkTopology } from './check-topology.js';
 import type { Diagnostic, PathProblem } from './diagnostic.js';
 import type { TopologyFile } from './file-types.js';
-import { locateProblems } from './locate.js';
+import { locateDuplicateKey, locateProblems } from './locate.js';
 import { normalizeTopology } from './normalize.js';
 import { defaultParseLimits, type ParseLimits, parseYaml } from './parse-yaml.js';
 import type { Topology } from './types.js';
@@ -33,6 +33,11 @@ export function loadTopology(text: string, options: LoadOptions): LoadResult {
   const parsed = parseYaml(text, options.limits ?? defaultParseLimits);
   if (!parsed.ok) {
     if ('problem' in parsed) return { ok: false, diagnostics: locateProblems(file, text, [parsed.problem]) };
+    const duplicate =
+      parsed.message === 'YAML syntax: duplicated mapping key'
+        ? locateDuplicateKey(file, text, parsed.line, parsed.column)
+        : null;
+    if (duplicate) return { ok: false, diagnostics: [duplicate] };
     return fail(file, parsed.line, parsed.column, parsed.message);
   }
   const problems = [...validateAgainstSchema(parsed.value)];

@@ -108,10 +108,10 @@ function toProblem(error: ErrorObject, root: unknown): PathProblem | undefined {
     case 'type': {
       const expected = String(params.type);
       if (expected === 'string' && typeof error.data === 'number') {
-        const example =
-          definitionOf(error.schemaPath) === 'duration' ? `${String(error.data)}s` : String(error.data);
-        const what = definitionOf(error.schemaPath) === 'duration' ? 'a duration with a unit' : 'a string';
-        return { path, message: `must be ${what}; e.g. "${example}"` };
+        const duration = definitionOf(error.schemaPath) === 'duration';
+        const what = duration ? 'a duration with a unit' : 'a string';
+        const hint = (value: string) => `must be ${what}; e.g. "${value}${duration ? 's' : ''}"`;
+        return { path, message: hint(String(error.data)), withSource: hint };
       }
       if (
         expected === 'array' &&
