@@ -19,6 +19,8 @@ export interface Repository {
   readonly workTree: string | null;
   /** The branch's commit now, or null when the branch does not exist. */
   head(branch: string): Promise<string | null>;
+  /** The names of the branches there are (to suggest one when the wanted branch is missing). */
+  branches(): Promise<string[]>;
   /** For a remote: fetch the branches into the cache. A no-op for a local repository. */
   fetch(): Promise<void>;
   /** Paths of the files at a commit that the matcher accepts. */
@@ -89,6 +91,13 @@ function repository(source: string, remote: boolean, gitDir: string, workTree: s
         if (name === ref && sha) return sha;
       }
       return null;
+    },
+    async branches() {
+      const out = await run(['for-each-ref', '--format=%(refname:short)', 'refs/heads/']);
+      return out
+        .split('\n')
+        .map((line) => line.trim())
+        .filter((line) => line !== '');
     },
     async fetch() {
       if (!remote) return;

@@ -145,7 +145,7 @@ export class Watcher {
     if (this.branchMissing) {
       throw new CutoverError(
         'GIT_REF_UNREADABLE',
-        `branch ${this.options.branch} does not exist in ${this.options.repo}: nothing to plan`,
+        `branch ${this.options.branch} does not exist in ${this.options.repo}: nothing to plan${await this.otherBranches()}`,
       );
     }
     return reports;
@@ -401,14 +401,23 @@ export class Watcher {
     return false;
   }
 
+  /** `; its branches: master, dev (choose one with --branch)`, or nothing when there are none. */
+  private async otherBranches(): Promise<string> {
+    const names = await (this.repo as Repository).branches().catch(() => [] as string[]);
+    if (names.length === 0) return '';
+    const listed = names.length > 10 ? `${names.slice(0, 10).join(', ')}, …` : names.join(', ');
+    return `; its branches: ${listed} (choose one with --branch)`;
+  }
+
   /** Looks at the branch head: plans what changed, then applies what waits. */
   private async check(): Promise<void> {
     const repo = this.repo as Repository;
     const head = await repo.head(this.options.branch);
     if (head === null) {
-      if (!this.branchMissing) {
+      // (With --once there is no waiting: runOnce reports it.)
+      if (!this.branchMissing && !this.onceOnly) {
         this.options.log(
-          `branch ${this.options.branch} does not exist${this.lastHead ? ' any more (deleted?)' : ''}; waiting for it`,
+          `branch ${this.options.branch} does not exist${this.lastHead ? ' any more (deleted?)' : ''}; waiting for it${await this.otherBranches()}`,
         );
       }
       this.branchMissing = true;

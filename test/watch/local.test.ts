@@ -239,7 +239,7 @@ describe('cutover watch, local repository', () => {
     const { repo, out, watch } = await setup();
     await repo.git('checkout', '-q', '--detach');
     await repo.git('update-ref', '-d', 'refs/heads/main');
-    await watch.line(/branch main does not exist any more \(deleted\?\); waiting for it/);
+    await watch.line(/branch main does not exist any more \(deleted\?\); waiting for it$/);
     await sleep(300);
     expect(watch.alive()).toBe(true);
     expect(watch.matching(/does not exist/)).toHaveLength(1);
@@ -297,6 +297,7 @@ describe('cutover watch, local repository', () => {
     const missing = await runCli([...args, '--branch', 'no-such-branch']);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('branch no-such-branch does not exist');
+    expect(missing.stderr).toContain('its branches: main (choose one with --branch)');
 
     // The head is applied: a migration held at its health gate (until <state>/release-gate exists).
     const first = await runCli([...args, '--apply']);
