@@ -127,6 +127,14 @@ components:
     ]);
   });
 
+  it('says what a health check path must look like', () => {
+    const doc = shopDoc();
+    doc.components.api = { ...doc.components.api, health: { http: { path: 'healthz' } } };
+    expect(errors(toYaml(doc))).toEqual([
+      expect.stringContaining('components.api.health.http.path: must start with /, e.g. /healthz'),
+    ]);
+  });
+
   it('says so when the file is empty', () => {
     expect(errors('')).toEqual([
       'topology.yaml:1:1: the file is empty; expected a topology (apiVersion: cutover/v1, kind: Topology, …)',

@@ -60,6 +60,11 @@ const patternMessages: Record<string, string> = {
   env: 'environment variable names are letters, digits and _, not starting with a digit',
 };
 
+/** Patterns written in place rather than as a definition, by their text. */
+const inlinePatternMessages: Record<string, string> = {
+  '^/': 'must start with /, e.g. /healthz',
+};
+
 function definitionOf(schemaPath: string): string | undefined {
   return /#\/definitions\/([a-z]+)\//.exec(schemaPath)?.[1];
 }
@@ -99,7 +104,11 @@ function toProblem(error: ErrorObject, root: unknown): PathProblem | undefined {
         };
       }
       const def = definitionOf(error.schemaPath);
-      return { path, message: patternMessages[def ?? ''] ?? `must match ${String(params.pattern)}` };
+      const message =
+        patternMessages[def ?? ''] ??
+        inlinePatternMessages[String(params.pattern)] ??
+        `must match ${String(params.pattern)}`;
+      return { path, message };
     }
     case 'enum':
       return { path, message: `must be one of: ${(params.allowedValues as unknown[]).join(', ')}` };
