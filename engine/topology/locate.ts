@@ -34,7 +34,12 @@ export function locateProblems(file: string, text: string, problems: readonly Pa
  * A duplicate key (which the YAML parser reports by position only) as a diagnostic with its path and
  * the line of the key's first occurrence; null when no key starts at that position.
  */
-export function locateDuplicateKey(file: string, text: string, line: number, column: number): Diagnostic | null {
+export function locateDuplicateKey(
+  file: string,
+  text: string,
+  line: number,
+  column: number,
+): Diagnostic | null {
   yaml ??= createRequire(import.meta.url)('yaml') as YamlModule;
   const { LineCounter, parseDocument, isMap, isPair, isScalar, isSeq } = yaml;
   const lineCounter = new LineCounter();
