@@ -62,6 +62,8 @@ export class ResponseParser {
   private remaining = 0;
   /** The response that completed may be followed by another request on the same connection. */
   private reusable = false;
+  /** Bytes came after the response ended (they were dropped). */
+  extraBytes = false;
   /** The framing of the current response's body, once its head is read. */
   framing: BodyFraming | null = null;
 
@@ -76,6 +78,7 @@ export class ResponseParser {
     this.pending = null;
     this.framing = null;
     this.reusable = false;
+    this.extraBytes = false;
   }
 
   /** The last response was read to its end. */
@@ -98,8 +101,13 @@ export class ResponseParser {
     while (offset < data.length) {
       switch (this.state) {
         case 'idle':
-        case 'done':
           throw new ResponseParseError('the upstream sent data nobody asked for');
+        case 'done':
+          // Bytes after a complete response: the response stands (it was read to its end), but a
+          // connection that sends what nobody asked for is not used again.
+          this.reusable = false;
+          this.extraBytes = true;
+          return;
         case 'head':
         case 'trailers':
           offset = this.readBlock(data, offset);
@@ -214,18 +222,20 @@ export class ResponseParser {
       const name = colon > 0 ? line.slice(0, colon) : '';
       if (!tokenPattern.test(name))
         throw new ResponseParseError(`the upstream sent a malformed header line: ${quote(line)}`);
-      const value = line.slice(colon + 1).trim();
+      const value = trimWhitespace(line, colon + 1);
       if (!valuePattern.test(value))
         throw new ResponseParseError(`the upstream's ${name} header holds a control character`);
-      headers.push(name, value);
       const length = name.length;
-      if (length !== 10 && length !== 14 && length !== 17) continue;
-      const lower = name.toLowerCase();
+      const lower = length === 10 || length === 14 || length === 17 ? name.toLowerCase() : '';
       if (lower === 'content-length') {
         if (!digitsPattern.test(value) || (contentLength !== null && contentLength !== value))
           throw new ResponseParseError(`the upstream sent Content-Length ${quote(value)}`);
+        // The same length repeated is one length (RFC 9110 §8.6): forwarded once.
+        if (contentLength !== null) continue;
         contentLength = value;
-      } else if (lower === 'transfer-encoding') {
+      }
+      headers.push(name, value);
+      if (lower === 'transfer-encoding') {
         transferEncoding = transferEncoding === null ? value : `${transferEncoding}, ${value}`;
       } else if (lower === 'connection') {
         for (const token of value.split(',')) {
@@ -245,11 +255,13 @@ export class ResponseParser {
     let framing: BodyFraming;
     if (this.headRequest || status === 204 || status === 304) framing = 'none';
     else if (transferEncoding !== null) {
+      // Both framings at once is how responses are smuggled (RFC 9112 §6.3 allows reading it by
+      // Transfer-Encoding, but the Content-Length would go on to the client): refused, as Node does.
+      if (contentLength !== null)
+        throw new ResponseParseError('the upstream sent both Transfer-Encoding and Content-Length');
       const codings = transferEncoding.split(',');
-      framing =
-        (codings[codings.length - 1] as string).trim().toLowerCase() === 'chunked' ? 'chunked' : 'close';
-      // Both framings at once: read by Transfer-Encoding, but never trust the connection again.
-      if (contentLength !== null) this.reusable = false;
+      const last = (codings[codings.length - 1] as string).trim().toLowerCase();
+      framing = last === 'chunked' ? 'chunked' : 'close';
     } else if (contentLength !== null) framing = contentLength === '0' ? 'none' : 'length';
     else framing = 'close';
     if (framing === 'close') this.reusable = false;
@@ -282,8 +294,8 @@ export class ResponseParser {
     if (block === null) return data.length;
     const line = block.bytes.toString('latin1', block.start, block.end);
     const semicolon = line.indexOf(';');
-    const size = (semicolon < 0 ? line : line.slice(0, semicolon)).trim();
-    if (!chunkSizePattern.test(size))
+    const size = trimWhitespace(semicolon < 0 ? line : line.slice(0, semicolon), 0);
+    if (!chunkSizePattern.test(size) || !valuePattern.test(line))
       throw new ResponseParseError(`the upstream sent a malformed chunk size: ${quote(line)}`);
     this.remaining = Number.parseInt(size, 16);
     if (this.remaining > 0) this.state = 'chunk-data';
@@ -308,7 +320,7 @@ export class ResponseParser {
     if (text !== '')
       for (const line of text.split('\r\n')) {
         const colon = line.indexOf(':');
-        if (colon <= 0 || !tokenPattern.test(line.slice(0, colon)))
+        if (colon <= 0 || !tokenPattern.test(line.slice(0, colon)) || !valuePattern.test(line))
           throw new ResponseParseError(`the upstream sent a malformed trailer line: ${quote(line)}`);
       }
     this.state = 'done';
@@ -319,6 +331,22 @@ export class ResponseParser {
 const crlf = Buffer.from('\r\n', 'latin1');
 const crlfcrlf = Buffer.from('\r\n\r\n', 'latin1');
 const emptyBody = Buffer.alloc(0);
+
+/**
+ * `text` from `start` without leading and trailing spaces and tabs (RFC 9110's OWS). Not
+ * String.trim: it also strips U+00A0, which is the last byte of many UTF-8 characters read as latin1.
+ */
+function trimWhitespace(text: string, start: number): string {
+  let from = start;
+  let to = text.length;
+  while (from < to && isWhitespace(text.charCodeAt(from))) from++;
+  while (to > from && isWhitespace(text.charCodeAt(to - 1))) to--;
+  return from === 0 && to === text.length ? text : text.slice(from, to);
+}
+
+function isWhitespace(code: number): boolean {
+  return code === 0x20 || code === 0x09;
+}
 
 function tooLong(state: State, limit: number): string {
   if (state === 'head') return `the upstream's response head is over ${limit} bytes`;

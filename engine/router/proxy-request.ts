@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import {
   clientResponseHeaders,
   type RawHeaders,
@@ -95,6 +95,8 @@ class ProxiedRequest implements ExchangeHandler {
   private current: UpstreamExchange | null = null;
   private slot: Slot = 'blue';
   private firstBodyChunk = true;
+  /** A 'drain' listener is on the response: reading the upstream resumes when the client drains. */
+  private awaitingDrain = false;
 
   constructor(
     private readonly deps: ProxyDeps,
@@ -176,7 +178,14 @@ class ProxiedRequest implements ExchangeHandler {
       res.end();
       return true;
     }
-    if (!more) res.once('drain', () => this.current?.resume());
+    if (!more && !this.awaitingDrain) {
+      this.awaitingDrain = true;
+      const exchange = this.current;
+      res.once('drain', () => {
+        this.awaitingDrain = false;
+        exchange?.resume();
+      });
+    }
     return more;
   }
 
@@ -221,7 +230,8 @@ const inlineFirstChunkBytes = 16 * 1024;
 
 export function sendText(res: ServerResponse, status: number, text: string): void {
   if (res.headersSent || res.destroyed) return;
-  res.writeHead(status, {
+  // The reason phrase named: an upstream's, set by a writeHead that failed, must not stay.
+  res.writeHead(status, STATUS_CODES[status] ?? '', {
     'content-type': 'text/plain; charset=utf-8',
     'content-length': Buffer.byteLength(text),
   });

@@ -131,7 +131,7 @@ export class UpstreamExchange {
 
   /** The client can take more of the response body. */
   resume(): void {
-    this.connection?.resume();
+    if (!this.done) this.connection?.resume();
   }
 
   /** The client went away: stop, and close the connection if it carries this request. */
@@ -190,6 +190,7 @@ export class UpstreamConnection implements ResponseSink {
     this.exchange = exchange;
     exchange.connection = this;
     exchange.reusedSocket = this.served > 0 || this.openedAsSpare;
+    this.resume();
     this.socket.ref();
     this.parser.expect(exchange.method === 'HEAD');
     this.socket.write(exchange.head, 'latin1');
@@ -252,11 +253,17 @@ export class UpstreamConnection implements ResponseSink {
     if (this.parser.complete) this.finish(exchange);
   }
 
+  /**
+   * The response was read to its end. The exchange lets go of the connection (a late 'drain' of its
+   * client must not resume the next exchange's), which reading resumes for whoever comes next.
+   */
   private finish(exchange: UpstreamExchange): void {
     this.exchange = null;
     this.served++;
     const aborted = exchange.done;
     exchange.done = true;
+    exchange.connection = null;
+    this.resume();
     if (!aborted && exchange.requestEnded && this.parser.keepAlive) this.pool.release(this);
     else this.socket.destroy();
   }
@@ -293,8 +300,10 @@ export class UpstreamPool {
   private idle: UpstreamConnection[] = [];
   /** Connections opened ahead, nothing sent on them yet, oldest first. */
   private spares: UpstreamConnection[] = [];
-  private openingSpares = 0;
+  /** Spares still connecting. */
+  private readonly openingSpares = new Set<UpstreamConnection>();
   private busy = 0;
+  private destroyed = false;
   private waiting: UpstreamExchange[] = [];
   private readonly target: { host: string; port: number } | null;
 
@@ -368,7 +377,7 @@ export class UpstreamPool {
         this.spares = this.spares.filter((c) => c !== connection);
         break;
       case 'opening-spare':
-        this.openingSpares--;
+        this.openingSpares.delete(connection);
         break;
       case 'closed':
         break;
@@ -387,7 +396,11 @@ export class UpstreamPool {
 
   /** @internal A spare connection is up. */
   spareReady(connection: UpstreamConnection): void {
-    this.openingSpares--;
+    this.openingSpares.delete(connection);
+    if (this.destroyed) {
+      this.drop(connection);
+      return;
+    }
     connection.rest(Date.now());
     this.spares.push(connection);
   }
@@ -412,24 +425,34 @@ export class UpstreamPool {
 
   /** Opens spares until `count` connections are ready (idle or spare). One with requests on it warms itself. */
   keepWarm(count: number): void {
-    if (this.busy > 0) return;
-    for (let ready = this.idle.length + this.spares.length + this.openingSpares; ready < count; ready++) {
-      if (!this.open(true)) return;
-      this.openingSpares++;
+    if (this.busy > 0 || this.destroyed) return;
+    for (
+      let ready = this.idle.length + this.spares.length + this.openingSpares.size;
+      ready < count;
+      ready++
+    ) {
+      const spare = this.open(true);
+      if (!spare) return;
+      this.openingSpares.add(spare);
     }
   }
 
   /** Connections open or opening, whatever they do. */
   get size(): number {
-    return this.busy + this.idle.length + this.spares.length + this.openingSpares;
+    return this.busy + this.idle.length + this.spares.length + this.openingSpares.size;
   }
 
+  /** Closes every connection not carrying a request, and those still opening; takes no more spares. */
   destroy(): void {
+    this.destroyed = true;
     for (const exchange of this.waiting.splice(0)) {
       exchange.queuedIn = null;
       exchange.abort();
     }
-    for (const connection of [...this.idle.splice(0), ...this.spares.splice(0)]) this.drop(connection);
+    const opening = [...this.openingSpares];
+    this.openingSpares.clear();
+    for (const connection of [...this.idle.splice(0), ...this.spares.splice(0), ...opening])
+      this.drop(connection);
   }
 
   private takeSpare(): UpstreamConnection | undefined {

@@ -155,17 +155,25 @@ describe('router: HTTP/1.1 response parser', () => {
     expect(keep('HTTP/1.1 200 OK\r\nConnection: Keep-Alive, Close\r\n')).toBe(false);
     expect(keep('HTTP/1.0 200 OK\r\n')).toBe(false);
     expect(keep('HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n')).toBe(true);
-    // Both framings: read as chunked (RFC 9112 §6.3), then the connection is closed.
-    const both = parse(
-      [
-        Buffer.from(
-          'HTTP/1.1 200 OK\r\nContent-Length: 99\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n',
-        ),
-      ],
-      [false],
-    );
-    expect(both.responses[0]?.body).toBe('x');
-    expect(both.keepAlive).toBe(false);
+  });
+
+  it('keeps a complete response when bytes follow it, and never reuses that connection', () => {
+    const extra = parse([Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok\r\n')], [false]);
+    expect(extra.responses.map((r) => r.body)).toEqual(['ok']);
+    expect(extra.ended).toBe(true);
+    expect(extra.keepAlive).toBe(false);
+  });
+
+  it('trims only spaces and tabs from values, and forwards a repeated Content-Length once', () => {
+    // "à" in UTF-8 is C3 A0; read as latin1 the A0 is a no-break space, which String.trim drops.
+    const utf8 = Buffer.concat([
+      Buffer.from('HTTP/1.1 200 OK\r\nX-Name: \tvoil'),
+      Buffer.from('à', 'utf8'),
+      Buffer.from(' \r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok'),
+    ]);
+    const [response] = parse([utf8], [false]).responses;
+    expect(Buffer.from(response?.headers[1] ?? '', 'latin1').toString('utf8')).toBe('voilà');
+    expect(response?.headers).toEqual(['X-Name', response?.headers[1], 'Content-Length', '2']);
   });
 
   it('refuses what could split or merge responses, with a message naming the problem', () => {
@@ -192,7 +200,18 @@ describe('router: HTTP/1.1 response parser', () => {
       /Content-Length "2"/,
     );
     expect(refuse('HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n')).toMatch(/Content-Length/);
-    expect(refuse('HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nxy')).toMatch(/data nobody asked for/);
+    expect(refuse('HTTP/1.1 200 OK\r\nContent-Length: \x0b2\x0c\r\n\r\n')).toMatch(/control character/);
+    expect(
+      refuse(
+        'HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
+      ),
+    ).toMatch(/both Transfer-Encoding and Content-Length/);
+    expect(refuse('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2;a\nb\r\nok\r\n0\r\n\r\n')).toMatch(
+      /chunk size/,
+    );
+    expect(
+      refuse('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX: a\nY\r\n\r\n'),
+    ).toMatch(/malformed trailer line/);
     expect(refuse('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n')).toMatch(/chunk size/);
     expect(refuse('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nxy\r\n')).toMatch(
       /longer than its size/,
