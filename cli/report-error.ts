@@ -1,5 +1,4 @@
-import { TopologyInvalidError } from '../engine/api.js';
-import { CutoverError, errorCodes } from '../engine/errors.js';
+import { CutoverError, errorCodes, TopologyInvalidError } from '../engine/errors.js';
 import { formatDiagnostic } from '../engine/topology/diagnostic.js';
 
 /** Prints an error as the CLI shows it and returns the exit code: one clear line per problem. */

@@ -2,7 +2,7 @@
  * The engine API that every front end calls (CLI, server, watcher). Front ends parse arguments and
  * render results; deciding what a plan or a migration does happens here and below, never there.
  */
-import { CutoverError } from './errors.js';
+import { TopologyInvalidError } from './errors.js';
 import { type CurrentLayout, emptyLayout } from './layout.js';
 import { buildPlan } from './plan/build-plan.js';
 import type { Plan } from './plan/types.js';
@@ -14,17 +14,8 @@ import type { Diagnostic } from './topology/diagnostic.js';
 import { type LoadResult, loadTopology } from './topology/load-topology.js';
 import type { Topology } from './topology/types.js';
 
+export { TopologyInvalidError } from './errors.js';
 export type { CurrentLayout, Diagnostic, Plan, Topology };
-
-/** Raised with every located problem of a topology; front ends print them one per line. */
-export class TopologyInvalidError extends CutoverError {
-  constructor(readonly diagnostics: Diagnostic[]) {
-    super(
-      'TOPOLOGY_INVALID',
-      `${diagnostics.length} problem${diagnostics.length === 1 ? '' : 's'} in the topology`,
-    );
-  }
-}
 
 export async function validateTopologyFile(file: string): Promise<LoadResult> {
   return loadTopology(await readTopologyFile(file), { file });

@@ -1,3 +1,4 @@
+import type { Diagnostic } from './topology/diagnostic.js';
 /**
  * The one registry of cutover's errors. Every error the engine raises carries a stable code; the CLI
  * maps codes to an exit code and one clear line, the server (later) to an HTTP status and problem+json.
@@ -58,4 +59,17 @@ export class InvariantError extends CutoverError {
 
 export function assertNever(value: never, what: string): never {
   throw new InvariantError(`unexpected ${what}: ${JSON.stringify(value)}`);
+}
+
+/**
+ * Raised with every located problem of a topology; front ends print them one per line. (Here, not
+ * in api.ts, so that reporting it does not load the topology loader.)
+ */
+export class TopologyInvalidError extends CutoverError {
+  constructor(readonly diagnostics: Diagnostic[]) {
+    super(
+      'TOPOLOGY_INVALID',
+      `${diagnostics.length} problem${diagnostics.length === 1 ? '' : 's'} in the topology`,
+    );
+  }
 }

@@ -1,6 +1,4 @@
 import type { Command } from 'commander';
-import { readTopologyFile } from '../../engine/sources/read-topology-file.js';
-import { loadTopology } from '../../engine/topology/load-topology.js';
 import { addServerOption, remoteFor, type ServerOption } from '../remote/client.js';
 import { resolveStateDir } from '../state-dir.js';
 
@@ -19,6 +17,9 @@ export function registerDown(topology: Command): void {
     )
     .action(async (options: { file: string; json?: boolean } & ServerOption) => {
       const { TopologyInvalidError } = await import('../../engine/api.js');
+      // Loaded when down runs, not when the CLI starts (see topology-validate.ts).
+      const { readTopologyFile } = await import('../../engine/sources/read-topology-file.js');
+      const { loadTopology } = await import('../../engine/topology/load-topology.js');
       const loaded = loadTopology(await readTopologyFile(options.file), { file: options.file });
       if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
       const environment = loaded.topology.metadata.name;

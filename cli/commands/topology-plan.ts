@@ -1,5 +1,5 @@
 import { type Command, Option } from 'commander';
-import { type PlanBase, planTopologyFile } from '../../engine/api.js';
+import type { PlanBase } from '../../engine/api.js';
 import { CutoverError } from '../../engine/errors.js';
 import { isEmptyPlan, type Plan } from '../../engine/plan/types.js';
 import { addServerOption, remoteFor, type ServerOption } from '../remote/client.js';
@@ -24,6 +24,8 @@ interface PlanOptions extends ServerOption {
 
 /** Against the state directory's layout, or Temporal's when WORKFLOW_HOST is set. */
 async function planLocally(file: string, against: PlanBase): Promise<Plan> {
+  // Loaded when a plan is made, not when the CLI starts (see topology-validate.ts).
+  const { planTopologyFile } = await import('../../engine/api.js');
   if (against.kind !== 'recorded' || !process.env.WORKFLOW_HOST) return planTopologyFile({ file, against });
   const { openMigrationService } = await import('../../engine/migration-service.js');
   const service = await openMigrationService('');

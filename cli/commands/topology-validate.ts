@@ -1,10 +1,12 @@
 import type { Command } from 'commander';
-import { validateTopologyFile } from '../../engine/api.js';
 import { formatDiagnostic } from '../../engine/topology/diagnostic.js';
 import { addServerOption, remoteFor, type ServerOption } from '../remote/client.js';
 import type { ValidateOutcome } from '../remote/commands.js';
 
 async function validateLocally(file: string): Promise<ValidateOutcome> {
+  // Loaded here, not when the CLI starts: the loader (and its schema validator) is large, and most
+  // commands (the migration verbs above all) never need it.
+  const { validateTopologyFile } = await import('../../engine/api.js');
   const result = await validateTopologyFile(file);
   if (!result.ok) return result;
   const t = result.topology;
