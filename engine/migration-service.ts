@@ -9,7 +9,6 @@ import type { Lifecycle, MigrationState, Verb } from './migration/types.js';
 import {
   activeMigration,
   createMigration,
-  defaultDrivers,
   findMigration,
   listMigrations,
   loadState,
@@ -128,6 +127,7 @@ export function localService(stateDir: string): MigrationService {
     async down(environment, options) {
       // Loaded here: the drivers pull in most of the engine.
       const { takeDown } = await import('./down.js');
+      const { defaultDrivers } = await import('./default-drivers.js');
       const { components, routes } = await takeDown(stateDir, environment, defaultDrivers(), options);
       return { components, routes };
     },

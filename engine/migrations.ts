@@ -9,36 +9,25 @@ import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { monotonicFactory } from 'ulid';
-import { TopologyInvalidError } from './api.js';
-import { createExecDriver } from './drivers/exec-driver.js';
-import { createNginxDriver } from './drivers/nginx-driver.js';
-import { createProcessDriver } from './drivers/process-driver.js';
-import { CutoverError } from './errors.js';
+import { CutoverError, TopologyInvalidError } from './errors.js';
 import type { CurrentLayout } from './layout.js';
 import { replay } from './migration/step.js';
 import { isFinal, type MigrationSpec, type MigrationState, type Verb } from './migration/types.js';
 import { clock, refuseVerb } from './migration/verb-policy.js';
 import { cutoverCliPath } from './package-path.js';
-import { buildPlan } from './plan/build-plan.js';
 import type { Plan } from './plan/types.js';
-import { createRouterDriver } from './router/router-driver.js';
 import { claimEnvironment, readClaim, releaseEnvironment } from './runner/active-claim.js';
 import { sendVerbToRunner, startControlServer } from './runner/control.js';
 import type { DriverSet } from './runner/execute-command.js';
 import { JournalWriter, readJournal } from './runner/journal.js';
-import { LocalRunner, type LogLine, type RunnerDeps } from './runner/local-runner.js';
+import type { LocalRunner, LogLine, RunnerDeps } from './runner/local-runner.js';
 import { migrationPaths, migrationsDir } from './runner/paths.js';
 import { claimRunner, liveRunner, releaseRunner } from './runner/runner-claim.js';
-import { readTopologyFile } from './sources/read-topology-file.js';
 import { readCurrentLayout, readLayoutAt } from './store/layout-store.js';
-import { loadTopology } from './topology/load-topology.js';
 
-export function defaultDrivers(): DriverSet {
-  return {
-    component: { exec: createExecDriver(), process: createProcessDriver() },
-    route: { router: createRouterDriver(), nginx: createNginxDriver() },
-  };
-}
+// The topology loader, the planner, the runner and the drivers are loaded by the functions that
+// use them: an operator's verb (`cutover topology migration rollback`) needs none of them, and a
+// CLI starting on a busy machine takes CPU from the traffic it serves.
 
 const nextUlid = monotonicFactory();
 
@@ -69,6 +58,9 @@ export type CreateResult = { created: true; spec: MigrationSpec } | { created: f
  * With no change to make, nothing is created.
  */
 export async function createMigration(request: CreateRequest): Promise<CreateResult> {
+  const { readTopologyFile } = await import('./sources/read-topology-file.js');
+  const { loadTopology } = await import('./topology/load-topology.js');
+  const { buildPlan } = await import('./plan/build-plan.js');
   const text = request.text ?? (await readTopologyFile(request.file));
   const loaded = loadTopology(text, { file: request.file });
   if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
@@ -139,6 +131,7 @@ export async function pinError(
   plan: Plan,
   desired: MigrationSpec['desired'],
 ): Promise<CutoverError> {
+  const { buildPlan } = await import('./plan/build-plan.js');
   for (let serial = plan.baseSerial - 1; serial >= Math.max(0, plan.baseSerial - 50); serial--) {
     const old = await layoutAt(serial);
     if (old && buildPlan(old, desired).planId === pinned) {
@@ -177,6 +170,7 @@ export async function hostMigration(
   onLine?: RunnerDeps['onLine'],
 ): Promise<HostedMigration> {
   const paths = migrationPaths(stateDir, environment, id);
+  const { LocalRunner } = await import('./runner/local-runner.js');
   let runner: LocalRunner | undefined;
   const control = await startControlServer(() => runner);
   const record = claimRunner(paths.runner, {

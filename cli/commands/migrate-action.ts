@@ -1,16 +1,11 @@
 import path from 'node:path';
 import { createLogUpdate } from 'log-update';
 import { planTopologyFile } from '../../engine/api.js';
+import { defaultDrivers } from '../../engine/default-drivers.js';
 import { CutoverError } from '../../engine/errors.js';
 import type { MigrationService } from '../../engine/migration-service.js';
 import type { MigrationSummary } from '../../engine/migrations.js';
-import {
-  createMigration,
-  defaultDrivers,
-  hostMigration,
-  spawnRunner,
-  summarize,
-} from '../../engine/migrations.js';
+import { createMigration, hostMigration, spawnRunner, summarize } from '../../engine/migrations.js';
 import type { Plan } from '../../engine/plan/types.js';
 import { isEmptyPlan } from '../../engine/plan/types.js';
 import type { LogLine } from '../../engine/runner/local-runner.js';

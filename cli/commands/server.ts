@@ -84,7 +84,7 @@ Examples:
       if (service.mode === 'temporal' && options.worker) {
         const { temporalSettings } = await import('../../engine/temporal/connection.js');
         const { startWorker } = await import('../../engine/temporal/worker.js');
-        const { defaultDrivers } = await import('../../engine/migrations.js');
+        const { defaultDrivers } = await import('../../engine/default-drivers.js');
         const settings = temporalSettings();
         try {
           if (settings) worker = await startWorker({ settings, stateDir, drivers: defaultDrivers() });
