@@ -17,12 +17,8 @@ interface Parsed {
   body: string;
 }
 
-/**
- * Feeds responses to one parser as a connection would: each response's bytes (`wires[i]`, cut where
- * `cuts` says) after its request went out (HEAD where `heads[i]`). The router never pipelines, so a
- * response's bytes never share a read with the next one's.
- */
-function parse(wires: Buffer[], heads: boolean[], options: { cuts?: number[]; closeAtEnd?: boolean } = {}) {
+/** A parser that collects every complete response it reads. */
+function collectingParser(): { parser: ResponseParser; responses: Parsed[] } {
   const responses: Parsed[] = [];
   let current: Parsed | null = null;
   const parser = new ResponseParser({
@@ -38,6 +34,16 @@ function parse(wires: Buffer[], heads: boolean[], options: { cuts?: number[]; cl
       }
     },
   });
+  return { parser, responses };
+}
+
+/**
+ * Feeds responses to one parser as a connection would: each response's bytes (`wires[i]`, cut where
+ * `cuts` says) after its request went out (HEAD where `heads[i]`). The router never pipelines, so a
+ * response's bytes never share a read with the next one's.
+ */
+function parse(wires: Buffer[], heads: boolean[], options: { cuts?: number[]; closeAtEnd?: boolean } = {}) {
+  const { parser, responses } = collectingParser();
   const cuts = options.cuts ?? [Number.MAX_SAFE_INTEGER];
   let cut = 0;
   wires.forEach((wire, i) => {
@@ -255,18 +261,7 @@ describe('router: HTTP/1.1 response parser', () => {
       ['GET', '/hints'],
       ['GET', '/continue'],
     ];
-    const results: Parsed[] = [];
-    let current: Parsed | null = null;
-    const parser = new ResponseParser({
-      responseHead(status, reason, headers) {
-        current = { status, reason, headers, body: '' };
-      },
-      responseBody(chunk, last) {
-        if (!current) return;
-        current.body += chunk.toString('latin1');
-        if (last) results.push(current);
-      },
-    });
+    const { parser, responses: results } = collectingParser();
     const socket = connect(port, '127.0.0.1');
     resources.add(() => {
       socket.destroy();
