@@ -135,6 +135,20 @@ components:
     ]);
   });
 
+  it('reads a route upstreamTimeout when given (none when not: plans stay as they were), refuses 0s', () => {
+    expect(load(shopDoc()).routes.public?.upstreamTimeout).toBeUndefined();
+    const withTimeout = (upstreamTimeout: string) => {
+      const doc = shopDoc();
+      doc.routes = { public: { listen: '127.0.0.1:18080', to: 'web', upstreamTimeout } };
+      return doc;
+    };
+    expect(load(withTimeout('90s')).routes.public?.upstreamTimeout).toBe(90_000);
+    const doc = withTimeout('0s');
+    expect(errors(toYaml(doc))).toEqual([
+      expect.stringContaining('routes.public.upstreamTimeout: must be longer than 0s'),
+    ]);
+  });
+
   it('says so when the file is empty', () => {
     expect(errors('')).toEqual([
       'topology.yaml:1:1: the file is empty; expected a topology (apiVersion: cutover/v1, kind: Topology, …)',

@@ -59,6 +59,17 @@ describe('planning', () => {
     ]);
   });
 
+  it('updates a route whose upstreamTimeout alone changed, and shows it as a duration', () => {
+    const before = shopDoc();
+    const after = clone(before);
+    after.routes = { public: { listen: '127.0.0.1:18080', to: 'web', upstreamTimeout: '90s' } };
+    const plan = buildPlan(layoutOf(before), load(after));
+    expect(ids(plan)).toEqual(['cutover:route:public']);
+    expect(plan.actions[0]?.changes).toEqual([{ path: 'upstreamTimeout', after: '1m30s' }]);
+    // Components are untouched: no green slot for a route setting.
+    expect(plan.summary).toEqual({ add: 0, change: 1, remove: 0 });
+  });
+
   it('adds everything against an empty layout', () => {
     const plan = buildPlan(emptyLayout('shop'), load(shopDoc()));
     expect(plan.summary).toEqual({ add: 5, change: 0, remove: 0 });

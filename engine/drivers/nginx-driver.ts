@@ -124,6 +124,8 @@ export interface SidecarEntry {
   blue: string[];
   green: string[];
   greenPercent: number;
+  /** The route's upstreamTimeout (proxy_read_timeout); absent: nginx's default, 60 s. */
+  upstreamTimeoutMs?: number;
   updatedAt: number;
 }
 
@@ -161,6 +163,7 @@ function sidecarEntry(environment: string, state: RouteState): SidecarEntry {
     updatedAt: Date.now(),
   };
   if (state.spec.preview !== undefined) entry.preview = state.spec.preview;
+  if (state.spec.upstreamTimeout !== undefined) entry.upstreamTimeoutMs = state.spec.upstreamTimeout;
   return entry;
 }
 
@@ -419,14 +422,20 @@ function renderRoute(entry: SidecarEntry): string {
     ``,
     `# ${entry.environment}/${entry.route}: ${100 - entry.greenPercent}% blue, ${entry.greenPercent}% green`,
   ];
-  lines.push(...renderListener(name, entry.listen, mainServers(entry)));
+  const timeout = entry.upstreamTimeoutMs;
+  lines.push(...renderListener(name, entry.listen, mainServers(entry), timeout));
   if (entry.preview !== undefined)
-    lines.push(...renderListener(`${name}_preview`, entry.preview, previewServers(entry)));
+    lines.push(...renderListener(`${name}_preview`, entry.preview, previewServers(entry), timeout));
   return lines.join('\n');
 }
 
 /** An upstream and the server in front of it; a server that answers 503 when there is no upstream. */
-function renderListener(name: string, listen: string, servers: WeightedServer[]): string[] {
+function renderListener(
+  name: string,
+  listen: string,
+  servers: WeightedServer[],
+  upstreamTimeoutMs: number | undefined,
+): string[] {
   const server = (location: string[]) => [
     'server {',
     `    listen ${listen};`,
@@ -461,6 +470,7 @@ function renderListener(name: string, listen: string, servers: WeightedServer[])
       'proxy_set_header X-Forwarded-Proto $scheme;',
       'proxy_next_upstream error timeout http_502 http_503;',
       'proxy_next_upstream_tries 3;',
+      ...(upstreamTimeoutMs !== undefined ? [`proxy_read_timeout ${upstreamTimeoutMs}ms;`] : []),
       `add_header X-Cutover-Slot ${slotVariable} always;`,
     ]),
   ];

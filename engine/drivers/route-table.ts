@@ -22,6 +22,8 @@ export interface RoutingEntry {
   green: string[];
   greenPercent: number;
   drainTimeoutMs: number;
+  /** The route's upstreamTimeout; absent: the router's default. */
+  upstreamTimeoutMs?: number;
   updatedAt: number;
 }
 
@@ -80,6 +82,7 @@ export function createRouteTableDriver(): RouteDriver {
           updatedAt: Date.now(),
         };
         if (state.spec.preview !== undefined) entry.preview = state.spec.preview;
+        if (state.spec.upstreamTimeout !== undefined) entry.upstreamTimeoutMs = state.spec.upstreamTimeout;
         table.routes[routeKey(ctx.environment, state.route)] = entry;
         await writeRoutingTable(ctx.stateDir, table);
         options.log(`route ${state.route}: ${100 - state.greenPercent}% blue, ${state.greenPercent}% green`);

@@ -3,7 +3,15 @@ import { formatDuration } from '../topology/duration.js';
 import type { Change } from './types.js';
 
 /** Leaf keys whose numbers are durations in milliseconds; changes show them as `30s`, `1m30s`. */
-const durationKeys = new Set(['interval', 'timeout', 'deadline', 'maxLag', 'stopTimeout', 'bake']);
+const durationKeys = new Set([
+  'interval',
+  'timeout',
+  'deadline',
+  'maxLag',
+  'stopTimeout',
+  'bake',
+  'upstreamTimeout',
+]);
 
 /**
  * Field-level differences between two JSON-like values. Objects recurse key by key in sorted order;

@@ -133,6 +133,7 @@ class ProxiedRequest implements ExchangeHandler {
       upstreamRequestHead(method, req.url ?? '/', headers),
       body,
       this,
+      this.route.upstreamTimeoutMs,
     );
     this.current = exchange;
     this.deps.pools.get(address).send(exchange);
@@ -215,9 +216,10 @@ class ProxiedRequest implements ExchangeHandler {
     }
     body?.discard();
     const list = this.tried.join(', ');
+    // A connect or read timeout is a gateway timeout (as nginx answers); anything else a bad gateway.
     sendText(
       res,
-      502,
+      failure.code === 'ETIMEDOUT' ? 504 : 502,
       `cutover: no upstream of route ${this.route.key} answered (${list}): ${error.message}\n`,
     );
   }

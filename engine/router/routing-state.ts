@@ -33,9 +33,14 @@ export interface RouteState {
   green: readonly string[];
   greenPercent: number;
   drainTimeoutMs: number;
+  /** Longest silence of an upstream while its answer is awaited. */
+  upstreamTimeoutMs: number;
   updatedAt: number;
   rotation: Rotation;
 }
+
+/** A route's upstreamTimeout when the topology names none: nginx's proxy_read_timeout default. */
+export const defaultUpstreamTimeoutMs = 60_000;
 
 export interface RoutingState {
   /** The newest `updatedAt` of any route: what a reload reports, so a writer can tell its change is live. */
@@ -108,6 +113,10 @@ function routeState(key: string, raw: unknown, problems: string[]): RouteState |
     green: addresses(key, 'green', entry.green, problems),
     greenPercent: clampPercent(entry.greenPercent),
     drainTimeoutMs: typeof entry.drainTimeoutMs === 'number' ? entry.drainTimeoutMs : 0,
+    upstreamTimeoutMs:
+      typeof entry.upstreamTimeoutMs === 'number' && entry.upstreamTimeoutMs > 0
+        ? entry.upstreamTimeoutMs
+        : defaultUpstreamTimeoutMs,
     updatedAt: typeof entry.updatedAt === 'number' ? entry.updatedAt : 0,
     rotation: { credit: { blue: 0, green: 0 }, next: { blue: 0, green: 0 } },
   };

@@ -97,6 +97,8 @@ export class UpstreamExchange {
     readonly head: string,
     readonly body: RequestBodyFraming,
     readonly handler: ExchangeHandler,
+    /** Longest silence of the upstream once the request was sent, while its answer is awaited. */
+    readonly silenceTimeoutMs: number,
   ) {
     this.requestEnded = body === 'none';
   }
@@ -123,6 +125,8 @@ export class UpstreamExchange {
     if (this.requestEnded || this.done) return;
     this.requestEnded = true;
     if (this.body === 'chunked') this.connection?.socket.write('0\r\n\r\n', 'latin1');
+    // The upstream's silence counts from here: before, it may be waiting for the body.
+    if (this.connection) this.connection.lastHeard = Date.now();
   }
 
   onceDrain(listener: () => void): void {
@@ -157,6 +161,8 @@ export class UpstreamConnection implements ResponseSink {
   readonly openedAsSpare: boolean;
   /** When it became idle, or was opened as a spare. */
   since = 0;
+  /** When the upstream last sent a byte, or the request was sent (for the silence timeout). */
+  lastHeard = 0;
   private paused = false;
   private error: NodeJS.ErrnoException | null = null;
   private connectTimer: NodeJS.Timeout | null;
@@ -191,6 +197,7 @@ export class UpstreamConnection implements ResponseSink {
     exchange.connection = this;
     exchange.reusedSocket = this.served > 0 || this.openedAsSpare;
     this.resume();
+    this.lastHeard = Date.now();
     this.socket.ref();
     this.parser.expect(exchange.method === 'HEAD');
     this.socket.write(exchange.head, 'latin1');
@@ -200,7 +207,23 @@ export class UpstreamConnection implements ResponseSink {
   resume(): void {
     if (!this.paused) return;
     this.paused = false;
+    // Time spent paused for a slow client is not the upstream's silence.
+    this.lastHeard = Date.now();
     this.socket.resume();
+  }
+
+  /**
+   * Ends the exchange when the upstream has sent nothing for its timeout, counted once the request
+   * was sent and not while reading is paused for a slow client. Called by the pool's timer.
+   */
+  checkSilence(now: number): void {
+    const exchange = this.exchange;
+    if (!exchange || exchange.done || !exchange.requestEnded || this.paused) return;
+    if (now - this.lastHeard < exchange.silenceTimeoutMs) return;
+    const seconds = exchange.silenceTimeoutMs / 1000;
+    const error: NodeJS.ErrnoException = new Error(`the upstream sent nothing for ${seconds}s`);
+    error.code = 'ETIMEDOUT';
+    this.socket.destroy(error);
   }
 
   /** Waits for the next request, not keeping the process alive meanwhile. */
@@ -244,6 +267,7 @@ export class UpstreamConnection implements ResponseSink {
       return;
     }
     exchange.receivedBytes = true;
+    this.lastHeard = Date.now();
     try {
       this.parser.execute(data);
     } catch (error) {
@@ -302,7 +326,8 @@ export class UpstreamPool {
   private spares: UpstreamConnection[] = [];
   /** Spares still connecting. */
   private readonly openingSpares = new Set<UpstreamConnection>();
-  private busy = 0;
+  /** Connections carrying a request (or opened for one). */
+  private readonly busy = new Set<UpstreamConnection>();
   private destroyed = false;
   private waiting: UpstreamExchange[] = [];
   private readonly target: { host: string; port: number } | null;
@@ -315,9 +340,9 @@ export class UpstreamPool {
   send(exchange: UpstreamExchange): void {
     const kept = this.idle.pop() ?? this.takeSpare();
     if (kept) {
-      this.busy++;
+      this.busy.add(kept);
       kept.carry(exchange);
-    } else if (this.busy < upstreamMaxSockets) {
+    } else if (this.busy.size < upstreamMaxSockets) {
       const fresh = this.open(false);
       if (fresh) fresh.carry(exchange);
       else
@@ -343,7 +368,7 @@ export class UpstreamPool {
 
   /** Connections carrying a request now. */
   get active(): number {
-    return this.busy;
+    return this.busy.size;
   }
 
   /** A connection finished its exchange and may carry another. */
@@ -354,7 +379,7 @@ export class UpstreamPool {
       connection.carry(next);
       return;
     }
-    this.busy--;
+    this.busy.delete(connection);
     if (this.idle.length >= upstreamMaxIdleSockets) {
       connection.state = 'closed';
       connection.socket.destroy();
@@ -368,7 +393,7 @@ export class UpstreamPool {
   closed(connection: UpstreamConnection): void {
     switch (connection.state) {
       case 'busy':
-        this.busy--;
+        this.busy.delete(connection);
         break;
       case 'idle':
         this.idle = this.idle.filter((c) => c !== connection);
@@ -387,7 +412,7 @@ export class UpstreamPool {
       }
     }
     connection.state = 'closed';
-    const next = this.waiting.length > 0 && this.busy < upstreamMaxSockets ? this.waiting.shift() : undefined;
+    const next = this.waiting.length > 0 && this.busy.size < upstreamMaxSockets ? this.waiting.shift() : undefined;
     if (next) {
       next.queuedIn = null;
       this.send(next);
@@ -410,8 +435,9 @@ export class UpstreamPool {
     exchange.queuedIn = null;
   }
 
-  /** Closes connections idle too long and spares too old. */
+  /** Closes connections idle too long, spares too old, and those whose upstream went silent. */
   closeStale(now: number): void {
+    for (const connection of this.busy) connection.checkSilence(now);
     // Checked every interval: closing at (timeout - interval) keeps every idle time under the timeout.
     const idleLimit = upstreamIdleSocketTimeoutMs - upstreamMaintenanceIntervalMs;
     while (this.idle.length > 0 && now - (this.idle[0] as UpstreamConnection).since >= idleLimit)
@@ -425,7 +451,7 @@ export class UpstreamPool {
 
   /** Opens spares until `count` connections are ready (idle or spare). One with requests on it warms itself. */
   keepWarm(count: number): void {
-    if (this.busy > 0 || this.destroyed) return;
+    if (this.busy.size > 0 || this.destroyed) return;
     for (
       let ready = this.idle.length + this.spares.length + this.openingSpares.size;
       ready < count;
@@ -439,7 +465,7 @@ export class UpstreamPool {
 
   /** Connections open or opening, whatever they do. */
   get size(): number {
-    return this.busy + this.idle.length + this.spares.length + this.openingSpares.size;
+    return this.busy.size + this.idle.length + this.spares.length + this.openingSpares.size;
   }
 
   /** Closes every connection not carrying a request, and those still opening; takes no more spares. */
@@ -465,8 +491,9 @@ export class UpstreamPool {
 
   private open(spare: boolean): UpstreamConnection | null {
     if (!this.target) return null;
-    if (!spare) this.busy++;
-    return new UpstreamConnection(this, this.target.host, this.target.port, spare);
+    const connection = new UpstreamConnection(this, this.target.host, this.target.port, spare);
+    if (!spare) this.busy.add(connection);
+    return connection;
   }
 
   private drop(connection: UpstreamConnection): void {

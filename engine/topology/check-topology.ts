@@ -214,6 +214,9 @@ function checkRoutes(file: TopologyFile, problems: PathProblem[]): void {
   const listeners = new Map<string, string>(); // "host:port" → "routes.x.listen"
   forEachEntry(file.routes, (name, route) => {
     const at = ['routes', name];
+    if (route.upstreamTimeout !== undefined && parseDuration(route.upstreamTimeout) === 0) {
+      problems.push({ path: [...at, 'upstreamTimeout'], message: 'must be longer than 0s' });
+    }
     if (!has(file.components, route.to)) {
       problems.push({ path: [...at, 'to'], message: unknownName('component', route.to, componentNames) });
     }

@@ -46,4 +46,5 @@ export interface RouteFile {
   preview?: string;
   shift?: number[];
   drain?: { timeout?: string };
+  upstreamTimeout?: string;
 }

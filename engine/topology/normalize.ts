@@ -113,6 +113,7 @@ function normalizeRoute(r: RouteFile): Route {
   if (r.preview !== undefined) out.preview = r.preview.toLowerCase();
   out.shift = [...(r.shift ?? defaults.shift)];
   out.to = r.to;
+  if (r.upstreamTimeout !== undefined) out.upstreamTimeout = duration(r.upstreamTimeout, 0);
   return out;
 }
 

@@ -73,6 +73,12 @@ export interface Route {
   /** Percentages of traffic on green, increasing, ending at 100. */
   shift: number[];
   drain: { timeout: DurationMs };
+  /**
+   * Longest silence of an upstream while its answer is awaited; undefined: the route driver's
+   * default (60 s). Left out rather than defaulted, so that topologies without it, their plans
+   * and plan ids stay as they were.
+   */
+  upstreamTimeout?: DurationMs;
 }
 
 export interface Strategy {

@@ -275,6 +275,29 @@ describe('nginx route driver (real nginx)', () => {
     expect(await versionsOf(listen, 4)).toEqual({ blue: 4 }); // the other route of the file is intact
   });
 
+  it('answers 504 for an upstream silent longer than the route upstreamTimeout (proxy_read_timeout)', async () => {
+    const nginx = await startNginx();
+    const silent = createServer(() => undefined); // accepts, never answers
+    silent.listen(0, '127.0.0.1');
+    await once(silent, 'listening');
+    resources.add(() => {
+      silent.closeAllConnections();
+      silent.close();
+    });
+    const address = `127.0.0.1:${(silent.address() as { port: number }).port}`;
+    const listen = await freeListen();
+    const blue: SlotInfo = { component: 'web', slot: 'blue', version: 'blue', addresses: [address] };
+    await createNginxDriver().apply(
+      nginx.ctx,
+      { route: 'www', spec: routeSpec(listen, { upstreamTimeout: 500 }), blue, green: null, greenPercent: 0 },
+      callOptions(),
+    );
+    expect(await readFile(path.join(nginx.dir, 'routes.conf'), 'utf8')).toContain(
+      'proxy_read_timeout 500ms;',
+    );
+    expect((await send(listen)).status).toBe(504);
+  });
+
   it('removes a route: its listener closes, the other routes of the file stay', async () => {
     const nginx = await startNginx();
     const blue = await startSlot('blue');

@@ -136,6 +136,7 @@ export interface RouteSettings {
   blue: string[];
   green: string[];
   greenPercent: number;
+  upstreamTimeoutMs?: number;
 }
 
 /** Writes a route into the table the way the engine does: through the route-table driver. */
@@ -148,6 +149,7 @@ export async function setRoute(stateDir: string, route: string, settings: RouteS
     shift: [settings.greenPercent],
     drain: { timeout: 30_000 },
     ...(settings.preview !== undefined ? { preview: settings.preview } : {}),
+    ...(settings.upstreamTimeoutMs !== undefined ? { upstreamTimeout: settings.upstreamTimeoutMs } : {}),
   } as unknown as Route;
   await createRouteTableDriver().apply(
     callContext(stateDir),

@@ -118,13 +118,15 @@ function rawClient(listen: string) {
  * A router serving one route, all of it to `address`, as blue, or as green (100%, no blue: no
  * connections are kept warm to it).
  */
-async function routeTo(address: string, slot: 'blue' | 'green' = 'blue') {
+async function routeTo(address: string, slot: 'blue' | 'green' = 'blue', upstreamTimeoutMs?: number) {
   const stateDir = await stateDirFor(resources);
   const listen = await freeListen();
-  const route =
-    slot === 'blue'
+  const route = {
+    ...(slot === 'blue'
       ? { listen, blue: [address], green: [], greenPercent: 0 }
-      : { listen, blue: [], green: [address], greenPercent: 100 };
+      : { listen, blue: [], green: [address], greenPercent: 100 }),
+    ...(upstreamTimeoutMs !== undefined ? { upstreamTimeoutMs } : {}),
+  };
   await setRoute(stateDir, 'web', route);
   const { router } = await startTestRouter(resources, stateDir);
   return { listen, router };
@@ -490,5 +492,87 @@ describe('router: its HTTP/1.1 client to upstreams', () => {
     await eventually(() => app.open() === 0, upstreamIdleSocketTimeoutMs + 3_000);
     expect((await send(listen)).body).toBe('ok');
     expect(app.accepted()).toBe(2);
+  });
+});
+
+describe('router: upstreams that go silent (upstreamTimeout)', () => {
+  const timeoutMs = 500;
+
+  it('answers 504 when an upstream sends nothing for the route timeout, and keeps serving', async () => {
+    const app = await upstream((req, res) => {
+      if (req.url === '/hang') return; // never answers
+      res.end('ok');
+    });
+    const { listen } = await routeTo(app.address, 'blue', timeoutMs);
+    const hung = await send(listen, { path: '/hang' });
+    expect(hung.status).toBe(504);
+    expect(hung.body).toMatch(/the upstream sent nothing for 0\.5s/);
+    expect((await send(listen)).body).toBe('ok');
+  });
+
+  it('does not cut an answer that keeps coming, however slowly, nor a slow upload', async () => {
+    const app = await upstream((req, res) => {
+      if (req.method === 'POST') {
+        let bytes = 0;
+        req.on('data', (chunk: Buffer) => {
+          bytes += chunk.length;
+        });
+        req.on('end', () => res.end(`got ${bytes}`));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      let sent = 0;
+      const timer = setInterval(() => {
+        res.write('.');
+        if (++sent === 8) {
+          clearInterval(timer);
+          res.end();
+        }
+      }, timeoutMs / 2);
+    });
+    const { listen } = await routeTo(app.address, 'blue', timeoutMs);
+    const trickle = await fetchBytes(listen);
+    expect([trickle.status, trickle.body.toString()]).toEqual([200, '........']);
+
+    // The body takes 3 timeouts to arrive: silence counts only once the request was sent.
+    const [host, port] = listen.split(':') as [string, string];
+    const upload = await new Promise<string>((resolve, reject) => {
+      const req = request({
+        host,
+        port: Number(port),
+        method: 'POST',
+        agent: false,
+        headers: { 'content-length': '3' },
+      });
+      req.on('response', (res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => {
+          body += chunk.toString();
+        });
+        res.on('end', () => resolve(`${res.statusCode} ${body}`));
+      });
+      req.on('error', reject);
+      req.write('a');
+      setTimeout(() => req.write('b'), timeoutMs * 1.5);
+      setTimeout(() => req.end('c'), timeoutMs * 3);
+    });
+    expect(upload).toBe('200 got 3');
+  });
+
+  it('cuts the client off when an answer stops midway', async () => {
+    const app = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-length': '100' });
+      res.write('the first part'); // and nothing more
+    });
+    const { listen } = await routeTo(app.address, 'blue', timeoutMs);
+    await expect(fetchBytes(listen)).rejects.toThrow();
+  });
+
+  it('does not count the time a slow client takes to read as the upstream silence', async () => {
+    const big = Buffer.alloc(16 * 1024 * 1024, 120);
+    const app = await upstream((_req, res) => res.end(big));
+    const { listen } = await routeTo(app.address, 'blue', timeoutMs);
+    const answer = await fetchBytes(listen, { pauseFirstMs: timeoutMs * 4 });
+    expect(answer.body.length).toBe(big.length);
   });
 });
