@@ -412,7 +412,8 @@ export class UpstreamPool {
       }
     }
     connection.state = 'closed';
-    const next = this.waiting.length > 0 && this.busy.size < upstreamMaxSockets ? this.waiting.shift() : undefined;
+    const next =
+      this.waiting.length > 0 && this.busy.size < upstreamMaxSockets ? this.waiting.shift() : undefined;
     if (next) {
       next.queuedIn = null;
       this.send(next);
