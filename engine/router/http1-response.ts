@@ -62,8 +62,6 @@ export class ResponseParser {
   private remaining = 0;
   /** The response that completed may be followed by another request on the same connection. */
   private reusable = false;
-  /** Bytes came after the response ended (they were dropped). */
-  extraBytes = false;
   /** The framing of the current response's body, once its head is read. */
   framing: BodyFraming | null = null;
 
@@ -78,7 +76,6 @@ export class ResponseParser {
     this.pending = null;
     this.framing = null;
     this.reusable = false;
-    this.extraBytes = false;
   }
 
   /** The last response was read to its end. */
@@ -106,21 +103,14 @@ export class ResponseParser {
           // Bytes after a complete response: the response stands (it was read to its end), but a
           // connection that sends what nobody asked for is not used again.
           this.reusable = false;
-          this.extraBytes = true;
           return;
         case 'head':
         case 'trailers':
           offset = this.readBlock(data, offset);
           break;
-        case 'body-length': {
-          const take = Math.min(this.remaining, data.length - offset);
-          this.remaining -= take;
-          const last = this.remaining === 0;
-          if (last) this.state = 'done';
-          this.sink.responseBody(data.subarray(offset, offset + take), last);
-          offset += take;
+        case 'body-length':
+          offset = this.readCounted(data, offset, 'done');
           break;
-        }
         case 'body-close':
           this.sink.responseBody(offset === 0 ? data : data.subarray(offset), false);
           offset = data.length;
@@ -128,14 +118,9 @@ export class ResponseParser {
         case 'chunk-line':
           offset = this.readChunkLine(data, offset);
           break;
-        case 'chunk-data': {
-          const take = Math.min(this.remaining, data.length - offset);
-          this.remaining -= take;
-          if (this.remaining === 0) this.state = 'chunk-data-end';
-          this.sink.responseBody(data.subarray(offset, offset + take), false);
-          offset += take;
+        case 'chunk-data':
+          offset = this.readCounted(data, offset, 'chunk-data-end');
           break;
-        }
         case 'chunk-data-end':
           offset = this.readChunkDataEnd(data, offset);
           break;
@@ -158,6 +143,20 @@ export class ResponseParser {
       this.sink.responseBody(Buffer.alloc(0), true);
     }
     return this.state === 'done';
+  }
+
+  /**
+   * Reads up to `remaining` body bytes (a fixed-length body, or one chunk's data), moving to `then`
+   * once they are all read; returns the offset after them. The end of a fixed-length body is the
+   * response's last piece.
+   */
+  private readCounted(data: Buffer, offset: number, then: 'done' | 'chunk-data-end'): number {
+    const take = Math.min(this.remaining, data.length - offset);
+    this.remaining -= take;
+    const ended = this.remaining === 0;
+    if (ended) this.state = then;
+    this.sink.responseBody(data.subarray(offset, offset + take), ended && then === 'done');
+    return offset + take;
   }
 
   /** Reads a head or a trailer section up to its empty line; returns the offset after it. */

@@ -22,8 +22,6 @@ import {
   type UpstreamPools,
 } from './upstream-pool.js';
 
-export type { UpstreamFailure } from './upstream-pool.js';
-
 /** Upstreams one request may be sent to: the first, and up to two after it failed to answer. */
 export const maxUpstreamAttempts = 3;
 
@@ -153,7 +151,6 @@ class ProxiedRequest implements ExchangeHandler {
     } catch (error) {
       // A header Node will not send (the parser let it through, Node's own checks did not).
       this.current?.abort();
-      res.removeHeader('content-length');
       sendText(
         res,
         502,

@@ -366,11 +366,6 @@ export class UpstreamPool {
     }
   }
 
-  /** Connections carrying a request now. */
-  get active(): number {
-    return this.busy.size;
-  }
-
   /** A connection finished its exchange and may carry another. */
   release(connection: UpstreamConnection): void {
     const next = this.waiting.shift();

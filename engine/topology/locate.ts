@@ -8,17 +8,12 @@ import { compareDiagnostics, dottedPath } from './diagnostic.js';
  * builds a full YAML syntax tree (slow on large files), which the happy path never needs.
  */
 export function locateProblems(file: string, text: string, problems: readonly PathProblem[]): Diagnostic[] {
-  // Loaded on first use: valid files (the common case, and every CLI start) never pay for it.
-  yaml ??= createRequire(import.meta.url)('yaml') as YamlModule;
-  const { LineCounter, parseDocument } = yaml;
-  const lineCounter = new LineCounter();
-  // The tree is used for positions only; its own limits must never hide our diagnostics.
-  const doc = parseDocument(text, { lineCounter, uniqueKeys: false, merge: true, prettyErrors: false });
+  const { yaml, doc, lineCounter } = positionTree(text);
   const index = new WeakMap<object, Map<string, unknown>>();
   const out = problems.map((problem) => {
-    const { offset, node } = findNode(yaml as YamlModule, doc.contents as Node | null, problem, index);
+    const { offset, node } = findNode(yaml, doc.contents as Node | null, problem, index);
     const pos = lineCounter.linePos(offset);
-    const written = problem.withSource && plainSource(yaml as YamlModule, node, text);
+    const written = problem.withSource && plainSource(yaml, node, text);
     return {
       file,
       line: pos.line,
@@ -40,10 +35,8 @@ export function locateDuplicateKey(
   line: number,
   column: number,
 ): Diagnostic | null {
-  yaml ??= createRequire(import.meta.url)('yaml') as YamlModule;
-  const { LineCounter, parseDocument, isMap, isPair, isScalar, isSeq } = yaml;
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, uniqueKeys: false, merge: true, prettyErrors: false });
+  const { yaml, doc, lineCounter } = positionTree(text);
+  const { isMap, isPair, isScalar, isSeq } = yaml;
   const lines = text.split('\n');
   let offset = column - 1;
   for (let i = 0; i < line - 1; i++) offset += (lines[i]?.length ?? 0) + 1;
@@ -86,7 +79,18 @@ function plainSource({ isScalar }: YamlModule, node: unknown, text: string): str
 }
 
 type YamlModule = typeof import('yaml');
-let yaml: YamlModule | undefined;
+let yamlModule: YamlModule | undefined;
+
+/** The file's YAML syntax tree, for positions only, and the module that reads it. */
+function positionTree(text: string) {
+  // Loaded on first use: valid files (the common case, and every CLI start) never pay for it.
+  yamlModule ??= createRequire(import.meta.url)('yaml') as YamlModule;
+  const yaml = yamlModule;
+  const lineCounter = new yaml.LineCounter();
+  // Its own limits must never hide our diagnostics: duplicate keys, aliases and all are let through.
+  const doc = yaml.parseDocument(text, { lineCounter, uniqueKeys: false, merge: true, prettyErrors: false });
+  return { yaml, doc, lineCounter };
+}
 
 /**
  * Offset of the deepest node on the path (the key itself for `atKey` problems), and that node when

@@ -5,7 +5,13 @@
  */
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer, type IncomingMessage, request, type ServerResponse } from 'node:http';
+import {
+  type ClientRequest,
+  createServer,
+  type IncomingMessage,
+  request,
+  type ServerResponse,
+} from 'node:http';
 import { connect, createServer as createNetServer, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -179,6 +185,20 @@ function fetchBytes(
     req.on('error', reject);
     for (const piece of options.body ?? []) req.write(piece);
     req.end();
+  });
+}
+
+/** `status body` of the response to `req` (sent by the caller). */
+function statusAndBody(req: ClientRequest): Promise<string> {
+  return new Promise((resolve, reject) => {
+    req.on('response', (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => {
+        body += chunk.toString();
+      });
+      res.on('end', () => resolve(`${res.statusCode} ${body}`));
+    });
+    req.on('error', reject);
   });
 }
 
@@ -461,25 +481,16 @@ describe('router: its HTTP/1.1 client to upstreams', () => {
     });
     const { listen } = await routeTo(app.address);
     const [host, port] = listen.split(':') as [string, string];
-    const answer = await new Promise<string>((resolve, reject) => {
-      const req = request({
-        host,
-        port: Number(port),
-        method: 'POST',
-        path: '/',
-        agent: false,
-        headers: { expect: '100-continue', 'content-length': '4' },
-      });
-      req.on('continue', () => req.end('data'));
-      req.on('response', (res) => {
-        let body = '';
-        res.on('data', (chunk: Buffer) => {
-          body += chunk.toString();
-        });
-        res.on('end', () => resolve(`${res.statusCode} ${body}`));
-      });
-      req.on('error', reject);
+    const req = request({
+      host,
+      port: Number(port),
+      method: 'POST',
+      path: '/',
+      agent: false,
+      headers: { expect: '100-continue', 'content-length': '4' },
     });
+    req.on('continue', () => req.end('data'));
+    const answer = await statusAndBody(req);
     expect(answer).toBe('200 got data');
   });
 
@@ -536,27 +547,18 @@ describe('router: upstreams that go silent (upstreamTimeout)', () => {
 
     // The body takes 3 timeouts to arrive: silence counts only once the request was sent.
     const [host, port] = listen.split(':') as [string, string];
-    const upload = await new Promise<string>((resolve, reject) => {
-      const req = request({
-        host,
-        port: Number(port),
-        method: 'POST',
-        agent: false,
-        headers: { 'content-length': '3' },
-      });
-      req.on('response', (res) => {
-        let body = '';
-        res.on('data', (chunk: Buffer) => {
-          body += chunk.toString();
-        });
-        res.on('end', () => resolve(`${res.statusCode} ${body}`));
-      });
-      req.on('error', reject);
-      req.write('a');
-      setTimeout(() => req.write('b'), timeoutMs * 1.5);
-      setTimeout(() => req.end('c'), timeoutMs * 3);
+    const req = request({
+      host,
+      port: Number(port),
+      method: 'POST',
+      agent: false,
+      headers: { 'content-length': '3' },
     });
-    expect(upload).toBe('200 got 3');
+    const upload = statusAndBody(req);
+    req.write('a');
+    setTimeout(() => req.write('b'), timeoutMs * 1.5);
+    setTimeout(() => req.end('c'), timeoutMs * 3);
+    expect(await upload).toBe('200 got 3');
   });
 
   it('cuts the client off when an answer stops midway', async () => {
