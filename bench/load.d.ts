@@ -1,6 +1,8 @@
 /** Types of bench/load.js, for the TypeScript tests that use it. */
 export interface LoadRecord {
   sentAt: number;
+  /** How much later than scheduled the generator sent it (ms). */
+  lateMs?: number;
   doneAt?: number;
   ms: number;
   status: number;
@@ -16,11 +18,15 @@ export interface LoadResult {
   rate: number;
   p50: number;
   p99: number;
+  lateP99: number;
+  lateMax: number;
   versions: Record<string, number>;
   records: LoadRecord[];
 }
 
 export interface Load {
+  /** When the load started (ms since the epoch); records' sentAt count from here. */
+  origin: number;
   records: LoadRecord[];
   stop(): Promise<LoadResult>;
 }

@@ -48,6 +48,8 @@ export function startLoad({ url, rate, timeoutMs = 10_000, maxRequests = 1_000_0
   });
   done.catch(() => undefined);
   return {
+    /** When the load started, in ms since the epoch: `sentAt` of a record is counted from here. */
+    origin,
     /** Requests finished so far (for checks while the load runs), up to ~50 ms late. */
     records,
     async stop() {
@@ -72,16 +74,18 @@ function runLoad({ url, rate, timeoutMs, maxRequests, origin }) {
   const startedAt = now();
   const pending = new Set();
 
-  const fire = () => {
+  const fire = (scheduledAt) => {
+    const sentAt = now();
+    const lateMs = sentAt - scheduledAt;
     if (inFlight >= maxInFlight || sent >= maxRequests) {
-      batch.push({ sentAt: now(), ms: 0, status: 0, error: 'load generator saturated' });
+      batch.push({ sentAt, lateMs, ms: 0, status: 0, error: 'load generator saturated' });
       return;
     }
     sent++;
     inFlight++;
-    const sentAt = now();
     const record = {
       sentAt,
+      lateMs,
       ms: 0,
       status: 0,
       version: undefined,
@@ -135,22 +139,31 @@ function runLoad({ url, rate, timeoutMs, maxRequests, origin }) {
   };
   const flusher = setInterval(() => flush(false), batchMs);
 
-  // A tick every 10 ms sends the requests due by then, so the rate holds without a timer per request.
-  const tickMs = 10;
-  let due = 0;
-  const timer = setInterval(() => {
+  // Requests go out one by one at their scheduled times (every 1000/rate ms), not in batches: a
+  // batch of requests sent in the same millisecond queues at a single-process upstream and shows as
+  // latency that no real client spacing would cause. When the thread was held back (a process
+  // starting on the same cores, GC), the missed sends catch up at most `catchUpFactor` times the
+  // rate instead of all at once, and each record keeps how late it was sent (`lateMs`): the summary
+  // reports it, so a stalled generator is visible instead of being mistaken for a slow router.
+  const intervalMs = 1000 / rate;
+  const catchUpFactor = 4;
+  const perWakeup = Math.max(1, Math.ceil((catchUpFactor * rate) / 1000));
+  let scheduled = startedAt;
+  let timer;
+  const tick = () => {
     if (stopped) return;
-    const elapsed = now() - startedAt;
-    const target = Math.floor((elapsed / 1000) * rate);
-    while (due < target) {
-      due++;
-      fire();
+    const at = now();
+    for (let n = 0; n < perWakeup && scheduled <= at; n++) {
+      fire(scheduled);
+      scheduled += intervalMs;
     }
-  }, tickMs);
+    timer = setTimeout(tick, Math.max(0, scheduled - now()));
+  };
+  timer = setTimeout(tick, 0);
 
   parentPort.on('message', async () => {
     stopped = true;
-    clearInterval(timer);
+    clearTimeout(timer);
     await Promise.all([...pending]);
     clearInterval(flusher);
     agent.destroy();
@@ -165,10 +178,11 @@ export function summarize(records, seconds) {
   const ok = records.filter((r) => !r.error && r.status >= 200 && r.status < 300);
   const failed = records.length - ok.length;
   const latencies = ok.map((r) => r.ms).sort((a, b) => a - b);
-  const pct = (p) =>
-    latencies.length === 0
+  const pct = (p, sorted = latencies) =>
+    sorted.length === 0
       ? Number.NaN
-      : latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))];
+      : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+  const lateness = records.map((r) => r.lateMs ?? 0).sort((a, b) => a - b);
   const versions = {};
   for (const r of ok) versions[r.version ?? '?'] = (versions[r.version ?? '?'] ?? 0) + 1;
   return {
@@ -178,6 +192,9 @@ export function summarize(records, seconds) {
     rate: records.length / seconds,
     p50: pct(50),
     p99: pct(99),
+    /** How late the generator sent its requests (its own stalls, not the server's): p99 and worst. */
+    lateP99: pct(99, lateness),
+    lateMax: lateness.at(-1) ?? 0,
     versions,
     records,
   };

@@ -1,0 +1,53 @@
+/**
+ * The fixed-rate load generator behind the demo, the zero-failure tests and `npm run bench`
+ * (bench/load.js), against a real server on loopback: it must send at the rate asked, one request
+ * at a time rather than in batches (a batch queues at a single-process upstream and reads as the
+ * server's latency), and say how late it sent them.
+ */
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startLoad } from '../bench/load.js';
+
+let server: Server | null = null;
+afterEach(async () => {
+  server?.closeAllConnections();
+  server?.close();
+  server = null;
+});
+
+async function versionServer(version: string): Promise<string> {
+  server = createServer((_req, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ version }));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+}
+
+describe('bench/load.js', () => {
+  it('sends at the rate asked, one request at a time, and records who answered and how late each was sent', async () => {
+    const url = await versionServer('9.9.9');
+    const rate = 200;
+    const load = startLoad({ url, rate });
+    await sleep(1_500);
+    const result = await load.stop();
+
+    expect(result.failed).toBe(0);
+    expect(result.versions).toEqual({ '9.9.9': result.requests });
+    // 1.5 s at 200/s: 300 requests, give or take the start and stop.
+    expect(result.requests).toBeGreaterThan(250);
+    expect(result.requests).toBeLessThan(320);
+    // Spaced out, not in batches: at 200/s requests are due 5 ms apart, and even a send that
+    // catches up after a stall goes out on a wakeup of its own (the old 10 ms tick sent two at once).
+    const sent = result.records.map((r) => r.sentAt).sort((a, b) => a - b);
+    const gaps = sent.slice(1).map((at, i) => at - (sent[i] as number));
+    expect(gaps.filter((gap) => gap < 0.5)).toEqual([]);
+    for (const record of result.records) expect(record.lateMs).toBeGreaterThanOrEqual(0);
+    expect(result.lateMax).toBeGreaterThanOrEqual(result.lateP99);
+    expect(Number.isFinite(result.lateP99)).toBe(true);
+  });
+});
