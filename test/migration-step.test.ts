@@ -145,6 +145,11 @@ describe('the migration step function', () => {
     expect(d.notices.find((n) => n.kind === 'rollback_started')?.message).toBe(
       'rollback requested; rolling back: routes back to blue first, then green retired',
     );
+    // The outcome is said once, the reason says why (it read "rolled back: … (rolled back)").
+    expect(d.state.ending?.reason).toBe('rollback requested');
+    expect(d.notices.find((n) => n.kind === 'ended')?.message).toBe(
+      'rolled back: blue is serving (rollback requested)',
+    );
   });
 
   it('rolls back by itself when the health gate fails, and says why once', () => {

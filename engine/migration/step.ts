@@ -164,10 +164,11 @@ function onOperator(t: Transition, verb: Verb, at: number, by?: string): void {
       notice(t, at, 'resumed', 'info', `resumed${who}`);
       return;
     case 'rollback':
-      beginEnding(t, at, 'rolled_back', `rolled back${who}`, `rollback requested${who}`);
+      // The reason says why it ends (the outcome is said beside it): "rolling back (rollback requested by …)".
+      beginEnding(t, at, 'rolled_back', `rollback requested${who}`, `rollback requested${who}`);
       return;
     case 'cancel':
-      beginEnding(t, at, 'cancelled', `cancelled${who}`, `cancel requested${who}`);
+      beginEnding(t, at, 'cancelled', `cancel requested${who}`, `cancel requested${who}`);
       return;
     case 'commit':
       beginCommit(t, at, `commit requested${who}`);
