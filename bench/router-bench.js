@@ -31,6 +31,7 @@ import { createRouteTableDriver } from '../dist/engine/drivers/route-table.js';
 import { isFinal } from '../dist/engine/migration/types.js';
 import { findMigration, loadState, operate, summaryOf } from '../dist/engine/migrations.js';
 import { migrationPaths } from '../dist/engine/runner/paths.js';
+import { seededRandom } from './generate-topology.js';
 import { startLoad, summarize } from './load.js';
 import { freePort, runNode, withTempDir } from './support.js';
 
@@ -519,18 +520,6 @@ function baselineP99(runs, which) {
     draws.push(summarize(sample, 1).p99);
   }
   return draws.sort((a, b) => a - b)[Math.floor(draws.length / 2)];
-}
-
-/** mulberry32: a small seeded generator, so the baseline draws repeat for the same records. */
-function seededRandom(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function phaseRows(label, runs) {

@@ -7,8 +7,15 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
-import { Agent, createServer, request, type Server } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
+import {
+  Agent,
+  createServer,
+  type IncomingMessage,
+  request,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
+import { createServer as createNetServer, type Socket } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRouteTableDriver } from '../../engine/drivers/route-table.js';
@@ -80,6 +87,38 @@ export async function startUpstream(resources: Resources, name: string): Promise
   };
   resources.add(close);
   return { name, address, close };
+}
+
+/** An upstream with the test's handler that counts the connections it accepted, holds, and held at most. */
+export async function countingUpstream(
+  resources: Resources,
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  options: { keepAliveTimeoutMs?: number } = {},
+) {
+  const server = createServer(handler);
+  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
+  let accepted = 0;
+  let open = 0;
+  let mostOpen = 0;
+  server.on('connection', (socket: Socket) => {
+    accepted++;
+    mostOpen = Math.max(mostOpen, ++open);
+    socket.on('close', () => open--);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  resources.add(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return {
+    address: `127.0.0.1:${(server.address() as { port: number }).port}`,
+    accepted: () => accepted,
+    open: () => open,
+    mostOpen: () => mostOpen,
+    /** Closes every connection without a request in progress, as a server's idle timeout does. */
+    dropIdle: () => server.closeIdleConnections(),
+  };
 }
 
 /** The same upstream in a child process, so that it can die the hard way. */

@@ -5,13 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
-import {
-  type ClientRequest,
-  createServer,
-  type IncomingMessage,
-  request,
-  type ServerResponse,
-} from 'node:http';
+import { type ClientRequest, type IncomingMessage, request, type ServerResponse } from 'node:http';
 import { connect, createServer as createNetServer, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -22,6 +16,7 @@ import {
   upstreamWarmConnections,
 } from '../../engine/router/upstream-pool.js';
 import {
+  countingUpstream,
   environment,
   eventually,
   freeListen,
@@ -36,33 +31,10 @@ const resources = new Resources();
 afterEach(() => resources.cleanup());
 
 /** An upstream with the test's handler; counts the connections it accepted and holds. */
-async function upstream(
+const upstream = (
   handler: (req: IncomingMessage, res: ServerResponse) => void,
   options: { keepAliveTimeoutMs?: number } = {},
-) {
-  const server = createServer(handler);
-  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
-  let accepted = 0;
-  let open = 0;
-  let mostOpen = 0;
-  server.on('connection', (socket: Socket) => {
-    accepted++;
-    mostOpen = Math.max(mostOpen, ++open);
-    socket.on('close', () => open--);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  resources.add(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return {
-    address: `127.0.0.1:${(server.address() as { port: number }).port}`,
-    accepted: () => accepted,
-    open: () => open,
-    mostOpen: () => mostOpen,
-  };
-}
+) => countingUpstream(resources, handler, options);
 
 /** An upstream that answers every request with the same bytes, whatever they are. */
 async function rawUpstream(answer: string) {

@@ -1,9 +1,9 @@
-import { createServer, type IncomingMessage } from 'node:http';
-import type { Socket } from 'node:net';
+import type { IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clientResponseHeaders, upstreamRequestHeaders } from '../../engine/router/forward-headers.js';
 import { upstreamWarmConnections } from '../../engine/router/upstream-pool.js';
 import {
+  countingUpstream,
   eventually,
   freeListen,
   Resources,
@@ -17,37 +17,16 @@ const resources = new Resources();
 afterEach(() => resources.cleanup());
 
 /** An upstream that answers its name and counts the connections it accepted and still holds. */
-async function countingUpstream(name: string) {
-  const sockets = new Set<Socket>();
-  let accepted = 0;
-  const server = createServer((req, res) => {
+const namedUpstream = (name: string) =>
+  countingUpstream(resources, (req, res) => {
     req.resume();
     req.on('end', () => res.end(name));
   });
-  server.on('connection', (socket: Socket) => {
-    accepted++;
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const address = `127.0.0.1:${(server.address() as { port: number }).port}`;
-  resources.add(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return {
-    address,
-    accepted: () => accepted,
-    open: () => sockets.size,
-    /** Closes every connection without a request in progress, as a server's idle timeout does. */
-    dropIdle: () => server.closeIdleConnections(),
-  };
-}
 
 describe('router: upstream connections kept ready', () => {
   it('opens connections ahead to a slot at 0%, and a switch to it uses them', async () => {
     const stateDir = await stateDirFor(resources);
-    const [blue, green] = await Promise.all([countingUpstream('blue'), countingUpstream('green')]);
+    const [blue, green] = await Promise.all([namedUpstream('blue'), namedUpstream('green')]);
     const listen = await freeListen();
     const split = (greenPercent: number) =>
       setRoute(stateDir, 'web', { listen, blue: [blue.address], green: [green.address], greenPercent });
@@ -65,7 +44,7 @@ describe('router: upstream connections kept ready', () => {
 
   it('loses no request when the upstream closed the spare connections', async () => {
     const stateDir = await stateDirFor(resources);
-    const blue = await countingUpstream('blue');
+    const blue = await namedUpstream('blue');
     const listen = await freeListen();
     await setRoute(stateDir, 'web', { listen, blue: [blue.address], green: [], greenPercent: 0 });
     await startTestRouter(resources, stateDir);
