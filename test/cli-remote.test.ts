@@ -120,7 +120,9 @@ describe('the CLI through a cutover server', () => {
 
     const rolledBack = await cli(['topology', 'migration', 'rollback', id]);
     expect(rolledBack.code, rolledBack.stderr).toBe(0);
-    await waitFor(w, id, (s) => s.lifecycle === 'rolled_back');
+    // It waits for the end, following the log through the server.
+    expect(rolledBack.stdout).toBe(`${id}: rolled back\n`);
+    expect(rolledBack.stderr).toContain('rolled back: blue is serving (rollback requested');
     const again = await cli(['topology', 'migration', 'rollback', id]);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/^cutover: cannot roll back mig_\w+: it was already rolled back/m);

@@ -101,9 +101,15 @@ describe('cutover topology migrate (local mode)', () => {
     const table = await readRoutingTable(w.stateDir);
     expect(table.routes['gated/web']?.greenPercent).toBe(100);
 
+    // The rollback waits for the end: the undo steps on stderr, the end on stdout, nothing left to wait for.
     const rollback = await verb(w, 'rollback', id);
     expect(rollback.code).toBe(0);
-    expect((await waitFor(w, id, isFinal)).lifecycle).toBe('rolled_back');
+    expect(rollback.stderr).toMatch(/^mig_\w+: rolling back \(rollback requested\)\n/);
+    expect(rollback.stderr).toMatch(
+      / {2}undo: route web back to blue done\n.* {2}undo: retire green api done\n/s,
+    );
+    expect(rollback.stdout).toBe(`${id}: rolled back\n`);
+    expect((await show(w, id)).lifecycle).toBe('rolled_back');
     expect(slotDirs(w)).toEqual(blue);
     expect((await readRoutingTable(w.stateDir)).routes['gated/web']?.greenPercent).toBe(0);
     expect((await readCurrentLayout(w.stateDir, 'gated')).serial).toBe(1);
@@ -151,7 +157,10 @@ describe('operator verbs against a detached migration', () => {
     await refusedIn(w, id, ['pause', 'commit'], 'paused');
     expect((await verb(w, 'resume', id)).code).toBe(0);
     expect((await show(w, id)).lifecycle).toBe('running');
-    expect((await verb(w, 'cancel', id)).code).toBe(0);
+    // --no-wait: back as soon as the migration took it, while it still winds down.
+    const cancel = await runCli(['topology', 'migration', 'cancel', id, '-f', w.file, '--no-wait']);
+    expect(cancel.code).toBe(0);
+    expect(cancel.stdout).toBe(`${id}: rolling back (cancel requested)\n`);
     expect((await waitFor(w, id, isFinal)).lifecycle).toBe('cancelled');
     expect(slotDirs(w)).toEqual([]);
     await refusedIn(w, id, ['pause', 'resume', 'rollback', 'cancel', 'commit'], 'cancelled');

@@ -1,5 +1,11 @@
 import type { Command } from 'commander';
-import { isFinal, type MigrationState, type Verb, verbs } from '../../engine/migration/types.js';
+import {
+  isFinal,
+  type Lifecycle,
+  type MigrationState,
+  type Verb,
+  verbs,
+} from '../../engine/migration/types.js';
 import type { MigrationService } from '../../engine/migration-service.js';
 import type * as Migrations from '../../engine/migrations.js';
 import type { LogLine } from '../../engine/runner/local-runner.js';
@@ -126,29 +132,98 @@ export function registerMigration(topology: Command): void {
     });
 
   for (const verb of verbs) {
-    withOptions(migration.command(verb).argument('<id>', 'migration id or a unique prefix'))
+    const command = withOptions(migration.command(verb).argument('<id>', 'migration id or a unique prefix'))
       .description(verbHelp[verb])
-      .option('--json', 'print the resulting state as JSON')
-      .addHelpText('after', `\nExample:\n  $ cutover topology migration ${verb} mig_01jd3x`)
-      .action(async (id: string, options: Options & { json?: boolean }) => {
+      .option('--json', 'print the resulting state as JSON');
+    const ends = endOf[verb];
+    if (ends) command.option('--no-wait', 'return once the migration took the verb, not when it has ended');
+    command
+      .addHelpText(
+        'after',
+        ends
+          ? `\nWaits until the migration has ended, printing its steps; exits 0 when it is ${ends.replace('_', ' ')}.\n\nExample:\n  $ cutover topology migration ${verb} mig_01jd3x`
+          : `\nExample:\n  $ cutover topology migration ${verb} mig_01jd3x`,
+      )
+      .action(async (id: string, options: Options & { json?: boolean; wait?: boolean }) => {
         const remote = remoteFor(options);
-        let outcome: { summary: Migrations.MigrationSummary; recovered: boolean };
+        const wait = ends !== undefined && options.wait !== false;
         if (remote) {
           const r = await remoteCommands();
-          outcome = await r.remoteVerb(remote, await r.remoteResolveId(remote, id), verb);
+          const full = await r.remoteResolveId(remote, id);
+          await runVerb(verb, full, options.json === true, wait, {
+            verb: () => r.remoteVerb(remote, full, verb),
+            logs: (follow) => r.remoteLog(remote, full, follow),
+            summary: async () => (await r.remoteShow(remote, full)).summary,
+            hint: ` --server ${remote.base.origin}`,
+          });
         } else {
-          outcome = await withService(options, async (service) =>
-            service.verb(await service.find(id), verb, process.env.USER),
-          );
+          await withService(options, async (service) => {
+            const full = await service.find(id);
+            await runVerb(verb, full, options.json === true, wait, {
+              verb: () => service.verb(full, verb, process.env.USER),
+              logs: (follow) => service.logs(full, { follow }),
+              summary: async () => (await service.show(full)).summary,
+              hint: '',
+            });
+          });
         }
-        const { summary, recovered } = outcome;
-        if (options.json) {
-          process.stdout.write(`${JSON.stringify({ summary, recovered }, null, 2)}\n`);
-          return;
-        }
-        if (recovered)
-          process.stderr.write(`${summary.id} had no running process; a new one picked it up.\n`);
-        process.stdout.write(`${summary.id}: ${summary.status}\n`);
       });
   }
+}
+
+/** The verbs that end a migration, and the end each asks for. */
+const endOf: Partial<Record<Verb, Lifecycle>> = {
+  rollback: 'rolled_back',
+  cancel: 'cancelled',
+  commit: 'completed',
+};
+
+/** What a verb needs from where the migration runs: this state directory, Temporal, or a server. */
+interface VerbOps {
+  verb(): Promise<{ summary: Migrations.MigrationSummary; recovered: boolean }>;
+  /** The log; with `follow`, until the migration ends. */
+  logs(follow: boolean): AsyncGenerator<LogLine>;
+  summary(): Promise<Migrations.MigrationSummary>;
+  /** The option that reaches the migration again from another terminal. */
+  hint: string;
+}
+
+/**
+ * Gives the verb; with `wait`, follows the log from there (the undo steps of a rollback, the
+ * teardown after a commit) and prints the end: exit 0 when the migration ended as the verb asked.
+ */
+async function runVerb(verb: Verb, id: string, json: boolean, wait: boolean, ops: VerbOps): Promise<void> {
+  // What the log holds before the verb is history; what follows is the verb's doing.
+  let seen = 0;
+  if (wait) for await (const _ of ops.logs(false)) seen += 1;
+  const { summary, recovered } = await ops.verb();
+  if (recovered) process.stderr.write(`${summary.id} had no running process; a new one picked it up.\n`);
+  if (!wait) {
+    if (json) process.stdout.write(`${JSON.stringify({ summary, recovered }, null, 2)}\n`);
+    else process.stdout.write(`${summary.id}: ${summary.status}\n`);
+    return;
+  }
+  const style = styleFor(process.stderr);
+  if (!json) process.stderr.write(`${summary.id}: ${summary.status}\n`);
+  const onSignal = () => {
+    process.stderr.write(
+      `\nInterrupted: ${id} goes on. Follow it with:\n  cutover topology migration logs ${id} --follow${ops.hint}\n`,
+    );
+    process.exit(130);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    let index = 0;
+    for await (const line of ops.logs(true)) {
+      if (index++ >= seen && !json) process.stderr.write(`${renderLogLine(line, style)}\n`);
+    }
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+  const final = await ops.summary();
+  if (json) process.stdout.write(`${JSON.stringify({ summary: final, recovered }, null, 2)}\n`);
+  else process.stdout.write(`${final.id}: ${final.status}\n`);
+  process.exitCode = final.lifecycle === endOf[verb] ? 0 : 1;
 }
