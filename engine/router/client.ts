@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CutoverError, type ErrorCode, errorCodes } from '../errors.js';
+import { jsonOr, type LoopbackAnswer, loopbackRequest } from '../loopback-http.js';
 import type { InFlightAnswer, ReloadResult, RoutesSnapshot } from './control-types.js';
 import { liveRouterRecord, type RouterRecord } from './router-record.js';
 
@@ -39,12 +40,15 @@ export function routerClient(stateDir: string): RouterClient {
 }
 
 async function callRouter<T>(record: RouterRecord, method: 'GET' | 'POST', pathAndQuery: string): Promise<T> {
-  let response: Response;
+  let answer: LoopbackAnswer;
   try {
-    response = await fetch(`http://127.0.0.1:${record.port}${pathAndQuery}`, {
+    answer = await loopbackRequest({
       method,
+      host: '127.0.0.1',
+      port: record.port,
+      path: pathAndQuery,
       headers: { authorization: `Bearer ${record.token}` },
-      signal: AbortSignal.timeout(routerControlTimeoutMs),
+      timeoutMs: routerControlTimeoutMs,
     });
   } catch (error) {
     throw new CutoverError(
@@ -52,14 +56,14 @@ async function callRouter<T>(record: RouterRecord, method: 'GET' | 'POST', pathA
       `the router (pid ${record.pid}) does not answer: ${(error as Error).message}`,
     );
   }
-  const body = (await response.json().catch(() => ({}))) as T & { error?: string; code?: string };
-  if (response.status !== 200) {
+  const body = jsonOr(answer.body, {}) as T & { error?: string; code?: string };
+  if (answer.status !== 200) {
     // An error the router raised itself (a damaged table) keeps its code.
     if (body.code !== undefined && body.code in errorCodes && body.error !== undefined)
       throw new CutoverError(body.code as ErrorCode, body.error);
     throw new CutoverError(
       'RUNNER_UNREACHABLE',
-      `the router (pid ${record.pid}) answered HTTP ${response.status}: ${body.error ?? 'no reason given'}`,
+      `the router (pid ${record.pid}) answered HTTP ${answer.status}: ${body.error ?? 'no reason given'}`,
     );
   }
   return body;

@@ -1,6 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { CutoverError } from '../errors.js';
+import { type LoopbackAnswer, loopbackRequest } from '../loopback-http.js';
 import { type MigrationState, type Verb, verbs } from '../migration/types.js';
 import type { LocalRunner } from './local-runner.js';
 import type { RunnerRecord } from './runner-claim.js';
@@ -69,13 +70,16 @@ export async function sendVerbToRunner(
   verb: Verb,
   by?: string,
 ): Promise<RemoteVerbResult> {
-  let response: Response;
+  let answer: LoopbackAnswer;
   try {
-    response = await fetch(`http://127.0.0.1:${record.port}/verb`, {
+    answer = await loopbackRequest({
       method: 'POST',
+      host: '127.0.0.1',
+      port: record.port,
+      path: '/verb',
       headers: { authorization: `Bearer ${record.token}`, 'content-type': 'application/json' },
       body: JSON.stringify({ verb, by }),
-      signal: AbortSignal.timeout(controlTimeoutMs),
+      timeoutMs: controlTimeoutMs,
     });
   } catch (error) {
     throw new CutoverError(
@@ -83,11 +87,11 @@ export async function sendVerbToRunner(
       `the runner of ${record.migrationId} (pid ${record.process.pid}) does not answer: ${(error as Error).message}`,
     );
   }
-  if (response.status !== 200 && response.status !== 409) {
+  if (answer.status !== 200 && answer.status !== 409) {
     throw new CutoverError(
       'RUNNER_UNREACHABLE',
-      `the runner of ${record.migrationId} answered HTTP ${response.status}`,
+      `the runner of ${record.migrationId} answered HTTP ${answer.status}`,
     );
   }
-  return (await response.json()) as RemoteVerbResult;
+  return JSON.parse(answer.body) as RemoteVerbResult;
 }

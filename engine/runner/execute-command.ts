@@ -11,6 +11,7 @@ import {
 } from '../drivers/types.js';
 import { assertNever } from '../errors.js';
 import { HealthGateFailedError, waitHealthy } from '../health/check-health.js';
+import { loopbackRequest } from '../loopback-http.js';
 import { previewRoutes } from '../migration/step.js';
 import type { Command, CommandError, MigrationState } from '../migration/types.js';
 import { own } from '../records.js';
@@ -230,19 +231,24 @@ async function checkThroughPreviews(
       call,
     );
     const url = `http://${spec.preview}${ctx.spec.health?.http?.path ?? '/'}`;
+    const preview = new URL(url);
     const expected = ctx.spec.health?.http?.expectStatus;
     let last = '';
     let successes = 0;
     const deadline = Date.now() + previewTimeoutMs;
     while (successes < previewSuccesses && Date.now() < deadline) {
       try {
-        const response = await fetch(url, {
-          signal: AbortSignal.any([o.signal, AbortSignal.timeout(2_000)]),
+        const { status } = await loopbackRequest({
+          method: 'GET',
+          host: preview.hostname.replace(/^\[(.*)\]$/, '$1'),
+          port: Number(preview.port),
+          path: `${preview.pathname}${preview.search}`,
+          timeoutMs: 2_000,
+          signal: o.signal,
         });
-        await response.arrayBuffer();
-        const ok = expected !== undefined ? response.status === expected : response.status < 500;
+        const ok = expected !== undefined ? status === expected : status < 500;
         successes = ok ? successes + 1 : 0;
-        last = `HTTP ${response.status}`;
+        last = `HTTP ${status}`;
       } catch (error) {
         o.signal.throwIfAborted();
         successes = 0;
