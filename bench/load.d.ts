@@ -28,6 +28,8 @@ export interface Load {
   /** When the load started (ms since the epoch); records' sentAt count from here. */
   origin: number;
   records: LoadRecord[];
+  /** The generator's process with `ownProcess` (else this one). */
+  pid: number;
   stop(): Promise<LoadResult>;
 }
 
@@ -36,6 +38,8 @@ export function startLoad(options: {
   rate: number;
   timeoutMs?: number;
   maxRequests?: number;
+  /** Send from a child process in its own session (its own scheduling group), not a worker thread. */
+  ownProcess?: boolean;
 }): Load;
 export function summarize(records: LoadRecord[], seconds: number): LoadResult;
 export function formatLoad(result: LoadResult): string;

@@ -7,6 +7,8 @@
  *
  *   const load = startLoad({ url, rate: 500 });  …  const result = await load.stop();
  */
+
+import { fork } from 'node:child_process';
 import http from 'node:http';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 
@@ -24,26 +26,31 @@ const epochNow = () => performance.timeOrigin + performance.now();
  * otherwise show as latency of the requests it delayed. Record times are milliseconds from the call
  * to startLoad, on the caller's clock.
  */
-export function startLoad({ url, rate, timeoutMs = 10_000, maxRequests = 1_000_000 }) {
+export function startLoad({ url, rate, timeoutMs = 10_000, maxRequests = 1_000_000, ownProcess = false }) {
   const origin = epochNow();
   const records = [];
-  const worker = new Worker(new URL(import.meta.url), {
-    workerData: { loadWorker: true, url, rate, timeoutMs, maxRequests, origin },
-  });
+  const config = { loadWorker: true, url, rate, timeoutMs, maxRequests, origin };
+  // With `ownProcess`, a child process in a session of its own: Linux schedules each session as
+  // one group (autogroup), so the processes the caller starts (a CLI under test) share the CPU
+  // with the caller's group, not with the clients, just as with clients on other machines.
+  const generator = ownProcess
+    ? fork(new URL(import.meta.url), [JSON.stringify(config)], { detached: true, stdio: 'inherit' })
+    : new Worker(new URL(import.meta.url), { workerData: config });
   // A load that is never stopped (a failed test) must not keep its process alive.
-  worker.unref();
+  generator.unref();
+  if (ownProcess) generator.channel?.unref();
   let finished = null;
   const done = new Promise((resolve, reject) => {
-    worker.on('message', (message) => {
+    generator.on('message', (message) => {
       records.push(...message.records);
       if (message.done) {
         finished = message;
         resolve();
       }
     });
-    worker.once('error', reject);
-    worker.once('exit', (code) => {
-      if (!finished) reject(new Error(`the load worker exited (${code}) before it was stopped`));
+    generator.once('error', reject);
+    generator.once('exit', (code) => {
+      if (!finished) reject(new Error(`the load generator exited (${code}) before it was stopped`));
     });
   });
   done.catch(() => undefined);
@@ -52,18 +59,27 @@ export function startLoad({ url, rate, timeoutMs = 10_000, maxRequests = 1_000_0
     origin,
     /** Requests finished so far (for checks while the load runs), up to ~50 ms late. */
     records,
+    /** The generator's process with `ownProcess` (else this one). */
+    pid: ownProcess ? generator.pid : process.pid,
     async stop() {
-      worker.ref();
-      worker.postMessage('stop');
-      await done;
-      await worker.terminate();
+      generator.ref();
+      if (ownProcess) {
+        generator.channel?.ref();
+        generator.send('stop');
+        await done;
+        if (generator.exitCode === null) await new Promise((resolve) => generator.once('exit', resolve));
+      } else {
+        generator.postMessage('stop');
+        await done;
+        await generator.terminate();
+      }
       return summarize(records, (epochNow() - origin - finished.startedAt) / 1000);
     },
   };
 }
 
-/** The generator itself, in the worker thread. */
-function runLoad({ url, rate, timeoutMs, maxRequests, origin }) {
+/** The generator itself, in the worker thread or the child process; `port` reaches the caller. */
+function runLoad({ url, rate, timeoutMs, maxRequests, origin }, port) {
   const now = () => epochNow() - origin;
   const target = new URL(url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
@@ -134,7 +150,7 @@ function runLoad({ url, rate, timeoutMs, maxRequests, origin }) {
   };
 
   const flush = (done) => {
-    parentPort.postMessage({ records: batch, done, startedAt });
+    port.send({ records: batch, done, startedAt });
     batch = [];
   };
   const flusher = setInterval(() => flush(false), batchMs);
@@ -161,18 +177,35 @@ function runLoad({ url, rate, timeoutMs, maxRequests, origin }) {
   };
   timer = setTimeout(tick, 0);
 
-  parentPort.on('message', async () => {
+  port.onStop(async () => {
     stopped = true;
     clearTimeout(timer);
     await Promise.all([...pending]);
     clearInterval(flusher);
     agent.destroy();
     flush(true);
-    parentPort.close();
+    port.close();
   });
 }
 
-if (!isMainThread && workerData?.loadWorker) runLoad(workerData);
+if (!isMainThread && workerData?.loadWorker) {
+  runLoad(workerData, {
+    send: (message) => parentPort.postMessage(message),
+    onStop: (stop) => parentPort.once('message', stop),
+    close: () => parentPort.close(),
+  });
+} else if (process.send && process.argv[2]?.includes('"loadWorker":true')) {
+  // The child process of `ownProcess`; it ends with its caller (a crashed bench leaves nothing).
+  process.once('disconnect', () => process.exit(0));
+  let sending = Promise.resolve();
+  runLoad(JSON.parse(process.argv[2]), {
+    send: (message) => {
+      sending = new Promise((resolve) => process.send(message, resolve));
+    },
+    onStop: (stop) => process.once('message', stop),
+    close: () => sending.then(() => process.disconnect()),
+  });
+}
 
 export function summarize(records, seconds) {
   const ok = records.filter((r) => !r.error && r.status >= 200 && r.status < 300);

@@ -113,7 +113,7 @@ async function measureThroughput(dir, owned, rounds, log) {
   const rows = [];
   const fixed = async (label, address) => {
     log(`latency at ${loadRatePerSecond} req/s: ${label}`);
-    const load = startLoad({ url: `http://${address}/`, rate: loadRatePerSecond });
+    const load = startLoad({ url: `http://${address}/`, rate: loadRatePerSecond, ownProcess: true });
     await sleep(fixedRateMs);
     const s = await load.stop();
     rows.push({ measurement: `${loadRatePerSecond} req/s: ${label}`, ...pick(s, fixedRateMs / 1000) });
@@ -435,7 +435,7 @@ async function measureCutover(scratch, rounds, log) {
  * `from`/`to` are when the command was given and when it returned (for the CLI: its whole life).
  */
 async function underLoad(url, work) {
-  const load = startLoad({ url, rate: loadRatePerSecond });
+  const load = startLoad({ url, rate: loadRatePerSecond, ownProcess: true });
   const started = performance.now();
   await sleep(settleMs);
   const from = performance.now() - started;

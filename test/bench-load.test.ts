@@ -5,6 +5,7 @@
  * server's latency), and say how late it sent them.
  */
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -29,25 +30,39 @@ async function versionServer(version: string): Promise<string> {
 }
 
 describe('bench/load.js', () => {
-  it('sends at the rate asked, one request at a time, and records who answered and how late each was sent', async () => {
-    const url = await versionServer('9.9.9');
-    const rate = 200;
-    const load = startLoad({ url, rate });
-    await sleep(1_500);
-    const result = await load.stop();
+  it.each([
+    ['a worker thread', false],
+    ['a process of its own', true],
+  ])(
+    'sends at the rate asked, one request at a time, and records who answered and how late each was sent (from %s)',
+    async (_, ownProcess) => {
+      const url = await versionServer('9.9.9');
+      const rate = 200;
+      const load = startLoad({ url, rate, ownProcess });
+      await sleep(1_500);
+      if (ownProcess) {
+        // Its own session (so its own scheduling group), and gone once stopped.
+        expect(load.pid).not.toBe(process.pid);
+        const stat = readFileSync(`/proc/${load.pid}/stat`, 'utf8');
+        const session = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[3]);
+        expect(session).toBe(load.pid);
+      }
+      const result = await load.stop();
+      if (ownProcess) expect(() => process.kill(load.pid, 0)).toThrow(/ESRCH/);
 
-    expect(result.failed).toBe(0);
-    expect(result.versions).toEqual({ '9.9.9': result.requests });
-    // 1.5 s at 200/s: 300 requests, give or take the start and stop.
-    expect(result.requests).toBeGreaterThan(250);
-    expect(result.requests).toBeLessThan(320);
-    // Spaced out, not in batches: at 200/s requests are due 5 ms apart, and even a send that
-    // catches up after a stall goes out on a wakeup of its own (the old 10 ms tick sent two at once).
-    const sent = result.records.map((r) => r.sentAt).sort((a, b) => a - b);
-    const gaps = sent.slice(1).map((at, i) => at - (sent[i] as number));
-    expect(gaps.filter((gap) => gap < 0.5)).toEqual([]);
-    for (const record of result.records) expect(record.lateMs).toBeGreaterThanOrEqual(0);
-    expect(result.lateMax).toBeGreaterThanOrEqual(result.lateP99);
-    expect(Number.isFinite(result.lateP99)).toBe(true);
-  });
+      expect(result.failed).toBe(0);
+      expect(result.versions).toEqual({ '9.9.9': result.requests });
+      // 1.5 s at 200/s: 300 requests, give or take the start and stop.
+      expect(result.requests).toBeGreaterThan(250);
+      expect(result.requests).toBeLessThan(320);
+      // Spaced out, not in batches: at 200/s requests are due 5 ms apart, and even a send that
+      // catches up after a stall goes out on a wakeup of its own (the old 10 ms tick sent two at once).
+      const sent = result.records.map((r) => r.sentAt).sort((a, b) => a - b);
+      const gaps = sent.slice(1).map((at, i) => at - (sent[i] as number));
+      expect(gaps.filter((gap) => gap < 0.5)).toEqual([]);
+      for (const record of result.records) expect(record.lateMs).toBeGreaterThanOrEqual(0);
+      expect(result.lateMax).toBeGreaterThanOrEqual(result.lateP99);
+      expect(Number.isFinite(result.lateP99)).toBe(true);
+    },
+  );
 });
