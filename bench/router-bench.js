@@ -11,9 +11,11 @@
  *    examples/app to a new version with the process driver (shift 10 → 50 → 100 %), and while a
  *    version that went to 100% and waits for a manual commit is rolled back, twice per round: by
  *    the engine's call (`operate`, what `cutover server` runs for a rollback request) and by the
- *    CLI (a Node process starting on the same 2 cores while the load runs); 3 rounds, pooled. Requests, failures and p50/p99 before, during, while traffic moves, and after. The
- *    requests go out from a worker thread (bench/load.js), so that this thread starting the CLI
- *    and polling the migration's state does not delay them.
+ *    CLI (a Node process starting on the same 2 cores while the load runs); 5 rounds, pooled.
+ *    Requests, failures and p50/p99 before, during, while traffic moves, and after. The requests
+ *    go out from a process of their own in a session of their own (bench/load.js, `ownProcess`):
+ *    this process starting the CLI and polling the migration's state does not delay them, and
+ *    under Linux's autogroup scheduling the CLI shares CPU with this session, not with the clients.
  *
  * Every process is stopped and every temp dir removed, also when the run is interrupted.
  */
