@@ -49,7 +49,8 @@ export function startLoad({ url, rate, timeoutMs = 10_000, maxRequests = 1_000_0
       }
     });
     generator.once('error', reject);
-    generator.once('exit', (code) => {
+    // A child's 'exit' can come before its last messages; 'close' comes after them.
+    generator.once(ownProcess ? 'close' : 'exit', (code) => {
       if (!finished) reject(new Error(`the load generator exited (${code}) before it was stopped`));
     });
   });
@@ -67,7 +68,8 @@ export function startLoad({ url, rate, timeoutMs = 10_000, maxRequests = 1_000_0
         generator.channel?.ref();
         generator.send('stop');
         await done;
-        if (generator.exitCode === null) await new Promise((resolve) => generator.once('exit', resolve));
+        if (generator.exitCode === null && generator.signalCode === null)
+          await new Promise((resolve) => generator.once('exit', resolve));
       } else {
         generator.postMessage('stop');
         await done;

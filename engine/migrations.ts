@@ -429,21 +429,31 @@ function refused(state: MigrationState, verb: Verb): CutoverError {
 
 /**
  * The log lines of a migration; with `follow`, keeps reading as lines arrive and ends once the
- * migration has ended (or `signal` aborts: a reader that went away).
+ * migration has ended, once no runner has driven it for two polls (it died: `resume` picks it up),
+ * or when `signal` aborts (a reader that went away).
  */
 export async function* readLog(
   ref: MigrationRef,
   options: { follow: boolean; pollMs?: number; signal?: AbortSignal },
 ): AsyncGenerator<LogLine> {
-  const file = migrationPaths(ref.stateDir, ref.environment, ref.id).log;
+  const paths = migrationPaths(ref.stateDir, ref.environment, ref.id);
+  const pollMs = options.pollMs ?? 200;
   let offset = 0;
   let pending = '';
+  // Reads left: unbounded while following; at the end, this one and one more shortly after, since
+  // a runner journals an event before it writes that event's log lines.
+  let reads = options.follow ? Number.POSITIVE_INFINITY : 1;
+  let unattended = 0;
   for (;;) {
     if (options.signal?.aborted) return;
-    const ended = !options.follow || isFinished(ref.stateDir, ref.environment, ref.id);
-    const size = existsSync(file) ? statSync(file).size : 0;
+    if (reads === Number.POSITIVE_INFINITY) {
+      if (isFinished(ref.stateDir, ref.environment, ref.id)) reads = 2;
+      else if (liveRunner(paths.runner)) unattended = 0;
+      else if (++unattended >= 2) reads = 1;
+    }
+    const size = existsSync(paths.log) ? statSync(paths.log).size : 0;
     if (size > offset) {
-      const handle = await open(file, 'r');
+      const handle = await open(paths.log, 'r');
       try {
         const buffer = Buffer.alloc(size - offset);
         await handle.read(buffer, 0, buffer.length, offset);
@@ -463,9 +473,11 @@ export async function* readLog(
         }
       }
     }
-    if (ended) return;
+    reads -= 1;
+    if (reads <= 0) return;
     try {
-      await sleep(options.pollMs ?? 200, undefined, options.signal ? { signal: options.signal } : undefined);
+      const waitMs = reads === 1 ? Math.min(pollMs, 50) : pollMs;
+      await sleep(waitMs, undefined, options.signal ? { signal: options.signal } : undefined);
     } catch {
       return; // aborted
     }

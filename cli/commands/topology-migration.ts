@@ -163,12 +163,32 @@ export function registerMigration(topology: Command): void {
               verb: () => service.verb(full, verb, process.env.USER),
               logs: (follow) => service.logs(full, { follow }),
               summary: async () => (await service.show(full)).summary,
-              hint: '',
+              hint: service.mode === 'temporal' ? '' : stateDirHint(options),
             });
           });
         }
       });
   }
+}
+
+/** The options that reach the same state directory again, for messages. */
+function stateDirHint(options: StateDirOptions): string {
+  if (options.stateDir) return ` --state-dir ${options.stateDir}`;
+  return options.file && options.file !== 'topology.yaml' ? ` -f ${options.file}` : '';
+}
+
+/**
+ * Which lines of a log read again later are new since `before` was read. Told apart by time, not
+ * by count: a Temporal migration keeps only its last lines, so a later read can start later.
+ */
+export function newSince(before: readonly LogLine[]): (line: LogLine) => boolean {
+  let lastAt = Number.NEGATIVE_INFINITY;
+  let atLast = new Set<string>();
+  for (const line of before) {
+    if (line.at > lastAt) [lastAt, atLast] = [line.at, new Set()];
+    if (line.at === lastAt) atLast.add(JSON.stringify(line));
+  }
+  return (line) => line.at > lastAt || (line.at === lastAt && !atLast.has(JSON.stringify(line)));
 }
 
 /** The verbs that end a migration, and the end each asks for. */
@@ -193,9 +213,9 @@ interface VerbOps {
  * teardown after a commit) and prints the end: exit 0 when the migration ended as the verb asked.
  */
 async function runVerb(verb: Verb, id: string, json: boolean, wait: boolean, ops: VerbOps): Promise<void> {
-  // What the log holds before the verb is history; what follows is the verb's doing.
-  let seen = 0;
-  if (wait) for await (const _ of ops.logs(false)) seen += 1;
+  const before: LogLine[] = [];
+  if (wait) for await (const line of ops.logs(false)) before.push(line);
+  const isNew = newSince(before);
   const { summary, recovered } = await ops.verb();
   if (recovered) process.stderr.write(`${summary.id} had no running process; a new one picked it up.\n`);
   if (!wait) {
@@ -205,24 +225,29 @@ async function runVerb(verb: Verb, id: string, json: boolean, wait: boolean, ops
   }
   const style = styleFor(process.stderr);
   if (!json) process.stderr.write(`${summary.id}: ${summary.status}\n`);
-  const onSignal = () => {
+  const onSignal = (signal: NodeJS.Signals) => {
     process.stderr.write(
       `\nInterrupted: ${id} goes on. Follow it with:\n  cutover topology migration logs ${id} --follow${ops.hint}\n`,
     );
-    process.exit(130);
+    process.exit(signal === 'SIGINT' ? 130 : 143);
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    let index = 0;
     for await (const line of ops.logs(true)) {
-      if (index++ >= seen && !json) process.stderr.write(`${renderLogLine(line, style)}\n`);
+      if (isNew(line) && !json) process.stderr.write(`${renderLogLine(line, style)}\n`);
     }
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
   const final = await ops.summary();
+  if (!isFinal(final.lifecycle)) {
+    // The follow ended first: the local runner died (resume picks it up) or the server went away.
+    process.stderr.write(
+      `${id} has not ended (${final.status}), and the wait stopped: its runner is not running, or the connection was lost. \`cutover topology migration resume ${id}${ops.hint}\` picks it up; \`cutover topology migration logs ${id} --follow${ops.hint}\` shows the rest.\n`,
+    );
+  }
   if (json) process.stdout.write(`${JSON.stringify({ summary: final, recovered }, null, 2)}\n`);
   else process.stdout.write(`${final.id}: ${final.status}\n`);
   process.exitCode = final.lifecycle === endOf[verb] ? 0 : 1;

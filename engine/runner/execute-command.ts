@@ -241,7 +241,7 @@ async function checkThroughPreviews(
         const { status } = await loopbackRequest({
           method: 'GET',
           host: preview.hostname.replace(/^\[(.*)\]$/, '$1'),
-          port: Number(preview.port),
+          port: Number(preview.port || 80),
           path: `${preview.pathname}${preview.search}`,
           timeoutMs: 2_000,
           signal: o.signal,
