@@ -1,8 +1,9 @@
-import type { Diagnostic } from './topology/diagnostic.js';
 /**
  * The one registry of cutover's errors. Every error the engine raises carries a stable code; the CLI
  * maps codes to an exit code and one clear line, the server (later) to an HTTP status and problem+json.
  */
+import type { Diagnostic } from './topology/diagnostic.js';
+
 export const errorCodes = {
   TOPOLOGY_INVALID: { exitCode: 1, httpStatus: 422, title: 'Topology is invalid' },
   TOPOLOGY_NOT_FOUND: { exitCode: 1, httpStatus: 404, title: 'Topology file not found' },

@@ -16,6 +16,7 @@ import { previewRoutes } from '../migration/step.js';
 import type { Command, CommandError, MigrationState } from '../migration/types.js';
 import { own } from '../records.js';
 import { waitDrained } from '../router/client.js';
+import { type HostPort, parseHostPort } from '../router/host-port.js';
 import { recordLayout } from '../store/layout-store.js';
 import type { Route, Topology } from '../topology/types.js';
 
@@ -230,8 +231,10 @@ async function checkThroughPreviews(
       { route: name, spec, blue: pair?.blue ?? null, green: pair?.green ?? null, greenPercent: 0 },
       call,
     );
-    const url = `http://${spec.preview}${ctx.spec.health?.http?.path ?? '/'}`;
-    const preview = new URL(url);
+    const previewPath = ctx.spec.health?.http?.path ?? '/';
+    const url = `http://${spec.preview}${previewPath}`;
+    // A valid topology's preview is a host:port (the schema checks it).
+    const preview = parseHostPort(spec.preview as string) as HostPort;
     const expected = ctx.spec.health?.http?.expectStatus;
     let last = '';
     let successes = 0;
@@ -240,9 +243,9 @@ async function checkThroughPreviews(
       try {
         const { status } = await loopbackRequest({
           method: 'GET',
-          host: preview.hostname.replace(/^\[(.*)\]$/, '$1'),
-          port: Number(preview.port || 80),
-          path: `${preview.pathname}${preview.search}`,
+          host: preview.host,
+          port: preview.port,
+          path: previewPath,
           timeoutMs: 2_000,
           signal: o.signal,
         });
