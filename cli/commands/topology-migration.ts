@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import {
   isFinal,
@@ -198,6 +199,9 @@ const endOf: Partial<Record<Verb, Lifecycle>> = {
   commit: 'completed',
 };
 
+/** How long a waiting verb leaves the runner alone before it first reads the log. */
+const firstLookMs = 200;
+
 /** What a verb needs from where the migration runs: this state directory, Temporal, or a server. */
 interface VerbOps {
   verb(): Promise<{ summary: Migrations.MigrationSummary; recovered: boolean }>;
@@ -234,6 +238,11 @@ async function runVerb(verb: Verb, id: string, json: boolean, wait: boolean, ops
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
+    // The runner has only just taken the verb; its lines come as it acts. Reading at once (a
+    // journal replay, the log) would put this process on the CPU in the very milliseconds the
+    // traffic switches back, beside the router on the same machine. One poll interval later, a
+    // rollback's switch is over.
+    await sleep(firstLookMs);
     for await (const line of ops.logs(true)) {
       if (isNew(line) && !json) process.stderr.write(`${renderLogLine(line, style)}\n`);
     }
