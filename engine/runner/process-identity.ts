@@ -34,8 +34,11 @@ function processStartTime(pid: number): string | null {
   return procStat(pid)?.[19] ?? null;
 }
 
-/** Fields of /proc/<pid>/stat from the third on (state, ppid, …), or null without /proc. */
-function procStat(pid: number): string[] | null {
+/**
+ * Fields of /proc/<pid>/stat from the third on (state, ppid, pgrp, …; the start time at 19), or
+ * null without /proc or without that process.
+ */
+export function procStat(pid: number): string[] | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name is in parentheses and may hold spaces: split after it.
