@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isAlive, processIdentity } from '../runner/process-identity.js';
+import { isAlive, processIdentity, procStat } from '../runner/process-identity.js';
 import { groupRunning, stopProcessGroup } from './process-group.js';
 
 // Real processes in groups of their own; everything started here is killed by pid afterwards.
@@ -76,18 +76,10 @@ describe('process groups', () => {
     // reaps it, so it stays a zombie.
     const parent = detached(['-c', 'setsid sh -c "exit 0" & echo $!; exec sleep 30'], 'sh');
     const zombie = Number(await firstLine(parent));
-    await until(() => processIdentity(zombie).startTime === null || isZombie(zombie));
-    expect(isZombie(zombie)).toBe(true);
+    const isZombie = () => procStat(zombie)?.[0] === 'Z';
+    await until(isZombie);
+    expect(isZombie()).toBe(true);
     expect(groupRunning({ pid: zombie, startTime: null })).toBe(false);
     expect(await stopProcessGroup({ pid: zombie, startTime: null }, 2_000)).toBe('not-running');
   });
 });
-
-function isZombie(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  return !isAlive({ pid, startTime: null });
-}
