@@ -1,4 +1,4 @@
-import { CutoverError, errorCodes, TopologyInvalidError } from '../engine/errors.js';
+import { CutoverError, environmentFault, errorCodes, TopologyInvalidError } from '../engine/errors.js';
 import { formatDiagnostic } from '../engine/topology/diagnostic.js';
 
 /** Prints an error as the CLI shows it and returns the exit code: one clear line per problem. */
@@ -11,6 +11,12 @@ export function reportError(error: unknown, stderr: NodeJS.WritableStream = proc
   if (error instanceof CutoverError) {
     stderr.write(`cutover: ${error.message}\n`);
     return errorCodes[error.code].exitCode;
+  }
+  // A fault of the machine that no layer below named: still one line, with cause and next step.
+  const fault = environmentFault(error);
+  if (fault) {
+    stderr.write(`cutover: ${fault.message}\n`);
+    return errorCodes[fault.code].exitCode;
   }
   const e = error as Error;
   stderr.write(

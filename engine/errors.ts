@@ -35,6 +35,12 @@ export const errorCodes = {
   SERVER_REFUSED: { exitCode: 1, httpStatus: 502, title: 'The cutover server refused the request' },
   SERVER_UNREACHABLE: { exitCode: 1, httpStatus: 502, title: 'The cutover server cannot be reached' },
   USAGE: { exitCode: 1, httpStatus: 400, title: 'Bad usage' },
+  /** The machine refused: a full or read-only disk, permissions, a port in use, a missing program. */
+  ENVIRONMENT_FAULT: {
+    exitCode: 1,
+    httpStatus: 503,
+    title: 'The environment refused (disk, permissions, a port, a missing program)',
+  },
   INTERNAL: { exitCode: 70, httpStatus: 500, title: 'Internal error (a bug in cutover)' },
 } as const;
 
@@ -73,4 +79,59 @@ export class TopologyInvalidError extends CutoverError {
       `${diagnostics.length} problem${diagnostics.length === 1 ? '' : 's'} in the topology`,
     );
   }
+}
+
+/** What an operating-system error code means to an operator, and what to do about it. */
+const environmentCauses: Record<string, { cause: string; next: string }> = {
+  ENOSPC: { cause: 'no space left on the device', next: 'free some space, then try again' },
+  EDQUOT: { cause: 'the disk quota is exhausted', next: 'free some space, then try again' },
+  EROFS: { cause: 'the file system is read-only', next: 'use a writable directory' },
+  EACCES: { cause: 'permission denied', next: 'check the owner and mode, or run as a user that may' },
+  EPERM: { cause: 'operation not permitted', next: 'check the owner and mode, or run as a user that may' },
+  EADDRINUSE: {
+    cause: 'the address is already in use',
+    next: 'stop the program listening there, or choose another port',
+  },
+  EADDRNOTAVAIL: {
+    cause: 'the address is not available on this machine',
+    next: 'listen on an address this machine has (127.0.0.1, 0.0.0.0, ::1)',
+  },
+  EMFILE: { cause: 'too many open files', next: 'raise the limit (ulimit -n), then try again' },
+  ENFILE: { cause: 'too many open files on the machine', next: 'close some programs, then try again' },
+  EIO: { cause: 'an input/output error from the device', next: 'check the disk' },
+};
+
+/**
+ * An error of the machine (disk, permissions, ports, a missing program) as a CutoverError that
+ * names where it happened, or undefined when `error` is not one. `where` says what was being done,
+ * e.g. "writing .cutover/active.json" or "listening on 127.0.0.1:7400".
+ */
+export function environmentFault(error: unknown, where?: string): CutoverError | undefined {
+  if (error instanceof CutoverError) return error.code === 'ENVIRONMENT_FAULT' ? error : undefined;
+  const e = error as NodeJS.ErrnoException | undefined;
+  const code = e?.code;
+  if (typeof code !== 'string') return undefined;
+  const at = where ?? (e ? describeErrnoTarget(e) : undefined);
+  if (code === 'ENOENT' && e?.syscall?.startsWith('spawn')) {
+    return new CutoverError(
+      'ENVIRONMENT_FAULT',
+      `${at ? `${at}: ` : ''}program not found${e.path ? `: ${e.path}` : ''}; install it or put it on the PATH`,
+    );
+  }
+  const known = environmentCauses[code];
+  if (!known) return undefined;
+  return new CutoverError(
+    'ENVIRONMENT_FAULT',
+    `${at ? `${at}: ` : ''}${known.cause} (${code}); ${known.next}`,
+  );
+}
+
+function describeErrnoTarget(e: NodeJS.ErrnoException): string | undefined {
+  const withAddress = e as NodeJS.ErrnoException & { address?: string; port?: number };
+  if (withAddress.address !== undefined) {
+    const host = withAddress.address.includes(':') ? `[${withAddress.address}]` : withAddress.address;
+    return `${e.syscall ?? 'listen'} ${withAddress.port !== undefined ? `${host}:${withAddress.port}` : host}`;
+  }
+  if (e.path) return `${e.syscall ?? 'access'} ${e.path}`;
+  return e.syscall;
 }
