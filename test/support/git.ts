@@ -5,11 +5,11 @@
  * cleanup that kills every child (by pid), every migration runner and removes every directory.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { repoRoot, runCli, tempDir } from './cli.js';
-import { freePort, killRunners } from './migrations.js';
+import { copyFixture, freePort, killRunners } from './migrations.js';
 
 const bin = path.join(repoRoot, 'bin', 'cutover.js');
 
@@ -130,7 +130,7 @@ export class Repo {
  */
 export async function initRepo(fixture = 'examples/exec-demo'): Promise<Repo> {
   const dir = path.join(await scratch(), 'repo');
-  cpSync(path.join(repoRoot, fixture), dir, { recursive: true });
+  copyFixture(path.join(repoRoot, fixture), dir);
   await git(repoRoot, 'init', '-q', '-b', 'main', dir);
   const repo = new Repo(dir);
   let text = repo.read();

@@ -11,13 +11,22 @@ export interface Workspace {
   cleanup: () => Promise<void>;
 }
 
+/**
+ * Copies an example or fixture without the state a user's own run left in it (`.cutover/`, the
+ * project's tool folders): tests start from the files as committed.
+ */
+export function copyFixture(from: string, to: string): void {
+  const skipped = new Set(['.cutover', 'node_modules', '.tools']);
+  cpSync(from, to, { recursive: true, filter: (source) => !skipped.has(path.basename(source)) });
+}
+
 /** A copy of a fixture in a temp dir; its cleanup kills every runner the test left and removes it. */
 export async function workspace(
   fixture = 'test/fixtures/gated',
   edit?: (yaml: string) => string,
 ): Promise<Workspace> {
   const { dir, cleanup } = await tempDir();
-  cpSync(path.join(repoRoot, fixture), dir, { recursive: true });
+  copyFixture(path.join(repoRoot, fixture), dir);
   const file = path.join(dir, 'topology.yaml');
   // Tests run side by side: every route listens on a port of its own, found free just now.
   let text = readFileSync(file, 'utf8');
@@ -147,8 +156,8 @@ export async function liveWorkspace(
   example: { name: string; listen: string } = { name: 'live-demo', listen: '127.0.0.1:18600' },
 ): Promise<Workspace & { url: string }> {
   const { dir, cleanup } = await tempDir();
-  cpSync(path.join(repoRoot, 'examples', example.name), path.join(dir, example.name), { recursive: true });
-  cpSync(path.join(repoRoot, 'examples', 'app'), path.join(dir, 'app'), { recursive: true });
+  copyFixture(path.join(repoRoot, 'examples', example.name), path.join(dir, example.name));
+  copyFixture(path.join(repoRoot, 'examples', 'app'), path.join(dir, 'app'));
   const file = path.join(dir, example.name, 'topology.yaml');
   const port = await freePort();
   const text = readFileSync(file, 'utf8').replaceAll(example.listen, `127.0.0.1:${port}`);
