@@ -5,8 +5,10 @@
  */
 import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { Client, Connection } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import { afterAll, describe, expect, it } from 'vitest';
+import { migrationWorkflowId } from '../../engine/temporal/workflows.js';
 import { Api, demoApply, ServerHarness } from '../support/server.js';
 import {
   startWorkerProcess,
@@ -39,8 +41,24 @@ describe('cutover server --no-worker (Temporal mode)', () => {
     expect(apply.status).toBe(202);
     const id = apply.json.migration.id as string;
 
-    // Nobody runs it yet: no slot of it anywhere after a while, and it is not over.
-    await sleep(1_500);
+    // Nobody runs it yet: its workflow was started, no worker polls the queue, and no workflow
+    // task of it was ever picked up (its history says so), so no slot of it exists anywhere.
+    const connection = await Connection.connect({ address });
+    try {
+      const client = new Client({ connection, namespace: 'default' });
+      const history = await client.workflow.getHandle(migrationWorkflowId(name)).fetchHistory();
+      const events = history.events ?? [];
+      expect(events[0]?.workflowExecutionStartedEventAttributes).toBeTruthy();
+      expect(events.some((e) => e.workflowTaskStartedEventAttributes)).toBe(false);
+      const queue = await connection.workflowService.describeTaskQueue({
+        namespace: 'default',
+        taskQueue: { name: taskQueue },
+        taskQueueType: proto.temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+      });
+      expect(queue.pollers ?? []).toEqual([]);
+    } finally {
+      await connection.close();
+    }
     expect(existsSync(path.join(stateDir, 'exec-demo'))).toBe(false);
 
     worker = await startWorkerProcess({ address, taskQueue });
