@@ -27,6 +27,8 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     principal: Principal | null;
+    /** Why the route refuses this request's credentials, answered once it has been rate limited. */
+    authRefusal: HttpProblem | null;
   }
 }
 
@@ -149,6 +151,7 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
   };
 
   app.decorateRequest('principal', null);
+  app.decorateRequest('authRefusal', null);
   app.setValidatorCompiler(validatorCompilers());
   // Responses are written with JSON.stringify: response schemas document, they never drop fields.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
@@ -178,7 +181,14 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
         'the server is shutting down; retry on another instance or shortly',
       );
     }
-    request.principal = authenticate(request, options.tokens);
+    const identity = identify(request, options.tokens);
+    request.principal = identity.principal;
+    request.authRefusal = identity.refusal;
+  });
+  await registerRateLimit(app, options);
+  // After the rate limit: a refused token has spent its address's budget before it is told so.
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.authRefusal !== null) throw request.authRefusal;
     await refuseOversizedBody(request, reply, options.bodyLimit ?? defaultBodyLimit);
   });
   app.addHook('onResponse', async (request, reply) => {
@@ -188,20 +198,6 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
   app.addHook('preClose', async () => {
     shutdown.abort();
   });
-
-  const perMinute = options.rateLimitPerMinute ?? 600;
-  if (perMinute > 0) {
-    await app.register(rateLimit, {
-      max: perMinute,
-      timeWindow: 60_000,
-      keyGenerator: (request) => rateLimitKey(request.headers.authorization, request.ip),
-      errorResponseBuilder: (_request, limit) =>
-        new HttpProblem(
-          'RATE_LIMITED',
-          `more than ${limit.max} requests in ${limit.after}; retry after ${Math.ceil(limit.ttl / 1000)} s`,
-        ),
-    });
-  }
 
   await app.register(swagger, {
     openapi: {
@@ -246,30 +242,68 @@ function notFound(method: string, path: string): HttpProblem {
   return new HttpProblem('NOT_FOUND', `no route ${method} ${path}; see GET /v1/openapi.json`);
 }
 
-function authenticate(request: FastifyRequest, tokens: TokenStore | null): Principal | null {
+/**
+ * Who is asking, and whether the route refuses them. The refusal is not thrown here: the rate
+ * limit runs first, so that failed authentication is counted (by client address).
+ */
+function identify(
+  request: FastifyRequest,
+  tokens: TokenStore | null,
+): { principal: Principal | null; refusal: HttpProblem | null } {
   const access = request.routeOptions.config.access ?? 'public';
-  if (tokens === null) return { name: 'anonymous', role: 'operator' };
+  if (tokens === null) return { principal: { name: 'anonymous', role: 'operator' }, refusal: null };
   const header = request.headers.authorization;
   const token = bearerToken(header);
   const principal = token === undefined ? null : tokens.verify(token);
-  if (access === 'public') return principal;
+  if (access === 'public') return { principal, refusal: null };
   if (header === undefined) {
-    throw new HttpProblem('UNAUTHORIZED', 'send a bearer token: Authorization: Bearer <token>', {
-      headers: { 'www-authenticate': 'Bearer realm="cutover"' },
-    });
+    return {
+      principal,
+      refusal: new HttpProblem('UNAUTHORIZED', 'send a bearer token: Authorization: Bearer <token>', {
+        headers: { 'www-authenticate': 'Bearer realm="cutover"' },
+      }),
+    };
   }
   if (principal === null) {
-    throw new HttpProblem('UNAUTHORIZED', 'the bearer token is not valid', {
-      headers: { 'www-authenticate': 'Bearer realm="cutover", error="invalid_token"' },
-    });
+    return {
+      principal,
+      refusal: new HttpProblem('UNAUTHORIZED', 'the bearer token is not valid', {
+        headers: { 'www-authenticate': 'Bearer realm="cutover", error="invalid_token"' },
+      }),
+    };
   }
   if (access === 'operator' && principal.role !== 'operator') {
-    throw new HttpProblem(
-      'FORBIDDEN',
-      `token ${principal.name} is a ${principal.role}; this needs an operator`,
-    );
+    return {
+      principal,
+      refusal: new HttpProblem(
+        'FORBIDDEN',
+        `token ${principal.name} is a ${principal.role}; this needs an operator`,
+      ),
+    };
   }
-  return principal;
+  return { principal, refusal: null };
+}
+
+/**
+ * Requests per minute, counted per valid token, else per client address: a request with a token
+ * that is not valid counts toward its address, so guessing tokens is limited like anything else
+ * (a fresh random token must not buy a fresh budget). Every request counts, unknown routes too.
+ */
+async function registerRateLimit(app: FastifyInstance, options: ServerOptions): Promise<void> {
+  const perMinute = options.rateLimitPerMinute ?? 600;
+  if (perMinute <= 0) return;
+  await app.register(rateLimit, {
+    global: false,
+    max: perMinute,
+    timeWindow: 60_000,
+    keyGenerator: (request) => rateLimitKey(options.tokens === null ? null : request.principal, request.ip),
+    errorResponseBuilder: (_request, limit) =>
+      new HttpProblem(
+        'RATE_LIMITED',
+        `more than ${limit.max} requests in ${limit.after}; retry after ${Math.ceil(limit.ttl / 1000)} s`,
+      ),
+  });
+  app.addHook('onRequest', app.rateLimit());
 }
 
 /** Errors are documented with the media type they are sent with. */

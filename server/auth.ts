@@ -136,8 +136,11 @@ export function bearerToken(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
-/** The key that rate limits count by: a token's digest (never the token), else the client address. */
-export function rateLimitKey(header: string | undefined, ip: string): string {
-  const token = bearerToken(header);
-  return token === undefined ? `ip:${ip}` : `token:${digestOf(token).toString('hex').slice(0, 32)}`;
+/**
+ * The key that rate limits count by: a valid token's name, else the client address. A token that
+ * is not valid counts as its address, never as itself (each guess would get a budget of its own).
+ * With auth off (principal null here), every client is its address.
+ */
+export function rateLimitKey(principal: Principal | null, ip: string): string {
+  return principal === null ? `ip:${ip}` : `token:${principal.name}`;
 }
