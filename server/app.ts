@@ -9,8 +9,9 @@ import swagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { CutoverError } from '../engine/errors.js';
 import { localService, type MigrationService } from '../engine/migration-service.js';
-import { bearerToken, type Principal, type Role, rateLimitKey, type TokenStore } from './auth.js';
+import { bearerToken, clientOf, type Principal, type Role, type TokenStore } from './auth.js';
 import { IdempotencyStore } from './idempotency.js';
+import { defaultLogStreamLimits, type LogStreamLimits, LogStreams } from './log-streams.js';
 import { createMetrics, type ServerMetrics } from './metrics.js';
 import { clientErrorResponse, HttpProblem, toProblem } from './problems.js';
 import { registerHookRoutes } from './routes/hooks.js';
@@ -43,6 +44,8 @@ export interface ServerOptions {
   bodyLimit?: number;
   /** Requests per token (or client address) per minute; 0 turns the limit off (default 600). */
   rateLimitPerMinute?: number;
+  /** Live log streams (`?follow=true`) open at once, per client and overall (default 20 and 200). */
+  logStreams?: LogStreamLimits;
   /** Time allowed to receive a whole request (default 30 s). */
   requestTimeoutMs?: number;
   /** Where migrations run: default, the local state directory. */
@@ -97,6 +100,10 @@ export interface RouteContext {
   shutdown: AbortSignal;
   /** Migrations, locally or on Temporal (WORKFLOW_HOST). */
   service: MigrationService;
+  /** Live log streams: their slots, and one shared reader per migration followed. */
+  logStreams: LogStreams;
+  /** Who a request counts as, for limits: its valid token, else its address. */
+  clientOf(request: FastifyRequest): { key: string; label: string };
 }
 
 export async function buildServer(options: ServerOptions): Promise<CutoverServer> {
@@ -141,13 +148,16 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
   // is a 415.
   app.removeContentTypeParser('text/plain');
   const service = options.service ?? localService(options.stateDir);
-  const metrics = createMetrics(service);
+  const logStreams = new LogStreams(service, options.logStreams ?? defaultLogStreamLimits);
+  const metrics = createMetrics(service, logStreams);
   const shutdown = new AbortController();
   const context: RouteContext = {
     options,
     idempotency: new IdempotencyStore(`${options.stateDir}/server/idempotency`),
     shutdown: shutdown.signal,
     service,
+    logStreams,
+    clientOf: (request) => clientOf(options.tokens === null ? null : request.principal, request.ip),
   };
 
   app.decorateRequest('principal', null);
@@ -185,7 +195,7 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
     request.principal = identity.principal;
     request.authRefusal = identity.refusal;
   });
-  await registerRateLimit(app, options);
+  await registerRateLimit(app, context);
   // After the rate limit: a refused token has spent its address's budget before it is told so.
   app.addHook('onRequest', async (request, reply) => {
     if (request.authRefusal !== null) throw request.authRefusal;
@@ -289,14 +299,14 @@ function identify(
  * that is not valid counts toward its address, so guessing tokens is limited like anything else
  * (a fresh random token must not buy a fresh budget). Every request counts, unknown routes too.
  */
-async function registerRateLimit(app: FastifyInstance, options: ServerOptions): Promise<void> {
-  const perMinute = options.rateLimitPerMinute ?? 600;
+async function registerRateLimit(app: FastifyInstance, context: RouteContext): Promise<void> {
+  const perMinute = context.options.rateLimitPerMinute ?? 600;
   if (perMinute <= 0) return;
   await app.register(rateLimit, {
     global: false,
     max: perMinute,
     timeWindow: 60_000,
-    keyGenerator: (request) => rateLimitKey(options.tokens === null ? null : request.principal, request.ip),
+    keyGenerator: (request) => context.clientOf(request).key,
     errorResponseBuilder: (_request, limit) =>
       new HttpProblem(
         'RATE_LIMITED',

@@ -137,10 +137,12 @@ export function bearerToken(header: string | undefined): string | undefined {
 }
 
 /**
- * The key that rate limits count by: a valid token's name, else the client address. A token that
- * is not valid counts as its address, never as itself (each guess would get a budget of its own).
- * With auth off (principal null here), every client is its address.
+ * A client as rate limits and log-stream limits count it: a valid token (by name), else its
+ * address. A token that is not valid counts as its address, never as itself (each guess would get
+ * a budget of its own). With auth off (principal null here), every client is its address.
  */
-export function rateLimitKey(principal: Principal | null, ip: string): string {
-  return principal === null ? `ip:${ip}` : `token:${principal.name}`;
+export function clientOf(principal: Principal | null, ip: string): { key: string; label: string } {
+  return principal === null
+    ? { key: `ip:${ip}`, label: `address ${ip}` }
+    : { key: `token:${principal.name}`, label: `token ${principal.name}` };
 }

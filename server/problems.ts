@@ -27,6 +27,7 @@ export const httpErrorCodes = {
     title: 'The Idempotency-Key was used for a different request',
   },
   RATE_LIMITED: { httpStatus: 429, title: 'Too many requests' },
+  TOO_MANY_LOG_STREAMS: { httpStatus: 429, title: 'Too many log streams are open' },
   SHUTTING_DOWN: { httpStatus: 503, title: 'The server is shutting down' },
   HOOKS_NOT_CONFIGURED: { httpStatus: 503, title: 'Webhooks are not configured on this server' },
   REQUEST_TIMEOUT: { httpStatus: 408, title: 'The request took too long to arrive' },
