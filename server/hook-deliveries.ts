@@ -73,13 +73,15 @@ export class DeliveryLog {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
-    const at = Number(readFileSync(file, 'utf8'));
-    // Unreadable (torn by a crash) counts as just recorded: refusing a retry is the safe side.
-    if (Number.isFinite(at) && now - at > this.windowMs) {
+    const text = readFileSync(file, 'utf8');
+    const at = Number(text);
+    // Empty or torn: a crash came between creating the file and writing it, before the delivery
+    // was acted on (its trigger is written after), so the retry is taken. Expired: taken too.
+    if (text === '' || !Number.isFinite(at) || now - at > this.windowMs) {
       writeFileSync(file, String(now));
       return null;
     }
-    return Number.isFinite(at) ? at : now;
+    return at;
   }
 
   private prune(now: number): void {
@@ -88,7 +90,10 @@ export class DeliveryLog {
     for (const name of readdirSync(this.dir)) {
       const file = path.join(this.dir, name);
       try {
-        if (now - statSync(file).mtimeMs > this.windowMs) rmSync(file, { force: true });
+        // The time recorded in it (the clock `record` was given); a torn file's own time else.
+        const text = readFileSync(file, 'utf8');
+        const at = text === '' || !Number.isFinite(Number(text)) ? statSync(file).mtimeMs : Number(text);
+        if (now - at > this.windowMs) rmSync(file, { force: true });
       } catch {
         // removed meanwhile by another server
       }

@@ -44,7 +44,11 @@ export function registerServer(program: Command, version: string): void {
       'bearer tokens and their roles (YAML); or set CUTOVER_TOKENS=name:role:token,…',
     )
     .option('--body-limit <bytes>', 'largest request body', String(1024 * 1024))
-    .option('--rate-limit <n>', 'requests per minute per token (or client address); 0: no limit', '600')
+    .option(
+      '--rate-limit <n>',
+      'requests per minute per token, else per client address (a token that is not valid counts as its address); 0: no limit',
+      '600',
+    )
     .option(
       '--max-log-streams <n>',
       'live log streams (logs?follow=true) open at once, over every client; beyond, 429',
