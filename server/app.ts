@@ -4,12 +4,12 @@
  * starts run in detached runner processes, so they outlive the server and any restart of it.
  */
 import { accessSync, constants, mkdirSync } from 'node:fs';
-import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { CutoverError } from '../engine/errors.js';
 import { localService, type MigrationService } from '../engine/migration-service.js';
-import { bearerToken, clientOf, type Principal, type Role, type TokenStore } from './auth.js';
+import { identify, registerRateLimit } from './access.js';
+import { clientOf, type Principal, type Role, type TokenStore } from './auth.js';
 import { IdempotencyStore } from './idempotency.js';
 import { defaultLogStreamLimits, type LogStreamLimits, LogStreams } from './log-streams.js';
 import { createMetrics, type ServerMetrics } from './metrics.js';
@@ -250,70 +250,6 @@ export function logUrl(url: string): string {
 
 function notFound(method: string, path: string): HttpProblem {
   return new HttpProblem('NOT_FOUND', `no route ${method} ${path}; see GET /v1/openapi.json`);
-}
-
-/**
- * Who is asking, and whether the route refuses them. The refusal is not thrown here: the rate
- * limit runs first, so that failed authentication is counted (by client address).
- */
-function identify(
-  request: FastifyRequest,
-  tokens: TokenStore | null,
-): { principal: Principal | null; refusal: HttpProblem | null } {
-  const access = request.routeOptions.config.access ?? 'public';
-  if (tokens === null) return { principal: { name: 'anonymous', role: 'operator' }, refusal: null };
-  const header = request.headers.authorization;
-  const token = bearerToken(header);
-  const principal = token === undefined ? null : tokens.verify(token);
-  if (access === 'public') return { principal, refusal: null };
-  if (header === undefined) {
-    return {
-      principal,
-      refusal: new HttpProblem('UNAUTHORIZED', 'send a bearer token: Authorization: Bearer <token>', {
-        headers: { 'www-authenticate': 'Bearer realm="cutover"' },
-      }),
-    };
-  }
-  if (principal === null) {
-    return {
-      principal,
-      refusal: new HttpProblem('UNAUTHORIZED', 'the bearer token is not valid', {
-        headers: { 'www-authenticate': 'Bearer realm="cutover", error="invalid_token"' },
-      }),
-    };
-  }
-  if (access === 'operator' && principal.role !== 'operator') {
-    return {
-      principal,
-      refusal: new HttpProblem(
-        'FORBIDDEN',
-        `token ${principal.name} is a ${principal.role}; this needs an operator`,
-      ),
-    };
-  }
-  return { principal, refusal: null };
-}
-
-/**
- * Requests per minute, counted per valid token, else per client address: a request with a token
- * that is not valid counts toward its address, so guessing tokens is limited like anything else
- * (a fresh random token must not buy a fresh budget). Every request counts, unknown routes too.
- */
-async function registerRateLimit(app: FastifyInstance, context: RouteContext): Promise<void> {
-  const perMinute = context.options.rateLimitPerMinute ?? 600;
-  if (perMinute <= 0) return;
-  await app.register(rateLimit, {
-    global: false,
-    max: perMinute,
-    timeWindow: 60_000,
-    keyGenerator: (request) => context.clientOf(request).key,
-    errorResponseBuilder: (_request, limit) =>
-      new HttpProblem(
-        'RATE_LIMITED',
-        `more than ${limit.max} requests in ${limit.after}; retry after ${Math.ceil(limit.ttl / 1000)} s`,
-      ),
-  });
-  app.addHook('onRequest', app.rateLimit());
 }
 
 /** Errors are documented with the media type they are sent with. */
