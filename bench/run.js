@@ -14,6 +14,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import * as logStreamBench from './log-stream-bench.js';
 import * as migrationBench from './migration-bench.js';
 import * as planBench from './plan-bench.js';
 import * as routerBench from './router-bench.js';
@@ -22,7 +23,15 @@ import { cleanUpEverything } from './support.js';
 import * as temporalBench from './temporal-bench.js';
 import * as watchBench from './watch-bench.js';
 
-const benches = [planBench, migrationBench, routerBench, serverBench, watchBench, temporalBench];
+const benches = [
+  planBench,
+  migrationBench,
+  routerBench,
+  serverBench,
+  logStreamBench,
+  watchBench,
+  temporalBench,
+];
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick') || process.env.BENCH_QUICK === '1';

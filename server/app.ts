@@ -4,13 +4,14 @@
  * starts run in detached runner processes, so they outlive the server and any restart of it.
  */
 import { accessSync, constants, mkdirSync } from 'node:fs';
-import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { CutoverError } from '../engine/errors.js';
 import { localService, type MigrationService } from '../engine/migration-service.js';
-import { bearerToken, type Principal, type Role, rateLimitKey, type TokenStore } from './auth.js';
+import { identify, registerRateLimit } from './access.js';
+import { clientOf, type Principal, type Role, type TokenStore } from './auth.js';
 import { IdempotencyStore } from './idempotency.js';
+import { defaultLogStreamLimits, type LogStreamLimits, LogStreams } from './log-streams.js';
 import { createMetrics, type ServerMetrics } from './metrics.js';
 import { clientErrorResponse, HttpProblem, toProblem } from './problems.js';
 import { registerHookRoutes } from './routes/hooks.js';
@@ -27,6 +28,8 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     principal: Principal | null;
+    /** Why the route refuses this request's credentials, answered once it has been rate limited. */
+    authRefusal: HttpProblem | null;
   }
 }
 
@@ -41,6 +44,8 @@ export interface ServerOptions {
   bodyLimit?: number;
   /** Requests per token (or client address) per minute; 0 turns the limit off (default 600). */
   rateLimitPerMinute?: number;
+  /** Live log streams (`?follow=true`) open at once, per client and overall (default 20 and 200). */
+  logStreams?: LogStreamLimits;
   /** Time allowed to receive a whole request (default 30 s). */
   requestTimeoutMs?: number;
   /** Where migrations run: default, the local state directory. */
@@ -95,6 +100,10 @@ export interface RouteContext {
   shutdown: AbortSignal;
   /** Migrations, locally or on Temporal (WORKFLOW_HOST). */
   service: MigrationService;
+  /** Live log streams: their slots, and one shared reader per migration followed. */
+  logStreams: LogStreams;
+  /** Who a request counts as, for limits: its valid token, else its address. */
+  clientOf(request: FastifyRequest): { key: string; label: string };
 }
 
 export async function buildServer(options: ServerOptions): Promise<CutoverServer> {
@@ -139,16 +148,20 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
   // is a 415.
   app.removeContentTypeParser('text/plain');
   const service = options.service ?? localService(options.stateDir);
-  const metrics = createMetrics(service);
+  const logStreams = new LogStreams(service, options.logStreams ?? defaultLogStreamLimits);
+  const metrics = createMetrics(service, logStreams);
   const shutdown = new AbortController();
   const context: RouteContext = {
     options,
     idempotency: new IdempotencyStore(`${options.stateDir}/server/idempotency`),
     shutdown: shutdown.signal,
     service,
+    logStreams,
+    clientOf: (request) => clientOf(options.tokens === null ? null : request.principal, request.ip),
   };
 
   app.decorateRequest('principal', null);
+  app.decorateRequest('authRefusal', null);
   app.setValidatorCompiler(validatorCompilers());
   // Responses are written with JSON.stringify: response schemas document, they never drop fields.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
@@ -178,7 +191,14 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
         'the server is shutting down; retry on another instance or shortly',
       );
     }
-    request.principal = authenticate(request, options.tokens);
+    const identity = identify(request, options.tokens);
+    request.principal = identity.principal;
+    request.authRefusal = identity.refusal;
+  });
+  await registerRateLimit(app, context);
+  // After the rate limit: a refused token has spent its address's budget before it is told so.
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.authRefusal !== null) throw request.authRefusal;
     await refuseOversizedBody(request, reply, options.bodyLimit ?? defaultBodyLimit);
   });
   app.addHook('onResponse', async (request, reply) => {
@@ -188,20 +208,6 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
   app.addHook('preClose', async () => {
     shutdown.abort();
   });
-
-  const perMinute = options.rateLimitPerMinute ?? 600;
-  if (perMinute > 0) {
-    await app.register(rateLimit, {
-      max: perMinute,
-      timeWindow: 60_000,
-      keyGenerator: (request) => rateLimitKey(request.headers.authorization, request.ip),
-      errorResponseBuilder: (_request, limit) =>
-        new HttpProblem(
-          'RATE_LIMITED',
-          `more than ${limit.max} requests in ${limit.after}; retry after ${Math.ceil(limit.ttl / 1000)} s`,
-        ),
-    });
-  }
 
   await app.register(swagger, {
     openapi: {
@@ -244,32 +250,6 @@ export function logUrl(url: string): string {
 
 function notFound(method: string, path: string): HttpProblem {
   return new HttpProblem('NOT_FOUND', `no route ${method} ${path}; see GET /v1/openapi.json`);
-}
-
-function authenticate(request: FastifyRequest, tokens: TokenStore | null): Principal | null {
-  const access = request.routeOptions.config.access ?? 'public';
-  if (tokens === null) return { name: 'anonymous', role: 'operator' };
-  const header = request.headers.authorization;
-  const token = bearerToken(header);
-  const principal = token === undefined ? null : tokens.verify(token);
-  if (access === 'public') return principal;
-  if (header === undefined) {
-    throw new HttpProblem('UNAUTHORIZED', 'send a bearer token: Authorization: Bearer <token>', {
-      headers: { 'www-authenticate': 'Bearer realm="cutover"' },
-    });
-  }
-  if (principal === null) {
-    throw new HttpProblem('UNAUTHORIZED', 'the bearer token is not valid', {
-      headers: { 'www-authenticate': 'Bearer realm="cutover", error="invalid_token"' },
-    });
-  }
-  if (access === 'operator' && principal.role !== 'operator') {
-    throw new HttpProblem(
-      'FORBIDDEN',
-      `token ${principal.name} is a ${principal.role}; this needs an operator`,
-    );
-  }
-  return principal;
 }
 
 /** Errors are documented with the media type they are sent with. */

@@ -136,8 +136,13 @@ export function bearerToken(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
-/** The key that rate limits count by: a token's digest (never the token), else the client address. */
-export function rateLimitKey(header: string | undefined, ip: string): string {
-  const token = bearerToken(header);
-  return token === undefined ? `ip:${ip}` : `token:${digestOf(token).toString('hex').slice(0, 32)}`;
+/**
+ * A client as rate limits and log-stream limits count it: a valid token (by name), else its
+ * address. A token that is not valid counts as its address, never as itself (each guess would get
+ * a budget of its own). With auth off (principal null here), every client is its address.
+ */
+export function clientOf(principal: Principal | null, ip: string): { key: string; label: string } {
+  return principal === null
+    ? { key: `ip:${ip}`, label: `address ${ip}` }
+    : { key: `token:${principal.name}`, label: `token ${principal.name}` };
 }

@@ -7,6 +7,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import { isFinal, type Lifecycle } from '../engine/migration/types.js';
 import type { MigrationService } from '../engine/migration-service.js';
 import type { MigrationSummary } from '../engine/migrations.js';
+import type { LogStreams } from './log-streams.js';
 
 interface LogFigures {
   /** Seconds spent in each stage entered (`bake` included). */
@@ -35,7 +36,7 @@ export interface ServerMetrics {
   observeRequest(method: string, route: string, status: number, seconds: number): void;
 }
 
-export function createMetrics(service: MigrationService): ServerMetrics {
+export function createMetrics(service: MigrationService, streams: LogStreams): ServerMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'cutover_server_' });
   const requests = new Counter({
@@ -101,6 +102,22 @@ export function createMetrics(service: MigrationService): ServerMetrics {
       let total = 0;
       for (const figures of cache.values()) total += figures.gateFailures;
       this.set(total);
+    },
+  });
+  new Gauge({
+    name: 'cutover_log_streams',
+    help: 'Live log streams (GET /v1/migrations/{id}/logs?follow=true) open now',
+    registers: [registry],
+    collect() {
+      this.set(streams.open);
+    },
+  });
+  new Gauge({
+    name: 'cutover_log_readers',
+    help: 'Migration logs being read for live streams now: one reader per migration, shared by its streams',
+    registers: [registry],
+    collect() {
+      this.set(streams.readers);
     },
   });
   return {

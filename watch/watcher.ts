@@ -8,11 +8,10 @@
  * the server drops a webhook trigger into `<state>/watch/hooks/`. Bursts are debounced; the branch
  * head is always what gets planned, and a topology whose content did not change is not planned again.
  */
-import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { watch as chokidarWatch, type FSWatcher } from 'chokidar';
-import yaml from 'js-yaml';
 import picomatch from 'picomatch';
 import { renderPlanJson } from '../cli/render/render-plan-json.js';
 import { renderPlanMarkdown } from '../cli/render/render-plan-markdown.js';
@@ -24,8 +23,10 @@ import { buildPlan } from '../engine/plan/build-plan.js';
 import { isEmptyPlan, type Plan } from '../engine/plan/types.js';
 import { type Diagnostic, formatDiagnostic } from '../engine/topology/diagnostic.js';
 import { loadTopology } from '../engine/topology/load-topology.js';
+import { parseYaml } from '../engine/topology/parse-yaml.js';
 import type { Topology } from '../engine/topology/types.js';
 import { openRepository, type Repository } from './git.js';
+import { consumeTrigger, hooksDir, pendingTriggers, watchTriggers } from './hook-triggers.js';
 
 export interface WatchOptions {
   /** A local path or a URL (`file://`, `https://`, `ssh://`, `user@host:path`). */
@@ -136,12 +137,15 @@ export class Watcher {
     };
     this.onceOnly = true;
     this.repo = await this.open();
+    // Triggers there before the fetch are answered by it: consumed once the head is checked.
+    const triggers = pendingTriggers(hooksDir(this.defaultStateDir));
     await this.repo.fetch();
     try {
       await this.check();
     } finally {
       await this.closeService();
     }
+    for (const file of triggers) consumeTrigger(file);
     if (this.branchMissing) {
       throw new CutoverError(
         'GIT_REF_UNREADABLE',
@@ -160,20 +164,11 @@ export class Watcher {
         this.options.glob ?? this.options.files.join(', ')
       }${repo.remote ? ` (fetch every ${this.options.intervalMs / 1000} s)` : ''}${this.options.apply ? '; applying' : ''}`,
     );
+    const hooks = hooksDir(this.defaultStateDir);
     if (repo.remote) {
       await this.fetchAndCheck();
       this.scheduleFetch();
-      const hooks = path.join(this.defaultStateDir, 'watch', 'hooks');
-      mkdirSync(hooks, { recursive: true });
-      const hookWatcher = chokidarWatch(hooks, {
-        ignoreInitial: false,
-        depth: 0,
-        // A trigger is written as a dot file and renamed in when complete.
-        ignored: (file) => path.basename(file).startsWith('.') && file !== hooks,
-      });
-      hookWatcher.on('add', (file) => this.onHook(file));
-      this.watchers.push(hookWatcher);
-      await new Promise<void>((resolve) => hookWatcher.once('ready', () => resolve()));
+      this.watchers.push(await watchTriggers(hooks, (file) => this.onHook(file)));
     } else {
       // Refs are watched before the first look at the head, so that a commit landing meanwhile is
       // not missed (it triggers a check after the first one).
@@ -187,6 +182,11 @@ export class Watcher {
       await this.runCheck();
       // A safety net for events a file system may drop.
       this.timer = setInterval(() => this.schedule(), this.options.intervalMs);
+      // Refs are watched already, so a trigger only asks for a look; it is taken all the same,
+      // or triggers would pile up. (Not in a ./.cutover this watcher was not told to use.)
+      if (this.options.stateDir !== undefined || existsSync(hooks)) {
+        this.watchers.push(await watchTriggers(hooks, (file) => this.onHook(file)));
+      }
     }
   }
 
@@ -277,16 +277,14 @@ export class Watcher {
   }
 
   private onHook(file: string): void {
-    let note = '';
-    try {
-      const hook = JSON.parse(readFileSync(file, 'utf8')) as { ref?: string; after?: string };
-      note = hook.after ? ` (${hook.ref ?? '?'} → ${hook.after.slice(0, 7)})` : '';
-    } catch {
-      // a trigger without details still triggers
+    const note = consumeTrigger(file);
+    if (this.repo?.remote) {
+      this.options.log(`webhook${note}: fetching now`);
+      void this.fetchAndCheck();
+    } else {
+      this.options.log(`webhook${note}: looking now`);
+      this.schedule();
     }
-    rmSync(file, { force: true });
-    this.options.log(`webhook${note}: fetching now`);
-    void this.fetchAndCheck();
   }
 
   /** Coalesces triggers; checks run one at a time, and once more if a trigger came meanwhile. */
@@ -643,12 +641,12 @@ function summaryOf(plan: Plan): string {
 
 /** The environment a broken file meant, when its name can still be read; else one made from its path. */
 function environmentHint(text: string, file: string): string {
-  try {
-    const name = (yaml.load(text) as { metadata?: { name?: unknown } } | null)?.metadata?.name;
-    if (typeof name === 'string' && /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(name)) return name;
-  } catch {
-    // unreadable: fall back to the path
-  }
+  // The bounded parser, as for the topology itself: the text comes from a commit.
+  const parsed = parseYaml(text);
+  const name = parsed.ok
+    ? (parsed.value as { metadata?: { name?: unknown } } | null)?.metadata?.name
+    : undefined;
+  if (typeof name === 'string' && /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(name)) return name;
   return `invalid-${file
     .replace(/[^A-Za-z0-9]+/g, '-')
     .replace(/^-|-$/g, '')

@@ -11,6 +11,8 @@ interface ServerCommandOptions {
   tokensFile?: string;
   bodyLimit: string;
   rateLimit: string;
+  maxLogStreams: string;
+  maxLogStreamsPerToken: string;
   logLevel: string;
   hookSecretFile?: string;
   worker: boolean;
@@ -42,7 +44,21 @@ export function registerServer(program: Command, version: string): void {
       'bearer tokens and their roles (YAML); or set CUTOVER_TOKENS=name:role:token,…',
     )
     .option('--body-limit <bytes>', 'largest request body', String(1024 * 1024))
-    .option('--rate-limit <n>', 'requests per minute per token (or client address); 0: no limit', '600')
+    .option(
+      '--rate-limit <n>',
+      'requests per minute per token, else per client address (a token that is not valid counts as its address); 0: no limit',
+      '600',
+    )
+    .option(
+      '--max-log-streams <n>',
+      'live log streams (logs?follow=true) open at once, over every client; beyond, 429',
+      '200',
+    )
+    .option(
+      '--max-log-streams-per-token <n>',
+      'live log streams one token (or, without tokens, one client address) may hold open at once',
+      '20',
+    )
     .option('--log-level <level>', 'fatal, error, warn, info, debug or silent', 'info')
     .option('--no-worker', 'in Temporal mode (WORKFLOW_HOST), do not run a worker in this process')
     .option(
@@ -103,6 +119,10 @@ Examples:
         tokens,
         bodyLimit: integer(options.bodyLimit, '--body-limit', 1),
         rateLimitPerMinute: integer(options.rateLimit, '--rate-limit', 0),
+        logStreams: {
+          total: integer(options.maxLogStreams, '--max-log-streams', 1),
+          perClient: integer(options.maxLogStreamsPerToken, '--max-log-streams-per-token', 1),
+        },
         logLevel: options.logLevel,
         ...(hookSecret ? { hookSecret } : {}),
         version,

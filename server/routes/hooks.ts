@@ -2,13 +2,34 @@
  * `POST /v1/hooks/git`: a Git host's push webhook, signed in GitHub's style (`X-Hub-Signature-256:
  * sha256=<HMAC-SHA256 of the raw body>`). A verified push drops a trigger into
  * `<state>/watch/hooks/`, where `cutover watch` (same state directory) fetches at once.
+ *
+ * Each delivery is taken once: one sent again within the replay window is refused (409
+ * HOOK_REPLAYED), and a push whose signed timestamp is older than `hookMaxAgeMs` too (409
+ * HOOK_TOO_OLD), so that a captured delivery cannot be used to make watchers fetch at will.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
+import { environmentFault } from '../../engine/errors.js';
 import { type RouteContext, routeSchema } from '../app.js';
+import { type DeliveryKey, DeliveryLog, hookReplayWindowMs } from '../hook-deliveries.js';
 import { HttpProblem } from '../problems.js';
+
+/**
+ * A push signed longer ago than this is refused. Providers deliver within seconds, and a delivery
+ * refused for age loses nothing: the watcher's interval fetch finds the commit anyway.
+ */
+export const hookMaxAgeMs = 60 * 60 * 1000;
+
+/** The headers Git hosts send a delivery's id in (GitHub, Gitea, Gogs). Not signed. */
+const deliveryHeaders = ['x-github-delivery', 'x-gitea-delivery', 'x-gogs-delivery'] as const;
+
+interface PushPayload {
+  ref?: unknown;
+  after?: unknown;
+  repository?: { clone_url?: unknown; pushed_at?: unknown };
+}
 
 /** Is `header` (`sha256=<hex>`) the HMAC-SHA256 of `body` under `secret`? Constant time. */
 export function signatureMatches(secret: string, body: Buffer, header: string | undefined): boolean {
@@ -20,6 +41,7 @@ export function signatureMatches(secret: string, body: Buffer, header: string | 
 }
 
 export function registerHookRoutes(app: FastifyInstance, context: RouteContext): void {
+  const deliveries = new DeliveryLog(path.join(context.options.stateDir, 'server', 'hook-deliveries'));
   void app.register(async (scope) => {
     // The signature covers the bytes as sent: keep them, parse after verifying.
     scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) =>
@@ -36,7 +58,7 @@ export function registerHookRoutes(app: FastifyInstance, context: RouteContext):
       routeSchema('public', {
         summary: 'A Git push webhook: `cutover watch` on this state directory fetches at once',
         description:
-          'Signed with a shared secret (`--hook-secret-file` or `CUTOVER_HOOK_SECRET`) as `X-Hub-Signature-256: sha256=<HMAC-SHA256 of the body, hex>`, as GitHub, Gitea and others send it. 202 when a fetch was triggered; 200 for a `ping` event; 401 UNAUTHORIZED for a missing or wrong signature; 503 HOOKS_NOT_CONFIGURED without a secret.',
+          'Signed with a shared secret (`--hook-secret-file` or `CUTOVER_HOOK_SECRET`) as `X-Hub-Signature-256: sha256=<HMAC-SHA256 of the body, hex>`, as GitHub, Gitea and others send it. 202 when a fetch was triggered; 200 for a `ping` event; 401 UNAUTHORIZED for a missing or wrong signature; 409 HOOK_REPLAYED for a delivery already received (the same signed body, or the same `X-GitHub-Delivery` id, within 24 hours); 409 HOOK_TOO_OLD for a push whose `repository.pushed_at` is more than an hour old; 503 HOOKS_NOT_CONFIGURED without a secret.',
         tags: ['hooks'],
         headers: {
           type: 'object',
@@ -69,17 +91,18 @@ export function registerHookRoutes(app: FastifyInstance, context: RouteContext):
             'the webhook signature (X-Hub-Signature-256) is missing or wrong',
           );
         }
-        if (request.headers['x-github-event'] === 'ping') return reply.code(200).send({ pong: true });
-        let push: { ref?: unknown; after?: unknown; repository?: { clone_url?: unknown } } = {};
-        try {
-          const text = body.toString('utf8');
-          const form = /^application\/x-www-form-urlencoded\b/i.test(request.headers['content-type'] ?? '');
-          push = JSON.parse(form ? (new URLSearchParams(text).get('payload') ?? '') : text) as typeof push;
-        } catch {
-          // a signed body that is not JSON still triggers a fetch
+        const push = parsePush(body, request.headers['content-type']);
+        refuseStale(push);
+        const keys = deliveryKeys(request.headers, signature as string);
+        const seen = deliveries.record(keys);
+        if (seen !== null) {
+          throw new HttpProblem(
+            'HOOK_REPLAYED',
+            `${seen.what} was already received at ${new Date(seen.at).toISOString()}; a delivery is taken once (for ${hookReplayWindowMs / 3_600_000} h). Send a new delivery for a new push`,
+          );
         }
+        if (request.headers['x-github-event'] === 'ping') return reply.code(200).send({ pong: true });
         const dir = path.join(context.options.stateDir, 'watch', 'hooks');
-        mkdirSync(dir, { recursive: true });
         const name = `${Date.now()}-${randomBytes(4).toString('hex')}.json`;
         const trigger = {
           receivedAt: Date.now(),
@@ -88,11 +111,60 @@ export function registerHookRoutes(app: FastifyInstance, context: RouteContext):
           repository: typeof push.repository?.clone_url === 'string' ? push.repository.clone_url : undefined,
         };
         // Written aside and renamed in, so that a watcher never reads half a trigger.
-        writeFileSync(path.join(dir, `.${name}`), JSON.stringify(trigger));
-        renameSync(path.join(dir, `.${name}`), path.join(dir, name));
+        try {
+          mkdirSync(dir, { recursive: true });
+          writeFileSync(path.join(dir, `.${name}`), JSON.stringify(trigger));
+          renameSync(path.join(dir, `.${name}`), path.join(dir, name));
+        } catch (error) {
+          // Not acted on: the provider's retry must be taken.
+          deliveries.forget(keys);
+          throw environmentFault(error, `writing a webhook trigger into ${dir}`) ?? error;
+        }
         request.log.info({ ref: trigger.ref, after: trigger.after }, 'git webhook: fetch triggered');
         return reply.code(202).send({ triggered: true });
       },
     );
   });
+}
+
+/** The push a signed body describes; empty when the body is not JSON (it still triggers a fetch). */
+function parsePush(body: Buffer, contentType: string | undefined): PushPayload {
+  try {
+    const text = body.toString('utf8');
+    const form = /^application\/x-www-form-urlencoded\b/i.test(contentType ?? '');
+    const value = JSON.parse(form ? (new URLSearchParams(text).get('payload') ?? '') : text) as unknown;
+    return value !== null && typeof value === 'object' ? (value as PushPayload) : {};
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * Refuses a push signed too long ago. The timestamp is GitHub's `repository.pushed_at` (seconds,
+ * or an ISO date in some events): inside the signed body, so it cannot be changed on a replay.
+ */
+function refuseStale(push: PushPayload, now = Date.now()): void {
+  const raw = push.repository?.pushed_at;
+  const at = typeof raw === 'number' ? raw * 1000 : typeof raw === 'string' ? Date.parse(raw) : Number.NaN;
+  if (!Number.isFinite(at) || now - at <= hookMaxAgeMs) return;
+  throw new HttpProblem(
+    'HOOK_TOO_OLD',
+    `the push was signed with repository.pushed_at ${new Date(at).toISOString()}, ${Math.round((now - at) / 1000)} s ago; deliveries older than ${hookMaxAgeMs / 60_000} min are refused as possible replays (the watcher's interval fetch still finds the commit)`,
+  );
+}
+
+/** What a delivery is remembered by: its signed body, and the id its host gave it, if any. */
+function deliveryKeys(
+  headers: Record<string, string | string[] | undefined>,
+  signature: string,
+): DeliveryKey[] {
+  const keys: DeliveryKey[] = [{ what: 'this signed body', value: `body:${signature.trim().toLowerCase()}` }];
+  for (const name of deliveryHeaders) {
+    const id = headers[name];
+    if (typeof id === 'string' && id !== '') {
+      keys.unshift({ what: `delivery ${id.slice(0, 100)} (${name})`, value: `id:${name}:${id}` });
+      break;
+    }
+  }
+  return keys;
 }

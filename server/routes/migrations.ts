@@ -22,6 +22,9 @@ const verbText: Record<Verb, string> = {
   commit: 'Commit a migration awaiting it (manual strategy): the point of no return',
 };
 
+/** A comment line on an idle event stream, so that proxies and clients do not time it out. */
+const heartbeatMs = 15_000;
+
 interface ListQuery {
   environment?: string;
   state?: Lifecycle;
@@ -83,7 +86,7 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
     routeSchema('viewer', {
       summary: 'The log of a migration',
       description:
-        "JSON lines (application/x-ndjson), one log line each. With `follow=true`, Server-Sent Events (text/event-stream): an event `log` per line as it is written, then one event `end` with the migration's summary when the migration has ended.",
+        "JSON lines (application/x-ndjson), one log line each. With `follow=true`, Server-Sent Events (text/event-stream): an event `log` per line as it is written, then one event `end` with the migration's summary when the migration has ended. Live streams are limited per token (per address without auth) and overall (`--max-log-streams-per-token`, `--max-log-streams`): beyond, 429 TOO_MANY_LOG_STREAMS with Retry-After.",
       tags: ['migrations'],
       params: idParams,
       querystring: {
@@ -108,11 +111,14 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
           .serializer((x: unknown) => String(x))
           .send(text);
       }
+      // Refused (429) before anything is written, when the client or the server has enough open.
+      const release = context.logStreams.acquire(context.clientOf(request));
       // A stream of events: the reply is written by hand from here on.
       const reader = new AbortController();
       const stop = () => reader.abort();
       context.shutdown.addEventListener('abort', stop, { once: true });
       request.raw.on('close', stop);
+      reply.raw.on('close', stop);
       reply.hijack();
       const out = reply.raw;
       out.writeHead(200, {
@@ -122,20 +128,21 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
         'x-accel-buffering': 'no',
       });
       out.write(': cutover log stream\n\n');
-      const heartbeat = setInterval(() => out.write(': keep-alive\n\n'), 15_000);
+      const heartbeat = setInterval(() => out.write(': keep-alive\n\n'), heartbeatMs);
       try {
-        for await (const line of service.logs(id, { follow: true, signal: reader.signal })) {
-          out.write(`event: log\ndata: ${JSON.stringify(line)}\n\n`);
-        }
-        if (!reader.signal.aborted) {
-          const { summary } = await service.show(id);
-          out.write(`event: end\ndata: ${JSON.stringify(summary)}\n\n`);
-        } else if (context.shutdown.aborted) {
-          out.write('event: shutdown\ndata: {}\n\n');
+        const lines = context.logStreams.follow(id, reader.signal);
+        for (let next = await lines.next(); ; next = await lines.next()) {
+          if (next.done) {
+            if (next.value !== null) out.write(`event: end\ndata: ${JSON.stringify(next.value)}\n\n`);
+            else if (context.shutdown.aborted) out.write('event: shutdown\ndata: {}\n\n');
+            break;
+          }
+          out.write(`event: log\ndata: ${JSON.stringify(next.value)}\n\n`);
         }
       } finally {
         clearInterval(heartbeat);
         context.shutdown.removeEventListener('abort', stop);
+        release();
         out.end();
       }
     },

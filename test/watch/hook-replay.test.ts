@@ -1,0 +1,90 @@
+/**
+ * The Git webhook takes each delivery once: a signed delivery sent again (as it was, or under
+ * another delivery id) is refused with 409 HOOK_REPLAYED, also after the server restarts; a push
+ * whose signed timestamp (GitHub's `repository.pushed_at`) is too old is refused with 409
+ * HOOK_TOO_OLD. Refused deliveries leave no trigger for the watcher.
+ */
+import { createHmac, randomUUID } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import { cleanUp, scratch, startServer, trackStateDir } from '../support/git.js';
+
+afterEach(cleanUp);
+
+const secret = 'hook-secret-for-replays';
+
+function sign(body: string): string {
+  return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+}
+
+async function deliver(
+  url: string,
+  body: string,
+  delivery: string | null,
+): Promise<{ status: number; code: unknown; detail: string }> {
+  const response = await fetch(`${url}/v1/hooks/git`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-github-event': 'push',
+      'x-hub-signature-256': sign(body),
+      ...(delivery === null ? {} : { 'x-github-delivery': delivery }),
+    },
+    body,
+  });
+  const json = (await response.json()) as { code?: unknown; detail?: unknown };
+  return { status: response.status, code: json.code, detail: String(json.detail ?? '') };
+}
+
+function push(after: string, pushedAt?: number): string {
+  return JSON.stringify({
+    ref: 'refs/heads/main',
+    after,
+    repository: { clone_url: 'file:///nowhere', ...(pushedAt === undefined ? {} : { pushed_at: pushedAt }) },
+  });
+}
+
+const nowS = () => Math.floor(Date.now() / 1000);
+
+it('refuses a replayed delivery (same id, or same signed body), and a push too old, also after a restart', async () => {
+  const stateDir = trackStateDir(path.join(await scratch(), 'state'));
+  const hooks = path.join(stateDir, 'watch', 'hooks');
+  const triggers = () => readdirSync(hooks).filter((f) => !f.startsWith('.'));
+  let server = await startServer(stateDir, { CUTOVER_HOOK_SECRET: secret });
+
+  const first = push('a'.repeat(40), nowS());
+  const id = randomUUID();
+  expect((await deliver(server.url, first, id)).status).toBe(202);
+
+  // The same delivery again: refused, naming it.
+  const again = await deliver(server.url, first, id);
+  expect(again.status).toBe(409);
+  expect(again.code).toBe('HOOK_REPLAYED');
+  expect(again.detail).toContain(id);
+  // The same signed body under a new delivery id: the id is not signed, the body is.
+  const renamed = await deliver(server.url, first, randomUUID());
+  expect(renamed.status).toBe(409);
+  expect(renamed.code).toBe('HOOK_REPLAYED');
+  // Without any delivery id: the signed body alone is remembered.
+  const bare = push('b'.repeat(40));
+  expect((await deliver(server.url, bare, null)).status).toBe(202);
+  expect((await deliver(server.url, bare, null)).code).toBe('HOOK_REPLAYED');
+
+  // A push signed two hours ago: too old to be a fresh delivery.
+  const old = await deliver(server.url, push('c'.repeat(40), nowS() - 2 * 3600), randomUUID());
+  expect(old.status).toBe(409);
+  expect(old.code).toBe('HOOK_TOO_OLD');
+  expect(old.detail).toMatch(/pushed_at/);
+
+  // Only the two accepted deliveries dropped a trigger.
+  expect(triggers()).toHaveLength(2);
+
+  // A restarted server still knows what it took.
+  await server.process.stop();
+  server = await startServer(stateDir, { CUTOVER_HOOK_SECRET: secret });
+  expect((await deliver(server.url, first, id)).code).toBe('HOOK_REPLAYED');
+  // And a new push is taken as ever.
+  expect((await deliver(server.url, push('d'.repeat(40), nowS()), randomUUID())).status).toBe(202);
+  expect(triggers()).toHaveLength(3);
+});
