@@ -45,15 +45,16 @@ const resetCodes = new Set(['ECONNRESET', 'EPIPE']);
 
 /**
  * Whether a failed request may go to another upstream. Never once response bytes arrived. Always
- * when no connection was made: the upstream never saw it. A reset of a reused keep-alive socket is
- * the upstream closing an idle connection as we reused it. A reset of a fresh connection may come
- * after the upstream acted on the request, so only idempotent methods are resent (as nginx does).
+ * when it provably never reached the upstream: the connection never came up, or a reused one
+ * refused its first byte. Otherwise the upstream may have acted on it, whatever kind of connection
+ * carried it, so only an idempotent method is sent again, and only after a reset or a close (a
+ * timeout is answered 504). nginx never resends a POST, PATCH or LOCK it has sent either.
  */
 export function mayRetry(failure: UpstreamFailure): boolean {
   if (failure.receivedBytes) return false;
-  if (!failure.connected) return true;
+  if (!failure.requestSent) return true;
   if (failure.code === undefined || !resetCodes.has(failure.code)) return false;
-  return failure.reusedSocket || idempotentMethods.has(failure.method);
+  return idempotentMethods.has(failure.method);
 }
 
 /**
@@ -199,12 +200,7 @@ class ProxiedRequest implements ExchangeHandler {
     const replayable = body === null || body.replayable;
     const next =
       mayRetry(failure) && replayable && this.tried.length < maxUpstreamAttempts
-        ? failoverTarget(
-            this.deps.currentRoute(this.route.key) ?? this.route,
-            this.binding.kind,
-            this.slot,
-            new Set(this.tried),
-          )
+        ? this.retryTarget(failure)
         : null;
     if (next) {
       this.lease?.move(next.slot, next.address);
@@ -219,6 +215,14 @@ class ProxiedRequest implements ExchangeHandler {
       failure.code === 'ETIMEDOUT' ? 504 : 502,
       `cutover: no upstream of route ${this.route.key} answered (${list}): ${error.message}\n`,
     );
+  }
+
+  /** A stale connection's address again (the pool picks another connection), else another one. */
+  private retryTarget(failure: UpstreamFailure): { slot: Slot; address: string } | null {
+    const address = this.tried[this.tried.length - 1];
+    if (failure.staleConnection && address !== undefined) return { slot: this.slot, address };
+    const route = this.deps.currentRoute(this.route.key) ?? this.route;
+    return failoverTarget(route, this.binding.kind, this.slot, new Set(this.tried));
   }
 }
 
