@@ -6,7 +6,7 @@ import {
   upstreamRequestHeaders,
 } from './forward-headers.js';
 import type { InFlightRegistry, Lease } from './in-flight.js';
-import { ReplayableBody } from './replayable-body.js';
+import { type BodyBudget, type BodyReader, ReplayableBody } from './replayable-body.js';
 import {
   type Binding,
   chooseSlot,
@@ -17,6 +17,7 @@ import {
 } from './routing-state.js';
 import {
   type ExchangeHandler,
+  queueTimeoutCode,
   UpstreamExchange,
   type UpstreamFailure,
   type UpstreamPools,
@@ -24,12 +25,19 @@ import {
 
 /** Upstreams one request may be sent to: the first, and up to two after it failed to answer. */
 export const maxUpstreamAttempts = 3;
+/**
+ * Retry-After of a 503 for a request that found every connection to its upstream busy for the
+ * route's queueTimeout: a connection frees as soon as any answer ends, so soon is worth a try.
+ */
+export const queueFullRetryAfterSeconds = 1;
 
 export interface ProxyDeps {
   /** The route as the current table has it: failover picks from the newest addresses. */
   currentRoute(routeKey: string): RouteState | undefined;
   pools: UpstreamPools;
   inFlight: InFlightRegistry;
+  /** Memory for request bodies read before they go upstream, shared by the router's requests. */
+  bodies: BodyBudget;
 }
 
 /** The listener a request came in on, as the proxy sees it (route-listeners.ts). */
@@ -51,7 +59,9 @@ const resetCodes = new Set(['ECONNRESET', 'EPIPE']);
  * timeout is answered 504). nginx never resends a POST, PATCH or LOCK it has sent either.
  */
 export function mayRetry(failure: UpstreamFailure): boolean {
-  if (failure.receivedBytes) return false;
+  // Every connection stayed busy for the wait: the route is overloaded, and another queue would
+  // double the wait. The client hears 503 and when to come back.
+  if (failure.receivedBytes || failure.code === queueTimeoutCode) return false;
   if (!failure.requestSent) return true;
   if (failure.code === undefined || !resetCodes.has(failure.code)) return false;
   return idempotentMethods.has(failure.method);
@@ -59,7 +69,8 @@ export function mayRetry(failure: UpstreamFailure): boolean {
 
 /**
  * Proxies one request of a route: picks the slot and replica, counts it in flight until the
- * client's response is finished, fails over before any response byte, and streams both bodies.
+ * client's response is finished, reads the request body (up to a bound) before taking an upstream
+ * connection, fails over before any response byte, and streams both bodies.
  */
 export function proxyRequest(
   deps: ProxyDeps,
@@ -86,7 +97,7 @@ const noneTried: ReadonlySet<string> = new Set();
  * with methods rather than closures: this is the router's hot path, and every closure or listener
  * per request shows in its profile.
  */
-class ProxiedRequest implements ExchangeHandler {
+class ProxiedRequest implements ExchangeHandler, BodyReader {
   private lease: Lease | null = null;
   /** The client's body, kept for a resend; null for a request without one (GET, HEAD, …). */
   private body: ReplayableBody | null = null;
@@ -115,6 +126,7 @@ class ProxiedRequest implements ExchangeHandler {
     res.once('close', () => {
       this.lease?.release();
       if (!res.writableFinished) this.current?.abort();
+      this.body?.close();
       this.listener.responseClosed();
     });
     this.attempt(slot, address);
@@ -125,7 +137,7 @@ class ProxiedRequest implements ExchangeHandler {
     this.slot = slot;
     this.tried.push(address);
     const { headers, body } = upstreamRequestHeaders(req, address);
-    if (body !== 'none') this.body ??= new ReplayableBody(req);
+    if (body !== 'none') this.body ??= new ReplayableBody(req, this.deps.bodies, this.route.bodyTimeoutMs);
     const method = req.method ?? 'GET';
     const exchange = new UpstreamExchange(
       method,
@@ -133,9 +145,38 @@ class ProxiedRequest implements ExchangeHandler {
       body,
       this,
       this.route.upstreamTimeoutMs,
+      this.route.queueTimeoutMs,
     );
     this.current = exchange;
-    this.deps.pools.get(address).send(exchange);
+    // A body is read first (as nginx's proxy_request_buffering): a slow client holds no connection.
+    if (this.body && !this.body.isReady) this.body.read(this);
+    else this.deps.pools.get(address).send(exchange);
+  }
+
+  /** The body is read (or as much of it as is kept): the request goes to its upstream now. */
+  bodyReady(): void {
+    const exchange = this.current;
+    const address = this.tried[this.tried.length - 1];
+    if (exchange && !exchange.done && address !== undefined && !this.res.destroyed)
+      this.deps.pools.get(address).send(exchange);
+  }
+
+  /** The client went silent mid-body: 408, and the connection closes (its framing is lost). */
+  bodyTimedOut(): void {
+    const { res } = this;
+    this.current?.abort();
+    this.body?.close();
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const seconds = this.route.bodyTimeoutMs / 1000;
+    sendText(
+      res,
+      408,
+      `cutover: the client sent no byte of its request body for ${seconds}s (bodyTimeout of route ${this.route.key})\n`,
+      { connection: 'close' },
+    );
   }
 
   /** The body goes out once the connection is up: a refused connection consumes none of it. */
@@ -208,6 +249,12 @@ class ProxiedRequest implements ExchangeHandler {
       return;
     }
     body?.discard();
+    if (failure.code === queueTimeoutCode) {
+      sendText(res, 503, `cutover: route ${this.route.key} is overloaded: ${error.message}\n`, {
+        'retry-after': String(queueFullRetryAfterSeconds),
+      });
+      return;
+    }
     const list = this.tried.join(', ');
     // A connect or read timeout is a gateway timeout (as nginx answers); anything else a bad gateway.
     sendText(
@@ -231,10 +278,16 @@ function ignore(): void {}
 /** Up to this size, the first chunk of a response body goes out in one write with the headers. */
 const inlineFirstChunkBytes = 16 * 1024;
 
-export function sendText(res: ServerResponse, status: number, text: string): void {
+export function sendText(
+  res: ServerResponse,
+  status: number,
+  text: string,
+  headers: Record<string, string> = {},
+): void {
   if (res.headersSent || res.destroyed) return;
   // The reason phrase named: an upstream's, set by a writeHead that failed, must not stay.
   res.writeHead(status, STATUS_CODES[status] ?? '', {
+    ...headers,
     'content-type': 'text/plain; charset=utf-8',
     'content-length': Buffer.byteLength(text),
   });

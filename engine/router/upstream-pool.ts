@@ -49,6 +49,12 @@ export const upstreamMaintenanceIntervalMs = 500;
  */
 export const upstreamSpareMaxAgeMs = 20_000;
 
+/**
+ * The failure code of a request that waited the route's queueTimeout for a connection: every
+ * connection to its upstream stayed busy. The request never left the router.
+ */
+export const queueTimeoutCode = 'ECUTOVERQUEUE';
+
 /** What is known about an upstream request that failed before its response ended. */
 export interface UpstreamFailure {
   method: string;
@@ -99,8 +105,9 @@ export class UpstreamExchange {
   headRefused = false;
   /** Answered, failed or aborted: nothing more happens. */
   done = false;
-  /** Waiting for a free connection in this pool. */
+  /** Waiting for a free connection in this pool, since `queuedAt`. */
   queuedIn: UpstreamPool | null = null;
+  queuedAt = 0;
 
   constructor(
     readonly method: string,
@@ -110,6 +117,8 @@ export class UpstreamExchange {
     readonly handler: ExchangeHandler,
     /** Longest silence of the upstream once the request was sent, while its answer is awaited. */
     readonly silenceTimeoutMs: number,
+    /** Longest wait for a free connection when all of them are busy. */
+    readonly queueTimeoutMs: number,
   ) {
     this.requestEnded = body === 'none';
   }
@@ -380,6 +389,7 @@ export class UpstreamPool {
         });
     } else {
       exchange.queuedIn = this;
+      exchange.queuedAt = Date.now();
       this.waiting.push(exchange);
     }
   }
@@ -449,9 +459,15 @@ export class UpstreamPool {
     exchange.queuedIn = null;
   }
 
-  /** Closes connections idle too long, spares too old, and those whose upstream went silent. */
+  /**
+   * Closes connections idle too long, spares too old, and those whose upstream went silent; fails
+   * requests that waited their queueTimeout for a connection.
+   */
   closeStale(now: number): void {
     for (const connection of this.busy) connection.checkSilence(now);
+    if (this.waiting.some((exchange) => now - exchange.queuedAt >= exchange.queueTimeoutMs))
+      for (const exchange of this.waiting.filter((e) => now - e.queuedAt >= e.queueTimeoutMs))
+        this.giveUpWaiting(exchange);
     // Checked every interval: closing at (timeout - interval) keeps every idle time under the timeout.
     const idleLimit = upstreamIdleSocketTimeoutMs - upstreamMaintenanceIntervalMs;
     while (this.idle.length > 0 && now - (this.idle[0] as UpstreamConnection).since >= idleLimit)
@@ -505,6 +521,25 @@ export class UpstreamPool {
       this.drop(idle);
     }
     return undefined;
+  }
+
+  private giveUpWaiting(exchange: UpstreamExchange): void {
+    this.dequeue(exchange);
+    exchange.done = true;
+    const seconds = exchange.queueTimeoutMs / 1000;
+    const error = Object.assign(new Error(`no connection to ${this.address} came free within ${seconds}s`), {
+      code: queueTimeoutCode,
+    });
+    exchange.handler.upstreamFailed(
+      {
+        method: exchange.method,
+        code: queueTimeoutCode,
+        requestSent: false,
+        staleConnection: false,
+        receivedBytes: false,
+      },
+      error,
+    );
   }
 
   private takeSpare(): UpstreamConnection | undefined {

@@ -114,7 +114,7 @@ function exchange(method: string) {
   };
   const head = `${method} / HTTP/1.1\r\nHost: x\r\n${method === 'POST' ? 'Content-Length: 0\r\n' : ''}\r\n`;
   return {
-    value: new UpstreamExchange(method, head, 'none', handler, 60_000),
+    value: new UpstreamExchange(method, head, 'none', handler, 60_000, 10_000),
     outcome,
     failure: () => failure,
   };
