@@ -20,6 +20,7 @@ import {
   countingUpstream,
   eventually,
   freeListen,
+  freePort,
   Resources,
   send,
   setRoute,
@@ -165,6 +166,24 @@ describe('router: resending a request to another upstream', () => {
 
     const gets = await inBatches(20, 4, () => send(listen));
     expect(gets.map((a) => [a.status, a.body])).toEqual(Array(20).fill([200, 'ok']));
+  });
+
+  it('sends a read body to the next replica when the first refuses the connection', async () => {
+    const stateDir = await stateDirFor(resources);
+    const answers = await recordingReplica('ok', false);
+    const refusing = `127.0.0.1:${await freePort()}`; // nothing listens there
+    const listen = await freeListen();
+    await setRoute(stateDir, 'web', {
+      listen,
+      blue: [refusing, answers.address],
+      green: [],
+      greenPercent: 0,
+    });
+    await startTestRouter(resources, stateDir);
+    const body = 'b'.repeat(512 * 1024);
+    const posts = await inBatches(4, 4, () => send(listen, { method: 'POST', body }));
+    expect(posts.map((a) => [a.status, a.body.length])).toEqual(Array(4).fill([200, `ok:${body}`.length]));
+    expect(answers.posts).toHaveLength(4);
   });
 
   it('resends a POST that a reset idle connection refused, to the same replica when it is the only one', async () => {
