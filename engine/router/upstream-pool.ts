@@ -15,7 +15,7 @@
  * - A connection goes back to the pool only when its response was read to the end, the request was
  *   sent to the end, and the response allowed keep-alive; otherwise it is closed.
  * - At most `upstreamMaxSockets` connections per address carry requests; more requests wait in
- *   order for one to be free.
+ *   order for one to be free, each at most its route's queueTimeout (checked by the pool's timer).
  */
 import { connect, type Socket } from 'node:net';
 import type { RawHeaders } from './forward-headers.js';
