@@ -149,6 +149,22 @@ components:
     ]);
   });
 
+  it('reads a route bodyTimeout and queueTimeout when given (none when not), refuses 0s', () => {
+    expect(load(shopDoc()).routes.public).not.toHaveProperty('bodyTimeout');
+    expect(load(shopDoc()).routes.public).not.toHaveProperty('queueTimeout');
+    const withTimeouts = (bodyTimeout: string, queueTimeout: string) => {
+      const doc = shopDoc();
+      doc.routes = { public: { listen: '127.0.0.1:18080', to: 'web', bodyTimeout, queueTimeout } };
+      return doc;
+    };
+    const route = load(withTimeouts('15s', '2s')).routes.public;
+    expect([route?.bodyTimeout, route?.queueTimeout]).toEqual([15_000, 2_000]);
+    expect(errors(toYaml(withTimeouts('0s', '0s')))).toEqual([
+      expect.stringContaining('routes.public.bodyTimeout: must be longer than 0s'),
+      expect.stringContaining('routes.public.queueTimeout: must be longer than 0s'),
+    ]);
+  });
+
   it('says so when the file is empty', () => {
     expect(errors('')).toEqual([
       'topology.yaml:1:1: the file is empty; expected a topology (apiVersion: cutover/v1, kind: Topology, …)',

@@ -126,6 +126,8 @@ export interface SidecarEntry {
   greenPercent: number;
   /** The route's upstreamTimeout (proxy_read_timeout); absent: nginx's default, 60 s. */
   upstreamTimeoutMs?: number;
+  /** The route's bodyTimeout (client_body_timeout); absent: nginx's default, 60 s. */
+  bodyTimeoutMs?: number;
   updatedAt: number;
 }
 
@@ -164,6 +166,8 @@ function sidecarEntry(environment: string, state: RouteState): SidecarEntry {
   };
   if (state.spec.preview !== undefined) entry.preview = state.spec.preview;
   if (state.spec.upstreamTimeout !== undefined) entry.upstreamTimeoutMs = state.spec.upstreamTimeout;
+  // queueTimeout has no equivalent: nginx opens upstream connections without a limit, never queues.
+  if (state.spec.bodyTimeout !== undefined) entry.bodyTimeoutMs = state.spec.bodyTimeout;
   return entry;
 }
 
@@ -422,10 +426,9 @@ function renderRoute(entry: SidecarEntry): string {
     ``,
     `# ${entry.environment}/${entry.route}: ${100 - entry.greenPercent}% blue, ${entry.greenPercent}% green`,
   ];
-  const timeout = entry.upstreamTimeoutMs;
-  lines.push(...renderListener(name, entry.listen, mainServers(entry), timeout));
+  lines.push(...renderListener(name, entry.listen, mainServers(entry), entry));
   if (entry.preview !== undefined)
-    lines.push(...renderListener(`${name}_preview`, entry.preview, previewServers(entry), timeout));
+    lines.push(...renderListener(`${name}_preview`, entry.preview, previewServers(entry), entry));
   return lines.join('\n');
 }
 
@@ -434,7 +437,7 @@ function renderListener(
   name: string,
   listen: string,
   servers: WeightedServer[],
-  upstreamTimeoutMs: number | undefined,
+  { upstreamTimeoutMs, bodyTimeoutMs }: Pick<SidecarEntry, 'upstreamTimeoutMs' | 'bodyTimeoutMs'>,
 ): string[] {
   const server = (location: string[]) => [
     'server {',
@@ -471,6 +474,7 @@ function renderListener(
       'proxy_next_upstream error timeout http_502 http_503;',
       'proxy_next_upstream_tries 3;',
       ...(upstreamTimeoutMs !== undefined ? [`proxy_read_timeout ${upstreamTimeoutMs}ms;`] : []),
+      ...(bodyTimeoutMs !== undefined ? [`client_body_timeout ${bodyTimeoutMs}ms;`] : []),
       `add_header X-Cutover-Slot ${slotVariable} always;`,
     ]),
   ];

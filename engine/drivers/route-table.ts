@@ -24,6 +24,9 @@ export interface RoutingEntry {
   drainTimeoutMs: number;
   /** The route's upstreamTimeout; absent: the router's default. */
   upstreamTimeoutMs?: number;
+  /** The route's bodyTimeout and queueTimeout; absent: the router's defaults. */
+  bodyTimeoutMs?: number;
+  queueTimeoutMs?: number;
   updatedAt: number;
 }
 
@@ -83,6 +86,8 @@ export function createRouteTableDriver(): RouteDriver {
         };
         if (state.spec.preview !== undefined) entry.preview = state.spec.preview;
         if (state.spec.upstreamTimeout !== undefined) entry.upstreamTimeoutMs = state.spec.upstreamTimeout;
+        if (state.spec.bodyTimeout !== undefined) entry.bodyTimeoutMs = state.spec.bodyTimeout;
+        if (state.spec.queueTimeout !== undefined) entry.queueTimeoutMs = state.spec.queueTimeout;
         table.routes[routeKey(ctx.environment, state.route)] = entry;
         await writeRoutingTable(ctx.stateDir, table);
         options.log(`route ${state.route}: ${100 - state.greenPercent}% blue, ${state.greenPercent}% green`);

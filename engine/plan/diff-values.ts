@@ -11,6 +11,8 @@ const durationKeys = new Set([
   'stopTimeout',
   'bake',
   'upstreamTimeout',
+  'bodyTimeout',
+  'queueTimeout',
 ]);
 
 /**

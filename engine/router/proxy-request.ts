@@ -6,7 +6,7 @@ import {
   upstreamRequestHeaders,
 } from './forward-headers.js';
 import type { InFlightRegistry, Lease } from './in-flight.js';
-import { ReplayableBody } from './replayable-body.js';
+import { type BodyBudget, type BodyReader, ReplayableBody } from './replayable-body.js';
 import {
   type Binding,
   chooseSlot,
@@ -17,6 +17,7 @@ import {
 } from './routing-state.js';
 import {
   type ExchangeHandler,
+  queueTimeoutCode,
   UpstreamExchange,
   type UpstreamFailure,
   type UpstreamPools,
@@ -24,12 +25,19 @@ import {
 
 /** Upstreams one request may be sent to: the first, and up to two after it failed to answer. */
 export const maxUpstreamAttempts = 3;
+/**
+ * Retry-After of a 503 for a request that found every connection to its upstream busy for the
+ * route's queueTimeout: a connection frees as soon as any answer ends, so soon is worth a try.
+ */
+export const queueFullRetryAfterSeconds = 1;
 
 export interface ProxyDeps {
   /** The route as the current table has it: failover picks from the newest addresses. */
   currentRoute(routeKey: string): RouteState | undefined;
   pools: UpstreamPools;
   inFlight: InFlightRegistry;
+  /** Memory for request bodies read before they go upstream, shared by the router's requests. */
+  bodies: BodyBudget;
 }
 
 /** The listener a request came in on, as the proxy sees it (route-listeners.ts). */
@@ -45,20 +53,24 @@ const resetCodes = new Set(['ECONNRESET', 'EPIPE']);
 
 /**
  * Whether a failed request may go to another upstream. Never once response bytes arrived. Always
- * when no connection was made: the upstream never saw it. A reset of a reused keep-alive socket is
- * the upstream closing an idle connection as we reused it. A reset of a fresh connection may come
- * after the upstream acted on the request, so only idempotent methods are resent (as nginx does).
+ * when it provably never reached the upstream: the connection never came up, or a reused one
+ * refused its first byte. Otherwise the upstream may have acted on it, whatever kind of connection
+ * carried it, so only an idempotent method is sent again, and only after a reset or a close (a
+ * timeout is answered 504). nginx never resends a POST, PATCH or LOCK it has sent either.
  */
 export function mayRetry(failure: UpstreamFailure): boolean {
-  if (failure.receivedBytes) return false;
-  if (!failure.connected) return true;
+  // Every connection stayed busy for the wait: the route is overloaded, and another queue would
+  // double the wait. The client hears 503 and when to come back.
+  if (failure.receivedBytes || failure.code === queueTimeoutCode) return false;
+  if (!failure.requestSent) return true;
   if (failure.code === undefined || !resetCodes.has(failure.code)) return false;
-  return failure.reusedSocket || idempotentMethods.has(failure.method);
+  return idempotentMethods.has(failure.method);
 }
 
 /**
  * Proxies one request of a route: picks the slot and replica, counts it in flight until the
- * client's response is finished, fails over before any response byte, and streams both bodies.
+ * client's response is finished, reads the request body (up to a bound) before taking an upstream
+ * connection, fails over before any response byte, and streams both bodies.
  */
 export function proxyRequest(
   deps: ProxyDeps,
@@ -85,7 +97,7 @@ const noneTried: ReadonlySet<string> = new Set();
  * with methods rather than closures: this is the router's hot path, and every closure or listener
  * per request shows in its profile.
  */
-class ProxiedRequest implements ExchangeHandler {
+class ProxiedRequest implements ExchangeHandler, BodyReader {
   private lease: Lease | null = null;
   /** The client's body, kept for a resend; null for a request without one (GET, HEAD, …). */
   private body: ReplayableBody | null = null;
@@ -114,6 +126,7 @@ class ProxiedRequest implements ExchangeHandler {
     res.once('close', () => {
       this.lease?.release();
       if (!res.writableFinished) this.current?.abort();
+      this.body?.close();
       this.listener.responseClosed();
     });
     this.attempt(slot, address);
@@ -124,7 +137,7 @@ class ProxiedRequest implements ExchangeHandler {
     this.slot = slot;
     this.tried.push(address);
     const { headers, body } = upstreamRequestHeaders(req, address);
-    if (body !== 'none') this.body ??= new ReplayableBody(req);
+    if (body !== 'none') this.body ??= new ReplayableBody(req, this.deps.bodies, this.route.bodyTimeoutMs);
     const method = req.method ?? 'GET';
     const exchange = new UpstreamExchange(
       method,
@@ -132,9 +145,38 @@ class ProxiedRequest implements ExchangeHandler {
       body,
       this,
       this.route.upstreamTimeoutMs,
+      this.route.queueTimeoutMs,
     );
     this.current = exchange;
-    this.deps.pools.get(address).send(exchange);
+    // A body is read first (as nginx's proxy_request_buffering): a slow client holds no connection.
+    if (this.body && !this.body.isReady) this.body.read(this);
+    else this.deps.pools.get(address).send(exchange);
+  }
+
+  /** The body is read (or as much of it as is kept): the request goes to its upstream now. */
+  bodyReady(): void {
+    const exchange = this.current;
+    const address = this.tried[this.tried.length - 1];
+    if (exchange && !exchange.done && address !== undefined && !this.res.destroyed)
+      this.deps.pools.get(address).send(exchange);
+  }
+
+  /** The client went silent mid-body: 408, and the connection closes (its framing is lost). */
+  bodyTimedOut(): void {
+    const { res } = this;
+    this.current?.abort();
+    this.body?.close();
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const seconds = this.route.bodyTimeoutMs / 1000;
+    sendText(
+      res,
+      408,
+      `cutover: the client sent no byte of its request body for ${seconds}s (bodyTimeout of route ${this.route.key})\n`,
+      { connection: 'close' },
+    );
   }
 
   /** The body goes out once the connection is up: a refused connection consumes none of it. */
@@ -199,12 +241,7 @@ class ProxiedRequest implements ExchangeHandler {
     const replayable = body === null || body.replayable;
     const next =
       mayRetry(failure) && replayable && this.tried.length < maxUpstreamAttempts
-        ? failoverTarget(
-            this.deps.currentRoute(this.route.key) ?? this.route,
-            this.binding.kind,
-            this.slot,
-            new Set(this.tried),
-          )
+        ? this.retryTarget(failure)
         : null;
     if (next) {
       this.lease?.move(next.slot, next.address);
@@ -212,6 +249,12 @@ class ProxiedRequest implements ExchangeHandler {
       return;
     }
     body?.discard();
+    if (failure.code === queueTimeoutCode) {
+      sendText(res, 503, `cutover: route ${this.route.key} is overloaded: ${error.message}\n`, {
+        'retry-after': String(queueFullRetryAfterSeconds),
+      });
+      return;
+    }
     const list = this.tried.join(', ');
     // A connect or read timeout is a gateway timeout (as nginx answers); anything else a bad gateway.
     sendText(
@@ -220,6 +263,14 @@ class ProxiedRequest implements ExchangeHandler {
       `cutover: no upstream of route ${this.route.key} answered (${list}): ${error.message}\n`,
     );
   }
+
+  /** A stale connection's address again (the pool picks another connection), else another one. */
+  private retryTarget(failure: UpstreamFailure): { slot: Slot; address: string } | null {
+    const address = this.tried[this.tried.length - 1];
+    if (failure.staleConnection && address !== undefined) return { slot: this.slot, address };
+    const route = this.deps.currentRoute(this.route.key) ?? this.route;
+    return failoverTarget(route, this.binding.kind, this.slot, new Set(this.tried));
+  }
 }
 
 function ignore(): void {}
@@ -227,10 +278,16 @@ function ignore(): void {}
 /** Up to this size, the first chunk of a response body goes out in one write with the headers. */
 const inlineFirstChunkBytes = 16 * 1024;
 
-export function sendText(res: ServerResponse, status: number, text: string): void {
+export function sendText(
+  res: ServerResponse,
+  status: number,
+  text: string,
+  headers: Record<string, string> = {},
+): void {
   if (res.headersSent || res.destroyed) return;
   // The reason phrase named: an upstream's, set by a writeHead that failed, must not stay.
   res.writeHead(status, STATUS_CODES[status] ?? '', {
+    ...headers,
     'content-type': 'text/plain; charset=utf-8',
     'content-length': Buffer.byteLength(text),
   });

@@ -26,6 +26,7 @@ import { type ControlServer, startRouterControl } from './control.js';
 import type { ReloadResult, RoutesSnapshot } from './control-types.js';
 import { InFlightRegistry } from './in-flight.js';
 import { type ProxyDeps, proxyRequest, sendText } from './proxy-request.js';
+import { BodyBudget } from './replayable-body.js';
 import { RouteListeners } from './route-listeners.js';
 import { claimRouterRecord, releaseRouterRecord } from './router-record.js';
 import { buildRoutingState, emptyRoutingState, type RouteState, type RoutingState } from './routing-state.js';
@@ -90,6 +91,7 @@ class TableRouter implements Router {
       currentRoute: (key) => this.state.routes.get(key),
       pools: this.pools,
       inFlight: this.inFlightRegistry,
+      bodies: new BodyBudget(),
     };
     this.listeners = new RouteListeners((listener, req, res) => {
       const state = this.state;

@@ -35,12 +35,24 @@ export interface RouteState {
   drainTimeoutMs: number;
   /** Longest silence of an upstream while its answer is awaited. */
   upstreamTimeoutMs: number;
+  /** Longest silence of a client in the middle of its request body. */
+  bodyTimeoutMs: number;
+  /** Longest wait for a free connection to an upstream. */
+  queueTimeoutMs: number;
   updatedAt: number;
   rotation: Rotation;
 }
 
 /** A route's upstreamTimeout when the topology names none: nginx's proxy_read_timeout default. */
 export const defaultUpstreamTimeoutMs = 60_000;
+/** A route's bodyTimeout when the topology names none: nginx's client_body_timeout default. */
+export const defaultBodyTimeoutMs = 60_000;
+/**
+ * A route's queueTimeout when the topology names none. Long enough for a burst to be served from
+ * the queue as connections free up; short enough that a client stuck behind a saturated upstream
+ * hears 503 (and when to come back) well before its own timeout, rather than nothing.
+ */
+export const defaultQueueTimeoutMs = 10_000;
 
 export interface RoutingState {
   /** The newest `updatedAt` of any route: what a reload reports, so a writer can tell its change is live. */
@@ -113,10 +125,9 @@ function routeState(key: string, raw: unknown, problems: string[]): RouteState |
     green: addresses(key, 'green', entry.green, problems),
     greenPercent: clampPercent(entry.greenPercent),
     drainTimeoutMs: typeof entry.drainTimeoutMs === 'number' ? entry.drainTimeoutMs : 0,
-    upstreamTimeoutMs:
-      typeof entry.upstreamTimeoutMs === 'number' && entry.upstreamTimeoutMs > 0
-        ? entry.upstreamTimeoutMs
-        : defaultUpstreamTimeoutMs,
+    upstreamTimeoutMs: positiveOr(entry.upstreamTimeoutMs, defaultUpstreamTimeoutMs),
+    bodyTimeoutMs: positiveOr(entry.bodyTimeoutMs, defaultBodyTimeoutMs),
+    queueTimeoutMs: positiveOr(entry.queueTimeoutMs, defaultQueueTimeoutMs),
     updatedAt: typeof entry.updatedAt === 'number' ? entry.updatedAt : 0,
     rotation: { credit: { blue: 0, green: 0 }, next: { blue: 0, green: 0 } },
   };
@@ -126,6 +137,10 @@ function routeState(key: string, raw: unknown, problems: string[]): RouteState |
     else route.preview = preview;
   }
   return route;
+}
+
+function positiveOr(value: unknown, fallback: number): number {
+  return typeof value === 'number' && value > 0 ? value : fallback;
 }
 
 function listenAddress(value: unknown): string | null {

@@ -5,8 +5,9 @@
  * Why not Node's http.request and Agent: on the router's hot path they cost about as much CPU as
  * Node's HTTP server itself (a ClientRequest, an IncomingMessage, header objects and events per
  * request). This client writes each request head as one string and hands response bytes straight
- * to the proxy, and it knows what the proxy's failover rules need: whether the connection was new,
- * kept alive or opened ahead, and whether any response byte came back (proxy-request.ts `mayRetry`).
+ * to the proxy, and it knows what the proxy's failover rules need: whether any byte of the request
+ * can have reached the upstream, and whether any response byte came back (proxy-request.ts
+ * `mayRetry`).
  *
  * Invariants:
  * - A connection carries one request at a time (no pipelining): any byte that arrives when no
@@ -14,7 +15,7 @@
  * - A connection goes back to the pool only when its response was read to the end, the request was
  *   sent to the end, and the response allowed keep-alive; otherwise it is closed.
  * - At most `upstreamMaxSockets` connections per address carry requests; more requests wait in
- *   order for one to be free.
+ *   order for one to be free, each at most its route's queueTimeout (checked by the pool's timer).
  */
 import { connect, type Socket } from 'node:net';
 import type { RawHeaders } from './forward-headers.js';
@@ -48,14 +49,29 @@ export const upstreamMaintenanceIntervalMs = 500;
  */
 export const upstreamSpareMaxAgeMs = 20_000;
 
+/**
+ * The failure code of a request that waited the route's queueTimeout for a connection: every
+ * connection to its upstream stayed busy. The request never left the router.
+ */
+export const queueTimeoutCode = 'ECUTOVERQUEUE';
+
 /** What is known about an upstream request that failed before its response ended. */
 export interface UpstreamFailure {
   method: string;
   code: string | undefined;
-  /** The connection was established (or reused), so the request may have reached the upstream. */
-  connected: boolean;
-  /** The connection had carried a request before, or was opened ahead: it sat idle before this. */
-  reusedSocket: boolean;
+  /**
+   * Some of the request may have reached the upstream: its head was handed to a connection that
+   * was up, and the kernel did not refuse it. False only with proof that no byte went out: the
+   * connection never came up, or writing the head failed (a reused connection the upstream had
+   * closed or reset). A request sent on a connection the upstream was closing at that very moment
+   * counts as sent: nothing tells it apart from one the upstream read and then dropped.
+   */
+  requestSent: boolean;
+  /**
+   * A connection that had sat idle (kept alive, or opened ahead) refused the request: the upstream
+   * had closed it, which says nothing about the address, so another connection to it may carry it.
+   */
+  staleConnection: boolean;
   /** Bytes of a response arrived on the connection. */
   receivedBytes: boolean;
 }
@@ -85,11 +101,13 @@ export class UpstreamExchange {
   /** Sent to the end (a request without a body is, once its head is written). */
   requestEnded: boolean;
   receivedBytes = false;
-  reusedSocket = false;
+  /** Writing the head failed: no byte of this request left the router. */
+  headRefused = false;
   /** Answered, failed or aborted: nothing more happens. */
   done = false;
-  /** Waiting for a free connection in this pool. */
+  /** Waiting for a free connection in this pool, since `queuedAt`. */
   queuedIn: UpstreamPool | null = null;
+  queuedAt = 0;
 
   constructor(
     readonly method: string,
@@ -99,6 +117,8 @@ export class UpstreamExchange {
     readonly handler: ExchangeHandler,
     /** Longest silence of the upstream once the request was sent, while its answer is awaited. */
     readonly silenceTimeoutMs: number,
+    /** Longest wait for a free connection when all of them are busy. */
+    readonly queueTimeoutMs: number,
   ) {
     this.requestEnded = body === 'none';
   }
@@ -166,6 +186,14 @@ export class UpstreamConnection implements ResponseSink {
   private paused = false;
   private error: NodeJS.ErrnoException | null = null;
   private connectTimer: NodeJS.Timeout | null;
+  /**
+   * The write callback of every request head on this connection (one function per connection, not
+   * per request). Node calls it with an error before the socket's 'close' when the kernel refused
+   * the bytes, and the exchange is still this connection's then: one request at a time.
+   */
+  private readonly headWritten = (error?: Error | null): void => {
+    if (error && this.exchange) this.exchange.headRefused = true;
+  };
 
   constructor(
     private readonly pool: UpstreamPool,
@@ -195,12 +223,11 @@ export class UpstreamConnection implements ResponseSink {
     this.state = 'busy';
     this.exchange = exchange;
     exchange.connection = this;
-    exchange.reusedSocket = this.served > 0 || this.openedAsSpare;
     this.resume();
     this.lastHeard = Date.now();
     this.socket.ref();
     this.parser.expect(exchange.method === 'HEAD');
-    this.socket.write(exchange.head, 'latin1');
+    this.socket.write(exchange.head, 'latin1', this.headWritten);
     if (this.connected && !exchange.requestEnded) exchange.handler.upstreamConnected();
   }
 
@@ -309,8 +336,8 @@ export class UpstreamConnection implements ResponseSink {
       {
         method: exchange.method,
         code: (error as NodeJS.ErrnoException).code,
-        connected: this.connected,
-        reusedSocket: exchange.reusedSocket,
+        requestSent: this.connected && !exchange.headRefused,
+        staleConnection: exchange.headRefused && (this.served > 0 || this.openedAsSpare),
         receivedBytes: exchange.receivedBytes,
       },
       error,
@@ -338,7 +365,7 @@ export class UpstreamPool {
 
   /** Sends `exchange` on a free connection: kept alive, opened ahead, or new; else it waits. */
   send(exchange: UpstreamExchange): void {
-    const kept = this.idle.pop() ?? this.takeSpare();
+    const kept = this.takeIdle() ?? this.takeSpare();
     if (kept) {
       this.busy.add(kept);
       kept.carry(exchange);
@@ -353,8 +380,8 @@ export class UpstreamPool {
             {
               method: exchange.method,
               code: 'EINVAL',
-              connected: false,
-              reusedSocket: false,
+              requestSent: false,
+              staleConnection: false,
               receivedBytes: false,
             },
             error,
@@ -362,6 +389,7 @@ export class UpstreamPool {
         });
     } else {
       exchange.queuedIn = this;
+      exchange.queuedAt = Date.now();
       this.waiting.push(exchange);
     }
   }
@@ -431,9 +459,15 @@ export class UpstreamPool {
     exchange.queuedIn = null;
   }
 
-  /** Closes connections idle too long, spares too old, and those whose upstream went silent. */
+  /**
+   * Closes connections idle too long, spares too old, and those whose upstream went silent; fails
+   * requests that waited their queueTimeout for a connection.
+   */
   closeStale(now: number): void {
     for (const connection of this.busy) connection.checkSilence(now);
+    if (this.waiting.some((exchange) => now - exchange.queuedAt >= exchange.queueTimeoutMs))
+      for (const exchange of this.waiting.filter((e) => now - e.queuedAt >= e.queueTimeoutMs))
+        this.giveUpWaiting(exchange);
     // Checked every interval: closing at (timeout - interval) keeps every idle time under the timeout.
     const idleLimit = upstreamIdleSocketTimeoutMs - upstreamMaintenanceIntervalMs;
     while (this.idle.length > 0 && now - (this.idle[0] as UpstreamConnection).since >= idleLimit)
@@ -477,9 +511,40 @@ export class UpstreamPool {
       this.drop(connection);
   }
 
+  /**
+   * The newest idle connection still open both ways. One whose upstream already closed it (its
+   * 'end' came, its 'close' not yet) is dropped: a request written there would be lost.
+   */
+  private takeIdle(): UpstreamConnection | undefined {
+    for (let idle = this.idle.pop(); idle; idle = this.idle.pop()) {
+      if (usable(idle)) return idle;
+      this.drop(idle);
+    }
+    return undefined;
+  }
+
+  private giveUpWaiting(exchange: UpstreamExchange): void {
+    this.dequeue(exchange);
+    exchange.done = true;
+    const seconds = exchange.queueTimeoutMs / 1000;
+    const error = Object.assign(new Error(`no connection to ${this.address} came free within ${seconds}s`), {
+      code: queueTimeoutCode,
+    });
+    exchange.handler.upstreamFailed(
+      {
+        method: exchange.method,
+        code: queueTimeoutCode,
+        requestSent: false,
+        staleConnection: false,
+        receivedBytes: false,
+      },
+      error,
+    );
+  }
+
   private takeSpare(): UpstreamConnection | undefined {
     for (let spare = this.spares.pop(); spare; spare = this.spares.pop()) {
-      if (!spare.socket.destroyed && spare.socket.writable && spare.socket.readable) return spare;
+      if (usable(spare)) return spare;
       this.drop(spare);
     }
     return undefined;
@@ -496,6 +561,11 @@ export class UpstreamPool {
     connection.state = 'closed';
     connection.socket.destroy();
   }
+}
+
+function usable(connection: UpstreamConnection): boolean {
+  const socket = connection.socket;
+  return !socket.destroyed && socket.writable && socket.readable;
 }
 
 /** One pool per upstream address, and the timer that keeps them tidy. */

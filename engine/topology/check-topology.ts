@@ -214,8 +214,10 @@ function checkRoutes(file: TopologyFile, problems: PathProblem[]): void {
   const listeners = new Map<string, string>(); // "host:port" → "routes.x.listen"
   forEachEntry(file.routes, (name, route) => {
     const at = ['routes', name];
-    if (route.upstreamTimeout !== undefined && parseDuration(route.upstreamTimeout) === 0) {
-      problems.push({ path: [...at, 'upstreamTimeout'], message: 'must be longer than 0s' });
+    for (const key of ['upstreamTimeout', 'bodyTimeout', 'queueTimeout'] as const) {
+      const value = route[key];
+      if (value !== undefined && parseDuration(value) === 0)
+        problems.push({ path: [...at, key], message: 'must be longer than 0s' });
     }
     if (!has(file.components, route.to)) {
       problems.push({ path: [...at, 'to'], message: unknownName('component', route.to, componentNames) });

@@ -47,4 +47,6 @@ export interface RouteFile {
   shift?: number[];
   drain?: { timeout?: string };
   upstreamTimeout?: string;
+  bodyTimeout?: string;
+  queueTimeout?: string;
 }

@@ -114,6 +114,8 @@ function normalizeRoute(r: RouteFile): Route {
   out.shift = [...(r.shift ?? defaults.shift)];
   out.to = r.to;
   if (r.upstreamTimeout !== undefined) out.upstreamTimeout = duration(r.upstreamTimeout, 0);
+  if (r.bodyTimeout !== undefined) out.bodyTimeout = duration(r.bodyTimeout, 0);
+  if (r.queueTimeout !== undefined) out.queueTimeout = duration(r.queueTimeout, 0);
   return out;
 }
 

@@ -79,6 +79,10 @@ export interface Route {
    * and plan ids stay as they were.
    */
   upstreamTimeout?: DurationMs;
+  /** Longest silence of a client in the middle of its request body (408 then); as upstreamTimeout, left out when not given. */
+  bodyTimeout?: DurationMs;
+  /** Longest wait for a free connection to an upstream whose connections are all busy (503 then); as upstreamTimeout. */
+  queueTimeout?: DurationMs;
 }
 
 export interface Strategy {

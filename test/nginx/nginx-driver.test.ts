@@ -9,6 +9,7 @@ import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
+import { connect } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -296,6 +297,49 @@ describe('nginx route driver (real nginx)', () => {
       'proxy_read_timeout 500ms;',
     );
     expect((await send(listen)).status).toBe(504);
+  });
+
+  it('closes on a client silent mid-body longer than the route bodyTimeout (client_body_timeout: nginx logs 408, sends nothing)', async () => {
+    const nginx = await startNginx();
+    let requests = 0;
+    const app = createServer((req, res) => {
+      requests++;
+      req.resume();
+      req.on('end', () => res.end('ok'));
+    });
+    app.listen(0, '127.0.0.1');
+    await once(app, 'listening');
+    resources.add(() => {
+      app.closeAllConnections();
+      app.close();
+    });
+    const address = `127.0.0.1:${(app.address() as { port: number }).port}`;
+    const listen = await freeListen();
+    const blue: SlotInfo = { component: 'web', slot: 'blue', version: 'blue', addresses: [address] };
+    await createNginxDriver().apply(
+      nginx.ctx,
+      { route: 'www', spec: routeSpec(listen, { bodyTimeout: 500 }), blue, green: null, greenPercent: 0 },
+      callOptions(),
+    );
+    expect(await readFile(path.join(nginx.dir, 'routes.conf'), 'utf8')).toContain(
+      'client_body_timeout 500ms;',
+    );
+    const [host, port] = listen.split(':') as [string, string];
+    const client = connect(Number(port), host);
+    resources.add(() => {
+      client.destroy();
+    });
+    let received = '';
+    client.on('data', (data: Buffer) => {
+      received += data.toString('latin1');
+    });
+    client.write('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc');
+    let closed = false;
+    client.on('close', () => {
+      closed = true;
+    });
+    await eventually(() => closed, 5_000);
+    expect([received, requests]).toEqual(['', 0]);
   });
 
   it('removes a route: its listener closes, the other routes of the file stay', async () => {

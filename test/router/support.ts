@@ -176,6 +176,8 @@ export interface RouteSettings {
   green: string[];
   greenPercent: number;
   upstreamTimeoutMs?: number;
+  bodyTimeoutMs?: number;
+  queueTimeoutMs?: number;
 }
 
 /** Writes a route into the table the way the engine does: through the route-table driver. */
@@ -189,6 +191,8 @@ export async function setRoute(stateDir: string, route: string, settings: RouteS
     drain: { timeout: 30_000 },
     ...(settings.preview !== undefined ? { preview: settings.preview } : {}),
     ...(settings.upstreamTimeoutMs !== undefined ? { upstreamTimeout: settings.upstreamTimeoutMs } : {}),
+    ...(settings.bodyTimeoutMs !== undefined ? { bodyTimeout: settings.bodyTimeoutMs } : {}),
+    ...(settings.queueTimeoutMs !== undefined ? { queueTimeout: settings.queueTimeoutMs } : {}),
   } as unknown as Route;
   await createRouteTableDriver().apply(
     callContext(stateDir),

@@ -1,0 +1,115 @@
+/**
+ * ReplayableBody on its own (a pure unit test: a PassThrough stands for the client's request and an
+ * array for the upstream): what it reads before a connection is taken, what it keeps for a resend,
+ * and the memory it takes from the router's budget.
+ */
+import type { IncomingMessage } from 'node:http';
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { BodyBudget, type BodySink, ReplayableBody } from '../../engine/router/replayable-body.js';
+import { eventually } from './support.js';
+
+function client() {
+  return new PassThrough() as PassThrough & IncomingMessage;
+}
+
+function sink() {
+  const written: Buffer[] = [];
+  let ended = false;
+  const target: BodySink = {
+    destroyed: false,
+    write: (chunk) => {
+      written.push(chunk);
+      return true;
+    },
+    end: () => {
+      ended = true;
+    },
+    onceDrain: () => undefined,
+  };
+  return { target, text: () => Buffer.concat(written).toString(), ended: () => ended };
+}
+
+function reader() {
+  const events: string[] = [];
+  return {
+    events,
+    reader: { bodyReady: () => events.push('ready'), bodyTimedOut: () => events.push('timeout') },
+  };
+}
+
+describe('router: request bodies read before they go upstream', () => {
+  it('is ready only once a small body has ended, and sends all of it, twice if asked', async () => {
+    const source = client();
+    const budget = new BodyBudget(1024);
+    const body = new ReplayableBody(source, budget, 60_000, 100);
+    const { events, reader: r } = reader();
+    body.read(r);
+    source.write('hello ');
+    await eventually(() => budget.usedBytes === 6);
+    expect(events).toEqual([]);
+    source.end('world');
+    await eventually(() => events.length === 1);
+    expect([events, body.replayable]).toEqual([['ready'], true]);
+    const first = sink();
+    body.attach(first.target);
+    const second = sink();
+    body.attach(second.target);
+    expect([first.text(), first.ended(), second.text(), second.ended()]).toEqual([
+      'hello world',
+      true,
+      'hello world',
+      true,
+    ]);
+    body.close();
+    expect(budget.usedBytes).toBe(0);
+  });
+
+  it('streams a body past its bound: ready at the bound, the rest once attached, not kept', async () => {
+    const source = client();
+    const budget = new BodyBudget(1024);
+    const body = new ReplayableBody(source, budget, 60_000, 10);
+    const { events, reader: r } = reader();
+    body.read(r);
+    source.write('0123456789');
+    source.write('abcdef');
+    await eventually(() => events.length === 1);
+    expect(body.replayable).toBe(true); // all read so far is still held: a refused connection may retry
+    const upstream = sink();
+    body.attach(upstream.target);
+    expect(body.replayable).toBe(false);
+    expect(budget.usedBytes).toBe(0);
+    source.end('XYZ');
+    await eventually(() => upstream.ended());
+    expect(upstream.text()).toBe('0123456789abcdefXYZ');
+  });
+
+  it('streams rather than holds once the router-wide budget is spent', async () => {
+    const budget = new BodyBudget(8);
+    const firstSource = client();
+    const held = new ReplayableBody(firstSource, budget, 60_000, 100);
+    held.read(reader().reader);
+    firstSource.write('12345678');
+    await eventually(() => budget.usedBytes === 8);
+    const source = client();
+    const body = new ReplayableBody(source, budget, 60_000, 100);
+    const { events, reader: r } = reader();
+    body.read(r);
+    source.write('abc');
+    await eventually(() => events.length === 1);
+    expect(events).toEqual(['ready']);
+    held.close();
+    body.close();
+    expect(budget.usedBytes).toBe(0);
+  });
+
+  it('times the client out when it sends nothing for the timeout', async () => {
+    const source = client();
+    const body = new ReplayableBody(source, new BodyBudget(), 200);
+    const { events, reader: r } = reader();
+    body.read(r);
+    source.write('a');
+    await eventually(() => events.length > 0, 2_000);
+    expect(events).toEqual(['timeout']);
+  });
+});
