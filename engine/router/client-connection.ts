@@ -1,5 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { checkRequest, type RequestLine } from './request-checks.js';
 
 /** What a client connection needs of the listener it came in on (route-listeners.ts). */
 export interface ConnectionListener {
@@ -62,9 +63,11 @@ export class ClientConnection {
     const finished = this.active;
     this.active = null;
     this.listener.responseClosed();
-    // A response that closes the connection (Connection: close, HTTP/1.0) is its last.
-    // Nor is a request sent upstream for a client already gone.
-    if ((finished && !finished.shouldKeepAlive) || this.socket.destroyed) this.ended = true;
+    // A response that closes the connection is its last: one with Connection: close, or one Node
+    // could only delimit by closing (an HTTP/1.0 client, no length) — Node has ended the socket
+    // by now. Nor is a request sent upstream for a client already gone.
+    if ((finished && !finished.shouldKeepAlive) || this.socket.writableEnded || this.socket.destroyed)
+      this.ended = true;
     const next = this.ended ? undefined : this.waiting.shift();
     if (next) this.start(next[0], next[1]);
     else if (this.fault && !this.ended) this.answerFault(this.fault);
@@ -97,16 +100,23 @@ export class ClientConnection {
 
   private start(req: IncomingMessage, res: ServerResponse): void {
     this.active = res;
-    // RFC 9112 §2.3: the router speaks HTTP/1.x only (Node's parser reads any digit.digit).
-    if (req.httpVersionMajor !== 1) {
-      res.once('close', () => this.responseClosed());
-      res.shouldKeepAlive = false;
-      const text = `cutover: HTTP/${req.httpVersion} is not supported (HTTP/1.1 is)\n`;
-      res.writeHead(505, { 'content-type': 'text/plain; charset=utf-8', connection: 'close' });
-      res.end(text);
+    const verdict = checkRequest(req as RequestLine);
+    if (verdict.ok) {
+      req.url = verdict.target;
+      this.handle(this, req, res);
       return;
     }
-    this.handle(this, req, res);
+    // Refused before anything went upstream; the connection closes, as nginx's does after a 4xx
+    // or 5xx of its own (what follows may be the refused request's body).
+    res.once('close', () => this.responseClosed());
+    res.shouldKeepAlive = false;
+    const text = `cutover: ${verdict.reason}\n`;
+    res.writeHead(verdict.status, {
+      'content-type': 'text/plain; charset=utf-8',
+      'content-length': Buffer.byteLength(text),
+      connection: 'close',
+    });
+    res.end(text);
   }
 
   private answerFault(error: NodeJS.ErrnoException): void {
@@ -125,6 +135,15 @@ export function serveConnections(server: Server, listener: ConnectionListener, h
   server.on('request', (req: IncomingMessage, res: ServerResponse) =>
     clients.get(req.socket)?.request(req, res),
   );
+  // Without a listener Node drops a CONNECT's connection unanswered; nginx answers 400.
+  server.on('connect', (_req: IncomingMessage, socket: Socket) => {
+    const text = 'cutover: CONNECT is not supported\n';
+    socket.on('error', () => undefined);
+    socket.end(
+      `HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n` +
+        `Content-Length: ${text.length}\r\nConnection: close\r\n\r\n${text}`,
+    );
+  });
   // Handled here, Node writes no answer of its own (its default would go ahead of earlier answers).
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     const client = clients.get(socket);
