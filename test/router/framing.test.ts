@@ -41,6 +41,21 @@ describe('router: request framing', () => {
     expect(upstream.executed.map((r) => `${r.method} ${r.url} ${r.body}`)).toEqual(['POST /orders hello']);
   });
 
+  it('answers 400 to a malformed chunk in a body on its way upstream, which the upstream never executes', async () => {
+    const upstream = await recordingUpstream(resources);
+    const listen = await routerTo(upstream.address);
+
+    const { received, closed } = await rawExchange(
+      listen,
+      'POST /orders HTTP/1.1\r\nHost: shop\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n',
+    );
+
+    expect(statuses(received)).toEqual([400]);
+    expect(received).toMatch(/malformed request/);
+    expect(closed).toBe(true);
+    expect(upstream.executed).toEqual([]);
+  });
+
   it('keeps the body of a request whose Connection header names Content-Length', async () => {
     const upstream = await recordingUpstream(resources);
     const listen = await routerTo(upstream.address);
