@@ -19,6 +19,12 @@ const hopByHop = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 
 /** Lengths of the names `isDropped` may have to lower-case: the others are kept without a look. */
 const hopByHopLengths = new Set([...hopByHop, 'transfer-encoding'].map((name) => name.length));
 
+/**
+ * Headers a Connection header cannot make hop-by-hop: they frame the message (its body would be
+ * lost or misread without them) or say where it goes. nginx ignores Connection's list altogether.
+ */
+const notNameable = new Set(['close', 'keep-alive', 'content-length', 'transfer-encoding', 'host']);
+
 /** Names the Connection header lists (more hop-by-hop headers), lower case; null when none. */
 function connectionTokens(raw: RawHeaders): Set<string> | null {
   let tokens: Set<string> | null = null;
@@ -27,7 +33,7 @@ function connectionTokens(raw: RawHeaders): Set<string> | null {
     if (name.length !== 10 || name.toLowerCase() !== 'connection') continue;
     for (const token of (raw[i + 1] as string).split(',')) {
       const trimmed = token.trim().toLowerCase();
-      if (trimmed === '' || trimmed === 'close' || trimmed === 'keep-alive') continue;
+      if (trimmed === '' || notNameable.has(trimmed)) continue;
       tokens ??= new Set();
       tokens.add(trimmed);
     }
@@ -55,8 +61,10 @@ export interface UpstreamRequestHeaders {
 
 /**
  * Headers sent upstream: the client's end-to-end headers, plus who asked (`x-forwarded-*`). Repeated
- * X-Forwarded-For headers are folded into one, with the client's address last. A request without
- * Host (HTTP/1.0) gets the upstream's address, as Node would write it.
+ * X-Forwarded-For headers are folded into one, with the client's address last. X-Forwarded-Proto
+ * and X-Forwarded-Host are the router's own (a client's are dropped: it could claim https, or
+ * another host). A request without Host (HTTP/1.0) gets the upstream's address, as Node would
+ * write it.
  */
 export function upstreamRequestHeaders(
   req: IncomingMessage,
@@ -67,8 +75,6 @@ export function upstreamRequestHeaders(
   const out: RawHeaders = [];
   let body: RequestBodyFraming = 'none';
   let forwardedFor: string | null = null;
-  let forwardedProto = false;
-  let forwardedHost = false;
   let host: string | null = null;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
@@ -84,18 +90,16 @@ export function upstreamRequestHeaders(
       else if (lower === 'x-forwarded-for') {
         forwardedFor = forwardedFor === null ? value : `${forwardedFor}, ${value}`;
         continue;
-      }
-      if (lower === 'x-forwarded-proto') forwardedProto = true;
-      else if (lower === 'x-forwarded-host') forwardedHost = true;
+      } else if (lower === 'x-forwarded-proto' || lower === 'x-forwarded-host') continue;
       else if (lower === 'host' && host === null) host = value;
     }
     out.push(name, value);
   }
   const client = req.socket.remoteAddress ?? '';
   out.push('x-forwarded-for', forwardedFor ? `${forwardedFor}, ${client}` : client);
-  if (!forwardedProto) out.push('x-forwarded-proto', 'http');
+  out.push('x-forwarded-proto', 'http');
   if (host === null) out.push('host', upstreamAddress);
-  else if (!forwardedHost) out.push('x-forwarded-host', host);
+  else out.push('x-forwarded-host', host);
   return { headers: out, body };
 }
 

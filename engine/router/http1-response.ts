@@ -162,6 +162,10 @@ export class ResponseParser {
   /** Reads a head or a trailer section up to its empty line; returns the offset after it. */
   private readBlock(data: Buffer, offset: number): number {
     const block = this.gather(data, offset, crlfcrlf, maxResponseHeadBytes);
+    // A line ending in a bare LF would leave the block waiting for a CRLFCRLF that never comes:
+    // refused as soon as it is seen, whether the block is complete or not.
+    const lineFeed = bareLineFeed(block?.bytes ?? (this.pending as Buffer), block?.start ?? 0, block?.end);
+    if (lineFeed) throw new ResponseParseError(bareLineFeedMessage(this.state));
     if (block === null) return data.length;
     if (this.state === 'head') this.head(block.bytes.toString('latin1', block.start, block.end));
     // The trailer section's bytes begin with the CRLF of the last chunk's line (see readChunkLine).
@@ -258,9 +262,13 @@ export class ResponseParser {
       // Transfer-Encoding, but the Content-Length would go on to the client): refused, as Node does.
       if (contentLength !== null)
         throw new ResponseParseError('the upstream sent both Transfer-Encoding and Content-Length');
-      const codings = transferEncoding.split(',');
-      const last = (codings[codings.length - 1] as string).trim().toLowerCase();
-      framing = last === 'chunked' ? 'chunked' : 'close';
+      // Only plain chunked, as nginx: the router re-frames the body for its client, so another
+      // coding would be lost on the way (and one not ending in chunked leaves the end to a close).
+      if (transferEncoding.trim().toLowerCase() !== 'chunked')
+        throw new ResponseParseError(
+          `the upstream sent Transfer-Encoding ${quote(transferEncoding)} (only chunked is supported)`,
+        );
+      framing = 'chunked';
     } else if (contentLength !== null) framing = contentLength === '0' ? 'none' : 'length';
     else framing = 'close';
     if (framing === 'close') this.reusable = false;
@@ -341,6 +349,21 @@ function trimWhitespace(text: string, start: number): string {
   while (from < to && isWhitespace(text.charCodeAt(from))) from++;
   while (to > from && isWhitespace(text.charCodeAt(to - 1))) to--;
   return from === 0 && to === text.length ? text : text.slice(from, to);
+}
+
+/** Whether `bytes` from `start` (up to `end`, or their end) hold a LF not preceded by a CR. */
+function bareLineFeed(bytes: Buffer, start: number, end = bytes.length): boolean {
+  for (let i = bytes.indexOf(lineFeedByte, start); i >= 0 && i < end; i = bytes.indexOf(lineFeedByte, i + 1))
+    if (i === start || bytes[i - 1] !== carriageReturnByte) return true;
+  return false;
+}
+
+const lineFeedByte = 0x0a;
+const carriageReturnByte = 0x0d;
+
+function bareLineFeedMessage(state: State): string {
+  const where = state === 'head' ? 'response head' : 'trailer section';
+  return `the upstream's ${where} has a line ending in a bare line feed (HTTP/1.1 requires CRLF)`;
 }
 
 function isWhitespace(code: number): boolean {

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type ClientConnection, serveConnections } from './client-connection.js';
 import { parseHostPort } from './host-port.js';
 import type { Binding } from './routing-state.js';
 
@@ -22,8 +23,16 @@ export interface RouteListener {
   responseClosed(): void;
 }
 
-/** Answers one request; calls `listener.responseClosed()` once the response is over. */
-export type ListenerHandler = (listener: RouteListener, req: IncomingMessage, res: ServerResponse) => void;
+/**
+ * Answers one request; calls `client.responseClosed()` once the response is over (the client
+ * connection tells the listener). Requests of one connection come one at a time (client-connection.ts).
+ */
+export type ListenerHandler = (
+  listener: RouteListener,
+  client: ClientConnection,
+  req: IncomingMessage,
+  res: ServerResponse,
+) => void;
 
 /**
  * The set of listeners the table asks for. Reconciling is two idempotent steps: stop those no longer
@@ -107,7 +116,7 @@ export class RouteListeners {
           if (listener.closing) setImmediate(() => server.closeIdleConnections());
         },
       };
-      server.on('request', (req: IncomingMessage, res: ServerResponse) => this.handler(listener, req, res));
+      serveConnections(server, listener, (client, req, res) => this.handler(listener, client, req, res));
       try {
         await listen(listener.server, target.host, target.port);
         return listener;

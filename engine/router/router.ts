@@ -93,15 +93,16 @@ class TableRouter implements Router {
       inFlight: this.inFlightRegistry,
       bodies: new BodyBudget(),
     };
-    this.listeners = new RouteListeners((listener, req, res) => {
+    this.listeners = new RouteListeners((listener, client, req, res) => {
       const state = this.state;
       const binding = state.bindings.get(listener.address) ?? listener.binding;
       const route = state.routes.get(binding.routeKey);
       if (!route) {
+        res.once('close', () => client.responseClosed());
         res.setHeader('connection', 'close');
         return sendText(res, 503, `cutover: route ${binding.routeKey} is no longer served\n`);
       }
-      proxyRequest(deps, binding, route, req, res, listener);
+      proxyRequest(deps, binding, route, req, res, client);
     });
   }
 

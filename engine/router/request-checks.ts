@@ -1,0 +1,106 @@
+/**
+ * What the router refuses of a request Node's parser accepted, before anything of it goes upstream.
+ * Pure: the request line and raw header list in, a refusal or the target to send out.
+ *
+ * nginx is the bar (issue 16: the router must never execute a request nginx would not). Node's
+ * parser is strict about framing (both Content-Length and Transfer-Encoding, bad chunk sizes, bare
+ * LF, control characters: all 400), but lets through what nginx refuses here: codings other than
+ * plain chunked, a Host header twice or malformed, targets nginx will not route, and lines beyond
+ * nginx's buffers. Each check is nginx 1.22's, or a little stricter.
+ */
+
+/** A request line longer than this is refused (nginx: 414 beyond its 8 KB header buffers). */
+export const maxRequestLineBytes = 8_000;
+/** A header line longer than this is refused (nginx: 400 beyond one 8 KB buffer). */
+export const maxHeaderLineBytes = 8_000;
+/**
+ * More header fields than this are refused: nginx refuses about a thousand short lines, and Node
+ * silently drops fields beyond its maxHeadersCount (2000) — a Content-Length among them.
+ */
+export const maxHeaderFields = 500;
+
+export type RequestVerdict =
+  | { ok: true; target: string }
+  | { ok: false; status: 400 | 405 | 414 | 431 | 501 | 505; reason: string };
+
+export interface RequestLine {
+  method: string;
+  url: string;
+  httpVersionMajor: number;
+  httpVersionMinor: number;
+  rawHeaders: readonly string[];
+}
+
+/** Whether the router serves `request`, and with which target (absolute-form becomes origin-form). */
+export function checkRequest(request: RequestLine): RequestVerdict {
+  const { method, url, httpVersionMajor, httpVersionMinor } = request;
+  // RFC 9112 §2.3: HTTP/1.x only (Node's parser reads any digit.digit).
+  if (httpVersionMajor !== 1)
+    return refuse(505, `HTTP/${httpVersionMajor}.${httpVersionMinor} is not supported (HTTP/1.1 is)`);
+  if (method.length + url.length + 10 > maxRequestLineBytes)
+    return refuse(414, `the request line is over ${maxRequestLineBytes} bytes`);
+  // TRACE echoes the request, credentials included, to whoever can make a browser send it.
+  if (method === 'TRACE') return refuse(405, 'TRACE is not allowed');
+  const headers = checkHeaders(request.rawHeaders, httpVersionMinor === 0);
+  if (headers !== null) return headers;
+  return checkTarget(url);
+}
+
+function checkHeaders(raw: readonly string[], http10: boolean): RequestVerdict | null {
+  if (raw.length > 2 * maxHeaderFields) return refuse(431, `more than ${maxHeaderFields} header fields`);
+  let hosts = 0;
+  let codings: string | null = null;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    const value = raw[i + 1] as string;
+    if (name.length + value.length + 4 > maxHeaderLineBytes)
+      return refuse(431, `the ${name} header line is over ${maxHeaderLineBytes} bytes`);
+    if (name.length === 4 && name.toLowerCase() === 'host') {
+      if (++hosts > 1) return refuse(400, 'Host is sent twice');
+      if (!validHost(value)) return refuse(400, `Host ${JSON.stringify(value)} is not a host name`);
+    } else if (name.length === 17 && name.toLowerCase() === 'transfer-encoding')
+      codings = codings === null ? value : `${codings}, ${value}`;
+  }
+  if (codings === null) return null;
+  // Chunked is the one coding the router (and nginx) frames a request body by: any other, or a
+  // list, would leave the body's end to a reading the upstream may not share.
+  if (codings.trim().toLowerCase() !== 'chunked')
+    return refuse(501, `Transfer-Encoding ${JSON.stringify(codings)} is not supported (only chunked)`);
+  if (http10) return refuse(400, 'Transfer-Encoding in an HTTP/1.0 request');
+  return null;
+}
+
+/**
+ * nginx's test of a Host value: not empty, no whitespace or control character, no path separator,
+ * no empty label (`..`).
+ */
+function validHost(value: string): boolean {
+  if (value === '' || value.includes('..')) return false;
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    if (code <= 0x20 || code === 0x7f || code === 0x2f) return false;
+  }
+  return true;
+}
+
+/** Origin-form targets pass; absolute-form ones are sent on as origin-form, as nginx does. */
+function checkTarget(url: string): RequestVerdict {
+  let target = url;
+  if (!url.startsWith('/')) {
+    const absolute = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/([^/?#]*)(.*)$/.exec(url);
+    if (!absolute) return refuse(400, `the request target ${JSON.stringify(url)} is not a path`);
+    if ((absolute[1] as string).includes('@'))
+      return refuse(400, 'the request target holds user information');
+    const rest = absolute[2] as string;
+    target = rest.startsWith('/') ? rest : `/${rest}`;
+  }
+  // A NUL in the decoded path (nginx decodes it to route it).
+  const query = target.indexOf('?');
+  if ((query < 0 ? target : target.slice(0, query)).includes('%00'))
+    return refuse(400, 'the request path holds %00');
+  return { ok: true, target };
+}
+
+function refuse(status: 400 | 405 | 414 | 431 | 501 | 505, reason: string): RequestVerdict {
+  return { ok: false, status, reason };
+}
