@@ -108,7 +108,9 @@ function sendExchange(pool: ReturnType<UpstreamPools['get']>, path: string, take
       seen.failed = error.message;
     },
   };
-  pool.send(new UpstreamExchange('GET', `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`, 'none', handler, 60_000));
+  pool.send(
+    new UpstreamExchange('GET', `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`, 'none', handler, 60_000, 10_000),
+  );
   return seen;
 }
 
