@@ -1,4 +1,5 @@
 import { readFileSync, unlinkSync } from 'node:fs';
+import { environmentFault } from '../errors.js';
 import { linkIfAbsent, unlinkQuietly, withClaimLock, writeTemp } from './claim-lock.js';
 import { currentProcess, isAlive, type ProcessIdentity } from './process-identity.js';
 
@@ -51,14 +52,22 @@ export function claimRunner(file: string, record: Omit<RunnerRecord, 'process'>)
   }
 }
 
+/**
+ * Removes this process's runner record. A record it cannot remove (the disk refused) is harmless
+ * once this process has exited: a record of a dead process names no runner.
+ */
 export function releaseRunner(file: string): void {
-  withClaimLock(
-    file,
-    () => {
-      if (readRunner(file)?.process.pid === process.pid) unlinkQuietly(file);
-    },
-    () => undefined,
-  );
+  try {
+    withClaimLock(
+      file,
+      () => {
+        if (readRunner(file)?.process.pid === process.pid) unlinkQuietly(file);
+      },
+      () => undefined,
+    );
+  } catch (error) {
+    if (!environmentFault(error)) throw error;
+  }
 }
 
 export type { ProcessIdentity };

@@ -1,6 +1,6 @@
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { CutoverError } from '../errors.js';
+import { CutoverError, environmentFault } from '../errors.js';
 import { type CurrentLayout, committedLayout, emptyLayout } from '../layout.js';
 import type { MigrationState } from '../migration/types.js';
 
@@ -38,23 +38,31 @@ export async function writeCurrentLayout(stateDir: string, layout: CurrentLayout
   await writeJsonAtomic(layoutPath(stateDir, layout.environment), layout);
 }
 
-/** Temp file, fsync, rename, fsync of the directory: the old content or the new, never half. */
+/**
+ * Temp file, fsync, rename, fsync of the directory: the old content or the new, never half. A
+ * refusal of the disk leaves no temp file and is one line naming `file`.
+ */
 export async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true });
   const temp = `${file}.${process.pid}.tmp`;
-  const handle = await open(temp, 'w');
   try {
-    await handle.writeFile(`${JSON.stringify(value)}\n`);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  await rename(temp, file);
-  const dir = await open(path.dirname(file), 'r');
-  try {
-    await dir.sync();
-  } finally {
-    await dir.close();
+    await mkdir(path.dirname(file), { recursive: true });
+    const handle = await open(temp, 'w');
+    try {
+      await handle.writeFile(`${JSON.stringify(value)}\n`);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, file);
+    const dir = await open(path.dirname(file), 'r');
+    try {
+      await dir.sync();
+    } finally {
+      await dir.close();
+    }
+  } catch (error) {
+    await rm(temp, { force: true }).catch(() => undefined);
+    throw environmentFault(error, `writing ${file}`) ?? error;
   }
 }
 
