@@ -213,12 +213,18 @@ export async function hostMigration(
   const { LocalRunner } = await import('./runner/local-runner.js');
   let runner: LocalRunner | undefined;
   const control = await startControlServer(() => runner);
-  const record = claimRunner(paths.runner, {
-    migrationId: id,
-    port: control.port,
-    token: control.token,
-    startedAt: Date.now(),
-  });
+  let record: ReturnType<typeof claimRunner>;
+  try {
+    record = claimRunner(paths.runner, {
+      migrationId: id,
+      port: control.port,
+      token: control.token,
+      startedAt: Date.now(),
+    });
+  } catch (error) {
+    control.server.close();
+    throw notStarted(id, error);
+  }
   if (!record) {
     control.server.close();
     const other = liveRunner(paths.runner);
@@ -240,7 +246,7 @@ export async function hostMigration(
     );
   } catch (error) {
     release();
-    throw error;
+    throw notStarted(id, error);
   }
   runner.done().then(release, release);
   return {
@@ -250,6 +256,16 @@ export async function hostMigration(
       release();
     },
   };
+}
+
+/** A runner that could not start for a fault of the machine: the migration waits for `resume`. */
+function notStarted(id: string, error: unknown): unknown {
+  const fault = environmentFault(error);
+  if (!fault) return error;
+  return new CutoverError(
+    'ENVIRONMENT_FAULT',
+    `${id} could not be started, and waits: ${fault.message}; \`cutover topology migration resume ${id}\` starts it`,
+  );
 }
 
 /** The runner's environment: the caller's, less the credentials it never needs (its drivers' processes inherit it). */

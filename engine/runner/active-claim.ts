@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { environmentFault } from '../errors.js';
-import { linkIfAbsent, unlinkQuietly, withClaimLock, writeTemp } from './claim-lock.js';
+import { linkIfAbsent, removeDeadTemps, unlinkQuietly, withClaimLock, writeTemp } from './claim-lock.js';
 import { makeDir } from './make-dir.js';
 import { activePath, migrationPaths } from './paths.js';
 import { currentProcess, isAlive, type ProcessIdentity } from './process-identity.js';
@@ -37,6 +37,7 @@ export function claimEnvironment(
 ): ClaimResult {
   const file = activePath(stateDir, environment);
   makeDir(path.dirname(file));
+  removeDeadTemps(file);
   const claim: ActiveClaim = { migrationId, claimedAt: Date.now(), claimedBy: currentProcess() };
   const temp = writeTemp(file, `${JSON.stringify(claim)}\n`);
   try {
@@ -113,7 +114,12 @@ export function releaseEnvironment(stateDir: string, environment: string, migrat
     return withClaimLock(
       file,
       () => {
-        if (readClaim(stateDir, environment)?.migrationId === migrationId) unlinkQuietly(file);
+        if (readClaim(stateDir, environment)?.migrationId !== migrationId) return true;
+        try {
+          unlinkSync(file);
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+        }
         return true;
       },
       () => false,

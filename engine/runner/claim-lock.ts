@@ -3,12 +3,14 @@ import {
   fsyncSync,
   linkSync,
   openSync,
+  readdirSync,
   readFileSync,
   readlinkSync,
   symlinkSync,
   unlinkSync,
   writeSync,
 } from 'node:fs';
+import path from 'node:path';
 import { currentProcess, isAlive, type ProcessIdentity } from './process-identity.js';
 
 /** Longest a claimer waits for another process's critical section (they last microseconds). */
@@ -39,6 +41,28 @@ export function writeTemp(file: string, content: string): string {
   }
   closeSync(fd);
   return temp;
+}
+
+/**
+ * Removes the temp files of `file` (`<file>.<pid>….tmp`) whose writer has died: a process killed
+ * between writing one and linking or renaming it into place. Its content was never acknowledged.
+ */
+export function removeDeadTemps(file: string): void {
+  const dir = path.dirname(file);
+  const prefix = `${path.basename(file)}.`;
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue;
+    const pid = /^(\d+)(\..*)?\.tmp$/.exec(name.slice(prefix.length))?.[1];
+    if (pid !== undefined && !isAlive({ pid: Number(pid), startTime: null })) {
+      unlinkQuietly(path.join(dir, name));
+    }
+  }
 }
 
 /**
