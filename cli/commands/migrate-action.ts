@@ -2,7 +2,7 @@ import path from 'node:path';
 import { createLogUpdate } from 'log-update';
 import { planTopologyFile } from '../../engine/api.js';
 import { defaultDrivers } from '../../engine/default-drivers.js';
-import { CutoverError } from '../../engine/errors.js';
+import { CutoverError, environmentFault } from '../../engine/errors.js';
 import type { MigrationService } from '../../engine/migration-service.js';
 import type { MigrationSummary } from '../../engine/migrations.js';
 import { createMigration, hostMigration, spawnRunner, summarize } from '../../engine/migrations.js';
@@ -93,7 +93,7 @@ export async function runMigrate(options: MigrateOptions): Promise<void> {
       })
       .catch((error: unknown) => {
         process.stderr.write(
-          `\ncutover: interrupted, and no background runner could take ${id} over: ${(error as Error).message.split('\n')[0]}; \`cutover topology migration resume ${id}\` picks it up\n`,
+          `\ncutover: interrupted, and no background runner could take ${id} over: ${(environmentFault(error) ?? (error as Error)).message.split('\n')[0]}; \`cutover topology migration resume ${id}\` picks it up\n`,
         );
         process.exit(1);
       });
