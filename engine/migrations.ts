@@ -22,7 +22,7 @@ import type { DriverSet } from './runner/execute-command.js';
 import { JournalWriter, readJournal } from './runner/journal.js';
 import type { LocalRunner, LogLine, RunnerDeps } from './runner/local-runner.js';
 import { makeDir } from './runner/make-dir.js';
-import { migrationPaths, migrationsDir } from './runner/paths.js';
+import { activePath, migrationPaths, migrationsDir } from './runner/paths.js';
 import { claimRunner, liveRunner, releaseRunner } from './runner/runner-claim.js';
 import { readCurrentLayout, readLayoutAt } from './store/layout-store.js';
 
@@ -84,7 +84,15 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
       () => inFlightMigration(stateDir, environment),
     ),
   );
-  if (!claim.ok) throw conflictError(stateDir, environment, claim.holder.migrationId);
+  if (!claim.ok) {
+    if (claim.holder === null) {
+      throw new CutoverError(
+        'MIGRATION_CONFLICT',
+        `environment ${environment} is being claimed by another process right now (${activePath(stateDir, environment)}); try again`,
+      );
+    }
+    throw conflictError(stateDir, environment, claim.holder.migrationId);
+  }
   const paths = migrationPaths(stateDir, environment, id);
   try {
     const base = await readCurrentLayout(stateDir, environment);

@@ -14,7 +14,8 @@ export interface ActiveClaim {
   claimedBy: ProcessIdentity;
 }
 
-export type ClaimResult = { ok: true; notice?: string } | { ok: false; holder: ActiveClaim };
+/** holder null: the claim is unreadable and being changed by another process at this moment. */
+export type ClaimResult = { ok: true; notice?: string } | { ok: false; holder: ActiveClaim | null };
 
 /** What a migration's journal says: ended, not ended, or nothing (it cannot be read). */
 export type JournalVerdict = boolean | null;
@@ -60,9 +61,9 @@ export function claimEnvironment(
           }
           if (linkIfAbsent(temp, file)) return notice === undefined ? { ok: true } : { ok: true, notice };
         }
-        return { ok: false, holder: readClaim(stateDir, environment) ?? claim };
+        return { ok: false, holder: readClaim(stateDir, environment) };
       },
-      () => ({ ok: false, holder: readClaim(stateDir, environment) ?? claim }),
+      () => ({ ok: false, holder: readClaim(stateDir, environment) }),
     );
   } finally {
     unlinkQuietly(temp);
