@@ -4,12 +4,12 @@
  * any migration, and a migration whose runner died is picked up again by the next command on it.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, openSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { monotonicFactory } from 'ulid';
-import { CutoverError, TopologyInvalidError } from './errors.js';
+import { decodeTime, monotonicFactory } from 'ulid';
+import { CutoverError, environmentFault, TopologyInvalidError } from './errors.js';
 import type { CurrentLayout } from './layout.js';
 import { replay } from './migration/step.js';
 import { isFinal, type MigrationSpec, type MigrationState, type Verb } from './migration/types.js';
@@ -21,7 +21,8 @@ import { sendVerbToRunner, startControlServer } from './runner/control.js';
 import type { DriverSet } from './runner/execute-command.js';
 import { JournalWriter, readJournal } from './runner/journal.js';
 import type { LocalRunner, LogLine, RunnerDeps } from './runner/local-runner.js';
-import { migrationPaths, migrationsDir } from './runner/paths.js';
+import { makeDir } from './runner/make-dir.js';
+import { activePath, migrationPaths, migrationsDir } from './runner/paths.js';
 import { claimRunner, liveRunner, releaseRunner } from './runner/runner-claim.js';
 import { readCurrentLayout, readLayoutAt } from './store/layout-store.js';
 
@@ -49,7 +50,13 @@ export interface CreateRequest {
   now?: number;
 }
 
-export type CreateResult = { created: true; spec: MigrationSpec } | { created: false; plan: Plan };
+export type CreateResult =
+  | {
+      created: true;
+      spec: MigrationSpec /** Something repaired on the way, for the operator. */;
+      notice?: string;
+    }
+  | { created: false; plan: Plan };
 
 /**
  * Creates a migration: claims the environment (at most one migration in flight), plans against the
@@ -68,10 +75,25 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
   const environment = desired.metadata.name;
   const { stateDir } = request;
   const id = newMigrationId();
-  const claim = claimEnvironment(stateDir, environment, id, (other) =>
-    isFinished(stateDir, environment, other),
+  const claim = stateDirWrite(stateDir, `claiming environment ${environment}`, () =>
+    claimEnvironment(
+      stateDir,
+      environment,
+      id,
+      (other) => isFinished(stateDir, environment, other),
+      () => inFlightMigration(stateDir, environment),
+    ),
   );
-  if (!claim.ok) throw conflictError(stateDir, environment, claim.holder.migrationId);
+  if (!claim.ok) {
+    if (claim.holder === null) {
+      throw new CutoverError(
+        'MIGRATION_CONFLICT',
+        `environment ${environment} is being claimed by another process right now (${activePath(stateDir, environment)}); try again`,
+      );
+    }
+    throw conflictError(stateDir, environment, claim.holder.migrationId);
+  }
+  const paths = migrationPaths(stateDir, environment, id);
   try {
     const base = await readCurrentLayout(stateDir, environment);
     const plan = buildPlan(base, desired);
@@ -96,14 +118,40 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
       baseDir: request.baseDir ?? path.dirname(path.resolve(request.file)),
       createdAt: request.now ?? Date.now(),
     };
-    const paths = migrationPaths(stateDir, environment, id);
-    mkdirSync(paths.dir, { recursive: true });
-    JournalWriter.create(paths.journal, { type: 'created', at: spec.createdAt, spec }).close();
-    return { created: true, spec };
+    stateDirWrite(stateDir, `creating ${id}`, () => {
+      makeDir(paths.dir);
+      JournalWriter.create(paths.journal, { type: 'created', at: spec.createdAt, spec }).close();
+    });
+    return claim.notice === undefined
+      ? { created: true, spec }
+      : { created: true, spec, notice: claim.notice };
   } catch (error) {
     releaseEnvironment(stateDir, environment, id);
+    // A migration whose journal could not be created was never created: leave no trace of it.
+    if (!existsSync(paths.journal)) rmSync(paths.dir, { recursive: true, force: true });
     throw error;
   }
+}
+
+/** A write to the state directory; a refusal of the machine is one line naming the directory. */
+function stateDirWrite<T>(stateDir: string, doing: string, write: () => T): T {
+  try {
+    return write();
+  } catch (error) {
+    const fault = environmentFault(error);
+    if (!fault) throw error;
+    // The journal names its own file; a claim's temp file means nothing to anyone: name the directory.
+    if (error instanceof CutoverError) throw error;
+    throw environmentFault(error, `${doing} in the state directory ${stateDir}`);
+  }
+}
+
+/** A migration of the environment whose journal says it has not ended (for a damaged claim). */
+function inFlightMigration(stateDir: string, environment: string): string | null {
+  for (const ref of allMigrations(stateDir)) {
+    if (ref.environment === environment && isFinished(stateDir, environment, ref.id) === false) return ref.id;
+  }
+  return null;
 }
 
 function conflictError(stateDir: string, environment: string, holderId: string): CutoverError {
@@ -173,12 +221,18 @@ export async function hostMigration(
   const { LocalRunner } = await import('./runner/local-runner.js');
   let runner: LocalRunner | undefined;
   const control = await startControlServer(() => runner);
-  const record = claimRunner(paths.runner, {
-    migrationId: id,
-    port: control.port,
-    token: control.token,
-    startedAt: Date.now(),
-  });
+  let record: ReturnType<typeof claimRunner>;
+  try {
+    record = claimRunner(paths.runner, {
+      migrationId: id,
+      port: control.port,
+      token: control.token,
+      startedAt: Date.now(),
+    });
+  } catch (error) {
+    control.server.close();
+    throw notStarted(id, error);
+  }
   if (!record) {
     control.server.close();
     const other = liveRunner(paths.runner);
@@ -200,7 +254,7 @@ export async function hostMigration(
     );
   } catch (error) {
     release();
-    throw error;
+    throw notStarted(id, error);
   }
   runner.done().then(release, release);
   return {
@@ -210,6 +264,16 @@ export async function hostMigration(
       release();
     },
   };
+}
+
+/** A runner that could not start for a fault of the machine: the migration waits for `resume`. */
+function notStarted(id: string, error: unknown): unknown {
+  const fault = environmentFault(error);
+  if (!fault) return error;
+  return new CutoverError(
+    'ENVIRONMENT_FAULT',
+    `${id} could not be started, and waits: ${fault.message}; \`cutover topology migration resume ${id}\` starts it`,
+  );
 }
 
 /** The runner's environment: the caller's, less the credentials it never needs (its drivers' processes inherit it). */
@@ -301,11 +365,12 @@ export function loadState(stateDir: string, environment: string, id: string): Mi
   return replay(readJournal(migrationPaths(stateDir, environment, id).journal).events);
 }
 
-function isFinished(stateDir: string, environment: string, id: string): boolean {
+/** Whether a migration's journal says it ended; null when the journal cannot be read. */
+function isFinished(stateDir: string, environment: string, id: string): boolean | null {
   try {
     return isFinal(loadState(stateDir, environment, id).lifecycle);
   } catch {
-    return false;
+    return null;
   }
 }
 
@@ -325,6 +390,11 @@ export interface MigrationSummary {
   reason: string | null;
   /** pid of the live process driving it, if any. */
   runnerPid: number | null;
+  /**
+   * Set when the journal cannot be read: the problem, naming the file and what to do. Such a
+   * migration is listed as `failed` with status `unreadable` (nothing else about it is known).
+   */
+  unreadable?: string;
 }
 
 export function summarize(ref: MigrationRef, state: MigrationState): MigrationSummary {
@@ -373,6 +443,25 @@ export function describeLifecycle(state: MigrationState): string {
   }
 }
 
+function unreadableSummary(ref: MigrationRef, problem: string): MigrationSummary {
+  return {
+    id: ref.id,
+    environment: ref.environment,
+    lifecycle: 'failed',
+    status: 'unreadable',
+    planId: '',
+    actionsDone: 0,
+    actionsTotal: 0,
+    startedAt: decodeTime(ref.id.slice('mig_'.length).toUpperCase()),
+    updatedAt: 0,
+    committedAt: null,
+    endedAt: null,
+    reason: problem,
+    runnerPid: null,
+    unreadable: problem,
+  };
+}
+
 /** In-flight migrations first, then history, newest first. */
 export function listMigrations(
   stateDir: string,
@@ -381,7 +470,15 @@ export function listMigrations(
   const refs = allMigrations(stateDir).filter(
     (m) => options.environment === undefined || m.environment === options.environment,
   );
-  const summaries = refs.map((ref) => summarize(ref, loadState(ref.stateDir, ref.environment, ref.id)));
+  const summaries = refs.map((ref) => {
+    try {
+      return summarize(ref, loadState(ref.stateDir, ref.environment, ref.id));
+    } catch (error) {
+      // One damaged journal must not hide every other migration.
+      if (!(error instanceof CutoverError) || error.code !== 'STATE_CORRUPT') throw error;
+      return unreadableSummary(ref, error.message);
+    }
+  });
   const inFlight = summaries.filter((s) => !isFinal(s.lifecycle));
   const history = summaries.filter((s) => isFinal(s.lifecycle));
   const newestFirst = (a: MigrationSummary, b: MigrationSummary) => (a.id < b.id ? 1 : -1);

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { createLogUpdate } from 'log-update';
 import { planTopologyFile } from '../../engine/api.js';
 import { defaultDrivers } from '../../engine/default-drivers.js';
-import { CutoverError } from '../../engine/errors.js';
+import { CutoverError, environmentFault } from '../../engine/errors.js';
 import type { MigrationService } from '../../engine/migration-service.js';
 import type { MigrationSummary } from '../../engine/migrations.js';
 import { createMigration, hostMigration, spawnRunner, summarize } from '../../engine/migrations.js';
@@ -54,6 +54,7 @@ export async function runMigrate(options: MigrateOptions): Promise<void> {
     planId: options.planId ?? plan.planId,
   });
   if (!created.created) return;
+  if (created.notice) process.stderr.write(`cutover: ${created.notice}\n`);
   const { id, environment } = created.spec;
   const hint = options.file === 'topology.yaml' ? '' : ` -f ${options.file}`;
   if (options.detach) {
@@ -82,12 +83,20 @@ export async function runMigrate(options: MigrateOptions): Promise<void> {
   });
   const onSignal = () => {
     // The migration must not die with this terminal: hand it to a background runner.
-    void hosted.stop().then(async () => {
-      update?.done();
-      const pid = await spawnRunner(stateDir, environment, id);
-      process.stderr.write(`\nInterrupted: ${id} goes on in the background (pid ${pid}).\n`);
-      process.exit(130);
-    });
+    void hosted
+      .stop()
+      .then(async () => {
+        update?.done();
+        const pid = await spawnRunner(stateDir, environment, id);
+        process.stderr.write(`\nInterrupted: ${id} goes on in the background (pid ${pid}).\n`);
+        process.exit(130);
+      })
+      .catch((error: unknown) => {
+        process.stderr.write(
+          `\ncutover: interrupted, and no background runner could take ${id} over: ${(environmentFault(error) ?? (error as Error)).message.split('\n')[0]}; \`cutover topology migration resume ${id}\` picks it up\n`,
+        );
+        process.exit(1);
+      });
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);

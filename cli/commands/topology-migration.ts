@@ -86,6 +86,9 @@ export function registerMigration(topology: Command): void {
           );
       if (options.json) process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
       else process.stdout.write(renderMigrationList(list, styleFor(process.stdout)));
+      for (const m of list) {
+        if (m.unreadable) process.stderr.write(`cutover: ${m.id} is unreadable: ${m.unreadable}\n`);
+      }
     });
 
   withOptions(migration.command('show').argument('<id>', 'migration id or a unique prefix'))

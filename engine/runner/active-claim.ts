@@ -1,8 +1,11 @@
-import { existsSync, mkdirSync, readFileSync, unlinkSync } from 'node:fs';
+import { existsSync, readFileSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
-import { linkIfAbsent, unlinkQuietly, withClaimLock, writeTemp } from './claim-lock.js';
+import { environmentFault } from '../errors.js';
+import { linkIfAbsent, removeDeadTemps, unlinkQuietly, withClaimLock, writeTemp } from './claim-lock.js';
+import { makeDir } from './make-dir.js';
 import { activePath, migrationPaths } from './paths.js';
 import { currentProcess, isAlive, type ProcessIdentity } from './process-identity.js';
+import { liveRunner } from './runner-claim.js';
 
 /** The record that an environment has a migration in flight. */
 export interface ActiveClaim {
@@ -11,23 +14,31 @@ export interface ActiveClaim {
   claimedBy: ProcessIdentity;
 }
 
-export type ClaimResult = { ok: true } | { ok: false; holder: ActiveClaim };
+/** holder null: the claim is unreadable and being changed by another process at this moment. */
+export type ClaimResult = { ok: true; notice?: string } | { ok: false; holder: ActiveClaim | null };
+
+/** What a migration's journal says: ended, not ended, or nothing (it cannot be read). */
+export type JournalVerdict = boolean | null;
 
 /**
  * Claims an environment for one migration: at most one in flight per environment. The claim file
- * appears whole through link(2), which fails if it exists, so two concurrent claims cannot both
- * win. A claim whose migration ended, or whose claimer died before its journal existed, is stale:
- * it is replaced under the claim lock, so two processes cannot both replace it.
- * `isFinished` tells whether a migration's journal says it ended.
+ * is fsync'd, then appears whole through link(2), which fails if it exists, so two concurrent
+ * claims cannot both win. A claim whose migration ended, or whose claimer died before its journal
+ * existed, is stale: it is replaced under the claim lock, so two processes cannot both replace it.
+ * `isFinished` tells whether a migration's journal says it ended (null: unreadable);
+ * `inFlight` finds a migration of the environment that has not ended, for a claim that cannot be
+ * read (damaged, e.g. by a power loss): such a claim is stale unless one is in flight.
  */
 export function claimEnvironment(
   stateDir: string,
   environment: string,
   migrationId: string,
-  isFinished: (id: string) => boolean,
+  isFinished: (id: string) => JournalVerdict,
+  inFlight: () => string | null = () => null,
 ): ClaimResult {
   const file = activePath(stateDir, environment);
-  mkdirSync(path.dirname(file), { recursive: true });
+  makeDir(path.dirname(file));
+  removeDeadTemps(file);
   const claim: ActiveClaim = { migrationId, claimedAt: Date.now(), claimedBy: currentProcess() };
   const temp = writeTemp(file, `${JSON.stringify(claim)}\n`);
   try {
@@ -35,52 +46,101 @@ export function claimEnvironment(
     return withClaimLock(
       file,
       () => {
+        let notice: string | undefined;
         for (let tries = 0; tries < 3; tries++) {
-          const holder = readClaim(stateDir, environment);
-          if (holder !== null && !isStale(stateDir, environment, holder, isFinished))
-            return { ok: false, holder };
-          if (holder !== null) unlinkSync(file);
-          if (linkIfAbsent(temp, file)) return { ok: true };
+          const found = inspectClaim(file);
+          if (found.kind === 'claim') {
+            if (!isStale(stateDir, environment, found.claim, isFinished))
+              return { ok: false, holder: found.claim };
+            unlinkSync(file);
+          } else if (found.kind === 'unreadable') {
+            const other = inFlight();
+            if (other !== null) return { ok: false, holder: unknownClaimer(other) };
+            notice = `${file} could not be read (${found.problem}) and no migration of ${environment} is in flight: replaced it`;
+            unlinkSync(file);
+          }
+          if (linkIfAbsent(temp, file)) return notice === undefined ? { ok: true } : { ok: true, notice };
         }
-        return { ok: false, holder: readClaim(stateDir, environment) ?? claim };
+        return { ok: false, holder: readClaim(stateDir, environment) };
       },
-      () => ({ ok: false, holder: readClaim(stateDir, environment) ?? claim }),
+      () => ({ ok: false, holder: readClaim(stateDir, environment) }),
     );
   } finally {
     unlinkQuietly(temp);
   }
 }
 
-export function readClaim(stateDir: string, environment: string): ActiveClaim | null {
+type FoundClaim =
+  | { kind: 'none' }
+  | { kind: 'claim'; claim: ActiveClaim }
+  | { kind: 'unreadable'; problem: string };
+
+/** Claims appear whole (fsync'd, then linked): one that does not parse was damaged on disk. */
+function inspectClaim(file: string): FoundClaim {
+  let text: string;
   try {
-    return JSON.parse(readFileSync(activePath(stateDir, environment), 'utf8')) as ActiveClaim;
+    text = readFileSync(file, 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    if (error instanceof SyntaxError) return null; // claims appear whole; this cannot be a claim
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { kind: 'none' };
     throw error;
   }
+  try {
+    const claim = JSON.parse(text) as ActiveClaim;
+    if (typeof claim?.migrationId === 'string' && typeof claim.claimedBy?.pid === 'number')
+      return { kind: 'claim', claim };
+  } catch {
+    // reported below
+  }
+  return { kind: 'unreadable', problem: text.trim() === '' ? 'it is empty' : 'it is not a claim' };
 }
 
-/** Releases the claim if it is this migration's (never another's). */
-export function releaseEnvironment(stateDir: string, environment: string, migrationId: string): void {
+/** The holder of a damaged claim, found from its journal: who claimed it is not known. */
+function unknownClaimer(migrationId: string): ActiveClaim {
+  return { migrationId, claimedAt: 0, claimedBy: { pid: 0, startTime: null } };
+}
+
+export function readClaim(stateDir: string, environment: string): ActiveClaim | null {
+  const found = inspectClaim(activePath(stateDir, environment));
+  return found.kind === 'claim' ? found.claim : null;
+}
+
+/**
+ * Releases the claim if it is this migration's (never another's). Returns false when it could not
+ * (the lock busy for seconds, or the disk refused): the claim is then stale, since this
+ * migration's journal says it ended, and the next claimer replaces it.
+ */
+export function releaseEnvironment(stateDir: string, environment: string, migrationId: string): boolean {
   const file = activePath(stateDir, environment);
-  withClaimLock(
-    file,
-    () => {
-      if (readClaim(stateDir, environment)?.migrationId === migrationId) unlinkQuietly(file);
-    },
-    // Busy for seconds: leave it; once this migration's journal says it ended, the claim is stale.
-    () => undefined,
-  );
+  try {
+    return withClaimLock(
+      file,
+      () => {
+        if (readClaim(stateDir, environment)?.migrationId !== migrationId) return true;
+        try {
+          unlinkSync(file);
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+        }
+        return true;
+      },
+      () => false,
+    );
+  } catch (error) {
+    if (environmentFault(error)) return false;
+    throw error;
+  }
 }
 
 function isStale(
   stateDir: string,
   environment: string,
   holder: ActiveClaim,
-  isFinished: (id: string) => boolean,
+  isFinished: (id: string) => JournalVerdict,
 ): boolean {
-  const journal = migrationPaths(stateDir, environment, holder.migrationId).journal;
-  if (!existsSync(journal)) return !isAlive(holder.claimedBy);
-  return isFinished(holder.migrationId);
+  const paths = migrationPaths(stateDir, environment, holder.migrationId);
+  const finished = existsSync(paths.journal) ? isFinished(holder.migrationId) : null;
+  if (finished !== null) return finished;
+  // No journal, or one that cannot be read (its first line never written, or damaged): the claim
+  // holds only while its claimer or a runner of that migration lives.
+  return !isAlive(holder.claimedBy) && liveRunner(paths.runner) === null;
 }

@@ -45,7 +45,13 @@ export async function startControlServer(
         return send(400, { error: 'body is not JSON' });
       }
       if (!request.verb || !verbs.includes(request.verb)) return send(400, { error: 'unknown verb' });
-      const result = runner.verb(request.verb, request.by);
+      let result: ReturnType<LocalRunner['verb']>;
+      try {
+        result = runner.verb(request.verb, request.by);
+      } catch (error) {
+        // Not journaled (the disk refused): not taken. The runner has stopped; say why.
+        return send(503, { error: (error as Error).message });
+      }
       return send(result.ok ? 200 : 409, result);
     });
   });
@@ -88,9 +94,15 @@ export async function sendVerbToRunner(
     );
   }
   if (answer.status !== 200 && answer.status !== 409) {
+    let reason = '';
+    try {
+      reason = (JSON.parse(answer.body) as { error?: string }).error ?? '';
+    } catch {
+      // not JSON: the status is all there is
+    }
     throw new CutoverError(
       'RUNNER_UNREACHABLE',
-      `the runner of ${record.migrationId} answered HTTP ${answer.status}`,
+      `the runner of ${record.migrationId} answered HTTP ${answer.status}${reason ? `: ${reason}` : ''}`,
     );
   }
   return JSON.parse(answer.body) as RemoteVerbResult;

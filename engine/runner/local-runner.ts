@@ -1,5 +1,5 @@
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
-import { CutoverError } from '../errors.js';
+import { CutoverError, environmentFault } from '../errors.js';
 import { replay, start, step } from '../migration/step.js';
 import {
   type Command,
@@ -15,7 +15,7 @@ import { refuseVerb } from '../migration/verb-policy.js';
 import { releaseEnvironment } from './active-claim.js';
 import { type DriverSet, executeCommand } from './execute-command.js';
 import { JournalWriter, readJournal } from './journal.js';
-import { type MigrationPaths, migrationPaths } from './paths.js';
+import { activePath, type MigrationPaths, migrationPaths } from './paths.js';
 import { processTracker, stopLeftoverProcesses } from './tracked-processes.js';
 
 export interface RunnerDeps {
@@ -147,10 +147,18 @@ export class LocalRunner {
     return { ok: true, state: this.state };
   }
 
-  /** Journals an event, then steps the state machine and acts on what it asks. */
+  /**
+   * Journals an event, then steps the state machine and acts on what it asks. An event that cannot
+   * be journaled stops the runner (it is then as if it had crashed there) and is thrown to the caller.
+   */
   private record(event: MigrationEvent): void {
     if (this.closed) return;
-    this.journal.append(event);
+    try {
+      this.journal.append(event);
+    } catch (error) {
+      this.fail(error);
+      throw error;
+    }
     this.apply(step(this.state, event));
   }
 
@@ -189,21 +197,40 @@ export class LocalRunner {
     for (const listener of this.listeners) listener(line, this.state);
   }
 
+  /** The migration ended (its last event is journaled): always resolves `done`. */
   private finish(): void {
     if (this.closed) return;
     this.closed = true;
     this.journal.close();
-    releaseEnvironment(this.deps.stateDir, this.state.spec.environment, this.state.spec.id);
+    const { environment, id } = this.state.spec;
+    if (!releaseEnvironment(this.deps.stateDir, environment, id)) {
+      const file = activePath(this.deps.stateDir, environment);
+      const message = `could not remove ${file}; it is stale now that ${id} has ended, and the next migration replaces it`;
+      this.log({ at: this.now(), level: 'warn', kind: 'driver', message });
+    }
     this.resolveFinished(this.state);
   }
 
-  /** A bug or a lost disk: stop here; the journal holds everything up to this point. */
+  /**
+   * A bug or a lost disk: stop here; the journal holds everything up to this point, and the
+   * migration stays in flight for the next runner. A refusal of the machine is told as one line
+   * with what to do.
+   */
   private fail(error: unknown): void {
     if (this.closed) return;
     this.closed = true;
     for (const controller of this.aborts.values()) controller.abort();
     this.journal.close();
-    this.rejectFinished(error);
+    const fault = environmentFault(error);
+    const id = this.state.spec.id;
+    this.rejectFinished(
+      fault
+        ? new CutoverError(
+            'ENVIRONMENT_FAULT',
+            `${id} stopped, still in flight: ${fault.message}; \`cutover topology migration resume ${id}\` goes on from its journal`,
+          )
+        : error,
+    );
   }
 
   /** Stops driving without ending the migration (process shutdown); another runner can recover it. */

@@ -1,5 +1,6 @@
 import { readFileSync, unlinkSync } from 'node:fs';
-import { linkIfAbsent, unlinkQuietly, withClaimLock, writeTemp } from './claim-lock.js';
+import { environmentFault } from '../errors.js';
+import { linkIfAbsent, removeDeadTemps, unlinkQuietly, withClaimLock, writeTemp } from './claim-lock.js';
 import { currentProcess, isAlive, type ProcessIdentity } from './process-identity.js';
 
 /** The process driving a migration, and how to reach it. */
@@ -33,7 +34,14 @@ export function liveRunner(file: string): RunnerRecord | null {
  */
 export function claimRunner(file: string, record: Omit<RunnerRecord, 'process'>): RunnerRecord | null {
   const full: RunnerRecord = { ...record, process: currentProcess() };
-  const temp = writeTemp(file, `${JSON.stringify(full)}\n`);
+  removeDeadTemps(file);
+  let temp: string;
+  try {
+    temp = writeTemp(file, `${JSON.stringify(full)}\n`);
+  } catch (error) {
+    // The temp file is gone again: name the record, not it.
+    throw environmentFault(error, `writing ${file}`) ?? error;
+  }
   try {
     if (linkIfAbsent(temp, file)) return full;
     return withClaimLock(
@@ -51,14 +59,22 @@ export function claimRunner(file: string, record: Omit<RunnerRecord, 'process'>)
   }
 }
 
+/**
+ * Removes this process's runner record. A record it cannot remove (the disk refused) is harmless
+ * once this process has exited: a record of a dead process names no runner.
+ */
 export function releaseRunner(file: string): void {
-  withClaimLock(
-    file,
-    () => {
-      if (readRunner(file)?.process.pid === process.pid) unlinkQuietly(file);
-    },
-    () => undefined,
-  );
+  try {
+    withClaimLock(
+      file,
+      () => {
+        if (readRunner(file)?.process.pid === process.pid) unlinkQuietly(file);
+      },
+      () => undefined,
+    );
+  } catch (error) {
+    if (!environmentFault(error)) throw error;
+  }
 }
 
 export type { ProcessIdentity };

@@ -13,9 +13,16 @@ const leftoverKillWaitMs = 5_000;
  */
 export function processTracker(dir: string): (pid: number) => () => void {
   return (pid) => {
-    mkdirSync(dir, { recursive: true });
     const file = path.join(dir, `${pid}.json`);
-    writeFileSync(file, JSON.stringify(processIdentity(pid)));
+    try {
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(file, JSON.stringify(processIdentity(pid)));
+    } catch {
+      // A full or read-only disk: the process runs untracked (only a crash of this runner would
+      // leave it behind). Failing here would leave it running with no one waiting for it.
+      unlinkQuietly(file);
+      return () => undefined;
+    }
     return () => unlinkQuietly(file);
   };
 }

@@ -1,8 +1,9 @@
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { CutoverError } from '../errors.js';
+import { CutoverError, environmentFault } from '../errors.js';
 import { type CurrentLayout, committedLayout, emptyLayout } from '../layout.js';
 import type { MigrationState } from '../migration/types.js';
+import { removeDeadTemps } from '../runner/claim-lock.js';
 
 /**
  * The current layout of each environment, one JSON file per environment under the state directory:
@@ -22,14 +23,23 @@ export async function readCurrentLayout(stateDir: string, environment: string): 
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return emptyLayout(environment);
     throw error;
   }
+  // Written atomically, so damage came from outside (a disk, an edit); every committed layout is
+  // also kept by serial, which is the way back.
+  const restore = `the history keeps every committed layout: copy the newest file of ${path.join(path.dirname(file), 'layouts')} over it`;
   let layout: CurrentLayout;
   try {
     layout = JSON.parse(text) as CurrentLayout;
   } catch (error) {
-    throw new CutoverError('STATE_CORRUPT', `${file}: not valid JSON (${(error as Error).message})`);
+    throw new CutoverError(
+      'STATE_CORRUPT',
+      `${file}: not valid JSON (${(error as Error).message}); ${restore}`,
+    );
   }
-  if (layout.environment !== environment || !Number.isSafeInteger(layout.serial)) {
-    throw new CutoverError('STATE_CORRUPT', `${file}: not the layout of environment "${environment}"`);
+  if (layout?.environment !== environment || !Number.isSafeInteger(layout.serial)) {
+    throw new CutoverError(
+      'STATE_CORRUPT',
+      `${file}: not the layout of environment "${environment}"; ${restore}`,
+    );
   }
   return layout;
 }
@@ -38,23 +48,32 @@ export async function writeCurrentLayout(stateDir: string, layout: CurrentLayout
   await writeJsonAtomic(layoutPath(stateDir, layout.environment), layout);
 }
 
-/** Temp file, fsync, rename, fsync of the directory: the old content or the new, never half. */
+/**
+ * Temp file, fsync, rename, fsync of the directory: the old content or the new, never half. A
+ * refusal of the disk leaves no temp file and is one line naming `file`.
+ */
 export async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
-  await mkdir(path.dirname(file), { recursive: true });
   const temp = `${file}.${process.pid}.tmp`;
-  const handle = await open(temp, 'w');
   try {
-    await handle.writeFile(`${JSON.stringify(value)}\n`);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  await rename(temp, file);
-  const dir = await open(path.dirname(file), 'r');
-  try {
-    await dir.sync();
-  } finally {
-    await dir.close();
+    await mkdir(path.dirname(file), { recursive: true });
+    removeDeadTemps(file);
+    const handle = await open(temp, 'w');
+    try {
+      await handle.writeFile(`${JSON.stringify(value)}\n`);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temp, file);
+    const dir = await open(path.dirname(file), 'r');
+    try {
+      await dir.sync();
+    } finally {
+      await dir.close();
+    }
+  } catch (error) {
+    await rm(temp, { force: true }).catch(() => undefined);
+    throw environmentFault(error, `writing ${file}`) ?? error;
   }
 }
 

@@ -77,7 +77,11 @@ export class Sandbox {
   }
 
   /** Starts the CLI with this sandbox's state directory and the given script knobs. */
-  start(args: string[], knobs: Knobs = {}): { child: ChildProcess; done: Promise<CliResult> } {
+  start(
+    args: string[],
+    knobs: Knobs = {},
+    extra: { env?: NodeJS.ProcessEnv; nodeArgs?: string[] } = {},
+  ): { child: ChildProcess; done: Promise<CliResult> } {
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       NO_COLOR: '1',
@@ -86,8 +90,9 @@ export class Sandbox {
       SLOW_ONLY: knobs.SLOW_ONLY ?? '',
       OTHER_MS: String(knobs.OTHER_MS ?? 0),
       CRASH_UNHEALTHY: knobs.CRASH_UNHEALTHY ?? '',
+      ...extra.env,
     };
-    const child = spawn(process.execPath, [bin, ...args], {
+    const child = spawn(process.execPath, [...(extra.nodeArgs ?? []), bin, ...args], {
       cwd: this.dir,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,168 @@
+/**
+ * Shared by the fault-injection tests: the real CLI run with test/fixtures/preload/inject-fault.mjs
+ * (one file-system call fails with a real errno error, or the process is SIGKILLed right after it),
+ * on a sandbox of test/e2e/harness.ts whose state holds the base layout of test/fixtures/slow-exec;
+ * and the checks that every fault must pass: a clear end, nothing left half-written, nothing lost.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { baseFile, type CliResult, Sandbox, targetFile } from '../e2e/harness.js';
+import { repoRoot } from '../support/cli.js';
+
+export const preload = path.join(repoRoot, 'test', 'fixtures', 'preload', 'inject-fault.mjs');
+
+export type FaultKind = 'ENOSPC' | 'EACCES' | 'SIGKILL';
+export type FaultOp =
+  | 'open'
+  | 'write'
+  | 'fsync'
+  | 'truncate'
+  | 'link'
+  | 'rename'
+  | 'mkdir'
+  | 'unlink'
+  | 'symlink';
+
+export interface Fault {
+  /** One op, or several counted together. */
+  op: FaultOp | FaultOp[];
+  /** A regular expression the call's file must match. */
+  path: string;
+  nth: number;
+  fault: FaultKind;
+}
+
+export interface FaultRun extends CliResult {
+  /** What the preload says it did (empty when the site was never reached). */
+  fired: string;
+  timedOut: boolean;
+}
+
+/** Longest a faulted command may take: it must end, and a hang is what we look for. */
+export const faultRunTimeoutMs = 45_000;
+
+export async function runWithFault(sb: Sandbox, args: string[], fault: Fault): Promise<FaultRun> {
+  const firedFile = path.join(sb.dir, `fired-${Date.now()}`);
+  const { child, done } = sb.start(
+    args,
+    {},
+    {
+      env: { CUTOVER_TEST_FAULT: JSON.stringify(fault), CUTOVER_TEST_FAULT_FIRED: firedFile },
+      nodeArgs: ['--import', preload],
+    },
+  );
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill('SIGKILL');
+  }, faultRunTimeoutMs);
+  try {
+    const result = await done;
+    const fired = existsSync(firedFile) ? readFileSync(firedFile, 'utf8') : '';
+    return { ...result, fired, timedOut };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A template sandbox at the base layout (base.yaml migrated), copied for each case. */
+export async function baseTemplate(): Promise<{ template: Sandbox; baseId: string }> {
+  const template = await Sandbox.create();
+  const baseId = await template.migrateBase();
+  return { template, baseId };
+}
+
+export async function sandboxFrom(template: Sandbox): Promise<Sandbox> {
+  const sb = await Sandbox.create();
+  sb.copyStateFrom(template.stateDir);
+  return sb;
+}
+
+/** `cutover topology migrate -f topology.yaml --yes` (foreground: every write is in one process). */
+export const migrateArgs = ['topology', 'migrate', '-f', targetFile, '--yes'];
+export { baseFile, targetFile };
+
+/** Every file under the state directory whose name ends in .tmp (a write left half done). */
+export function tempFiles(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string) => {
+    for (const entry of readdirSync(d, { withFileTypes: true })) {
+      const full = path.join(d, entry.name);
+      if (entry.isDirectory()) walk(full);
+      else if (entry.name.endsWith('.tmp')) out.push(full);
+    }
+  };
+  if (existsSync(dir)) walk(dir);
+  return out;
+}
+
+/** The lines the CLI printed that report an error (`cutover: …`), and whether it showed a trace. */
+export function errorLines(stderr: string): { lines: string[]; trace: boolean; internal: boolean } {
+  const lines = stderr.split('\n').filter((l) => l.startsWith('cutover:'));
+  return {
+    lines,
+    trace: /^\s+at .+:\d+:\d+\)?$/m.test(stderr),
+    internal: /internal error|invariant violated|a bug in cutover/.test(stderr),
+  };
+}
+
+export interface ListedMigration {
+  id: string;
+  lifecycle: string;
+  status: string;
+  unreadable?: string;
+}
+
+export async function listAll(
+  sb: Sandbox,
+): Promise<{ code: number | null; list: ListedMigration[]; stderr: string }> {
+  const r = await sb.cli(['topology', 'migration', 'list', '--all', '--json', '-f', targetFile]);
+  return {
+    code: r.code,
+    list: r.code === 0 ? (JSON.parse(r.stdout) as ListedMigration[]) : [],
+    stderr: r.stderr,
+  };
+}
+
+export const finalLifecycles = ['completed', 'rolled_back', 'cancelled', 'failed'];
+
+/**
+ * Brings the environment to the target layout the way an operator would: resume the migration
+ * left in flight (if any) until it ends, then migrate again if the target is not live yet.
+ * Returns what the operator saw at each step, for the failure message.
+ */
+export async function recover(sb: Sandbox, baseId: string): Promise<string[]> {
+  const seen: string[] = [];
+  const listed = await listAll(sb);
+  seen.push(`list: exit ${listed.code} ${listed.stderr.trim()}`);
+  const inFlight = listed.list.find((m) => m.id !== baseId && !finalLifecycles.includes(m.lifecycle));
+  if (inFlight) {
+    const r = await sb.migration('resume', inFlight.id);
+    seen.push(`resume ${inFlight.id}: exit ${r.code} ${r.stderr.trim()}`);
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const s = await sb.migration('show', inFlight.id, {}, ['--json']);
+      const lifecycle =
+        s.code === 0 ? (JSON.parse(s.stdout) as { summary: ListedMigration }).summary.lifecycle : '';
+      if (finalLifecycles.includes(lifecycle)) {
+        seen.push(`${inFlight.id} ended ${lifecycle}`);
+        break;
+      }
+      if (Date.now() > deadline)
+        throw new Error(`${inFlight.id} did not end after resume: ${seen.join(' | ')}`);
+      await sleep(100);
+    }
+  }
+  const layout = sb.layout();
+  if (!Object.values(layout.slots).every((slot) => slot.version === '2')) {
+    const r = await sb.cli(migrateArgs);
+    seen.push(
+      `migrate again: exit ${r.code} ${r.stdout.trim()} ${r.stderr
+        .split('\n')
+        .filter((l) => l.startsWith('cutover:'))
+        .join(' ')}`,
+    );
+  }
+  return seen;
+}
