@@ -118,13 +118,31 @@ export function environmentFault(error: unknown, where?: string): CutoverError |
       `${at ? `${at}: ` : ''}program not found${e.path ? `: ${e.path}` : ''}; install it or put it on the PATH`,
     );
   }
-  const known = environmentCauses[code];
-  if (!known) return undefined;
-  return new CutoverError(
-    'ENVIRONMENT_FAULT',
-    `${at ? `${at}: ` : ''}${known.cause} (${code}); ${known.next}`,
-  );
+  const cause = environmentCause(e);
+  if (!cause) return undefined;
+  return new CutoverError('ENVIRONMENT_FAULT', `${at ? `${at}: ` : ''}${cause}`);
 }
+
+/**
+ * What went wrong and what to do, without where: "the address is already in use (EADDRINUSE); stop
+ * the program listening there, or choose another port"; undefined when `error` is no fault of the
+ * machine. For a caller that names the place its own way (the router names a route's address).
+ */
+export function environmentCause(error: unknown): string | undefined {
+  const e = error as NodeJS.ErrnoException | undefined;
+  const code = e?.code;
+  if (typeof code !== 'string') return undefined;
+  // Binding a port is refused for another reason than a file: the port number, not a mode.
+  const known = (e?.syscall === 'listen' && listenCauses[code]) || environmentCauses[code];
+  return known ? `${known.cause} (${code}); ${known.next}` : undefined;
+}
+
+const listenCauses: Record<string, { cause: string; next: string }> = {
+  EACCES: {
+    cause: 'permission denied',
+    next: 'ports below 1024 need root or CAP_NET_BIND_SERVICE; choose a port above 1023',
+  },
+};
 
 function describeErrnoTarget(e: NodeJS.ErrnoException): string | undefined {
   const withAddress = e as NodeJS.ErrnoException & { address?: string; port?: number };

@@ -170,15 +170,18 @@ class TableRouter implements Router {
     const previous = this.state;
     this.listeners.stopUnwanted(next.bindings);
     this.state = next; // the switch
-    const bindProblems = await this.listeners.openMissing(next.bindings);
+    const unbound = await this.listeners.openMissing(next.bindings);
     this.logChanges(previous, next);
     const inUse = addressesInUse(next);
     this.pools.sweep(inUse, (address) => this.inFlightRegistry.toAddress(address));
     this.pools.keepWarm(blueAddresses(next));
-    const problems = [...next.problems, ...bindProblems];
+    const problems = [
+      ...next.problems,
+      ...unbound.map((u) => `cannot listen on ${u.address} for ${u.routeKey}: ${u.cause}`),
+    ];
     for (const problem of problems) this.report(problem);
     this.reported = new Set(problems);
-    return { version: next.version, routes: next.routes.size, problems };
+    return { version: next.version, routes: next.routes.size, problems, unbound };
   }
 
   routes(): RoutesSnapshot {
