@@ -78,6 +78,9 @@ Examples:
       const hookSecret = options.hookSecretFile
         ? readFileSync(options.hookSecretFile, 'utf8').trim()
         : process.env.CUTOVER_HOOK_SECRET;
+      const port = integer(options.port, '--port', 0);
+      const bodyLimit = integer(options.bodyLimit, '--body-limit', 1);
+      const rateLimitPerMinute = integer(options.rateLimit, '--rate-limit', 0);
       const { openMigrationService } = await import('../../engine/migration-service.js');
       const service = await openMigrationService(stateDir);
       let worker: { shutdown(): Promise<void> } | null = null;
@@ -97,15 +100,21 @@ Examples:
       const server = await startServer({
         service,
         host: options.host,
-        port: integer(options.port, '--port', 0),
+        port,
         stateDir,
         workdir,
         tokens,
-        bodyLimit: integer(options.bodyLimit, '--body-limit', 1),
-        rateLimitPerMinute: integer(options.rateLimit, '--rate-limit', 0),
+        bodyLimit,
+        rateLimitPerMinute,
         logLevel: options.logLevel,
         ...(hookSecret ? { hookSecret } : {}),
         version,
+      }).catch(async (error: unknown) => {
+        // A server that cannot listen (a port in use) closes what it opened: the worker and the
+        // service's Temporal connection would keep the process alive after the error is reported.
+        await worker?.shutdown().catch(() => undefined);
+        await service.close().catch(() => undefined);
+        throw error;
       });
       process.stderr.write(
         `cutover server listening on ${server.url} (pid ${process.pid}; state ${stateDir}; ${
