@@ -81,6 +81,11 @@ export class TopologyInvalidError extends CutoverError {
   }
 }
 
+const fileInTheWay = {
+  cause: 'a file is in the way where a directory is expected',
+  next: 'move it away, or choose another directory',
+};
+
 /** What an operating-system error code means to an operator, and what to do about it. */
 const environmentCauses: Record<string, { cause: string; next: string }> = {
   ENOSPC: { cause: 'no space left on the device', next: 'free some space, then try again' },
@@ -99,6 +104,8 @@ const environmentCauses: Record<string, { cause: string; next: string }> = {
   EMFILE: { cause: 'too many open files', next: 'raise the limit (ulimit -n), then try again' },
   ENFILE: { cause: 'too many open files on the machine', next: 'close some programs, then try again' },
   EIO: { cause: 'an input/output error from the device', next: 'check the disk' },
+  ENOTDIR: fileInTheWay,
+  EISDIR: { cause: 'a directory is where a file is expected', next: 'give the path of a file' },
 };
 
 /**
@@ -133,9 +140,15 @@ export function environmentCause(error: unknown): string | undefined {
   const code = e?.code;
   if (typeof code !== 'string') return undefined;
   // Binding a port is refused for another reason than a file: the port number, not a mode.
-  const known = (e?.syscall === 'listen' && listenCauses[code]) || environmentCauses[code];
+  const bySyscall = e?.syscall === 'listen' ? listenCauses : e?.syscall === 'mkdir' ? mkdirCauses : {};
+  const known = bySyscall[code] ?? environmentCauses[code];
   return known ? `${known.cause} (${code}); ${known.next}` : undefined;
 }
+
+/** A directory cutover makes (recursively) where a file already is. */
+const mkdirCauses: Record<string, { cause: string; next: string }> = {
+  EEXIST: fileInTheWay,
+};
 
 const listenCauses: Record<string, { cause: string; next: string }> = {
   EACCES: {

@@ -23,6 +23,14 @@ function integer(value: string, flag: string, min: number): number {
   return n;
 }
 
+function readHookSecret(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch (error) {
+    throw new CutoverError('USAGE', `${file}: cannot read the hook secret file: ${(error as Error).message}`);
+  }
+}
+
 export function registerServer(program: Command, version: string): void {
   program
     .command('server')
@@ -76,7 +84,7 @@ Examples:
       ];
       const tokens = entries.length > 0 ? createTokenStore(entries) : null;
       const hookSecret = options.hookSecretFile
-        ? readFileSync(options.hookSecretFile, 'utf8').trim()
+        ? readHookSecret(options.hookSecretFile)
         : process.env.CUTOVER_HOOK_SECRET;
       const port = integer(options.port, '--port', 0);
       const bodyLimit = integer(options.bodyLimit, '--body-limit', 1);
