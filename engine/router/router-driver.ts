@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { mkdirSync, openSync, readFileSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, fstatSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRouteTableDriver, readRoutingTable, routeKey } from '../drivers/route-table.js';
@@ -62,10 +62,16 @@ export async function ensureRouter(stateDir: string, log: (line: string) => void
   mkdirSync(dir, { recursive: true });
   const outputFile = path.join(dir, 'router.out');
   const out = openSync(outputFile, 'a');
-  const child = spawn(process.execPath, [cutoverCliPath(), 'proxy', '--state-dir', stateDir], {
-    detached: true,
-    stdio: ['ignore', out, out],
-  });
+  const outputFrom = fstatSync(out).size;
+  let child: ChildProcess;
+  try {
+    child = spawn(process.execPath, [cutoverCliPath(), 'proxy', '--state-dir', stateDir], {
+      detached: true,
+      stdio: ['ignore', out, out],
+    });
+  } finally {
+    closeSync(out); // the router has its own copy
+  }
   child.unref();
   log(`started the router for ${stateDir} (pid ${child.pid})`);
   const deadline = Date.now() + routerStartTimeoutMs;
@@ -75,16 +81,21 @@ export async function ensureRouter(stateDir: string, log: (line: string) => void
     await sleep(25);
   }
   if (liveRouterRecord(stateDir)) return; // another process's router won the record
-  let tail = '';
-  try {
-    tail = readFileSync(outputFile, 'utf8').trim().split('\n').slice(-5).join('\n');
-  } catch {
-    // no output
-  }
+  const said = lastLineSince(outputFile, outputFrom)?.replace(/^cutover: /, '');
   throw new CutoverError(
     'RUNNER_UNREACHABLE',
-    `the router for ${stateDir} did not start${tail ? `:\n${tail}` : ''}`,
+    `the router for ${stateDir} did not start${said ? `: ${said}` : ''} (its output: ${outputFile})`,
   );
+}
+
+/** The last line written to `file` after byte `offset`: what a router that exited said last. */
+function lastLineSince(file: string, offset: number): string | undefined {
+  try {
+    const lines = readFileSync(file).subarray(offset).toString('utf8').trim().split('\n');
+    return lines[lines.length - 1] || undefined;
+  } catch {
+    return undefined; // no output to quote
+  }
 }
 
 /** Stops the router of a state directory once its table has no route left (after `down`). */

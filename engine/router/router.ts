@@ -27,7 +27,7 @@ import type { ReloadResult, RoutesSnapshot } from './control-types.js';
 import { InFlightRegistry } from './in-flight.js';
 import { type ProxyDeps, proxyRequest, sendText } from './proxy-request.js';
 import { RouteListeners } from './route-listeners.js';
-import { claimRouterRecord, releaseRouterRecord } from './router-record.js';
+import { claimRouterRecord, releaseRouterRecord, routerRecordPath } from './router-record.js';
 import { buildRoutingState, emptyRoutingState, type RouteState, type RoutingState } from './routing-state.js';
 import { UpstreamPools } from './upstream-pool.js';
 import { type TableWatch, watchTable } from './watch-table.js';
@@ -111,8 +111,14 @@ class TableRouter implements Router {
     this.control = await startRouterControl(this);
     const claim = claimRouterRecord(this.stateDir, { port: this.control.port, token: this.control.token });
     if (!claim.claimed) {
-      const holder = claim.holder ? ` (pid ${claim.holder.pid})` : '';
-      throw new CutoverError('USAGE', `a router already serves ${this.stateDir}${holder}`);
+      // No readable holder, yet not replaceable: something else than a record is in the way (or,
+      // rarely, another router came and went meanwhile).
+      if (!claim.holder)
+        throw new CutoverError(
+          'STATE_CORRUPT',
+          `cannot take ${routerRecordPath(this.stateDir)}: it is no live router's record and cannot be replaced; if no router runs, move it away`,
+        );
+      throw new CutoverError('USAGE', `a router already serves ${this.stateDir} (pid ${claim.holder.pid})`);
     }
     this.claimed = true;
   }

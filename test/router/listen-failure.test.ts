@@ -5,7 +5,7 @@
  * real listener of another program on the route's port.
  */
 import { execFile } from 'node:child_process';
-import { chownSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -107,6 +107,28 @@ describe('a route address held by another program', () => {
     expect(summary.lifecycle).toBe('failed');
     expect(summary.reason).toContain(
       `route www cannot listen on 127.0.0.1:${port}: permission denied (EACCES); ports below 1024 need root or CAP_NET_BIND_SERVICE`,
+    );
+  });
+});
+
+describe('a router the driver cannot start', () => {
+  it("fails the step with one line: the router's last word and where its output is", async () => {
+    // A damaged state directory: where the router's record goes, a directory. Every router the
+    // driver starts (one per attempt) exits at once, each adding its line to router.out.
+    const w = await liveWorkspace();
+    spaces.push(w);
+    const record = path.join(w.stateDir, 'router', 'router.json');
+    mkdirSync(record, { recursive: true });
+
+    const result = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
+    expect(result.code, result.stdout + result.stderr).toBe(1);
+    const summary = await show(w, migrationId(result.stdout + result.stderr));
+    expect(summary.lifecycle).toBe('failed');
+    expect(summary.reason).not.toContain('\n');
+    expect(summary.reason).toMatch(
+      new RegExp(
+        `the router for ${w.stateDir} did not start: cannot take ${record}: it is no live router's record and cannot be replaced; if no router runs, move it away \\(its output: ${path.dirname(record)}/router\\.out\\)$`,
+      ),
     );
   });
 });
