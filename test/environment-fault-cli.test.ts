@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { repoRoot, runCli, tempDir } from './support/cli.js';
 import { cleanUp, initRepo } from './support/git.js';
+import { killRunners } from './support/migrations.js';
 import { ServerHarness } from './support/server.js';
 
 const servers = new ServerHarness();
@@ -64,6 +65,43 @@ describe.concurrent('environment faults through the CLI', () => {
     expectOneLine(
       server,
       new RegExp(`^cutover: ${missing}: cannot read the hook secret file: ENOENT: no such file or directory`),
+    );
+  });
+
+  it('a component whose program is not installed, or whose directory is missing: says which, and what to do', async () => {
+    const { dir, cleanup } = await tempDir();
+    cleanups.push(async () => {
+      killRunners(path.join(dir, '.cutover'));
+      await cleanup();
+    });
+    const file = path.join(dir, 'topology.yaml');
+    const topologyWith = (run: string) => `apiVersion: cutover/v1
+kind: Topology
+metadata: { name: missing-program }
+drivers:
+  apps: { type: process }
+components:
+  web:
+    driver: apps
+    version: "1"
+    run: ${run}
+    replicas: 1
+`;
+    writeFileSync(file, topologyWith('{ command: [cutover-no-such-program, serve] }'));
+    const missing = await runCli(['topology', 'migrate', '--yes', '-f', file]);
+    expect(missing.code).toBe(1);
+    expect(missing.stdout).toMatch(
+      /: failed: provision_green:web failed: cannot run cutover-no-such-program serve: program not found \(ENOENT\); install it, put it on the PATH, or give its full path$/m,
+    );
+
+    writeFileSync(file, topologyWith(`{ command: [${process.execPath}, -v], cwd: ./nowhere }`));
+    const noDir = await runCli(['topology', 'migrate', '--yes', '-f', file]);
+    expect(noDir.code).toBe(1);
+    expect(noDir.stdout).toMatch(
+      new RegExp(
+        `: failed: provision_green:web failed: working directory ${path.join(dir, 'nowhere')} of web does not exist$`,
+        'm',
+      ),
     );
   });
 
