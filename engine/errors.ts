@@ -81,6 +81,11 @@ export class TopologyInvalidError extends CutoverError {
   }
 }
 
+const fileInTheWay = {
+  cause: 'a file is in the way where a directory is expected',
+  next: 'move it away, or choose another directory',
+};
+
 /** What an operating-system error code means to an operator, and what to do about it. */
 const environmentCauses: Record<string, { cause: string; next: string }> = {
   ENOSPC: { cause: 'no space left on the device', next: 'free some space, then try again' },
@@ -99,6 +104,8 @@ const environmentCauses: Record<string, { cause: string; next: string }> = {
   EMFILE: { cause: 'too many open files', next: 'raise the limit (ulimit -n), then try again' },
   ENFILE: { cause: 'too many open files on the machine', next: 'close some programs, then try again' },
   EIO: { cause: 'an input/output error from the device', next: 'check the disk' },
+  ENOTDIR: fileInTheWay,
+  EISDIR: { cause: 'a directory is where a file is expected', next: 'give the path of a file' },
 };
 
 /**
@@ -118,13 +125,37 @@ export function environmentFault(error: unknown, where?: string): CutoverError |
       `${at ? `${at}: ` : ''}program not found${e.path ? `: ${e.path}` : ''}; install it or put it on the PATH`,
     );
   }
-  const known = environmentCauses[code];
-  if (!known) return undefined;
-  return new CutoverError(
-    'ENVIRONMENT_FAULT',
-    `${at ? `${at}: ` : ''}${known.cause} (${code}); ${known.next}`,
-  );
+  const cause = environmentCause(e);
+  if (!cause) return undefined;
+  return new CutoverError('ENVIRONMENT_FAULT', `${at ? `${at}: ` : ''}${cause}`);
 }
+
+/**
+ * What went wrong and what to do, without where: "the address is already in use (EADDRINUSE); stop
+ * the program listening there, or choose another port"; undefined when `error` is no fault of the
+ * machine. For a caller that names the place its own way (the router names a route's address).
+ */
+export function environmentCause(error: unknown): string | undefined {
+  const e = error as NodeJS.ErrnoException | undefined;
+  const code = e?.code;
+  if (typeof code !== 'string') return undefined;
+  // Binding a port is refused for another reason than a file: the port number, not a mode.
+  const bySyscall = e?.syscall === 'listen' ? listenCauses : e?.syscall === 'mkdir' ? mkdirCauses : {};
+  const known = bySyscall[code] ?? environmentCauses[code];
+  return known ? `${known.cause} (${code}); ${known.next}` : undefined;
+}
+
+/** A directory cutover makes (recursively) where a file already is. */
+const mkdirCauses: Record<string, { cause: string; next: string }> = {
+  EEXIST: fileInTheWay,
+};
+
+const listenCauses: Record<string, { cause: string; next: string }> = {
+  EACCES: {
+    cause: 'permission denied',
+    next: 'ports below 1024 need root or CAP_NET_BIND_SERVICE; choose a port above 1023',
+  },
+};
 
 function describeErrnoTarget(e: NodeJS.ErrnoException): string | undefined {
   const withAddress = e as NodeJS.ErrnoException & { address?: string; port?: number };

@@ -25,6 +25,14 @@ function integer(value: string, flag: string, min: number): number {
   return n;
 }
 
+function readHookSecret(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch (error) {
+    throw new CutoverError('USAGE', `${file}: cannot read the hook secret file: ${(error as Error).message}`);
+  }
+}
+
 export function registerServer(program: Command, version: string): void {
   program
     .command('server')
@@ -92,8 +100,15 @@ Examples:
       ];
       const tokens = entries.length > 0 ? createTokenStore(entries) : null;
       const hookSecret = options.hookSecretFile
-        ? readFileSync(options.hookSecretFile, 'utf8').trim()
+        ? readHookSecret(options.hookSecretFile)
         : process.env.CUTOVER_HOOK_SECRET;
+      const port = integer(options.port, '--port', 0);
+      const bodyLimit = integer(options.bodyLimit, '--body-limit', 1);
+      const rateLimitPerMinute = integer(options.rateLimit, '--rate-limit', 0);
+      const logStreams = {
+        total: integer(options.maxLogStreams, '--max-log-streams', 1),
+        perClient: integer(options.maxLogStreamsPerToken, '--max-log-streams-per-token', 1),
+      };
       const { openMigrationService } = await import('../../engine/migration-service.js');
       const service = await openMigrationService(stateDir);
       let worker: { shutdown(): Promise<void> } | null = null;
@@ -113,19 +128,22 @@ Examples:
       const server = await startServer({
         service,
         host: options.host,
-        port: integer(options.port, '--port', 0),
+        port,
         stateDir,
         workdir,
         tokens,
-        bodyLimit: integer(options.bodyLimit, '--body-limit', 1),
-        rateLimitPerMinute: integer(options.rateLimit, '--rate-limit', 0),
-        logStreams: {
-          total: integer(options.maxLogStreams, '--max-log-streams', 1),
-          perClient: integer(options.maxLogStreamsPerToken, '--max-log-streams-per-token', 1),
-        },
+        bodyLimit,
+        rateLimitPerMinute,
+        logStreams,
         logLevel: options.logLevel,
         ...(hookSecret ? { hookSecret } : {}),
         version,
+      }).catch(async (error: unknown) => {
+        // A server that cannot listen (a port in use) closes what it opened: the worker and the
+        // service's Temporal connection would keep the process alive after the error is reported.
+        await worker?.shutdown().catch(() => undefined);
+        await service.close().catch(() => undefined);
+        throw error;
       });
       process.stderr.write(
         `cutover server listening on ${server.url} (pid ${process.pid}; state ${stateDir}; ${

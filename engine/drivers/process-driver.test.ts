@@ -302,7 +302,7 @@ describe('process driver', () => {
     const ws = await workspace();
     const ctx = context(ws, spec({ run: { command: ['/nonexistent/app', '--serve'] } }));
     await expect(driver.provision(ctx, 'green', callOptions())).rejects.toThrow(
-      /^cannot run \/nonexistent\/app --serve: spawn \/nonexistent\/app ENOENT$/,
+      /^cannot run \/nonexistent\/app --serve: program not found \(ENOENT\); install it, put it on the PATH, or give its full path$/,
     );
     const missingCwd = context(ws, spec({ run: { command: idle, cwd: 'nowhere' } }));
     await expect(driver.provision(missingCwd, 'green', callOptions())).rejects.toBeInstanceOf(

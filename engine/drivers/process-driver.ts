@@ -30,6 +30,7 @@ import { exitCodeRetry } from './exec-driver.js';
 import { runCommand } from './process-command.js';
 import { type ReplicaRecord, readSlot, slotDirFor, stopSlotProcesses } from './process-slot.js';
 import { startReplicas } from './process-start.js';
+import { spawnFailure } from './spawn-failure.js';
 import {
   type ComponentCallContext,
   type ComponentDriver,
@@ -159,7 +160,8 @@ async function replicateByCommand(
   }
   if (run.stopped === 'timeout')
     throw new Error(`${name} timed out after ${formatDuration(timeoutMs)}${tail}`);
-  if (run.spawnError) throw new PermanentDriverError(`cannot run ${name}: ${run.spawnError.message}`);
+  if (run.spawnError)
+    throw new PermanentDriverError(`cannot run ${name}: ${spawnFailure(run.spawnError, cwd)}`);
   if (run.exitCode === exitCodeRetry) {
     throw new Error(`${name} exited with code ${exitCodeRetry} (EX_TEMPFAIL: will retry)${tail}`);
   }

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { processIdentity } from '../runner/process-identity.js';
 import { formatDuration } from '../topology/duration.js';
 import { type ReplicaRecord, type SlotRecord, stopSlotProcesses, writeSlot } from './process-slot.js';
+import { spawnFailure } from './spawn-failure.js';
 import {
   type ComponentCallContext,
   type DriverCallOptions,
@@ -142,7 +143,9 @@ async function startReplica(launch: ReplicaLaunch, component: string): Promise<S
   }
   if (child.pid === undefined) {
     const error = await spawnError;
-    throw new PermanentDriverError(`cannot run ${launch.command.join(' ')}: ${error.message}`);
+    throw new PermanentDriverError(
+      `cannot run ${launch.command.join(' ')}: ${spawnFailure(error, launch.cwd)}`,
+    );
   }
   const replica: Started = {
     record: { ...processIdentity(child.pid), index: launch.index, port: launch.port, log: launch.log },

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import net from 'node:net';
+import { spawnFailure } from '../drivers/spawn-failure.js';
 import { formatDuration } from '../topology/duration.js';
 
 /** The outcome of one probe of one target. */
@@ -167,7 +168,11 @@ export function commandProbe(argv: string[], cwd: string, env: NodeJS.ProcessEnv
           stderrTail = (stderrTail + text).slice(-4096);
         });
         child.on('error', (error) =>
-          finish({ ok: false, summary: `cannot run ${argv[0]}: ${error.message}`, refused: false }),
+          finish({
+            ok: false,
+            summary: `cannot run ${argv[0]}: ${spawnFailure(error, cwd)}`,
+            refused: false,
+          }),
         );
         child.on('close', (code, signalName) => {
           exited = true;

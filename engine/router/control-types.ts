@@ -8,6 +8,21 @@ export interface ReloadResult {
   routes: number;
   /** Table entries left out and listeners that could not be opened; empty when all is served. */
   problems: string[];
+  /**
+   * The listeners of `problems` that could not be opened, by route, so that the step that asked
+   * for a route fails when its own address cannot be served. (Absent from an older router.)
+   */
+  unbound?: ListenFailure[];
+}
+
+/** A route's listener the router could not open at the last reload. */
+export interface ListenFailure {
+  /** `<environment>/<route>`. */
+  routeKey: string;
+  kind: 'main' | 'preview';
+  address: string;
+  /** What went wrong and what to do, e.g. "the address is already in use (EADDRINUSE); stop …". */
+  cause: string;
 }
 
 export interface RouteSnapshot {

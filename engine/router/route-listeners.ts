@@ -1,6 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { environmentCause } from '../errors.js';
 import { type ClientConnection, serveConnections } from './client-connection.js';
+import type { ListenFailure } from './control-types.js';
 import { parseHostPort } from './host-port.js';
 import type { Binding } from './routing-state.js';
 
@@ -57,9 +59,9 @@ export class RouteListeners {
     }
   }
 
-  /** Opens every wanted listener not open yet; answers one problem per listener that failed. */
-  async openMissing(wanted: ReadonlyMap<string, Binding>): Promise<string[]> {
-    const problems: string[] = [];
+  /** Opens every wanted listener not open yet; answers those that failed, by address. */
+  async openMissing(wanted: ReadonlyMap<string, Binding>): Promise<ListenFailure[]> {
+    const failures: ListenFailure[] = [];
     const opening = [...wanted].map(async ([address, binding]) => {
       const open = this.live.get(address);
       if (open) {
@@ -69,11 +71,12 @@ export class RouteListeners {
       try {
         this.live.set(address, await this.open(address, binding));
       } catch (error) {
-        problems.push(`cannot listen on ${address} for ${binding.routeKey}: ${(error as Error).message}`);
+        const cause = environmentCause(error) ?? (error as Error).message;
+        failures.push({ routeKey: binding.routeKey, kind: binding.kind, address, cause });
       }
     });
     await Promise.all(opening);
-    return problems.sort();
+    return failures.sort((a, b) => a.address.localeCompare(b.address));
   }
 
   missing(wanted: ReadonlyMap<string, Binding>): string[] {

@@ -1,12 +1,19 @@
-import { spawn } from 'node:child_process';
-import { mkdirSync, openSync, readFileSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, fstatSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createRouteTableDriver, readRoutingTable } from '../drivers/route-table.js';
-import type { DriverCallOptions, RouteCallContext, RouteDriver, RouteState } from '../drivers/types.js';
+import { createRouteTableDriver, readRoutingTable, routeKey } from '../drivers/route-table.js';
+import {
+  type DriverCallOptions,
+  PermanentDriverError,
+  type RouteCallContext,
+  type RouteDriver,
+  type RouteState,
+} from '../drivers/types.js';
 import { CutoverError } from '../errors.js';
 import { cutoverCliPath } from '../package-path.js';
 import { routerClient } from './client.js';
+import type { ListenFailure } from './control-types.js';
 import { liveRouterRecord } from './router-record.js';
 
 /** Longest the engine waits for a router it started to answer. */
@@ -24,13 +31,28 @@ export function createRouterDriver(): RouteDriver {
     async apply(ctx: RouteCallContext, state: RouteState, options: DriverCallOptions) {
       await table.apply(ctx, state, options);
       await ensureRouter(ctx.stateDir, options.log);
-      await routerClient(ctx.stateDir).reload();
+      const result = await routerClient(ctx.stateDir).reload();
+      // The table is written, but traffic goes where the route's listeners are open: a listener the
+      // router could not open (another program holds the address) is a step that did not happen.
+      const key = routeKey(ctx.environment, state.route);
+      const unbound = (result.unbound ?? []).filter((failure) => failure.routeKey === key);
+      if (unbound.length > 0) throw new PermanentDriverError(unboundMessage(state.route, unbound));
     },
     async remove(ctx: RouteCallContext, route: string, options: DriverCallOptions) {
       await table.remove(ctx, route, options);
       if (liveRouterRecord(ctx.stateDir)) await routerClient(ctx.stateDir).reload();
     },
   };
+}
+
+/** "route www cannot listen on 127.0.0.1:8080: the address is already in use (EADDRINUSE); …". */
+function unboundMessage(route: string, unbound: readonly ListenFailure[]): string {
+  return unbound
+    .map(
+      (u) =>
+        `route ${route} cannot listen on ${u.kind === 'preview' ? 'its preview ' : ''}${u.address}: ${u.cause}`,
+    )
+    .join('; ');
 }
 
 /** Starts `cutover proxy` for the state directory unless one runs; resolves once it answers. */
@@ -40,10 +62,16 @@ export async function ensureRouter(stateDir: string, log: (line: string) => void
   mkdirSync(dir, { recursive: true });
   const outputFile = path.join(dir, 'router.out');
   const out = openSync(outputFile, 'a');
-  const child = spawn(process.execPath, [cutoverCliPath(), 'proxy', '--state-dir', stateDir], {
-    detached: true,
-    stdio: ['ignore', out, out],
-  });
+  const outputFrom = fstatSync(out).size;
+  let child: ChildProcess;
+  try {
+    child = spawn(process.execPath, [cutoverCliPath(), 'proxy', '--state-dir', stateDir], {
+      detached: true,
+      stdio: ['ignore', out, out],
+    });
+  } finally {
+    closeSync(out); // the router has its own copy
+  }
   child.unref();
   log(`started the router for ${stateDir} (pid ${child.pid})`);
   const deadline = Date.now() + routerStartTimeoutMs;
@@ -53,16 +81,21 @@ export async function ensureRouter(stateDir: string, log: (line: string) => void
     await sleep(25);
   }
   if (liveRouterRecord(stateDir)) return; // another process's router won the record
-  let tail = '';
-  try {
-    tail = readFileSync(outputFile, 'utf8').trim().split('\n').slice(-5).join('\n');
-  } catch {
-    // no output
-  }
+  const said = lastLineSince(outputFile, outputFrom)?.replace(/^cutover: /, '');
   throw new CutoverError(
     'RUNNER_UNREACHABLE',
-    `the router for ${stateDir} did not start${tail ? `:\n${tail}` : ''}`,
+    `the router for ${stateDir} did not start${said ? `: ${said}` : ''} (its output: ${outputFile})`,
   );
+}
+
+/** The last line written to `file` after byte `offset`: what a router that exited said last. */
+function lastLineSince(file: string, offset: number): string | undefined {
+  try {
+    const lines = readFileSync(file).subarray(offset).toString('utf8').trim().split('\n');
+    return lines[lines.length - 1] || undefined;
+  } catch {
+    return undefined; // no output to quote
+  }
 }
 
 /** Stops the router of a state directory once its table has no route left (after `down`). */

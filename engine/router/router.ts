@@ -28,7 +28,7 @@ import { InFlightRegistry } from './in-flight.js';
 import { type ProxyDeps, proxyRequest, sendText } from './proxy-request.js';
 import { BodyBudget } from './replayable-body.js';
 import { RouteListeners } from './route-listeners.js';
-import { claimRouterRecord, releaseRouterRecord } from './router-record.js';
+import { claimRouterRecord, releaseRouterRecord, routerRecordPath } from './router-record.js';
 import { buildRoutingState, emptyRoutingState, type RouteState, type RoutingState } from './routing-state.js';
 import { UpstreamPools } from './upstream-pool.js';
 import { type TableWatch, watchTable } from './watch-table.js';
@@ -114,8 +114,14 @@ class TableRouter implements Router {
     this.control = await startRouterControl(this);
     const claim = claimRouterRecord(this.stateDir, { port: this.control.port, token: this.control.token });
     if (!claim.claimed) {
-      const holder = claim.holder ? ` (pid ${claim.holder.pid})` : '';
-      throw new CutoverError('USAGE', `a router already serves ${this.stateDir}${holder}`);
+      // No readable holder, yet not replaceable: something else than a record is in the way (or,
+      // rarely, another router came and went meanwhile).
+      if (!claim.holder)
+        throw new CutoverError(
+          'STATE_CORRUPT',
+          `cannot take ${routerRecordPath(this.stateDir)}: it is no live router's record and cannot be replaced; if no router runs, move it away`,
+        );
+      throw new CutoverError('USAGE', `a router already serves ${this.stateDir} (pid ${claim.holder.pid})`);
     }
     this.claimed = true;
   }
@@ -173,15 +179,18 @@ class TableRouter implements Router {
     const previous = this.state;
     this.listeners.stopUnwanted(next.bindings);
     this.state = next; // the switch
-    const bindProblems = await this.listeners.openMissing(next.bindings);
+    const unbound = await this.listeners.openMissing(next.bindings);
     this.logChanges(previous, next);
     const inUse = addressesInUse(next);
     this.pools.sweep(inUse, (address) => this.inFlightRegistry.toAddress(address));
     this.pools.keepWarm(blueAddresses(next));
-    const problems = [...next.problems, ...bindProblems];
+    const problems = [
+      ...next.problems,
+      ...unbound.map((u) => `cannot listen on ${u.address} for ${u.routeKey}: ${u.cause}`),
+    ];
     for (const problem of problems) this.report(problem);
     this.reported = new Set(problems);
-    return { version: next.version, routes: next.routes.size, problems };
+    return { version: next.version, routes: next.routes.size, problems, unbound };
   }
 
   routes(): RoutesSnapshot {

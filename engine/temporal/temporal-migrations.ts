@@ -47,6 +47,7 @@ import {
   withDeadline,
 } from './connection.js';
 import { dataConverter, storedSize } from './payload-codec.js';
+import { requireSearchAttributes } from './search-attributes.js';
 import {
   downWorkflow,
   environmentWorkflow,
@@ -95,6 +96,13 @@ export class TemporalMigrations {
       );
     } catch (error) {
       throw unreachable(settings, error);
+    }
+    try {
+      await requireSearchAttributes(connection.operatorService, settings);
+    } catch (error) {
+      // An open connection would keep the process alive after the error is reported.
+      await connection.close().catch(() => undefined);
+      throw error;
     }
     const client = new Client({ connection, namespace: settings.namespace, dataConverter });
     return new TemporalMigrations(settings, connection, client);

@@ -19,6 +19,7 @@ import {
   withDeadline,
 } from './connection.js';
 import { dataConverter } from './payload-codec.js';
+import { requireSearchAttributes } from './search-attributes.js';
 
 export interface WorkerOptions {
   settings: TemporalSettings;
@@ -63,7 +64,12 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     await withDeadline(
       connection.workflowService.describeNamespace({ namespace: settings.namespace }),
       connectTimeoutMs,
-    );
+    ).catch((error: unknown) => {
+      throw unreachable(settings, error);
+    });
+    // Every migration it would run sets them: a namespace without them is said at once, not by
+    // each start refused later.
+    await requireSearchAttributes(connection.operatorService, settings);
     worker = await createWorker(connection, options);
   } catch (error) {
     // An open connection would keep the process alive after the error is reported.

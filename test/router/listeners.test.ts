@@ -110,6 +110,15 @@ describe('router: listeners follow the table', () => {
     const result = await router.reload();
     expect(result.routes).toBe(2);
     expect(result.problems).toEqual([expect.stringMatching(`cannot listen on ${a.address} for test/b`)]);
+    expect(result.unbound).toEqual([
+      {
+        routeKey: 'test/b',
+        kind: 'main',
+        address: a.address,
+        cause:
+          'the address is already in use (EADDRINUSE); stop the program listening there, or choose another port',
+      },
+    ]);
     expect((await send(listenA)).body).toBe('a');
   });
 
@@ -125,6 +134,7 @@ describe('router: listeners follow the table', () => {
       version: table.routes['test/web']?.updatedAt,
       routes: 1,
       problems: [],
+      unbound: [],
     });
 
     writeFileSync(routingTablePath(stateDir), '{"version": 1, "rou');
