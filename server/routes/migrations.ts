@@ -141,14 +141,20 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
         });
         out.write(': cutover log stream\n\n');
         heartbeat = setInterval(() => out.write(': keep-alive\n\n'), heartbeatMs);
+        // Driven by hand (its return value is the summary); returned in any case, so that this
+        // stream's share of the migration's reader is always given back.
         const lines = context.logStreams.follow(id, reader.signal);
-        for (let next = await lines.next(); ; next = await lines.next()) {
-          if (next.done) {
-            if (next.value !== null) out.write(`event: end\ndata: ${JSON.stringify(next.value)}\n\n`);
-            else if (context.shutdown.aborted) out.write('event: shutdown\ndata: {}\n\n');
-            break;
+        try {
+          for (let next = await lines.next(); ; next = await lines.next()) {
+            if (next.done) {
+              if (next.value !== null) out.write(`event: end\ndata: ${JSON.stringify(next.value)}\n\n`);
+              else if (context.shutdown.aborted) out.write('event: shutdown\ndata: {}\n\n');
+              break;
+            }
+            out.write(`event: log\ndata: ${JSON.stringify(next.value)}\n\n`);
           }
-          out.write(`event: log\ndata: ${JSON.stringify(next.value)}\n\n`);
+        } finally {
+          await lines.return(null);
         }
       } finally {
         clearInterval(heartbeat);
