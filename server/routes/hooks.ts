@@ -91,8 +91,12 @@ export function registerHookRoutes(app: FastifyInstance, context: RouteContext):
             'the webhook signature (X-Hub-Signature-256) is missing or wrong',
           );
         }
+        const event = request.headers['x-github-event'] ?? 'push';
+        // A ping says the hook is set up: answered each time (a provider's "redeliver" included),
+        // whatever its age, and not recorded, as it triggers nothing.
+        if (event === 'ping') return reply.code(200).send({ pong: true });
         const push = parsePush(body, request.headers['content-type']);
-        refuseStale(push);
+        if (event === 'push') refuseStale(push);
         const keys = deliveryKeys(request.headers, signature as string);
         const seen = deliveries.record(keys);
         if (seen !== null) {
@@ -101,7 +105,6 @@ export function registerHookRoutes(app: FastifyInstance, context: RouteContext):
             `${seen.what} was already received at ${new Date(seen.at).toISOString()}; a delivery is taken once (for ${hookReplayWindowMs / 3_600_000} h). Send a new delivery for a new push`,
           );
         }
-        if (request.headers['x-github-event'] === 'ping') return reply.code(200).send({ pong: true });
         const dir = path.join(context.options.stateDir, 'watch', 'hooks');
         const name = `${Date.now()}-${randomBytes(4).toString('hex')}.json`;
         const trigger = {
@@ -140,12 +143,15 @@ function parsePush(body: Buffer, contentType: string | undefined): PushPayload {
 }
 
 /**
- * Refuses a push signed too long ago. The timestamp is GitHub's `repository.pushed_at` (seconds,
- * or an ISO date in some events): inside the signed body, so it cannot be changed on a replay.
+ * Refuses a push signed too long ago. The timestamp is GitHub's `repository.pushed_at`, inside the
+ * signed body (a replay cannot change it). Only a push's is the time of this delivery's push, in
+ * epoch seconds; every other event carries an ISO date there, the repository's last push, which
+ * may be any age.
  */
 function refuseStale(push: PushPayload, now = Date.now()): void {
   const raw = push.repository?.pushed_at;
-  const at = typeof raw === 'number' ? raw * 1000 : typeof raw === 'string' ? Date.parse(raw) : Number.NaN;
+  if (typeof raw !== 'number') return;
+  const at = raw * 1000;
   if (!Number.isFinite(at) || now - at <= hookMaxAgeMs) return;
   throw new HttpProblem(
     'HOOK_TOO_OLD',

@@ -2,10 +2,11 @@
  * The Git webhook takes each delivery once: a signed delivery sent again (as it was, or under
  * another delivery id) is refused with 409 HOOK_REPLAYED, also after the server restarts; a push
  * whose signed timestamp (GitHub's `repository.pushed_at`) is too old is refused with 409
- * HOOK_TOO_OLD. Refused deliveries leave no trigger for the watcher.
+ * HOOK_TOO_OLD. Refused deliveries leave no trigger for the watcher. A `ping`, whatever its
+ * `pushed_at` (an ISO date in every event but a push), is answered 200, each time.
  */
 import { createHmac, randomUUID } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { cleanUp, scratch, startServer, trackStateDir } from '../support/git.js';
@@ -22,19 +23,20 @@ async function deliver(
   url: string,
   body: string,
   delivery: string | null,
-): Promise<{ status: number; code: unknown; detail: string }> {
+  event = 'push',
+): Promise<{ status: number; code: unknown; detail: string; json: unknown }> {
   const response = await fetch(`${url}/v1/hooks/git`, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
-      'x-github-event': 'push',
+      'x-github-event': event,
       'x-hub-signature-256': sign(body),
       ...(delivery === null ? {} : { 'x-github-delivery': delivery }),
     },
     body,
   });
   const json = (await response.json()) as { code?: unknown; detail?: unknown };
-  return { status: response.status, code: json.code, detail: String(json.detail ?? '') };
+  return { status: response.status, code: json.code, detail: String(json.detail ?? ''), json };
 }
 
 function push(after: string, pushedAt?: number): string {
@@ -87,4 +89,28 @@ it('refuses a replayed delivery (same id, or same signed body), and a push too o
   // And a new push is taken as ever.
   expect((await deliver(server.url, push('d'.repeat(40), nowS()), randomUUID())).status).toBe(202);
   expect(triggers()).toHaveLength(3);
+});
+
+it('answers a ping (pushed_at an ISO date of yesterday) with 200, each time, and records nothing', async () => {
+  const stateDir = trackStateDir(path.join(await scratch(), 'state'));
+  const server = await startServer(stateDir, { CUTOVER_HOOK_SECRET: secret });
+  // GitHub's ping, as every event but a push, carries pushed_at as an ISO date.
+  const ping = JSON.stringify({
+    zen: 'Keep it logically awesome.',
+    hook_id: 1,
+    repository: {
+      clone_url: 'file:///nowhere',
+      pushed_at: new Date(Date.now() - 24 * 3600 * 1000).toISOString(),
+    },
+  });
+  const id = randomUUID();
+  for (let i = 0; i < 2; i++) {
+    // The second time as redelivered from the provider's page: the same body and id.
+    const pong = await deliver(server.url, ping, id, 'ping');
+    expect(pong.status).toBe(200);
+    expect(pong.json).toEqual({ pong: true });
+  }
+  expect(existsSync(path.join(stateDir, 'watch', 'hooks'))).toBe(false);
+  const records = path.join(stateDir, 'server', 'hook-deliveries');
+  expect(existsSync(records) ? readdirSync(records) : []).toEqual([]);
 });
