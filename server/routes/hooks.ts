@@ -3,9 +3,10 @@
  * sha256=<HMAC-SHA256 of the raw body>`). A verified push drops a trigger into
  * `<state>/watch/hooks/`, where `cutover watch` (same state directory) fetches at once.
  *
- * Each delivery is taken once: one sent again within the replay window is refused (409
- * HOOK_REPLAYED), and a push whose signed timestamp is older than `hookMaxAgeMs` too (409
- * HOOK_TOO_OLD), so that a captured delivery cannot be used to make watchers fetch at will.
+ * Each delivery is acted on once: one sent again within the replay window (the same signed body)
+ * is answered 200 `{ "replayed": true }` and does nothing (a provider's redelivery is not marked
+ * failed; a captured delivery cannot make watchers fetch at will), and a push whose signed
+ * timestamp is older than `hookMaxAgeMs` is refused (409 HOOK_TOO_OLD).
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
@@ -13,7 +14,7 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { environmentFault } from '../../engine/errors.js';
 import { type RouteContext, routeSchema } from '../app.js';
-import { type DeliveryKey, DeliveryLog, hookReplayWindowMs } from '../hook-deliveries.js';
+import { DeliveryLog } from '../hook-deliveries.js';
 import { HttpProblem } from '../problems.js';
 
 /**
@@ -21,9 +22,6 @@ import { HttpProblem } from '../problems.js';
  * refused for age loses nothing: the watcher's interval fetch finds the commit anyway.
  */
 export const hookMaxAgeMs = 60 * 60 * 1000;
-
-/** The headers Git hosts send a delivery's id in (GitHub, Gitea, Gogs). Not signed. */
-const deliveryHeaders = ['x-github-delivery', 'x-gitea-delivery', 'x-gogs-delivery'] as const;
 
 interface PushPayload {
   ref?: unknown;
@@ -58,7 +56,7 @@ export function registerHookRoutes(app: FastifyInstance, context: RouteContext):
       routeSchema('public', {
         summary: 'A Git push webhook: `cutover watch` on this state directory fetches at once',
         description:
-          'Signed with a shared secret (`--hook-secret-file` or `CUTOVER_HOOK_SECRET`) as `X-Hub-Signature-256: sha256=<HMAC-SHA256 of the body, hex>`, as GitHub, Gitea and others send it. 202 when a fetch was triggered; 200 for a `ping` event; 401 UNAUTHORIZED for a missing or wrong signature; 409 HOOK_REPLAYED for a delivery already received (the same signed body, or the same `X-GitHub-Delivery` id, within 24 hours); 409 HOOK_TOO_OLD for a push whose `repository.pushed_at` is more than an hour old; 503 HOOKS_NOT_CONFIGURED without a secret.',
+          'Signed with a shared secret (`--hook-secret-file` or `CUTOVER_HOOK_SECRET`) as `X-Hub-Signature-256: sha256=<HMAC-SHA256 of the body, hex>`, as GitHub, Gitea and others send it. 202 when a fetch was triggered; 200 `{ pong: true }` for a `ping` event; 200 `{ replayed: true }`, doing nothing, for a delivery already acted on (the same signed body within 24 hours, whatever its delivery id); 401 UNAUTHORIZED for a missing or wrong signature; 409 HOOK_TOO_OLD for a push whose `repository.pushed_at` is more than an hour old; 503 HOOKS_NOT_CONFIGURED without a secret.',
         tags: ['hooks'],
         headers: {
           type: 'object',
@@ -71,7 +69,11 @@ export function registerHookRoutes(app: FastifyInstance, context: RouteContext):
           },
         },
         response: {
-          200: { type: 'object', properties: { pong: { const: true } } },
+          200: {
+            description: 'A `ping`, or a delivery already acted on (sent again): nothing done',
+            type: 'object',
+            properties: { pong: { const: true }, replayed: { const: true } },
+          },
           202: { type: 'object', properties: { triggered: { const: true } } },
         },
       }),
@@ -97,13 +99,13 @@ export function registerHookRoutes(app: FastifyInstance, context: RouteContext):
         if (event === 'ping') return reply.code(200).send({ pong: true });
         const push = parsePush(body, request.headers['content-type']);
         if (event === 'push') refuseStale(push);
-        const keys = deliveryKeys(request.headers, signature as string);
-        const seen = deliveries.record(keys);
-        if (seen !== null) {
-          throw new HttpProblem(
-            'HOOK_REPLAYED',
-            `${seen.what} was already received at ${new Date(seen.at).toISOString()}; a delivery is taken once (for ${hookReplayWindowMs / 3_600_000} h). Send a new delivery for a new push`,
+        const seenAt = deliveries.record(signature as string);
+        if (seenAt !== null) {
+          request.log.info(
+            { takenAt: new Date(seenAt).toISOString() },
+            'git webhook: a delivery already acted on, sent again; nothing done',
           );
+          return reply.code(200).send({ replayed: true });
         }
         const dir = path.join(context.options.stateDir, 'watch', 'hooks');
         const name = `${Date.now()}-${randomBytes(4).toString('hex')}.json`;
@@ -120,7 +122,7 @@ export function registerHookRoutes(app: FastifyInstance, context: RouteContext):
           renameSync(path.join(dir, `.${name}`), path.join(dir, name));
         } catch (error) {
           // Not acted on: the provider's retry must be taken.
-          deliveries.forget(keys);
+          deliveries.forget(signature as string);
           throw environmentFault(error, `writing a webhook trigger into ${dir}`) ?? error;
         }
         request.log.info({ ref: trigger.ref, after: trigger.after }, 'git webhook: fetch triggered');
@@ -157,20 +159,4 @@ function refuseStale(push: PushPayload, now = Date.now()): void {
     'HOOK_TOO_OLD',
     `the push was signed with repository.pushed_at ${new Date(at).toISOString()}, ${Math.round((now - at) / 1000)} s ago; deliveries older than ${hookMaxAgeMs / 60_000} min are refused as possible replays (the watcher's interval fetch still finds the commit)`,
   );
-}
-
-/** What a delivery is remembered by: its signed body, and the id its host gave it, if any. */
-function deliveryKeys(
-  headers: Record<string, string | string[] | undefined>,
-  signature: string,
-): DeliveryKey[] {
-  const keys: DeliveryKey[] = [{ what: 'this signed body', value: `body:${signature.trim().toLowerCase()}` }];
-  for (const name of deliveryHeaders) {
-    const id = headers[name];
-    if (typeof id === 'string' && id !== '') {
-      keys.unshift({ what: `delivery ${id.slice(0, 100)} (${name})`, value: `id:${name}:${id}` });
-      break;
-    }
-  }
-  return keys;
 }
