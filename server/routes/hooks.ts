@@ -23,10 +23,16 @@ import { HttpProblem } from '../problems.js';
  */
 export const hookMaxAgeMs = 60 * 60 * 1000;
 
+/**
+ * The fields of a push's `repository` that name it, copied into its trigger: each watcher on the
+ * state directory takes only the triggers that name its own repository (watch/hook-triggers.ts).
+ */
+const repositoryNameFields = ['clone_url', 'ssh_url', 'html_url', 'full_name'] as const;
+
 interface PushPayload {
   ref?: unknown;
   after?: unknown;
-  repository?: { clone_url?: unknown; pushed_at?: unknown };
+  repository?: { pushed_at?: unknown } & Partial<Record<(typeof repositoryNameFields)[number], unknown>>;
 }
 
 /** Is `header` (`sha256=<hex>`) the HMAC-SHA256 of `body` under `secret`? Constant time. */
@@ -113,7 +119,7 @@ export function registerHookRoutes(app: FastifyInstance, context: RouteContext):
           receivedAt: Date.now(),
           ref: typeof push.ref === 'string' ? push.ref : undefined,
           after: typeof push.after === 'string' ? push.after : undefined,
-          repository: typeof push.repository?.clone_url === 'string' ? push.repository.clone_url : undefined,
+          repository: repositoryNames(push),
         };
         // Written aside and renamed in, so that a watcher never reads half a trigger.
         try {
@@ -130,6 +136,16 @@ export function registerHookRoutes(app: FastifyInstance, context: RouteContext):
       },
     );
   });
+}
+
+/** What names the repository pushed to, as the push gave it; undefined when it names none. */
+function repositoryNames(push: PushPayload): Record<string, string> | undefined {
+  const names: Record<string, string> = {};
+  for (const field of repositoryNameFields) {
+    const value = push.repository?.[field];
+    if (typeof value === 'string' && value !== '') names[field] = value;
+  }
+  return Object.keys(names).length > 0 ? names : undefined;
 }
 
 /** The push a signed body describes; empty when the body is not JSON (it still triggers a fetch). */
