@@ -24,12 +24,16 @@ const refusedRetryAfterS = 10;
 
 /** One migration's log as it is read, shared by every stream following it. */
 class SharedLog {
+  /**
+   * Every line read so far: the whole log is held in memory for as long as any stream follows it
+   * (a stream that joins late starts from the first line), and let go with the last stream.
+   */
   readonly lines: LogLine[] = [];
   /** Set once the log has ended: the migration's summary, or what stopped the reading. */
   end: { summary: MigrationSummary } | { error: unknown } | null = null;
   subscribers = 0;
   private readonly reader = new AbortController();
-  private waiters: (() => void)[] = [];
+  private waiters = new Set<() => void>();
 
   constructor(service: MigrationService, id: string, onError: () => void) {
     void this.read(service, id).catch((error: unknown) => {
@@ -49,14 +53,18 @@ class SharedLog {
     this.wake();
   }
 
-  /** Resolves at the next line or end, or when `signal` aborts. */
+  /**
+   * Resolves at the next line or end, or when `signal` aborts. Either way the waiter is gone at
+   * once: a stream that stops on a quiet log leaves nothing behind for its next line.
+   */
   changed(signal: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         signal.removeEventListener('abort', done);
+        this.waiters.delete(done);
         resolve();
       };
-      this.waiters.push(done);
+      this.waiters.add(done);
       signal.addEventListener('abort', done, { once: true });
     });
   }
@@ -68,7 +76,7 @@ class SharedLog {
 
   private wake(): void {
     const waiters = this.waiters;
-    this.waiters = [];
+    this.waiters = new Set();
     for (const wake of waiters) wake();
   }
 }

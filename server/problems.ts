@@ -19,7 +19,6 @@ export const httpErrorCodes = {
     httpStatus: 409,
     title: 'A request with this Idempotency-Key is still being processed',
   },
-  HOOK_REPLAYED: { httpStatus: 409, title: 'This webhook delivery was already received' },
   HOOK_TOO_OLD: { httpStatus: 409, title: 'This webhook delivery is too old' },
   BODY_TOO_LARGE: { httpStatus: 413, title: 'The request body is too large' },
   URI_TOO_LONG: { httpStatus: 414, title: 'The request URL is too long' },

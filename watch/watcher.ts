@@ -5,7 +5,7 @@
  *
  * Triggers: a local repository's refs are watched (chokidar), so a commit, merge or fast-forward is
  * seen at once; a remote is fetched into a cache clone on an interval with jitter, and at once when
- * the server drops a webhook trigger into `<state>/watch/hooks/`. Bursts are debounced; the branch
+ * the server drops a webhook trigger for it into `<state>/watch/hooks/`. Bursts are debounced; the branch
  * head is always what gets planned, and a topology whose content did not change is not planned again.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -26,7 +26,16 @@ import { loadTopology } from '../engine/topology/load-topology.js';
 import { parseYaml } from '../engine/topology/parse-yaml.js';
 import type { Topology } from '../engine/topology/types.js';
 import { openRepository, type Repository } from './git.js';
-import { consumeTrigger, hooksDir, pendingTriggers, watchTriggers } from './hook-triggers.js';
+import {
+  hooksDir,
+  pendingTriggers,
+  pruneTriggers,
+  readTrigger,
+  type Trigger,
+  takeTrigger,
+  triggerMatcher,
+  watchTriggers,
+} from './hook-triggers.js';
 
 export interface WatchOptions {
   /** A local path or a URL (`file://`, `https://`, `ssh://`, `user@host:path`). */
@@ -104,6 +113,7 @@ export class Watcher {
   private readonly accept: (file: string) => boolean;
   private readonly useTemporal: boolean;
   private temporal: Promise<MigrationService> | null = null;
+  private triggerIsOwn: ((trigger: Trigger) => boolean) | null = null;
 
   constructor(private readonly options: WatchOptions) {
     this.useTemporal = Boolean((options.env ?? process.env).WORKFLOW_HOST);
@@ -137,15 +147,20 @@ export class Watcher {
     };
     this.onceOnly = true;
     this.repo = await this.open();
-    // Triggers there before the fetch are answered by it: consumed once the head is checked.
-    const triggers = pendingTriggers(hooksDir(this.defaultStateDir));
+    // This repository's triggers there before the fetch are answered by it: taken once the head
+    // is checked. Other repositories' are left to their watchers.
+    const hooks = hooksDir(this.defaultStateDir);
+    const triggers = pendingTriggers(hooks)
+      .map(readTrigger)
+      .filter((t): t is Trigger => t !== null && this.ownsTrigger(t));
     await this.repo.fetch();
     try {
       await this.check();
     } finally {
       await this.closeService();
     }
-    for (const file of triggers) consumeTrigger(file);
+    for (const trigger of triggers) takeTrigger(trigger);
+    pruneTriggers(hooks);
     if (this.branchMissing) {
       throw new CutoverError(
         'GIT_REF_UNREADABLE',
@@ -182,8 +197,9 @@ export class Watcher {
       await this.runCheck();
       // A safety net for events a file system may drop.
       this.timer = setInterval(() => this.schedule(), this.options.intervalMs);
-      // Refs are watched already, so a trigger only asks for a look; it is taken all the same,
-      // or triggers would pile up. (Not in a ./.cutover this watcher was not told to use.)
+      // Refs are watched already, so a trigger for this repository (a push straight into it) only
+      // asks for a look; it is taken all the same. (Not in a ./.cutover this watcher was not told
+      // to use.)
       if (this.options.stateDir !== undefined || existsSync(hooks)) {
         this.watchers.push(await watchTriggers(hooks, (file) => this.onHook(file)));
       }
@@ -276,13 +292,28 @@ export class Watcher {
     return this.fetching;
   }
 
+  /** Is this trigger for this watcher's repository (its remote's URL, or a local one's directories)? */
+  private ownsTrigger(trigger: Trigger): boolean {
+    if (this.triggerIsOwn === null) {
+      const repo = this.repo as Repository;
+      this.triggerIsOwn = triggerMatcher(
+        repo.remote ? [repo.source] : [repo.workTree, repo.gitDir].filter((d): d is string => d !== null),
+      );
+    }
+    return this.triggerIsOwn(trigger);
+  }
+
   private onHook(file: string): void {
-    const note = consumeTrigger(file);
+    // Any trigger's arrival is the time to remove the stale ones nobody took.
+    pruneTriggers(path.dirname(file));
+    const trigger = readTrigger(file);
+    if (trigger === null || !this.ownsTrigger(trigger)) return;
+    takeTrigger(trigger);
     if (this.repo?.remote) {
-      this.options.log(`webhook${note}: fetching now`);
+      this.options.log(`webhook${trigger.note}: fetching now`);
       void this.fetchAndCheck();
     } else {
-      this.options.log(`webhook${note}: looking now`);
+      this.options.log(`webhook${trigger.note}: looking now`);
       this.schedule();
     }
   }

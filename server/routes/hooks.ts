@@ -3,9 +3,10 @@
  * sha256=<HMAC-SHA256 of the raw body>`). A verified push drops a trigger into
  * `<state>/watch/hooks/`, where `cutover watch` (same state directory) fetches at once.
  *
- * Each delivery is taken once: one sent again within the replay window is refused (409
- * HOOK_REPLAYED), and a push whose signed timestamp is older than `hookMaxAgeMs` too (409
- * HOOK_TOO_OLD), so that a captured delivery cannot be used to make watchers fetch at will.
+ * Each delivery is acted on once: one sent again within the replay window (the same signed body)
+ * is answered 200 `{ "replayed": true }` and does nothing (a provider's redelivery is not marked
+ * failed; a captured delivery cannot make watchers fetch at will), and a push whose signed
+ * timestamp is older than `hookMaxAgeMs` is refused (409 HOOK_TOO_OLD).
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
@@ -13,7 +14,7 @@ import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { environmentFault } from '../../engine/errors.js';
 import { type RouteContext, routeSchema } from '../app.js';
-import { type DeliveryKey, DeliveryLog, hookReplayWindowMs } from '../hook-deliveries.js';
+import { DeliveryLog } from '../hook-deliveries.js';
 import { HttpProblem } from '../problems.js';
 
 /**
@@ -22,13 +23,16 @@ import { HttpProblem } from '../problems.js';
  */
 export const hookMaxAgeMs = 60 * 60 * 1000;
 
-/** The headers Git hosts send a delivery's id in (GitHub, Gitea, Gogs). Not signed. */
-const deliveryHeaders = ['x-github-delivery', 'x-gitea-delivery', 'x-gogs-delivery'] as const;
+/**
+ * The fields of a push's `repository` that name it, copied into its trigger: each watcher on the
+ * state directory takes only the triggers that name its own repository (watch/hook-triggers.ts).
+ */
+const repositoryNameFields = ['clone_url', 'ssh_url', 'html_url', 'full_name'] as const;
 
 interface PushPayload {
   ref?: unknown;
   after?: unknown;
-  repository?: { clone_url?: unknown; pushed_at?: unknown };
+  repository?: { pushed_at?: unknown } & Partial<Record<(typeof repositoryNameFields)[number], unknown>>;
 }
 
 /** Is `header` (`sha256=<hex>`) the HMAC-SHA256 of `body` under `secret`? Constant time. */
@@ -58,7 +62,7 @@ export function registerHookRoutes(app: FastifyInstance, context: RouteContext):
       routeSchema('public', {
         summary: 'A Git push webhook: `cutover watch` on this state directory fetches at once',
         description:
-          'Signed with a shared secret (`--hook-secret-file` or `CUTOVER_HOOK_SECRET`) as `X-Hub-Signature-256: sha256=<HMAC-SHA256 of the body, hex>`, as GitHub, Gitea and others send it. 202 when a fetch was triggered; 200 for a `ping` event; 401 UNAUTHORIZED for a missing or wrong signature; 409 HOOK_REPLAYED for a delivery already received (the same signed body, or the same `X-GitHub-Delivery` id, within 24 hours); 409 HOOK_TOO_OLD for a push whose `repository.pushed_at` is more than an hour old; 503 HOOKS_NOT_CONFIGURED without a secret.',
+          'Signed with a shared secret (`--hook-secret-file` or `CUTOVER_HOOK_SECRET`) as `X-Hub-Signature-256: sha256=<HMAC-SHA256 of the body, hex>`, as GitHub, Gitea and others send it. 202 when a fetch was triggered; 200 `{ pong: true }` for a `ping` event; 200 `{ replayed: true }`, doing nothing, for a delivery already acted on (the same signed body within 24 hours, whatever its delivery id); 401 UNAUTHORIZED for a missing or wrong signature; 409 HOOK_TOO_OLD for a push whose `repository.pushed_at` is more than an hour old; 503 HOOKS_NOT_CONFIGURED without a secret.',
         tags: ['hooks'],
         headers: {
           type: 'object',
@@ -71,7 +75,11 @@ export function registerHookRoutes(app: FastifyInstance, context: RouteContext):
           },
         },
         response: {
-          200: { type: 'object', properties: { pong: { const: true } } },
+          200: {
+            description: 'A `ping`, or a delivery already acted on (sent again): nothing done',
+            type: 'object',
+            properties: { pong: { const: true }, replayed: { const: true } },
+          },
           202: { type: 'object', properties: { triggered: { const: true } } },
         },
       }),
@@ -91,24 +99,27 @@ export function registerHookRoutes(app: FastifyInstance, context: RouteContext):
             'the webhook signature (X-Hub-Signature-256) is missing or wrong',
           );
         }
+        const event = request.headers['x-github-event'] ?? 'push';
+        // A ping says the hook is set up: answered each time (a provider's "redeliver" included),
+        // whatever its age, and not recorded, as it triggers nothing.
+        if (event === 'ping') return reply.code(200).send({ pong: true });
         const push = parsePush(body, request.headers['content-type']);
-        refuseStale(push);
-        const keys = deliveryKeys(request.headers, signature as string);
-        const seen = deliveries.record(keys);
-        if (seen !== null) {
-          throw new HttpProblem(
-            'HOOK_REPLAYED',
-            `${seen.what} was already received at ${new Date(seen.at).toISOString()}; a delivery is taken once (for ${hookReplayWindowMs / 3_600_000} h). Send a new delivery for a new push`,
+        if (event === 'push') refuseStale(push);
+        const seenAt = deliveries.record(signature as string);
+        if (seenAt !== null) {
+          request.log.info(
+            { takenAt: new Date(seenAt).toISOString() },
+            'git webhook: a delivery already acted on, sent again; nothing done',
           );
+          return reply.code(200).send({ replayed: true });
         }
-        if (request.headers['x-github-event'] === 'ping') return reply.code(200).send({ pong: true });
         const dir = path.join(context.options.stateDir, 'watch', 'hooks');
         const name = `${Date.now()}-${randomBytes(4).toString('hex')}.json`;
         const trigger = {
           receivedAt: Date.now(),
           ref: typeof push.ref === 'string' ? push.ref : undefined,
           after: typeof push.after === 'string' ? push.after : undefined,
-          repository: typeof push.repository?.clone_url === 'string' ? push.repository.clone_url : undefined,
+          repository: repositoryNames(push),
         };
         // Written aside and renamed in, so that a watcher never reads half a trigger.
         try {
@@ -117,7 +128,7 @@ export function registerHookRoutes(app: FastifyInstance, context: RouteContext):
           renameSync(path.join(dir, `.${name}`), path.join(dir, name));
         } catch (error) {
           // Not acted on: the provider's retry must be taken.
-          deliveries.forget(keys);
+          deliveries.forget(signature as string);
           throw environmentFault(error, `writing a webhook trigger into ${dir}`) ?? error;
         }
         request.log.info({ ref: trigger.ref, after: trigger.after }, 'git webhook: fetch triggered');
@@ -125,6 +136,16 @@ export function registerHookRoutes(app: FastifyInstance, context: RouteContext):
       },
     );
   });
+}
+
+/** What names the repository pushed to, as the push gave it; undefined when it names none. */
+function repositoryNames(push: PushPayload): Record<string, string> | undefined {
+  const names: Record<string, string> = {};
+  for (const field of repositoryNameFields) {
+    const value = push.repository?.[field];
+    if (typeof value === 'string' && value !== '') names[field] = value;
+  }
+  return Object.keys(names).length > 0 ? names : undefined;
 }
 
 /** The push a signed body describes; empty when the body is not JSON (it still triggers a fetch). */
@@ -140,31 +161,18 @@ function parsePush(body: Buffer, contentType: string | undefined): PushPayload {
 }
 
 /**
- * Refuses a push signed too long ago. The timestamp is GitHub's `repository.pushed_at` (seconds,
- * or an ISO date in some events): inside the signed body, so it cannot be changed on a replay.
+ * Refuses a push signed too long ago. The timestamp is GitHub's `repository.pushed_at`, inside the
+ * signed body (a replay cannot change it). Only a push's is the time of this delivery's push, in
+ * epoch seconds; every other event carries an ISO date there, the repository's last push, which
+ * may be any age.
  */
 function refuseStale(push: PushPayload, now = Date.now()): void {
   const raw = push.repository?.pushed_at;
-  const at = typeof raw === 'number' ? raw * 1000 : typeof raw === 'string' ? Date.parse(raw) : Number.NaN;
+  if (typeof raw !== 'number') return;
+  const at = raw * 1000;
   if (!Number.isFinite(at) || now - at <= hookMaxAgeMs) return;
   throw new HttpProblem(
     'HOOK_TOO_OLD',
     `the push was signed with repository.pushed_at ${new Date(at).toISOString()}, ${Math.round((now - at) / 1000)} s ago; deliveries older than ${hookMaxAgeMs / 60_000} min are refused as possible replays (the watcher's interval fetch still finds the commit)`,
   );
-}
-
-/** What a delivery is remembered by: its signed body, and the id its host gave it, if any. */
-function deliveryKeys(
-  headers: Record<string, string | string[] | undefined>,
-  signature: string,
-): DeliveryKey[] {
-  const keys: DeliveryKey[] = [{ what: 'this signed body', value: `body:${signature.trim().toLowerCase()}` }];
-  for (const name of deliveryHeaders) {
-    const id = headers[name];
-    if (typeof id === 'string' && id !== '') {
-      keys.unshift({ what: `delivery ${id.slice(0, 100)} (${name})`, value: `id:${name}:${id}` });
-      break;
-    }
-  }
-  return keys;
 }

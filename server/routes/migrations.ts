@@ -111,39 +111,57 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
           .serializer((x: unknown) => String(x))
           .send(text);
       }
-      // Refused (429) before anything is written, when the client or the server has enough open.
-      const release = context.logStreams.acquire(context.clientOf(request));
-      // A stream of events: the reply is written by hand from here on.
+      // A stream of events, written by hand once hijacked. Everything it holds (a slot, a share of
+      // the migration's reader, the heartbeat) is taken inside the `try`, so that the `finally`
+      // gives each back whatever happens between taking it and the stream's end.
       const reader = new AbortController();
       const stop = () => reader.abort();
       context.shutdown.addEventListener('abort', stop, { once: true });
-      request.raw.on('close', stop);
+      // The response's close is the client hanging up (the request's own 'close' only says that
+      // its body has been read, long done for a GET).
       reply.raw.on('close', stop);
-      reply.hijack();
       const out = reply.raw;
-      out.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        connection: 'keep-alive',
-        'x-accel-buffering': 'no',
-      });
-      out.write(': cutover log stream\n\n');
-      const heartbeat = setInterval(() => out.write(': keep-alive\n\n'), heartbeatMs);
+      let release = () => {};
+      let heartbeat: NodeJS.Timeout | undefined;
+      let hijacked = false;
       try {
+        // Refused (429) before anything is written, when the client or the server has enough open.
+        release = context.logStreams.acquire(context.clientOf(request));
+        reply.hijack();
+        hijacked = true;
+        // The client may have hung up, or the server begun to shut down, while the migration was
+        // looked up: those events fired before the listeners above, and will not fire again.
+        if (context.shutdown.aborted) stop();
+        if (out.destroyed) return;
+        out.writeHead(200, {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache',
+          connection: 'keep-alive',
+          'x-accel-buffering': 'no',
+        });
+        out.write(': cutover log stream\n\n');
+        heartbeat = setInterval(() => out.write(': keep-alive\n\n'), heartbeatMs);
+        // Driven by hand (its return value is the summary); returned in any case, so that this
+        // stream's share of the migration's reader is always given back.
         const lines = context.logStreams.follow(id, reader.signal);
-        for (let next = await lines.next(); ; next = await lines.next()) {
-          if (next.done) {
-            if (next.value !== null) out.write(`event: end\ndata: ${JSON.stringify(next.value)}\n\n`);
-            else if (context.shutdown.aborted) out.write('event: shutdown\ndata: {}\n\n');
-            break;
+        try {
+          for (let next = await lines.next(); ; next = await lines.next()) {
+            if (next.done) {
+              if (next.value !== null) out.write(`event: end\ndata: ${JSON.stringify(next.value)}\n\n`);
+              else if (context.shutdown.aborted) out.write('event: shutdown\ndata: {}\n\n');
+              break;
+            }
+            out.write(`event: log\ndata: ${JSON.stringify(next.value)}\n\n`);
           }
-          out.write(`event: log\ndata: ${JSON.stringify(next.value)}\n\n`);
+        } finally {
+          await lines.return(null);
         }
       } finally {
         clearInterval(heartbeat);
         context.shutdown.removeEventListener('abort', stop);
+        out.off('close', stop);
         release();
-        out.end();
+        if (hijacked) out.end();
       }
     },
   );
