@@ -9,7 +9,7 @@ import {
   type RouteCallContext,
   type SlotInfo,
 } from '../drivers/types.js';
-import { assertNever } from '../errors.js';
+import { assertNever, environmentFault } from '../errors.js';
 import { HealthGateFailedError, waitHealthy } from '../health/check-health.js';
 import { loopbackRequest } from '../loopback-http.js';
 import { previewRoutes } from '../migration/step.js';
@@ -76,9 +76,14 @@ export async function executeCommand(
     const permanent = error instanceof PermanentDriverError || error instanceof HealthGateFailedError;
     return {
       type: 'command_failed',
-      error: { message: (error as Error).message ?? String(error), retryable: !permanent },
+      error: { message: failureMessage(error), retryable: !permanent },
     };
   }
+}
+
+/** A driver's failure as the operator reads it: a fault of the machine with its cause and next step. */
+function failureMessage(error: unknown): string {
+  return environmentFault(error)?.message ?? (error as Error)?.message ?? String(error);
 }
 
 async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<SlotInfo | undefined> {
