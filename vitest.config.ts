@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts', 'engine/**/*.test.ts', 'cli/**/*.test.ts'],
+    include: ['test/**/*.test.ts', '{core,platform,router,engine,views,cli,server,watch}/**/*.test.ts'],
     testTimeout: 30_000,
     setupFiles: ['./test/support/fast-check-setup.ts'],
     // One Temporal dev server per run, for the Temporal-mode tests.

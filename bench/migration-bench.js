@@ -7,13 +7,13 @@
 import { closeSync, fsyncSync, openSync, statSync, writeSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { emptyLayout } from '../dist/engine/layout.js';
-import { buildPlan } from '../dist/engine/plan/build-plan.js';
+import { emptyLayout } from '../dist/core/layout.js';
+import { buildPlan } from '../dist/core/plan/build-plan.js';
+import { loadTopology } from '../dist/core/topology/load-topology.js';
 import { JournalWriter } from '../dist/engine/runner/journal.js';
 import { LocalRunner } from '../dist/engine/runner/local-runner.js';
 import { migrationPaths } from '../dist/engine/runner/paths.js';
 import { readCurrentLayout } from '../dist/engine/store/layout-store.js';
-import { loadTopology } from '../dist/engine/topology/load-topology.js';
 import { noopDrivers, withTempDir } from './support.js';
 
 export const name = 'migration';

@@ -211,23 +211,23 @@ async function measureCli(pairDir) {
 
 async function worker(pairDir, repetitions, warmup) {
   const dist = (path) => new URL(`../dist/${path}`, import.meta.url).href;
-  const { loadTopology } = await import(dist('engine/topology/load-topology.js'));
-  const { buildPlan } = await import(dist('engine/plan/build-plan.js'));
+  const { loadTopology } = await import(dist('core/topology/load-topology.js'));
+  const { buildPlan } = await import(dist('core/plan/build-plan.js'));
   const notes = [];
   const active = [];
   for (const r of renderers) {
     try {
-      const mod = await import(dist(`cli/render/${r.file}`));
+      const mod = await import(dist(`views/${r.file}`));
       if (typeof mod[r.exportName] !== 'function')
         notes.push(`render ${r.key}: ${r.file} has no ${r.exportName} export; skipped`);
       else active.push({ ...r, fn: mod[r.exportName] });
     } catch (error) {
       const why =
         error?.code === 'ERR_MODULE_NOT_FOUND' ? 'not built yet' : `failed to load (${error.message})`;
-      notes.push(`render ${r.key}: dist/cli/render/${r.file} ${why}; skipped`);
+      notes.push(`render ${r.key}: dist/views/${r.file} ${why}; skipped`);
     }
   }
-  const style = await plainStyle(dist('cli/render/style.js'));
+  const style = await plainStyle(dist('views/style.js'));
   const render = (r, plan) => r.call(r.fn, plan, style);
   const beforeText = await readFile(join(pairDir, 'before.yaml'), 'utf8');
   const afterText = await readFile(join(pairDir, 'after.yaml'), 'utf8');

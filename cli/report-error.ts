@@ -1,5 +1,5 @@
-import { CutoverError, environmentFault, errorCodes, TopologyInvalidError } from '../engine/errors.js';
-import { formatDiagnostic } from '../engine/topology/diagnostic.js';
+import { CutoverError, environmentFault, errorCodes, TopologyInvalidError } from '../core/errors.js';
+import { formatDiagnostic } from '../core/topology/diagnostic.js';
 
 /** Prints an error as the CLI shows it and returns the exit code: one clear line per problem. */
 export function reportError(error: unknown, stderr: NodeJS.WritableStream = process.stderr): number {

@@ -2,19 +2,19 @@
  * The engine API that every front end calls (CLI, server, watcher). Front ends parse arguments and
  * render results; deciding what a plan or a migration does happens here and below, never there.
  */
-import { TopologyInvalidError } from './errors.js';
-import { type CurrentLayout, emptyLayout } from './layout.js';
-import { buildPlan } from './plan/build-plan.js';
-import type { Plan } from './plan/types.js';
+import { TopologyInvalidError } from '../core/errors.js';
+import { type CurrentLayout, emptyLayout } from '../core/layout.js';
+import { buildPlan } from '../core/plan/build-plan.js';
+import type { Plan } from '../core/plan/types.js';
+import type { Diagnostic } from '../core/topology/diagnostic.js';
+import { type LoadResult, loadTopology } from '../core/topology/load-topology.js';
+import type { Topology } from '../core/topology/types.js';
 import { readFileAtRef } from './sources/read-file-at-ref.js';
 import { readTopologyFile } from './sources/read-topology-file.js';
 import { readCurrentLayout } from './store/layout-store.js';
 import { stateDirFor } from './store/state-dir.js';
-import type { Diagnostic } from './topology/diagnostic.js';
-import { type LoadResult, loadTopology } from './topology/load-topology.js';
-import type { Topology } from './topology/types.js';
 
-export { TopologyInvalidError } from './errors.js';
+export { TopologyInvalidError } from '../core/errors.js';
 export type { CurrentLayout, Diagnostic, Plan, Topology };
 
 export async function validateTopologyFile(file: string): Promise<LoadResult> {

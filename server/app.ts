@@ -6,8 +6,8 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { CutoverError } from '../engine/errors.js';
-import { localService, type MigrationService } from '../engine/migration-service.js';
+import { CutoverError } from '../core/errors.js';
+import { localService, type MigrationService } from '../engine/services/migration-service.js';
 import { identify, registerRateLimit } from './access.js';
 import { clientOf, type Principal, type Role, type TokenStore } from './auth.js';
 import { IdempotencyStore } from './idempotency.js';

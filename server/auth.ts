@@ -7,7 +7,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import yaml from 'js-yaml';
-import { CutoverError } from '../engine/errors.js';
+import { CutoverError } from '../core/errors.js';
 
 export type Role = 'viewer' | 'operator';
 export const roles: readonly Role[] = ['viewer', 'operator'];

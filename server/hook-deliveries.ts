@@ -18,7 +18,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { environmentFault } from '../engine/errors.js';
+import { environmentFault } from '../core/errors.js';
 
 /** How long a delivery is remembered. Longer than `hookMaxAgeMs`, so that a push carrying a timestamp is refused either way. */
 export const hookReplayWindowMs = 24 * 60 * 60 * 1000;

@@ -5,9 +5,10 @@
  * (in local mode the reader polls the state directory, in Temporal mode it queries the workflow):
  * the cost of following grows with the migrations followed, not with the streams.
  */
-import type { MigrationService } from '../engine/migration-service.js';
-import type { MigrationSummary } from '../engine/migrations.js';
+
 import type { LogLine } from '../engine/runner/local-runner.js';
+import type { MigrationService } from '../engine/services/migration-service.js';
+import type { MigrationSummary } from '../engine/services/migrations.js';
 import { HttpProblem } from './problems.js';
 
 export interface LogStreamLimits {

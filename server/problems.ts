@@ -1,11 +1,11 @@
 /**
  * Errors as RFC 9457 problem details. Every error has a stable `code`: the engine's codes
- * (engine/errors.ts) plus the HTTP layer's own below; `type` is `urn:cutover:problem:<code>`.
+ * (core/errors.ts) plus the HTTP layer's own below; `type` is `urn:cutover:problem:<code>`.
  */
 import { STATUS_CODES } from 'node:http';
+import { CutoverError, errorCodes } from '../core/errors.js';
+import type { Diagnostic } from '../core/topology/diagnostic.js';
 import { TopologyInvalidError } from '../engine/api.js';
-import { CutoverError, errorCodes } from '../engine/errors.js';
-import type { Diagnostic } from '../engine/topology/diagnostic.js';
 
 /** Codes of the HTTP layer itself, beside the engine's. */
 export const httpErrorCodes = {

@@ -3,7 +3,7 @@
  * without tokens, and a graceful shutdown on SIGTERM/SIGINT.
  */
 import { isIP } from 'node:net';
-import { CutoverError } from '../engine/errors.js';
+import { CutoverError } from '../core/errors.js';
 import { buildServer, type CutoverServer, type ServerOptions } from './app.js';
 
 export function isLoopback(host: string): boolean {

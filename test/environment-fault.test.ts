@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { reportError } from '../cli/report-error.js';
-import { environmentFault } from '../engine/errors.js';
+import { environmentFault } from '../core/errors.js';
 
 function stderrOf(error: unknown): { text: string; exit: number } {
   let text = '';

@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Lifecycle, Verb } from '../engine/migration/types.js';
-import { verbs } from '../engine/migration/types.js';
-import { lifecycleTransitions, verbTable } from '../engine/migration/verb-policy.js';
+import type { Lifecycle, Verb } from '../core/migration/types.js';
+import { verbs } from '../core/migration/types.js';
+import { lifecycleTransitions, verbTable } from '../core/migration/verb-policy.js';
 import { repoRoot } from './support/cli.js';
 import { bumpSpec, Driver } from './support/migration-builders.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatDiagnostic } from '../engine/topology/diagnostic.js';
-import { loadTopology } from '../engine/topology/load-topology.js';
+import { formatDiagnostic } from '../core/topology/diagnostic.js';
+import { loadTopology } from '../core/topology/load-topology.js';
 import { load, shopDoc, toYaml } from './support/builders.js';
 
 function errors(text: string): string[] {

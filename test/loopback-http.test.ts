@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loopbackRequest } from '../engine/loopback-http.js';
+import { loopbackRequest } from '../platform/loopback-http.js';
 
 let server: Server | null = null;
 afterEach(() => {

@@ -1,8 +1,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readRoutingTable } from '../engine/drivers/route-table.js';
 import { readCurrentLayout } from '../engine/store/layout-store.js';
+import { readRoutingTable } from '../router/route-table.js';
 import { repoRoot, runCli } from './support/cli.js';
 import {
   isFinal,

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { replay, step } from '../engine/migration/step.js';
-import type { Command, Lifecycle, MigrationEvent, MigrationState, Verb } from '../engine/migration/types.js';
-import { verbs } from '../engine/migration/types.js';
-import { refuseVerb, verbTable } from '../engine/migration/verb-policy.js';
+import { replay, step } from '../core/migration/step.js';
+import type { Command, Lifecycle, MigrationEvent, MigrationState, Verb } from '../core/migration/types.js';
+import { verbs } from '../core/migration/types.js';
+import { refuseVerb, verbTable } from '../core/migration/verb-policy.js';
 import { bumpSpec, Driver } from './support/migration-builders.js';
 
 const kinds = (commands: readonly Command[]) =>

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { emptyLayout } from '../engine/layout.js';
-import { buildPlan } from '../engine/plan/build-plan.js';
-import type { Plan } from '../engine/plan/types.js';
+import { emptyLayout } from '../core/layout.js';
+import { buildPlan } from '../core/plan/build-plan.js';
+import type { Plan } from '../core/plan/types.js';
 import { clone, layoutOf, load, shopDoc } from './support/builders.js';
 
 const ids = (plan: Plan) => plan.actions.map((a) => a.id);

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadTopology } from '../engine/topology/load-topology.js';
-import { topologySchema } from '../engine/topology/validate-schema.js';
+import { loadTopology } from '../core/topology/load-topology.js';
+import { topologySchema } from '../core/topology/validate-schema.js';
 import { repoRoot } from './support/cli.js';
 
 const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');

@@ -1,11 +1,11 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { renderPlanJson } from '../cli/render/render-plan-json.js';
-import { markdownLimitChars, renderPlanMarkdown } from '../cli/render/render-plan-markdown.js';
-import { renderPlanText } from '../cli/render/render-plan-text.js';
-import { colorStyle, plainStyle, styleFor } from '../cli/render/style.js';
-import { buildPlan } from '../engine/plan/build-plan.js';
-import type { Plan } from '../engine/plan/types.js';
+import { buildPlan } from '../core/plan/build-plan.js';
+import type { Plan } from '../core/plan/types.js';
+import { renderPlanJson } from '../views/render-plan-json.js';
+import { markdownLimitChars, renderPlanMarkdown } from '../views/render-plan-markdown.js';
+import { renderPlanText } from '../views/render-plan-text.js';
+import { colorStyle, plainStyle, styleFor } from '../views/style.js';
 import { clone, layoutOf, load, shopDoc } from './support/builders.js';
 
 /** Golden files: `UPDATE_GOLDEN=1 npx vitest run test/render.test.ts` rewrites them after a deliberate change. */

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { type SimpleGit, simpleGit } from 'simple-git';
-import { CutoverError } from '../engine/errors.js';
+import { CutoverError } from '../core/errors.js';
 
 export interface Repository {
   /** What the user named: a path or a URL. */

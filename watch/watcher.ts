@@ -13,18 +13,22 @@ import { rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { watch as chokidarWatch, type FSWatcher } from 'chokidar';
 import picomatch from 'picomatch';
-import { renderPlanJson } from '../cli/render/render-plan-json.js';
-import { renderPlanMarkdown } from '../cli/render/render-plan-markdown.js';
-import { countsLine } from '../cli/render/symbols.js';
+import { CutoverError } from '../core/errors.js';
+import { buildPlan } from '../core/plan/build-plan.js';
+import { isEmptyPlan, type Plan } from '../core/plan/types.js';
+import { type Diagnostic, formatDiagnostic } from '../core/topology/diagnostic.js';
+import { loadTopology } from '../core/topology/load-topology.js';
+import { parseYaml } from '../core/topology/parse-yaml.js';
+import type { Topology } from '../core/topology/types.js';
 import type { SlotInfo } from '../engine/drivers/types.js';
-import { CutoverError } from '../engine/errors.js';
-import { localService, type MigrationService, openMigrationService } from '../engine/migration-service.js';
-import { buildPlan } from '../engine/plan/build-plan.js';
-import { isEmptyPlan, type Plan } from '../engine/plan/types.js';
-import { type Diagnostic, formatDiagnostic } from '../engine/topology/diagnostic.js';
-import { loadTopology } from '../engine/topology/load-topology.js';
-import { parseYaml } from '../engine/topology/parse-yaml.js';
-import type { Topology } from '../engine/topology/types.js';
+import {
+  localService,
+  type MigrationService,
+  openMigrationService,
+} from '../engine/services/migration-service.js';
+import { renderPlanJson } from '../views/render-plan-json.js';
+import { renderPlanMarkdown } from '../views/render-plan-markdown.js';
+import { countsLine } from '../views/symbols.js';
 import { openRepository, type Repository } from './git.js';
 import {
   hooksDir,

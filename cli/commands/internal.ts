@@ -9,8 +9,8 @@ export function registerInternal(program: Command): void {
     .requiredOption('--state-dir <dir>')
     .requiredOption('--environment <name>')
     .action(async (id: string, options: { stateDir: string; environment: string }) => {
-      const { defaultDrivers } = await import('../../engine/default-drivers.js');
-      const { hostMigration } = await import('../../engine/migrations.js');
+      const { defaultDrivers } = await import('../../engine/drivers/default-drivers.js');
+      const { hostMigration } = await import('../../engine/services/migrations.js');
       const hosted = await hostMigration(options.stateDir, options.environment, id, defaultDrivers());
       const stop = () => {
         // Stopped by a signal: leave the migration in flight for the next runner to pick up.

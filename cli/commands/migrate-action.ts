@@ -1,21 +1,21 @@
 import path from 'node:path';
 import { createLogUpdate } from 'log-update';
+import { CutoverError, environmentFault } from '../../core/errors.js';
+import type { Plan } from '../../core/plan/types.js';
+import { isEmptyPlan } from '../../core/plan/types.js';
 import { planTopologyFile } from '../../engine/api.js';
-import { defaultDrivers } from '../../engine/default-drivers.js';
-import { CutoverError, environmentFault } from '../../engine/errors.js';
-import type { MigrationService } from '../../engine/migration-service.js';
-import type { MigrationSummary } from '../../engine/migrations.js';
-import { createMigration, hostMigration, spawnRunner, summarize } from '../../engine/migrations.js';
-import type { Plan } from '../../engine/plan/types.js';
-import { isEmptyPlan } from '../../engine/plan/types.js';
+import { defaultDrivers } from '../../engine/drivers/default-drivers.js';
 import type { LogLine } from '../../engine/runner/local-runner.js';
+import type { MigrationService } from '../../engine/services/migration-service.js';
+import type { MigrationSummary } from '../../engine/services/migrations.js';
+import { createMigration, hostMigration, spawnRunner, summarize } from '../../engine/services/migrations.js';
 import { readTopologyFile } from '../../engine/sources/read-topology-file.js';
+import { renderLiveView, renderLogLine } from '../../views/render-migration.js';
+import { renderPlanText } from '../../views/render-plan-text.js';
+import { styleFor } from '../../views/style.js';
 import { confirm } from '../confirm.js';
 import { type Remote, remoteFor } from '../remote/client.js';
 import { remoteApply, remoteLog, remotePlan, remoteShow } from '../remote/commands.js';
-import { renderLiveView, renderLogLine } from '../render/render-migration.js';
-import { renderPlanText } from '../render/render-plan-text.js';
-import { styleFor } from '../render/style.js';
 import { resolveStateDir } from '../state-dir.js';
 
 import type { MigrateOptions } from './topology-migrate.js';
@@ -25,7 +25,7 @@ export async function runMigrate(options: MigrateOptions): Promise<void> {
   const remote = remoteFor(options);
   if (remote) return runMigrateElsewhere(options, remoteOps(remote));
   if (process.env.WORKFLOW_HOST) {
-    const { openMigrationService } = await import('../../engine/migration-service.js');
+    const { openMigrationService } = await import('../../engine/services/migration-service.js');
     const service = await openMigrationService('');
     try {
       return await runMigrateElsewhere(options, serviceOps(service));

@@ -18,7 +18,7 @@ Example:
     .action(async (options: StateDirOptions) => {
       const stateDir = resolveStateDir(options);
       const log = (line: string) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
-      const { startRouter } = await import('../../engine/router/router.js');
+      const { startRouter } = await import('../../router/router.js');
       const router = await startRouter({ stateDir, log });
       log(`router for ${stateDir} (pid ${process.pid}, control port ${router.controlPort})`);
       await new Promise<void>((resolve) => {

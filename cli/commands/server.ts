@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { CutoverError } from '../../engine/errors.js';
+import { CutoverError } from '../../core/errors.js';
 
 interface ServerCommandOptions {
   host: string;
@@ -109,13 +109,13 @@ Examples:
         total: integer(options.maxLogStreams, '--max-log-streams', 1),
         perClient: integer(options.maxLogStreamsPerToken, '--max-log-streams-per-token', 1),
       };
-      const { openMigrationService } = await import('../../engine/migration-service.js');
+      const { openMigrationService } = await import('../../engine/services/migration-service.js');
       const service = await openMigrationService(stateDir);
       let worker: { shutdown(): Promise<void> } | null = null;
       if (service.mode === 'temporal' && options.worker) {
         const { temporalSettings } = await import('../../engine/temporal/connection.js');
         const { startWorker } = await import('../../engine/temporal/worker.js');
-        const { defaultDrivers } = await import('../../engine/default-drivers.js');
+        const { defaultDrivers } = await import('../../engine/drivers/default-drivers.js');
         const settings = temporalSettings();
         try {
           if (settings) worker = await startWorker({ settings, stateDir, drivers: defaultDrivers() });

@@ -19,7 +19,7 @@ export function registerDown(topology: Command): void {
       const { TopologyInvalidError } = await import('../../engine/api.js');
       // Loaded when down runs, not when the CLI starts (see topology-validate.ts).
       const { readTopologyFile } = await import('../../engine/sources/read-topology-file.js');
-      const { loadTopology } = await import('../../engine/topology/load-topology.js');
+      const { loadTopology } = await import('../../core/topology/load-topology.js');
       const loaded = loadTopology(await readTopologyFile(options.file), { file: options.file });
       if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
       const environment = loaded.topology.metadata.name;
@@ -29,8 +29,8 @@ export function registerDown(topology: Command): void {
         result = await (await import('../remote/commands.js')).remoteDown(remote, environment);
       } else {
         // Local (the state directory) or Temporal (WORKFLOW_HOST), as every migration command.
-        const { openMigrationService } = await import('../../engine/migration-service.js');
-        const { baseDirOf } = await import('../../engine/down.js');
+        const { openMigrationService } = await import('../../engine/services/migration-service.js');
+        const { baseDirOf } = await import('../../engine/services/down.js');
         const service = await openMigrationService(resolveStateDir({ file: options.file }));
         try {
           result = await service.down(environment, {

@@ -6,13 +6,13 @@ import {
   type MigrationState,
   type Verb,
   verbs,
-} from '../../engine/migration/types.js';
-import type { MigrationService } from '../../engine/migration-service.js';
-import type * as Migrations from '../../engine/migrations.js';
+} from '../../core/migration/types.js';
 import type { LogLine } from '../../engine/runner/local-runner.js';
+import type { MigrationService } from '../../engine/services/migration-service.js';
+import type * as Migrations from '../../engine/services/migrations.js';
+import { renderLogLine, renderMigration, renderMigrationList } from '../../views/render-migration.js';
+import { styleFor } from '../../views/style.js';
 import { addServerOption, remoteFor, type ServerOption } from '../remote/client.js';
-import { renderLogLine, renderMigration, renderMigrationList } from '../render/render-migration.js';
-import { styleFor } from '../render/style.js';
 import { addStateDirOptions, resolveStateDir, type StateDirOptions } from '../state-dir.js';
 
 /** The remote twins, loaded only for `--server`. */
@@ -30,7 +30,7 @@ type Options = StateDirOptions & ServerOption;
  * command runs, not when the CLI starts (plan and validate stay fast). Closed after `use`.
  */
 async function withService<T>(options: Options, use: (service: MigrationService) => Promise<T>): Promise<T> {
-  const { openMigrationService } = await import('../../engine/migration-service.js');
+  const { openMigrationService } = await import('../../engine/services/migration-service.js');
   const service = await openMigrationService(resolveStateDir(options));
   try {
     return await use(service);

@@ -1,13 +1,13 @@
 import { type Command, Option } from 'commander';
+import { CutoverError } from '../../core/errors.js';
+import { isEmptyPlan, type Plan } from '../../core/plan/types.js';
 import type { PlanBase } from '../../engine/api.js';
-import { CutoverError } from '../../engine/errors.js';
-import { isEmptyPlan, type Plan } from '../../engine/plan/types.js';
+import { renderPlanJson } from '../../views/render-plan-json.js';
+import { renderPlanMarkdown } from '../../views/render-plan-markdown.js';
+import { renderPlanText } from '../../views/render-plan-text.js';
+import { plainStyle, styleFor } from '../../views/style.js';
+import { countsLine } from '../../views/symbols.js';
 import { addServerOption, remoteFor, type ServerOption } from '../remote/client.js';
-import { renderPlanJson } from '../render/render-plan-json.js';
-import { renderPlanMarkdown } from '../render/render-plan-markdown.js';
-import { renderPlanText } from '../render/render-plan-text.js';
-import { plainStyle, styleFor } from '../render/style.js';
-import { countsLine } from '../render/symbols.js';
 import { writeOutput } from '../write-output.js';
 
 type Format = 'text' | 'json' | 'markdown';
@@ -27,7 +27,7 @@ async function planLocally(file: string, against: PlanBase): Promise<Plan> {
   // Loaded when a plan is made, not when the CLI starts (see topology-validate.ts).
   const { planTopologyFile } = await import('../../engine/api.js');
   if (against.kind !== 'recorded' || !process.env.WORKFLOW_HOST) return planTopologyFile({ file, against });
-  const { openMigrationService } = await import('../../engine/migration-service.js');
+  const { openMigrationService } = await import('../../engine/services/migration-service.js');
   const service = await openMigrationService('');
   try {
     return await planTopologyFile({ file, against, recordedLayout: (env) => service.currentLayout(env) });

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { formatDiagnostic } from '../../engine/topology/diagnostic.js';
+import { formatDiagnostic } from '../../core/topology/diagnostic.js';
 import { addServerOption, remoteFor, type ServerOption } from '../remote/client.js';
 import type { ValidateOutcome } from '../remote/commands.js';
 

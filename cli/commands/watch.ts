@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { CutoverError } from '../../engine/errors.js';
-import { parseDuration } from '../../engine/topology/duration.js';
+import { CutoverError } from '../../core/errors.js';
+import { parseDuration } from '../../core/topology/duration.js';
 
 interface WatchCommandOptions {
   repo: string;

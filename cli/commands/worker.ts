@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Command } from 'commander';
-import { CutoverError } from '../../engine/errors.js';
+import { CutoverError } from '../../core/errors.js';
 
 export function registerWorker(program: Command): void {
   program
@@ -29,7 +29,7 @@ Example:
       if (options.taskQueue) settings.taskQueue = options.taskQueue;
       const stateDir = path.resolve(options.stateDir ?? process.env.CUTOVER_STATE_DIR ?? '.cutover');
       const { startWorker } = await import('../../engine/temporal/worker.js');
-      const { defaultDrivers } = await import('../../engine/default-drivers.js');
+      const { defaultDrivers } = await import('../../engine/drivers/default-drivers.js');
       const worker = await startWorker({ settings, stateDir, drivers: defaultDrivers() });
       process.stderr.write(
         `cutover worker on ${settings.address} (namespace ${settings.namespace}, task queue ${settings.taskQueue}; pid ${process.pid}; state ${stateDir})\n`,

@@ -4,7 +4,7 @@
  * print the same lines and exit with the same codes either way.
  */
 import type { Command } from 'commander';
-import { CutoverError, type ErrorCode, errorCodes, TopologyInvalidError } from '../../engine/errors.js';
+import { CutoverError, type ErrorCode, errorCodes, TopologyInvalidError } from '../../core/errors.js';
 
 export interface ServerOption {
   server?: string;

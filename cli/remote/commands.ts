@@ -3,15 +3,16 @@
  * with the same output and exit codes; topology files are read here and sent as text, with their
  * path (so the server names them, and resolves their relative paths, the same way).
  */
+
+import { CutoverError } from '../../core/errors.js';
+import type { MigrationState, Verb } from '../../core/migration/types.js';
+import type { Plan } from '../../core/plan/types.js';
+import type { Diagnostic } from '../../core/topology/diagnostic.js';
 import { TopologyInvalidError } from '../../engine/api.js';
-import { CutoverError } from '../../engine/errors.js';
-import type { MigrationState, Verb } from '../../engine/migration/types.js';
-import type { MigrationSummary } from '../../engine/migrations.js';
-import type { Plan } from '../../engine/plan/types.js';
 import type { LogLine } from '../../engine/runner/local-runner.js';
+import type { MigrationSummary } from '../../engine/services/migrations.js';
 import { readFileAtRef } from '../../engine/sources/read-file-at-ref.js';
 import { readTopologyFile } from '../../engine/sources/read-topology-file.js';
-import type { Diagnostic } from '../../engine/topology/diagnostic.js';
 import type { Remote } from './client.js';
 
 /** What `validate` prints, whichever engine answered. */

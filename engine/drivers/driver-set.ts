@@ -1,5 +1,5 @@
-import { own } from '../records.js';
-import type { Topology } from '../topology/types.js';
+import { own } from '../../core/records.js';
+import type { Topology } from '../../core/topology/types.js';
 import {
   type ComponentCallContext,
   type ComponentDriver,

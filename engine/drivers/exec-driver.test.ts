@@ -3,9 +3,9 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { loadTopology } from '../../core/topology/load-topology.js';
+import type { Component, Health } from '../../core/topology/types.js';
 import { waitHealthy } from '../health/check-health.js';
-import { loadTopology } from '../topology/load-topology.js';
-import type { Component, Health } from '../topology/types.js';
 import { createExecDriver } from './exec-driver.js';
 import {
   type ComponentCallContext,

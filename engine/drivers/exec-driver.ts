@@ -43,7 +43,7 @@
 import { constants as fsConstants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { formatDuration } from '../topology/duration.js';
+import { formatDuration } from '../../core/topology/duration.js';
 import { maxStdoutBytes, runScript, type ScriptRun } from './run-script.js';
 import {
   type ComponentCallContext,

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { processIdentity } from '../runner/process-identity.js';
+import { processIdentity } from '../../platform/process-identity.js';
 import { stopProcessGroup } from './process-group.js';
 import { killGraceMs } from './run-script.js';
 import type { DriverCallOptions } from './types.js';

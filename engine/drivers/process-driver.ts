@@ -24,8 +24,8 @@
  */
 import { cp, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { formatDuration } from '../topology/duration.js';
-import { defaults } from '../topology/types.js';
+import { formatDuration } from '../../core/topology/duration.js';
+import { defaults } from '../../core/topology/types.js';
 import { exitCodeRetry } from './exec-driver.js';
 import { runCommand } from './process-command.js';
 import { type ReplicaRecord, readSlot, slotDirFor, stopSlotProcesses } from './process-slot.js';

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type ProcessIdentity, procStat } from '../runner/process-identity.js';
+import { type ProcessIdentity, procStat } from '../../platform/process-identity.js';
 
 /** After SIGKILL, how long a process group may take to go before stopping it counts as failed. */
 export const killWaitMs = 5_000;

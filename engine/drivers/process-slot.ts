@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { ProcessIdentity } from '../runner/process-identity.js';
+import { formatDuration } from '../../core/topology/duration.js';
+import { defaults } from '../../core/topology/types.js';
+import type { ProcessIdentity } from '../../platform/process-identity.js';
 import { writeJsonAtomic } from '../store/layout-store.js';
-import { formatDuration } from '../topology/duration.js';
-import { defaults } from '../topology/types.js';
 import { type StopOutcome, stopProcessGroup } from './process-group.js';
 import type { Slot } from './types.js';
 

@@ -3,8 +3,8 @@ import { mkdir, open, readFile, stat } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { processIdentity } from '../runner/process-identity.js';
-import { formatDuration } from '../topology/duration.js';
+import { formatDuration } from '../../core/topology/duration.js';
+import { processIdentity } from '../../platform/process-identity.js';
 import { type ReplicaRecord, type SlotRecord, stopSlotProcesses, writeSlot } from './process-slot.js';
 import { spawnFailure } from './spawn-failure.js';
 import {

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { type ProcessIdentity, processIdentity } from '../runner/process-identity.js';
+import { type ProcessIdentity, processIdentity } from '../../platform/process-identity.js';
 import { stopProcessGroup } from './process-group.js';
 import type { DriverCallOptions } from './types.js';
 

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { environmentCause } from '../errors.js';
+import { environmentCause } from '../../core/errors.js';
 
 /**
  * Why a program could not be started, and what to do: "program not found (ENOENT); install it, put

@@ -1,4 +1,4 @@
-import type { Component, DriverSpec, Route } from '../topology/types.js';
+import type { Component, DriverSpec, Route } from '../../core/topology/types.js';
 
 /**
  * What a driver reports about one slot (blue or green) of a component: enough for health checks,

@@ -1,7 +1,7 @@
 import http from 'node:http';
-import { InvariantError } from '../errors.js';
-import { formatDuration } from '../topology/duration.js';
-import type { Health } from '../topology/types.js';
+import { InvariantError } from '../../core/errors.js';
+import { formatDuration } from '../../core/topology/duration.js';
+import type { Health } from '../../core/topology/types.js';
 import { commandProbe, httpProbe, type Probe, type ProbeResult, parseAddress, tcpProbe } from './probes.js';
 
 /** The health gate said no. Not retryable: the migration rolls back and blue keeps serving. */

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import net from 'node:net';
+import { formatDuration } from '../../core/topology/duration.js';
 import { spawnFailure } from '../drivers/spawn-failure.js';
-import { formatDuration } from '../topology/duration.js';
 
 /** The outcome of one probe of one target. */
 export interface ProbeResult {

@@ -1,10 +1,16 @@
 import { existsSync, readFileSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
-import { environmentFault } from '../errors.js';
-import { linkIfAbsent, removeDeadTemps, unlinkQuietly, withClaimLock, writeTemp } from './claim-lock.js';
+import { environmentFault } from '../../core/errors.js';
+import {
+  linkIfAbsent,
+  removeDeadTemps,
+  unlinkQuietly,
+  withClaimLock,
+  writeTemp,
+} from '../../platform/claim-lock.js';
+import { currentProcess, isAlive, type ProcessIdentity } from '../../platform/process-identity.js';
 import { makeDir } from './make-dir.js';
 import { activePath, migrationPaths } from './paths.js';
-import { currentProcess, isAlive, type ProcessIdentity } from './process-identity.js';
 import { liveRunner } from './runner-claim.js';
 
 /** The record that an environment has a migration in flight. */

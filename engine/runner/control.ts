@@ -1,8 +1,8 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { CutoverError } from '../errors.js';
-import { type LoopbackAnswer, loopbackRequest } from '../loopback-http.js';
-import { type MigrationState, type Verb, verbs } from '../migration/types.js';
+import { CutoverError } from '../../core/errors.js';
+import { type MigrationState, type Verb, verbs } from '../../core/migration/types.js';
+import { type LoopbackAnswer, loopbackRequest } from '../../platform/loopback-http.js';
 import type { LocalRunner } from './local-runner.js';
 import type { RunnerRecord } from './runner-claim.js';
 

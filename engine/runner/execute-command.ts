@@ -1,7 +1,15 @@
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { assertNever, environmentFault } from '../../core/errors.js';
+import { previewRoutes } from '../../core/migration/step.js';
+import type { Command, CommandError, MigrationState } from '../../core/migration/types.js';
+import { own } from '../../core/records.js';
+import type { Route, Topology } from '../../core/topology/types.js';
+import { type HostPort, parseHostPort } from '../../platform/host-port.js';
+import { loopbackRequest } from '../../platform/loopback-http.js';
+import { waitDrained } from '../../router/client.js';
+import { routeKey } from '../../router/route-table.js';
 import { componentDriverFor, type DriverSet, routeDriverFor } from '../drivers/driver-set.js';
-import { routeKey } from '../drivers/route-table.js';
 import {
   type ComponentCallContext,
   type DriverCallOptions,
@@ -9,16 +17,8 @@ import {
   type RouteCallContext,
   type SlotInfo,
 } from '../drivers/types.js';
-import { assertNever, environmentFault } from '../errors.js';
 import { HealthGateFailedError, waitHealthy } from '../health/check-health.js';
-import { loopbackRequest } from '../loopback-http.js';
-import { previewRoutes } from '../migration/step.js';
-import type { Command, CommandError, MigrationState } from '../migration/types.js';
-import { own } from '../records.js';
-import { waitDrained } from '../router/client.js';
-import { type HostPort, parseHostPort } from '../router/host-port.js';
 import { recordLayout } from '../store/layout-store.js';
-import type { Route, Topology } from '../topology/types.js';
 
 export type { DriverSet };
 

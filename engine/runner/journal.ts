@@ -1,7 +1,7 @@
 import { closeSync, fsyncSync, ftruncateSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
-import { CutoverError, environmentFault } from '../errors.js';
-import type { MigrationEvent } from '../migration/types.js';
+import { CutoverError, environmentFault } from '../../core/errors.js';
+import type { MigrationEvent } from '../../core/migration/types.js';
 
 export interface JournalContents {
   events: MigrationEvent[];

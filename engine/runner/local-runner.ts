@@ -1,6 +1,6 @@
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
-import { CutoverError, environmentFault } from '../errors.js';
-import { replay, start, step } from '../migration/step.js';
+import { CutoverError, environmentFault } from '../../core/errors.js';
+import { replay, start, step } from '../../core/migration/step.js';
 import {
   type Command,
   isFinal,
@@ -10,8 +10,8 @@ import {
   type Notice,
   type Transition,
   type Verb,
-} from '../migration/types.js';
-import { refuseVerb } from '../migration/verb-policy.js';
+} from '../../core/migration/types.js';
+import { refuseVerb } from '../../core/migration/verb-policy.js';
 import { releaseEnvironment } from './active-claim.js';
 import { type DriverSet, executeCommand } from './execute-command.js';
 import { JournalWriter, readJournal } from './journal.js';

@@ -1,7 +1,13 @@
 import { readFileSync, unlinkSync } from 'node:fs';
-import { environmentFault } from '../errors.js';
-import { linkIfAbsent, removeDeadTemps, unlinkQuietly, withClaimLock, writeTemp } from './claim-lock.js';
-import { currentProcess, isAlive, type ProcessIdentity } from './process-identity.js';
+import { environmentFault } from '../../core/errors.js';
+import {
+  linkIfAbsent,
+  removeDeadTemps,
+  unlinkQuietly,
+  withClaimLock,
+  writeTemp,
+} from '../../platform/claim-lock.js';
+import { currentProcess, isAlive, type ProcessIdentity } from '../../platform/process-identity.js';
 
 /** The process driving a migration, and how to reach it. */
 export interface RunnerRecord {

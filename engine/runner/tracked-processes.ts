@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { sleepSync, unlinkQuietly } from './claim-lock.js';
-import { isAlive, type ProcessIdentity, processIdentity } from './process-identity.js';
+import { sleepSync, unlinkQuietly } from '../../platform/claim-lock.js';
+import { isAlive, type ProcessIdentity, processIdentity } from '../../platform/process-identity.js';
 
 /** Longest the next runner waits for a killed leftover process group to be gone. */
 const leftoverKillWaitMs = 5_000;

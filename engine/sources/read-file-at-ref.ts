@@ -1,6 +1,6 @@
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
-import { CutoverError } from '../errors.js';
+import { CutoverError } from '../../core/errors.js';
 
 /**
  * The text of a file as it was at a Git revision (for reviewing a change against its base branch).

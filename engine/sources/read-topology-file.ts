@@ -1,6 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
-import { CutoverError } from '../errors.js';
-import { defaultMaxTopologyBytes } from '../topology/load-topology.js';
+import { CutoverError } from '../../core/errors.js';
+import { defaultMaxTopologyBytes } from '../../core/topology/load-topology.js';
 
 /** Reads a topology file, refusing a missing file or one over the size limit before reading it. */
 export async function readTopologyFile(file: string, maxBytes = defaultMaxTopologyBytes): Promise<string> {

@@ -1,9 +1,9 @@
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { CutoverError, environmentFault } from '../errors.js';
-import { type CurrentLayout, committedLayout, emptyLayout } from '../layout.js';
-import type { MigrationState } from '../migration/types.js';
-import { removeDeadTemps } from '../runner/claim-lock.js';
+import { CutoverError, environmentFault } from '../../core/errors.js';
+import { type CurrentLayout, committedLayout, emptyLayout } from '../../core/layout.js';
+import type { MigrationState } from '../../core/migration/types.js';
+import { removeDeadTemps } from '../../platform/claim-lock.js';
 
 /**
  * The current layout of each environment, one JSON file per environment under the state directory:

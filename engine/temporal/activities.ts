@@ -5,12 +5,12 @@
  * or rollback interrupting a health gate) stops its driver before the workflow moves on.
  */
 import { Context } from '@temporalio/activity';
-import { type DownPart, takeDownPart } from '../down.js';
-import type { CurrentLayout } from '../layout.js';
-import type { Command, MigrationState } from '../migration/types.js';
-import { stopRouterIfIdle } from '../router/router-driver.js';
+import type { CurrentLayout } from '../../core/layout.js';
+import type { Command, MigrationState } from '../../core/migration/types.js';
+import { stopRouterIfIdle } from '../drivers/router-driver.js';
 import { type CommandResult, type DriverSet, executeCommand } from '../runner/execute-command.js';
 import type { LogLine } from '../runner/local-runner.js';
+import { type DownPart, takeDownPart } from '../services/down.js';
 
 export interface ActivityDeps {
   /** The worker's state directory: where drivers keep their local records (process slots, routes). */

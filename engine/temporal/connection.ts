@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { CutoverError } from '../errors.js';
+import { CutoverError } from '../../core/errors.js';
 
 export interface TemporalSettings {
   address: string;

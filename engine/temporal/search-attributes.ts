@@ -4,7 +4,7 @@
  * refuses those calls with a bare "Failed to start Workflow", so clients and workers check once, on
  * connecting, and name what is missing and the command that adds it.
  */
-import { CutoverError } from '../errors.js';
+import { CutoverError } from '../../core/errors.js';
 import {
   connectTimeoutMs,
   isNamespaceNotFound,

@@ -1,5 +1,5 @@
 /**
- * Migrations in Temporal mode: the same operations as engine/migrations.ts (create, list, show,
+ * Migrations in Temporal mode: the same operations as engine/services/migrations.ts (create, list, show,
  * logs, verbs, the current layout), carried out through `@temporalio/client`. One migration in
  * flight per environment comes from the workflow id (`cutover-migration-<environment>`) and a
  * conflict policy that fails the second start; listing uses visibility with search attributes.
@@ -13,18 +13,21 @@ import {
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
 } from '@temporalio/client';
-import { TopologyInvalidError } from '../api.js';
-import { downFailed } from '../down-parts.js';
-import { CutoverError } from '../errors.js';
-import { type CurrentLayout, emptyLayout } from '../layout.js';
+import { downFailed } from '../../core/down-parts.js';
+import { CutoverError } from '../../core/errors.js';
+import { type CurrentLayout, emptyLayout } from '../../core/layout.js';
 import {
   isFinal,
   type Lifecycle,
   type MigrationSpec,
   type MigrationState,
   type Verb,
-} from '../migration/types.js';
-import { clock, refuseVerb } from '../migration/verb-policy.js';
+} from '../../core/migration/types.js';
+import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
+import { buildPlan } from '../../core/plan/build-plan.js';
+import { loadTopology } from '../../core/topology/load-topology.js';
+import { TopologyInvalidError } from '../api.js';
+import type { LogLine } from '../runner/local-runner.js';
 import {
   type CreateResult,
   describeLifecycle,
@@ -32,10 +35,7 @@ import {
   newMigrationId,
   pinError,
   summaryOf,
-} from '../migrations.js';
-import { buildPlan } from '../plan/build-plan.js';
-import type { LogLine } from '../runner/local-runner.js';
-import { loadTopology } from '../topology/load-topology.js';
+} from '../services/migrations.js';
 import {
   connectionOptions,
   connectTimeoutMs,

@@ -20,10 +20,10 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import { type DownPart, downParts } from '../down-parts.js';
-import { type CurrentLayout, committedLayout, emptyLayout } from '../layout.js';
-import { commandView, narrowLayout } from '../migration/command-view.js';
-import { start, step } from '../migration/step.js';
+import { type DownPart, downParts } from '../../core/down-parts.js';
+import { type CurrentLayout, committedLayout, emptyLayout } from '../../core/layout.js';
+import { commandView, narrowLayout } from '../../core/migration/command-view.js';
+import { start, step } from '../../core/migration/step.js';
 import {
   type Command,
   isFinal,
@@ -32,8 +32,8 @@ import {
   type MigrationState,
   type Transition,
   type Verb,
-} from '../migration/types.js';
-import { refuseVerb } from '../migration/verb-policy.js';
+} from '../../core/migration/types.js';
+import { refuseVerb } from '../../core/migration/verb-policy.js';
 import type { LogLine } from '../runner/local-runner.js';
 import type { CutoverActivities } from './activities.js';
 

@@ -12,7 +12,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { environmentFault } from '../../engine/errors.js';
+import { environmentFault } from '../../core/errors.js';
 import { type RouteContext, routeSchema } from '../app.js';
 import { DeliveryLog } from '../hook-deliveries.js';
 import { HttpProblem } from '../problems.js';

@@ -3,7 +3,7 @@
  * operator verbs.
  */
 import type { FastifyInstance } from 'fastify';
-import type { Lifecycle, Verb } from '../../engine/migration/types.js';
+import type { Lifecycle, Verb } from '../../core/migration/types.js';
 import { type RouteContext, routeSchema } from '../app.js';
 import { ref } from '../schemas.js';
 import { idempotencyHeader, idempotent } from './operations.js';

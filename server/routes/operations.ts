@@ -3,8 +3,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { renderPlanJson } from '../../cli/render/render-plan-json.js';
 import { planTopologyText, TopologyInvalidError, validateTopologyText } from '../../engine/api.js';
+import { renderPlanJson } from '../../views/render-plan-json.js';
 import { type RouteContext, routeSchema } from '../app.js';
 import type { StoredResponse } from '../idempotency.js';
 import { HttpProblem } from '../problems.js';

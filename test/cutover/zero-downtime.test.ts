@@ -7,7 +7,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startLoad } from '../../bench/load.js';
-import { readRouterRecord } from '../../engine/router/router-record.js';
+import { readRouterRecord } from '../../router/router-record.js';
 import { runCli } from '../support/cli.js';
 import {
   freePort,

@@ -12,8 +12,8 @@
 import { appendFileSync, existsSync, readFileSync, rmSync, statSync, watch, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, type ExpectStatic, it, type TestContext } from 'vitest';
-import { describeCommand, replay } from '../../engine/migration/step.js';
-import type { MigrationEvent, MigrationState } from '../../engine/migration/types.js';
+import { describeCommand, replay } from '../../core/migration/step.js';
+import type { MigrationEvent, MigrationState } from '../../core/migration/types.js';
 import { readJournal } from '../../engine/runner/journal.js';
 import {
   baseFile,

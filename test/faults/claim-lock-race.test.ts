@@ -1,5 +1,5 @@
 /**
- * The claim lock (engine/runner/claim-lock.ts) under the interleaving that once let two processes
+ * The claim lock (platform/claim-lock.ts) under the interleaving that once let two processes
  * in: a dead owner's lock is being removed by one process (R, this test process) while a second
  * (P1, a real process) removes it first and takes the lock, and a third (P3, a real process) comes
  * by. node:fs is wrapped in this process so that P1 and P3 act exactly at the chosen instants of
@@ -9,7 +9,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { sleepSync, withClaimLock } from '../../engine/runner/claim-lock.js';
+import { sleepSync, withClaimLock } from '../../platform/claim-lock.js';
 import { repoRoot, tempDir } from '../support/cli.js';
 
 /** Runs once, right after the wrapped call on the given file returned. */

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startLoad } from '../../bench/load.js';
+import type { Route } from '../../core/topology/types.js';
 import { configTestArgv, createNginxDriver, mainServers } from '../../engine/drivers/nginx-driver.js';
 import {
   type DriverCallOptions,
@@ -21,7 +22,6 @@ import {
   type RouteCallContext,
   type SlotInfo,
 } from '../../engine/drivers/types.js';
-import type { Route } from '../../engine/topology/types.js';
 import { eventually, freeListen, Resources, send, stateDirFor } from '../router/support.js';
 
 const resources = new Resources();

@@ -1,12 +1,12 @@
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { CurrentLayout } from '../../engine/layout.js';
-import { buildPlan } from '../../engine/plan/build-plan.js';
-import { type Action, type Plan, type Stage, stages } from '../../engine/plan/types.js';
-import { formatDiagnostic } from '../../engine/topology/diagnostic.js';
-import { loadTopology } from '../../engine/topology/load-topology.js';
-import type { Topology } from '../../engine/topology/types.js';
+import type { CurrentLayout } from '../../core/layout.js';
+import { buildPlan } from '../../core/plan/build-plan.js';
+import { type Action, type Plan, type Stage, stages } from '../../core/plan/types.js';
+import { formatDiagnostic } from '../../core/topology/diagnostic.js';
+import { loadTopology } from '../../core/topology/load-topology.js';
+import type { Topology } from '../../core/topology/types.js';
 import { mutateStructure, structuralMutationArb } from './break-topology.js';
 import {
   prototypeNameArb,

@@ -4,14 +4,14 @@ import fc from 'fast-check';
 import jsYaml from 'js-yaml';
 import { describe, expect, it } from 'vitest';
 import { generateTopologyPair } from '../../bench/generate-topology.js';
-import { parseFastYaml } from '../../engine/topology/fast-yaml.js';
-import { loadWithJsYaml } from '../../engine/topology/parse-yaml.js';
-import { resolvePlainScalar, scalarTypes } from '../../engine/topology/yaml-scalars.js';
+import { parseFastYaml } from '../../core/topology/fast-yaml.js';
+import { loadWithJsYaml } from '../../core/topology/parse-yaml.js';
+import { resolvePlainScalar, scalarTypes } from '../../core/topology/yaml-scalars.js';
 import { mutateText, textMutationArb } from './break-topology.js';
 import { toFile, topologySpecArb, toYaml, yamlStyleArb } from './topology-arbitraries.js';
 
 /**
- * The fast YAML path (engine/topology/fast-yaml.ts) must be invisible: whenever it returns a value,
+ * The fast YAML path (core/topology/fast-yaml.ts) must be invisible: whenever it returns a value,
  * js-yaml (with the same schema) returns the same value, down to prototypes, -0 and key order; on
  * anything else it must give up, so that js-yaml gives the value or the error.
  */

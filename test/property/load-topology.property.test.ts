@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { dottedPath, formatDiagnostic } from '../../engine/topology/diagnostic.js';
-import { type LoadResult, loadTopology } from '../../engine/topology/load-topology.js';
+import { dottedPath, formatDiagnostic } from '../../core/topology/diagnostic.js';
+import { type LoadResult, loadTopology } from '../../core/topology/load-topology.js';
 import { mutateStructure, mutateText, structuralMutationArb, textMutationArb } from './break-topology.js';
 import {
   binaryLookingArb,

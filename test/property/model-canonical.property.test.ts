@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../engine/plan/canonical-json.js';
-import { loadTopology } from '../../engine/topology/load-topology.js';
+import { canonicalJson } from '../../core/plan/canonical-json.js';
+import { loadTopology } from '../../core/topology/load-topology.js';
 import { toFile, topologySpecArb, toYaml } from './topology-arbitraries.js';
 
 describe('the topology model', () => {

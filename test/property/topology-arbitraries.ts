@@ -6,7 +6,7 @@ import type {
   HealthFile,
   RouteFile,
   TopologyFile,
-} from '../../engine/topology/file-types.js';
+} from '../../core/topology/file-types.js';
 
 /**
  * Arbitraries and builders for property tests: valid topologies, as a spec that keeps the component

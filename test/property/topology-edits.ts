@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type { ComponentFile } from '../../engine/topology/file-types.js';
+import type { ComponentFile } from '../../core/topology/file-types.js';
 import { type ComponentSpec, nameArb, pick, type TopologySpec } from './topology-arbitraries.js';
 
 /**

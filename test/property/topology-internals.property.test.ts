@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { dependencyDepths } from '../../engine/plan/dependency-order.js';
-import { deepEqual } from '../../engine/plan/diff-values.js';
-import { parseDuration } from '../../engine/topology/duration.js';
-import { findCycles } from '../../engine/topology/find-cycles.js';
+import { dependencyDepths } from '../../core/plan/dependency-order.js';
+import { deepEqual } from '../../core/plan/diff-values.js';
+import { parseDuration } from '../../core/topology/duration.js';
+import { findCycles } from '../../core/topology/find-cycles.js';
 
 /**
  * The hot helpers of loading and planning were rewritten for speed (no regular expression on the

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { routerClient, waitDrained } from '../../engine/router/client.js';
+import { routerClient, waitDrained } from '../../router/client.js';
 import {
   environment,
   eventually,

@@ -3,11 +3,7 @@ import { createServer, type ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  maxResponseHeadBytes,
-  ResponseParseError,
-  ResponseParser,
-} from '../../engine/router/http1-response.js';
+import { maxResponseHeadBytes, ResponseParseError, ResponseParser } from '../../router/http1-response.js';
 import { Resources } from './support.js';
 
 interface Parsed {

@@ -1,8 +1,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type RoutingTable, routingTablePath } from '../../engine/drivers/route-table.js';
-import { routerClient } from '../../engine/router/client.js';
+import { routerClient } from '../../router/client.js';
+import { type RoutingTable, routingTablePath } from '../../router/route-table.js';
 import {
   eventually,
   freeListen,

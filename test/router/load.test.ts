@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { routerClient } from '../../engine/router/client.js';
+import { routerClient } from '../../router/client.js';
 import {
   freeListen,
   load,

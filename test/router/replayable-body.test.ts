@@ -6,7 +6,7 @@
 import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { BodyBudget, type BodySink, ReplayableBody } from '../../engine/router/replayable-body.js';
+import { BodyBudget, type BodySink, ReplayableBody } from '../../router/replayable-body.js';
 import { eventually } from './support.js';
 
 function client() {

@@ -5,7 +5,7 @@ import {
   maxHeaderLineBytes,
   maxRequestLineBytes,
   type RequestLine,
-} from '../../engine/router/request-checks.js';
+} from '../../router/request-checks.js';
 
 function request(overrides: Partial<RequestLine> = {}): RequestLine {
   return {

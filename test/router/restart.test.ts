@@ -5,8 +5,8 @@
  */
 import { existsSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { routerClient, waitDrained } from '../../engine/router/client.js';
-import { liveRouterRecord, readRouterRecord } from '../../engine/router/router-record.js';
+import { routerClient, waitDrained } from '../../router/client.js';
+import { liveRouterRecord, readRouterRecord } from '../../router/router-record.js';
 import {
   compiledRouter,
   environment,

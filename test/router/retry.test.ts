@@ -7,14 +7,14 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import { connect, createServer as createNetServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { mayRetry } from '../../engine/router/proxy-request.js';
+import { mayRetry } from '../../router/proxy-request.js';
 import {
   type ExchangeHandler,
   UpstreamExchange,
   type UpstreamFailure,
   UpstreamPools,
   upstreamWarmConnections,
-} from '../../engine/router/upstream-pool.js';
+} from '../../router/upstream-pool.js';
 import {
   type Answer,
   countingUpstream,

@@ -1,6 +1,6 @@
 import { createServer, type RequestListener } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildRoutingState, chooseSlot, emptyRoutingState } from '../../engine/router/routing-state.js';
+import { buildRoutingState, chooseSlot, emptyRoutingState } from '../../router/routing-state.js';
 import {
   environment,
   freeListen,

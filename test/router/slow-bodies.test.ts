@@ -8,7 +8,7 @@ import { connect } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { upstreamMaxSockets } from '../../engine/router/upstream-pool.js';
+import { upstreamMaxSockets } from '../../router/upstream-pool.js';
 import {
   countingUpstream,
   eventually,

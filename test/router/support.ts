@@ -18,10 +18,10 @@ import {
 import { createServer as createNetServer, type Socket } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createRouteTableDriver } from '../../engine/drivers/route-table.js';
+import type { Route } from '../../core/topology/types.js';
 import type { SlotInfo } from '../../engine/drivers/types.js';
-import { type Router, startRouter } from '../../engine/router/router.js';
-import type { Route } from '../../engine/topology/types.js';
+import { createRouteTableDriver } from '../../router/route-table.js';
+import { type Router, startRouter } from '../../router/router.js';
 import { repoRoot, tempDir } from '../support/cli.js';
 
 export const environment = 'test';

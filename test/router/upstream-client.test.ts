@@ -16,7 +16,7 @@ import {
   upstreamIdleSocketTimeoutMs,
   upstreamMaxSockets,
   upstreamWarmConnections,
-} from '../../engine/router/upstream-pool.js';
+} from '../../router/upstream-pool.js';
 import {
   countingUpstream,
   environment,

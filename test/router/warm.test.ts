@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { clientResponseHeaders, upstreamRequestHeaders } from '../../engine/router/forward-headers.js';
-import { upstreamWarmConnections } from '../../engine/router/upstream-pool.js';
+import { clientResponseHeaders, upstreamRequestHeaders } from '../../router/forward-headers.js';
+import { upstreamWarmConnections } from '../../router/upstream-pool.js';
 import {
   countingUpstream,
   eventually,

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { watchTable } from '../../engine/router/watch-table.js';
+import { watchTable } from '../../router/watch-table.js';
 import { eventually, Resources, stateDirFor } from './support.js';
 
 // A file system without change notices (some network and container mounts): fs.watch throws.

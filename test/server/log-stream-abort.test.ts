@@ -8,7 +8,7 @@ import { request } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { localService } from '../../engine/migration-service.js';
+import { localService } from '../../engine/services/migration-service.js';
 import { buildServer, type CutoverServer } from '../../server/app.js';
 import { repoRoot } from '../support/cli.js';
 import { Api, demoApply, ServerHarness } from '../support/server.js';

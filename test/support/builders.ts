@@ -1,7 +1,7 @@
 import { stringify } from 'yaml';
-import type { CurrentLayout } from '../../engine/layout.js';
-import { loadTopology } from '../../engine/topology/load-topology.js';
-import type { Topology } from '../../engine/topology/types.js';
+import type { CurrentLayout } from '../../core/layout.js';
+import { loadTopology } from '../../core/topology/load-topology.js';
+import type { Topology } from '../../core/topology/types.js';
 
 /** A topology file as a plain object; tests change what they need and keep the rest. */
 export interface TopologyDoc {

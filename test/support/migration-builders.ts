@@ -1,5 +1,5 @@
-import { emptyLayout } from '../../engine/layout.js';
-import { start, step } from '../../engine/migration/step.js';
+import { emptyLayout } from '../../core/layout.js';
+import { start, step } from '../../core/migration/step.js';
 import type {
   Command,
   MigrationEvent,
@@ -8,8 +8,8 @@ import type {
   Notice,
   Transition,
   Verb,
-} from '../../engine/migration/types.js';
-import { buildPlan } from '../../engine/plan/build-plan.js';
+} from '../../core/migration/types.js';
+import { buildPlan } from '../../core/plan/build-plan.js';
 import { clone, layoutOf, load, shopDoc, type TopologyDoc } from './builders.js';
 
 type EventInput = MigrationEvent extends infer E

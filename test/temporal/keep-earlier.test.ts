@@ -3,7 +3,7 @@
  * into its continue-as-new input (at most 2 MB once compressed): bounded in count and in size.
  */
 import { describe, expect, it } from 'vitest';
-import type { CurrentLayout } from '../../engine/layout.js';
+import type { CurrentLayout } from '../../core/layout.js';
 import { keepEarlier } from '../../engine/temporal/workflows.js';
 
 const layout = (serial: number): CurrentLayout => ({ environment: 'shop', serial, topology: null });

@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
-import { emptyLayout } from '../../engine/layout.js';
+import { emptyLayout } from '../../core/layout.js';
 import { dataConverter } from '../../engine/temporal/payload-codec.js';
 import { environmentWorkflowId } from '../../engine/temporal/workflows.js';
 import { repoRoot, runCli, tempDir } from '../support/cli.js';

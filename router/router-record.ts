@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { linkIfAbsent, unlinkQuietly, withClaimLock, writeTemp } from '../runner/claim-lock.js';
-import { currentProcess, isAlive } from '../runner/process-identity.js';
+import { linkIfAbsent, unlinkQuietly, withClaimLock, writeTemp } from '../platform/claim-lock.js';
+import { currentProcess, isAlive } from '../platform/process-identity.js';
 
 /**
  * How to reach the router of a state directory: `<stateDir>/router/router.json`, mode 0600. It

@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { environmentCause } from '../errors.js';
+import { environmentCause } from '../core/errors.js';
+import { parseHostPort } from '../platform/host-port.js';
 import { type ClientConnection, serveConnections } from './client-connection.js';
 import type { ListenFailure } from './control-types.js';
-import { parseHostPort } from './host-port.js';
 import type { Binding } from './routing-state.js';
 
 /** A port another listener is letting go of (a route moved) is retried this often, this many times. */

@@ -1,4 +1,4 @@
-import type { SlotInfo } from '../drivers/types.js';
+import type { SlotInfo } from '../../engine/drivers/types.js';
 import type { CurrentLayout } from '../layout.js';
 import type { Plan, Stage } from '../plan/types.js';
 import type { Topology } from '../topology/types.js';

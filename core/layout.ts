@@ -1,4 +1,4 @@
-import type { SlotInfo } from './drivers/types.js';
+import type { SlotInfo } from '../engine/drivers/types.js';
 import type { MigrationState } from './migration/types.js';
 import { own, setOwn } from './records.js';
 import type { Topology } from './topology/types.js';

@@ -3,9 +3,13 @@
  * runner processes) or Temporal (`WORKFLOW_HOST`). The CLI and the server pick one with
  * `openMigrationService` and behave the same in both.
  */
-import type { CurrentLayout } from './layout.js';
-import { start } from './migration/step.js';
-import type { Lifecycle, MigrationState, Verb } from './migration/types.js';
+import type { CurrentLayout } from '../../core/layout.js';
+import { start } from '../../core/migration/step.js';
+import type { Lifecycle, MigrationState, Verb } from '../../core/migration/types.js';
+import type { Plan } from '../../core/plan/types.js';
+import type { LogLine } from '../runner/local-runner.js';
+import { readCurrentLayout } from '../store/layout-store.js';
+import { type TemporalSettings, temporalSettings } from '../temporal/connection.js';
 import {
   activeMigration,
   createMigration,
@@ -19,10 +23,6 @@ import {
   summarize,
   summaryOf,
 } from './migrations.js';
-import type { Plan } from './plan/types.js';
-import type { LogLine } from './runner/local-runner.js';
-import { readCurrentLayout } from './store/layout-store.js';
-import { type TemporalSettings, temporalSettings } from './temporal/connection.js';
 
 export interface StartRequest {
   /** The topology's text, and the name diagnostics use for it. */
@@ -127,7 +127,7 @@ export function localService(stateDir: string): MigrationService {
     async down(environment, options) {
       // Loaded here: the drivers pull in most of the engine.
       const { takeDown } = await import('./down.js');
-      const { defaultDrivers } = await import('./default-drivers.js');
+      const { defaultDrivers } = await import('../drivers/default-drivers.js');
       const { components, routes } = await takeDown(stateDir, environment, defaultDrivers(), options);
       return { components, routes };
     },
@@ -136,7 +136,7 @@ export function localService(stateDir: string): MigrationService {
 }
 
 async function openTemporal(settings: TemporalSettings): Promise<MigrationService> {
-  const { TemporalMigrations } = await import('./temporal/temporal-migrations.js');
+  const { TemporalMigrations } = await import('../temporal/temporal-migrations.js');
   const t = await TemporalMigrations.connect(settings);
   return {
     mode: 'temporal',

@@ -1,5 +1,5 @@
-import type { RoutingEntry } from '../drivers/route-table.js';
-import { parseHostPort } from './host-port.js';
+import { parseHostPort } from '../platform/host-port.js';
+import type { RoutingEntry } from './route-table.js';
 
 /**
  * The router's in-memory routing state, built from one version of the routing table. Pure: no I/O.

@@ -3,15 +3,15 @@
  * layout. Idempotent: run again after a crash, it finishes what is left.
  */
 import path from 'node:path';
-import { type DownPart, downFailed, downParts } from './down-parts.js';
-import { componentDriverFor, type DriverSet, routeDriverFor } from './drivers/driver-set.js';
-import type { ComponentCallContext, DriverCallOptions, RouteCallContext } from './drivers/types.js';
-import { CutoverError } from './errors.js';
-import type { CurrentLayout } from './layout.js';
-import { own } from './records.js';
-import { stopRouterIfIdle } from './router/router-driver.js';
-import { readClaim } from './runner/active-claim.js';
-import { readCurrentLayout, recordEmptyLayout } from './store/layout-store.js';
+import { type DownPart, downFailed, downParts } from '../../core/down-parts.js';
+import { CutoverError } from '../../core/errors.js';
+import type { CurrentLayout } from '../../core/layout.js';
+import { own } from '../../core/records.js';
+import { componentDriverFor, type DriverSet, routeDriverFor } from '../drivers/driver-set.js';
+import { stopRouterIfIdle } from '../drivers/router-driver.js';
+import type { ComponentCallContext, DriverCallOptions, RouteCallContext } from '../drivers/types.js';
+import { readClaim } from '../runner/active-claim.js';
+import { readCurrentLayout, recordEmptyLayout } from '../store/layout-store.js';
 
 export type { DownPart };
 

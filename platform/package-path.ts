@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CutoverError } from './errors.js';
+import { CutoverError } from '../core/errors.js';
 
 /** bin/cutover.js of this installation, for the background processes cutover starts itself. */
 export function cutoverCliPath(): string {

@@ -1,6 +1,6 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { CutoverError } from '../errors.js';
+import { CutoverError } from '../core/errors.js';
 import type { InFlightAnswer, ReloadResult, RoutesSnapshot } from './control-types.js';
 
 /** What the control API drives: the router, seen through the three things it can be asked. */

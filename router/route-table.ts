@@ -1,6 +1,11 @@
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
-import type { DriverCallOptions, RouteCallContext, RouteDriver, RouteState } from './types.js';
+import type {
+  DriverCallOptions,
+  RouteCallContext,
+  RouteDriver,
+  RouteState,
+} from '../engine/drivers/types.js';
 
 /**
  * The built-in router's routing table: one JSON file per state directory,

@@ -1,5 +1,5 @@
-import { assertNever } from '../../engine/errors.js';
-import type { ResourceChangeKind } from '../../engine/plan/types.js';
+import { assertNever } from '../core/errors.js';
+import type { ResourceChangeKind } from '../core/plan/types.js';
 import type { Style } from './style.js';
 
 /** Terraform's symbols: + add, ~ update in place, -/+ replace (green-blue), - remove. */

@@ -18,8 +18,8 @@
  *   order for one to be free, each at most its route's queueTimeout (checked by the pool's timer).
  */
 import { connect, type Socket } from 'node:net';
+import { parseHostPort } from '../platform/host-port.js';
 import type { RawHeaders } from './forward-headers.js';
-import { parseHostPort } from './host-port.js';
 import { ResponseParser, type ResponseSink } from './http1-response.js';
 
 /** Connections to one upstream address that carry requests at most; more requests queue. */

@@ -9,22 +9,22 @@ import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeTime, monotonicFactory } from 'ulid';
-import { CutoverError, environmentFault, TopologyInvalidError } from './errors.js';
-import type { CurrentLayout } from './layout.js';
-import { replay } from './migration/step.js';
-import { isFinal, type MigrationSpec, type MigrationState, type Verb } from './migration/types.js';
-import { clock, refuseVerb } from './migration/verb-policy.js';
-import { cutoverCliPath } from './package-path.js';
-import type { Plan } from './plan/types.js';
-import { claimEnvironment, readClaim, releaseEnvironment } from './runner/active-claim.js';
-import { sendVerbToRunner, startControlServer } from './runner/control.js';
-import type { DriverSet } from './runner/execute-command.js';
-import { JournalWriter, readJournal } from './runner/journal.js';
-import type { LocalRunner, LogLine, RunnerDeps } from './runner/local-runner.js';
-import { makeDir } from './runner/make-dir.js';
-import { activePath, migrationPaths, migrationsDir } from './runner/paths.js';
-import { claimRunner, liveRunner, releaseRunner } from './runner/runner-claim.js';
-import { readCurrentLayout, readLayoutAt } from './store/layout-store.js';
+import { CutoverError, environmentFault, TopologyInvalidError } from '../../core/errors.js';
+import type { CurrentLayout } from '../../core/layout.js';
+import { replay } from '../../core/migration/step.js';
+import { isFinal, type MigrationSpec, type MigrationState, type Verb } from '../../core/migration/types.js';
+import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
+import type { Plan } from '../../core/plan/types.js';
+import { cutoverCliPath } from '../../platform/package-path.js';
+import { claimEnvironment, readClaim, releaseEnvironment } from '../runner/active-claim.js';
+import { sendVerbToRunner, startControlServer } from '../runner/control.js';
+import type { DriverSet } from '../runner/execute-command.js';
+import { JournalWriter, readJournal } from '../runner/journal.js';
+import type { LocalRunner, LogLine, RunnerDeps } from '../runner/local-runner.js';
+import { makeDir } from '../runner/make-dir.js';
+import { activePath, migrationPaths, migrationsDir } from '../runner/paths.js';
+import { claimRunner, liveRunner, releaseRunner } from '../runner/runner-claim.js';
+import { readCurrentLayout, readLayoutAt } from '../store/layout-store.js';
 
 // The topology loader, the planner, the runner and the drivers are loaded by the functions that
 // use them: an operator's verb (`cutover topology migration rollback`) needs none of them, and a
@@ -65,9 +65,9 @@ export type CreateResult =
  * With no change to make, nothing is created.
  */
 export async function createMigration(request: CreateRequest): Promise<CreateResult> {
-  const { readTopologyFile } = await import('./sources/read-topology-file.js');
-  const { loadTopology } = await import('./topology/load-topology.js');
-  const { buildPlan } = await import('./plan/build-plan.js');
+  const { readTopologyFile } = await import('../sources/read-topology-file.js');
+  const { loadTopology } = await import('../../core/topology/load-topology.js');
+  const { buildPlan } = await import('../../core/plan/build-plan.js');
   const text = request.text ?? (await readTopologyFile(request.file));
   const loaded = loadTopology(text, { file: request.file });
   if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
@@ -179,7 +179,7 @@ export async function pinError(
   plan: Plan,
   desired: MigrationSpec['desired'],
 ): Promise<CutoverError> {
-  const { buildPlan } = await import('./plan/build-plan.js');
+  const { buildPlan } = await import('../../core/plan/build-plan.js');
   for (let serial = plan.baseSerial - 1; serial >= Math.max(0, plan.baseSerial - 50); serial--) {
     const old = await layoutAt(serial);
     if (old && buildPlan(old, desired).planId === pinned) {
@@ -218,7 +218,7 @@ export async function hostMigration(
   onLine?: RunnerDeps['onLine'],
 ): Promise<HostedMigration> {
   const paths = migrationPaths(stateDir, environment, id);
-  const { LocalRunner } = await import('./runner/local-runner.js');
+  const { LocalRunner } = await import('../runner/local-runner.js');
   let runner: LocalRunner | undefined;
   const control = await startControlServer(() => runner);
   let record: ReturnType<typeof claimRunner>;

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CutoverError, type ErrorCode, errorCodes } from '../errors.js';
-import { jsonOr, type LoopbackAnswer, loopbackRequest } from '../loopback-http.js';
+import { CutoverError, type ErrorCode, errorCodes } from '../core/errors.js';
+import { jsonOr, type LoopbackAnswer, loopbackRequest } from '../platform/loopback-http.js';
 import type { InFlightAnswer, ReloadResult, RoutesSnapshot } from './control-types.js';
 import { liveRouterRecord, type RouterRecord } from './router-record.js';
 

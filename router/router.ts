@@ -1,7 +1,7 @@
 /**
  * The built-in router: the long-running reverse proxy behind `cutover proxy`.
  *
- * It serves `<stateDir>/router/routes.json` (engine/drivers/route-table.ts) and nothing else: for
+ * It serves `<stateDir>/router/routes.json` (router/route-table.ts) and nothing else: for
  * each route a listener on `listen` splitting traffic between blue and green by `greenPercent`
  * (smooth weighted round robin, then round robin over the slot's replicas), and one on `preview`
  * sending everything to green. The table is the router's only persisted state, so a router killed
@@ -20,14 +20,14 @@
  */
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { routingTablePath } from '../drivers/route-table.js';
-import { CutoverError } from '../errors.js';
+import { CutoverError } from '../core/errors.js';
 import { type ControlServer, startRouterControl } from './control.js';
 import type { ReloadResult, RoutesSnapshot } from './control-types.js';
 import { InFlightRegistry } from './in-flight.js';
 import { type ProxyDeps, proxyRequest, sendText } from './proxy-request.js';
 import { BodyBudget } from './replayable-body.js';
 import { RouteListeners } from './route-listeners.js';
+import { routingTablePath } from './route-table.js';
 import { claimRouterRecord, releaseRouterRecord, routerRecordPath } from './router-record.js';
 import { buildRoutingState, emptyRoutingState, type RouteState, type RoutingState } from './routing-state.js';
 import { UpstreamPools } from './upstream-pool.js';

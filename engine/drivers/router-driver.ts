@@ -2,19 +2,19 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, fstatSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createRouteTableDriver, readRoutingTable, routeKey } from '../drivers/route-table.js';
+import { CutoverError } from '../../core/errors.js';
+import { cutoverCliPath } from '../../platform/package-path.js';
+import { routerClient } from '../../router/client.js';
+import type { ListenFailure } from '../../router/control-types.js';
+import { createRouteTableDriver, readRoutingTable, routeKey } from '../../router/route-table.js';
+import { liveRouterRecord } from '../../router/router-record.js';
 import {
   type DriverCallOptions,
   PermanentDriverError,
   type RouteCallContext,
   type RouteDriver,
   type RouteState,
-} from '../drivers/types.js';
-import { CutoverError } from '../errors.js';
-import { cutoverCliPath } from '../package-path.js';
-import { routerClient } from './client.js';
-import type { ListenFailure } from './control-types.js';
-import { liveRouterRecord } from './router-record.js';
+} from './types.js';
 
 /** Longest the engine waits for a router it started to answer. */
 export const routerStartTimeoutMs = 15_000;

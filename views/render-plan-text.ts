@@ -1,4 +1,4 @@
-import { isEmptyPlan, type Plan } from '../../engine/plan/types.js';
+import { isEmptyPlan, type Plan } from '../core/plan/types.js';
 import type { Style } from './style.js';
 import { changeColor, changeSymbol, changeVerb, countsLine, formatValue } from './symbols.js';
 

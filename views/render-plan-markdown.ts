@@ -1,4 +1,4 @@
-import { isEmptyPlan, type Plan, type ResourceChange } from '../../engine/plan/types.js';
+import { isEmptyPlan, type Plan, type ResourceChange } from '../core/plan/types.js';
 import { changeSymbol, changeVerb, countsLine, formatValue } from './symbols.js';
 
 /** GitHub refuses comments over 65,536 characters; stay clear of it with room for a note. */

@@ -1,4 +1,4 @@
-import type { Plan } from '../../engine/plan/types.js';
+import type { Plan } from '../core/plan/types.js';
 
 /** The plan JSON contract (DESIGN.md §3): the plan as the engine made it, two-space indented. */
 export function renderPlanJson(plan: Plan): string {

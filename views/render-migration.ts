@@ -1,8 +1,8 @@
-import { commitIndex } from '../../engine/migration/step.js';
-import type { MigrationState } from '../../engine/migration/types.js';
-import type { MigrationSummary } from '../../engine/migrations.js';
-import { stages } from '../../engine/plan/types.js';
-import type { LogLine } from '../../engine/runner/local-runner.js';
+import { commitIndex } from '../core/migration/step.js';
+import type { MigrationState } from '../core/migration/types.js';
+import { stages } from '../core/plan/types.js';
+import type { LogLine } from '../engine/runner/local-runner.js';
+import type { MigrationSummary } from '../engine/services/migrations.js';
 import type { Style } from './style.js';
 
 export function time(ms: number | null): string {

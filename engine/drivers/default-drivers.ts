@@ -1,0 +1,13 @@
+import type { DriverSet } from '../runner/execute-command.js';
+import { createExecDriver } from './exec-driver.js';
+import { createNginxDriver } from './nginx-driver.js';
+import { createProcessDriver } from './process-driver.js';
+import { createRouterDriver } from './router-driver.js';
+
+/** The built-in drivers: components as processes or exec scripts, routes by the router or nginx. */
+export function defaultDrivers(): DriverSet {
+  return {
+    component: { exec: createExecDriver(), process: createProcessDriver() },
+    route: { router: createRouterDriver(), nginx: createNginxDriver() },
+  };
+}
