@@ -1,6 +1,3 @@
-import type { SlotInfo } from '../engine/drivers/types.js';
-import type { MigrationState } from './migration/types.js';
-import { own, setOwn } from './records.js';
 import type { Topology } from './topology/types.js';
 
 /**
@@ -25,22 +22,18 @@ export function emptyLayout(environment: string): CurrentLayout {
   return { environment, serial: 0, topology: null };
 }
 
-/** The layout a committed migration leaves: its desired topology, with the live slot of each component. Pure. */
-export function committedLayout(state: MigrationState): CurrentLayout {
-  const spec = state.spec;
-  const slots: Record<string, SlotInfo> = {};
-  for (const name of Object.keys(spec.desired.components)) {
-    const pair = own(state.slots, name);
-    const live = pair?.green ?? pair?.blue;
-    if (live) setOwn(slots, name, { ...live, slot: 'blue' });
-  }
-  return {
-    environment: spec.environment,
-    serial: spec.base.serial + 1,
-    topology: spec.desired,
-    committedAt: new Date(state.committedAt ?? state.updatedAt).toISOString(),
-    slots,
-    migrationId: spec.id,
-    baseDir: spec.baseDir,
-  };
+/**
+ * What a driver reports about one slot (blue or green) of a component: enough for health checks,
+ * routing and retirement. Serialisable: it is journaled and kept in the layout.
+ */
+export interface SlotInfo {
+  component: string;
+  slot: Slot;
+  version: string;
+  /** host:port of each replica, when the component serves traffic. */
+  addresses: string[];
+  /** Driver-specific details (pids, resource ids…), passed back to the driver as they are. */
+  details?: Record<string, unknown>;
 }
+
+export type Slot = 'blue' | 'green';

@@ -6,9 +6,9 @@
  * the cost of following grows with the migrations followed, not with the streams.
  */
 
-import type { LogLine } from '../engine/runner/local-runner.js';
+import type { MigrationSummary } from '../core/migration/summary.js';
+import type { LogLine } from '../core/migration/types.js';
 import type { MigrationService } from '../engine/services/migration-service.js';
-import type { MigrationSummary } from '../engine/services/migrations.js';
 import { HttpProblem } from './problems.js';
 
 export interface LogStreamLimits {

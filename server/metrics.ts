@@ -4,9 +4,9 @@
  * a restart of the server). A final migration's figures never change, so they are read once.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { MigrationSummary } from '../core/migration/summary.js';
 import { isFinal, type Lifecycle } from '../core/migration/types.js';
 import type { MigrationService } from '../engine/services/migration-service.js';
-import type { MigrationSummary } from '../engine/services/migrations.js';
 import type { LogStreams } from './log-streams.js';
 
 interface LogFigures {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { newSince } from '../cli/commands/topology-migration.js';
-import type { LogLine } from '../engine/runner/local-runner.js';
+import type { LogLine } from '../core/migration/types.js';
 
 const line = (at: number, message: string): LogLine => ({ at, level: 'info', kind: 'driver', message });
 

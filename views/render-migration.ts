@@ -1,8 +1,7 @@
 import { commitIndex } from '../core/migration/step.js';
-import type { MigrationState } from '../core/migration/types.js';
+import type { MigrationSummary } from '../core/migration/summary.js';
+import type { LogLine, MigrationState } from '../core/migration/types.js';
 import { stages } from '../core/plan/types.js';
-import type { LogLine } from '../engine/runner/local-runner.js';
-import type { MigrationSummary } from '../engine/services/migrations.js';
 import type { Style } from './style.js';
 
 export function time(ms: number | null): string {

@@ -14,13 +14,13 @@ import path from 'node:path';
 import { watch as chokidarWatch, type FSWatcher } from 'chokidar';
 import picomatch from 'picomatch';
 import { CutoverError } from '../core/errors.js';
+import type { SlotInfo } from '../core/layout.js';
 import { buildPlan } from '../core/plan/build-plan.js';
 import { isEmptyPlan, type Plan } from '../core/plan/types.js';
 import { type Diagnostic, formatDiagnostic } from '../core/topology/diagnostic.js';
 import { loadTopology } from '../core/topology/load-topology.js';
 import { parseYaml } from '../core/topology/parse-yaml.js';
 import type { Topology } from '../core/topology/types.js';
-import type { SlotInfo } from '../engine/drivers/types.js';
 import {
   localService,
   type MigrationService,

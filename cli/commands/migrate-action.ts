@@ -1,13 +1,13 @@
 import path from 'node:path';
 import { createLogUpdate } from 'log-update';
 import { CutoverError, environmentFault } from '../../core/errors.js';
+import type { MigrationSummary } from '../../core/migration/summary.js';
+import type { LogLine } from '../../core/migration/types.js';
 import type { Plan } from '../../core/plan/types.js';
 import { isEmptyPlan } from '../../core/plan/types.js';
 import { planTopologyFile } from '../../engine/api.js';
 import { defaultDrivers } from '../../engine/drivers/default-drivers.js';
-import type { LogLine } from '../../engine/runner/local-runner.js';
 import type { MigrationService } from '../../engine/services/migration-service.js';
-import type { MigrationSummary } from '../../engine/services/migrations.js';
 import { createMigration, hostMigration, spawnRunner, summarize } from '../../engine/services/migrations.js';
 import { readTopologyFile } from '../../engine/sources/read-topology-file.js';
 import { renderLiveView, renderLogLine } from '../../views/render-migration.js';

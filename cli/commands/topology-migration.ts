@@ -1,5 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
+import type { MigrationSummary } from '../../core/migration/summary.js';
+import type { LogLine } from '../../core/migration/types.js';
 import {
   isFinal,
   type Lifecycle,
@@ -7,9 +9,7 @@ import {
   type Verb,
   verbs,
 } from '../../core/migration/types.js';
-import type { LogLine } from '../../engine/runner/local-runner.js';
 import type { MigrationService } from '../../engine/services/migration-service.js';
-import type * as Migrations from '../../engine/services/migrations.js';
 import { renderLogLine, renderMigration, renderMigrationList } from '../../views/render-migration.js';
 import { styleFor } from '../../views/style.js';
 import { addServerOption, remoteFor, type ServerOption } from '../remote/client.js';
@@ -40,10 +40,7 @@ async function withService<T>(options: Options, use: (service: MigrationService)
 }
 
 /** In-flight migrations first, then history, newest first: the last 10, or all. */
-export function listSelection(
-  all: Migrations.MigrationSummary[],
-  everything: boolean,
-): Migrations.MigrationSummary[] {
+export function listSelection(all: MigrationSummary[], everything: boolean): MigrationSummary[] {
   const inFlight = all.filter((m) => !isFinal(m.lifecycle));
   const history = all.filter((m) => isFinal(m.lifecycle));
   return [...inFlight, ...(everything ? history : history.slice(0, 10))];
@@ -97,7 +94,7 @@ export function registerMigration(topology: Command): void {
     .addHelpText('after', '\nExample:\n  $ cutover topology migration show mig_01jd3x')
     .action(async (id: string, options: Options & { json?: boolean }) => {
       const remote = remoteFor(options);
-      let shown: { summary: Migrations.MigrationSummary; state: MigrationState };
+      let shown: { summary: MigrationSummary; state: MigrationState };
       if (remote) {
         const r = await remoteCommands();
         shown = await r.remoteShow(remote, await r.remoteResolveId(remote, id));
@@ -207,10 +204,10 @@ const firstLookMs = 200;
 
 /** What a verb needs from where the migration runs: this state directory, Temporal, or a server. */
 interface VerbOps {
-  verb(): Promise<{ summary: Migrations.MigrationSummary; recovered: boolean }>;
+  verb(): Promise<{ summary: MigrationSummary; recovered: boolean }>;
   /** The log; with `follow`, until the migration ends. */
   logs(follow: boolean): AsyncGenerator<LogLine>;
-  summary(): Promise<Migrations.MigrationSummary>;
+  summary(): Promise<MigrationSummary>;
   /** The option that reaches the migration again from another terminal. */
   hint: string;
 }

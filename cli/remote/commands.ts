@@ -5,12 +5,11 @@
  */
 
 import { CutoverError } from '../../core/errors.js';
-import type { MigrationState, Verb } from '../../core/migration/types.js';
+import type { MigrationSummary } from '../../core/migration/summary.js';
+import type { LogLine, MigrationState, Verb } from '../../core/migration/types.js';
 import type { Plan } from '../../core/plan/types.js';
 import type { Diagnostic } from '../../core/topology/diagnostic.js';
 import { TopologyInvalidError } from '../../engine/api.js';
-import type { LogLine } from '../../engine/runner/local-runner.js';
-import type { MigrationSummary } from '../../engine/services/migrations.js';
 import { readFileAtRef } from '../../engine/sources/read-file-at-ref.js';
 import { readTopologyFile } from '../../engine/sources/read-topology-file.js';
 import type { Remote } from './client.js';

@@ -1,5 +1,4 @@
-import type { SlotInfo } from '../../engine/drivers/types.js';
-import type { CurrentLayout } from '../layout.js';
+import type { CurrentLayout, SlotInfo } from '../layout.js';
 import type { Plan, Stage } from '../plan/types.js';
 import type { Topology } from '../topology/types.js';
 
@@ -164,4 +163,14 @@ export interface Transition {
   /** Ids of in-flight commands to abort (a pause or rollback interrupting a wait or a gate). */
   cancels: string[];
   notices: Notice[];
+}
+
+/** A line of a migration's log: a notice of the engine or a line a driver printed. */
+export interface LogLine {
+  at: number;
+  level: Notice['level'];
+  kind: Notice['kind'] | 'driver';
+  message: string;
+  stage?: string;
+  actionId?: string;
 }

@@ -1,20 +1,8 @@
+import type { Slot, SlotInfo } from '../../core/layout.js';
 import type { Component, DriverSpec, Route } from '../../core/topology/types.js';
 
-/**
- * What a driver reports about one slot (blue or green) of a component: enough for health checks,
- * routing and retirement. Serialisable: it is journaled and kept in the layout.
- */
-export interface SlotInfo {
-  component: string;
-  slot: Slot;
-  version: string;
-  /** host:port of each replica, when the component serves traffic. */
-  addresses: string[];
-  /** Driver-specific details (pids, resource ids…), passed back to the driver as they are. */
-  details?: Record<string, unknown>;
-}
-
-export type Slot = 'blue' | 'green';
+/** Slots are core types (the layout records them); drivers report them. */
+export type { Slot, SlotInfo };
 
 /** Everything a component driver call needs to know, serialisable. */
 export interface ComponentCallContext {

@@ -4,10 +4,10 @@ import { replay, start, step } from '../../core/migration/step.js';
 import {
   type Command,
   isFinal,
+  type LogLine,
   type MigrationEvent,
   type MigrationSpec,
   type MigrationState,
-  type Notice,
   type Transition,
   type Verb,
 } from '../../core/migration/types.js';
@@ -30,16 +30,6 @@ export interface RunnerDeps {
 export type VerbResult =
   | { ok: true; state: MigrationState }
   | { ok: false; refusal: string; state: MigrationState };
-
-/** A line of a migration's log: a notice of the engine or a line a driver printed. */
-export interface LogLine {
-  at: number;
-  level: Notice['level'];
-  kind: Notice['kind'] | 'driver';
-  message: string;
-  stage?: string;
-  actionId?: string;
-}
 
 /**
  * Drives one migration in this process: journals every event (fsync'd) before acting on it, runs

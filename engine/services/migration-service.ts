@@ -5,9 +5,9 @@
  */
 import type { CurrentLayout } from '../../core/layout.js';
 import { start } from '../../core/migration/step.js';
-import type { Lifecycle, MigrationState, Verb } from '../../core/migration/types.js';
+import { type MigrationSummary, summaryOf } from '../../core/migration/summary.js';
+import type { Lifecycle, LogLine, MigrationState, Verb } from '../../core/migration/types.js';
 import type { Plan } from '../../core/plan/types.js';
-import type { LogLine } from '../runner/local-runner.js';
 import { readCurrentLayout } from '../store/layout-store.js';
 import { type TemporalSettings, temporalSettings } from '../temporal/connection.js';
 import {
@@ -16,12 +16,10 @@ import {
   findMigration,
   listMigrations,
   loadState,
-  type MigrationSummary,
   operate,
   readLog,
   spawnRunner,
   summarize,
-  summaryOf,
 } from './migrations.js';
 
 export interface StartRequest {

@@ -8,34 +8,28 @@ import { existsSync, openSync, readdirSync, readFileSync, rmSync, statSync } fro
 import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { decodeTime, monotonicFactory } from 'ulid';
+import { decodeTime } from 'ulid';
 import { CutoverError, environmentFault, TopologyInvalidError } from '../../core/errors.js';
-import type { CurrentLayout } from '../../core/layout.js';
 import { replay } from '../../core/migration/step.js';
+import { describeLifecycle, type MigrationSummary, summaryOf } from '../../core/migration/summary.js';
+import type { LogLine } from '../../core/migration/types.js';
 import { isFinal, type MigrationSpec, type MigrationState, type Verb } from '../../core/migration/types.js';
 import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
-import type { Plan } from '../../core/plan/types.js';
 import { cutoverCliPath } from '../../platform/package-path.js';
 import { claimEnvironment, readClaim, releaseEnvironment } from '../runner/active-claim.js';
 import { sendVerbToRunner, startControlServer } from '../runner/control.js';
 import type { DriverSet } from '../runner/execute-command.js';
 import { JournalWriter, readJournal } from '../runner/journal.js';
-import type { LocalRunner, LogLine, RunnerDeps } from '../runner/local-runner.js';
+import type { LocalRunner, RunnerDeps } from '../runner/local-runner.js';
 import { makeDir } from '../runner/make-dir.js';
 import { activePath, migrationPaths, migrationsDir } from '../runner/paths.js';
 import { claimRunner, liveRunner, releaseRunner } from '../runner/runner-claim.js';
 import { readCurrentLayout, readLayoutAt } from '../store/layout-store.js';
+import { type CreateResult, newMigrationId, pinError } from './migration-common.js';
 
 // The topology loader, the planner, the runner and the drivers are loaded by the functions that
 // use them: an operator's verb (`cutover topology migration rollback`) needs none of them, and a
 // CLI starting on a busy machine takes CPU from the traffic it serves.
-
-const nextUlid = monotonicFactory();
-
-/** `mig_` and a ULID in lower case: unique, sorted by creation time; any unique prefix finds it. */
-export function newMigrationId(): string {
-  return `mig_${nextUlid().toLowerCase()}`;
-}
 
 export interface CreateRequest {
   /** The topology file; with `text`, only the name diagnostics use and (without `baseDir`) its directory. */
@@ -49,14 +43,6 @@ export interface CreateRequest {
   planId?: string;
   now?: number;
 }
-
-export type CreateResult =
-  | {
-      created: true;
-      spec: MigrationSpec /** Something repaired on the way, for the operator. */;
-      notice?: string;
-    }
-  | { created: false; plan: Plan };
 
 /**
  * Creates a migration: claims the environment (at most one migration in flight), plans against the
@@ -170,33 +156,6 @@ function conflictError(stateDir: string, environment: string, holderId: string):
     `environment ${environment} already has a migration in flight: ${holderId}${detail}`,
     { migrationId: holderId },
   );
-}
-
-/** Tells a stale plan (the layout moved on since it was computed) from one that differs. */
-export async function pinError(
-  layoutAt: (serial: number) => Promise<CurrentLayout | null>,
-  pinned: string,
-  plan: Plan,
-  desired: MigrationSpec['desired'],
-): Promise<CutoverError> {
-  const { buildPlan } = await import('../../core/plan/build-plan.js');
-  for (let serial = plan.baseSerial - 1; serial >= Math.max(0, plan.baseSerial - 50); serial--) {
-    const old = await layoutAt(serial);
-    if (old && buildPlan(old, desired).planId === pinned) {
-      return new CutoverError(
-        'PLAN_STALE',
-        `plan ${short(pinned)} is stale: it was computed against serial ${serial} of ${plan.environment}, which is now at serial ${plan.baseSerial}; plan again and review the new plan (${short(plan.planId)})`,
-      );
-    }
-  }
-  return new CutoverError(
-    'PLAN_MISMATCH',
-    `the plan of this topology is ${short(plan.planId)}, not the reviewed ${short(pinned)}: the topology file changed since it was planned; plan again and review`,
-  );
-}
-
-function short(planId: string): string {
-  return planId.slice(0, 'sha256:'.length + 12);
 }
 
 export interface HostedMigration {
@@ -374,73 +333,11 @@ function isFinished(stateDir: string, environment: string, id: string): boolean 
   }
 }
 
-export interface MigrationSummary {
-  id: string;
-  environment: string;
-  lifecycle: MigrationState['lifecycle'];
-  /** running, paused…; with the stage or the reason. */
-  status: string;
-  planId: string;
-  actionsDone: number;
-  actionsTotal: number;
-  startedAt: number;
-  updatedAt: number;
-  committedAt: number | null;
-  endedAt: number | null;
-  reason: string | null;
-  /** pid of the live process driving it, if any. */
-  runnerPid: number | null;
-  /**
-   * Set when the journal cannot be read: the problem, naming the file and what to do. Such a
-   * migration is listed as `failed` with status `unreadable` (nothing else about it is known).
-   */
-  unreadable?: string;
-}
-
 export function summarize(ref: MigrationRef, state: MigrationState): MigrationSummary {
   const runner = isFinal(state.lifecycle)
     ? null
     : liveRunner(migrationPaths(ref.stateDir, ref.environment, ref.id).runner);
   return summaryOf(state, runner?.process.pid ?? null);
-}
-
-/** The summary of a migration's state; `runnerPid`: the process driving it, where one is known. */
-export function summaryOf(state: MigrationState, runnerPid: number | null): MigrationSummary {
-  return {
-    id: state.spec.id,
-    environment: state.spec.environment,
-    lifecycle: state.lifecycle,
-    status: describeLifecycle(state),
-    planId: state.spec.plan.planId,
-    actionsDone: Math.min(state.cursor, state.spec.plan.actions.length),
-    actionsTotal: state.spec.plan.actions.length,
-    startedAt: state.startedAt,
-    updatedAt: state.updatedAt,
-    committedAt: state.committedAt,
-    endedAt: state.endedAt,
-    reason: state.ending?.reason ?? null,
-    runnerPid,
-  };
-}
-
-export function describeLifecycle(state: MigrationState): string {
-  const action = state.spec.plan.actions[state.cursor];
-  switch (state.lifecycle) {
-    case 'running':
-      return state.pauseRequested
-        ? `pausing (${action?.id ?? 'commit'})`
-        : `running (${action?.stage === 'commit' || !action ? 'bake' : action.stage})`;
-    case 'paused':
-      return `paused (before ${action?.id ?? 'commit'})`;
-    case 'committing':
-      return 'committing';
-    case 'rolling_back':
-      return `rolling back (${state.ending?.reason ?? ''})`;
-    case 'failed':
-      return `failed: ${state.ending?.reason ?? 'unknown reason'}`;
-    default:
-      return state.lifecycle.replace('_', ' ');
-  }
 }
 
 function unreadableSummary(ref: MigrationRef, problem: string): MigrationSummary {

@@ -1,7 +1,8 @@
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { CutoverError, environmentFault } from '../../core/errors.js';
-import { type CurrentLayout, committedLayout, emptyLayout } from '../../core/layout.js';
+import { type CurrentLayout, emptyLayout } from '../../core/layout.js';
+import { committedLayout } from '../../core/migration/committed-layout.js';
 import type { MigrationState } from '../../core/migration/types.js';
 import { removeDeadTemps } from '../../platform/claim-lock.js';
 

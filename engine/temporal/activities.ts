@@ -6,10 +6,9 @@
  */
 import { Context } from '@temporalio/activity';
 import type { CurrentLayout } from '../../core/layout.js';
-import type { Command, MigrationState } from '../../core/migration/types.js';
+import type { Command, LogLine, MigrationState } from '../../core/migration/types.js';
 import { stopRouterIfIdle } from '../drivers/router-driver.js';
 import { type CommandResult, type DriverSet, executeCommand } from '../runner/execute-command.js';
-import type { LogLine } from '../runner/local-runner.js';
 import { type DownPart, takeDownPart } from '../services/down.js';
 
 export interface ActivityDeps {

@@ -16,6 +16,8 @@ import {
 import { downFailed } from '../../core/down-parts.js';
 import { CutoverError } from '../../core/errors.js';
 import { type CurrentLayout, emptyLayout } from '../../core/layout.js';
+import { describeLifecycle, type MigrationSummary, summaryOf } from '../../core/migration/summary.js';
+import type { LogLine } from '../../core/migration/types.js';
 import {
   isFinal,
   type Lifecycle,
@@ -27,15 +29,7 @@ import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
 import { buildPlan } from '../../core/plan/build-plan.js';
 import { loadTopology } from '../../core/topology/load-topology.js';
 import { TopologyInvalidError } from '../api.js';
-import type { LogLine } from '../runner/local-runner.js';
-import {
-  type CreateResult,
-  describeLifecycle,
-  type MigrationSummary,
-  newMigrationId,
-  pinError,
-  summaryOf,
-} from '../services/migrations.js';
+import { type CreateResult, newMigrationId, pinError } from '../services/migration-common.js';
 import {
   connectionOptions,
   connectTimeoutMs,

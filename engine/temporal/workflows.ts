@@ -21,9 +21,11 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { type DownPart, downParts } from '../../core/down-parts.js';
-import { type CurrentLayout, committedLayout, emptyLayout } from '../../core/layout.js';
+import { type CurrentLayout, emptyLayout } from '../../core/layout.js';
 import { commandView, narrowLayout } from '../../core/migration/command-view.js';
+import { committedLayout } from '../../core/migration/committed-layout.js';
 import { start, step } from '../../core/migration/step.js';
+import type { LogLine } from '../../core/migration/types.js';
 import {
   type Command,
   isFinal,
@@ -34,7 +36,6 @@ import {
   type Verb,
 } from '../../core/migration/types.js';
 import { refuseVerb } from '../../core/migration/verb-policy.js';
-import type { LogLine } from '../runner/local-runner.js';
 import type { CutoverActivities } from './activities.js';
 
 /** A log line with its position, so that a follower asks only for what it has not seen. */

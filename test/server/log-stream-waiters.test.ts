@@ -7,7 +7,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { expect, it } from 'vitest';
-import type { LogLine } from '../../engine/runner/local-runner.js';
+import type { LogLine } from '../../core/migration/types.js';
 import type { MigrationService } from '../../engine/services/migration-service.js';
 import { defaultLogStreamLimits, LogStreams } from '../../server/log-streams.js';
 

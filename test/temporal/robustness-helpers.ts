@@ -8,8 +8,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, inject } from 'vitest';
+import type { MigrationSummary } from '../../core/migration/summary.js';
 import type { MigrationState } from '../../core/migration/types.js';
-import type { MigrationSummary } from '../../engine/services/migrations.js';
 import { TemporalMigrations } from '../../engine/temporal/temporal-migrations.js';
 import { repoRoot, runCli } from '../support/cli.js';
 
