@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
+import type { RequestBodyFraming } from './body-framing.js';
 import type { Slot } from './routing-state.js';
-import type { RequestBodyFraming } from './upstream-pool.js';
 
 /**
  * Headers as Node's raw list: name, value, name, value… (`rawHeaders`). The router forwards headers

@@ -19,6 +19,7 @@
  */
 import { connect, type Socket } from 'node:net';
 import { parseHostPort } from '../platform/host-port.js';
+import type { RequestBodyFraming } from './body-framing.js';
 import type { RawHeaders } from './forward-headers.js';
 import { ResponseParser, type ResponseSink } from './http1-response.js';
 
@@ -90,9 +91,6 @@ export interface ExchangeHandler {
   /** The request failed before its response ended; nothing more is called after this. */
   upstreamFailed(failure: UpstreamFailure, error: Error): void;
 }
-
-/** How the request's body, if any, is framed on the way up. */
-export type RequestBodyFraming = 'none' | 'length' | 'chunked';
 
 /** One request to one upstream address: written by the proxy, carried by a pooled connection. */
 export class UpstreamExchange {

@@ -5,9 +5,9 @@
  */
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { RouteContext } from './app.js';
 import { bearerToken, type Principal, type TokenStore } from './auth.js';
 import { HttpProblem } from './problems.js';
+import type { RouteContext } from './route-context.js';
 
 /**
  * Who is asking, and whether the route refuses them. The refusal is not thrown here: the rate

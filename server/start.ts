@@ -4,7 +4,8 @@
  */
 import { isIP } from 'node:net';
 import { CutoverError } from '../core/errors.js';
-import { buildServer, type CutoverServer, type ServerOptions } from './app.js';
+import { buildServer, type CutoverServer } from './app.js';
+import type { ServerOptions } from './route-context.js';
 
 export function isLoopback(host: string): boolean {
   if (host === 'localhost') return true;

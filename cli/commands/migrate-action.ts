@@ -14,11 +14,17 @@ import { renderLiveView, renderLogLine } from '../../views/render-migration.js';
 import { renderPlanText } from '../../views/render-plan-text.js';
 import { styleFor } from '../../views/style.js';
 import { confirm } from '../confirm.js';
-import { type Remote, remoteFor } from '../remote/client.js';
+import { type Remote, remoteFor, type ServerOption } from '../remote/client.js';
 import { remoteApply, remoteLog, remotePlan, remoteShow } from '../remote/commands.js';
 import { resolveStateDir } from '../state-dir.js';
 
-import type { MigrateOptions } from './topology-migrate.js';
+export interface MigrateOptions extends ServerOption {
+  file: string;
+  yes?: boolean;
+  detach?: boolean;
+  planId?: string;
+  json?: boolean;
+}
 
 /** `cutover topology migrate`, loaded only when that command runs (it pulls in the whole engine). */
 export async function runMigrate(options: MigrateOptions): Promise<void> {

@@ -1,13 +1,6 @@
 import type { Command } from 'commander';
-import { addServerOption, type ServerOption } from '../remote/client.js';
-
-export interface MigrateOptions extends ServerOption {
-  file: string;
-  yes?: boolean;
-  detach?: boolean;
-  planId?: string;
-  json?: boolean;
-}
+import { addServerOption } from '../remote/client.js';
+import type { MigrateOptions } from './migrate-action.js';
 
 export function registerMigrate(topology: Command): void {
   addServerOption(topology.command('migrate'))

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
-import type { MigrationSummary } from '../../core/migration/summary.js';
+import { listSelection, type MigrationSummary } from '../../core/migration/summary.js';
 import type { LogLine } from '../../core/migration/types.js';
 import {
   isFinal,
@@ -37,13 +37,6 @@ async function withService<T>(options: Options, use: (service: MigrationService)
   } finally {
     await service.close();
   }
-}
-
-/** In-flight migrations first, then history, newest first: the last 10, or all. */
-export function listSelection(all: MigrationSummary[], everything: boolean): MigrationSummary[] {
-  const inFlight = all.filter((m) => !isFinal(m.lifecycle));
-  const history = all.filter((m) => isFinal(m.lifecycle));
-  return [...inFlight, ...(everything ? history : history.slice(0, 10))];
 }
 
 const verbHelp: Record<Verb, string> = {

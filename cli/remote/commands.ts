@@ -92,7 +92,7 @@ export async function remoteList(
   remote: Remote,
   options: { environment?: string; all?: boolean },
 ): Promise<MigrationSummary[]> {
-  const { listSelection } = await import('../commands/topology-migration.js');
+  const { listSelection } = await import('../../core/migration/summary.js');
   return listSelection(await remoteListAll(remote, options.environment), options.all === true);
 }
 

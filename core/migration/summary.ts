@@ -1,4 +1,4 @@
-import type { MigrationState } from './types.js';
+import { isFinal, type MigrationState } from './types.js';
 
 /** What a listing shows of one migration, the same in every mode (local, Temporal, a server). */
 export interface MigrationSummary {
@@ -61,4 +61,11 @@ export function describeLifecycle(state: MigrationState): string {
     default:
       return state.lifecycle.replace('_', ' ');
   }
+}
+
+/** In-flight migrations first, then history, newest first: the last 10, or all. */
+export function listSelection(all: MigrationSummary[], everything: boolean): MigrationSummary[] {
+  const inFlight = all.filter((m) => !isFinal(m.lifecycle));
+  const history = all.filter((m) => isFinal(m.lifecycle));
+  return [...inFlight, ...(everything ? history : history.slice(0, 10))];
 }

@@ -13,9 +13,9 @@ import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { environmentFault } from '../../core/errors.js';
-import { type RouteContext, routeSchema } from '../app.js';
 import { DeliveryLog } from '../hook-deliveries.js';
 import { HttpProblem } from '../problems.js';
+import { type RouteContext, routeSchema } from '../route-context.js';
 
 /**
  * A push signed longer ago than this is refused. Providers deliver within seconds, and a delivery

@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { Lifecycle, Verb } from '../../core/migration/types.js';
-import { type RouteContext, routeSchema } from '../app.js';
+import { type RouteContext, routeSchema } from '../route-context.js';
 import { ref } from '../schemas.js';
 import { idempotencyHeader, idempotent } from './operations.js';
 

@@ -5,9 +5,9 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { planTopologyText, TopologyInvalidError, validateTopologyText } from '../../engine/api.js';
 import { renderPlanJson } from '../../views/render-plan-json.js';
-import { type RouteContext, routeSchema } from '../app.js';
 import type { StoredResponse } from '../idempotency.js';
 import { HttpProblem } from '../problems.js';
+import { type RouteContext, routeSchema } from '../route-context.js';
 import { ref } from '../schemas.js';
 import { topologyInput, withTopology } from '../topology-input.js';
 
