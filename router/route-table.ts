@@ -1,11 +1,5 @@
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
-import type {
-  DriverCallOptions,
-  RouteCallContext,
-  RouteDriver,
-  RouteState,
-} from '../engine/drivers/types.js';
 
 /**
  * The built-in router's routing table: one JSON file per state directory,
@@ -53,7 +47,8 @@ export function routeKey(environment: string, route: string): string {
   return `${environment}/${route}`;
 }
 
-async function writeRoutingTable(stateDir: string, table: RoutingTable): Promise<void> {
+/** Replaces the table atomically: the router never reads half of it. */
+export async function writeRoutingTable(stateDir: string, table: RoutingTable): Promise<void> {
   const file = routingTablePath(stateDir);
   await mkdir(path.dirname(file), { recursive: true });
   const temp = `${file}.${process.pid}.tmp`;
@@ -65,46 +60,4 @@ async function writeRoutingTable(stateDir: string, table: RoutingTable): Promise
     await handle.close();
   }
   await rename(temp, file);
-}
-
-export function createRouteTableDriver(): RouteDriver {
-  // Table updates are read-modify-write of one file: one at a time.
-  let queue: Promise<unknown> = Promise.resolve();
-  const serialised = <T>(f: () => Promise<T>): Promise<T> => {
-    const next = queue.then(f, f);
-    queue = next.catch(() => undefined);
-    return next;
-  };
-  return {
-    apply(ctx: RouteCallContext, state: RouteState, options: DriverCallOptions) {
-      return serialised(async () => {
-        const table = await readRoutingTable(ctx.stateDir);
-        const entry: RoutingEntry = {
-          environment: ctx.environment,
-          listen: state.spec.listen,
-          component: state.spec.to,
-          blue: state.blue?.addresses ?? [],
-          green: state.green?.addresses ?? [],
-          greenPercent: state.greenPercent,
-          drainTimeoutMs: state.spec.drain.timeout,
-          updatedAt: Date.now(),
-        };
-        if (state.spec.preview !== undefined) entry.preview = state.spec.preview;
-        if (state.spec.upstreamTimeout !== undefined) entry.upstreamTimeoutMs = state.spec.upstreamTimeout;
-        if (state.spec.bodyTimeout !== undefined) entry.bodyTimeoutMs = state.spec.bodyTimeout;
-        if (state.spec.queueTimeout !== undefined) entry.queueTimeoutMs = state.spec.queueTimeout;
-        table.routes[routeKey(ctx.environment, state.route)] = entry;
-        await writeRoutingTable(ctx.stateDir, table);
-        options.log(`route ${state.route}: ${100 - state.greenPercent}% blue, ${state.greenPercent}% green`);
-      });
-    },
-    remove(ctx: RouteCallContext, route: string, options: DriverCallOptions) {
-      return serialised(async () => {
-        const table = await readRoutingTable(ctx.stateDir);
-        delete table.routes[routeKey(ctx.environment, route)];
-        await writeRoutingTable(ctx.stateDir, table);
-        options.log(`route ${route} removed`);
-      });
-    },
-  };
 }

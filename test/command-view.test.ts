@@ -57,6 +57,10 @@ function recordingDrivers(calls: unknown[]): DriverSet {
     async remove(ctx, name) {
       calls.push(['remove', ctx, name]);
     },
+    async drain(ctx, name, addresses, timeoutMs) {
+      calls.push(['drain_route', ctx, name, addresses, timeoutMs]);
+      return { drained: true, inFlight: 0 };
+    },
   };
   return { component: { process: component, exec: component }, route: { router: route, nginx: route } };
 }

@@ -86,6 +86,10 @@ export function createNginxDriver(settings: NginxDriverSettings = {}): RouteDriv
         options.log(`route ${route}: removed from nginx ${files.config}`);
       });
     },
+    // nginx does not tell how many requests are in flight to an upstream: no waiting here yet.
+    async drain() {
+      return null;
+    },
   };
 }
 

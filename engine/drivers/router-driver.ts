@@ -4,9 +4,14 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CutoverError } from '../../core/errors.js';
 import { cutoverCliPath } from '../../platform/package-path.js';
-import { routerClient } from '../../router/client.js';
+import { routerClient, waitDrained } from '../../router/client.js';
 import type { ListenFailure } from '../../router/control-types.js';
-import { createRouteTableDriver, readRoutingTable, routeKey } from '../../router/route-table.js';
+import {
+  type RoutingEntry,
+  readRoutingTable,
+  routeKey,
+  writeRoutingTable,
+} from '../../router/route-table.js';
 import { liveRouterRecord } from '../../router/router-record.js';
 import {
   type DriverCallOptions,
@@ -41,6 +46,16 @@ export function createRouterDriver(): RouteDriver {
     async remove(ctx: RouteCallContext, route: string, options: DriverCallOptions) {
       await table.remove(ctx, route, options);
       if (liveRouterRecord(ctx.stateDir)) await routerClient(ctx.stateDir).reload();
+    },
+    // The router counts the requests it carries; no router running counts as drained.
+    drain(ctx, route, addresses, timeoutMs, options) {
+      return waitDrained(
+        ctx.stateDir,
+        routeKey(ctx.environment, route),
+        addresses,
+        timeoutMs,
+        options.signal,
+      );
     },
   };
 }
@@ -112,4 +127,50 @@ export async function stopRouterIfIdle(stateDir: string, log: (line: string) => 
   }
   const deadline = Date.now() + routerStartTimeoutMs;
   while (liveRouterRecord(stateDir) && Date.now() < deadline) await sleep(25);
+}
+
+/**
+ * The table half of the router driver: writes a route's entry into the routing table, without
+ * making a router apply it (the router's tests drive a router of their own with it).
+ */
+export function createRouteTableDriver(): Pick<RouteDriver, 'apply' | 'remove'> {
+  // Table updates are read-modify-write of one file: one at a time.
+  let queue: Promise<unknown> = Promise.resolve();
+  const serialised = <T>(f: () => Promise<T>): Promise<T> => {
+    const next = queue.then(f, f);
+    queue = next.catch(() => undefined);
+    return next;
+  };
+  return {
+    apply(ctx: RouteCallContext, state: RouteState, options: DriverCallOptions) {
+      return serialised(async () => {
+        const table = await readRoutingTable(ctx.stateDir);
+        const entry: RoutingEntry = {
+          environment: ctx.environment,
+          listen: state.spec.listen,
+          component: state.spec.to,
+          blue: state.blue?.addresses ?? [],
+          green: state.green?.addresses ?? [],
+          greenPercent: state.greenPercent,
+          drainTimeoutMs: state.spec.drain.timeout,
+          updatedAt: Date.now(),
+        };
+        if (state.spec.preview !== undefined) entry.preview = state.spec.preview;
+        if (state.spec.upstreamTimeout !== undefined) entry.upstreamTimeoutMs = state.spec.upstreamTimeout;
+        if (state.spec.bodyTimeout !== undefined) entry.bodyTimeoutMs = state.spec.bodyTimeout;
+        if (state.spec.queueTimeout !== undefined) entry.queueTimeoutMs = state.spec.queueTimeout;
+        table.routes[routeKey(ctx.environment, state.route)] = entry;
+        await writeRoutingTable(ctx.stateDir, table);
+        options.log(`route ${state.route}: ${100 - state.greenPercent}% blue, ${state.greenPercent}% green`);
+      });
+    },
+    remove(ctx: RouteCallContext, route: string, options: DriverCallOptions) {
+      return serialised(async () => {
+        const table = await readRoutingTable(ctx.stateDir);
+        delete table.routes[routeKey(ctx.environment, route)];
+        await writeRoutingTable(ctx.stateDir, table);
+        options.log(`route ${route} removed`);
+      });
+    },
+  };
 }

@@ -71,6 +71,25 @@ export interface RouteCallContext {
 export interface RouteDriver {
   apply(ctx: RouteCallContext, state: RouteState, options: DriverCallOptions): Promise<void>;
   remove(ctx: RouteCallContext, route: string, options: DriverCallOptions): Promise<void>;
+  /**
+   * Waits until no request of `route` is in flight to any of `addresses` (blue, once traffic left
+   * it), each driver in its own way. Resolves at `timeoutMs` with `drained: false` rather than
+   * rejecting; rejects only when `options.signal` aborts. null: this driver cannot see requests in
+   * flight, so it did not wait.
+   */
+  drain(
+    ctx: RouteCallContext,
+    route: string,
+    addresses: readonly string[],
+    timeoutMs: number,
+    options: DriverCallOptions,
+  ): Promise<DrainResult | null>;
+}
+
+export interface DrainResult {
+  drained: boolean;
+  /** Requests still in flight to those addresses (at the timeout: the last count seen). */
+  inFlight: number;
 }
 
 /** A driver error that retrying will not fix (bad configuration, a script that says so). */

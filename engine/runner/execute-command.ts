@@ -7,8 +7,6 @@ import { own } from '../../core/records.js';
 import type { Route, Topology } from '../../core/topology/types.js';
 import { type HostPort, parseHostPort } from '../../platform/host-port.js';
 import { loopbackRequest } from '../../platform/loopback-http.js';
-import { waitDrained } from '../../router/client.js';
-import { routeKey } from '../../router/route-table.js';
 import { componentDriverFor, type DriverSet, routeDriverFor } from '../drivers/driver-set.js';
 import {
   type ComponentCallContext,
@@ -153,7 +151,7 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
     case 'drain': {
       const ctx = componentContext(s, o, c.component, s.spec.base.topology as Topology);
       const blue = own(s.slots, c.component)?.blue ?? placeholderSlot(ctx, 'blue');
-      await drainRoutes(s, o, c.component, blue, c.timeoutMs);
+      await drainRoutes(s, o, call, c.component, blue, c.timeoutMs);
       await componentDriverFor(o.drivers, ctx).drain(ctx, blue, c.timeoutMs, call);
       return undefined;
     }
@@ -274,27 +272,31 @@ async function checkThroughPreviews(
 }
 
 /**
- * Blue is drained when no request is in flight to it through the built-in router, bounded by the
- * drain timeout; past it, the migration goes on and says how many requests were still running.
+ * Blue is drained when no request is in flight to it through any route to it, each route's driver
+ * judging in its own way, bounded by the drain timeout; past it, the migration goes on and says how
+ * many requests were still running.
  */
 async function drainRoutes(
   s: MigrationState,
   o: ExecuteOptions,
+  call: DriverCallOptions,
   component: string,
   blue: SlotInfo,
   timeoutMs: number,
 ): Promise<void> {
-  if (blue.addresses.length === 0) return;
-  for (const [name, route] of Object.entries(s.spec.base.topology?.routes ?? {})) {
-    if (route.to !== component || route.driver !== undefined) continue;
+  const topology = s.spec.base.topology;
+  if (blue.addresses.length === 0 || topology === null) return;
+  for (const [name, route] of Object.entries(topology.routes)) {
+    if (route.to !== component) continue;
     const started = Date.now();
-    const result = await waitDrained(
-      o.stateDir,
-      routeKey(s.spec.environment, name),
+    const result = await routeDriverFor(o.drivers, topology, route.driver).drain(
+      routeContext(s, o, topology, route.driver),
+      name,
       blue.addresses,
       timeoutMs,
-      o.signal,
+      call,
     );
+    if (result === null) continue;
     if (result.drained) o.log(`route ${name}: blue ${component} drained in ${Date.now() - started} ms`);
     else
       o.log(

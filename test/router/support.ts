@@ -19,8 +19,8 @@ import { createServer as createNetServer, type Socket } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Route } from '../../core/topology/types.js';
+import { createRouteTableDriver } from '../../engine/drivers/router-driver.js';
 import type { SlotInfo } from '../../engine/drivers/types.js';
-import { createRouteTableDriver } from '../../router/route-table.js';
 import { type Router, startRouter } from '../../router/router.js';
 import { repoRoot, tempDir } from '../support/cli.js';
 
