@@ -1,0 +1,129 @@
+/**
+ * The rooms of the house and the imports allowed between them: the source of truth for the layout
+ * that ARCHITECTURE.md draws. `npm run lint` (and so `npm test`) fails on any import these rules
+ * forbid. Type-only imports count too: a room that names another room's types depends on it.
+ *
+ *   core/      pure model and decisions              → core/ only (and pure libraries)
+ *   platform/  OS helpers                            → Node only (and core/errors.ts, the shared error vocabulary)
+ *   router/    the `cutover proxy` program           → core/, platform/
+ *   engine/    runners, state, sources, drivers, API → core/, platform/ (router/: only its route driver)
+ *   views/     renderers shared by the front ends    → core/
+ *   cli/ server/ watch/   front ends                 → engine/, views/, core/; nothing imports cli/
+ */
+const frontEnds = '^(cli|server|watch)/';
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'No import circles between files: a circle is two modules that are really one.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'core-imports-core-only',
+      comment: 'core/ is the pure model: it imports nothing from the other rooms.',
+      severity: 'error',
+      from: { path: '^core/' },
+      to: { path: '^(platform|router|engine|views|cli|server|watch)/' },
+    },
+    {
+      name: 'core-has-no-effects',
+      comment:
+        'core/ does no I/O: of Node it may load modules lazily (node:module) and hash (node:crypto), nothing else.',
+      severity: 'error',
+      from: { path: '^core/' },
+      to: { dependencyTypes: ['core'], pathNot: '^(node:)?(module|crypto)$' },
+    },
+    {
+      name: 'core-uses-pure-libraries',
+      comment: 'core/ may use the YAML parsers and the schema validator, which do no I/O; no other package.',
+      severity: 'error',
+      from: { path: '^core/' },
+      to: {
+        dependencyTypes: ['npm', 'npm-dev', 'npm-optional', 'npm-peer', 'npm-no-pkg', 'npm-unknown'],
+        // Unanchored: node_modules may be a link to an install elsewhere.
+        pathNot: 'node_modules/(ajv|yaml|js-yaml|@types/js-yaml)/',
+      },
+    },
+    {
+      name: 'platform-is-node-only',
+      comment: 'platform/ wraps the OS: it imports Node and, for its errors, core/errors.ts; no other room.',
+      severity: 'error',
+      from: { path: '^platform/' },
+      to: { path: '^(core|router|engine|views|cli|server|watch)/', pathNot: '^core/errors\\.ts$' },
+    },
+    {
+      name: 'platform-uses-no-packages',
+      severity: 'error',
+      from: { path: '^platform/' },
+      to: { dependencyTypes: ['npm', 'npm-dev', 'npm-optional', 'npm-peer', 'npm-no-pkg', 'npm-unknown'] },
+    },
+    {
+      name: 'router-imports-core-and-platform',
+      comment: 'The router is a program of its own: it knows the core and the platform, not the engine.',
+      severity: 'error',
+      from: { path: '^router/' },
+      to: { path: '^(engine|views|cli|server|watch)/' },
+    },
+    {
+      name: 'engine-reaches-router-through-its-driver',
+      comment: "Only the router's route driver talks to the router (its table and its control client).",
+      severity: 'error',
+      from: { path: '^engine/', pathNot: '^engine/drivers/router-driver\\.ts$' },
+      to: { path: '^router/' },
+    },
+    {
+      name: 'engine-imports-no-front-end',
+      severity: 'error',
+      from: { path: '^engine/' },
+      to: { path: '^(views|cli|server|watch)/' },
+    },
+    {
+      name: 'views-render-core-types',
+      comment: 'Views take data and print it; they never compute or reach the engine.',
+      severity: 'error',
+      from: { path: '^views/' },
+      to: { path: '^(platform|router|engine|cli|server|watch)/' },
+    },
+    {
+      name: 'front-ends-use-the-engine-api',
+      comment:
+        'cli/, server/ and watch/ call the engine and render with views/; they do not reach into platform/ or router/ (the `cutover proxy` command starts the router program).',
+      severity: 'error',
+      from: { path: frontEnds, pathNot: '^cli/commands/proxy\\.ts$' },
+      to: { path: '^(platform|router)/' },
+    },
+    {
+      name: 'nothing-imports-cli',
+      severity: 'error',
+      from: { pathNot: '^cli/' },
+      to: { path: '^cli/' },
+    },
+    {
+      name: 'front-ends-are-separate',
+      comment: 'The server and the watcher do not import each other (the CLI starts both).',
+      severity: 'error',
+      from: { path: '^(server|watch)/' },
+      to: { path: frontEnds, pathNot: '^$1/' },
+    },
+  ],
+  options: {
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    // By type, not path: node_modules may be a link to an install elsewhere.
+    doNotFollow: {
+      dependencyTypes: [
+        'npm',
+        'npm-dev',
+        'npm-optional',
+        'npm-peer',
+        'npm-bundled',
+        'npm-no-pkg',
+        'npm-unknown',
+      ],
+    },
+    exclude: { path: '\\.test\\.ts$' },
+  },
+};
