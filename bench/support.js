@@ -90,7 +90,12 @@ export function noopDrivers() {
     drain: async () => {},
     retire: async () => {},
   };
-  const route = { apply: async () => {}, remove: async () => {} };
+  // Nothing is carried, so nothing is in flight.
+  const route = {
+    apply: async () => {},
+    remove: async () => {},
+    drain: async () => ({ drained: true, inFlight: 0 }),
+  };
   return { component: { process: component, exec: component }, route: { router: route } };
 }
 
