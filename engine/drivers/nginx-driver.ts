@@ -6,6 +6,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DriverSpec } from '../../core/topology/types.js';
 import { parseHostPort } from '../../platform/host-port.js';
+import { waitOldWorkersGone, workerHeader } from './nginx-drain.js';
 import {
   type DriverCallOptions,
   PermanentDriverError,
@@ -86,9 +87,12 @@ export function createNginxDriver(settings: NginxDriverSettings = {}): RouteDriv
         options.log(`route ${route}: removed from nginx ${files.config}`);
       });
     },
-    // nginx does not tell how many requests are in flight to an upstream: no waiting here yet.
-    async drain() {
-      return null;
+    // Blue is drained once the workers of the configurations before the switch have finished.
+    async drain(ctx: RouteCallContext, route: string, _addresses, timeoutMs, options: DriverCallOptions) {
+      const files = nginxFiles(ctx.baseDir, nginxSpec(ctx, route));
+      const entry = (await readSidecar(files.sidecar)).routes[sidecarKey(ctx.environment, route)];
+      if (!entry) return null;
+      return waitOldWorkersGone(entry.listen, generationPath, timeoutMs, options.signal);
     },
   };
 }
@@ -449,6 +453,7 @@ function renderListener(
     '    keepalive_timeout 0; # a reload resets idle keep-alive clients: see createNginxDriver',
     `    location = ${generationPath} {`,
     '        default_type text/plain;',
+    `        add_header ${workerHeader} $pid always; # the worker answering: see nginx-drain.ts`,
     `        return 200 "${generationPlaceholder}\\n";`,
     '    }',
     '    location / {',

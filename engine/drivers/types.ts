@@ -88,8 +88,10 @@ export interface RouteDriver {
 
 export interface DrainResult {
   drained: boolean;
-  /** Requests still in flight to those addresses (at the timeout: the last count seen). */
+  /** What is still in flight to those addresses (at the timeout: the last count seen). */
   inFlight: number;
+  /** What `inFlight` counts: requests (the router), or nginx workers still finishing theirs. */
+  unit?: 'requests' | 'old nginx workers';
 }
 
 /** A driver error that retrying will not fix (bad configuration, a script that says so). */

@@ -300,7 +300,7 @@ async function drainRoutes(
     if (result.drained) o.log(`route ${name}: blue ${component} drained in ${Date.now() - started} ms`);
     else
       o.log(
-        `route ${name}: ${result.inFlight} requests still in flight to blue ${component} after the drain timeout`,
+        `route ${name}: ${result.inFlight} ${result.unit ?? 'requests'} still in flight to blue ${component} after the drain timeout`,
       );
   }
 }

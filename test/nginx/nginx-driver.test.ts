@@ -134,6 +134,37 @@ async function startReplica(slot: string, name: string): Promise<string> {
   return `127.0.0.1:${(server.address() as { port: number }).port}`;
 }
 
+/** A blue replica that holds every request until `release()`; `received` resolves on the first. */
+async function startHeldReplica(): Promise<{
+  address: string;
+  received: Promise<void>;
+  release: () => void;
+}> {
+  let receive = () => {};
+  let release = () => {};
+  const received = new Promise<void>((resolve) => {
+    receive = resolve;
+  });
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const server = createServer((req, res) => {
+    req.resume();
+    receive();
+    void released.then(() => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ version: 'blue', replica: 'held' }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  resources.add(async () => {
+    release();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return { address: `127.0.0.1:${(server.address() as { port: number }).port}`, received, release };
+}
+
 async function startSlot(slot: 'blue' | 'green'): Promise<SlotInfo> {
   const addresses = [await startReplica(slot, `${slot}-1`), await startReplica(slot, `${slot}-2`)];
   return { component: 'web', slot, version: slot, addresses };
@@ -220,6 +251,31 @@ describe('nginx route driver (real nginx)', () => {
     expect(result.versions.green).toBeGreaterThan(0);
     // Every request sent after the 100% apply returned went to green.
     expect(answeredAfter(result, allGreenAt)).toEqual({ green: expect.any(Number) });
+  });
+
+  it('drains blue: waits until the request nginx still carries to blue is answered', async () => {
+    const nginx = await startNginx();
+    const held = await startHeldReplica();
+    const blue: SlotInfo = { component: 'web', slot: 'blue', version: 'blue', addresses: [held.address] };
+    const green = await startSlot('green');
+    const listen = await freeListen();
+    const driver = createNginxDriver();
+    const spec = routeSpec(listen);
+    await driver.apply(nginx.ctx, { route: 'www', spec, blue, green: null, greenPercent: 0 }, callOptions());
+    const answer = send(listen);
+    await held.received;
+    await driver.apply(nginx.ctx, { route: 'www', spec, blue, green, greenPercent: 100 }, callOptions());
+
+    // Traffic is on green, but a worker of the old configuration still carries blue's request.
+    const early = await driver.drain(nginx.ctx, 'www', blue.addresses, 300, callOptions());
+    expect(early).toMatchObject({ drained: false, unit: 'old nginx workers' });
+    expect(early?.inFlight).toBeGreaterThanOrEqual(1);
+    held.release();
+    const drained = await driver.drain(nginx.ctx, 'www', blue.addresses, 10_000, callOptions());
+    expect(drained).toEqual({ drained: true, inFlight: 0, unit: 'old nginx workers' });
+    const answered = await answer;
+    expect(answered.status).toBe(200);
+    expect(JSON.parse(answered.body)).toMatchObject({ version: 'blue' });
   });
 
   it('rolls back to blue under load without losing a request', async () => {
