@@ -309,7 +309,7 @@ export async function eventually(check: () => boolean | Promise<boolean>, timeou
   }
 }
 
-export const compiledRouter = path.join(repoRoot, 'dist', 'engine', 'router', 'router.js');
+export const compiledRouter = path.join(repoRoot, 'dist', 'router', 'router.js');
 
 /**
  * The router in a child process, as `cutover proxy` runs it, from the compiled dist/ (run
