@@ -3,6 +3,8 @@ export interface LoadRecord {
   sentAt: number;
   /** How much later than scheduled the generator sent it (ms). */
   lateMs?: number;
+  /** Which wakeup of the fixed-rate timer sent it (1, 2, …): one request per wakeup. */
+  wakeup?: number;
   doneAt?: number;
   ms: number;
   status: number;

@@ -92,11 +92,13 @@ function runLoad({ url, rate, timeoutMs, maxRequests, origin }, port) {
   const startedAt = now();
   const pending = new Set();
 
+  /** Counts the timer's wakeups: each record says which one sent it (one request per wakeup). */
+  let wakeup = 0;
   const fire = (scheduledAt) => {
     const sentAt = now();
     const lateMs = sentAt - scheduledAt;
     if (inFlight >= maxInFlight || sent >= maxRequests) {
-      batch.push({ sentAt, lateMs, ms: 0, status: 0, error: 'load generator saturated' });
+      batch.push({ sentAt, lateMs, wakeup, ms: 0, status: 0, error: 'load generator saturated' });
       return;
     }
     sent++;
@@ -104,6 +106,7 @@ function runLoad({ url, rate, timeoutMs, maxRequests, origin }, port) {
     const record = {
       sentAt,
       lateMs,
+      wakeup,
       ms: 0,
       status: 0,
       version: undefined,
@@ -170,6 +173,7 @@ function runLoad({ url, rate, timeoutMs, maxRequests, origin }, port) {
   let timer;
   const tick = () => {
     if (stopped) return;
+    wakeup++;
     const at = now();
     for (let n = 0; n < perWakeup && scheduled <= at; n++) {
       fire(scheduled);

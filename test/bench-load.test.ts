@@ -56,10 +56,12 @@ describe('bench/load.js', () => {
       expect(result.requests).toBeGreaterThan(250);
       expect(result.requests).toBeLessThan(320);
       // Spaced out, not in batches: at 200/s requests are due 5 ms apart, and even a send that
-      // catches up after a stall goes out on a wakeup of its own (the old 10 ms tick sent two at once).
-      const sent = result.records.map((r) => r.sentAt).sort((a, b) => a - b);
-      const gaps = sent.slice(1).map((at, i) => at - (sent[i] as number));
-      expect(gaps.filter((gap) => gap < 0.5)).toEqual([]);
+      // catches up after a stall goes out on a wakeup of its own (the old 10 ms tick sent two at
+      // once). Told by the wakeup that sent each, not by the gap in time: on a loaded machine two
+      // wakeups can come well under a millisecond apart.
+      const wakeups = result.records.map((r) => r.wakeup);
+      expect(wakeups.every((w) => Number.isInteger(w) && w > 0)).toBe(true);
+      expect(new Set(wakeups).size).toBe(wakeups.length);
       for (const record of result.records) expect(record.lateMs).toBeGreaterThanOrEqual(0);
       expect(result.lateMax).toBeGreaterThanOrEqual(result.lateP99);
       expect(Number.isFinite(result.lateP99)).toBe(true);
