@@ -416,6 +416,11 @@ const requestCases: RequestCase[] = [
     bytes: (p) => `GET ${p}/one HTTP/1.1\r\n${host}\r\nGET ${p}/get HTTP/2.0\r\n${host}\r\n`,
   },
   {
+    name: 'pipelined POST, CONNECT',
+    bytes: (p) =>
+      `POST ${p}/one HTTP/1.1\r\n${host}Content-Length: 5\r\n\r\nhelloCONNECT shop:443 HTTP/1.1\r\nHost: shop:443\r\n\r\n`,
+  },
+  {
     name: 'pipelined GET, CL.TE',
     bytes: (p) =>
       `GET ${p}/one HTTP/1.1\r\n${host}\r\n${post(p, 'Content-Length: 5\r\nTransfer-Encoding: chunked\r\n', '0\r\n\r\n')}`,

@@ -41,6 +41,39 @@ describe('router: request framing', () => {
     expect(upstream.executed.map((r) => `${r.method} ${r.url} ${r.body}`)).toEqual(['POST /orders hello']);
   });
 
+  it('answers a slow POST before the 400 of a CONNECT pipelined after it', async () => {
+    const upstream = await recordingUpstream(resources);
+    const listen = await routerTo(upstream.address);
+
+    const { received, closed } = await rawExchange(
+      listen,
+      'POST /orders?ms=500 HTTP/1.1\r\nHost: shop\r\nContent-Length: 5\r\n\r\nhello' +
+        'CONNECT shop:443 HTTP/1.1\r\nHost: shop:443\r\n\r\n',
+    );
+
+    expect(statuses(received)).toEqual([200, 400]);
+    expect(received).toMatch(/\r\n\r\nok.*HTTP\/1\.1 400 .*CONNECT is not supported/s);
+    expect(closed).toBe(true);
+    expect(upstream.executed.map((r) => `${r.method} ${r.url} ${r.body}`)).toEqual([
+      'POST /orders?ms=500 hello',
+    ]);
+  });
+
+  it('answers 400 to a CONNECT alone', async () => {
+    const upstream = await recordingUpstream(resources);
+    const listen = await routerTo(upstream.address);
+
+    const { received, closed } = await rawExchange(
+      listen,
+      'CONNECT shop:443 HTTP/1.1\r\nHost: shop:443\r\n\r\n',
+    );
+
+    expect(statuses(received)).toEqual([400]);
+    expect(received).toMatch(/CONNECT is not supported/);
+    expect(closed).toBe(true);
+    expect(upstream.executed).toEqual([]);
+  });
+
   it('answers 400 to a malformed chunk in a body on its way upstream, which the upstream never executes', async () => {
     const upstream = await recordingUpstream(resources);
     const listen = await routerTo(upstream.address);
