@@ -16,6 +16,14 @@ export interface ConnectionListener {
  */
 export type RequestHandler = (client: ClientConnection, req: IncomingMessage, res: ServerResponse) => void;
 
+/**
+ * Requests of one connection parsed ahead of the one being answered, at most, before the router
+ * stops reading the connection (nginx reads no further than its header buffers). Node's parser takes
+ * a whole read of the socket at a time (up to 64 KiB), so the requests of that one read may be parsed
+ * too; nothing more is read until fewer wait, and TCP holds the client back.
+ */
+export const maxWaitingRequests = 4;
+
 /** The router's own answer to a request it refuses: a status and one line of text. */
 export interface Refusal {
   status: number;
@@ -37,7 +45,8 @@ const connectRefusal: Refusal = { status: 400, text: 'cutover: CONNECT is not su
  * went out at once, in front of (and instead of) the answer to a request the upstream had already run.
  *
  * Invariants: at most one request of the connection is with the handler (`active`); the others wait
- * in `waiting`, in order, and are dropped unanswered if the connection closes first.
+ * in `waiting`, in order, and are dropped unanswered if the connection closes first. While
+ * `maxWaitingRequests` wait, or once a fault is due, the socket is not read.
  */
 export class ClientConnection {
   private active: ServerResponse | null = null;
@@ -69,8 +78,12 @@ export class ClientConnection {
 
   request(req: IncomingMessage, res: ServerResponse): void {
     if (this.ended) return;
-    if (this.active) this.waiting.push([req, res]);
-    else this.start(req, res);
+    if (!this.active) {
+      this.start(req, res);
+      return;
+    }
+    this.waiting.push([req, res]);
+    if (this.waiting.length >= maxWaitingRequests) this.reading?.stop();
   }
 
   /** The active request's response is over: the next request may go, or the pending fault be answered. */
@@ -84,8 +97,10 @@ export class ClientConnection {
     if ((finished && !finished.shouldKeepAlive) || this.socket.writableEnded || this.socket.destroyed)
       this.ended = true;
     const next = this.ended ? undefined : this.waiting.shift();
-    if (next) this.start(next[0], next[1]);
-    else if (this.fault && !this.ended) this.answerFault(this.fault);
+    if (next) {
+      if (this.waiting.length < maxWaitingRequests && !this.fault) this.reading?.start();
+      this.start(next[0], next[1]);
+    } else if (this.fault && !this.ended) this.answerFault(this.fault);
   }
 
   /** Node could not parse what followed the requests read so far. */

@@ -2,9 +2,20 @@
  * How the router frames requests and responses, over raw sockets to the real router with real
  * upstreams (issue 16, items 4 and 5): what the upstream executed and what the client got back.
  */
+import type { ServerResponse } from 'node:http';
+import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rawExchange, rawUpstream, recordingUpstream, statuses } from './raw-http.js';
-import { freeListen, Resources, setRoute, startTestRouter, stateDirFor } from './support.js';
+import {
+  countingUpstream,
+  eventually,
+  freeListen,
+  Resources,
+  send,
+  setRoute,
+  startTestRouter,
+  stateDirFor,
+} from './support.js';
 
 const resources = new Resources();
 afterEach(() => resources.cleanup());
@@ -165,6 +176,62 @@ describe('router: request framing', () => {
     expect(closed).toBe(true);
     expect(upstream.executed).toEqual([]);
   });
+});
+
+describe('router: reading ahead', () => {
+  /** Far more than the kernel's socket buffers on loopback hold (a few MB): 4000 requests of 4 KB. */
+  const floodRequests = 4_000;
+  const pad = 'p'.repeat(4_000);
+  /** Requests on another connection that show the router kept serving while the flood waited. */
+  const otherRequests = 200;
+
+  it('reads no further ahead of a request its upstream holds than a few requests: the client is held back', async () => {
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let stuckArrived = false;
+    const upstream = await countingUpstream(resources, (req, res: ServerResponse) => {
+      req.resume();
+      if (req.url !== '/stuck') return res.end('ok');
+      stuckArrived = true;
+      void held.then(() => res.end('ok'));
+    });
+    const listen = await routerTo(upstream.address, 120_000);
+    const [host, port] = listen.split(':') as [string, string];
+
+    const flood =
+      'GET /stuck HTTP/1.1\r\nHost: shop\r\n\r\n' +
+      `GET /next HTTP/1.1\r\nHost: shop\r\nX-Pad: ${pad}\r\n\r\n`.repeat(floodRequests - 1) +
+      'GET /last HTTP/1.1\r\nHost: shop\r\nConnection: close\r\n\r\n';
+    const socket = connect({ host, port: Number(port) });
+    resources.add(() => {
+      socket.destroy();
+    });
+    socket.on('error', () => undefined);
+    let received = '';
+    socket.on('data', (data: Buffer) => {
+      received += data.toString('latin1');
+    });
+    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    let written = false;
+    socket.write(Buffer.from(flood, 'latin1'), () => {
+      written = true;
+    });
+
+    await eventually(() => stuckArrived, 10_000);
+    // The router reads on while it serves others: a router reading the whole flood ahead has done so
+    // long before these are answered.
+    for (let i = 0; i < otherRequests && !written; i++) expect((await send(listen)).status).toBe(200);
+    expect(written).toBe(false);
+
+    release();
+    await closed;
+    expect(written).toBe(true);
+    const answered = statuses(received);
+    expect(answered.length).toBe(floodRequests + 1);
+    expect(new Set(answered)).toEqual(new Set([200]));
+  }, 60_000);
 });
 
 describe('router: response framing', () => {
