@@ -50,7 +50,10 @@ const connectRefusal: Refusal = { status: 400, text: 'cutover: CONNECT is not su
  */
 export class ClientConnection {
   private active: ServerResponse | null = null;
-  private readonly waiting: [IncomingMessage, ServerResponse][] = [];
+  /** The active request waits for 100 Continue before it sends its body (not sent yet). */
+  private activeAwaitsContinue = false;
+  /** Requests read ahead, and whether each waits for 100 Continue. */
+  private readonly waiting: [IncomingMessage, ServerResponse, boolean][] = [];
   /**
    * What ended the connection, to answer (`answer`, or nothing) once every request before it was
    * answered.
@@ -76,13 +79,17 @@ export class ClientConnection {
     return this.listener.closing;
   }
 
-  request(req: IncomingMessage, res: ServerResponse): void {
+  /**
+   * A request Node parsed; `awaitsContinue` for one that waits for 100 Continue before it sends its
+   * body (Node's 'checkContinue': Node has sent nothing, the proxy does once it takes the request).
+   */
+  request(req: IncomingMessage, res: ServerResponse, awaitsContinue = false): void {
     if (this.ended) return;
     if (!this.active) {
-      this.start(req, res);
+      this.start(req, res, awaitsContinue);
       return;
     }
-    this.waiting.push([req, res]);
+    this.waiting.push([req, res, awaitsContinue]);
     if (this.waiting.length >= maxWaitingRequests) this.reading?.stop();
   }
 
@@ -99,7 +106,7 @@ export class ClientConnection {
     const next = this.ended ? undefined : this.waiting.shift();
     if (next) {
       if (this.waiting.length < maxWaitingRequests && !this.fault) this.reading?.start();
-      this.start(next[0], next[1]);
+      this.start(next[0], next[1], next[2]);
     } else if (this.fault && !this.ended) this.answerFault(this.fault);
   }
 
@@ -140,8 +147,20 @@ export class ClientConnection {
     if (!this.active) this.answerFault(this.fault);
   }
 
-  private start(req: IncomingMessage, res: ServerResponse): void {
+  /**
+   * The active request is taken and its body is about to be read: 100 Continue now, if its client
+   * waits for it. Never for a request refused first (nginx sends none): that client sends no body
+   * onto a connection about to close.
+   */
+  continueRequest(res: ServerResponse): void {
+    if (res !== this.active || !this.activeAwaitsContinue) return;
+    this.activeAwaitsContinue = false;
+    res.writeContinue();
+  }
+
+  private start(req: IncomingMessage, res: ServerResponse, awaitsContinue: boolean): void {
     this.active = res;
+    this.activeAwaitsContinue = awaitsContinue;
     const verdict = checkRequest(req as RequestLine);
     if (verdict.ok) {
       req.url = verdict.target;
@@ -172,6 +191,11 @@ export function serveConnections(server: Server, listener: ConnectionListener, h
   });
   server.on('request', (req: IncomingMessage, res: ServerResponse) =>
     clients.get(req.socket)?.request(req, res),
+  );
+  // With this listener Node no longer sends 100 Continue as soon as it parses the head, before the
+  // request is checked (a refused client then sent its body onto a closing connection).
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) =>
+    clients.get(req.socket)?.request(req, res, true),
   );
   // Without a listener Node drops a CONNECT's connection unanswered; nginx answers 400. Node emits
   // it as soon as it parsed it, ahead of the answers to the requests before it.

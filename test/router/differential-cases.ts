@@ -435,6 +435,14 @@ const requestCases: RequestCase[] = [
     name: 'Expect: 100-continue, chunked',
     bytes: (p) => post(p, 'Expect: 100-continue\r\nTransfer-Encoding: chunked\r\n', chunkedHello),
   },
+  {
+    name: 'Expect: 100-continue, Transfer-Encoding gzip, chunked',
+    bytes: (p) => post(p, 'Expect: 100-continue\r\nTransfer-Encoding: gzip, chunked\r\n', chunkedHello),
+  },
+  {
+    name: 'Expect: 100-continue, a Host twice',
+    bytes: (p) => post(p, 'Expect: 100-continue\r\nHost: other\r\nContent-Length: 5\r\n', 'hello'),
+  },
   { name: 'Expect: 100-continue without a body', bytes: (p) => get(p, 'Expect: 100-continue\r\n') },
   {
     name: 'Expect: 100-Continue',

@@ -166,6 +166,56 @@ describe('router: request framing', () => {
     expect(seen?.headers['x-forwarded-host']).toBe('shop.example');
   });
 
+  it('sends 100 Continue to a request it accepts, and only then reads its body', async () => {
+    const upstream = await recordingUpstream(resources);
+    const listen = await routerTo(upstream.address);
+    const [host, port] = listen.split(':') as [string, string];
+    const socket = connect({ host, port: Number(port) });
+    resources.add(() => {
+      socket.destroy();
+    });
+    let received = '';
+    const seen = (pattern: RegExp) =>
+      new Promise<void>((resolve) => {
+        const check = () => {
+          if (!pattern.test(received)) return;
+          socket.off('data', check);
+          resolve();
+        };
+        socket.on('data', check);
+        check();
+      });
+    socket.on('data', (data: Buffer) => {
+      received += data.toString('latin1');
+    });
+
+    socket.write(
+      'POST /orders HTTP/1.1\r\nHost: shop\r\nExpect: 100-continue\r\nContent-Length: 5\r\n' +
+        'Connection: close\r\n\r\n',
+    );
+    await seen(/^HTTP\/1\.1 100 Continue\r\n\r\n/);
+    socket.write('hello');
+    await seen(/\r\n\r\nok$/);
+
+    expect(statuses(received)).toEqual([100, 200]);
+    expect(upstream.executed.map((r) => `${r.method} ${r.url} ${r.body}`)).toEqual(['POST /orders hello']);
+  });
+
+  it('refuses a request waiting for 100 Continue without sending it', async () => {
+    const upstream = await recordingUpstream(resources);
+    const listen = await routerTo(upstream.address);
+
+    // Only the head: a client that waits for 100 Continue before it sends its body.
+    const { received, closed } = await rawExchange(
+      listen,
+      'POST /orders HTTP/1.1\r\nHost: shop\r\nExpect: 100-continue\r\nTransfer-Encoding: gzip, chunked\r\n\r\n',
+    );
+
+    expect(statuses(received)).toEqual([501]);
+    expect(closed).toBe(true);
+    expect(upstream.executed).toEqual([]);
+  });
+
   it('answers 505 to an HTTP/2.0 request line and sends nothing upstream', async () => {
     const upstream = await recordingUpstream(resources);
     const listen = await routerTo(upstream.address);
