@@ -368,6 +368,29 @@ const requestCases: RequestCase[] = [
     [4_000, 8_000, 9_000, 15_000, 20_000],
     (size) => (p) => get(p, `X-A: ${'v'.repeat(size)}\r\n`),
   ),
+  // nginx's boundary: a line fits one 8 KiB buffer, its CRLF included (GET <target> HTTP/1.1 CRLF).
+  ...family(
+    'request line of bytes',
+    [8_191, 8_192, 8_193],
+    (size) => (p) => `GET ${p}/${'t'.repeat(size - 15 - p.length - 1)} HTTP/1.1\r\n${host}${close}\r\n`,
+  ),
+  ...family(
+    'header line of bytes',
+    [8_191, 8_192, 8_193],
+    (size) => (p) => get(p, `X-A: ${'v'.repeat(size - 7)}\r\n`),
+  ),
+  ...family(
+    'header line without a space of bytes',
+    [8_192, 8_193],
+    (size) => (p) => get(p, `X-A:${'v'.repeat(size - 6)}\r\n`),
+  ),
+  // A head over Node's default 16 KiB that nginx's four large buffers hold.
+  ...family(
+    'header lines of 8000 bytes',
+    [2, 4, 5],
+    (count) => (p) =>
+      get(p, Array.from({ length: count }, (_, i) => `X-${i}: ${'v'.repeat(8_000 - 7)}\r\n`).join('')),
+  ),
   ...family('headers', [100, 1_000], (count) => (p) => get(p, 'X-A: b\r\n'.repeat(count))),
   {
     name: '2100 headers, Content-Length last',

@@ -64,9 +64,12 @@ function abbreviate(text: string): string {
   return text.replace(/(.)\1{19,}/g, (run, char: string) => `${char}×${run.length}`);
 }
 
-/** Node's HTTP server as the upstream of request cases: executed = received to the end of its body. */
+/**
+ * Node's HTTP server as the upstream of request cases: executed = received to the end of its body.
+ * It takes heads larger than either proxy does, so that a head a proxy forwards is executed.
+ */
 async function requestUpstream(recorder: Recorder): Promise<string> {
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  const server = createServer({ maxHeaderSize: 64 * 1024 }, (req: IncomingMessage, res: ServerResponse) => {
     const target = req.url ?? '';
     const caseId = caseIdOf(target);
     recorder.inProgress++;
