@@ -5,10 +5,23 @@
  * to a plain GET (or HEAD).
  */
 
+/**
+ * What a proxy is left waiting for once it has read a case's bytes, for the few cases that leave it
+ * waiting (`waitingCases`). Every other exchange ends when the proxy closes the connection.
+ * - `body`: the rest of a body the case declares and never sends. The exchange ends when the proxy
+ *   gives up on it (its body timeout, short in this test) and closes.
+ * - `next request`: its one request keeps the connection open. The exchange ends once a complete
+ *   response is read.
+ * - `head`: the rest of a head the case never sends (the proxies' header timeouts are a minute). The
+ *   exchange ends after a quiet period, and that silence is the case's outcome (`waiting`).
+ */
+export type Waits = 'body' | 'next request' | 'head';
+
 export interface RequestCase {
   name: string;
   /** The bytes sent, given the case's path prefix (`/c12`). latin1. */
   bytes(prefix: string): string;
+  waits?: Waits;
 }
 
 export interface ResponseCase {
@@ -688,7 +701,24 @@ const responseCases: ResponseCase[] = [
   },
 ];
 
+/** The request cases that leave a proxy waiting, by name, and what for. */
+const waitingCases: Record<string, Waits> = {
+  'Content-Length "6"': 'body',
+  'chunked body "5\\r\\nhello\\r\\n"': 'body',
+  'chunked body "5\\r\\nhello\\r\\n0\\r\\n"': 'body',
+  'Connection: keep-alive': 'next request',
+  'Upgrade: websocket': 'next request',
+  'empty head': 'head',
+  'HTTP/0.9 request line': 'head',
+};
+
 /** Every case, numbered: request cases first. */
 export function differentialCases(): { requests: RequestCase[]; responses: ResponseCase[] } {
-  return { requests: requestCases, responses: responseCases };
+  const requests = requestCases.map((c) => {
+    const waits = waitingCases[c.name];
+    return waits === undefined ? c : { ...c, waits };
+  });
+  const unknown = Object.keys(waitingCases).filter((name) => !requestCases.some((c) => c.name === name));
+  if (unknown.length > 0) throw new Error(`waitingCases names no case: ${unknown.join(', ')}`);
+  return { requests, responses: responseCases };
 }

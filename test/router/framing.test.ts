@@ -107,7 +107,7 @@ describe('router: request framing', () => {
     const { received } = await rawExchange(
       listen,
       'POST /a HTTP/1.1\r\nHost: shop\r\nConnection: content-length\r\nContent-Length: 5\r\n\r\nhello',
-      (text) => text.endsWith('ok'),
+      { until: (text) => text.endsWith('ok') },
     );
 
     expect(statuses(received)).toEqual([200]);
@@ -122,7 +122,7 @@ describe('router: request framing', () => {
       listen,
       'POST /a HTTP/1.1\r\nHost: shop\r\nConnection: transfer-encoding\r\nTransfer-Encoding: chunked\r\n\r\n' +
         '5\r\nhello\r\n0\r\n\r\n',
-      (text) => text.endsWith('ok'),
+      { until: (text) => text.endsWith('ok') },
     );
 
     expect(statuses(received)).toEqual([200]);
