@@ -1,5 +1,6 @@
 import { type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import { type ReadControl, readControl } from './read-control.js';
 import { checkRequest, type RequestLine } from './request-checks.js';
 
 /** What a client connection needs of the listener it came in on (route-listeners.ts). */
@@ -215,56 +216,6 @@ export function serveConnections(server: Server, listener: ConnectionListener, h
     if (answer) writeRefusal(socket, answer);
     socket.destroy();
   });
-}
-
-/**
- * Stopping and restarting reads of a socket whose bytes Node's HTTP parser takes straight from its
- * handle: `socket.pause()` does not stop those (a request's body being read resumes the socket).
- * The handle's readStop/readStart are Node internals: used only when present, else reading is never
- * stopped (what follows is then parsed, and dropped). Node's own flag `reading` is left as it is: set, Node does not
- * restart a handle stopped here; cleared, Node stopped it itself (for its outgoing backpressure)
- * and restarts it itself.
- */
-interface ReadControl {
-  stop(): void;
-  start(): void;
-}
-
-interface StreamHandle {
-  reading: boolean;
-  readStop(): number;
-  readStart(): number;
-}
-
-function readControl(socket: Socket): ReadControl | null {
-  const handle = (socket as unknown as { _handle?: Partial<StreamHandle> | null })._handle;
-  if (
-    !handle ||
-    typeof handle.readStop !== 'function' ||
-    typeof handle.readStart !== 'function' ||
-    typeof handle.reading !== 'boolean'
-  )
-    return null;
-  let stopped = false;
-  // The socket's handle, if it still has one and it is the one of the start.
-  const live = () => {
-    const current = (socket as unknown as { _handle?: StreamHandle | null })._handle;
-    return current === handle && !socket.destroyed ? current : null;
-  };
-  return {
-    stop() {
-      const current = live();
-      if (stopped || !current?.reading) return;
-      stopped = true;
-      current.readStop();
-    },
-    start() {
-      if (!stopped) return;
-      stopped = false;
-      const current = live();
-      if (current?.reading) current.readStart();
-    },
-  };
 }
 
 /** Node reports a request it could not read (llhttp's HPE_ codes, its timeouts), not a socket error. */
