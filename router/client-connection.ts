@@ -1,5 +1,6 @@
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
+import { type ReadControl, readControl } from './read-control.js';
 import { checkRequest, type RequestLine } from './request-checks.js';
 
 /** What a client connection needs of the listener it came in on (route-listeners.ts). */
@@ -17,31 +18,58 @@ export interface ConnectionListener {
 export type RequestHandler = (client: ClientConnection, req: IncomingMessage, res: ServerResponse) => void;
 
 /**
+ * Requests of one connection parsed ahead of the one being answered, at most, before the router
+ * stops reading the connection (nginx reads no further than its header buffers). Node's parser takes
+ * a whole read of the socket at a time (up to 64 KiB), so the requests of that one read may be parsed
+ * too; nothing more is read until fewer wait, and TCP holds the client back.
+ */
+export const maxWaitingRequests = 4;
+
+/** The router's own answer to a request it refuses: a status and one line of text. */
+export interface Refusal {
+  status: number;
+  text: string;
+}
+
+/** CONNECT tunnels nothing here: nginx answers it 400 too. */
+const connectRefusal: Refusal = { status: 400, text: 'cutover: CONNECT is not supported\n' };
+
+/**
  * One client connection of a route listener, as nginx serves one: its requests are handled one at a
  * time, in the order they came. Node's server parses pipelined requests ahead and hands each over at
  * once; the router holds them here, so the upstream sees them in order, each after the previous one
  * was answered, and a request is never sent upstream once the connection is to close.
  *
- * A parse error (Node's 'clientError') is answered in its place too: after the responses of the
- * requests read before it, then the connection closes. Node's own answer went out at once, in front
- * of (and instead of) the answer to a request the upstream had already run.
+ * What ends a connection early is answered in its place too: a parse error (Node's 'clientError')
+ * or a CONNECT (Node's 'connect', which detaches the socket from the parser). Its answer goes out
+ * after the responses of the requests read before it, then the connection closes. Node's own answer
+ * went out at once, in front of (and instead of) the answer to a request the upstream had already run.
  *
- * Invariant: at most one request of the connection is with the handler (`active`); the others wait
- * in `waiting`, in order, and are dropped unanswered if the connection closes first.
+ * Invariants: at most one request of the connection is with the handler (`active`); the others wait
+ * in `waiting`, in order, and are dropped unanswered if the connection closes first. While
+ * `maxWaitingRequests` wait, or once a fault is due, the socket is not read.
  */
 export class ClientConnection {
   private active: ServerResponse | null = null;
-  private readonly waiting: [IncomingMessage, ServerResponse][] = [];
-  /** A parse error to answer once every request before it was answered. */
-  private fault: NodeJS.ErrnoException | null = null;
+  /** The active request waits for 100 Continue before it sends its body (not sent yet). */
+  private activeAwaitsContinue = false;
+  /** Requests read ahead, and whether each waits for 100 Continue. */
+  private readonly waiting: [IncomingMessage, ServerResponse, boolean][] = [];
+  /**
+   * What ended the connection, to answer (`answer`, or nothing) once every request before it was
+   * answered.
+   */
+  private fault: { answer: Refusal | null } | null = null;
   /** No request is handled any more: the connection closes (or closed). */
   private ended = false;
+  private readonly reading: ReadControl | null;
 
   constructor(
     private readonly listener: ConnectionListener,
     private readonly socket: Socket,
     private readonly handle: RequestHandler,
   ) {
+    this.reading = readControl(socket);
     socket.once('close', () => {
       this.ended = true;
       this.waiting.length = 0;
@@ -52,10 +80,18 @@ export class ClientConnection {
     return this.listener.closing;
   }
 
-  request(req: IncomingMessage, res: ServerResponse): void {
+  /**
+   * A request Node parsed; `awaitsContinue` for one that waits for 100 Continue before it sends its
+   * body (Node's 'checkContinue': Node has sent nothing, the proxy does once it takes the request).
+   */
+  request(req: IncomingMessage, res: ServerResponse, awaitsContinue = false): void {
     if (this.ended) return;
-    if (this.active) this.waiting.push([req, res]);
-    else this.start(req, res);
+    if (!this.active) {
+      this.start(req, res, awaitsContinue);
+      return;
+    }
+    this.waiting.push([req, res, awaitsContinue]);
+    if (this.waiting.length >= maxWaitingRequests) this.reading?.stop();
   }
 
   /** The active request's response is over: the next request may go, or the pending fault be answered. */
@@ -69,8 +105,10 @@ export class ClientConnection {
     if ((finished && !finished.shouldKeepAlive) || this.socket.writableEnded || this.socket.destroyed)
       this.ended = true;
     const next = this.ended ? undefined : this.waiting.shift();
-    if (next) this.start(next[0], next[1]);
-    else if (this.fault && !this.ended) this.answerFault(this.fault);
+    if (next) {
+      if (this.waiting.length < maxWaitingRequests && !this.fault) this.reading?.start();
+      this.start(next[0], next[1], next[2]);
+    } else if (this.fault && !this.ended) this.answerFault(this.fault);
   }
 
   /** Node could not parse what followed the requests read so far. */
@@ -82,24 +120,48 @@ export class ClientConnection {
       return;
     }
     if (this.fault || this.ended) return;
-    this.fault = error;
-    // Nothing more is read: what follows the error cannot be framed.
-    this.socket.pause();
     // A request whose body the error cut never reached its end: it is not sent upstream.
     const last = this.waiting[this.waiting.length - 1];
     if (last && !last[0].complete) this.waiting.pop();
     if (this.active && !this.active.req.complete) {
       // The error is in the body being streamed upstream: that request cannot be answered.
       this.ended = true;
-      if (!this.active.headersSent) writeClientError(this.socket, error);
+      const answer = parseErrorRefusal(error);
+      if (answer && !this.active.headersSent) writeRefusal(this.socket, answer);
       this.socket.destroy();
       return;
     }
-    if (!this.active) this.answerFault(error);
+    this.refuse(parseErrorRefusal(error));
   }
 
-  private start(req: IncomingMessage, res: ServerResponse): void {
+  /** A CONNECT followed the requests read so far: answered 400 in its turn. */
+  connect(): void {
+    if (this.fault || this.ended) return;
+    this.refuse(connectRefusal);
+  }
+
+  /** Nothing after the requests read so far is served: `answer` goes out after their answers. */
+  private refuse(answer: Refusal | null): void {
+    this.fault = { answer };
+    // Nothing more is read: what follows cannot be framed.
+    this.reading?.stop();
+    if (!this.active) this.answerFault(this.fault);
+  }
+
+  /**
+   * The active request is taken and its body is about to be read: 100 Continue now, if its client
+   * waits for it. Never for a request refused first (nginx sends none): that client sends no body
+   * onto a connection about to close.
+   */
+  continueRequest(res: ServerResponse): void {
+    if (res !== this.active || !this.activeAwaitsContinue) return;
+    this.activeAwaitsContinue = false;
+    res.writeContinue();
+  }
+
+  private start(req: IncomingMessage, res: ServerResponse, awaitsContinue: boolean): void {
     this.active = res;
+    this.activeAwaitsContinue = awaitsContinue;
     const verdict = checkRequest(req as RequestLine);
     if (verdict.ok) {
       req.url = verdict.target;
@@ -110,18 +172,14 @@ export class ClientConnection {
     // or 5xx of its own (what follows may be the refused request's body).
     res.once('close', () => this.responseClosed());
     res.shouldKeepAlive = false;
-    const text = `cutover: ${verdict.reason}\n`;
-    res.writeHead(verdict.status, {
-      'content-type': 'text/plain; charset=utf-8',
-      'content-length': Buffer.byteLength(text),
-      connection: 'close',
-    });
-    res.end(text);
+    const refusal = { status: verdict.status, text: `cutover: ${verdict.reason}\n` };
+    res.writeHead(refusal.status, refusalHeaders(refusal));
+    res.end(refusal.text);
   }
 
-  private answerFault(error: NodeJS.ErrnoException): void {
+  private answerFault(fault: { answer: Refusal | null }): void {
     this.ended = true;
-    writeClientError(this.socket, error);
+    if (fault.answer) writeRefusal(this.socket, fault.answer);
     this.socket.destroySoon();
   }
 }
@@ -135,20 +193,27 @@ export function serveConnections(server: Server, listener: ConnectionListener, h
   server.on('request', (req: IncomingMessage, res: ServerResponse) =>
     clients.get(req.socket)?.request(req, res),
   );
-  // Without a listener Node drops a CONNECT's connection unanswered; nginx answers 400.
+  // With this listener Node no longer sends 100 Continue as soon as it parses the head, before the
+  // request is checked (a refused client then sent its body onto a closing connection).
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) =>
+    clients.get(req.socket)?.request(req, res, true),
+  );
+  // Without a listener Node drops a CONNECT's connection unanswered; nginx answers 400. Node emits
+  // it as soon as it parsed it, ahead of the answers to the requests before it.
   server.on('connect', (_req: IncomingMessage, socket: Socket) => {
-    const text = 'cutover: CONNECT is not supported\n';
+    // Node took its own error listener off the socket with the parser.
     socket.on('error', () => undefined);
-    socket.end(
-      `HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n` +
-        `Content-Length: ${text.length}\r\nConnection: close\r\n\r\n${text}`,
-    );
+    const client = clients.get(socket);
+    if (client) return client.connect();
+    writeRefusal(socket, connectRefusal);
+    socket.destroySoon();
   });
   // Handled here, Node writes no answer of its own (its default would go ahead of earlier answers).
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
     const client = clients.get(socket);
     if (client) return client.clientError(error);
-    if (isParseError(error)) writeClientError(socket, error);
+    const answer = isParseError(error) ? parseErrorRefusal(error) : null;
+    if (answer) writeRefusal(socket, answer);
     socket.destroy();
   });
 }
@@ -158,29 +223,49 @@ export function isParseError(error: NodeJS.ErrnoException): boolean {
   return error.code?.startsWith('HPE_') === true || error.code === 'ERR_HTTP_REQUEST_TIMEOUT';
 }
 
+/** The headers of the router's own answers: a text, and the connection closes after it. */
+export function refusalHeaders(refusal: Refusal): Record<string, string | number> {
+  return {
+    'Content-Type': 'text/plain; charset=utf-8',
+    'Content-Length': Buffer.byteLength(refusal.text),
+    Connection: 'close',
+  };
+}
+
 /**
- * The answer to a request Node could not parse, written on the socket as Node's default
- * 'clientError' handler would (there is no response object), naming the fault; none for bytes
- * after a request that closed the connection (nginx ignores them too).
+ * Writes `refusal` on the socket itself, where there is no response object (a parse error, a
+ * CONNECT); nothing once the socket cannot take it.
  */
-export function writeClientError(socket: Socket, error: NodeJS.ErrnoException): void {
-  if (!socket.writable || error.code === 'HPE_CLOSED_CONNECTION') return;
-  const [status, reason] = clientErrorStatus(error.code);
-  const text = `cutover: malformed request: ${clientErrorReason(error)}\n`;
+export function writeRefusal(socket: Socket, refusal: Refusal): void {
+  if (!socket.writable) return;
+  const headers = Object.entries(refusalHeaders(refusal))
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   socket.write(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+    `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status] ?? ''}\r\n${headers}\r\n${refusal.text}`,
   );
 }
 
-function clientErrorStatus(code: string | undefined): [number, string] {
+/**
+ * The answer to a request Node could not parse, naming the fault; none for bytes after a request
+ * that closed the connection (nginx ignores them too).
+ */
+function parseErrorRefusal(error: NodeJS.ErrnoException): Refusal | null {
+  if (error.code === 'HPE_CLOSED_CONNECTION') return null;
+  return {
+    status: clientErrorStatus(error.code),
+    text: `cutover: malformed request: ${clientErrorReason(error)}\n`,
+  };
+}
+
+function clientErrorStatus(code: string | undefined): number {
   switch (code) {
     case 'HPE_HEADER_OVERFLOW':
-      return [431, 'Request Header Fields Too Large'];
+      return 431;
     case 'ERR_HTTP_REQUEST_TIMEOUT':
-      return [408, 'Request Timeout'];
+      return 408;
     default:
-      return [400, 'Bad Request'];
+      return 400;
   }
 }
 

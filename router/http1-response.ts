@@ -59,6 +59,8 @@ export class ResponseParser {
   private headRequest = false;
   /** Bytes of an unfinished head, trailer section, chunk-size line or CRLF after chunk data. */
   private pending: Buffer | null = null;
+  /** Where `pending` is kept when this parser copied it: room to grow without copying it again. */
+  private store: Buffer | null = null;
   private remaining = 0;
   /** The response that completed may be followed by another request on the same connection. */
   private reusable = false;
@@ -161,10 +163,14 @@ export class ResponseParser {
 
   /** Reads a head or a trailer section up to its empty line; returns the offset after it. */
   private readBlock(data: Buffer, offset: number): number {
+    // Bytes kept from earlier calls were scanned for bare line feeds when they came.
+    const scanned = this.pending?.length ?? 0;
     const block = this.gather(data, offset, crlfcrlf, maxResponseHeadBytes);
     // A line ending in a bare LF would leave the block waiting for a CRLFCRLF that never comes:
     // refused as soon as it is seen, whether the block is complete or not.
-    const lineFeed = bareLineFeed(block?.bytes ?? (this.pending as Buffer), block?.start ?? 0, block?.end);
+    const bytes = block?.bytes ?? (this.pending as Buffer);
+    const start = block?.start ?? 0;
+    const lineFeed = bareLineFeed(bytes, start, Math.max(start, scanned), block?.end);
     if (lineFeed) throw new ResponseParseError(bareLineFeedMessage(this.state));
     if (block === null) return data.length;
     if (this.state === 'head') this.head(block.bytes.toString('latin1', block.start, block.end));
@@ -189,7 +195,7 @@ export class ResponseParser {
     limit: number,
   ): { bytes: Buffer; start: number; end: number; next: number } | null {
     const kept = this.pending;
-    const bytes = kept === null ? data : Buffer.concat([kept, data.subarray(offset)]);
+    const bytes = kept === null ? data : this.append(kept, data.subarray(offset));
     const start = kept === null ? offset : 0;
     const searchFrom = kept === null ? offset : Math.max(0, kept.length - delimiter.length + 1);
     const end = bytes.indexOf(delimiter, searchFrom);
@@ -197,12 +203,31 @@ export class ResponseParser {
     const blockLength = end < 0 ? bytes.length - start - (delimiter.length - 1) : end - start;
     if (blockLength > limit) throw new ResponseParseError(tooLong(this.state, limit));
     if (end < 0) {
-      this.pending = kept === null ? Buffer.from(data.subarray(offset)) : bytes;
+      this.pending = kept === null ? this.append(emptyBytes, data.subarray(offset)) : bytes;
       return null;
     }
     this.pending = null;
+    this.store = null;
     const next = kept === null ? end + delimiter.length : offset + end + delimiter.length - kept.length;
     return { bytes, start, end, next };
+  }
+
+  /**
+   * `kept` followed by `data`, in `store`, grown by doubling: a block that arrives in many small
+   * reads is copied O(n) times in all, not once per read (O(n²) up to the 64 KiB of a head).
+   */
+  private append(kept: Buffer, data: Buffer): Buffer {
+    const length = kept.length + data.length;
+    let store = this.store;
+    const inStore = store !== null && kept.buffer === store.buffer && kept.byteOffset === store.byteOffset;
+    if (!inStore || (store as Buffer).length < length) {
+      const grown = Buffer.allocUnsafe(Math.max(2 * length, minStoreBytes));
+      kept.copy(grown, 0);
+      store = grown;
+      this.store = grown;
+    }
+    data.copy(store as Buffer, kept.length);
+    return (store as Buffer).subarray(0, length);
   }
 
   private head(text: string): void {
@@ -352,13 +377,20 @@ function trimWhitespace(text: string, start: number): string {
 }
 
 /** Whether `bytes` from `start` (up to `end`, or their end) hold a LF not preceded by a CR. */
-function bareLineFeed(bytes: Buffer, start: number, end = bytes.length): boolean {
-  for (let i = bytes.indexOf(lineFeedByte, start); i >= 0 && i < end; i = bytes.indexOf(lineFeedByte, i + 1))
+/**
+ * Whether a line of the block from `start` ends in a bare LF, looking at the line feeds from `from`
+ * on (those before were looked at already: a block kept across reads is not scanned again).
+ */
+function bareLineFeed(bytes: Buffer, start: number, from: number, end = bytes.length): boolean {
+  for (let i = bytes.indexOf(lineFeedByte, from); i >= 0 && i < end; i = bytes.indexOf(lineFeedByte, i + 1))
     if (i === start || bytes[i - 1] !== carriageReturnByte) return true;
   return false;
 }
 
 const lineFeedByte = 0x0a;
+const emptyBytes = Buffer.alloc(0);
+/** The smallest store for kept bytes (most heads arrive whole: none is needed). */
+const minStoreBytes = 256;
 const carriageReturnByte = 0x0d;
 
 function bareLineFeedMessage(state: State): string {

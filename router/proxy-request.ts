@@ -46,6 +46,8 @@ export interface ProxyListener {
   readonly closing: boolean;
   /** Called once the response is over. */
   responseClosed(): void;
+  /** The request is taken and its body about to be read: a client waiting for 100 Continue gets it. */
+  continueRequest(res: ServerResponse): void;
 }
 
 const idempotentMethods = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
@@ -129,6 +131,7 @@ class ProxiedRequest implements ExchangeHandler, BodyReader {
       this.body?.close();
       this.listener.responseClosed();
     });
+    this.listener.continueRequest(res);
     this.attempt(slot, address);
   }
 

@@ -6,13 +6,30 @@
  * parser is strict about framing (both Content-Length and Transfer-Encoding, bad chunk sizes, bare
  * LF, control characters: all 400), but lets through what nginx refuses here: codings other than
  * plain chunked, a Host header twice or malformed, targets nginx will not route, and lines beyond
- * nginx's buffers. Each check is nginx 1.22's, or a little stricter.
+ * nginx's buffers. Each check is nginx 1.22's, or a little stricter; the size limits are nginx's own
+ * boundary, or more generous where Node hides the exact byte count.
  */
 
-/** A request line longer than this is refused (nginx: 414 beyond its 8 KB header buffers). */
-export const maxRequestLineBytes = 8_000;
-/** A header line longer than this is refused (nginx: 400 beyond one 8 KB buffer). */
-export const maxHeaderLineBytes = 8_000;
+/**
+ * nginx's large_client_header_buffers (4 of 8 KiB): a request line or a header line must fit in one
+ * buffer, its CRLF included (a longer request line gets 414, a longer header line 400).
+ */
+const largeHeaderBufferBytes = 8 * 1024;
+const largeHeaderBuffers = 4;
+/** A request line longer than this, its CRLF included, is refused (414). */
+export const maxRequestLineBytes = largeHeaderBufferBytes;
+/**
+ * A header line longer than this, its CRLF included, is refused (431). Counted without the
+ * whitespace around the value, which Node's parser trims away: never stricter than nginx, and a
+ * line padded with spaces may pass a few bytes over nginx's buffer.
+ */
+export const maxHeaderLineBytes = largeHeaderBufferBytes;
+/**
+ * The most bytes of a whole request head, the route listeners' maxHeaderSize: nginx's first
+ * client_header_buffer (1 KiB) and its four large buffers. Node's default (16 KiB) refused heads
+ * nginx serves, such as two header lines of 8 KB (a long cookie and a token).
+ */
+export const maxRequestHeadBytes = 1024 + largeHeaderBuffers * largeHeaderBufferBytes;
 /**
  * More header fields than this are refused: nginx refuses about a thousand short lines, and Node
  * silently drops fields beyond its maxHeadersCount (2000) — a Content-Length among them.
@@ -37,7 +54,8 @@ export function checkRequest(request: RequestLine): RequestVerdict {
   // RFC 9112 §2.3: HTTP/1.x only (Node's parser reads any digit.digit).
   if (httpVersionMajor !== 1)
     return refuse(505, `HTTP/${httpVersionMajor}.${httpVersionMinor} is not supported (HTTP/1.1 is)`);
-  if (method.length + url.length + 10 > maxRequestLineBytes)
+  // METHOD SP target SP HTTP/1.x CRLF: Node's parser takes single spaces only.
+  if (method.length + url.length + 12 > maxRequestLineBytes)
     return refuse(414, `the request line is over ${maxRequestLineBytes} bytes`);
   // TRACE echoes the request, credentials included, to whoever can make a browser send it.
   if (method === 'TRACE') return refuse(405, 'TRACE is not allowed');
@@ -53,7 +71,8 @@ function checkHeaders(raw: readonly string[], http10: boolean): RequestVerdict |
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     const value = raw[i + 1] as string;
-    if (name.length + value.length + 4 > maxHeaderLineBytes)
+    // name ":" value CRLF
+    if (name.length + value.length + 3 > maxHeaderLineBytes)
       return refuse(431, `the ${name} header line is over ${maxHeaderLineBytes} bytes`);
     if (name.length === 4 && name.toLowerCase() === 'host') {
       if (++hosts > 1) return refuse(400, 'Host is sent twice');

@@ -4,6 +4,7 @@ import { environmentCause } from '../core/errors.js';
 import { parseHostPort } from '../platform/host-port.js';
 import { type ClientConnection, serveConnections } from './client-connection.js';
 import type { ListenFailure } from './control-types.js';
+import { maxRequestHeadBytes } from './request-checks.js';
 import type { Binding } from './routing-state.js';
 
 /** A port another listener is letting go of (a route moved) is retried this often, this many times. */
@@ -108,7 +109,7 @@ export class RouteListeners {
     const target = parseHostPort(address);
     if (!target) throw new Error('not host:port');
     for (let attempt = 1; ; attempt++) {
-      const server = createServer();
+      const server = createServer({ maxHeaderSize: maxRequestHeadBytes });
       const listener: RouteListener = {
         address,
         binding,

@@ -5,10 +5,23 @@
  * to a plain GET (or HEAD).
  */
 
+/**
+ * What a proxy is left waiting for once it has read a case's bytes, for the few cases that leave it
+ * waiting (`waitingCases`). Every other exchange ends when the proxy closes the connection.
+ * - `body`: the rest of a body the case declares and never sends. The exchange ends when the proxy
+ *   gives up on it (its body timeout, short in this test) and closes.
+ * - `next request`: its one request keeps the connection open. The exchange ends once a complete
+ *   response is read.
+ * - `head`: the rest of a head the case never sends (the proxies' header timeouts are a minute). The
+ *   exchange ends after a quiet period, and that silence is the case's outcome (`waiting`).
+ */
+export type Waits = 'body' | 'next request' | 'head';
+
 export interface RequestCase {
   name: string;
   /** The bytes sent, given the case's path prefix (`/c12`). latin1. */
   bytes(prefix: string): string;
+  waits?: Waits;
 }
 
 export interface ResponseCase {
@@ -368,6 +381,29 @@ const requestCases: RequestCase[] = [
     [4_000, 8_000, 9_000, 15_000, 20_000],
     (size) => (p) => get(p, `X-A: ${'v'.repeat(size)}\r\n`),
   ),
+  // nginx's boundary: a line fits one 8 KiB buffer, its CRLF included (GET <target> HTTP/1.1 CRLF).
+  ...family(
+    'request line of bytes',
+    [8_191, 8_192, 8_193],
+    (size) => (p) => `GET ${p}/${'t'.repeat(size - 15 - p.length - 1)} HTTP/1.1\r\n${host}${close}\r\n`,
+  ),
+  ...family(
+    'header line of bytes',
+    [8_191, 8_192, 8_193],
+    (size) => (p) => get(p, `X-A: ${'v'.repeat(size - 7)}\r\n`),
+  ),
+  ...family(
+    'header line without a space of bytes',
+    [8_192, 8_193],
+    (size) => (p) => get(p, `X-A:${'v'.repeat(size - 6)}\r\n`),
+  ),
+  // A head over Node's default 16 KiB that nginx's four large buffers hold.
+  ...family(
+    'header lines of 8000 bytes',
+    [2, 4, 5],
+    (count) => (p) =>
+      get(p, Array.from({ length: count }, (_, i) => `X-${i}: ${'v'.repeat(8_000 - 7)}\r\n`).join('')),
+  ),
   ...family('headers', [100, 1_000], (count) => (p) => get(p, 'X-A: b\r\n'.repeat(count))),
   {
     name: '2100 headers, Content-Length last',
@@ -416,6 +452,11 @@ const requestCases: RequestCase[] = [
     bytes: (p) => `GET ${p}/one HTTP/1.1\r\n${host}\r\nGET ${p}/get HTTP/2.0\r\n${host}\r\n`,
   },
   {
+    name: 'pipelined POST, CONNECT',
+    bytes: (p) =>
+      `POST ${p}/one HTTP/1.1\r\n${host}Content-Length: 5\r\n\r\nhelloCONNECT shop:443 HTTP/1.1\r\nHost: shop:443\r\n\r\n`,
+  },
+  {
     name: 'pipelined GET, CL.TE',
     bytes: (p) =>
       `GET ${p}/one HTTP/1.1\r\n${host}\r\n${post(p, 'Content-Length: 5\r\nTransfer-Encoding: chunked\r\n', '0\r\n\r\n')}`,
@@ -429,6 +470,14 @@ const requestCases: RequestCase[] = [
   {
     name: 'Expect: 100-continue, chunked',
     bytes: (p) => post(p, 'Expect: 100-continue\r\nTransfer-Encoding: chunked\r\n', chunkedHello),
+  },
+  {
+    name: 'Expect: 100-continue, Transfer-Encoding gzip, chunked',
+    bytes: (p) => post(p, 'Expect: 100-continue\r\nTransfer-Encoding: gzip, chunked\r\n', chunkedHello),
+  },
+  {
+    name: 'Expect: 100-continue, a Host twice',
+    bytes: (p) => post(p, 'Expect: 100-continue\r\nHost: other\r\nContent-Length: 5\r\n', 'hello'),
   },
   { name: 'Expect: 100-continue without a body', bytes: (p) => get(p, 'Expect: 100-continue\r\n') },
   {
@@ -652,7 +701,24 @@ const responseCases: ResponseCase[] = [
   },
 ];
 
+/** The request cases that leave a proxy waiting, by name, and what for. */
+const waitingCases: Record<string, Waits> = {
+  'Content-Length "6"': 'body',
+  'chunked body "5\\r\\nhello\\r\\n"': 'body',
+  'chunked body "5\\r\\nhello\\r\\n0\\r\\n"': 'body',
+  'Connection: keep-alive': 'next request',
+  'Upgrade: websocket': 'next request',
+  'empty head': 'head',
+  'HTTP/0.9 request line': 'head',
+};
+
 /** Every case, numbered: request cases first. */
 export function differentialCases(): { requests: RequestCase[]; responses: ResponseCase[] } {
-  return { requests: requestCases, responses: responseCases };
+  const requests = requestCases.map((c) => {
+    const waits = waitingCases[c.name];
+    return waits === undefined ? c : { ...c, waits };
+  });
+  const unknown = Object.keys(waitingCases).filter((name) => !requestCases.some((c) => c.name === name));
+  if (unknown.length > 0) throw new Error(`waitingCases names no case: ${unknown.join(', ')}`);
+  return { requests, responses: responseCases };
 }

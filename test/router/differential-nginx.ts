@@ -16,8 +16,8 @@ export const nginxBinary = '/usr/sbin/nginx';
 const nginxStartTimeoutMs = 10_000;
 const nginxStopTimeoutMs = 5_000;
 
-/** Routes by name: the listen address and the one upstream behind it. */
-export type NginxRoutes = Record<string, { listen: string; upstream: string }>;
+/** Routes by name: the listen address, the one upstream behind it, the route's bodyTimeout. */
+export type NginxRoutes = Record<string, { listen: string; upstream: string; bodyTimeoutMs?: number }>;
 
 /**
  * Starts nginx serving `routes`. The driver's servers close every client connection after one
@@ -27,7 +27,7 @@ export type NginxRoutes = Record<string, { listen: string; upstream: string }>;
 export async function startNginx(resources: Resources, routes: NginxRoutes): Promise<void> {
   const dir = await stateDirFor(resources);
   const sidecar: Sidecar = { version: 1, routes: {} };
-  for (const [route, { listen, upstream }] of Object.entries(routes))
+  for (const [route, { listen, upstream, bodyTimeoutMs }] of Object.entries(routes))
     sidecar.routes[`${environment}/${route}`] = {
       environment,
       route,
@@ -35,6 +35,7 @@ export async function startNginx(resources: Resources, routes: NginxRoutes): Pro
       blue: [upstream],
       green: [],
       greenPercent: 0,
+      ...(bodyTimeoutMs !== undefined ? { bodyTimeoutMs } : {}),
       updatedAt: 0,
     };
   const routesConf = renderNginxConfig(sidecar).text.replaceAll(

@@ -8,29 +8,32 @@
  * not, and never forwards a response nginx refuses as badly framed. Every other difference is
  * pinned in `knownDifferences` (differential-differences.ts), so a new one fails the test.
  */
-import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { connect, createServer as createNetServer, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { differentialCases } from './differential-cases.js';
+import { differentialCases, type Waits } from './differential-cases.js';
 import { knownDifferences } from './differential-differences.js';
 import { startNginx } from './differential-nginx.js';
+import { listenOn, rawExchange, scriptedUpstream } from './raw-http.js';
 import { eventually, freeListen, Resources, setRoute, startTestRouter, stateDirFor } from './support.js';
 
 const resources = new Resources();
 afterAll(() => resources.cleanup());
 
 /**
- * A case whose proxy neither closes nor sends anything for this long is over: the proxy waits for
- * bytes the case never sends (a body shorter than its length). Generous, so that a proxy slow to
- * answer on a loaded machine is not read as one that did not answer.
+ * Both proxies' body timeout here (the route's bodyTimeout, nginx's client_body_timeout): a case
+ * that sends less body than it declares ends when the proxy gives up on it.
+ */
+const bodyTimeoutMs = 1_500;
+/**
+ * A case that leaves a proxy waiting for the rest of a head (`waits: 'head'`) is over once the
+ * proxy has sent nothing for this long; only for those cases, whose expected outcome is that
+ * silence. Generous, so that a proxy slow to answer on a loaded machine is not read as waiting.
  */
 const quietMs = 3_000;
 /** Cases in flight at once, per proxy. */
 const concurrency = 24;
-/** Longest one exchange may take (a proxy that keeps sending is a failure, not a result). */
-const exchangeLimitMs = 20_000;
 
 /** What one proxy did with one case. */
 interface Outcome {
@@ -64,9 +67,12 @@ function abbreviate(text: string): string {
   return text.replace(/(.)\1{19,}/g, (run, char: string) => `${char}×${run.length}`);
 }
 
-/** Node's HTTP server as the upstream of request cases: executed = received to the end of its body. */
-async function requestUpstream(recorder: Recorder): Promise<string> {
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+/**
+ * Node's HTTP server as the upstream of request cases: executed = received to the end of its body.
+ * It takes heads larger than either proxy does, so that a head a proxy forwards is executed.
+ */
+function requestUpstream(recorder: Recorder): Promise<string> {
+  const server = createServer({ maxHeaderSize: 64 * 1024 }, (req: IncomingMessage, res: ServerResponse) => {
     const target = req.url ?? '';
     const caseId = caseIdOf(target);
     recorder.inProgress++;
@@ -90,36 +96,18 @@ async function requestUpstream(recorder: Recorder): Promise<string> {
     recorder.record('upstream-errors', error.message);
     socket.destroy();
   });
-  return listenOn(server);
+  return listenOn(resources, server);
 }
 
 /** A raw upstream for response cases: reads a head, answers the case's exact bytes, closes. */
 async function responseUpstream(recorder: Recorder, answers: Map<string, string>): Promise<string> {
-  const server = createNetServer((socket) => {
-    socket.on('error', () => undefined);
-    let head = '';
-    const onData = (data: Buffer) => {
-      head += data.toString('latin1');
-      if (!head.includes('\r\n\r\n')) return;
-      socket.off('data', onData);
-      const [method = '', target = ''] = head.split(' ');
-      const caseId = caseIdOf(target);
-      recorder.record(caseId, `${method} ${normalTarget(target, caseId)}`);
-      socket.end(Buffer.from(answers.get(caseId) ?? 'HTTP/1.1 500 No Such Case\r\n\r\n', 'latin1'));
-    };
-    socket.on('data', onData);
+  const upstream = await scriptedUpstream(resources, (head) => {
+    const [method = '', target = ''] = head.split(' ');
+    const caseId = caseIdOf(target);
+    recorder.record(caseId, `${method} ${normalTarget(target, caseId)}`);
+    return { bytes: answers.get(caseId) ?? 'HTTP/1.1 500 No Such Case\r\n\r\n', close: true };
   });
-  return listenOn(server);
-}
-
-async function listenOn(server: ReturnType<typeof createServer> | ReturnType<typeof createNetServer>) {
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  resources.add(async () => {
-    if ('closeAllConnections' in server) server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return `127.0.0.1:${(server.address() as { port: number }).port}`;
+  return upstream.address;
 }
 
 /**
@@ -172,40 +160,28 @@ function skipChunks(text: string): string | null {
   }
 }
 
-/** Writes `bytes`, reads until the proxy closes or stays quiet for `quietMs`; what the client got. */
-function exchange(address: string, bytes: string): Promise<string[]> {
-  const colon = address.lastIndexOf(':');
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host: address.slice(0, colon), port: Number(address.slice(colon + 1)) });
-    let received = '';
-    let quiet: NodeJS.Timeout | undefined;
-    const limit = setTimeout(() => {
-      socket.destroy();
-      reject(
-        new Error(`${address} kept the exchange going for ${exchangeLimitMs} ms: ${received.slice(0, 200)}`),
-      );
-    }, exchangeLimitMs);
-    const finish = () => {
-      clearTimeout(quiet);
-      clearTimeout(limit);
-      socket.destroy();
-      resolve(responseStatuses(received, bytes.startsWith('HEAD ')));
-    };
-    const rearm = () => {
-      clearTimeout(quiet);
-      quiet = setTimeout(finish, quietMs);
-    };
-    socket.on('connect', () => {
-      socket.write(Buffer.from(bytes, 'latin1'));
-      rearm();
+/**
+ * Writes `bytes` and reads until the proxy closes the connection; what the client got. A case that
+ * leaves the proxy waiting ends as its `waits` says (differential-cases.ts): on a complete response
+ * (`next request`), or on a quiet period, recorded as `waiting` (`head`). A proxy that leaves any
+ * other case open fails the test, naming it.
+ */
+async function exchange(address: string, name: string, bytes: string, waits?: Waits): Promise<string[]> {
+  const head = bytes.startsWith('HEAD ');
+  const answered = (received: string) => {
+    const statuses = responseStatuses(received, head);
+    return statuses.length > 0 && !/cut|\?/.test(statuses[statuses.length - 1] as string);
+  };
+  try {
+    const { received, quiet } = await rawExchange(address, Buffer.from(bytes, 'latin1'), {
+      ...(waits === 'next request' ? { until: answered } : {}),
+      ...(waits === 'head' ? { quietMs } : {}),
     });
-    socket.on('data', (data: Buffer) => {
-      received += data.toString('latin1');
-      rearm();
-    });
-    socket.on('error', () => undefined);
-    socket.on('close', finish);
-  });
+    const statuses = responseStatuses(received, head);
+    return quiet ? [...statuses, 'waiting'] : statuses;
+  } catch (error) {
+    throw new Error(`${name}: ${(error as Error).message}`);
+  }
 }
 
 /** Runs `tasks` with at most `concurrency` at once. */
@@ -255,12 +231,14 @@ async function proxyUnderTest(): Promise<ProxyUnderTest> {
  */
 async function runCases(proxy: ProxyUnderTest, into: Map<string, Outcome>): Promise<void> {
   const requestTasks = requests.map((c, i) => async () => {
-    into.set(`c${i}`, { statuses: await exchange(proxy.requests, c.bytes(`/c${i}`)), executed: [] });
+    const statuses = await exchange(proxy.requests, `request: ${c.name}`, c.bytes(`/c${i}`), c.waits);
+    into.set(`c${i}`, { statuses, executed: [] });
   });
   const responseCases = async () => {
     for (const [i, c] of responses.entries()) {
       const bytes = `${c.method} /r${i}/answer HTTP/1.1\r\nHost: shop\r\nConnection: close\r\n\r\n`;
-      into.set(`r${i}`, { statuses: await exchange(proxy.responses, bytes), executed: [] });
+      const statuses = await exchange(proxy.responses, `response: ${c.name}`, bytes);
+      into.set(`r${i}`, { statuses, executed: [] });
     }
   };
   await Promise.all([pooled(requestTasks), responseCases()]);
@@ -278,12 +256,18 @@ beforeAll(async () => {
   const stateDir = await stateDirFor(resources);
   for (const kind of ['requests', 'responses'] as const) {
     const upstream = kind === 'requests' ? router.requestUpstream : router.responseUpstream;
-    await setRoute(stateDir, kind, { listen: router[kind], blue: [upstream], green: [], greenPercent: 0 });
+    await setRoute(stateDir, kind, {
+      listen: router[kind],
+      blue: [upstream],
+      green: [],
+      greenPercent: 0,
+      bodyTimeoutMs,
+    });
   }
   await startTestRouter(resources, stateDir);
   await startNginx(resources, {
-    requests: { listen: nginx.requests, upstream: nginx.requestUpstream },
-    responses: { listen: nginx.responses, upstream: nginx.responseUpstream },
+    requests: { listen: nginx.requests, upstream: nginx.requestUpstream, bodyTimeoutMs },
+    responses: { listen: nginx.responses, upstream: nginx.responseUpstream, bodyTimeoutMs },
   });
   await Promise.all([runCases(router, outcomes.router), runCases(nginx, outcomes.nginx)]);
 }, 120_000);

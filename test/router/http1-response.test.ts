@@ -227,6 +227,32 @@ describe('router: HTTP/1.1 response parser', () => {
     expect(refuse('HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx')).toBe('accepted');
   });
 
+  it('finds a bare line feed in a head or trailer section wherever the reads split it, and only then', () => {
+    /** What the parser makes of `wire` read in two pieces, split at `at`. */
+    const verdict = (wire: string, at: number) => {
+      const parser = new ResponseParser({ responseHead() {}, responseBody() {} });
+      parser.expect(false);
+      const bytes = Buffer.from(wire, 'latin1');
+      try {
+        parser.execute(bytes.subarray(0, at));
+        parser.execute(bytes.subarray(at));
+      } catch (error) {
+        return /bare line feed/.test((error as Error).message) ? 'bare LF' : (error as Error).message;
+      }
+      return 'accepted';
+    };
+    const wires = {
+      'HTTP/1.1 200 OK\r\nX-A: a\nX-B: b\r\nContent-Length: 0\r\n\r\n': 'bare LF',
+      'HTTP/1.1 200 OK\r\nX-A: a\r\nX-B: b\r\nContent-Length: 0\r\n\n': 'bare LF',
+      'HTTP/1.1 200 OK\r\nX-A: a\r\nX-B: b\r\nContent-Length: 0\r\n\r\n': 'accepted',
+      'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX: a\nY: b\r\n\r\n': 'bare LF',
+      'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\n': 'bare LF',
+      'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX: a\r\n\r\n': 'accepted',
+    };
+    for (const [wire, expected] of Object.entries(wires))
+      for (let at = 0; at <= wire.length; at++) expect([at, verdict(wire, at)]).toEqual([at, expected]);
+  });
+
   it('reads what a real Node.js server writes: chunked, fixed length, HEAD, 204, 304, 100 and 103', async () => {
     const server = createServer((req, res: ServerResponse) => {
       const path = req.url ?? '/';

@@ -1,56 +1,88 @@
 /**
- * Raw HTTP for the framing tests: a client that writes exact bytes on a loopback socket and reads
- * everything back, an upstream that records what it executed (a request whose body arrived whole),
- * and an upstream that answers exact bytes.
+ * Raw HTTP for the framing and differential tests: a client that writes exact bytes on a loopback
+ * socket and reads everything back, an upstream that records what it executed (a request whose body
+ * arrived whole), and an upstream that answers exact bytes.
  */
 import { once } from 'node:events';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { connect, createServer as createNetServer, type Socket } from 'node:net';
+import {
+  createServer,
+  type Server as HttpServer,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
+import { connect, createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import type { Resources } from './support.js';
 
 /** Longest a raw exchange may take before the test gives up on it (a hung proxy, not a result). */
-export const rawExchangeTimeoutMs = 15_000;
+export const rawExchangeTimeoutMs = 20_000;
 
 export interface RawExchange {
   /** Everything the peer sent, as latin1. */
   received: string;
-  /** The peer closed the connection (rather than `until` holding first). */
+  /** The peer closed the connection (rather than `until` holding, or a quiet period, first). */
   closed: boolean;
+  /** The exchange ended on `quietMs` without a byte from the peer. */
+  quiet: boolean;
+}
+
+export interface RawExchangeOptions {
+  /** Ends the exchange as soon as it holds for what was read. */
+  until?: (received: string) => boolean;
+  /**
+   * Ends the exchange after this long without a byte from the peer: only for an exchange where the
+   * peer is expected to wait for bytes that never come (a silence is then its outcome).
+   */
+  quietMs?: number;
 }
 
 /**
- * Writes `bytes` to `address` (host:port) and reads until the peer closes, or until `until` holds
- * for what was read. Rejects after `rawExchangeTimeoutMs`.
+ * Writes `bytes` to `address` (host:port) and reads until the peer closes, `until` holds, or the
+ * peer stays quiet for `quietMs`. Rejects after `rawExchangeTimeoutMs`.
  */
 export function rawExchange(
   address: string,
   bytes: string | Buffer,
-  until: (received: string) => boolean = () => false,
+  { until, quietMs }: RawExchangeOptions = {},
 ): Promise<RawExchange> {
   const [host, port] = splitAddress(address);
   return new Promise((resolve, reject) => {
     const socket = connect({ host, port });
     let received = '';
+    let quiet: NodeJS.Timeout | undefined;
     const timer = setTimeout(() => {
+      clearTimeout(quiet);
       socket.destroy();
       reject(
-        new Error(`no end to the exchange with ${address} within ${rawExchangeTimeoutMs} ms: ${received}`),
+        new Error(
+          `no end to the exchange with ${address} within ${rawExchangeTimeoutMs} ms: ${received.slice(0, 200)}`,
+        ),
       );
     }, rawExchangeTimeoutMs);
-    const finish = (closed: boolean) => {
+    let done = false;
+    const finish = (end: { closed: boolean; quiet: boolean }) => {
+      if (done) return;
+      done = true;
       clearTimeout(timer);
+      clearTimeout(quiet);
       socket.destroy();
-      resolve({ received, closed });
+      resolve({ received, ...end });
     };
-    socket.on('connect', () =>
-      socket.write(typeof bytes === 'string' ? Buffer.from(bytes, 'latin1') : bytes),
-    );
+    const rearm = () => {
+      if (quietMs === undefined) return;
+      clearTimeout(quiet);
+      quiet = setTimeout(() => finish({ closed: false, quiet: true }), quietMs);
+    };
+    socket.on('connect', () => {
+      socket.write(typeof bytes === 'string' ? Buffer.from(bytes, 'latin1') : bytes);
+      rearm();
+    });
     socket.on('data', (data: Buffer) => {
       received += data.toString('latin1');
-      if (until(received)) finish(false);
+      rearm();
+      if (until?.(received)) finish({ closed: false, quiet: false });
     });
     socket.on('error', () => undefined);
-    socket.on('close', () => finish(true));
+    socket.on('close', () => finish({ closed: true, quiet: false }));
   });
 }
 
@@ -101,33 +133,53 @@ export async function recordingUpstream(resources: Resources): Promise<Recording
       }, delayMs);
     });
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  resources.add(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+  return { address: await listenOn(resources, server), executed, events };
+}
+
+/**
+ * An upstream that reads a request head and answers it with exact bytes: `answer(head)`'s, then
+ * closes the connection (`close`) or reads the next head on it.
+ */
+export async function scriptedUpstream(
+  resources: Resources,
+  answer: (head: string) => { bytes: string; close: boolean },
+): Promise<{ address: string }> {
+  const server = createNetServer((socket) => {
+    socket.on('error', () => undefined);
+    let head = '';
+    const onData = (data: Buffer) => {
+      head += data.toString('latin1');
+      const end = head.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const { bytes, close } = answer(head.slice(0, end + 4));
+      head = '';
+      if (close) {
+        socket.off('data', onData);
+        socket.end(Buffer.from(bytes, 'latin1'));
+      } else socket.write(Buffer.from(bytes, 'latin1'));
+    };
+    socket.on('data', onData);
   });
-  return { address: `127.0.0.1:${(server.address() as { port: number }).port}`, executed, events };
+  return { address: await listenOn(resources, server) };
 }
 
 /**
  * An upstream that answers each request head it reads with `answer` (exact bytes) and then keeps
  * the connection open, as a server that sent a bad head and waits would.
  */
-export async function rawUpstream(resources: Resources, answer: string): Promise<{ address: string }> {
+export function rawUpstream(resources: Resources, answer: string): Promise<{ address: string }> {
+  return scriptedUpstream(resources, () => ({ bytes: answer, close: false }));
+}
+
+/**
+ * Listens on a free port of 127.0.0.1; the server and every connection it holds are closed at
+ * cleanup. Answers host:port.
+ */
+export async function listenOn(resources: Resources, server: HttpServer | NetServer): Promise<string> {
   const sockets = new Set<Socket>();
-  const server = createNetServer((socket) => {
+  server.on('connection', (socket: Socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => undefined);
-    let head = '';
-    socket.on('data', (data: Buffer) => {
-      head += data.toString('latin1');
-      if (head.includes('\r\n\r\n')) {
-        head = '';
-        socket.write(Buffer.from(answer, 'latin1'));
-      }
-    });
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -135,7 +187,7 @@ export async function rawUpstream(resources: Resources, answer: string): Promise
     for (const socket of sockets) socket.destroy();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
-  return { address: `127.0.0.1:${(server.address() as { port: number }).port}` };
+  return `127.0.0.1:${(server.address() as { port: number }).port}`;
 }
 
 function splitAddress(address: string): [string, number] {

@@ -59,6 +59,17 @@ describe('router: what it refuses before anything goes upstream', () => {
       expect(statusOf({ rawHeaders: ['Host', host] })).toBe('/orders?x=1');
   });
 
+  it("passes a request line or a header line of exactly nginx's buffer (8 KiB with its CRLF), refuses one byte more", () => {
+    // GET <target> HTTP/1.1 CRLF: 12 bytes besides the method and the target.
+    const target = (lineBytes: number) => `/${'t'.repeat(lineBytes - 'GET'.length - 12 - 1)}`;
+    expect(statusOf({ url: target(8192) })).toBe(target(8192));
+    expect(statusOf({ url: target(8193) })).toBe(414);
+    // X-A:<value> CRLF, counted without whitespace around the value (Node trims it).
+    const header = (lineBytes: number) => ['Host', 'shop', 'X-A', 'v'.repeat(lineBytes - 'X-A'.length - 3)];
+    expect(statusOf({ rawHeaders: header(8192) })).toBe('/orders?x=1');
+    expect(statusOf({ rawHeaders: header(8193) })).toBe(431);
+  });
+
   it('refuses other versions (505), TRACE (405) and lines or heads past the limits', () => {
     expect(statusOf({ httpVersionMajor: 2, httpVersionMinor: 0 })).toBe(505);
     expect(statusOf({ method: 'TRACE' })).toBe(405);
