@@ -4,7 +4,7 @@
  * print the same lines and exit with the same codes either way.
  */
 import type { Command } from 'commander';
-import { CutoverError, type ErrorCode, errorCodes, TopologyInvalidError } from '../../core/errors.js';
+import { CutoverError, isErrorCode, TopologyInvalidError } from '../../core/errors.js';
 
 export interface ServerOption {
   server?: string;
@@ -135,9 +135,9 @@ function problemError(status: number, text: string, origin: string): CutoverErro
       })),
     );
   }
-  if (problem.code !== undefined && problem.code in errorCodes && problem.code !== 'INTERNAL') {
+  if (isErrorCode(problem.code) && problem.code !== 'INTERNAL') {
     return new CutoverError(
-      problem.code as ErrorCode,
+      problem.code,
       detail,
       problem.migrationId ? { migrationId: problem.migrationId } : undefined,
     );
