@@ -8,7 +8,7 @@
  *   router/    the `cutover proxy` program           → core/, platform/
  *   engine/    runners, state, sources, drivers, API → core/, platform/ (router/: only its route driver)
  *   views/     renderers shared by the front ends    → core/
- *   cli/ server/ watch/   front ends                 → engine/, views/, core/; nothing imports cli/
+ *   cli/ server/ watch/   front ends                 → engine/api.ts and the MigrationService, views/, core/; nothing imports cli/
  */
 const frontEnds = '^(cli|server|watch)/';
 
@@ -94,6 +94,17 @@ module.exports = {
       severity: 'error',
       from: { path: frontEnds, pathNot: '^cli/commands/proxy\\.ts$' },
       to: { path: '^(platform|router)/' },
+    },
+    {
+      name: 'front-ends-call-the-engine-api-only',
+      comment:
+        "Of the engine, front ends import its API (engine/api.ts), the MigrationService (engine/services/migration-service.ts and its types) and the state directory's location; never runners, drivers, Temporal or a service's implementation, so none can branch on the mode. The entries of the engine's own processes are the exceptions: `internal run-migration` (a detached runner) and `worker` (a Temporal worker).",
+      severity: 'error',
+      from: { path: frontEnds, pathNot: '^cli/commands/(internal|worker)\\.ts$' },
+      to: {
+        path: '^engine/',
+        pathNot: '^engine/(api|services/migration-service|services/service-types|store/state-dir)\\.ts$',
+      },
     },
     {
       name: 'nothing-imports-cli',

@@ -1,50 +1,52 @@
 /**
- * The one registry of cutover's errors. Every error the engine raises carries a stable code; the CLI
- * maps codes to an exit code and one clear line, the server (later) to an HTTP status and problem+json.
+ * The one registry of cutover's errors. Every error the engine raises carries a stable code, and
+ * only the code: what a code means to a caller is each front end's own mapping, kept where the
+ * front end lives and exhaustive over these codes (a new code does not compile until it is mapped):
+ * the CLI's exit codes in cli/exit-codes.ts, the server's HTTP statuses and problem titles in
+ * server/problems.ts.
  */
 import type { Diagnostic } from './topology/diagnostic.js';
 
-export const errorCodes = {
-  TOPOLOGY_INVALID: { exitCode: 1, httpStatus: 422, title: 'Topology is invalid' },
-  TOPOLOGY_NOT_FOUND: { exitCode: 1, httpStatus: 404, title: 'Topology file not found' },
-  TOPOLOGY_TOO_LARGE: { exitCode: 1, httpStatus: 413, title: 'Topology file too large' },
-  ENVIRONMENT_MISMATCH: { exitCode: 1, httpStatus: 422, title: 'Environments differ' },
-  GIT_REF_UNREADABLE: { exitCode: 1, httpStatus: 422, title: 'Cannot read the topology at a Git revision' },
-  STATE_CORRUPT: { exitCode: 1, httpStatus: 500, title: 'State directory is corrupt' },
-  MIGRATION_NOT_FOUND: { exitCode: 1, httpStatus: 404, title: 'Migration not found' },
-  MIGRATION_AMBIGUOUS: { exitCode: 1, httpStatus: 400, title: 'Migration id prefix is ambiguous' },
-  MIGRATION_CONFLICT: {
-    exitCode: 1,
-    httpStatus: 409,
-    title: 'A migration is in flight for this environment',
-  },
-  PLAN_MISMATCH: { exitCode: 1, httpStatus: 409, title: 'The plan differs from the one reviewed' },
-  PLAN_STALE: { exitCode: 1, httpStatus: 409, title: 'The plan is stale' },
-  VERB_REFUSED: { exitCode: 1, httpStatus: 409, title: 'The migration cannot do that now' },
-  RUNNER_UNREACHABLE: {
-    exitCode: 1,
-    httpStatus: 503,
-    title: 'The process driving the migration does not answer',
-  },
-  CANCELLED: { exitCode: 1, httpStatus: 409, title: 'Cancelled' },
+export const errorCodes = [
+  'TOPOLOGY_INVALID',
+  'TOPOLOGY_NOT_FOUND',
+  'TOPOLOGY_TOO_LARGE',
+  'ENVIRONMENT_MISMATCH',
+  'GIT_REF_UNREADABLE',
+  'STATE_CORRUPT',
+  'MIGRATION_NOT_FOUND',
+  'MIGRATION_AMBIGUOUS',
+  /** A migration is in flight for the environment. */
+  'MIGRATION_CONFLICT',
+  'PLAN_MISMATCH',
+  'PLAN_STALE',
+  'VERB_REFUSED',
+  /** The process driving a migration (or the router) does not answer. */
+  'RUNNER_UNREACHABLE',
+  'CANCELLED',
   /** A driver refused or failed outside a migration (taking an environment down). */
-  DRIVER_FAILED: { exitCode: 1, httpStatus: 502, title: 'A driver failed' },
-  TEMPORAL_UNREACHABLE: { exitCode: 1, httpStatus: 503, title: 'Temporal (WORKFLOW_HOST) cannot be reached' },
-  NOT_SUPPORTED: { exitCode: 1, httpStatus: 501, title: 'Not available in this mode' },
-  /** Raised by the CLI when a cutover server (`--server`) refuses a request for a reason of its own. */
-  SERVER_REFUSED: { exitCode: 1, httpStatus: 502, title: 'The cutover server refused the request' },
-  SERVER_UNREACHABLE: { exitCode: 1, httpStatus: 502, title: 'The cutover server cannot be reached' },
-  USAGE: { exitCode: 1, httpStatus: 400, title: 'Bad usage' },
+  'DRIVER_FAILED',
+  'TEMPORAL_UNREACHABLE',
+  /** The verb cannot work in this mode (local, Temporal, a cutover server). */
+  'NOT_SUPPORTED',
+  /** A cutover server (`--server`) refused a request for a reason of its own. */
+  'SERVER_REFUSED',
+  'SERVER_UNREACHABLE',
+  'USAGE',
   /** The machine refused: a full or read-only disk, permissions, a port in use, a missing program. */
-  ENVIRONMENT_FAULT: {
-    exitCode: 1,
-    httpStatus: 503,
-    title: 'The environment refused (disk, permissions, a port, a missing program)',
-  },
-  INTERNAL: { exitCode: 70, httpStatus: 500, title: 'Internal error (a bug in cutover)' },
-} as const;
+  'ENVIRONMENT_FAULT',
+  /** A bug in cutover. */
+  'INTERNAL',
+] as const;
 
-export type ErrorCode = keyof typeof errorCodes;
+export type ErrorCode = (typeof errorCodes)[number];
+
+const known: ReadonlySet<string> = new Set(errorCodes);
+
+/** Whether a code from outside (a server's problem, the router's answer) is one of the engine's. */
+export function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === 'string' && known.has(code);
+}
 
 export class CutoverError extends Error {
   override readonly name = 'CutoverError';

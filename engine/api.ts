@@ -2,6 +2,7 @@
  * The engine API that every front end calls (CLI, server, watcher). Front ends parse arguments and
  * render results; deciding what a plan or a migration does happens here and below, never there.
  */
+import path from 'node:path';
 import { TopologyInvalidError } from '../core/errors.js';
 import { type CurrentLayout, emptyLayout } from '../core/layout.js';
 import { buildPlan } from '../core/plan/build-plan.js';
@@ -9,13 +10,13 @@ import type { Plan } from '../core/plan/types.js';
 import type { Diagnostic } from '../core/topology/diagnostic.js';
 import { type LoadResult, loadTopology } from '../core/topology/load-topology.js';
 import type { Topology } from '../core/topology/types.js';
+import type { PlanAgainst, TopologyText, ValidateOutcome } from './services/service-types.js';
 import { readFileAtRef } from './sources/read-file-at-ref.js';
 import { readTopologyFile } from './sources/read-topology-file.js';
 import { readCurrentLayout } from './store/layout-store.js';
-import { stateDirFor } from './store/state-dir.js';
 
 export { TopologyInvalidError } from '../core/errors.js';
-export type { CurrentLayout, Diagnostic, Plan, Topology };
+export type { CurrentLayout, Diagnostic, Plan, PlanAgainst, Topology, TopologyText, ValidateOutcome };
 
 export async function validateTopologyFile(file: string): Promise<LoadResult> {
   return loadTopology(await readTopologyFile(file), { file });
@@ -33,30 +34,51 @@ export type PlanBase =
   | { kind: 'file'; file: string }
   | { kind: 'git-ref'; ref: string };
 
-export interface PlanRequest {
-  file: string;
-  against: PlanBase;
-  env?: NodeJS.ProcessEnv;
-  /** Where the recorded layout comes from, when not the state directory (Temporal mode). */
-  recordedLayout?: (environment: string) => Promise<CurrentLayout>;
-}
-
-export async function planTopologyFile(request: PlanRequest): Promise<Plan> {
-  const desired = await loadOrThrow(await readTopologyFile(request.file), request.file);
-  const current = await baseLayout(request, desired.metadata.name);
-  return buildPlan(current, desired);
-}
-
-/** A topology given as text rather than read from a file (the server's requests). */
-export interface TopologyText {
-  text: string;
-  /** The name diagnostics use for it. */
-  file: string;
-}
-
 /** Validates a topology given as text: the model, or every located problem (never throws). */
 export function validateTopologyText(source: TopologyText): LoadResult {
   return loadTopology(source.text, { file: source.file });
+}
+
+/** What `validate` reports, whichever engine answers: the environment and its counts, or every problem. */
+export function validationOf(source: TopologyText): ValidateOutcome {
+  const result = validateTopologyText(source);
+  if (!result.ok) return result;
+  const t = result.topology;
+  return {
+    ok: true,
+    environment: t.metadata.name,
+    components: Object.keys(t.components).length,
+    routes: Object.keys(t.routes).length,
+  };
+}
+
+/** A topology file's text, named by its path (read on this machine, whichever engine gets it). */
+export async function readTopology(file: string): Promise<TopologyText> {
+  return { text: await readTopologyFile(file), file };
+}
+
+/**
+ * What `cutover topology plan --against…` plans against, read on this machine: the recorded
+ * layout, another file, or the same file at a Git revision (nothing live when it did not exist).
+ */
+export async function readPlanBase(file: string, against: PlanBase): Promise<PlanAgainst> {
+  switch (against.kind) {
+    case 'recorded':
+      return against;
+    case 'file':
+      return { kind: 'text', source: await readTopology(against.file) };
+    case 'git-ref': {
+      const text = await readFileAtRef(file, against.ref);
+      return text === null
+        ? { kind: 'empty' }
+        : { kind: 'text', source: { text, file: `${file}@${against.ref}` } };
+    }
+  }
+}
+
+/** Where the relative paths of a topology file resolve: its directory. */
+export function baseDirOf(file: string): string {
+  return path.dirname(path.resolve(file));
 }
 
 /** Plans a topology given as text against the recorded layout in a state directory, or another text. */
@@ -78,23 +100,4 @@ export async function planTopologyText(
   if (against.kind === 'layout') return buildPlan(await against.of(model.metadata.name), model);
   const base = await loadOrThrow(against.source.text, against.source.file);
   return buildPlan({ environment: base.metadata.name, serial: 0, topology: base }, model);
-}
-
-async function baseLayout(request: PlanRequest, environment: string): Promise<CurrentLayout> {
-  const against = request.against;
-  switch (against.kind) {
-    case 'recorded':
-      if (request.recordedLayout) return request.recordedLayout(environment);
-      return readCurrentLayout(stateDirFor(request.file, request.env), environment);
-    case 'file': {
-      const topology = await loadOrThrow(await readTopologyFile(against.file), against.file);
-      return { environment: topology.metadata.name, serial: 0, topology };
-    }
-    case 'git-ref': {
-      const text = await readFileAtRef(request.file, against.ref);
-      if (text === null) return emptyLayout(environment);
-      const topology = await loadOrThrow(text, `${request.file}@${against.ref}`);
-      return { environment: topology.metadata.name, serial: 0, topology };
-    }
-  }
 }

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CutoverError, type ErrorCode, errorCodes } from '../core/errors.js';
+import { CutoverError, isErrorCode } from '../core/errors.js';
 import { jsonOr, type LoopbackAnswer, loopbackRequest } from '../platform/loopback-http.js';
 import type { InFlightAnswer, ReloadResult, RoutesSnapshot } from './control-types.js';
 import { liveRouterRecord, type RouterRecord } from './router-record.js';
@@ -59,8 +59,7 @@ async function callRouter<T>(record: RouterRecord, method: 'GET' | 'POST', pathA
   const body = jsonOr(answer.body, {}) as T & { error?: string; code?: string };
   if (answer.status !== 200) {
     // An error the router raised itself (a damaged table) keeps its code.
-    if (body.code !== undefined && body.code in errorCodes && body.error !== undefined)
-      throw new CutoverError(body.code as ErrorCode, body.error);
+    if (isErrorCode(body.code) && body.error !== undefined) throw new CutoverError(body.code, body.error);
     throw new CutoverError(
       'RUNNER_UNREACHABLE',
       `the router (pid ${record.pid}) answered HTTP ${answer.status}: ${body.error ?? 'no reason given'}`,

@@ -1,11 +1,49 @@
 /**
  * Errors as RFC 9457 problem details. Every error has a stable `code`: the engine's codes
- * (core/errors.ts) plus the HTTP layer's own below; `type` is `urn:cutover:problem:<code>`.
+ * (core/errors.ts), each given its HTTP status and title here, plus the HTTP layer's own below;
+ * `type` is `urn:cutover:problem:<code>`.
  */
 import { STATUS_CODES } from 'node:http';
-import { CutoverError, errorCodes } from '../core/errors.js';
+import { CutoverError, type ErrorCode } from '../core/errors.js';
 import type { Diagnostic } from '../core/topology/diagnostic.js';
 import { TopologyInvalidError } from '../engine/api.js';
+
+interface StatusAndTitle {
+  httpStatus: number;
+  title: string;
+}
+
+/**
+ * The engine's codes as HTTP answers. Exhaustive on purpose: a new engine code does not compile
+ * until it has a status and a title here.
+ */
+export const engineProblems: Record<ErrorCode, StatusAndTitle> = {
+  TOPOLOGY_INVALID: { httpStatus: 422, title: 'Topology is invalid' },
+  TOPOLOGY_NOT_FOUND: { httpStatus: 404, title: 'Topology file not found' },
+  TOPOLOGY_TOO_LARGE: { httpStatus: 413, title: 'Topology file too large' },
+  ENVIRONMENT_MISMATCH: { httpStatus: 422, title: 'Environments differ' },
+  GIT_REF_UNREADABLE: { httpStatus: 422, title: 'Cannot read the topology at a Git revision' },
+  STATE_CORRUPT: { httpStatus: 500, title: 'State directory is corrupt' },
+  MIGRATION_NOT_FOUND: { httpStatus: 404, title: 'Migration not found' },
+  MIGRATION_AMBIGUOUS: { httpStatus: 400, title: 'Migration id prefix is ambiguous' },
+  MIGRATION_CONFLICT: { httpStatus: 409, title: 'A migration is in flight for this environment' },
+  PLAN_MISMATCH: { httpStatus: 409, title: 'The plan differs from the one reviewed' },
+  PLAN_STALE: { httpStatus: 409, title: 'The plan is stale' },
+  VERB_REFUSED: { httpStatus: 409, title: 'The migration cannot do that now' },
+  RUNNER_UNREACHABLE: { httpStatus: 503, title: 'The process driving the migration does not answer' },
+  CANCELLED: { httpStatus: 409, title: 'Cancelled' },
+  DRIVER_FAILED: { httpStatus: 502, title: 'A driver failed' },
+  TEMPORAL_UNREACHABLE: { httpStatus: 503, title: 'Temporal (WORKFLOW_HOST) cannot be reached' },
+  NOT_SUPPORTED: { httpStatus: 501, title: 'Not available in this mode' },
+  SERVER_REFUSED: { httpStatus: 502, title: 'The cutover server refused the request' },
+  SERVER_UNREACHABLE: { httpStatus: 502, title: 'The cutover server cannot be reached' },
+  USAGE: { httpStatus: 400, title: 'Bad usage' },
+  ENVIRONMENT_FAULT: {
+    httpStatus: 503,
+    title: 'The environment refused (disk, permissions, a port, a missing program)',
+  },
+  INTERNAL: { httpStatus: 500, title: 'Internal error (a bug in cutover)' },
+};
 
 /** Codes of the HTTP layer itself, beside the engine's. */
 export const httpErrorCodes = {
@@ -33,10 +71,10 @@ export const httpErrorCodes = {
   HOOKS_NOT_CONFIGURED: { httpStatus: 503, title: 'Webhooks are not configured on this server' },
   REQUEST_TIMEOUT: { httpStatus: 408, title: 'The request took too long to arrive' },
   HEADERS_TOO_LARGE: { httpStatus: 431, title: 'The request headers are too large' },
-} as const;
+} as const satisfies Record<string, StatusAndTitle>;
 
 export type HttpErrorCode = keyof typeof httpErrorCodes;
-export type ProblemCode = HttpErrorCode | keyof typeof errorCodes;
+export type ProblemCode = HttpErrorCode | ErrorCode;
 
 export interface ProblemError {
   file?: string;
@@ -79,7 +117,7 @@ function statusAndTitle(code: ProblemCode): { status: number; title: string } {
     const entry = httpErrorCodes[code as HttpErrorCode];
     return { status: entry.httpStatus, title: entry.title };
   }
-  const entry = errorCodes[code as keyof typeof errorCodes];
+  const entry = engineProblems[code as ErrorCode];
   return { status: entry.httpStatus, title: entry.title };
 }
 

@@ -21,11 +21,7 @@ import { type Diagnostic, formatDiagnostic } from '../core/topology/diagnostic.j
 import { loadTopology } from '../core/topology/load-topology.js';
 import { parseYaml } from '../core/topology/parse-yaml.js';
 import type { Topology } from '../core/topology/types.js';
-import {
-  localService,
-  type MigrationService,
-  openMigrationService,
-} from '../engine/services/migration-service.js';
+import { type MigrationService, openEngineService } from '../engine/services/migration-service.js';
 import { renderPlanJson } from '../views/render-plan-json.js';
 import { renderPlanMarkdown } from '../views/render-plan-markdown.js';
 import { countsLine } from '../views/symbols.js';
@@ -92,10 +88,6 @@ interface Pending {
 const debounceMs = 60;
 /** Problems of an invalid topology printed with its log line (all of them are in the report). */
 const maxLoggedDiagnostics = 5;
-/** How often a commit queued behind a migration in flight looks whether it may go (a claim file read). */
-const pendingPollMs = 250;
-/** The same in Temporal mode, where it is a visibility query. */
-const pendingPollTemporalMs = 1_000;
 
 export class Watcher {
   private repo: Repository | null = null;
@@ -115,12 +107,11 @@ export class Watcher {
   private readonly pending = new Map<string, Pending>();
   private stopped = false;
   private readonly accept: (file: string) => boolean;
-  private readonly useTemporal: boolean;
-  private temporal: Promise<MigrationService> | null = null;
+  /** By state directory, opened at the first use. */
+  private readonly services = new Map<string, Promise<MigrationService>>();
   private triggerIsOwn: ((trigger: Trigger) => boolean) | null = null;
 
   constructor(private readonly options: WatchOptions) {
-    this.useTemporal = Boolean((options.env ?? process.env).WORKFLOW_HOST);
     if (options.glob !== undefined) {
       const match = picomatch(options.glob, { dot: true });
       this.accept = (file) => match(file);
@@ -224,23 +215,23 @@ export class Watcher {
     await this.closeService();
   }
 
-  /** Where plans and migrations go: Temporal (opened at the first use) or the file's state directory. */
+  /**
+   * Where plans and migrations of a file go, as the engine decides (Temporal when WORKFLOW_HOST is
+   * set, else the file's state directory). A failed connection is tried again at the next use.
+   */
   private service(stateDir: string): Promise<MigrationService> {
-    if (!this.useTemporal) return Promise.resolve(localService(stateDir));
-    if (!this.temporal) {
-      this.temporal = openMigrationService(stateDir, this.options.env ?? process.env);
-      // A failed connection is tried again at the next use.
-      this.temporal.catch(() => {
-        this.temporal = null;
-      });
+    let service = this.services.get(stateDir);
+    if (!service) {
+      service = openEngineService({ stateDir, env: this.options.env ?? process.env });
+      this.services.set(stateDir, service);
     }
-    return this.temporal;
+    return service;
   }
 
   private async closeService(): Promise<void> {
-    const temporal = this.temporal;
-    this.temporal = null;
-    await temporal?.then((service) => service.close()).catch(() => undefined);
+    const services = [...this.services.values()];
+    this.services.clear();
+    await Promise.all(services.map((s) => s.then((service) => service.close()).catch(() => undefined)));
   }
 
   /** The migration (or take-down) in flight for an environment, if any. */
@@ -358,15 +349,19 @@ export class Watcher {
    */
   private watchPending(): void {
     if (this.pendingTimer || this.stopped || this.pending.size === 0) return;
-    this.pendingTimer = setTimeout(
-      () => {
-        this.pendingTimer = null;
-        void this.anyFree().then((free) => {
-          if (free) this.schedule(0);
-          else this.watchPending();
-        });
+    const first = this.pending.values().next().value as Pending;
+    void this.service(first.stateDir).then(
+      (service) => {
+        if (this.pendingTimer || this.stopped) return;
+        this.pendingTimer = setTimeout(() => {
+          this.pendingTimer = null;
+          void this.anyFree().then((free) => {
+            if (free) this.schedule(0);
+            else this.watchPending();
+          });
+        }, service.lookAgainMs);
       },
-      this.useTemporal ? pendingPollTemporalMs : pendingPollMs,
+      () => undefined,
     );
   }
 

@@ -1,22 +1,14 @@
-import path from 'node:path';
 import { createLogUpdate } from 'log-update';
 import { CutoverError, environmentFault } from '../../core/errors.js';
-import type { MigrationSummary } from '../../core/migration/summary.js';
 import type { LogLine } from '../../core/migration/types.js';
-import type { Plan } from '../../core/plan/types.js';
 import { isEmptyPlan } from '../../core/plan/types.js';
-import { planTopologyFile } from '../../engine/api.js';
-import { defaultDrivers } from '../../engine/drivers/default-drivers.js';
+import { baseDirOf, readTopology } from '../../engine/api.js';
 import type { MigrationService } from '../../engine/services/migration-service.js';
-import { createMigration, hostMigration, spawnRunner, summarize } from '../../engine/services/migrations.js';
-import { readTopologyFile } from '../../engine/sources/read-topology-file.js';
 import { renderLiveView, renderLogLine } from '../../views/render-migration.js';
 import { renderPlanText } from '../../views/render-plan-text.js';
 import { styleFor } from '../../views/style.js';
 import { confirm } from '../confirm.js';
-import { type Remote, remoteFor, type ServerOption } from '../remote/client.js';
-import { remoteApply, remoteLog, remotePlan, remoteShow } from '../remote/commands.js';
-import { resolveStateDir } from '../state-dir.js';
+import { type ServerOption, withService } from '../service.js';
 
 export interface MigrateOptions extends ServerOption {
   file: string;
@@ -26,75 +18,74 @@ export interface MigrateOptions extends ServerOption {
   json?: boolean;
 }
 
+/** How many log lines the live view keeps under the migration's state. */
+const liveViewLines = 20;
+
 /** `cutover topology migrate`, loaded only when that command runs (it pulls in the whole engine). */
 export async function runMigrate(options: MigrateOptions): Promise<void> {
-  const remote = remoteFor(options);
-  if (remote) return runMigrateElsewhere(options, remoteOps(remote));
-  if (process.env.WORKFLOW_HOST) {
-    const { openMigrationService } = await import('../../engine/services/migration-service.js');
-    const service = await openMigrationService('');
-    try {
-      return await runMigrateElsewhere(options, serviceOps(service));
-    } finally {
-      await service.close();
-    }
-  }
-  const stateDir = resolveStateDir({ file: options.file });
+  await withService(options, (service) => migrate(options, service));
+}
+
+/**
+ * Plans, asks, starts, and (without --detach) follows the migration to its end. Locally the
+ * migration runs in this process (with a live view on a terminal) and is handed to a background
+ * runner if this process is interrupted; elsewhere (Temporal, a server) it is followed by its log.
+ */
+async function migrate(options: MigrateOptions, service: MigrationService): Promise<void> {
   const style = styleFor(process.stderr);
-  const plan = await planTopologyFile({ file: options.file, against: { kind: 'recorded' } });
+  const desired = await readTopology(options.file);
+  const plan = await service.plan(desired, { kind: 'recorded' });
   if (!options.json) process.stderr.write(renderPlanText(plan, { style }));
   if (isEmptyPlan(plan)) {
     if (options.json) process.stdout.write(`${JSON.stringify({ migration: null, plan: plan.planId })}\n`);
     process.exitCode = 0;
     return;
   }
+  const request = { ...desired, baseDir: baseDirOf(options.file), attach: options.detach !== true };
   if (options.planId !== undefined && options.planId !== plan.planId) {
-    // createMigration says whether the plan is stale or differs; ask it without creating anything.
-    await createMigration({ file: options.file, stateDir, planId: options.planId });
+    // Refused with the reason (the plan is stale, or differs) before anything is asked.
+    await service.start({ ...request, planId: options.planId });
   }
   if (!(await confirmed(options, plan.environment))) return;
   // Pin the plan that was shown: if the layout moved meanwhile, this refuses rather than surprises.
-  const created = await createMigration({
-    file: options.file,
-    stateDir,
-    planId: options.planId ?? plan.planId,
-  });
-  if (!created.created) return;
-  if (created.notice) process.stderr.write(`cutover: ${created.notice}\n`);
-  const { id, environment } = created.spec;
-  const hint = options.file === 'topology.yaml' ? '' : ` -f ${options.file}`;
+  const started = await service.start({ ...request, planId: options.planId ?? plan.planId });
+  if (!started.created) return;
+  if (started.notice) process.stderr.write(`cutover: ${started.notice}\n`);
+  const { id } = started.summary;
+  const hint = service.reachAgain;
   if (options.detach) {
-    const pid = await spawnRunner(stateDir, environment, id);
-    if (options.json) process.stdout.write(`${JSON.stringify({ migration: id, runnerPid: pid })}\n`);
+    if (options.json)
+      process.stdout.write(`${JSON.stringify({ migration: id, runnerPid: started.runnerPid })}\n`);
     else process.stdout.write(`${id}\n`);
     process.stderr.write(
-      `Migration ${id} runs in the background (pid ${pid}). Follow it with:\n  cutover topology migration logs ${id} --follow${hint}\n`,
+      `Migration ${id} runs ${started.runs}. Follow it with:\n  cutover topology migration logs ${id} --follow${hint}\n`,
     );
     return;
   }
   process.stderr.write(
-    `\nMigration ${id} started. From another terminal: cutover topology migration pause|rollback|… ${id}${hint}\n\n`,
+    `\nMigration ${id} started${started.runs ? ` ${started.runs}` : ''}. From another terminal: cutover topology migration pause|rollback|… ${id}${hint}\n\n`,
   );
   const live = process.stderr.isTTY && !options.json;
   const recent: LogLine[] = [];
   const update = live ? createLogUpdate(process.stderr) : null;
-  const hosted = await hostMigration(stateDir, environment, id, defaultDrivers(), (line, state) => {
-    if (update) {
+  let viewed = false;
+  const attached = await service.attach(id, (line, state) => {
+    if (update && state) {
       recent.push(line);
-      if (recent.length > 20) recent.shift();
+      if (recent.length > liveViewLines) recent.shift();
       update(renderLiveView(state, recent, style));
+      viewed = true;
     } else if (!options.json) {
       process.stderr.write(`${renderLogLine(line, style)}\n`);
     }
   });
   const onSignal = () => {
-    // The migration must not die with this terminal: hand it to a background runner.
-    void hosted
-      .stop()
-      .then(async () => {
-        update?.done();
-        const pid = await spawnRunner(stateDir, environment, id);
-        process.stderr.write(`\nInterrupted: ${id} goes on in the background (pid ${pid}).\n`);
+    // The migration must not die with this terminal: it goes on without it.
+    void attached
+      .leave()
+      .then((where) => {
+        if (viewed) update?.done();
+        process.stderr.write(`\nInterrupted: ${id} goes on ${where}.\n`);
         process.exit(130);
       })
       .catch((error: unknown) => {
@@ -106,105 +97,10 @@ export async function runMigrate(options: MigrateOptions): Promise<void> {
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  const final = await hosted.runner.done();
+  const summary = await attached.done();
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
-  update?.done();
-  const summary = summarize({ stateDir, environment, id }, final);
-  if (options.json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
-  else process.stdout.write(`${id}: ${summary.status}\n`);
-  process.exitCode = final.lifecycle === 'completed' ? 0 : 1;
-}
-
-/** What a migration needs from where it runs when that is not this process. */
-interface MigrateOps {
-  /** For messages: `--server URL`, or `WORKFLOW_HOST=…`. */
-  where: string;
-  /** The option that reaches it again from another terminal ('' when the environment does). */
-  hint: string;
-  plan(file: string): Promise<Plan>;
-  apply(file: string, planId: string): Promise<MigrationSummary | null>;
-  logs(id: string): AsyncGenerator<LogLine>;
-  summary(id: string): Promise<MigrationSummary>;
-}
-
-function remoteOps(remote: Remote): MigrateOps {
-  return {
-    where: `on ${remote.base.origin}`,
-    hint: ` --server ${remote.base.origin}`,
-    plan: (file) => remotePlan(remote, file, { kind: 'recorded' }),
-    apply: (file, planId) => remoteApply(remote, file, planId),
-    logs: (id) => remoteLog(remote, id, true),
-    summary: async (id) => (await remoteShow(remote, id)).summary,
-  };
-}
-
-function serviceOps(service: MigrationService): MigrateOps {
-  return {
-    where: `on Temporal (${service.where})`,
-    hint: '',
-    plan: (file) =>
-      planTopologyFile({
-        file,
-        against: { kind: 'recorded' },
-        recordedLayout: (env) => service.currentLayout(env),
-      }),
-    async apply(file, planId) {
-      const started = await service.start({
-        text: await readTopologyFile(file),
-        file,
-        baseDir: path.dirname(path.resolve(file)),
-        planId,
-      });
-      return started.created ? started.summary : null;
-    },
-    logs: (id) => service.logs(id, { follow: true }),
-    summary: async (id) => (await service.show(id)).summary,
-  };
-}
-
-/** The same, where the migration does not run in this process: a cutover server, or Temporal. */
-async function runMigrateElsewhere(options: MigrateOptions, ops: MigrateOps): Promise<void> {
-  const style = styleFor(process.stderr);
-  const plan = await ops.plan(options.file);
-  if (!options.json) process.stderr.write(renderPlanText(plan, { style }));
-  if (isEmptyPlan(plan)) {
-    if (options.json) process.stdout.write(`${JSON.stringify({ migration: null, plan: plan.planId })}\n`);
-    process.exitCode = 0;
-    return;
-  }
-  if (options.planId !== undefined && options.planId !== plan.planId) {
-    // Refused with the reason (stale, or a different plan); nothing is started.
-    await ops.apply(options.file, options.planId);
-  }
-  if (!(await confirmed(options, plan.environment))) return;
-  const started = await ops.apply(options.file, options.planId ?? plan.planId);
-  if (!started) return;
-  const { id } = started;
-  if (options.detach) {
-    if (options.json)
-      process.stdout.write(`${JSON.stringify({ migration: id, runnerPid: started.runnerPid })}\n`);
-    else process.stdout.write(`${id}\n`);
-    process.stderr.write(
-      `Migration ${id} runs ${ops.where}. Follow it with:\n  cutover topology migration logs ${id} --follow${ops.hint}\n`,
-    );
-    return;
-  }
-  process.stderr.write(
-    `\nMigration ${id} started ${ops.where}. From another terminal: cutover topology migration pause|rollback|… ${id}${ops.hint}\n\n`,
-  );
-  const onSignal = () => {
-    process.stderr.write(`\nInterrupted: ${id} goes on ${ops.where}.\n`);
-    process.exit(130);
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  for await (const line of ops.logs(id)) {
-    if (!options.json) process.stderr.write(`${renderLogLine(line, style)}\n`);
-  }
-  process.off('SIGINT', onSignal);
-  process.off('SIGTERM', onSignal);
-  const summary = await ops.summary(id);
+  if (viewed) update?.done();
   if (options.json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
   else process.stdout.write(`${id}: ${summary.status}\n`);
   process.exitCode = summary.lifecycle === 'completed' ? 0 : 1;

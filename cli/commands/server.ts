@@ -109,21 +109,15 @@ Examples:
         total: integer(options.maxLogStreams, '--max-log-streams', 1),
         perClient: integer(options.maxLogStreamsPerToken, '--max-log-streams-per-token', 1),
       };
-      const { openMigrationService } = await import('../../engine/services/migration-service.js');
-      const service = await openMigrationService(stateDir);
-      let worker: { shutdown(): Promise<void> } | null = null;
-      if (service.mode === 'temporal' && options.worker) {
-        const { temporalSettings } = await import('../../engine/temporal/connection.js');
-        const { startWorker } = await import('../../engine/temporal/worker.js');
-        const { defaultDrivers } = await import('../../engine/drivers/default-drivers.js');
-        const settings = temporalSettings();
-        try {
-          if (settings) worker = await startWorker({ settings, stateDir, drivers: defaultDrivers() });
-        } catch (error) {
-          // The service's open connection would keep the process alive after the error.
-          await service.close();
-          throw error;
-        }
+      const { openEngineService } = await import('../../engine/services/migration-service.js');
+      const service = await openEngineService({ stateDir });
+      let worker: Awaited<ReturnType<typeof service.hostWorker>>;
+      try {
+        worker = await service.hostWorker(stateDir, options.worker);
+      } catch (error) {
+        // The service's open connection would keep the process alive after the error.
+        await service.close();
+        throw error;
       }
       const server = await startServer({
         service,
@@ -141,7 +135,7 @@ Examples:
       }).catch(async (error: unknown) => {
         // A server that cannot listen (a port in use) closes what it opened: the worker and the
         // service's Temporal connection would keep the process alive after the error is reported.
-        await worker?.shutdown().catch(() => undefined);
+        await worker.shutdown().catch(() => undefined);
         await service.close().catch(() => undefined);
         throw error;
       });
@@ -150,11 +144,7 @@ Examples:
           tokens
             ? `${tokens.size} token${tokens.size === 1 ? '' : 's'}`
             : 'no tokens: loopback only, every caller is an operator'
-        }; migrations: ${
-          service.mode === 'local'
-            ? 'local'
-            : `Temporal at ${service.where}${worker ? ', with a worker' : ', no worker'}`
-        })\n`,
+        }; migrations: ${worker.description})\n`,
       );
       await new Promise<void>((resolve) => {
         const stop = (signal: string) => {
@@ -163,7 +153,7 @@ Examples:
           );
           void server
             .close()
-            .then(() => worker?.shutdown())
+            .then(() => worker.shutdown())
             .then(resolve);
         };
         process.once('SIGTERM', () => stop('SIGTERM'));

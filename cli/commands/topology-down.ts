@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
-import { addServerOption, remoteFor, type ServerOption } from '../remote/client.js';
-import { resolveStateDir } from '../state-dir.js';
+import { addServerOption, type ServerOption, withService } from '../service.js';
 
 export function registerDown(topology: Command): void {
   addServerOption(topology.command('down'))
@@ -16,33 +15,19 @@ export function registerDown(topology: Command): void {
       '\nRefused while a migration is in flight (cancel it first).\n\nExample:\n  $ cutover topology down -f examples/web-app/topology.yaml',
     )
     .action(async (options: { file: string; json?: boolean } & ServerOption) => {
-      const { TopologyInvalidError } = await import('../../engine/api.js');
       // Loaded when down runs, not when the CLI starts (see topology-validate.ts).
-      const { readTopologyFile } = await import('../../engine/sources/read-topology-file.js');
-      const { loadTopology } = await import('../../core/topology/load-topology.js');
-      const loaded = loadTopology(await readTopologyFile(options.file), { file: options.file });
+      const { TopologyInvalidError, validateTopologyFile, baseDirOf } = await import('../../engine/api.js');
+      const loaded = await validateTopologyFile(options.file);
       if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
       const environment = loaded.topology.metadata.name;
-      const remote = remoteFor(options);
-      let result: { components: string[]; routes: string[] };
-      if (remote) {
-        result = await (await import('../remote/commands.js')).remoteDown(remote, environment);
-      } else {
-        // Local (the state directory) or Temporal (WORKFLOW_HOST), as every migration command.
-        const { openMigrationService } = await import('../../engine/services/migration-service.js');
-        const { baseDirOf } = await import('../../engine/services/down.js');
-        const service = await openMigrationService(resolveStateDir({ file: options.file }));
-        try {
-          result = await service.down(environment, {
-            fallbackBaseDir: baseDirOf(options.file),
-            log: (line) => {
-              if (!options.json) process.stderr.write(`${line}\n`);
-            },
-          });
-        } finally {
-          await service.close();
-        }
-      }
+      const result = await withService(options, (service) =>
+        service.down(environment, {
+          fallbackBaseDir: baseDirOf(options.file),
+          log: (line) => {
+            if (!options.json) process.stderr.write(`${line}\n`);
+          },
+        }),
+      );
       if (options.json) {
         process.stdout.write(
           `${JSON.stringify({ environment, components: result.components, routes: result.routes }, null, 2)}\n`,

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { addServerOption } from '../remote/client.js';
+import { addServerOption } from '../service.js';
 import type { MigrateOptions } from './migrate-action.js';
 
 export function registerMigrate(topology: Command): void {

@@ -2,21 +2,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import { listSelection, type MigrationSummary } from '../../core/migration/summary.js';
 import type { LogLine } from '../../core/migration/types.js';
-import {
-  isFinal,
-  type Lifecycle,
-  type MigrationState,
-  type Verb,
-  verbs,
-} from '../../core/migration/types.js';
-import type { MigrationService } from '../../engine/services/migration-service.js';
+import { isFinal, type Lifecycle, type Verb, verbs } from '../../core/migration/types.js';
 import { renderLogLine, renderMigration, renderMigrationList } from '../../views/render-migration.js';
 import { styleFor } from '../../views/style.js';
-import { addServerOption, remoteFor, type ServerOption } from '../remote/client.js';
-import { addStateDirOptions, resolveStateDir, type StateDirOptions } from '../state-dir.js';
-
-/** The remote twins, loaded only for `--server`. */
-const remoteCommands = () => import('../remote/commands.js');
+import { addServerOption, type ServerOption, withService } from '../service.js';
+import { addStateDirOptions, type StateDirOptions } from '../state-dir.js';
 
 /** `-f`, `--state-dir` and `--server`. */
 function withOptions(command: Command): Command {
@@ -24,20 +14,6 @@ function withOptions(command: Command): Command {
 }
 
 type Options = StateDirOptions & ServerOption;
-
-/**
- * The migrations of the state directory, or of Temporal when WORKFLOW_HOST is set; loaded when a
- * command runs, not when the CLI starts (plan and validate stay fast). Closed after `use`.
- */
-async function withService<T>(options: Options, use: (service: MigrationService) => Promise<T>): Promise<T> {
-  const { openMigrationService } = await import('../../engine/services/migration-service.js');
-  const service = await openMigrationService(resolveStateDir(options));
-  try {
-    return await use(service);
-  } finally {
-    await service.close();
-  }
-}
 
 const verbHelp: Record<Verb, string> = {
   pause: 'pause a running migration at the next step boundary (a health gate or bake clock stops)',
@@ -63,17 +39,12 @@ export function registerMigration(topology: Command): void {
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  $ cutover topology migration list --all --json')
     .action(async (options: Options & { all?: boolean; environment?: string; json?: boolean }) => {
-      const remote = remoteFor(options);
-      const list = remote
-        ? await (await remoteCommands()).remoteList(remote, options)
-        : await withService(options, async (service) =>
-            listSelection(
-              await service.list(
-                options.environment === undefined ? {} : { environment: options.environment },
-              ),
-              options.all === true,
-            ),
-          );
+      const list = await withService(options, async (service) =>
+        listSelection(
+          await service.list(options.environment === undefined ? {} : { environment: options.environment }),
+          options.all === true,
+        ),
+      );
       if (options.json) process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
       else process.stdout.write(renderMigrationList(list, styleFor(process.stdout)));
       for (const m of list) {
@@ -86,15 +57,9 @@ export function registerMigration(topology: Command): void {
     .option('--json', 'print JSON (summary and full state)')
     .addHelpText('after', '\nExample:\n  $ cutover topology migration show mig_01jd3x')
     .action(async (id: string, options: Options & { json?: boolean }) => {
-      const remote = remoteFor(options);
-      let shown: { summary: MigrationSummary; state: MigrationState };
-      if (remote) {
-        const r = await remoteCommands();
-        shown = await r.remoteShow(remote, await r.remoteResolveId(remote, id));
-      } else {
-        shown = await withService(options, async (service) => service.show(await service.find(id)));
-      }
-      const { summary, state } = shown;
+      const { summary, state } = await withService(options, async (service) =>
+        service.show(await service.find(id)),
+      );
       if (options.json) process.stdout.write(`${JSON.stringify({ summary, state }, null, 2)}\n`);
       else process.stdout.write(renderMigration(summary, state, styleFor(process.stdout)));
     });
@@ -105,7 +70,6 @@ export function registerMigration(topology: Command): void {
     .option('--json', 'print JSON lines')
     .addHelpText('after', '\nExample:\n  $ cutover topology migration logs mig_01jd3x --follow')
     .action(async (id: string, options: Options & { follow?: boolean; json?: boolean }) => {
-      const remote = remoteFor(options);
       const follow = options.follow === true;
       const style = styleFor(process.stdout);
       const print = async (lines: AsyncGenerator<LogLine>) => {
@@ -115,14 +79,7 @@ export function registerMigration(topology: Command): void {
           );
         }
       };
-      if (remote) {
-        const r = await remoteCommands();
-        await print(r.remoteLog(remote, await r.remoteResolveId(remote, id), follow));
-      } else {
-        await withService(options, async (service) =>
-          print(service.logs(await service.find(id), { follow })),
-        );
-      }
+      await withService(options, async (service) => print(service.logs(await service.find(id), { follow })));
     });
 
   for (const verb of verbs) {
@@ -139,36 +96,18 @@ export function registerMigration(topology: Command): void {
           : `\nExample:\n  $ cutover topology migration ${verb} mig_01jd3x`,
       )
       .action(async (id: string, options: Options & { json?: boolean; wait?: boolean }) => {
-        const remote = remoteFor(options);
         const wait = ends !== undefined && options.wait !== false;
-        if (remote) {
-          const r = await remoteCommands();
-          const full = await r.remoteResolveId(remote, id);
+        await withService(options, async (service) => {
+          const full = await service.find(id);
           await runVerb(verb, full, options.json === true, wait, {
-            verb: () => r.remoteVerb(remote, full, verb),
-            logs: (follow) => r.remoteLog(remote, full, follow),
-            summary: async () => (await r.remoteShow(remote, full)).summary,
-            hint: ` --server ${remote.base.origin}`,
+            verb: () => service.verb(full, verb, process.env.USER),
+            logs: (follow) => service.logs(full, { follow }),
+            summary: async () => (await service.show(full)).summary,
+            hint: service.reachAgain,
           });
-        } else {
-          await withService(options, async (service) => {
-            const full = await service.find(id);
-            await runVerb(verb, full, options.json === true, wait, {
-              verb: () => service.verb(full, verb, process.env.USER),
-              logs: (follow) => service.logs(full, { follow }),
-              summary: async () => (await service.show(full)).summary,
-              hint: service.mode === 'temporal' ? '' : stateDirHint(options),
-            });
-          });
-        }
+        });
       });
   }
-}
-
-/** The options that reach the same state directory again, for messages. */
-function stateDirHint(options: StateDirOptions): string {
-  if (options.stateDir) return ` --state-dir ${options.stateDir}`;
-  return options.file && options.file !== 'topology.yaml' ? ` -f ${options.file}` : '';
 }
 
 /**
@@ -195,7 +134,7 @@ const endOf: Partial<Record<Verb, Lifecycle>> = {
 /** How long a waiting verb leaves the runner alone before it first reads the log. */
 const firstLookMs = 200;
 
-/** What a verb needs from where the migration runs: this state directory, Temporal, or a server. */
+/** What a verb needs of the migration it acts on. */
 interface VerbOps {
   verb(): Promise<{ summary: MigrationSummary; recovered: boolean }>;
   /** The log; with `follow`, until the migration ends. */

@@ -1,13 +1,13 @@
 import { type Command, Option } from 'commander';
 import { CutoverError } from '../../core/errors.js';
-import { isEmptyPlan, type Plan } from '../../core/plan/types.js';
+import { isEmptyPlan } from '../../core/plan/types.js';
 import type { PlanBase } from '../../engine/api.js';
 import { renderPlanJson } from '../../views/render-plan-json.js';
 import { renderPlanMarkdown } from '../../views/render-plan-markdown.js';
 import { renderPlanText } from '../../views/render-plan-text.js';
 import { plainStyle, styleFor } from '../../views/style.js';
 import { countsLine } from '../../views/symbols.js';
-import { addServerOption, remoteFor, type ServerOption } from '../remote/client.js';
+import { addServerOption, type ServerOption, withService } from '../service.js';
 import { writeOutput } from '../write-output.js';
 
 type Format = 'text' | 'json' | 'markdown';
@@ -20,20 +20,6 @@ interface PlanOptions extends ServerOption {
   json?: boolean;
   detailedExitcode?: boolean;
   out?: string;
-}
-
-/** Against the state directory's layout, or Temporal's when WORKFLOW_HOST is set. */
-async function planLocally(file: string, against: PlanBase): Promise<Plan> {
-  // Loaded when a plan is made, not when the CLI starts (see topology-validate.ts).
-  const { planTopologyFile } = await import('../../engine/api.js');
-  if (against.kind !== 'recorded' || !process.env.WORKFLOW_HOST) return planTopologyFile({ file, against });
-  const { openMigrationService } = await import('../../engine/services/migration-service.js');
-  const service = await openMigrationService('');
-  try {
-    return await planTopologyFile({ file, against, recordedLayout: (env) => service.currentLayout(env) });
-  } finally {
-    await service.close();
-  }
 }
 
 export function registerPlan(topology: Command): void {
@@ -71,10 +57,11 @@ Examples:
           : options.againstRef !== undefined
             ? { kind: 'git-ref', ref: options.againstRef }
             : { kind: 'recorded' };
-      const remote = remoteFor(options);
-      const plan = remote
-        ? await (await import('../remote/commands.js')).remotePlan(remote, options.file, against)
-        : await planLocally(options.file, against);
+      // Loaded when a plan is made, not when the CLI starts (see topology-validate.ts).
+      const { readPlanBase, readTopology } = await import('../../engine/api.js');
+      const desired = await readTopology(options.file);
+      const base = await readPlanBase(options.file, against);
+      const plan = await withService(options, (service) => service.plan(desired, base));
       const format: Format = options.json ? 'json' : options.format;
       const toFile = options.out !== undefined && options.out !== '-';
       let text: string;

@@ -1,22 +1,6 @@
 import type { Command } from 'commander';
 import { formatDiagnostic } from '../../core/topology/diagnostic.js';
-import { addServerOption, remoteFor, type ServerOption } from '../remote/client.js';
-import type { ValidateOutcome } from '../remote/commands.js';
-
-async function validateLocally(file: string): Promise<ValidateOutcome> {
-  // Loaded here, not when the CLI starts: the loader (and its schema validator) is large, and most
-  // commands (the migration verbs above all) never need it.
-  const { validateTopologyFile } = await import('../../engine/api.js');
-  const result = await validateTopologyFile(file);
-  if (!result.ok) return result;
-  const t = result.topology;
-  return {
-    ok: true,
-    environment: t.metadata.name,
-    components: Object.keys(t.components).length,
-    routes: Object.keys(t.routes).length,
-  };
-}
+import { addServerOption, type ServerOption, withService } from '../service.js';
 
 export function registerValidate(topology: Command): void {
   addServerOption(
@@ -36,10 +20,11 @@ Examples:
   $ cutover topology validate --json | jq '.diagnostics[].message'`,
     )
     .action(async (options: { file: string; json?: boolean } & ServerOption) => {
-      const remote = remoteFor(options);
-      const result = remote
-        ? await (await import('../remote/commands.js')).remoteValidate(remote, options.file)
-        : await validateLocally(options.file);
+      // Loaded here, not when the CLI starts: the loader (and its schema validator) is large, and most
+      // commands (the migration verbs above all) never need it.
+      const { readTopology } = await import('../../engine/api.js');
+      const source = await readTopology(options.file);
+      const result = await withService(options, (service) => service.validate(source));
       if (options.json) {
         const body = result.ok
           ? { valid: true, environment: result.environment, diagnostics: [] }

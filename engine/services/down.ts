@@ -2,7 +2,6 @@
  * `cutover topology down`: stops every process and route of an environment and records an empty
  * layout. Idempotent: run again after a crash, it finishes what is left.
  */
-import path from 'node:path';
 import { type DownPart, downFailed, downParts } from '../../core/down-parts.js';
 import { CutoverError } from '../../core/errors.js';
 import type { CurrentLayout } from '../../core/layout.js';
@@ -88,8 +87,4 @@ export async function takeDownPart(request: {
   };
   await componentDriverFor(drivers, ctx).retire(ctx, slot, call);
   call.log(`component ${name} stopped`);
-}
-
-export function baseDirOf(file: string): string {
-  return path.dirname(path.resolve(file));
 }

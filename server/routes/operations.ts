@@ -109,14 +109,14 @@ export function registerOperationRoutes(app: FastifyInstance, context: RouteCont
           }),
         );
         if (!started.created) {
-          return { status: 200, headers: {}, body: { migration: null, planId: started.plan.planId } };
+          return { status: 200, headers: {}, body: { migration: null, planId: started.planId } };
         }
         const { id, environment } = started.summary;
         request.log.info({ migration: id, environment, by: request.principal?.name }, 'migration started');
         return {
           status: 202,
           headers: { location: `/v1/migrations/${id}` },
-          body: { migration: started.summary, planId: started.plan.planId },
+          body: { migration: started.summary, planId: started.planId },
         };
       }),
   );

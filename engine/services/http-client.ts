@@ -1,29 +1,10 @@
 /**
- * The CLI's client for a cutover server (`--server URL` or `CUTOVER_SERVER`, with `CUTOVER_TOKEN`).
- * A problem the server answers becomes the same error the local engine would raise, so commands
- * print the same lines and exit with the same codes either way.
+ * A client of a cutover server's HTTP API (`--server URL` or `CUTOVER_SERVER`, with
+ * `CUTOVER_TOKEN`), over http or https (fetch). A problem the server answers becomes the same error
+ * the local engine would raise, so front ends print the same lines and exit with the same codes
+ * either way.
  */
-import type { Command } from 'commander';
-import { CutoverError, type ErrorCode, errorCodes, TopologyInvalidError } from '../../core/errors.js';
-
-export interface ServerOption {
-  server?: string;
-}
-
-/** Adds `--server URL` to a command. */
-export function addServerOption(command: Command): Command {
-  return command.option(
-    '--server <url>',
-    'go through a cutover server instead of the local engine (default: CUTOVER_SERVER; token: CUTOVER_TOKEN)',
-  );
-}
-
-/** The server to go through, if any: `--server`, else `CUTOVER_SERVER`. */
-export function remoteFor(options: ServerOption, env: NodeJS.ProcessEnv = process.env): Remote | null {
-  const url = options.server ?? env.CUTOVER_SERVER;
-  if (url === undefined || url === '') return null;
-  return new Remote(url, env.CUTOVER_TOKEN);
-}
+import { CutoverError, isErrorCode, TopologyInvalidError } from '../../core/errors.js';
 
 interface ProblemBody {
   code?: string;
@@ -135,9 +116,9 @@ function problemError(status: number, text: string, origin: string): CutoverErro
       })),
     );
   }
-  if (problem.code !== undefined && problem.code in errorCodes && problem.code !== 'INTERNAL') {
+  if (isErrorCode(problem.code) && problem.code !== 'INTERNAL') {
     return new CutoverError(
-      problem.code as ErrorCode,
+      problem.code,
       detail,
       problem.migrationId ? { migrationId: problem.migrationId } : undefined,
     );

@@ -1,0 +1,114 @@
+/**
+ * The MigrationService of this machine: migrations in a state directory, each driven by a runner
+ * process of its own (or by the caller's process, with `attach`).
+ */
+import { readCurrentLayout } from '../store/layout-store.js';
+import {
+  activeMigration,
+  createMigration,
+  findMigration,
+  hostMigration,
+  listMigrations,
+  loadState,
+  operate,
+  readLog,
+  spawnRunner,
+  summarize,
+} from './migrations.js';
+import type { MigrationService } from './service-types.js';
+
+const inTheBackground = (pid: number) => `in the background (pid ${pid})`;
+
+/**
+ * `reachAgain`: the options that name this state directory to another command (` -f app.yaml`),
+ * for messages.
+ */
+export function localService(stateDir: string, reachAgain = ''): MigrationService {
+  const ref = (id: string) => findMigration(stateDir, id);
+  // The topology loader and the planner are loaded by the operations that use them: an operator's
+  // verb needs neither, and a CLI starting on a busy machine takes CPU from the traffic it serves.
+  const api = () => import('../api.js');
+  return {
+    where: stateDir,
+    reachAgain,
+    lookAgainMs: 250, // a claim file read
+    validate: async (source) => (await api()).validationOf(source),
+    async plan(desired, against) {
+      const { planTopologyText } = await api();
+      if (against.kind === 'recorded') return planTopologyText(desired, { kind: 'recorded', stateDir });
+      return planTopologyText(desired, against);
+    },
+    currentLayout: (environment) => readCurrentLayout(stateDir, environment),
+    async start(request) {
+      const created = await createMigration({
+        file: request.file,
+        text: request.text,
+        baseDir: request.baseDir,
+        stateDir,
+        ...(request.planId === undefined ? {} : { planId: request.planId }),
+      });
+      if (!created.created) return { created: false, planId: created.plan.planId };
+      const { id, environment } = created.spec;
+      const notice = created.notice === undefined ? {} : { notice: created.notice };
+      const pid = request.attach ? null : await spawnRunner(stateDir, environment, id);
+      return {
+        created: true,
+        summary: summarize({ stateDir, environment, id }, loadState(stateDir, environment, id)),
+        planId: created.spec.plan.planId,
+        runs: pid === null ? '' : inTheBackground(pid),
+        runnerPid: pid,
+        ...notice,
+      };
+    },
+    async attach(id, onLine) {
+      const r = ref(id);
+      // Loaded here: the drivers pull in most of the engine.
+      const { defaultDrivers } = await import('../drivers/default-drivers.js');
+      const hosted = await hostMigration(stateDir, r.environment, r.id, defaultDrivers(), onLine);
+      return {
+        done: async () => summarize(r, await hosted.runner.done()),
+        async leave() {
+          // The migration must not die with this process: hand it to a background runner.
+          await hosted.stop();
+          return inTheBackground(await spawnRunner(stateDir, r.environment, r.id));
+        },
+      };
+    },
+    async list(filter) {
+      return listMigrations(
+        stateDir,
+        filter.environment === undefined ? { all: true } : { all: true, environment: filter.environment },
+      )
+        .filter((m) => filter.state === undefined || m.lifecycle === filter.state)
+        .sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+    },
+    async find(prefix) {
+      return ref(prefix).id;
+    },
+    async show(id) {
+      const r = ref(id);
+      const state = loadState(r.stateDir, r.environment, r.id);
+      return { summary: summarize(r, state), state };
+    },
+    logs(id, options) {
+      return readLog(ref(id), options);
+    },
+    async verb(id, verb, by) {
+      const r = ref(id);
+      const outcome = await operate(r, verb, by);
+      return { summary: summarize(r, outcome.state), recovered: outcome.recovered };
+    },
+    async inFlight(environment) {
+      return activeMigration(stateDir, environment);
+    },
+    async down(environment, options) {
+      const { takeDown } = await import('./down.js');
+      const { defaultDrivers } = await import('../drivers/default-drivers.js');
+      const { components, routes } = await takeDown(stateDir, environment, defaultDrivers(), options);
+      return { components, routes };
+    },
+    // Local migrations run in runner processes of their own: a server hosts nothing for them.
+    hostWorker: async () => ({ description: 'local', shutdown: async () => {} }),
+    async close() {},
+  };
+}

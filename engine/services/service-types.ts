@@ -1,0 +1,132 @@
+/**
+ * The one interface of cutover's operations, whatever runs them: this machine's state directory
+ * (local), Temporal (`WORKFLOW_HOST`), or a cutover server (`--server`). Front ends call it and never
+ * ask which it is; a verb that cannot work in a mode is refused here, with NOT_SUPPORTED.
+ * (The implementations import this file; migration-service.ts picks one of them.)
+ */
+import type { CurrentLayout } from '../../core/layout.js';
+import type { MigrationSummary } from '../../core/migration/summary.js';
+import type { Lifecycle, LogLine, MigrationState, Verb } from '../../core/migration/types.js';
+import type { Plan } from '../../core/plan/types.js';
+import type { Diagnostic } from '../../core/topology/diagnostic.js';
+
+/** A topology given as text, and the name diagnostics use for it (its path, for a file). */
+export interface TopologyText {
+  text: string;
+  file: string;
+}
+
+/** What a plan is computed against: the recorded layout, another topology, or nothing live. */
+export type PlanAgainst = { kind: 'recorded' } | { kind: 'text'; source: TopologyText } | { kind: 'empty' };
+
+export type ValidateOutcome =
+  | { ok: true; environment: string; components: number; routes: number }
+  | { ok: false; diagnostics: Diagnostic[] };
+
+export interface StartRequest extends TopologyText {
+  /** Where its relative paths resolve. */
+  baseDir: string;
+  planId?: string;
+  /**
+   * The caller drives it itself with `attach` (the CLI's `migrate` without --detach). Only a local
+   * migration runs in the caller's process; elsewhere it runs where it always does.
+   */
+  attach?: boolean;
+}
+
+/** Started, or nothing to change (no migration); `planId`: the plan it was (or would have been) run for. */
+export type StartResult =
+  | { created: false; planId: string }
+  | {
+      created: true;
+      summary: MigrationSummary;
+      planId: string;
+      /** Where it runs, for messages: "in the background (pid 12)", "on http://…"; '' in this process. */
+      runs: string;
+      /** The process driving it, where one is known. */
+      runnerPid: number | null;
+      /** Something repaired on the way, for the operator. */
+      notice?: string;
+    };
+
+/** A migration followed (or, locally, driven) from this process until it ends. */
+export interface Attached {
+  /** Resolves once the migration has ended, or once following it stopped (its summary then). */
+  done(): Promise<MigrationSummary>;
+  /**
+   * This process is going away and the migration goes on without it (a local one in a new
+   * background runner). Says where it goes on, for the message.
+   */
+  leave(): Promise<string>;
+}
+
+export interface MigrationService {
+  /** Where its migrations are, for messages: a state directory, `WORKFLOW_HOST=…`, or a server's URL. */
+  readonly where: string;
+  /**
+   * The options another `cutover topology migration …` command needs to reach the same
+   * migrations, for messages: ` --server URL`, the state directory's option, or '' when the
+   * environment (WORKFLOW_HOST) does.
+   */
+  readonly reachAgain: string;
+  /**
+   * How often a caller waiting for a change (a migration in flight ending) looks again: what a
+   * look costs here (a file read locally, a query to Temporal or a server).
+   */
+  readonly lookAgainMs: number;
+  validate(source: TopologyText): Promise<ValidateOutcome>;
+  plan(desired: TopologyText, against: PlanAgainst): Promise<Plan>;
+  currentLayout(environment: string): Promise<CurrentLayout>;
+  /** Plans, checks a pinned plan, and starts the migration (in the background unless `attach`). */
+  start(request: StartRequest): Promise<StartResult>;
+  /** Follows a started migration to its end, each log line as it comes (locally, with its state). */
+  attach(id: string, onLine: (line: LogLine, state?: MigrationState) => void): Promise<Attached>;
+  /** Newest first. */
+  list(filter: { environment?: string; state?: Lifecycle }): Promise<MigrationSummary[]>;
+  /** A full id, from an id or a unique prefix. */
+  find(prefix: string): Promise<string>;
+  show(id: string): Promise<{ summary: MigrationSummary; state: MigrationState }>;
+  logs(id: string, options: { follow: boolean; signal?: AbortSignal }): AsyncGenerator<LogLine>;
+  verb(id: string, verb: Verb, by?: string): Promise<{ summary: MigrationSummary; recovered: boolean }>;
+  /** The migration (or take-down) in flight for an environment, if any: its id. */
+  inFlight(environment: string): Promise<string | null>;
+  /** `topology down`: stops every route and live slot of the environment and records an empty layout. */
+  down(environment: string, options: DownOptions): Promise<{ components: string[]; routes: string[] }>;
+  /**
+   * What `cutover server` runs beside its API: a Temporal worker when `wanted` (local migrations
+   * run in their own processes, so nothing). Refused (NOT_SUPPORTED) through another server.
+   */
+  hostWorker(stateDir: string, wanted: boolean): Promise<HostedWorker>;
+  close(): Promise<void>;
+}
+
+export interface HostedWorker {
+  /** Where migrations run, for the server's first line: "local", "Temporal at WORKFLOW_HOST=…, with a worker". */
+  readonly description: string;
+  shutdown(): Promise<void>;
+}
+
+export interface DownOptions {
+  /** Where relative paths resolve when the layout records no directory (the topology file's). */
+  fallbackBaseDir: string;
+  log: (line: string) => void;
+}
+
+/**
+ * Follows a migration that runs elsewhere (Temporal, a server) by its log: the `attach` of every
+ * mode whose migrations do not run in this process.
+ */
+export function followElsewhere(
+  service: Pick<MigrationService, 'logs' | 'show'>,
+  id: string,
+  runs: string,
+  onLine: (line: LogLine) => void,
+): Attached {
+  return {
+    async done() {
+      for await (const line of service.logs(id, { follow: true })) onLine(line);
+      return (await service.show(id)).summary;
+    },
+    leave: async () => runs,
+  };
+}

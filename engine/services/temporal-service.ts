@@ -1,0 +1,78 @@
+/**
+ * The MigrationService of Temporal mode (`WORKFLOW_HOST`): migrations are workflows, driven by
+ * `cutover worker` processes. The connection opens at the first operation that needs Temporal, so
+ * what needs none (validating, planning against a file) works without it; a failed connection is
+ * tried again at the next operation.
+ */
+import { start as startState } from '../../core/migration/step.js';
+import { summaryOf } from '../../core/migration/summary.js';
+import type { TemporalSettings } from '../temporal/connection.js';
+import type { TemporalMigrations } from '../temporal/temporal-migrations.js';
+import { followElsewhere, type MigrationService } from './service-types.js';
+
+export function temporalService(settings: TemporalSettings): MigrationService {
+  let connecting: Promise<TemporalMigrations> | null = null;
+  const temporal = (): Promise<TemporalMigrations> => {
+    if (!connecting) {
+      const attempt = import('../temporal/temporal-migrations.js').then((m) =>
+        m.TemporalMigrations.connect(settings),
+      );
+      connecting = attempt;
+      attempt.catch(() => {
+        if (connecting === attempt) connecting = null;
+      });
+    }
+    return connecting;
+  };
+  const where = `WORKFLOW_HOST=${settings.address}`;
+  const runs = `on Temporal (${where})`;
+  const api = () => import('../api.js');
+  const service: MigrationService = {
+    where,
+    // WORKFLOW_HOST, in the environment of the next command too, reaches the same migrations.
+    reachAgain: '',
+    lookAgainMs: 1_000, // a visibility query
+    // Validation is the same on every machine: no need for Temporal.
+    validate: async (source) => (await api()).validationOf(source),
+    async plan(desired, against) {
+      const { planTopologyText } = await api();
+      if (against.kind !== 'recorded') return planTopologyText(desired, against);
+      const t = await temporal();
+      return planTopologyText(desired, { kind: 'layout', of: (environment) => t.currentLayout(environment) });
+    },
+    currentLayout: async (environment) => (await temporal()).currentLayout(environment),
+    async start(request) {
+      const { attach: _attach, ...create } = request;
+      const created = await (await temporal()).create(create);
+      if (!created.created) return { created: false, planId: created.plan.planId };
+      // As it stands at its start (visibility may not list it for a moment).
+      const summary = summaryOf(startState(created.spec).state, null);
+      return { created: true, summary, planId: created.spec.plan.planId, runs, runnerPid: null };
+    },
+    attach: async (id, onLine) => followElsewhere(service, id, runs, onLine),
+    list: async (filter) => (await temporal()).list(filter),
+    find: async (prefix) => (await temporal()).find(prefix),
+    show: async (id) => (await temporal()).show(id),
+    async *logs(id, options) {
+      yield* (await temporal()).logs(id, options);
+    },
+    verb: async (id, verb, by) => (await temporal()).verb(id, verb, by),
+    inFlight: async (environment) => (await temporal()).inFlight(environment),
+    down: async (environment, options) => (await temporal()).down(environment, options),
+    async hostWorker(stateDir, wanted) {
+      // Connected first: an unreachable Temporal is the server's one error, worker or not.
+      await temporal();
+      if (!wanted) return { description: `Temporal at ${where}, no worker`, shutdown: async () => {} };
+      const { startWorker } = await import('../temporal/worker.js');
+      const { defaultDrivers } = await import('../drivers/default-drivers.js');
+      const worker = await startWorker({ settings, stateDir, drivers: defaultDrivers() });
+      return { description: `Temporal at ${where}, with a worker`, shutdown: () => worker.shutdown() };
+    },
+    async close() {
+      const open = connecting;
+      connecting = null;
+      await open?.then((t) => t.close()).catch(() => undefined);
+    },
+  };
+  return service;
+}
