@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { environmentCause } from '../core/errors.js';
-import { parseHostPort } from '../platform/host-port.js';
+import { parseHostPort } from '../core/host-port.js';
 import { type ClientConnection, serveConnections } from './client-connection.js';
 import type { ListenFailure } from './control-types.js';
 import { maxRequestHeadBytes } from './request-checks.js';

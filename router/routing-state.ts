@@ -1,4 +1,4 @@
-import { parseHostPort } from '../platform/host-port.js';
+import { parseHostPort } from '../core/host-port.js';
 import type { RoutingEntry } from './route-table.js';
 
 /**

@@ -18,7 +18,7 @@
  *   order for one to be free, each at most its route's queueTimeout (checked by the pool's timer).
  */
 import { connect, type Socket } from 'node:net';
-import { parseHostPort } from '../platform/host-port.js';
+import { parseHostPort } from '../core/host-port.js';
 import type { RequestBodyFraming } from './body-framing.js';
 import type { RawHeaders } from './forward-headers.js';
 import { ResponseParser, type ResponseSink } from './http1-response.js';

@@ -6,8 +6,9 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import yaml from 'js-yaml';
-import { CutoverError } from '../core/errors.js';
+import { CutoverError, environmentFault } from '../core/errors.js';
+import { formatDiagnostic } from '../core/topology/diagnostic.js';
+import { parseLocatedYaml } from '../core/topology/parse-located-yaml.js';
 
 export type Role = 'viewer' | 'operator';
 export const roles: readonly Role[] = ['viewer', 'operator'];
@@ -96,12 +97,24 @@ export function parseTokensEnv(value: string): TokenEntry[] {
  *       - { name: dashboard, role: viewer, token: 93ab… }   # or the token itself
  */
 export function readTokensFile(file: string): TokenEntry[] {
-  let doc: unknown;
+  let text: string;
   try {
-    doc = yaml.load(readFileSync(file, 'utf8'));
+    text = readFileSync(file, 'utf8');
   } catch (error) {
+    const fault = environmentFault(error, `reading the tokens file ${file}`);
+    if (fault) throw fault;
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+      throw new CutoverError('USAGE', `${file}: no such tokens file; check the path given to --tokens-file`);
+    }
     throw new CutoverError('USAGE', `${file}: cannot read the tokens file: ${(error as Error).message}`);
   }
+  // Outside input: the bounded parser, like every YAML the project reads (an alias bomb is refused
+  // before anything walks it), with the problem located.
+  const parsed = parseLocatedYaml(text, file);
+  if (!parsed.ok) {
+    throw new CutoverError('USAGE', `${formatDiagnostic(parsed.diagnostic)}; fix the tokens file`);
+  }
+  const doc = parsed.value;
   const list = (doc as { tokens?: unknown } | null)?.tokens;
   if (!Array.isArray(list)) throw new CutoverError('USAGE', `${file}: expected a list under \`tokens:\``);
   const names = new Set<string>();

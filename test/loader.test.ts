@@ -90,6 +90,27 @@ components:
     );
   });
 
+  it('reads listen addresses as host and port, not as text: the same port written two ways clashes', () => {
+    const doc = shopDoc();
+    doc.routes = {
+      public: { listen: '127.0.0.1:8080', to: 'web' },
+      admin: { listen: '127.0.0.1:08080', to: 'api' },
+      v6: { listen: '[::]:18081', to: 'api' },
+      v6b: { listen: '[::1]:18081', to: 'web' },
+      far: { listen: '127.0.0.1:99999', to: 'web' },
+    };
+    const lines = errors(toYaml(doc));
+    expect(lines).toEqual([
+      expect.stringMatching(
+        / routes\.admin\.listen: address 127\.0\.0\.1:08080 is already used by routes\.public\.listen$/,
+      ),
+      expect.stringMatching(
+        / routes\.v6b\.listen: address \[::1\]:18081 is already used by routes\.v6\.listen$/,
+      ),
+      expect.stringMatching(/ routes\.far\.listen: port 99999 is out of range 1-65535$/),
+    ]);
+  });
+
   it('checks stepped shifts and health probes', () => {
     const doc = shopDoc();
     doc.routes = { public: { listen: '127.0.0.1:18080', to: 'web', shift: [50, 10] } };

@@ -12,6 +12,7 @@ interface WatchCommandOptions {
   out: string;
   once?: boolean;
   stateDir?: string;
+  verbose?: boolean;
 }
 
 export function registerWatch(program: Command): void {
@@ -30,6 +31,7 @@ export function registerWatch(program: Command): void {
       'cutover-plans',
     )
     .option('--once', 'plan the current head, write its reports, and exit (for cron and CI)')
+    .option('--verbose', 'also log each look that found nothing to do (debug: lines)')
     .option(
       '--state-dir <dir>',
       'the state directory (default: CUTOVER_STATE_DIR, else .cutover/ beside each file in a local working tree, else ./.cutover)',
@@ -78,6 +80,7 @@ Examples:
         outDir: options.out,
         ...(stateDir === undefined ? {} : { stateDir }),
         log,
+        ...(options.verbose ? { trace: (line: string) => log(`debug: ${line}`) } : {}),
       });
       if (options.once) {
         const reports = await watcher.once();

@@ -383,106 +383,124 @@ function beginCommit(t: Transition, at: number, why: string): void {
   notice(t, at, 'committing', 'info', `${why}; committing (point of no return)`, 'commit');
 }
 
+/**
+ * What one lifecycle state did when advanced: `settled` (a command is in flight, or the state waits
+ * for an event or a verb), or `again` (it moved to a state that may advance at once).
+ */
+type Advanced = 'settled' | 'again';
+
 /** Issues the next command when nothing is in flight, or moves to the next lifecycle state. */
 function advance(t: Transition, at: number): void {
-  for (;;) {
-    const s = t.state;
-    if (s.inflight) return;
-    switch (s.lifecycle) {
-      case 'running':
-        if (s.pauseRequested) {
-          t.state = { ...s, lifecycle: 'paused', pauseRequested: false };
-          notice(t, at, 'paused', 'info', `paused${describePosition(t.state)}`);
-          return;
-        }
-        if (s.cursor < commitIndex(s.spec)) {
-          issueAction(t, at);
-          return;
-        }
-        if (!s.bakeDone && s.spec.desired.strategy.bake > 0) {
-          const ms = s.bakeRemainingMs ?? s.spec.desired.strategy.bake;
-          if (s.bakeRemainingMs === null) {
-            notice(
-              t,
-              at,
-              'stage_entered',
-              'info',
-              `bake: waiting ${formatDuration(ms)} before the commit`,
-              'bake',
-            );
-          }
-          issue(t, { kind: 'wait', ms, purpose: 'bake' });
-          return;
-        }
-        if (s.spec.desired.strategy.commit === 'manual') {
-          t.state = { ...s, lifecycle: 'awaiting_commit', bakeDone: true };
-          notice(
-            t,
-            at,
-            'awaiting_commit',
-            'info',
-            `awaiting commit: run \`cutover topology migration commit ${s.spec.id}\``,
-          );
-          return;
-        }
-        beginCommit(t, at, 'all stages passed');
-        continue;
-      case 'committing':
-        if (!s.layoutRecorded) {
-          issue(t, { kind: 'record_layout' });
-          return;
-        }
-        if (s.routesPromoted < routesToPromote(s).length) {
-          const route = routesToPromote(s)[s.routesPromoted] as string;
-          issue(t, { kind: 'apply_route', route, greenPercent: 0, restore: false, promote: true });
-          return;
-        }
-        if (s.cursor < s.spec.plan.actions.length) {
-          issueAction(t, at);
-          return;
-        }
-        t.state = { ...s, lifecycle: 'completed', endedAt: at };
-        notice(
-          t,
-          at,
-          'completed',
-          'info',
-          `completed: environment ${s.spec.environment} is at the new layout`,
-        );
-        return;
-      case 'rolling_back': {
-        if (s.cancelling) return;
-        const ending = s.ending as NonNullable<MigrationState['ending']>;
-        const next = ending.steps[ending.cursor];
-        if (next) {
-          t.state = { ...s, inflight: next };
-          t.commands.push(next);
-          return;
-        }
-        t.state = { ...s, lifecycle: ending.outcome, endedAt: at };
-        const incomplete =
-          ending.skipped.length > 0 ? `; undo steps that failed: ${ending.skipped.join('; ')}` : '';
-        const level = ending.outcome === 'failed' || incomplete ? 'error' : 'info';
-        notice(
-          t,
-          at,
-          'ended',
-          level,
-          `${ending.outcome.replace('_', ' ')}: blue is serving (${ending.reason})${incomplete}`,
-        );
-        return;
-      }
-      case 'paused':
-      case 'awaiting_commit':
-      case 'completed':
-      case 'rolled_back':
-      case 'cancelled':
-      case 'failed':
-        return;
-      default:
-        assertNever(s.lifecycle, 'lifecycle');
-    }
+  while (!t.state.inflight && advanceState(t, at) === 'again') {
+    // A state moved on (running → committing): advance the new one.
   }
+}
+
+/** One function per lifecycle state; the switch is exhaustive, so a new state must say what it does. */
+function advanceState(t: Transition, at: number): Advanced {
+  const lifecycle = t.state.lifecycle;
+  switch (lifecycle) {
+    case 'running':
+      return advanceRunning(t, at);
+    case 'committing':
+      return advanceCommitting(t, at);
+    case 'rolling_back':
+      return advanceRollingBack(t, at);
+    case 'paused':
+    case 'awaiting_commit':
+      // Waiting for a verb (resume, commit, rollback, cancel): onOperator moves them on.
+      return 'settled';
+    case 'completed':
+    case 'rolled_back':
+    case 'cancelled':
+    case 'failed':
+      // Final: nothing more is ever issued.
+      return 'settled';
+    default:
+      return assertNever(lifecycle, 'lifecycle');
+  }
+}
+
+/** Running: pause if asked, else the next action before the commit, the bake, then the commit. */
+function advanceRunning(t: Transition, at: number): Advanced {
+  const s = t.state;
+  if (s.pauseRequested) {
+    t.state = { ...s, lifecycle: 'paused', pauseRequested: false };
+    notice(t, at, 'paused', 'info', `paused${describePosition(t.state)}`);
+    return 'settled';
+  }
+  if (s.cursor < commitIndex(s.spec)) {
+    issueAction(t, at);
+    return 'settled';
+  }
+  if (!s.bakeDone && s.spec.desired.strategy.bake > 0) {
+    const ms = s.bakeRemainingMs ?? s.spec.desired.strategy.bake;
+    if (s.bakeRemainingMs === null) {
+      notice(t, at, 'stage_entered', 'info', `bake: waiting ${formatDuration(ms)} before the commit`, 'bake');
+    }
+    issue(t, { kind: 'wait', ms, purpose: 'bake' });
+    return 'settled';
+  }
+  if (s.spec.desired.strategy.commit === 'manual') {
+    t.state = { ...s, lifecycle: 'awaiting_commit', bakeDone: true };
+    notice(
+      t,
+      at,
+      'awaiting_commit',
+      'info',
+      `awaiting commit: run \`cutover topology migration commit ${s.spec.id}\``,
+    );
+    return 'settled';
+  }
+  beginCommit(t, at, 'all stages passed');
+  return 'again';
+}
+
+/** Committing: record the layout, promote the routes, finish the actions after the commit; then done. */
+function advanceCommitting(t: Transition, at: number): Advanced {
+  const s = t.state;
+  if (!s.layoutRecorded) {
+    issue(t, { kind: 'record_layout' });
+    return 'settled';
+  }
+  const promote = routesToPromote(s);
+  if (s.routesPromoted < promote.length) {
+    const route = promote[s.routesPromoted] as string;
+    issue(t, { kind: 'apply_route', route, greenPercent: 0, restore: false, promote: true });
+    return 'settled';
+  }
+  if (s.cursor < s.spec.plan.actions.length) {
+    issueAction(t, at);
+    return 'settled';
+  }
+  t.state = { ...s, lifecycle: 'completed', endedAt: at };
+  notice(t, at, 'completed', 'info', `completed: environment ${s.spec.environment} is at the new layout`);
+  return 'settled';
+}
+
+/** Rolling back (or ending another way): the next undo step, then the outcome. Waits while cancelling. */
+function advanceRollingBack(t: Transition, at: number): Advanced {
+  const s = t.state;
+  if (s.cancelling) return 'settled';
+  const ending = s.ending as NonNullable<MigrationState['ending']>;
+  const next = ending.steps[ending.cursor];
+  if (next) {
+    t.state = { ...s, inflight: next };
+    t.commands.push(next);
+    return 'settled';
+  }
+  t.state = { ...s, lifecycle: ending.outcome, endedAt: at };
+  const incomplete =
+    ending.skipped.length > 0 ? `; undo steps that failed: ${ending.skipped.join('; ')}` : '';
+  const level = ending.outcome === 'failed' || incomplete ? 'error' : 'info';
+  notice(
+    t,
+    at,
+    'ended',
+    level,
+    `${ending.outcome.replace('_', ' ')}: blue is serving (${ending.reason})${incomplete}`,
+  );
+  return 'settled';
 }
 
 function issueAction(t: Transition, at: number): void {

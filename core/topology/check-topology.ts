@@ -1,3 +1,4 @@
+import { maxPort, minPort, splitHostPort } from '../host-port.js';
 import { has, own } from '../records.js';
 import type { PathProblem } from './diagnostic.js';
 import { parseDuration } from './duration.js';
@@ -211,7 +212,7 @@ function forEachEntry<T>(
 function checkRoutes(file: TopologyFile, problems: PathProblem[]): void {
   const drivers = file.drivers ?? {};
   const componentNames = Object.keys(file.components);
-  const listeners = new Map<string, string>(); // "host:port" → "routes.x.listen"
+  const listeners = new Map<number, Listener[]>(); // by port
   forEachEntry(file.routes, (name, route) => {
     const at = ['routes', name];
     for (const key of ['upstreamTimeout', 'bodyTimeout', 'queueTimeout'] as const) {
@@ -239,16 +240,25 @@ function checkRoutes(file: TopologyFile, problems: PathProblem[]): void {
     for (const field of ['listen', 'preview'] as const) {
       const address = route[field];
       if (address === undefined) continue;
-      const port = Number(address.slice(address.lastIndexOf(':') + 1));
-      if (port < 1 || port > 65535) {
-        problems.push({ path: [...at, field], message: `port ${port} is out of range 1-65535` });
+      // The schema reports an address that is not host:port at all.
+      const split = splitHostPort(address);
+      if (!split) continue;
+      if (split.port < minPort || split.port > maxPort) {
+        problems.push({
+          path: [...at, field],
+          message: `port ${split.port} is out of range ${minPort}-${maxPort}`,
+        });
         continue;
       }
-      const clash = findClash(listeners, address);
-      const here = `routes.${name}.${field}`;
+      const listener = { host: split.host.toLowerCase(), port: split.port, where: `routes.${name}.${field}` };
+      const clash = findClash(listeners, listener);
       if (clash)
         problems.push({ path: [...at, field], message: `address ${address} is already used by ${clash}` });
-      else listeners.set(address.toLowerCase(), here);
+      else {
+        const samePort = listeners.get(listener.port);
+        if (samePort) samePort.push(listener);
+        else listeners.set(listener.port, [listener]);
+      }
     }
     const shift = route.shift;
     if (shift) {
@@ -264,21 +274,25 @@ function checkRoutes(file: TopologyFile, problems: PathProblem[]): void {
   });
 }
 
+interface Listener {
+  /** Lower case, IPv6 without brackets. */
+  host: string;
+  port: number;
+  /** `routes.<name>.listen` or `.preview`. */
+  where: string;
+}
+
 /** Two listeners clash on the same host and port, or on the same port when either is a wildcard. */
-function findClash(listeners: Map<string, string>, address: string): string | undefined {
-  const key = address.toLowerCase();
-  const exact = listeners.get(key);
-  if (exact) return exact;
-  const sep = key.lastIndexOf(':');
-  const host = key.slice(0, sep);
-  const port = key.slice(sep + 1);
-  const wildcard = (h: string) => h === '0.0.0.0' || h === '[::]';
-  for (const [other, where] of listeners) {
-    const otherSep = other.lastIndexOf(':');
-    if (other.slice(otherSep + 1) !== port) continue;
-    if (wildcard(host) || wildcard(other.slice(0, otherSep))) return where;
-  }
-  return undefined;
+function findClash(
+  listeners: ReadonlyMap<number, readonly Listener[]>,
+  address: Listener,
+): string | undefined {
+  const wildcard = (host: string) => host === '0.0.0.0' || host === '::';
+  const samePort = listeners.get(address.port) ?? [];
+  return (
+    samePort.find((other) => other.host === address.host)?.where ??
+    samePort.find((other) => wildcard(address.host) || wildcard(other.host))?.where
+  );
 }
 
 function checkCycles(edges: ReadonlyMap<string, readonly string[]>, problems: PathProblem[]): void {

@@ -1,9 +1,10 @@
 import { checkTopology } from './check-topology.js';
 import type { Diagnostic, PathProblem } from './diagnostic.js';
 import type { TopologyFile } from './file-types.js';
-import { locateDuplicateKey, locateProblems } from './locate.js';
+import { locateProblems } from './locate.js';
 import { normalizeTopology } from './normalize.js';
-import { defaultParseLimits, type ParseLimits, parseYaml } from './parse-yaml.js';
+import { parseLocatedYaml } from './parse-located-yaml.js';
+import { defaultParseLimits, type ParseLimits } from './parse-yaml.js';
 import type { Topology } from './types.js';
 import { validateAgainstSchema } from './validate-schema.js';
 
@@ -30,16 +31,8 @@ export function loadTopology(text: string, options: LoadOptions): LoadResult {
   if (text.length > maxBytes) {
     return fail(file, 1, 1, `file is ${text.length} bytes; the limit is ${maxBytes}`);
   }
-  const parsed = parseYaml(text, options.limits ?? defaultParseLimits);
-  if (!parsed.ok) {
-    if ('problem' in parsed) return { ok: false, diagnostics: locateProblems(file, text, [parsed.problem]) };
-    const duplicate =
-      parsed.message === 'YAML syntax: duplicated mapping key'
-        ? locateDuplicateKey(file, text, parsed.line, parsed.column)
-        : null;
-    if (duplicate) return { ok: false, diagnostics: [duplicate] };
-    return fail(file, parsed.line, parsed.column, parsed.message);
-  }
+  const parsed = parseLocatedYaml(text, file, options.limits ?? defaultParseLimits);
+  if (!parsed.ok) return { ok: false, diagnostics: [parsed.diagnostic] };
   const problems = [...validateAgainstSchema(parsed.value)];
   problems.push(...bestEffortChecks(parsed.value, problems));
   if (problems.length > 0) return { ok: false, diagnostics: locateProblems(file, text, problems) };

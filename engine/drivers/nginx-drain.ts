@@ -13,7 +13,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseHostPort } from '../../platform/host-port.js';
+import { parseHostPort } from '../../core/host-port.js';
 import type { DrainResult } from './types.js';
 
 /** The header of the generation answer that names the nginx worker (its pid) that served it. */

@@ -4,8 +4,8 @@ import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { parseHostPort } from '../../core/host-port.js';
 import type { DriverSpec } from '../../core/topology/types.js';
-import { parseHostPort } from '../../platform/host-port.js';
 import { waitOldWorkersGone, workerHeader } from './nginx-drain.js';
 import {
   type DriverCallOptions,

@@ -222,6 +222,27 @@ describe('waitHealthy', () => {
     expect(lines).toContain(`health: ${address} healthy`);
   });
 
+  it('reads a driver address as the router does: `http://host:port/` is probed, not refused', async () => {
+    // The router takes an upstream a driver printed as http://127.0.0.1:port/; the gate before it
+    // must take the same address (one host:port parser, core/host-port.ts).
+    const server = await serve((_n, res) => res.end('ok'));
+    const printed = `http://${server.address}/`;
+    const { options, lines } = gate({
+      health: health({ http: { path: '/healthz', expectStatus: 200 } }),
+      addresses: [printed],
+    });
+    await waitHealthy(options);
+    expect(server.requests()).toBe(1);
+    expect(lines).toContain(`health: ${printed} healthy`);
+  });
+
+  it('refuses an address that is not host:port, naming it', async () => {
+    const { options } = gate({ health: health({ tcp: {} }), addresses: ['127.0.0.1'] });
+    await expect(waitHealthy(options)).rejects.toThrow(
+      'cannot probe "127.0.0.1": the driver reported it, but it is not host:port',
+    );
+  });
+
   it('runs a command probe once per round in cwd, with the addresses in its environment', async () => {
     const dir = await tempDir();
     const script = path.join(dir, 'check.sh');

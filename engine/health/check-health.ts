@@ -1,8 +1,9 @@
 import http from 'node:http';
 import { InvariantError } from '../../core/errors.js';
+import { parseHostPort } from '../../core/host-port.js';
 import { formatDuration } from '../../core/topology/duration.js';
 import type { Health } from '../../core/topology/types.js';
-import { commandProbe, httpProbe, type Probe, type ProbeResult, parseAddress, tcpProbe } from './probes.js';
+import { commandProbe, httpProbe, type Probe, type ProbeResult, tcpProbe } from './probes.js';
 
 /** The health gate said no. Not retryable: the migration rolls back and blue keeps serving. */
 export class HealthGateFailedError extends Error {
@@ -88,7 +89,7 @@ function buildProbes(health: Health, options: WaitHealthyOptions, agent: http.Ag
     throw new HealthGateFailedError('no address to probe: the driver reported none for this slot');
   }
   for (const address of options.addresses) {
-    if (!parseAddress(address)) {
+    if (!parseHostPort(address)) {
       throw new HealthGateFailedError(
         `cannot probe "${address}": the driver reported it, but it is not host:port`,
       );

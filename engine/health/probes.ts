@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import net from 'node:net';
+import { type HostPort, parseHostPort } from '../../core/host-port.js';
 import { formatDuration } from '../../core/topology/duration.js';
 import { spawnFailure } from '../drivers/spawn-failure.js';
 
@@ -27,13 +28,6 @@ export interface Probe {
 export const maxBodyBytes = 64 * 1024;
 /** How much of a mismatching body a message quotes. */
 const quotedBodyChars = 60;
-
-export function parseAddress(address: string): { host: string; port: number } | undefined {
-  const match = /^\[([^\]]+)\]:(\d{1,5})$/.exec(address) ?? /^([^:[\]]+):(\d{1,5})$/.exec(address);
-  if (!match) return undefined;
-  const port = Number(match[2]);
-  return port > 0 && port < 65536 ? { host: match[1] as string, port } : undefined;
-}
 
 function describeError(error: unknown): ProbeResult {
   const code = (error as NodeJS.ErrnoException).code;
@@ -79,7 +73,7 @@ export function httpProbe(
   spec: { path: string; expectStatus: number; bodyMatch?: RegExp },
   agent: http.Agent,
 ): Probe {
-  const { host, port } = parseAddress(address) as { host: string; port: number };
+  const { host, port } = parseHostPort(address) as HostPort;
   return {
     target: address,
     action: `GET ${spec.path}`,
@@ -128,7 +122,7 @@ export function httpProbe(
 }
 
 export function tcpProbe(address: string): Probe {
-  const { host, port } = parseAddress(address) as { host: string; port: number };
+  const { host, port } = parseHostPort(address) as HostPort;
   return {
     target: address,
     action: 'TCP connect',

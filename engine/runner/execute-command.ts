@@ -1,11 +1,11 @@
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertNever, environmentFault } from '../../core/errors.js';
+import { type HostPort, parseHostPort } from '../../core/host-port.js';
 import { previewRoutes } from '../../core/migration/step.js';
 import type { Command, CommandError, MigrationState } from '../../core/migration/types.js';
 import { own } from '../../core/records.js';
 import type { Route, Topology } from '../../core/topology/types.js';
-import { type HostPort, parseHostPort } from '../../platform/host-port.js';
 import { loopbackRequest } from '../../platform/loopback-http.js';
 import { componentDriverFor, type DriverSet, routeDriverFor } from '../drivers/driver-set.js';
 import {

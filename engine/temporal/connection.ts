@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { CutoverError } from '../../core/errors.js';
+import { type HostPort, parseHostPort } from '../../core/host-port.js';
 
 export interface TemporalSettings {
   address: string;
@@ -123,15 +124,12 @@ export function probe(settings: TemporalSettings, env: NodeJS.ProcessEnv = proce
   });
 }
 
-/** `host:port` or `[v6]:port` (Temporal's default port when none). */
-function hostAndPort(address: string): { host: string; port: number } | null {
-  try {
-    const url = new URL(`tcp://${address}`);
-    const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
-    return host ? { host, port: url.port ? Number(url.port) : 7233 } : null;
-  } catch {
-    return null;
-  }
+/** Temporal's frontend port, when WORKFLOW_HOST names none. */
+const temporalDefaultPort = 7233;
+
+/** `host:port` or `[v6]:port`, or a bare host (Temporal's default port); null for anything else. */
+function hostAndPort(address: string): HostPort | null {
+  return parseHostPort(address) ?? parseHostPort(`${address}:${temporalDefaultPort}`);
 }
 
 /** Rejects when `promise` has not settled within `ms`. */

@@ -4,7 +4,6 @@
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
 import {
@@ -87,7 +86,12 @@ describe('cutover watch, local repository', () => {
   });
 
   it('plans a burst of 20 commits at most once per topology state, the last always; ignores other files', async () => {
-    const { repo, out, watch, initial } = await setup({ baseline: true });
+    // --verbose: the watcher says when a look found nothing to do; a safety poll every second
+    // makes such a look come soon after the burst.
+    const { repo, out, watch, initial } = await setup({
+      baseline: true,
+      extra: ['--verbose', '--interval', '1s'],
+    });
     const versionOf = new Map<string, string>();
     let last: Commit | undefined;
     for (let i = 1; i <= 20; i++) {
@@ -98,10 +102,13 @@ describe('cutover watch, local repository', () => {
     const final = last as Commit;
     const finalReport = reportPaths(out, 'exec-demo', final.short);
     await waitForFile(finalReport.json, 10_000);
-    await watch.line(new RegExp(`^\\S+ ${final.short} topology\\.yaml \\(exec-demo\\): `));
+    const finalLine = await watch.line(new RegExp(`^\\S+ ${final.short} topology\\.yaml \\(exec-demo\\): `));
     expect(plannedVersion(readJson<PlanJson>(finalReport.json), 'db')).toBe('burst-20');
-    // Anything the watcher still had in hand would show now.
-    await sleep(300);
+    // A whole look at the head after the final plan, finding nothing: the watcher has nothing of
+    // the burst left in hand.
+    await watch.line(new RegExp(`^\\S+ debug: ${final.short}: main has not moved; nothing to plan$`), {
+      from: finalLine.index + 1,
+    });
 
     const planned = plannedShorts(watch.out.map((l) => l.text));
     expect(planned[0]).toBe(initial);
@@ -128,9 +135,18 @@ describe('cutover watch, local repository', () => {
     const linesBefore = watch.out.length;
     repo.write('# notes\n', 'NOTES.md');
     const other = await repo.commit('notes only');
-    await sleep(400);
+    // The watcher looked at that commit and found no topology change: by then any report of it
+    // would have been written, and any line about it logged.
+    await watch.line(new RegExp(`^\\S+ debug: ${other.short}: no topology file changed; nothing to plan$`), {
+      from: linesBefore,
+    });
     expect(existsSync(reportPaths(out, 'exec-demo', other.short).json)).toBe(false);
-    expect(watch.out.slice(linesBefore).map((l) => l.text)).toEqual([]);
+    expect(
+      watch.out
+        .slice(linesBefore)
+        .map((l) => l.text)
+        .filter((t) => !/^\S+ debug: /.test(t)),
+    ).toEqual([]);
 
     // Still alive, and answering: the next topology commit is planned.
     repo.setVersion('db', 'after-burst');
@@ -143,7 +159,9 @@ describe('cutover watch, local repository', () => {
   });
 
   it('reports a bad topology with located problems, applies nothing, and plans the next good commit', async () => {
-    const { repo, out, stateDir, watch, initial } = await setup({ extra: ['--apply'] });
+    const { repo, out, stateDir, watch, initial } = await setup({
+      extra: ['--apply', '--verbose', '--interval', '1s'],
+    });
     // The head at start is applied: a migration of exec-demo, which completes at once.
     const started = await watch.line(
       new RegExp(`^\\S+ ${initial} topology\\.yaml \\(exec-demo\\): migration (\\S+) started`),
@@ -187,8 +205,11 @@ describe('cutover watch, local repository', () => {
       `${at('stateful: maybe', 'maybe')} components.db.stateful`,
       `${at('dependsOn: [dbx]', 'dbx')} components.api.dependsOn[0]`,
     ]);
-    // Nothing applied.
-    await sleep(200);
+    // Nothing applied: a later look at the same head finds nothing to do, and by then a migration
+    // of it would have been started.
+    await watch.line(new RegExp(`^\\S+ debug: ${bad.short}: main has not moved; nothing to plan$`), {
+      from: line.index + 1,
+    });
     expect((await migrations(stateDir)).map((m) => m.id)).toEqual([firstId]);
     expect(watch.matching(new RegExp(`${bad.short}.*(migration|queued)`))).toEqual([]);
 
@@ -236,13 +257,15 @@ describe('cutover watch, local repository', () => {
   });
 
   it('keeps running when the branch is deleted, and plans again once it is back', async () => {
-    const { repo, out, watch } = await setup();
+    const { repo, out, watch } = await setup({ extra: ['--verbose', '--interval', '1s'] });
     await repo.git('checkout', '-q', '--detach');
     await repo.git('update-ref', '-d', 'refs/heads/main');
-    await watch.line(/branch main does not exist any more \(deleted\?\); waiting for it$/);
-    await sleep(300);
+    const gone = await watch.line(/branch main does not exist any more \(deleted\?\); waiting for it$/);
+    // Two more looks at the missing branch go by without a word more (but for --verbose's).
+    const again = await watch.line(/^\S+ debug: branch main still does not exist$/, { from: gone.index + 1 });
+    await watch.line(/^\S+ debug: branch main still does not exist$/, { from: again.index + 1 });
     expect(watch.alive()).toBe(true);
-    expect(watch.matching(/does not exist/)).toHaveLength(1);
+    expect(watch.matching(/^\S+ branch main does not exist/)).toHaveLength(1);
 
     repo.setVersion('db', '5');
     const c = await repo.commit('db 5, detached');

@@ -4,7 +4,6 @@
  * deleted branch are logged and survived.
  */
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   bareRemote,
@@ -21,13 +20,13 @@ import {
 
 afterEach(cleanUp);
 
-async function setup() {
+async function setup(extra: string[] = []) {
   const repo = await initRepo('examples/exec-demo');
   const { url } = await bareRemote(repo);
   const root = path.dirname(repo.dir);
   const out = path.join(root, 'out');
   const stateDir = trackStateDir(path.join(root, 'state'));
-  const watch = startWatch({ repo: url, out, stateDir, extra: ['--interval', '1s'] });
+  const watch = startWatch({ repo: url, out, stateDir, extra: ['--interval', '1s', ...extra] });
   const initial = (await repo.head()).slice(0, 7);
   await watch.line(new RegExp(`^\\S+ watching ${url} branch main for topology\\.yaml \\(fetch every 1 s\\)`));
   await watch.line(new RegExp(`^\\S+ ${initial} topology\\.yaml \\(exec-demo\\): Plan: 2 to add`));
@@ -74,15 +73,23 @@ describe('cutover watch, remote repository', () => {
   });
 
   it('keeps fetching when the branch is deleted, and plans again when it is pushed back', async () => {
-    const { repo, out, watch, push } = await setup();
+    // --verbose: each fetch's look at the missing branch says so.
+    const { repo, out, watch, push } = await setup(['--verbose']);
     await repo.git('push', '-q', 'origin', '--delete', 'main');
-    await watch.line(/branch main does not exist any more \(deleted\?\); waiting for it/, {
+    const gone = await watch.line(/branch main does not exist any more \(deleted\?\); waiting for it/, {
       timeoutMs: 10_000,
     });
-    // A few more fetches go by without a word more, and without a crash.
-    await sleep(1500);
+    // Two more fetches go by without a word more (but for --verbose's), and without a crash.
+    const again = await watch.line(/^\S+ debug: branch main still does not exist$/, {
+      from: gone.index + 1,
+      timeoutMs: 10_000,
+    });
+    await watch.line(/^\S+ debug: branch main still does not exist$/, {
+      from: again.index + 1,
+      timeoutMs: 10_000,
+    });
     expect(watch.alive()).toBe(true);
-    expect(watch.matching(/does not exist/)).toHaveLength(1);
+    expect(watch.matching(/^\S+ branch main does not exist/)).toHaveLength(1);
     expect(watch.matching(/fetch failed|check failed/)).toEqual([]);
 
     const c = await push('4');
