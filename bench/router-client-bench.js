@@ -12,9 +12,9 @@
  * Each round measures every proxy, in an order rotated from round to round (other work on the
  * machine comes and goes): autocannon at full speed (32 connections, after a 1 s warm-up) for
  * throughput and p99, then the proxy process's CPU time per request (user + system from /proc) at a
- * fixed 3,000 requests/s. Ratios undici / own are taken within each round, then the median across
- * rounds. The issue's rule: undici replaces the router's client if its CPU per request is within
- * 10 % of it.
+ * fixed 3,000 requests/s. A warm-up pass over every proxy comes first and is not counted. Ratios
+ * undici / own are taken within each round, then the median across rounds. The issue's rule: undici
+ * replaces the router's client if its CPU per request is within 10 % of it.
  *
  *   npm run bench -- router-client [--quick]
  */
@@ -61,6 +61,7 @@ const proxyPath = fileURLToPath(new URL('./router-client-proxy.js', import.meta.
 const cpuRatioLimit = 1.1;
 const fullRounds = 5;
 const quickSeconds = 2;
+const warmupSeconds = 3;
 const startTimeoutMs = 15_000;
 
 export async function run({ quick, log }) {
@@ -72,6 +73,10 @@ export async function run({ quick, log }) {
       const { targets, undiciSource } = await startTargets(dir, owned);
       const runs = Object.fromEntries(targets.map((t) => [t.key, []]));
       const loads = [];
+      // Not counted: the first requests compile undici's llhttp (WebAssembly) and JIT both clients,
+      // partly on background threads whose CPU time /proc counts for the process.
+      for (const target of targets)
+        await cannon(`${target.label}, warm-up`, target.address, log, warmupSeconds);
       for (let round = 0; round < rounds; round++) {
         loads.push(loadavg()[0]);
         // Rotated: no proxy always goes first (on a cold machine) or right after nginx.
