@@ -54,7 +54,7 @@ export const columns = [
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const cliPath = join(repoRoot, 'bin', 'cutover.js');
 const appPath = join(repoRoot, 'examples', 'app', 'server.js');
-const connections = 32;
+export const connections = 32;
 const durationSeconds = 5;
 const warmupSeconds = 1;
 const loadRatePerSecond = 500;
@@ -191,11 +191,11 @@ function pick(summary, seconds) {
   };
 }
 
-async function cannon(label, address, log) {
+export async function cannon(label, address, log, seconds = durationSeconds) {
   const url = `http://${address}/`;
   log(`throughput (autocannon): ${label}`);
   await autocannon({ url, connections, duration: warmupSeconds });
-  const r = await autocannon({ url, connections, duration: durationSeconds });
+  const r = await autocannon({ url, connections, duration: seconds });
   const failed = r.errors + r.timeouts + r.non2xx;
   return {
     reqPerSec: r.requests.average,
@@ -206,13 +206,16 @@ async function cannon(label, address, log) {
   };
 }
 
-const cpuRate = 3_000;
+export const cpuRate = 3_000;
 const cpuSeconds = 5;
 /** Linux counts process CPU time in clock ticks of 10 ms (USER_HZ = 100). */
 const msPerTick = 10;
 
-/** CPU time (user, system) used by `pids` while autocannon sends `cpuRate` requests/s to `address`. */
-async function cpuPerRequest(address, pids) {
+/**
+ * CPU time (user, system) used by `pids` while autocannon sends `cpuRate` requests/s to `address`,
+ * per request in µs; and the p99 latency at that rate (autocannon's, whole ms).
+ */
+export async function cpuPerRequest(address, pids, seconds = cpuSeconds) {
   const read = () =>
     pids().map((pid) => {
       const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
@@ -225,18 +228,21 @@ async function cpuPerRequest(address, pids) {
     url: `http://${address}/`,
     connections: 16,
     overallRate: cpuRate,
-    duration: cpuSeconds,
+    duration: seconds,
   });
   const after = sum(read());
   const perRequest = (ms) => (ms * 1000) / Math.max(1, r.requests.total);
   return {
     total: perRequest(after.user - before.user + after.system - before.system),
     system: perRequest(after.system - before.system),
+    requests: r.requests.total,
+    failed: r.errors + r.timeouts + r.non2xx,
+    p99: r.latency.p99,
   };
 }
 
 /** The children of a process (nginx's workers), by its pid. */
-function childPids(pid) {
+export function childPids(pid) {
   const out = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).stdout;
   return out
     .split('\n')
@@ -245,7 +251,7 @@ function childPids(pid) {
 }
 
 /** One route, 100% on one address, through a route driver from dist/. */
-async function setRoute(driver, ctx, listen, address) {
+export async function setRoute(driver, ctx, listen, address) {
   const spec = { listen, to: 'app', shift: [100], drain: { timeout: 10_000 } };
   const blue = { component: 'app', slot: 'blue', version: 'bench', addresses: [address] };
   await driver.apply(
@@ -256,7 +262,7 @@ async function setRoute(driver, ctx, listen, address) {
 }
 
 /** nginx in the foreground, one worker, everything under `dir`. */
-async function startNginx(dir, owned) {
+export async function startNginx(dir, owned) {
   const probe = spawnSync('nginx', ['-v']);
   if (probe.error) throw new Error('nginx is not installed: apt-get install -y nginx (.ci/run does)');
   await mkdir(dir, { recursive: true });
@@ -567,7 +573,7 @@ async function waitLifecycle(dir, id, done) {
 // ---- processes and ports ------------------------------------------------------------------------
 
 /** Long-running children of this bench: stopped by stopAll, or killed if the process exits first. */
-function ownedProcesses() {
+export function ownedProcesses() {
   const children = new Set();
   const killAll = () => {
     // SIGTERM: nginx's master then stops its workers itself; a SIGKILL would orphan them.
@@ -599,7 +605,7 @@ function ownedProcesses() {
 }
 
 /** Resolves once `address` answers GET / with 200. */
-async function waitAnswers(address) {
+export async function waitAnswers(address) {
   const [host, port] = address.split(':');
   const deadline = Date.now() + startTimeoutMs;
   for (;;) {

@@ -18,6 +18,7 @@ import * as logStreamBench from './log-stream-bench.js';
 import * as migrationBench from './migration-bench.js';
 import * as planBench from './plan-bench.js';
 import * as routerBench from './router-bench.js';
+import * as routerClientBench from './router-client-bench.js';
 import * as serverBench from './server-bench.js';
 import { cleanUpEverything } from './support.js';
 import * as temporalBench from './temporal-bench.js';
@@ -27,6 +28,7 @@ const benches = [
   planBench,
   migrationBench,
   routerBench,
+  routerClientBench,
   serverBench,
   logStreamBench,
   watchBench,
