@@ -180,5 +180,9 @@ export async function watchTriggers(dir: string, onTrigger: (file: string) => vo
   });
   watcher.on('add', onTrigger);
   await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
+  // A trigger renamed into place while the watch was being set up (after its first listing of
+  // the directory, before its notices began) is reported by neither: look once more now. A
+  // trigger seen twice is harmless: taking it removes it, and a second look finds nothing.
+  for (const file of pendingTriggers(dir)) onTrigger(file);
   return watcher;
 }
