@@ -189,7 +189,7 @@ class ProxiedRequest implements ExchangeHandler, BodyReader {
     const { res } = this;
     if (res.destroyed) return;
     try {
-      res.writeHead(status, reason, clientResponseHeaders(headers, this.slot, this.listener.closing));
+      res.writeHead(status, reason, clientResponseHeaders(headers, this.slot, this.closesConnection()));
     } catch (error) {
       // A header Node will not send (the parser let it through, Node's own checks did not).
       this.current?.abort();
@@ -248,9 +248,12 @@ class ProxiedRequest implements ExchangeHandler, BodyReader {
       this.attempt(next.slot, next.address);
       return;
     }
-    body?.discard();
+    // The rest of an unread body is not read: the answer closes the connection instead.
+    const close: Record<string, string> = this.closesConnection() ? { connection: 'close' } : {};
+    body?.close();
     if (failure.code === queueTimeoutCode) {
       sendText(res, 503, `cutover: route ${this.route.key} is overloaded: ${error.message}\n`, {
+        ...close,
         'retry-after': String(queueFullRetryAfterSeconds),
       });
       return;
@@ -261,7 +264,16 @@ class ProxiedRequest implements ExchangeHandler, BodyReader {
       res,
       failure.code === 'ETIMEDOUT' ? 504 : 502,
       `cutover: no upstream of route ${this.route.key} answered (${list}): ${error.message}\n`,
+      close,
     );
+  }
+
+  /**
+   * The answer closes the client's connection: the listener is going away, or the request is not
+   * read to its end (as nginx, the router does not read the rest of a body nobody will take).
+   */
+  private closesConnection(): boolean {
+    return this.listener.closing || !this.req.complete;
   }
 
   /** A stale connection's address again (the pool picks another connection), else another one. */

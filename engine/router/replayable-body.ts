@@ -133,17 +133,6 @@ export class ReplayableBody {
     if (this.target) this.dropHeld();
   }
 
-  /** Nobody will take the rest of the body: read and drop it, so the client is not left writing. */
-  discard(): void {
-    this.close();
-    this.target = null;
-    if (!this.reading) {
-      this.reading = true;
-      this.source.on('data', () => undefined);
-    }
-    this.source.resume();
-  }
-
   /** The exchange is over (answered, refused, or the client went away): release memory and timer. */
   close(): void {
     this.finished = true;

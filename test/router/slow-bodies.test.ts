@@ -13,6 +13,7 @@ import {
   countingUpstream,
   eventually,
   freeListen,
+  freePort,
   Resources,
   setRoute,
   startTestRouter,
@@ -57,6 +58,9 @@ function timedRequest(
     req.end(body);
   });
 }
+
+/** A mebibyte: the router's bound for a body it reads whole before sending it. */
+const mebibyte = 1024 * 1024;
 
 function percentile(values: number[], fraction: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -188,5 +192,24 @@ describe('router: slow request bodies', () => {
     for (const release of held) release();
     const answers = await Promise.all(busy);
     expect(answers.filter((a) => 'status' in a && a.status === 200)).toHaveLength(upstreamMaxSockets);
+  });
+
+  it('closes the connection when it answers before the body was read: no upstream took it', async () => {
+    const refusing = `127.0.0.1:${await freePort()}`; // nothing listens there
+    const stateDir = await stateDirFor(resources);
+    const listen = await freeListen();
+    await setRoute(stateDir, 'web', { listen, blue: [refusing], green: [], greenPercent: 0 });
+    await startTestRouter(resources, stateDir);
+    const client = rawClient(listen);
+    let closed = false;
+    client.socket.on('close', () => {
+      closed = true;
+    });
+    // Past the buffered size, so the router asks for a connection before the body is all there.
+    client.socket.write(`POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: ${2 * mebibyte}\r\n\r\n`);
+    client.socket.write(Buffer.alloc(mebibyte + 16, 'u'));
+    await eventually(() => closed, 10_000);
+    expect(client.received()).toMatch(/^HTTP\/1\.1 502 /);
+    expect(client.received()).toMatch(/\r\nconnection: close\r\n/i);
   });
 });
