@@ -345,6 +345,11 @@ export class UpstreamConnection implements ResponseSink {
   }
 }
 
+/** The failure of a request that never left the router: it may go to another upstream. */
+function notSent(method: string, code: string): UpstreamFailure {
+  return { method, code, requestSent: false, staleConnection: false, receivedBytes: false };
+}
+
 /** The connections to one upstream address. */
 export class UpstreamPool {
   /** Idle keep-alive connections, oldest first; the newest is reused first. */
@@ -365,7 +370,7 @@ export class UpstreamPool {
 
   /** Sends `exchange` on a free connection: kept alive, opened ahead, or new; else it waits. */
   send(exchange: UpstreamExchange): void {
-    const kept = this.takeIdle() ?? this.takeSpare();
+    const kept = this.takeUsable(this.idle) ?? this.takeUsable(this.spares);
     if (kept) {
       this.busy.add(kept);
       kept.carry(exchange);
@@ -376,16 +381,7 @@ export class UpstreamPool {
         queueMicrotask(() => {
           exchange.done = true;
           const error = Object.assign(new Error(`${this.address} is not host:port`), { code: 'EINVAL' });
-          exchange.handler.upstreamFailed(
-            {
-              method: exchange.method,
-              code: 'EINVAL',
-              requestSent: false,
-              staleConnection: false,
-              receivedBytes: false,
-            },
-            error,
-          );
+          exchange.handler.upstreamFailed(notSent(exchange.method, 'EINVAL'), error);
         });
     } else {
       exchange.queuedIn = this;
@@ -455,7 +451,8 @@ export class UpstreamPool {
   }
 
   dequeue(exchange: UpstreamExchange): void {
-    this.waiting = this.waiting.filter((e) => e !== exchange);
+    const index = this.waiting.indexOf(exchange);
+    if (index >= 0) this.waiting.splice(index, 1);
     exchange.queuedIn = null;
   }
 
@@ -465,9 +462,10 @@ export class UpstreamPool {
    */
   closeStale(now: number): void {
     for (const connection of this.busy) connection.checkSilence(now);
-    if (this.waiting.some((exchange) => now - exchange.queuedAt >= exchange.queueTimeoutMs))
-      for (const exchange of this.waiting.filter((e) => now - e.queuedAt >= e.queueTimeoutMs))
-        this.giveUpWaiting(exchange);
+    const [waiting, expired] = splitExpired(this.waiting, now);
+    // The queue is whole again before any handler runs (one may send another request here).
+    this.waiting = waiting;
+    for (const exchange of expired) this.giveUpWaiting(exchange);
     // Checked every interval: closing at (timeout - interval) keeps every idle time under the timeout.
     const idleLimit = upstreamIdleSocketTimeoutMs - upstreamMaintenanceIntervalMs;
     while (this.idle.length > 0 && now - (this.idle[0] as UpstreamConnection).since >= idleLimit)
@@ -512,42 +510,26 @@ export class UpstreamPool {
   }
 
   /**
-   * The newest idle connection still open both ways. One whose upstream already closed it (its
-   * 'end' came, its 'close' not yet) is dropped: a request written there would be lost.
+   * The newest connection of `list` (idle or spare) still open both ways. One whose upstream already
+   * closed it (its 'end' came, its 'close' not yet) is dropped: a request written there would be lost.
    */
-  private takeIdle(): UpstreamConnection | undefined {
-    for (let idle = this.idle.pop(); idle; idle = this.idle.pop()) {
-      if (usable(idle)) return idle;
-      this.drop(idle);
+  private takeUsable(list: UpstreamConnection[]): UpstreamConnection | undefined {
+    for (let connection = list.pop(); connection; connection = list.pop()) {
+      if (usable(connection)) return connection;
+      this.drop(connection);
     }
     return undefined;
   }
 
+  /** A request waited its queueTimeout (and is out of the queue): it fails, never sent. */
   private giveUpWaiting(exchange: UpstreamExchange): void {
-    this.dequeue(exchange);
+    exchange.queuedIn = null;
     exchange.done = true;
     const seconds = exchange.queueTimeoutMs / 1000;
     const error = Object.assign(new Error(`no connection to ${this.address} came free within ${seconds}s`), {
       code: queueTimeoutCode,
     });
-    exchange.handler.upstreamFailed(
-      {
-        method: exchange.method,
-        code: queueTimeoutCode,
-        requestSent: false,
-        staleConnection: false,
-        receivedBytes: false,
-      },
-      error,
-    );
-  }
-
-  private takeSpare(): UpstreamConnection | undefined {
-    for (let spare = this.spares.pop(); spare; spare = this.spares.pop()) {
-      if (usable(spare)) return spare;
-      this.drop(spare);
-    }
-    return undefined;
+    exchange.handler.upstreamFailed(notSent(exchange.method, queueTimeoutCode), error);
   }
 
   private open(spare: boolean): UpstreamConnection | null {
@@ -561,6 +543,16 @@ export class UpstreamPool {
     connection.state = 'closed';
     connection.socket.destroy();
   }
+}
+
+/** The requests of `queue` still within their queueTimeout, and those past it, in one pass. */
+function splitExpired(queue: UpstreamExchange[], now: number): [UpstreamExchange[], UpstreamExchange[]] {
+  const expired: UpstreamExchange[] = [];
+  if (!queue.some((exchange) => now - exchange.queuedAt >= exchange.queueTimeoutMs)) return [queue, expired];
+  const kept: UpstreamExchange[] = [];
+  for (const exchange of queue)
+    (now - exchange.queuedAt >= exchange.queueTimeoutMs ? expired : kept).push(exchange);
+  return [kept, expired];
 }
 
 function usable(connection: UpstreamConnection): boolean {
