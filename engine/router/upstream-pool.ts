@@ -14,8 +14,10 @@
  *   response is expected, or after the expected one ended, closes the connection.
  * - A connection goes back to the pool only when its response was read to the end, the request was
  *   sent to the end, and the response allowed keep-alive; otherwise it is closed.
- * - At most `upstreamMaxSockets` connections per address carry requests; more requests wait in
- *   order for one to be free, each at most its route's queueTimeout (checked by the pool's timer).
+ * - At most `upstreamMaxSockets` connections per address carry requests, and of those at most
+ *   `streamedBodyMaxSockets` carry a request whose body is still coming from the client; more
+ *   requests wait in order for one to be free, each at most its route's queueTimeout (checked by
+ *   the pool's timer).
  */
 import { connect, type Socket } from 'node:net';
 import type { RawHeaders } from './forward-headers.js';
@@ -24,6 +26,13 @@ import { ResponseParser, type ResponseSink } from './http1-response.js';
 
 /** Connections to one upstream address that carry requests at most; more requests queue. */
 export const upstreamMaxSockets = 256;
+/**
+ * Connections to one upstream address that carry a streamed request body (one larger than the
+ * router buffers, replayable-body.ts) at most. Such a body comes at the client's pace and holds its
+ * connection meanwhile: a quarter of the connections may be held so, and the rest stay for
+ * requests the router has read whole, which a slow client cannot hold. More streamed bodies queue.
+ */
+export const streamedBodyMaxSockets = upstreamMaxSockets / 4;
 /** Idle keep-alive connections kept per upstream address. */
 export const upstreamMaxIdleSockets = 64;
 /**
@@ -108,6 +117,8 @@ export class UpstreamExchange {
   /** Waiting for a free connection in this pool, since `queuedAt`. */
   queuedIn: UpstreamPool | null = null;
   queuedAt = 0;
+  /** Its body is still coming from the client when it is sent: it counts to `streamedBodyMaxSockets`. */
+  streamedBody = false;
 
   constructor(
     readonly method: string,
@@ -175,6 +186,8 @@ export class UpstreamConnection implements ResponseSink {
   private readonly parser = new ResponseParser(this);
   exchange: UpstreamExchange | null = null;
   state: ConnectionState;
+  /** It carries an exchange with a streamed body, counted by its pool until it is released or closed. */
+  streamsBody = false;
   connected = false;
   /** Requests whose response was read to the end on this connection. */
   served = 0;
@@ -360,8 +373,12 @@ export class UpstreamPool {
   private readonly openingSpares = new Set<UpstreamConnection>();
   /** Connections carrying a request (or opened for one). */
   private readonly busy = new Set<UpstreamConnection>();
+  /** Busy connections carrying a streamed body (`streamsBody`). */
+  private streaming = 0;
   private destroyed = false;
+  /** Requests waiting for a connection, in order: those read whole, and those with a streamed body. */
   private waiting: UpstreamExchange[] = [];
+  private waitingStreamed: UpstreamExchange[] = [];
   private readonly target: { host: string; port: number } | null;
 
   constructor(readonly address: string) {
@@ -370,32 +387,32 @@ export class UpstreamPool {
 
   /** Sends `exchange` on a free connection: kept alive, opened ahead, or new; else it waits. */
   send(exchange: UpstreamExchange): void {
+    if (exchange.streamedBody && this.streaming >= streamedBodyMaxSockets) {
+      this.enqueue(exchange);
+      return;
+    }
     const kept = this.takeUsable(this.idle) ?? this.takeUsable(this.spares);
     if (kept) {
       this.busy.add(kept);
-      kept.carry(exchange);
+      this.carry(kept, exchange);
     } else if (this.busy.size < upstreamMaxSockets) {
       const fresh = this.open(false);
-      if (fresh) fresh.carry(exchange);
+      if (fresh) this.carry(fresh, exchange);
       else
         queueMicrotask(() => {
           exchange.done = true;
           const error = Object.assign(new Error(`${this.address} is not host:port`), { code: 'EINVAL' });
           exchange.handler.upstreamFailed(notSent(exchange.method, 'EINVAL'), error);
         });
-    } else {
-      exchange.queuedIn = this;
-      exchange.queuedAt = Date.now();
-      this.waiting.push(exchange);
-    }
+    } else this.enqueue(exchange);
   }
 
   /** A connection finished its exchange and may carry another. */
   release(connection: UpstreamConnection): void {
-    const next = this.waiting.shift();
+    this.stopCounting(connection);
+    const next = this.nextWaiting();
     if (next) {
-      next.queuedIn = null;
-      connection.carry(next);
+      this.carry(connection, next);
       return;
     }
     this.busy.delete(connection);
@@ -412,6 +429,7 @@ export class UpstreamPool {
   closed(connection: UpstreamConnection): void {
     switch (connection.state) {
       case 'busy':
+        this.stopCounting(connection);
         this.busy.delete(connection);
         break;
       case 'idle':
@@ -431,12 +449,8 @@ export class UpstreamPool {
       }
     }
     connection.state = 'closed';
-    const next =
-      this.waiting.length > 0 && this.busy.size < upstreamMaxSockets ? this.waiting.shift() : undefined;
-    if (next) {
-      next.queuedIn = null;
-      this.send(next);
-    }
+    const next = this.busy.size < upstreamMaxSockets ? this.nextWaiting() : undefined;
+    if (next) this.send(next);
   }
 
   /** @internal A spare connection is up. */
@@ -451,8 +465,9 @@ export class UpstreamPool {
   }
 
   dequeue(exchange: UpstreamExchange): void {
-    const index = this.waiting.indexOf(exchange);
-    if (index >= 0) this.waiting.splice(index, 1);
+    const queue = exchange.streamedBody ? this.waitingStreamed : this.waiting;
+    const index = queue.indexOf(exchange);
+    if (index >= 0) queue.splice(index, 1);
     exchange.queuedIn = null;
   }
 
@@ -463,9 +478,12 @@ export class UpstreamPool {
   closeStale(now: number): void {
     for (const connection of this.busy) connection.checkSilence(now);
     const [waiting, expired] = splitExpired(this.waiting, now);
-    // The queue is whole again before any handler runs (one may send another request here).
+    const [waitingStreamed, expiredStreamed] = splitExpired(this.waitingStreamed, now);
+    // The queues are whole again before any handler runs (one may send another request here).
     this.waiting = waiting;
+    this.waitingStreamed = waitingStreamed;
     for (const exchange of expired) this.giveUpWaiting(exchange);
+    for (const exchange of expiredStreamed) this.giveUpWaiting(exchange);
     // Checked every interval: closing at (timeout - interval) keeps every idle time under the timeout.
     const idleLimit = upstreamIdleSocketTimeoutMs - upstreamMaintenanceIntervalMs;
     while (this.idle.length > 0 && now - (this.idle[0] as UpstreamConnection).since >= idleLimit)
@@ -499,7 +517,7 @@ export class UpstreamPool {
   /** Closes every connection not carrying a request, and those still opening; takes no more spares. */
   destroy(): void {
     this.destroyed = true;
-    for (const exchange of this.waiting.splice(0)) {
+    for (const exchange of [...this.waiting.splice(0), ...this.waitingStreamed.splice(0)]) {
       exchange.queuedIn = null;
       exchange.abort();
     }
@@ -519,6 +537,33 @@ export class UpstreamPool {
       this.drop(connection);
     }
     return undefined;
+  }
+
+  private carry(connection: UpstreamConnection, exchange: UpstreamExchange): void {
+    exchange.queuedIn = null;
+    if (exchange.streamedBody) {
+      connection.streamsBody = true;
+      this.streaming++;
+    }
+    connection.carry(exchange);
+  }
+
+  private stopCounting(connection: UpstreamConnection): void {
+    if (!connection.streamsBody) return;
+    connection.streamsBody = false;
+    this.streaming--;
+  }
+
+  private enqueue(exchange: UpstreamExchange): void {
+    exchange.queuedIn = this;
+    exchange.queuedAt = Date.now();
+    (exchange.streamedBody ? this.waitingStreamed : this.waiting).push(exchange);
+  }
+
+  /** The next waiting request a free connection may carry: one read whole first, then a streamed one. */
+  private nextWaiting(): UpstreamExchange | undefined {
+    if (this.waiting.length > 0) return this.waiting.shift();
+    return this.streaming < streamedBodyMaxSockets ? this.waitingStreamed.shift() : undefined;
   }
 
   /** A request waited its queueTimeout (and is out of the queue): it fails, never sent. */
