@@ -309,11 +309,15 @@ class ProxiedRequest implements ExchangeHandler, BodyReader {
     return this.listener.closing || !this.req.complete;
   }
 
-  /** A stale connection's address again (the pool picks another connection), else another one. */
+  /**
+   * A stale connection's address again (the pool picks another connection), if the current table
+   * still has it; else another address of the current table.
+   */
   private retryTarget(failure: UpstreamFailure): { slot: Slot; address: string } | null {
-    const address = this.tried[this.tried.length - 1];
-    if (failure.staleConnection && address !== undefined) return { slot: this.slot, address };
     const route = this.deps.currentRoute(this.route.key) ?? this.route;
+    const address = this.tried[this.tried.length - 1];
+    if (failure.staleConnection && address !== undefined && route[this.slot].includes(address))
+      return { slot: this.slot, address };
     return failoverTarget(route, this.binding.kind, this.slot, new Set(this.tried));
   }
 }
