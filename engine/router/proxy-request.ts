@@ -90,7 +90,15 @@ export function proxyRequest(
   const address = slot && nextReplica(route, slot, noneTried);
   if (!slot || !address) {
     res.once('close', () => listener.responseClosed());
-    sendText(res, 503, `cutover: route ${route.key} has no upstream address\n`);
+    // A body is not read for nothing: the connection closes instead (as for the router's other
+    // answers given before a body was read).
+    const unreadBody = upstreamRequestHeaders(req, '').body !== 'none';
+    sendText(
+      res,
+      503,
+      `cutover: route ${route.key} has no upstream address\n`,
+      unreadBody ? { connection: 'close' } : {},
+    );
     return;
   }
   new ProxiedRequest(deps, binding, route, req, res, listener).start(slot, address);

@@ -302,6 +302,22 @@ describe('router: slow request bodies', () => {
     expect(client.received()).toMatch(/\r\nconnection: close\r\n/i);
   });
 
+  it('closes the connection of a request it refuses at once for want of an upstream, its body unread', async () => {
+    const stateDir = await stateDirFor(resources);
+    const listen = await freeListen();
+    await setRoute(stateDir, 'web', { listen, blue: [], green: [], greenPercent: 0 });
+    await startTestRouter(resources, stateDir);
+    const client = rawClient(listen);
+    let closed = false;
+    client.socket.on('close', () => {
+      closed = true;
+    });
+    client.socket.write(`POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: ${2 * mebibyte}\r\n\r\npart`);
+    await eventually(() => closed, 10_000);
+    expect(client.received()).toMatch(/^HTTP\/1\.1 503 /);
+    expect(client.received()).toMatch(/\r\nconnection: close\r\n/i);
+  });
+
   describe('holds no upstream connection for bodies the router has no memory left to read', () => {
     // Each probe failed before the fix: every slow POST past the memory budget or the body bound
     // took an upstream connection, 256 of them were open upstream, and the GETs got 503.
