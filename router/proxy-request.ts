@@ -6,7 +6,12 @@ import {
   upstreamRequestHeaders,
 } from './forward-headers.js';
 import type { InFlightRegistry, Lease } from './in-flight.js';
-import { type BodyBudget, type BodyReader, ReplayableBody } from './replayable-body.js';
+import {
+  type BodyBudget,
+  type BodyReader,
+  type BodyTimeoutCause,
+  ReplayableBody,
+} from './replayable-body.js';
 import {
   type Binding,
   chooseSlot,
@@ -27,7 +32,8 @@ import {
 export const maxUpstreamAttempts = 3;
 /**
  * Retry-After of a 503 for a request that found every connection to its upstream busy for the
- * route's queueTimeout: a connection frees as soon as any answer ends, so soon is worth a try.
+ * route's queueTimeout, or the router's memory for bodies full for its bodyTimeout: a connection
+ * or memory frees as soon as any exchange ends, so soon is worth a try.
  */
 export const queueFullRetryAfterSeconds = 1;
 
@@ -86,7 +92,15 @@ export function proxyRequest(
   const address = slot && nextReplica(route, slot, noneTried);
   if (!slot || !address) {
     res.once('close', () => listener.responseClosed());
-    sendText(res, 503, `cutover: route ${route.key} has no upstream address\n`);
+    // A body is not read for nothing: the connection closes instead (as for the router's other
+    // answers given before a body was read).
+    const unreadBody = upstreamRequestHeaders(req, '').body !== 'none';
+    sendText(
+      res,
+      503,
+      `cutover: route ${route.key} has no upstream address\n`,
+      unreadBody ? { connection: 'close' } : {},
+    );
     return;
   }
   new ProxiedRequest(deps, binding, route, req, res, listener).start(slot, address);
@@ -153,7 +167,7 @@ class ProxiedRequest implements ExchangeHandler, BodyReader {
     this.current = exchange;
     // A body is read first (as nginx's proxy_request_buffering): a slow client holds no connection.
     if (this.body && !this.body.isReady) this.body.read(this);
-    else this.deps.pools.get(address).send(exchange);
+    else this.send(exchange, address);
   }
 
   /** The body is read (or as much of it as is kept): the request goes to its upstream now. */
@@ -161,11 +175,20 @@ class ProxiedRequest implements ExchangeHandler, BodyReader {
     const exchange = this.current;
     const address = this.tried[this.tried.length - 1];
     if (exchange && !exchange.done && address !== undefined && !this.res.destroyed)
-      this.deps.pools.get(address).send(exchange);
+      this.send(exchange, address);
   }
 
-  /** The client went silent mid-body: 408, and the connection closes (its framing is lost). */
-  bodyTimedOut(): void {
+  private send(exchange: UpstreamExchange, address: string): void {
+    // A body still coming holds its connection while it comes: the pool caps how many do.
+    exchange.streamedBody = this.body?.streamed === true;
+    this.deps.pools.get(address).send(exchange);
+  }
+
+  /**
+   * Reading the body stopped for the route's bodyTimeout: the client went silent mid-body (408), or
+   * the router had no memory for it (503). Either way the connection closes: its framing is lost.
+   */
+  bodyTimedOut(cause: BodyTimeoutCause): void {
     const { res } = this;
     this.current?.abort();
     this.body?.close();
@@ -174,12 +197,30 @@ class ProxiedRequest implements ExchangeHandler, BodyReader {
       return;
     }
     const seconds = this.route.bodyTimeoutMs / 1000;
-    sendText(
-      res,
-      408,
-      `cutover: the client sent no byte of its request body for ${seconds}s (bodyTimeout of route ${this.route.key})\n`,
-      { connection: 'close' },
-    );
+    const timeout = `bodyTimeout of route ${this.route.key}`;
+    const close = { connection: 'close' };
+    switch (cause) {
+      case 'client-silent':
+        sendText(
+          res,
+          408,
+          `cutover: the client sent no byte of its request body for ${seconds}s (${timeout})\n`,
+          close,
+        );
+        return;
+      case 'memory-full':
+        sendText(
+          res,
+          503,
+          `cutover: the router's memory for request bodies was full: this body waited ${seconds}s for it (${timeout}); try again shortly\n`,
+          { ...close, 'retry-after': String(queueFullRetryAfterSeconds) },
+        );
+        return;
+      default: {
+        const never: never = cause;
+        throw new Error(`unknown body timeout ${String(never)}`);
+      }
+    }
   }
 
   /** The body goes out once the connection is up: a refused connection consumes none of it. */
@@ -192,7 +233,7 @@ class ProxiedRequest implements ExchangeHandler, BodyReader {
     const { res } = this;
     if (res.destroyed) return;
     try {
-      res.writeHead(status, reason, clientResponseHeaders(headers, this.slot, this.listener.closing));
+      res.writeHead(status, reason, clientResponseHeaders(headers, this.slot, this.closesConnection()));
     } catch (error) {
       // A header Node will not send (the parser let it through, Node's own checks did not).
       this.current?.abort();
@@ -251,9 +292,12 @@ class ProxiedRequest implements ExchangeHandler, BodyReader {
       this.attempt(next.slot, next.address);
       return;
     }
-    body?.discard();
+    // The rest of an unread body is not read: the answer closes the connection instead.
+    const close: Record<string, string> = this.closesConnection() ? { connection: 'close' } : {};
+    body?.close();
     if (failure.code === queueTimeoutCode) {
       sendText(res, 503, `cutover: route ${this.route.key} is overloaded: ${error.message}\n`, {
+        ...close,
         'retry-after': String(queueFullRetryAfterSeconds),
       });
       return;
@@ -264,14 +308,27 @@ class ProxiedRequest implements ExchangeHandler, BodyReader {
       res,
       failure.code === 'ETIMEDOUT' ? 504 : 502,
       `cutover: no upstream of route ${this.route.key} answered (${list}): ${error.message}\n`,
+      close,
     );
   }
 
-  /** A stale connection's address again (the pool picks another connection), else another one. */
+  /**
+   * The answer closes the client's connection: the listener is going away, or the request is not
+   * read to its end (as nginx, the router does not read the rest of a body nobody will take).
+   */
+  private closesConnection(): boolean {
+    return this.listener.closing || !this.req.complete;
+  }
+
+  /**
+   * A stale connection's address again (the pool picks another connection), if the current table
+   * still has it; else another address of the current table.
+   */
   private retryTarget(failure: UpstreamFailure): { slot: Slot; address: string } | null {
-    const address = this.tried[this.tried.length - 1];
-    if (failure.staleConnection && address !== undefined) return { slot: this.slot, address };
     const route = this.deps.currentRoute(this.route.key) ?? this.route;
+    const address = this.tried[this.tried.length - 1];
+    if (failure.staleConnection && address !== undefined && route[this.slot].includes(address))
+      return { slot: this.slot, address };
     return failoverTarget(route, this.binding.kind, this.slot, new Set(this.tried));
   }
 }

@@ -14,8 +14,10 @@
  *   response is expected, or after the expected one ended, closes the connection.
  * - A connection goes back to the pool only when its response was read to the end, the request was
  *   sent to the end, and the response allowed keep-alive; otherwise it is closed.
- * - At most `upstreamMaxSockets` connections per address carry requests; more requests wait in
- *   order for one to be free, each at most its route's queueTimeout (checked by the pool's timer).
+ * - At most `upstreamMaxSockets` connections per address carry requests, and of those at most
+ *   `streamedBodyMaxSockets` carry a request whose body is still coming from the client; more
+ *   requests wait in order for one to be free, each at most its route's queueTimeout (checked by
+ *   the pool's timer).
  */
 import { connect, type Socket } from 'node:net';
 import { parseHostPort } from '../core/host-port.js';
@@ -25,6 +27,13 @@ import { ResponseParser, type ResponseSink } from './http1-response.js';
 
 /** Connections to one upstream address that carry requests at most; more requests queue. */
 export const upstreamMaxSockets = 256;
+/**
+ * Connections to one upstream address that carry a streamed request body (one larger than the
+ * router buffers, replayable-body.ts) at most. Such a body comes at the client's pace and holds its
+ * connection meanwhile: a quarter of the connections may be held so, and the rest stay for
+ * requests the router has read whole, which a slow client cannot hold. More streamed bodies queue.
+ */
+export const streamedBodyMaxSockets = upstreamMaxSockets / 4;
 /** Idle keep-alive connections kept per upstream address. */
 export const upstreamMaxIdleSockets = 64;
 /**
@@ -106,6 +115,8 @@ export class UpstreamExchange {
   /** Waiting for a free connection in this pool, since `queuedAt`. */
   queuedIn: UpstreamPool | null = null;
   queuedAt = 0;
+  /** Its body is still coming from the client when it is sent: it counts to `streamedBodyMaxSockets`. */
+  streamedBody = false;
 
   constructor(
     readonly method: string,
@@ -173,6 +184,8 @@ export class UpstreamConnection implements ResponseSink {
   private readonly parser = new ResponseParser(this);
   exchange: UpstreamExchange | null = null;
   state: ConnectionState;
+  /** It carries an exchange with a streamed body, counted by its pool until it is released or closed. */
+  streamsBody = false;
   connected = false;
   /** Requests whose response was read to the end on this connection. */
   served = 0;
@@ -343,6 +356,11 @@ export class UpstreamConnection implements ResponseSink {
   }
 }
 
+/** The failure of a request that never left the router: it may go to another upstream. */
+function notSent(method: string, code: string): UpstreamFailure {
+  return { method, code, requestSent: false, staleConnection: false, receivedBytes: false };
+}
+
 /** The connections to one upstream address. */
 export class UpstreamPool {
   /** Idle keep-alive connections, oldest first; the newest is reused first. */
@@ -353,8 +371,12 @@ export class UpstreamPool {
   private readonly openingSpares = new Set<UpstreamConnection>();
   /** Connections carrying a request (or opened for one). */
   private readonly busy = new Set<UpstreamConnection>();
+  /** Busy connections carrying a streamed body (`streamsBody`). */
+  private streaming = 0;
   private destroyed = false;
+  /** Requests waiting for a connection, in order: those read whole, and those with a streamed body. */
   private waiting: UpstreamExchange[] = [];
+  private waitingStreamed: UpstreamExchange[] = [];
   private readonly target: { host: string; port: number } | null;
 
   constructor(readonly address: string) {
@@ -363,41 +385,32 @@ export class UpstreamPool {
 
   /** Sends `exchange` on a free connection: kept alive, opened ahead, or new; else it waits. */
   send(exchange: UpstreamExchange): void {
-    const kept = this.takeIdle() ?? this.takeSpare();
+    if (exchange.streamedBody && this.streaming >= streamedBodyMaxSockets) {
+      this.enqueue(exchange);
+      return;
+    }
+    const kept = this.takeUsable(this.idle) ?? this.takeUsable(this.spares);
     if (kept) {
       this.busy.add(kept);
-      kept.carry(exchange);
+      this.carry(kept, exchange);
     } else if (this.busy.size < upstreamMaxSockets) {
       const fresh = this.open(false);
-      if (fresh) fresh.carry(exchange);
+      if (fresh) this.carry(fresh, exchange);
       else
         queueMicrotask(() => {
           exchange.done = true;
           const error = Object.assign(new Error(`${this.address} is not host:port`), { code: 'EINVAL' });
-          exchange.handler.upstreamFailed(
-            {
-              method: exchange.method,
-              code: 'EINVAL',
-              requestSent: false,
-              staleConnection: false,
-              receivedBytes: false,
-            },
-            error,
-          );
+          exchange.handler.upstreamFailed(notSent(exchange.method, 'EINVAL'), error);
         });
-    } else {
-      exchange.queuedIn = this;
-      exchange.queuedAt = Date.now();
-      this.waiting.push(exchange);
-    }
+    } else this.enqueue(exchange);
   }
 
   /** A connection finished its exchange and may carry another. */
   release(connection: UpstreamConnection): void {
-    const next = this.waiting.shift();
+    this.stopCounting(connection);
+    const next = this.nextWaiting();
     if (next) {
-      next.queuedIn = null;
-      connection.carry(next);
+      this.carry(connection, next);
       return;
     }
     this.busy.delete(connection);
@@ -414,6 +427,7 @@ export class UpstreamPool {
   closed(connection: UpstreamConnection): void {
     switch (connection.state) {
       case 'busy':
+        this.stopCounting(connection);
         this.busy.delete(connection);
         break;
       case 'idle':
@@ -433,12 +447,8 @@ export class UpstreamPool {
       }
     }
     connection.state = 'closed';
-    const next =
-      this.waiting.length > 0 && this.busy.size < upstreamMaxSockets ? this.waiting.shift() : undefined;
-    if (next) {
-      next.queuedIn = null;
-      this.send(next);
-    }
+    const next = this.busy.size < upstreamMaxSockets ? this.nextWaiting() : undefined;
+    if (next) this.send(next);
   }
 
   /** @internal A spare connection is up. */
@@ -453,7 +463,9 @@ export class UpstreamPool {
   }
 
   dequeue(exchange: UpstreamExchange): void {
-    this.waiting = this.waiting.filter((e) => e !== exchange);
+    const queue = exchange.streamedBody ? this.waitingStreamed : this.waiting;
+    const index = queue.indexOf(exchange);
+    if (index >= 0) queue.splice(index, 1);
     exchange.queuedIn = null;
   }
 
@@ -463,9 +475,13 @@ export class UpstreamPool {
    */
   closeStale(now: number): void {
     for (const connection of this.busy) connection.checkSilence(now);
-    if (this.waiting.some((exchange) => now - exchange.queuedAt >= exchange.queueTimeoutMs))
-      for (const exchange of this.waiting.filter((e) => now - e.queuedAt >= e.queueTimeoutMs))
-        this.giveUpWaiting(exchange);
+    const [waiting, expired] = splitExpired(this.waiting, now);
+    const [waitingStreamed, expiredStreamed] = splitExpired(this.waitingStreamed, now);
+    // The queues are whole again before any handler runs (one may send another request here).
+    this.waiting = waiting;
+    this.waitingStreamed = waitingStreamed;
+    for (const exchange of expired) this.giveUpWaiting(exchange);
+    for (const exchange of expiredStreamed) this.giveUpWaiting(exchange);
     // Checked every interval: closing at (timeout - interval) keeps every idle time under the timeout.
     const idleLimit = upstreamIdleSocketTimeoutMs - upstreamMaintenanceIntervalMs;
     while (this.idle.length > 0 && now - (this.idle[0] as UpstreamConnection).since >= idleLimit)
@@ -499,7 +515,7 @@ export class UpstreamPool {
   /** Closes every connection not carrying a request, and those still opening; takes no more spares. */
   destroy(): void {
     this.destroyed = true;
-    for (const exchange of this.waiting.splice(0)) {
+    for (const exchange of [...this.waiting.splice(0), ...this.waitingStreamed.splice(0)]) {
       exchange.queuedIn = null;
       exchange.abort();
     }
@@ -510,42 +526,53 @@ export class UpstreamPool {
   }
 
   /**
-   * The newest idle connection still open both ways. One whose upstream already closed it (its
-   * 'end' came, its 'close' not yet) is dropped: a request written there would be lost.
+   * The newest connection of `list` (idle or spare) still open both ways. One whose upstream already
+   * closed it (its 'end' came, its 'close' not yet) is dropped: a request written there would be lost.
    */
-  private takeIdle(): UpstreamConnection | undefined {
-    for (let idle = this.idle.pop(); idle; idle = this.idle.pop()) {
-      if (usable(idle)) return idle;
-      this.drop(idle);
+  private takeUsable(list: UpstreamConnection[]): UpstreamConnection | undefined {
+    for (let connection = list.pop(); connection; connection = list.pop()) {
+      if (usable(connection)) return connection;
+      this.drop(connection);
     }
     return undefined;
   }
 
+  private carry(connection: UpstreamConnection, exchange: UpstreamExchange): void {
+    exchange.queuedIn = null;
+    if (exchange.streamedBody) {
+      connection.streamsBody = true;
+      this.streaming++;
+    }
+    connection.carry(exchange);
+  }
+
+  private stopCounting(connection: UpstreamConnection): void {
+    if (!connection.streamsBody) return;
+    connection.streamsBody = false;
+    this.streaming--;
+  }
+
+  private enqueue(exchange: UpstreamExchange): void {
+    exchange.queuedIn = this;
+    exchange.queuedAt = Date.now();
+    (exchange.streamedBody ? this.waitingStreamed : this.waiting).push(exchange);
+  }
+
+  /** The next waiting request a free connection may carry: one read whole first, then a streamed one. */
+  private nextWaiting(): UpstreamExchange | undefined {
+    if (this.waiting.length > 0) return this.waiting.shift();
+    return this.streaming < streamedBodyMaxSockets ? this.waitingStreamed.shift() : undefined;
+  }
+
+  /** A request waited its queueTimeout (and is out of the queue): it fails, never sent. */
   private giveUpWaiting(exchange: UpstreamExchange): void {
-    this.dequeue(exchange);
+    exchange.queuedIn = null;
     exchange.done = true;
     const seconds = exchange.queueTimeoutMs / 1000;
     const error = Object.assign(new Error(`no connection to ${this.address} came free within ${seconds}s`), {
       code: queueTimeoutCode,
     });
-    exchange.handler.upstreamFailed(
-      {
-        method: exchange.method,
-        code: queueTimeoutCode,
-        requestSent: false,
-        staleConnection: false,
-        receivedBytes: false,
-      },
-      error,
-    );
-  }
-
-  private takeSpare(): UpstreamConnection | undefined {
-    for (let spare = this.spares.pop(); spare; spare = this.spares.pop()) {
-      if (usable(spare)) return spare;
-      this.drop(spare);
-    }
-    return undefined;
+    exchange.handler.upstreamFailed(notSent(exchange.method, queueTimeoutCode), error);
   }
 
   private open(spare: boolean): UpstreamConnection | null {
@@ -559,6 +586,16 @@ export class UpstreamPool {
     connection.state = 'closed';
     connection.socket.destroy();
   }
+}
+
+/** The requests of `queue` still within their queueTimeout, and those past it, in one pass. */
+function splitExpired(queue: UpstreamExchange[], now: number): [UpstreamExchange[], UpstreamExchange[]] {
+  const expired: UpstreamExchange[] = [];
+  if (!queue.some((exchange) => now - exchange.queuedAt >= exchange.queueTimeoutMs)) return [queue, expired];
+  const kept: UpstreamExchange[] = [];
+  for (const exchange of queue)
+    (now - exchange.queuedAt >= exchange.queueTimeoutMs ? expired : kept).push(exchange);
+  return [kept, expired];
 }
 
 function usable(connection: UpstreamConnection): boolean {

@@ -34,7 +34,10 @@ function reader() {
   const events: string[] = [];
   return {
     events,
-    reader: { bodyReady: () => events.push('ready'), bodyTimedOut: () => events.push('timeout') },
+    reader: {
+      bodyReady: () => events.push('ready'),
+      bodyTimedOut: (cause: string) => events.push(cause === 'client-silent' ? 'timeout' : cause),
+    },
   };
 }
 
@@ -84,7 +87,7 @@ describe('router: request bodies read before they go upstream', () => {
     expect(upstream.text()).toBe('0123456789abcdefXYZ');
   });
 
-  it('streams rather than holds once the router-wide budget is spent', async () => {
+  it('waits for memory while the router-wide budget is full: paused, not ready, then reads on', async () => {
     const budget = new BodyBudget(8);
     const firstSource = client();
     const held = new ReplayableBody(firstSource, budget, 60_000, 100);
@@ -96,10 +99,59 @@ describe('router: request bodies read before they go upstream', () => {
     const { events, reader: r } = reader();
     body.read(r);
     source.write('abc');
-    await eventually(() => events.length === 1);
-    expect(events).toEqual(['ready']);
+    source.end();
+    // It holds no connection meanwhile: no 'ready' while its bytes have no memory.
+    await eventually(() => source.isPaused());
+    expect([events, budget.usedBytes]).toEqual([[], 8]);
     held.close();
+    await eventually(() => events.length === 1);
+    expect([events, budget.usedBytes]).toEqual([['ready'], 3]);
+    const upstream = sink();
+    body.attach(upstream.target);
+    expect([upstream.text(), upstream.ended()]).toEqual(['abc', true]);
     body.close();
+    expect(budget.usedBytes).toBe(0);
+  });
+
+  it('gives up waiting for memory after the body timeout, as memory-full, and holds nothing', async () => {
+    const budget = new BodyBudget(8);
+    const firstSource = client();
+    const held = new ReplayableBody(firstSource, budget, 60_000, 100);
+    held.read(reader().reader);
+    firstSource.write('12345678');
+    await eventually(() => budget.usedBytes === 8);
+    const source = client();
+    const body = new ReplayableBody(source, budget, 200, 100);
+    const { events, reader: r } = reader();
+    body.read(r);
+    source.write('abc');
+    await eventually(() => events.length > 0, 2_000);
+    expect(events).toEqual(['memory-full']);
+    // The memory it waited for goes to nobody once it gave up.
+    held.close();
+    expect(budget.usedBytes).toBe(0);
+  });
+
+  it('never holds more than the budget: 1000 clients sending 64 KiB each', async () => {
+    const budget = new BodyBudget(1024 * 1024);
+    const piece = Buffer.alloc(64 * 1024, 'b');
+    const sources = Array.from({ length: 1000 }, () => client());
+    const bodies = sources.map((source) => {
+      const body = new ReplayableBody(source, budget, 60_000, 1024 * 1024);
+      body.read(reader().reader);
+      source.write(piece);
+      return body;
+    });
+    // Every piece was handed to its body (it holds it, or waits with it for memory).
+    await eventually(() => sources.every((source) => source.readableLength === 0));
+    expect(budget.usedBytes).toBeLessThanOrEqual(budget.maxBytes);
+    // As bodies go, the memory passes to those waiting, never past the cap.
+    for (const body of bodies.slice(0, 500)) {
+      body.close();
+      expect(budget.usedBytes).toBeLessThanOrEqual(budget.maxBytes);
+    }
+    expect(budget.usedBytes).toBe(budget.maxBytes);
+    for (const body of bodies) body.close();
     expect(budget.usedBytes).toBe(0);
   });
 

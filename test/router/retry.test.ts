@@ -6,12 +6,13 @@
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import { connect, createServer as createNetServer, type Socket } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { mayRetry } from '../../router/proxy-request.js';
 import {
   type ExchangeHandler,
   UpstreamExchange,
   type UpstreamFailure,
+  UpstreamPool,
   UpstreamPools,
   upstreamWarmConnections,
 } from '../../router/upstream-pool.js';
@@ -38,7 +39,7 @@ afterEach(() => resources.cleanup());
  */
 async function recordingReplica(name: string, hangUp: boolean) {
   const posts: string[] = [];
-  let open = 0;
+  const sockets = new Set<Socket>();
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -49,8 +50,8 @@ async function recordingReplica(name: string, hangUp: boolean) {
     });
   });
   server.on('connection', (socket: Socket) => {
-    open++;
-    socket.on('close', () => open--);
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -61,7 +62,11 @@ async function recordingReplica(name: string, hangUp: boolean) {
   return {
     address: `127.0.0.1:${(server.address() as { port: number }).port}`,
     posts,
-    open: () => open,
+    open: () => sockets.size,
+    /** Resets every connection (RST): the router learns of it at its next read or write. */
+    resetAll: () => {
+      for (const socket of sockets) socket.resetAndDestroy();
+    },
   };
 }
 
@@ -186,7 +191,7 @@ describe('router: resending a request to another upstream', () => {
     expect(answers.posts).toHaveLength(4);
   });
 
-  it('resends a POST that a reset idle connection refused, to the same replica when it is the only one', async () => {
+  it('answers each POST sent after the upstream reset its idle connection: that connection is dropped, not used', async () => {
     const upstream = await rawUpstream();
     const stateDir = await stateDirFor(resources);
     const listen = await freeListen();
@@ -208,7 +213,9 @@ describe('router: resending a request to another upstream', () => {
     post(0);
     await answered(1);
     for (let i = 1; i <= 20; i++) {
-      // The upstream resets its idle connection as the next request arrives at the router.
+      // The upstream resets its idle connection just before the next request reaches the router,
+      // which sees the reset first: it drops that connection and opens another (no resend is needed;
+      // the resend of a request a reset connection refused is the test below).
       upstream.resetAll();
       post(i);
       await answered(i + 1);
@@ -261,5 +268,76 @@ describe('router: resending a request to another upstream', () => {
     }
     expect(answers.map((a) => [a.status, a.body])).toEqual(Array(40).fill([200, 'ok']));
     expect(received).toHaveLength(40);
+  });
+  /**
+   * Makes the upstream reset its idle connections in the same tick as the router sends a request
+   * to `address`, once: the request goes out on a kept connection that refuses its first byte.
+   */
+  function resetAsTheRequestGoesOut(address: string, reset: () => void) {
+    const send = UpstreamPool.prototype.send;
+    let armed = true;
+    const spy = vi.spyOn(UpstreamPool.prototype, 'send').mockImplementation(function (
+      this: UpstreamPool,
+      exchange: UpstreamExchange,
+    ) {
+      if (armed && this.address === address) {
+        armed = false;
+        reset();
+      }
+      send.call(this, exchange);
+    });
+    resources.add(() => spy.mockRestore());
+    return { fired: () => !armed };
+  }
+
+  it('resends to the same replica a POST its kept connection refused, when it is the only replica', async () => {
+    const replica = await recordingReplica('only', false);
+    const stateDir = await stateDirFor(resources);
+    const listen = await freeListen();
+    // As green at 100%: no spares, so the kept connection is the one the first POST used.
+    await setRoute(stateDir, 'web', { listen, blue: [], green: [replica.address], greenPercent: 100 });
+    await startTestRouter(resources, stateDir);
+    expect((await send(listen, { method: 'POST', body: 'first' })).body).toBe('only:first');
+    await eventually(() => replica.open() === 1);
+
+    const reset = resetAsTheRequestGoesOut(replica.address, () => replica.resetAll());
+    const answer = await send(listen, { method: 'POST', body: 'second' });
+    expect(reset.fired()).toBe(true);
+    expect([answer.status, answer.body]).toEqual([200, 'only:second']);
+    expect(replica.posts).toEqual(['first', 'second']);
+  });
+
+  it('resends a POST a kept connection refused to the current table, not to an address it dropped', async () => {
+    const [dropped, current] = await Promise.all([
+      recordingReplica('dropped', false),
+      recordingReplica('current', false),
+    ]);
+    const stateDir = await stateDirFor(resources);
+    const listen = await freeListen();
+    await setRoute(stateDir, 'web', { listen, blue: [], green: [dropped.address], greenPercent: 100 });
+    const { router } = await startTestRouter(resources, stateDir);
+    expect((await send(listen, { method: 'POST', body: 'first' })).body).toBe('dropped:first');
+
+    // A POST whose body is still coming when the table drops its replica.
+    const [host, port] = listen.split(':') as [string, string];
+    const client = connect(Number(port), host);
+    resources.add(() => {
+      client.destroy();
+    });
+    let received = '';
+    client.on('data', (data: Buffer) => {
+      received += data.toString('latin1');
+    });
+    client.write('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\nsec');
+    await eventually(() => router.inFlight('test/web', [dropped.address]) === 1);
+    await setRoute(stateDir, 'web', { listen, blue: [], green: [current.address], greenPercent: 100 });
+    await router.reload();
+    const reset = resetAsTheRequestGoesOut(dropped.address, () => dropped.resetAll());
+    client.write('ond');
+    await eventually(() => received.includes('\r\n\r\n') && received.endsWith('second'));
+    expect(reset.fired()).toBe(true);
+    expect(received).toMatch(/^HTTP\/1\.1 200 /);
+    expect(received).toMatch(/current:second$/);
+    expect([dropped.posts, current.posts]).toEqual([['first'], ['second']]);
   });
 });

@@ -2,18 +2,23 @@
  * Clients that send their request bodies slowly (item 3 of issue 16): the router reads a body
  * before it takes an upstream connection, so slow clients hold none; a client silent too long
  * mid-body gets 408; a request that waits too long for a connection gets 503 with Retry-After.
+ * When the router's memory for bodies is full, bodies wait for it holding no connection, and only
+ * a quarter of an upstream's connections may carry bodies too large to read first.
  */
+import { readFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { connect } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { upstreamMaxSockets } from '../../router/upstream-pool.js';
+import { streamedBodyMaxSockets, upstreamMaxSockets } from '../../router/upstream-pool.js';
 import {
   countingUpstream,
   eventually,
   freeListen,
+  freePort,
   Resources,
+  send,
   setRoute,
   startTestRouter,
   stateDirFor,
@@ -61,6 +66,85 @@ function timedRequest(
 function percentile(values: number[], fraction: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * fraction) - 1)] ?? Number.NaN;
+}
+
+/** A mebibyte: the router's bound for a body it reads whole before sending it. */
+const mebibyte = 1024 * 1024;
+
+/**
+ * A route under a slow-body attack (the three probes of the review of issue 16): `attack` opens
+ * raw client connections that each start a POST and then send a byte every `trickleIntervalMs`.
+ * Ordinary GETs go on meanwhile for `windowMs`; returned with the most slow POSTs the upstream held
+ * open at once and what the attackers were answered.
+ */
+async function underAttack(
+  attack: (
+    connect: () => ReturnType<typeof rawClient>,
+    listen: string,
+  ) => Promise<{ socket: ReturnType<typeof rawClient>; trickle: string }[]>,
+) {
+  const queueTimeoutMs = 1_000;
+  const bodyTimeoutMs = 4_000;
+  const trickleIntervalMs = 300;
+  const windowMs = 5_000;
+  let slowOpen = 0;
+  let mostSlowOpen = 0;
+  const app = await countingUpstream(resources, (req, res) => {
+    const slow = req.headers['x-slow'] !== undefined;
+    if (slow) mostSlowOpen = Math.max(mostSlowOpen, ++slowOpen);
+    req.resume();
+    req.on('close', () => {
+      if (slow) slowOpen--;
+    });
+    req.on('end', () => res.end('ok'));
+  });
+  const stateDir = await stateDirFor(resources);
+  const listen = await freeListen();
+  await setRoute(stateDir, 'web', {
+    listen,
+    blue: [app.address],
+    green: [],
+    greenPercent: 0,
+    queueTimeoutMs,
+    bodyTimeoutMs,
+  });
+  await startTestRouter(resources, stateDir);
+  const attackers = await attack(() => rawClient(listen), listen);
+  const trickle = setInterval(() => {
+    for (const { socket, trickle } of attackers) socket.socket.write(trickle);
+  }, trickleIntervalMs);
+  resources.add(() => clearInterval(trickle));
+
+  const gets: Awaited<ReturnType<typeof timedRequest>>[] = [];
+  const started = performance.now();
+  while (performance.now() - started < windowMs) {
+    gets.push(
+      ...(await Promise.all(Array.from({ length: 4 }, () => timedRequest(listen, 'GET', undefined, 3_000)))),
+    );
+    if (gets.some((r) => !('status' in r) || r.status !== 200)) break;
+    await sleep(10);
+  }
+  clearInterval(trickle);
+  return { gets, mostSlowOpen, attackers };
+}
+
+/**
+ * Whether every byte sent to or from `port` on 127.0.0.1 was read: the kernel's send and receive
+ * queues of its TCP sockets are empty (Linux's /proc/net/tcp, hex `tx_queue:rx_queue`).
+ */
+async function allBytesRead(port: number): Promise<boolean> {
+  const hexPort = `:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  const lines = (await readFile('/proc/net/tcp', 'latin1')).split('\n').slice(1);
+  return lines.every((line) => {
+    const [, local, remote, , queues] = line.trim().split(/\s+/);
+    if (!local?.endsWith(hexPort) && !remote?.endsWith(hexPort)) return true;
+    return queues === '00000000:00000000';
+  });
+}
+
+/** A POST head with `X-Slow` and the given framing header. */
+function slowHead(framing: string): string {
+  return `POST /upload HTTP/1.1\r\nHost: x\r\nX-Slow: 1\r\n${framing}\r\n\r\n`;
 }
 
 describe('router: slow request bodies', () => {
@@ -147,9 +231,12 @@ describe('router: slow request bodies', () => {
   it(`answers 503 with Retry-After when all ${upstreamMaxSockets} connections to an upstream stay busy for the route's queueTimeout`, async () => {
     const queueTimeoutMs = 1_000;
     const held: (() => void)[] = [];
+    const paths: string[] = [];
     const app = await countingUpstream(resources, (req, res) => {
+      paths.push(req.url ?? '');
       req.resume();
-      held.push(() => res.end('late'));
+      if (req.url === '/after') res.end('after');
+      else held.push(() => res.end('late'));
     });
     const stateDir = await stateDirFor(resources);
     const listen = await freeListen();
@@ -169,7 +256,7 @@ describe('router: slow request bodies', () => {
     const [host, port] = listen.split(':') as [string, string];
     const waited = await new Promise<{ status: number; retryAfter: string | undefined; body: string }>(
       (resolve, reject) => {
-        const req = request({ host, port: Number(port), path: '/', agent: false }, (res) => {
+        const req = request({ host, port: Number(port), path: '/waited', agent: false }, (res) => {
           let body = '';
           res.on('data', (chunk: Buffer) => {
             body += chunk.toString();
@@ -188,5 +275,149 @@ describe('router: slow request bodies', () => {
     for (const release of held) release();
     const answers = await Promise.all(busy);
     expect(answers.filter((a) => 'status' in a && a.status === 200)).toHaveLength(upstreamMaxSockets);
+    // The 503'd request never reached the upstream, not even once connections came free: a request
+    // sent after it would queue behind it.
+    expect((await send(listen, { path: '/after' })).body).toBe('after');
+    expect(paths.filter((p) => p !== '/')).toEqual(['/after']);
+  });
+  it('closes the connection when it answers before the body was read: no upstream took it', async () => {
+    const refusing = `127.0.0.1:${await freePort()}`; // nothing listens there
+    const stateDir = await stateDirFor(resources);
+    const listen = await freeListen();
+    await setRoute(stateDir, 'web', { listen, blue: [refusing], green: [], greenPercent: 0 });
+    await startTestRouter(resources, stateDir);
+    const client = rawClient(listen);
+    let closed = false;
+    client.socket.on('close', () => {
+      closed = true;
+    });
+    // Past the buffered size, so the router asks for a connection before the body is all there.
+    client.socket.write(`POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: ${2 * mebibyte}\r\n\r\n`);
+    client.socket.write(Buffer.alloc(mebibyte + 16, 'u'));
+    await eventually(() => closed, 10_000);
+    expect(client.received()).toMatch(/^HTTP\/1\.1 502 /);
+    expect(client.received()).toMatch(/\r\nconnection: close\r\n/i);
+  });
+
+  it('closes the connection of a request it refuses at once for want of an upstream, its body unread', async () => {
+    const stateDir = await stateDirFor(resources);
+    const listen = await freeListen();
+    await setRoute(stateDir, 'web', { listen, blue: [], green: [], greenPercent: 0 });
+    await startTestRouter(resources, stateDir);
+    const client = rawClient(listen);
+    let closed = false;
+    client.socket.on('close', () => {
+      closed = true;
+    });
+    client.socket.write(`POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: ${2 * mebibyte}\r\n\r\npart`);
+    await eventually(() => closed, 10_000);
+    expect(client.received()).toMatch(/^HTTP\/1\.1 503 /);
+    expect(client.received()).toMatch(/\r\nconnection: close\r\n/i);
+  });
+
+  describe('holds no upstream connection for bodies the router has no memory left to read', () => {
+    // Each probe failed before the fix: every slow POST past the memory budget or the body bound
+    // took an upstream connection, 256 of them were open upstream, and the GETs got 503.
+    /**
+     * Looser than the 50 ms of the first test: this process is the attacking clients too, and
+     * pushes up to 260 MiB through its own event loop; a GET that waited for a connection would
+     * take the queueTimeout (1 s) and get 503.
+     */
+    const probeGetP99Ms = 250;
+    const expectGetsServed = (result: Awaited<ReturnType<typeof underAttack>>) => {
+      const failed = result.gets.filter((r) => !('status' in r) || r.status !== 200);
+      expect(failed).toEqual([]);
+      expect(
+        percentile(
+          result.gets.map((r) => r.ms),
+          0.99,
+        ),
+        'p99 of the GETs, ms',
+      ).toBeLessThan(probeGetP99Ms);
+      expect(result.mostSlowOpen).toBeLessThanOrEqual(streamedBodyMaxSockets);
+    };
+    /**
+     * Every attacker is answered once it stops sending, its memory given back: 503 for a body that
+     * waited its bodyTimeout for memory or its queueTimeout for a connection (then the connection
+     * closes), 408 for one that went upstream and then went silent. Bodies that each hold part of
+     * the memory and take turns at what frees do not keep each other waiting for ever.
+     */
+    const expectAttackersAnswered = async (result: Awaited<ReturnType<typeof underAttack>>) => {
+      const sockets = result.attackers.map(({ socket }) => socket);
+      await eventually(() => sockets.every((socket) => socket.received().includes('\r\n\r\n')), 15_000);
+      expect(sockets.filter((socket) => !/^HTTP\/1\.1 (503|408) /.test(socket.received()))).toEqual([]);
+      for (const refused of sockets.filter((socket) => socket.received().startsWith('HTTP/1.1 503 '))) {
+        expect(refused.received()).toMatch(/\r\nretry-after: 1\r\n/i);
+        expect(refused.received()).toMatch(/\r\nconnection: close\r\n/i);
+      }
+    };
+
+    it('when 128 unfinished bodies of 512 KiB fill the memory, then 260 clients send a byte each', async () => {
+      const filler = Buffer.alloc(512 * 1024, 'f');
+      const result = await underAttack(async (open, listen) => {
+        const fillers = Array.from({ length: 128 }, () => {
+          const socket = open();
+          socket.socket.write(slowHead(`Content-Length: ${filler.length + 1_000}`));
+          return { socket, trickle: 'x' };
+        });
+        // Every filler's bytes are with the router (their writes done) before the others come.
+        await Promise.all(
+          fillers.map(({ socket }) => new Promise((resolve) => socket.socket.write(filler, resolve))),
+        );
+        await eventually(() => allBytesRead(Number(listen.split(':')[1])), 10_000);
+        const bytes = Array.from({ length: 260 }, () => {
+          const socket = open();
+          socket.socket.write(`${slowHead(`Content-Length: ${mebibyte / 2}`)}x`);
+          return { socket, trickle: 'x' };
+        });
+        return [...fillers, ...bytes];
+      });
+      expectGetsServed(result);
+      // A filler that found no memory for its next bytes within the bodyTimeout hears 503, when to
+      // come back, and that the connection closes (the rest of its body is never read). Memory
+      // frees as they go: a filler that got it read on, and hears 408 once the trickle stops.
+      const fillers = result.attackers.slice(0, 128).map(({ socket }) => socket);
+      await eventually(() => fillers.every((filler) => filler.received().includes('\r\n\r\n')), 15_000);
+      const refused = fillers.filter((filler) => filler.received().startsWith('HTTP/1.1 503 '));
+      expect(refused.length).toBeGreaterThan(0);
+      expect(fillers.filter((filler) => !/^HTTP\/1\.1 (503|408) /.test(filler.received()))).toEqual([]);
+      for (const filler of refused) {
+        expect(filler.received()).toMatch(/\r\nretry-after: 1\r\n/i);
+        expect(filler.received()).toMatch(/\r\nconnection: close\r\n/i);
+      }
+      expect(refused[0]?.received()).toMatch(
+        /memory for request bodies was full: this body waited 4s for it \(bodyTimeout of route test\/web\)/,
+      );
+    });
+
+    it('when 260 clients send 1 MiB and 16 bytes of a 2 MiB body', async () => {
+      const part = Buffer.alloc(mebibyte + 16, 'p');
+      const result = await underAttack(async (open) =>
+        Array.from({ length: 260 }, () => {
+          const socket = open();
+          socket.socket.write(slowHead(`Content-Length: ${2 * mebibyte}`));
+          socket.socket.write(part);
+          return { socket, trickle: 'x' };
+        }),
+      );
+      expectGetsServed(result);
+      await expectAttackersAnswered(result);
+    });
+
+    it('when 260 clients send 1 MiB and 16 bytes of a chunked body', async () => {
+      const part = Buffer.alloc(mebibyte + 16, 'c');
+      const result = await underAttack(async (open) =>
+        Array.from({ length: 260 }, () => {
+          const socket = open();
+          socket.socket.write(slowHead('Transfer-Encoding: chunked'));
+          socket.socket.write(`${part.length.toString(16)}\r\n`);
+          socket.socket.write(part);
+          socket.socket.write('\r\n');
+          return { socket, trickle: '1\r\nx\r\n' };
+        }),
+      );
+      expectGetsServed(result);
+      await expectAttackersAnswered(result);
+    });
   });
 });
