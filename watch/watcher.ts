@@ -22,6 +22,7 @@ import { loadTopology } from '../core/topology/load-topology.js';
 import { parseYaml } from '../core/topology/parse-yaml.js';
 import type { Topology } from '../core/topology/types.js';
 import { type MigrationService, openEngineService } from '../engine/services/migration-service.js';
+import { StateDir } from '../engine/store/state-dir.js';
 import { renderPlanJson } from '../views/render-plan-json.js';
 import { renderPlanMarkdown } from '../views/render-plan-markdown.js';
 import { countsLine } from '../views/symbols.js';
@@ -222,7 +223,7 @@ export class Watcher {
   private service(stateDir: string): Promise<MigrationService> {
     let service = this.services.get(stateDir);
     if (!service) {
-      service = openEngineService({ stateDir, env: this.options.env ?? process.env });
+      service = openEngineService({ stateDir: StateDir.at(stateDir), env: this.options.env ?? process.env });
       this.services.set(stateDir, service);
     }
     return service;
@@ -245,7 +246,7 @@ export class Watcher {
   }
 
   private async open(): Promise<Repository> {
-    const cache = this.options.cacheDir ?? path.join(this.defaultStateDir, 'watch', 'cache');
+    const cache = this.options.cacheDir ?? StateDir.at(this.defaultStateDir).watchCacheDir();
     return openRepository(this.options.repo, cache);
   }
 
@@ -639,7 +640,7 @@ export class Watcher {
 
 /** Commits exported for one environment's migrations: `<state>/watch/trees/<environment>/<sha>`. */
 function treesOf(stateDir: string, environment: string): string {
-  return path.join(stateDir, 'watch', 'trees', environment);
+  return StateDir.at(stateDir).watchTreesDir(environment);
 }
 
 /** Beside the trees: which migration ran from which commit (`{ "<migration id>": "<sha>" }`). */
