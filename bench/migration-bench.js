@@ -12,8 +12,8 @@ import { buildPlan } from '../dist/core/plan/build-plan.js';
 import { loadTopology } from '../dist/core/topology/load-topology.js';
 import { JournalWriter } from '../dist/engine/runner/journal.js';
 import { LocalRunner } from '../dist/engine/runner/local-runner.js';
-import { migrationPaths } from '../dist/engine/runner/paths.js';
 import { readCurrentLayout } from '../dist/engine/store/layout-store.js';
+import { StateDir } from '../dist/engine/store/state-dir.js';
 import { noopDrivers, withTempDir } from './support.js';
 
 export const name = 'migration';
@@ -50,7 +50,8 @@ function topologyText(size, version) {
   return `${lines.join('\n')}\n`;
 }
 
-async function migrate(stateDir, size, version, id) {
+async function migrate(dir, size, version, id) {
+  const stateDir = StateDir.at(dir);
   const loaded = loadTopology(topologyText(size, version), { file: 'bench.yaml' });
   if (!loaded.ok) throw new Error(JSON.stringify(loaded.diagnostics.slice(0, 3)));
   const base = await readCurrentLayout(stateDir, 'bench');
@@ -60,10 +61,10 @@ async function migrate(stateDir, size, version, id) {
     plan: buildPlan(base ?? emptyLayout('bench'), loaded.topology),
     desired: loaded.topology,
     base,
-    baseDir: stateDir,
+    baseDir: dir,
     createdAt: Date.now(),
   };
-  const paths = migrationPaths(stateDir, 'bench', id);
+  const paths = stateDir.migration('bench', id);
   await mkdir(paths.dir, { recursive: true });
   const started = performance.now();
   JournalWriter.create(paths.journal, { type: 'created', at: spec.createdAt, spec }).close();

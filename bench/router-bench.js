@@ -32,8 +32,8 @@ import { summaryOf } from '../dist/core/migration/summary.js';
 import { isFinal } from '../dist/core/migration/types.js';
 import { createNginxDriver } from '../dist/engine/drivers/nginx-driver.js';
 import { createRouteTableDriver } from '../dist/engine/drivers/router-driver.js';
-import { migrationPaths } from '../dist/engine/runner/paths.js';
 import { findMigration, loadState, operate } from '../dist/engine/services/migrations.js';
+import { StateDir } from '../dist/engine/store/state-dir.js';
 import { seededRandom } from './generate-topology.js';
 import { startLoad, summarize } from './load.js';
 import { freePort, runNode, withTempDir } from './support.js';
@@ -104,7 +104,12 @@ async function measureThroughput(dir, owned, rounds, log) {
 
   const routerListen = `127.0.0.1:${await freePort()}`;
   const stateDir = join(dir, 'state');
-  await setRoute(createRouteTableDriver(), { stateDir, baseDir: stateDir }, routerListen, app);
+  await setRoute(
+    createRouteTableDriver(),
+    { stateDir: StateDir.at(stateDir), baseDir: stateDir },
+    routerListen,
+    app,
+  );
   const routerProcess = owned.start(process.execPath, [cliPath, 'proxy', '--state-dir', stateDir]);
   await waitAnswers(routerListen);
 
@@ -299,7 +304,7 @@ export async function startNginx(dir, owned) {
     dir,
     masterPid: master.pid,
     ctx: {
-      stateDir: dir,
+      stateDir: StateDir.at(dir),
       baseDir: dir,
       driver: { type: 'nginx', configFile: 'routes.conf', reload: reloadArgv },
     },
@@ -382,7 +387,7 @@ async function measureCutover(scratch, rounds, log) {
         await waitLifecycle(dir, id, (l) => l === 'awaiting_commit');
         const result = await underLoad(url, async () => {
           if (runs === rollbackByCli) await cli(['topology', 'migration', 'rollback', id]);
-          else await operate(findMigration(join(dir, '.cutover'), id), 'rollback');
+          else await operate(findMigration(StateDir.at(join(dir, '.cutover')), id), 'rollback');
           // Waiting reads the state here: a CLI polling or following the log would be one more
           // Node process starting during the measurement, which no rollback needs.
           await waitLifecycle(dir, id, isFinal);
@@ -461,12 +466,12 @@ async function underLoad(url, work) {
  * runner (the `rollback_started` line of its log) to its end.
  */
 function cutoverWindow(dir, id, kind) {
-  const ref = findMigration(join(dir, '.cutover'), id);
+  const ref = findMigration(StateDir.at(join(dir, '.cutover')), id);
   const state = loadState(ref.stateDir, ref.environment, ref.id);
   const summary = summaryOf(state, null);
   if (summary.endedAt === null) throw new Error(`migration ${id} has not ended`);
   if (kind === 'migration') return [summary.startedAt, summary.endedAt];
-  const log = readFileSync(migrationPaths(ref.stateDir, ref.environment, ref.id).log, 'utf8');
+  const log = readFileSync(ref.stateDir.migration(ref.environment, ref.id).log, 'utf8');
   const started = log
     .split('\n')
     .filter((line) => line.includes('"rollback_started"'))
@@ -551,8 +556,8 @@ function phaseRows(label, runs) {
  * replayed only when it changed: this runs during the measurement, on the same 2 cores.
  */
 async function waitLifecycle(dir, id, done) {
-  const ref = findMigration(join(dir, '.cutover'), id);
-  const { journal } = migrationPaths(ref.stateDir, ref.environment, ref.id);
+  const ref = findMigration(StateDir.at(join(dir, '.cutover')), id);
+  const { journal } = ref.stateDir.migration(ref.environment, ref.id);
   const deadline = Date.now() + migrationTimeoutMs;
   let seen = null;
   let lifecycle = null;

@@ -18,8 +18,8 @@ import { buildPlan } from '../dist/core/plan/build-plan.js';
 import { loadTopology } from '../dist/core/topology/load-topology.js';
 import { JournalWriter } from '../dist/engine/runner/journal.js';
 import { LocalRunner } from '../dist/engine/runner/local-runner.js';
-import { migrationPaths } from '../dist/engine/runner/paths.js';
 import { readCurrentLayout } from '../dist/engine/store/layout-store.js';
+import { StateDir } from '../dist/engine/store/state-dir.js';
 import { dataConverter } from '../dist/engine/temporal/payload-codec.js';
 import { TemporalMigrations } from '../dist/engine/temporal/temporal-migrations.js';
 import { startWorker } from '../dist/engine/temporal/worker.js';
@@ -65,7 +65,8 @@ function topologyText(environment, size, version) {
 }
 
 /** The local runner, as bench/migration-bench.js runs it (planning included, as Temporal's create does). */
-async function migrateLocal(stateDir, environment, size, version, id) {
+async function migrateLocal(dir, environment, size, version, id) {
+  const stateDir = StateDir.at(dir);
   const started = performance.now();
   const loaded = loadTopology(topologyText(environment, size, version), { file: 'bench.yaml' });
   if (!loaded.ok) throw new Error(JSON.stringify(loaded.diagnostics.slice(0, 3)));
@@ -76,10 +77,10 @@ async function migrateLocal(stateDir, environment, size, version, id) {
     plan: buildPlan(base ?? emptyLayout(environment), loaded.topology),
     desired: loaded.topology,
     base,
-    baseDir: stateDir,
+    baseDir: dir,
     createdAt: Date.now(),
   };
-  const paths = migrationPaths(stateDir, environment, id);
+  const paths = stateDir.migration(environment, id);
   await mkdir(paths.dir, { recursive: true });
   JournalWriter.create(paths.journal, { type: 'created', at: spec.createdAt, spec }).close();
   const runner = LocalRunner.recover(stateDir, environment, id, { stateDir, drivers: noopDrivers() });
@@ -221,7 +222,7 @@ export async function run({ quick, log }) {
     try {
       const stateDir = `${dir}/worker-state`;
       await mkdir(stateDir, { recursive: true });
-      worker = await startWorker({ settings, stateDir, drivers: noopDrivers() });
+      worker = await startWorker({ settings, stateDir: StateDir.at(stateDir), drivers: noopDrivers() });
       connection = await Connection.connect({ address: server.address });
       migrations = await TemporalMigrations.connect(settings);
       const t = {

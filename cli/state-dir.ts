@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { stateDirFor } from '../engine/store/state-dir.js';
+import { StateDir } from '../engine/store/state-dir.js';
 
 export interface StateDirOptions {
   file?: string;
@@ -20,7 +20,7 @@ export function addStateDirOptions(command: Command): Command {
     );
 }
 
-export function resolveStateDir(options: StateDirOptions): string {
-  if (options.stateDir) return stateDirFor('', { CUTOVER_STATE_DIR: options.stateDir });
-  return stateDirFor(options.file ?? 'topology.yaml');
+export function resolveStateDir(options: StateDirOptions): StateDir {
+  if (options.stateDir) return StateDir.at(options.stateDir);
+  return StateDir.for(options.file ?? 'topology.yaml');
 }

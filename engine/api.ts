@@ -14,6 +14,7 @@ import type { PlanAgainst, TopologyText, ValidateOutcome } from './services/serv
 import { readFileAtRef } from './sources/read-file-at-ref.js';
 import { readTopologyFile } from './sources/read-topology-file.js';
 import { readCurrentLayout } from './store/layout-store.js';
+import type { StateDir } from './store/state-dir.js';
 
 export { TopologyInvalidError } from '../core/errors.js';
 export type { CurrentLayout, Diagnostic, Plan, PlanAgainst, Topology, TopologyText, ValidateOutcome };
@@ -85,7 +86,7 @@ export function baseDirOf(file: string): string {
 export async function planTopologyText(
   desired: TopologyText,
   against:
-    | { kind: 'recorded'; stateDir: string }
+    | { kind: 'recorded'; stateDir: StateDir }
     /** The current layout, from wherever it is kept (a state directory, or Temporal). */
     | { kind: 'layout'; of: (environment: string) => Promise<CurrentLayout> }
     | { kind: 'text'; source: TopologyText }

@@ -1,5 +1,6 @@
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
+import { StateLayout } from '../core/state-layout.js';
 
 /**
  * The built-in router's routing table: one JSON file per state directory,
@@ -29,8 +30,9 @@ export interface RoutingEntry {
   updatedAt: number;
 }
 
+/** `stateDir`: the state directory's path (the router is a program of its own, not the engine's StateDir). */
 export function routingTablePath(stateDir: string): string {
-  return path.join(stateDir, 'router', 'routes.json');
+  return new StateLayout(stateDir).routingTableFile();
 }
 
 export async function readRoutingTable(stateDir: string): Promise<RoutingTable> {

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import path from 'node:path';
+import { StateLayout } from '../core/state-layout.js';
 import { linkIfAbsent, unlinkQuietly, withClaimLock, writeTemp } from '../platform/claim-lock.js';
 import { currentProcess, isAlive } from '../platform/process-identity.js';
 
@@ -19,7 +19,7 @@ export interface RouterRecord {
 }
 
 export function routerRecordPath(stateDir: string): string {
-  return path.join(stateDir, 'router', 'router.json');
+  return new StateLayout(stateDir).routerRecordFile();
 }
 
 export function readRouterRecord(stateDir: string): RouterRecord | null {

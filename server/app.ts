@@ -57,7 +57,7 @@ async function refuseOversizedBody(
 }
 
 export async function buildServer(options: ServerOptions): Promise<CutoverServer> {
-  mkdirSync(options.stateDir, { recursive: true });
+  mkdirSync(options.stateDir.root, { recursive: true });
   const app = Fastify({
     bodyLimit: options.bodyLimit ?? defaultBodyLimit,
     requestTimeout: options.requestTimeoutMs ?? 30_000,
@@ -103,7 +103,7 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
   const shutdown = new AbortController();
   const context: RouteContext = {
     options,
-    idempotency: new IdempotencyStore(`${options.stateDir}/server/idempotency`),
+    idempotency: new IdempotencyStore(options.stateDir.idempotencyDir()),
     shutdown: shutdown.signal,
     service,
     logStreams,
@@ -227,7 +227,7 @@ function registerOperationalRoutes(
       if (context.shutdown.aborted)
         return reply.code(503).send({ status: 'not_ready', detail: 'shutting down' });
       try {
-        accessSync(context.options.stateDir, constants.W_OK);
+        accessSync(context.options.stateDir.root, constants.W_OK);
       } catch (error) {
         return reply.code(503).send({
           status: 'not_ready',

@@ -5,6 +5,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { MigrationService } from '../engine/services/migration-service.js';
+import type { StateDir } from '../engine/store/state-dir.js';
 import type { Principal, Role, TokenStore } from './auth.js';
 import type { IdempotencyStore } from './idempotency.js';
 import type { LogStreamLimits, LogStreams } from './log-streams.js';
@@ -27,7 +28,7 @@ declare module 'fastify' {
 
 export interface ServerOptions {
   /** Where migrations and layouts are kept (as `--state-dir` for the CLI). */
-  stateDir: string;
+  stateDir: StateDir;
   /** Relative topology paths in requests resolve against this. */
   workdir: string;
   /** null: auth off (the server then binds to loopback only). */

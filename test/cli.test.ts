@@ -6,6 +6,7 @@ import path from 'node:path';
 import { simpleGit } from 'simple-git';
 import { afterEach, describe, expect, it } from 'vitest';
 import { writeCurrentLayout } from '../engine/store/layout-store.js';
+import { StateDir } from '../engine/store/state-dir.js';
 import { clone, load, shopDoc, toYaml } from './support/builders.js';
 import { repoRoot, runCli, tempDir } from './support/cli.js';
 
@@ -164,7 +165,7 @@ describe('cutover topology plan', () => {
     const { dir, before, after } = await pair();
     const empty = await runCli(['topology', 'plan', '-f', after, '--json']);
     expect(JSON.parse(empty.stdout).summary).toEqual({ add: 5, change: 0, remove: 0 });
-    await writeCurrentLayout(path.join(dir, '.cutover'), {
+    await writeCurrentLayout(StateDir.at(path.join(dir, '.cutover')), {
       environment: 'shop',
       serial: 4,
       topology: load(readFileSync(before, 'utf8')),

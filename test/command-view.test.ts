@@ -3,6 +3,7 @@
  * migrations (driven by the step function) is carried out both ways against recording drivers: the
  * drivers must see the same calls, and the results and log lines must be the same.
  */
+
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,6 +15,7 @@ import type { Command, MigrationState } from '../core/migration/types.js';
 import type { DriverSet } from '../engine/drivers/driver-set.js';
 import type { ComponentDriver, RouteDriver } from '../engine/drivers/types.js';
 import { executeCommand } from '../engine/runner/execute-command.js';
+import { StateDir } from '../engine/store/state-dir.js';
 import { clone, shopDoc, type TopologyDoc } from './support/builders.js';
 import { Driver, specOf } from './support/migration-builders.js';
 
@@ -69,7 +71,7 @@ async function carryOut(state: MigrationState, command: Command) {
   const calls: unknown[] = [];
   const lines: string[] = [];
   const result = await executeCommand(state, command, {
-    stateDir,
+    stateDir: StateDir.at(stateDir),
     drivers: recordingDrivers(calls),
     signal: new AbortController().signal,
     // timings differ between two runs

@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readCurrentLayout } from '../engine/store/layout-store.js';
+import { StateDir } from '../engine/store/state-dir.js';
 import { runCli } from './support/cli.js';
 import { migrateDetached, releaseGate, type Workspace, waitFor, workspace } from './support/migrations.js';
 
@@ -23,7 +24,7 @@ describe('cutover topology down', () => {
     expect(down.code).toBe(0);
     expect(down.stdout).toBe('exec-demo: stopped 2 components and 0 routes\n');
     expect(live()).toEqual([]);
-    const layout = await readCurrentLayout(w.stateDir, 'exec-demo');
+    const layout = await readCurrentLayout(StateDir.at(w.stateDir), 'exec-demo');
     expect(layout).toMatchObject({ serial: 2, topology: null });
 
     expect((await runCli(['topology', 'down', '-f', w.file])).stdout).toBe('exec-demo: nothing is running\n');
@@ -62,12 +63,15 @@ describe('cutover topology down', () => {
     );
     expect(failed.stderr).toMatch(/quota API refused; what was stopped stays stopped: fix the cause/);
     expect(failed.stderr).not.toContain('internal error');
-    expect((await readCurrentLayout(w.stateDir, 'exec-demo')).serial).toBe(1);
+    expect((await readCurrentLayout(StateDir.at(w.stateDir), 'exec-demo')).serial).toBe(1);
 
     writeFileSync(retire, script);
     const again = await runCli(['topology', 'down', '-f', w.file]);
     expect(again.code).toBe(0);
     expect(again.stdout).toBe('exec-demo: stopped 2 components and 0 routes\n');
-    expect(await readCurrentLayout(w.stateDir, 'exec-demo')).toMatchObject({ serial: 2, topology: null });
+    expect(await readCurrentLayout(StateDir.at(w.stateDir), 'exec-demo')).toMatchObject({
+      serial: 2,
+      topology: null,
+    });
   });
 });

@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readCurrentLayout } from '../engine/store/layout-store.js';
+import { StateDir } from '../engine/store/state-dir.js';
 import { readRoutingTable } from '../router/route-table.js';
 import { repoRoot, runCli } from './support/cli.js';
 import {
@@ -49,7 +50,7 @@ describe('cutover topology migrate (local mode)', () => {
     expect(stages).toEqual(['stage provision_green', 'stage health_gate', 'all stages passed', 'completed']);
 
     expect((await show(w, id)).lifecycle).toBe('completed');
-    const layout = await readCurrentLayout(w.stateDir, 'exec-demo');
+    const layout = await readCurrentLayout(StateDir.at(w.stateDir), 'exec-demo');
     expect(layout.serial).toBe(1);
     expect(layout.migrationId).toBe(id);
     const again = await runCli(['topology', 'plan', '-f', w.file, '--detailed-exitcode']);
@@ -74,7 +75,7 @@ describe('cutover topology migrate (local mode)', () => {
       /^mig_[0-9a-z]+: failed: health gate failed for api: command \.\/infra\/check-health → exit 1: gate held \(1 failure in a row\)$/m,
     );
     expect(slotDirs(w)).toEqual(blue);
-    expect((await readCurrentLayout(w.stateDir, 'gated')).serial).toBe(1);
+    expect((await readCurrentLayout(StateDir.at(w.stateDir), 'gated')).serial).toBe(1);
     const routesAfter = await readRoutingTable(w.stateDir);
     // After the first commit, the route's live (blue) slot is the one that migration brought up.
     expect(routesBefore.routes['gated/web']).toMatchObject({
@@ -116,7 +117,7 @@ describe('cutover topology migrate (local mode)', () => {
     expect((await show(w, id)).lifecycle).toBe('rolled_back');
     expect(slotDirs(w)).toEqual(blue);
     expect((await readRoutingTable(w.stateDir)).routes['gated/web']?.greenPercent).toBe(0);
-    expect((await readCurrentLayout(w.stateDir, 'gated')).serial).toBe(1);
+    expect((await readCurrentLayout(StateDir.at(w.stateDir), 'gated')).serial).toBe(1);
 
     const refused = await verb(w, 'rollback', first);
     expect(refused.code).toBe(1);

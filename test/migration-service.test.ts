@@ -3,6 +3,7 @@
  * a cutover server when one is named, else Temporal when WORKFLOW_HOST is set, else the state
  * directory. The CLI calls the same interface whatever it picked.
  */
+
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,6 +13,7 @@ import {
   openEngineService,
   openMigrationService,
 } from '../engine/services/migration-service.js';
+import { StateDir } from '../engine/store/state-dir.js';
 import { runCli } from './support/cli.js';
 import { freePort } from './support/migrations.js';
 
@@ -30,8 +32,8 @@ async function open(options: Parameters<typeof openMigrationService>[0]): Promis
 
 describe('openMigrationService', () => {
   it('a server named by --server or CUTOVER_SERVER comes first, then WORKFLOW_HOST, then the state directory', async () => {
-    const stateDir = await mkdtemp(path.join(tmpdir(), 'cutover-open-'));
-    dirs.push(stateDir);
+    const stateDir = StateDir.at(await mkdtemp(path.join(tmpdir(), 'cutover-open-')));
+    dirs.push(stateDir.root);
     const closed = `127.0.0.1:${await freePort()}`;
     const both = { WORKFLOW_HOST: closed, CUTOVER_SERVER: 'http://127.0.0.1:1' };
 
@@ -46,21 +48,26 @@ describe('openMigrationService', () => {
     const temporal = await open({ stateDir, env: { WORKFLOW_HOST: closed } });
     expect([temporal.where, temporal.reachAgain]).toEqual([`WORKFLOW_HOST=${closed}`, '']);
     const local = await open({ stateDir, env: {}, stateDirOption: ' -f app.yaml' });
-    expect([local.where, local.reachAgain]).toEqual([stateDir, ' -f app.yaml']);
+    expect([local.where, local.reachAgain]).toEqual([stateDir.root, ' -f app.yaml']);
   });
 
   it('the engine service of a server or a watcher never goes through another server', async () => {
-    const stateDir = await mkdtemp(path.join(tmpdir(), 'cutover-open-'));
-    dirs.push(stateDir);
+    const stateDir = StateDir.at(await mkdtemp(path.join(tmpdir(), 'cutover-open-')));
+    dirs.push(stateDir.root);
     const service = await openEngineService({ stateDir, env: { CUTOVER_SERVER: 'http://127.0.0.1:1' } });
     opened.push(service);
-    expect(service.where).toBe(stateDir);
+    expect(service.where).toBe(stateDir.root);
   });
 
   it('a verb a mode cannot do is refused by the service with NOT_SUPPORTED', async () => {
-    const service = await open({ stateDir: '/nonexistent', server: `http://127.0.0.1:${await freePort()}` });
+    const service = await open({
+      stateDir: StateDir.at('/nonexistent'),
+      server: `http://127.0.0.1:${await freePort()}`,
+    });
     await expect(service.currentLayout('web')).rejects.toMatchObject({ code: 'NOT_SUPPORTED' });
-    await expect(service.hostWorker('/nonexistent', true)).rejects.toMatchObject({ code: 'NOT_SUPPORTED' });
+    await expect(service.hostWorker(StateDir.at('/nonexistent'), true)).rejects.toMatchObject({
+      code: 'NOT_SUPPORTED',
+    });
   });
 });
 

@@ -15,6 +15,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync,
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { watch as chokidarWatch, type FSWatcher } from 'chokidar';
+import { StateDir } from '../engine/store/state-dir.js';
 
 /**
  * A trigger untaken this long is stale: its watcher takes it within moments when it runs, and a
@@ -22,8 +23,9 @@ import { watch as chokidarWatch, type FSWatcher } from 'chokidar';
  */
 export const staleTriggerMs = 10 * 60 * 1000;
 
+/** `stateDir`: the state directory's path, as the watcher holds it. */
 export function hooksDir(stateDir: string): string {
-  return path.join(stateDir, 'watch', 'hooks');
+  return StateDir.at(stateDir).watchHooksDir();
 }
 
 /** Whether a directory entry is a complete trigger (not one still being written). */

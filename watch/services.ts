@@ -2,6 +2,7 @@ import { buildPlan } from '../core/plan/build-plan.js';
 import type { Plan } from '../core/plan/types.js';
 import type { Topology } from '../core/topology/types.js';
 import { type MigrationService, openEngineService } from '../engine/services/migration-service.js';
+import { StateDir } from '../engine/store/state-dir.js';
 
 /**
  * Where the watcher's plans and migrations go, as the engine decides (Temporal when WORKFLOW_HOST
@@ -16,7 +17,7 @@ export class WatchServices {
   service(stateDir: string): Promise<MigrationService> {
     let service = this.services.get(stateDir);
     if (!service) {
-      service = openEngineService({ stateDir, env: this.env });
+      service = openEngineService({ stateDir: StateDir.at(stateDir), env: this.env });
       this.services.set(stateDir, service);
       service.catch(() => {
         if (this.services.get(stateDir) === service) this.services.delete(stateDir);

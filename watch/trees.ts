@@ -7,12 +7,13 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import type { SlotInfo } from '../core/layout.js';
 import type { MigrationService } from '../engine/services/migration-service.js';
+import { StateDir } from '../engine/store/state-dir.js';
 import type { Repository } from './git.js';
 import { writeAtomic } from './write-atomic.js';
 
 /** Commits exported for one environment's migrations. */
 export function treesOf(stateDir: string, environment: string): string {
-  return path.join(stateDir, 'watch', 'trees', environment);
+  return StateDir.at(stateDir).watchTreesDir(environment);
 }
 
 /** Beside the trees: which migration ran from which commit (`{ "<migration id>": "<sha>" }`). */

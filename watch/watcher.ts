@@ -16,6 +16,7 @@ import { CutoverError } from '../core/errors.js';
 import { isEmptyPlan } from '../core/plan/types.js';
 import { formatDiagnostic } from '../core/topology/diagnostic.js';
 import { loadTopology } from '../core/topology/load-topology.js';
+import { StateDir } from '../engine/store/state-dir.js';
 import { ApplyQueue, markOutcome } from './apply-queue.js';
 import { CheckLoop } from './check-loop.js';
 import { openRepository, type Repository } from './git.js';
@@ -200,7 +201,7 @@ export class Watcher {
   }
 
   private async open(): Promise<Repository> {
-    const cache = this.options.cacheDir ?? path.join(this.defaultStateDir, 'watch', 'cache');
+    const cache = this.options.cacheDir ?? StateDir.at(this.defaultStateDir).watchCacheDir();
     return openRepository(this.options.repo, cache);
   }
 

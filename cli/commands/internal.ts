@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { StateDir } from '../../engine/store/state-dir.js';
 
 /** Commands cutover runs itself (a detached runner); hidden from help. */
 export function registerInternal(program: Command): void {
@@ -11,7 +12,12 @@ export function registerInternal(program: Command): void {
     .action(async (id: string, options: { stateDir: string; environment: string }) => {
       const { defaultDrivers } = await import('../../engine/drivers/default-drivers.js');
       const { hostMigration } = await import('../../engine/services/migrations.js');
-      const hosted = await hostMigration(options.stateDir, options.environment, id, defaultDrivers());
+      const hosted = await hostMigration(
+        StateDir.at(options.stateDir),
+        options.environment,
+        id,
+        defaultDrivers(),
+      );
       const stop = () => {
         // Stopped by a signal: leave the migration in flight for the next runner to pick up.
         void hosted.stop().then(() => process.exit(143));

@@ -19,8 +19,8 @@ Example:
       const stateDir = resolveStateDir(options);
       const log = (line: string) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
       const { startRouter } = await import('../../router/router.js');
-      const router = await startRouter({ stateDir, log });
-      log(`router for ${stateDir} (pid ${process.pid}, control port ${router.controlPort})`);
+      const router = await startRouter({ stateDir: stateDir.root, log });
+      log(`router for ${stateDir.root} (pid ${process.pid}, control port ${router.controlPort})`);
       await new Promise<void>((resolve) => {
         const stop = (signal: string) => {
           log(`${signal}: closing listeners, finishing requests in flight`);

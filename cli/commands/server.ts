@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { CutoverError } from '../../core/errors.js';
+import { StateDir } from '../../engine/store/state-dir.js';
 
 interface ServerCommandOptions {
   host: string;
@@ -91,7 +92,7 @@ Examples:
       const { readTokensFile, parseTokensEnv, createTokenStore } = await import('../../server/auth.js');
       const { startServer } = await import('../../server/start.js');
       const workdir = path.resolve(options.workdir ?? '.');
-      const stateDir = path.resolve(
+      const stateDir = StateDir.at(
         options.stateDir ?? process.env.CUTOVER_STATE_DIR ?? path.join(workdir, '.cutover'),
       );
       const entries = [
@@ -140,7 +141,7 @@ Examples:
         throw error;
       });
       process.stderr.write(
-        `cutover server listening on ${server.url} (pid ${process.pid}; state ${stateDir}; ${
+        `cutover server listening on ${server.url} (pid ${process.pid}; state ${stateDir.root}; ${
           tokens
             ? `${tokens.size} token${tokens.size === 1 ? '' : 's'}`
             : 'no tokens: loopback only, every caller is an operator'

@@ -1,6 +1,6 @@
-import path from 'node:path';
 import type { Command } from 'commander';
 import { CutoverError } from '../../core/errors.js';
+import { StateDir } from '../../engine/store/state-dir.js';
 
 export function registerWorker(program: Command): void {
   program
@@ -27,12 +27,12 @@ Example:
       if (!settings)
         throw new CutoverError('USAGE', 'cutover worker needs WORKFLOW_HOST=host:port (Temporal frontend)');
       if (options.taskQueue) settings.taskQueue = options.taskQueue;
-      const stateDir = path.resolve(options.stateDir ?? process.env.CUTOVER_STATE_DIR ?? '.cutover');
+      const stateDir = StateDir.at(options.stateDir ?? process.env.CUTOVER_STATE_DIR ?? '.cutover');
       const { startWorker } = await import('../../engine/temporal/worker.js');
       const { defaultDrivers } = await import('../../engine/drivers/default-drivers.js');
       const worker = await startWorker({ settings, stateDir, drivers: defaultDrivers() });
       process.stderr.write(
-        `cutover worker on ${settings.address} (namespace ${settings.namespace}, task queue ${settings.taskQueue}; pid ${process.pid}; state ${stateDir})\n`,
+        `cutover worker on ${settings.address} (namespace ${settings.namespace}, task queue ${settings.taskQueue}; pid ${process.pid}; state ${stateDir.root})\n`,
       );
       const stop = (signal: string) => {
         process.stderr.write(`${signal}: finishing driver calls in flight\n`);

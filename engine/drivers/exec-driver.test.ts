@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadTopology } from '../../core/topology/load-topology.js';
 import type { Component, Health } from '../../core/topology/types.js';
 import { waitHealthy } from '../health/check-health.js';
+import { StateDir } from '../store/state-dir.js';
 import { createExecDriver } from './exec-driver.js';
 import {
   type ComponentCallContext,
@@ -50,7 +51,7 @@ function context(base: string, timeout = 10_000): ComponentCallContext {
     spec: dbSpec,
     driver: { type: 'exec', dir: './infra', timeout },
     baseDir: base,
-    stateDir: path.join(base, '.cutover'),
+    stateDir: StateDir.at(path.join(base, '.cutover')),
   };
 }
 
@@ -320,7 +321,7 @@ describe('examples/exec-demo', () => {
       spec: topology.components[component] as Component,
       driver: topology.drivers.infra as ComponentCallContext['driver'],
       baseDir: exampleDir,
-      stateDir,
+      stateDir: StateDir.at(stateDir),
     });
     const options = callOptions();
     // The runner gives the health command the component's env, the green slot id and the state dir.

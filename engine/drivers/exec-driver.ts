@@ -194,7 +194,7 @@ async function runStage(
     CUTOVER_SLOT: call.slot,
     CUTOVER_SLOT_ID: call.slotId,
     CUTOVER_VERSION: call.version,
-    CUTOVER_STATE_DIR: path.resolve(ctx.stateDir),
+    CUTOVER_STATE_DIR: ctx.stateDir.root,
     CUTOVER_TIMEOUT_MS: String(call.timeoutMs),
     ...call.env,
   };

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Component } from '../../core/topology/types.js';
 import { isAlive, type ProcessIdentity } from '../../platform/process-identity.js';
+import { StateDir } from '../store/state-dir.js';
 import { createProcessDriver, readSlot, stopSlotProcesses } from './process-driver.js';
 import { groupRunning } from './process-group.js';
 import type { ReplicaRecord } from './process-slot.js';
@@ -78,7 +79,7 @@ function context(
     spec: component,
     driver: { type: 'process', stopTimeout },
     baseDir: ws.base,
-    stateDir: ws.stateDir,
+    stateDir: StateDir.at(ws.stateDir),
   };
 }
 

@@ -28,7 +28,7 @@ import { formatDuration } from '../../core/topology/duration.js';
 import { defaults } from '../../core/topology/types.js';
 import { exitCodeRetry } from './exec-driver.js';
 import { runCommand } from './process-command.js';
-import { type ReplicaRecord, readSlot, slotDirFor, stopSlotProcesses } from './process-slot.js';
+import { type ReplicaRecord, readSlot, stopSlotProcesses } from './process-slot.js';
 import { startReplicas } from './process-start.js';
 import { spawnFailure } from './spawn-failure.js';
 import {
@@ -47,7 +47,7 @@ export function createProcessDriver(): ComponentDriver {
       options.signal.throwIfAborted();
       const stopTimeoutMs = stopTimeoutOf(ctx);
       const slotId = `${ctx.component}-${ctx.migrationId}`;
-      const slotDir = slotDirFor(ctx.stateDir, ctx.environment, slotId);
+      const slotDir = ctx.stateDir.slotDir(ctx.environment, slotId);
       if (await readSlot(slotDir)) {
         options.log(`stopping what an earlier attempt started in slot ${slotId}`);
         await stopSlotProcesses(slotDir, { stopTimeoutMs, log: options.log, signal: options.signal });
@@ -111,7 +111,7 @@ function slotDirOf(ctx: ComponentCallContext, slot: SlotInfo): string {
   const dir = slot.details?.slotDir;
   return typeof dir === 'string' && dir !== ''
     ? dir
-    : slotDirFor(ctx.stateDir, ctx.environment, slotIdOf(ctx, slot));
+    : ctx.stateDir.slotDir(ctx.environment, slotIdOf(ctx, slot));
 }
 
 function replicasOf(slot: SlotInfo): ReplicaRecord[] {

@@ -40,11 +40,6 @@ export interface StoppedReplica {
   outcome: StopOutcome;
 }
 
-/** `<stateDir>/environments/<environment>/slots/<slotId>`, absolute. */
-export function slotDirFor(stateDir: string, environment: string, slotId: string): string {
-  return path.resolve(stateDir, 'environments', environment, 'slots', slotId);
-}
-
 export function slotFile(slotDir: string): string {
   return path.join(slotDir, 'slot.json');
 }

@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, fstatSync, mkdirSync, openSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CutoverError } from '../../core/errors.js';
 import { cutoverCliPath } from '../../platform/package-path.js';
@@ -13,6 +12,7 @@ import {
   writeRoutingTable,
 } from '../../router/route-table.js';
 import { liveRouterRecord } from '../../router/router-record.js';
+import type { StateDir } from '../store/state-dir.js';
 import {
   type DriverCallOptions,
   PermanentDriverError,
@@ -36,7 +36,7 @@ export function createRouterDriver(): RouteDriver {
     async apply(ctx: RouteCallContext, state: RouteState, options: DriverCallOptions) {
       await table.apply(ctx, state, options);
       await ensureRouter(ctx.stateDir, options.log);
-      const result = await routerClient(ctx.stateDir).reload();
+      const result = await routerClient(ctx.stateDir.root).reload();
       // The table is written, but traffic goes where the route's listeners are open: a listener the
       // router could not open (another program holds the address) is a step that did not happen.
       const key = routeKey(ctx.environment, state.route);
@@ -45,12 +45,12 @@ export function createRouterDriver(): RouteDriver {
     },
     async remove(ctx: RouteCallContext, route: string, options: DriverCallOptions) {
       await table.remove(ctx, route, options);
-      if (liveRouterRecord(ctx.stateDir)) await routerClient(ctx.stateDir).reload();
+      if (liveRouterRecord(ctx.stateDir.root)) await routerClient(ctx.stateDir.root).reload();
     },
     // The router counts the requests it carries; no router running counts as drained.
     drain(ctx, route, addresses, timeoutMs, options) {
       return waitDrained(
-        ctx.stateDir,
+        ctx.stateDir.root,
         routeKey(ctx.environment, route),
         addresses,
         timeoutMs,
@@ -71,16 +71,15 @@ function unboundMessage(route: string, unbound: readonly ListenFailure[]): strin
 }
 
 /** Starts `cutover proxy` for the state directory unless one runs; resolves once it answers. */
-export async function ensureRouter(stateDir: string, log: (line: string) => void): Promise<void> {
-  if (liveRouterRecord(stateDir)) return;
-  const dir = path.join(stateDir, 'router');
-  mkdirSync(dir, { recursive: true });
-  const outputFile = path.join(dir, 'router.out');
+export async function ensureRouter(stateDir: StateDir, log: (line: string) => void): Promise<void> {
+  if (liveRouterRecord(stateDir.root)) return;
+  mkdirSync(stateDir.routerDir(), { recursive: true });
+  const outputFile = stateDir.routerOutputFile();
   const out = openSync(outputFile, 'a');
   const outputFrom = fstatSync(out).size;
   let child: ChildProcess;
   try {
-    child = spawn(process.execPath, [cutoverCliPath(), 'proxy', '--state-dir', stateDir], {
+    child = spawn(process.execPath, [cutoverCliPath(), 'proxy', '--state-dir', stateDir.root], {
       detached: true,
       stdio: ['ignore', out, out],
     });
@@ -88,18 +87,18 @@ export async function ensureRouter(stateDir: string, log: (line: string) => void
     closeSync(out); // the router has its own copy
   }
   child.unref();
-  log(`started the router for ${stateDir} (pid ${child.pid})`);
+  log(`started the router for ${stateDir.root} (pid ${child.pid})`);
   const deadline = Date.now() + routerStartTimeoutMs;
   while (Date.now() < deadline) {
-    if (liveRouterRecord(stateDir)) return;
-    if (child.exitCode !== null && !liveRouterRecord(stateDir)) break;
+    if (liveRouterRecord(stateDir.root)) return;
+    if (child.exitCode !== null && !liveRouterRecord(stateDir.root)) break;
     await sleep(25);
   }
-  if (liveRouterRecord(stateDir)) return; // another process's router won the record
+  if (liveRouterRecord(stateDir.root)) return; // another process's router won the record
   const said = lastLineSince(outputFile, outputFrom)?.replace(/^cutover: /, '');
   throw new CutoverError(
     'RUNNER_UNREACHABLE',
-    `the router for ${stateDir} did not start${said ? `: ${said}` : ''} (its output: ${outputFile})`,
+    `the router for ${stateDir.root} did not start${said ? `: ${said}` : ''} (its output: ${outputFile})`,
   );
 }
 
@@ -114,10 +113,10 @@ function lastLineSince(file: string, offset: number): string | undefined {
 }
 
 /** Stops the router of a state directory once its table has no route left (after `down`). */
-export async function stopRouterIfIdle(stateDir: string, log: (line: string) => void): Promise<void> {
-  const record = liveRouterRecord(stateDir);
+export async function stopRouterIfIdle(stateDir: StateDir, log: (line: string) => void): Promise<void> {
+  const record = liveRouterRecord(stateDir.root);
   if (!record) return;
-  const table = await readRoutingTable(stateDir);
+  const table = await readRoutingTable(stateDir.root);
   if (Object.keys(table.routes).length > 0) return;
   try {
     process.kill(record.pid, 'SIGTERM');
@@ -126,7 +125,7 @@ export async function stopRouterIfIdle(stateDir: string, log: (line: string) => 
     // already gone
   }
   const deadline = Date.now() + routerStartTimeoutMs;
-  while (liveRouterRecord(stateDir) && Date.now() < deadline) await sleep(25);
+  while (liveRouterRecord(stateDir.root) && Date.now() < deadline) await sleep(25);
 }
 
 /**
@@ -144,7 +143,7 @@ export function createRouteTableDriver(): Pick<RouteDriver, 'apply' | 'remove'> 
   return {
     apply(ctx: RouteCallContext, state: RouteState, options: DriverCallOptions) {
       return serialised(async () => {
-        const table = await readRoutingTable(ctx.stateDir);
+        const table = await readRoutingTable(ctx.stateDir.root);
         const entry: RoutingEntry = {
           environment: ctx.environment,
           listen: state.spec.listen,
@@ -160,15 +159,15 @@ export function createRouteTableDriver(): Pick<RouteDriver, 'apply' | 'remove'> 
         if (state.spec.bodyTimeout !== undefined) entry.bodyTimeoutMs = state.spec.bodyTimeout;
         if (state.spec.queueTimeout !== undefined) entry.queueTimeoutMs = state.spec.queueTimeout;
         table.routes[routeKey(ctx.environment, state.route)] = entry;
-        await writeRoutingTable(ctx.stateDir, table);
+        await writeRoutingTable(ctx.stateDir.root, table);
         options.log(`route ${state.route}: ${100 - state.greenPercent}% blue, ${state.greenPercent}% green`);
       });
     },
     remove(ctx: RouteCallContext, route: string, options: DriverCallOptions) {
       return serialised(async () => {
-        const table = await readRoutingTable(ctx.stateDir);
+        const table = await readRoutingTable(ctx.stateDir.root);
         delete table.routes[routeKey(ctx.environment, route)];
-        await writeRoutingTable(ctx.stateDir, table);
+        await writeRoutingTable(ctx.stateDir.root, table);
         options.log(`route ${route} removed`);
       });
     },

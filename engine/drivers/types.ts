@@ -1,10 +1,11 @@
 import type { Slot, SlotInfo } from '../../core/layout.js';
 import type { Component, DriverSpec, Route } from '../../core/topology/types.js';
+import type { StateDir } from '../store/state-dir.js';
 
 /** Slots are core types (the layout records them); drivers report them. */
 export type { Slot, SlotInfo };
 
-/** Everything a component driver call needs to know, serialisable. */
+/** Everything a component driver call needs to know: plain data, and the state directory. */
 export interface ComponentCallContext {
   environment: string;
   migrationId: string;
@@ -14,7 +15,7 @@ export interface ComponentCallContext {
   /** Directory of the topology file: relative paths in the spec resolve against it. */
   baseDir: string;
   /** The state directory (logs, slot data). */
-  stateDir: string;
+  stateDir: StateDir;
 }
 
 export interface DriverCallOptions {
@@ -61,7 +62,7 @@ export interface RouteState {
 export interface RouteCallContext {
   environment: string;
   migrationId: string;
-  stateDir: string;
+  stateDir: StateDir;
   baseDir: string;
   /** The route's driver settings (an nginx driver's config file); absent for the built-in router. */
   driver?: DriverSpec;

@@ -9,8 +9,8 @@ import {
   writeTemp,
 } from '../../platform/claim-lock.js';
 import { currentProcess, isAlive, type ProcessIdentity } from '../../platform/process-identity.js';
+import type { StateDir } from '../store/state-dir.js';
 import { makeDir } from './make-dir.js';
-import { activePath, migrationPaths } from './paths.js';
 import { liveRunner } from './runner-claim.js';
 
 /** The record that an environment has a migration in flight. */
@@ -36,13 +36,13 @@ export type JournalVerdict = boolean | null;
  * read (damaged, e.g. by a power loss): such a claim is stale unless one is in flight.
  */
 export function claimEnvironment(
-  stateDir: string,
+  stateDir: StateDir,
   environment: string,
   migrationId: string,
   isFinished: (id: string) => JournalVerdict,
   inFlight: () => string | null = () => null,
 ): ClaimResult {
-  const file = activePath(stateDir, environment);
+  const file = stateDir.activeFile(environment);
   makeDir(path.dirname(file));
   removeDeadTemps(file);
   const claim: ActiveClaim = { migrationId, claimedAt: Date.now(), claimedBy: currentProcess() };
@@ -105,8 +105,8 @@ function unknownClaimer(migrationId: string): ActiveClaim {
   return { migrationId, claimedAt: 0, claimedBy: { pid: 0, startTime: null } };
 }
 
-export function readClaim(stateDir: string, environment: string): ActiveClaim | null {
-  const found = inspectClaim(activePath(stateDir, environment));
+export function readClaim(stateDir: StateDir, environment: string): ActiveClaim | null {
+  const found = inspectClaim(stateDir.activeFile(environment));
   return found.kind === 'claim' ? found.claim : null;
 }
 
@@ -115,8 +115,8 @@ export function readClaim(stateDir: string, environment: string): ActiveClaim | 
  * (the lock busy for seconds, or the disk refused): the claim is then stale, since this
  * migration's journal says it ended, and the next claimer replaces it.
  */
-export function releaseEnvironment(stateDir: string, environment: string, migrationId: string): boolean {
-  const file = activePath(stateDir, environment);
+export function releaseEnvironment(stateDir: StateDir, environment: string, migrationId: string): boolean {
+  const file = stateDir.activeFile(environment);
   try {
     return withClaimLock(
       file,
@@ -138,12 +138,12 @@ export function releaseEnvironment(stateDir: string, environment: string, migrat
 }
 
 function isStale(
-  stateDir: string,
+  stateDir: StateDir,
   environment: string,
   holder: ActiveClaim,
   isFinished: (id: string) => JournalVerdict,
 ): boolean {
-  const paths = migrationPaths(stateDir, environment, holder.migrationId);
+  const paths = stateDir.migration(environment, holder.migrationId);
   const finished = existsSync(paths.journal) ? isFinished(holder.migrationId) : null;
   if (finished !== null) return finished;
   // No journal, or one that cannot be read (its first line never written, or damaged): the claim

@@ -17,6 +17,7 @@ import {
 } from '../drivers/types.js';
 import { HealthGateFailedError, waitHealthy } from '../health/check-health.js';
 import { recordLayout } from '../store/layout-store.js';
+import type { StateDir } from '../store/state-dir.js';
 
 export type { DriverSet };
 
@@ -26,7 +27,7 @@ export type CommandResult =
   | { type: 'command_cancelled'; elapsedMs: number };
 
 export interface ExecuteOptions {
-  stateDir: string;
+  stateDir: StateDir;
   drivers: DriverSet;
   signal: AbortSignal;
   log: (line: string) => void;
@@ -318,7 +319,7 @@ function slotEnv(ctx: ComponentCallContext, slot: SlotInfo | undefined): Record<
     CUTOVER_COMPONENT: ctx.component,
     CUTOVER_SLOT: 'green',
     CUTOVER_VERSION: ctx.spec.version,
-    CUTOVER_STATE_DIR: ctx.stateDir,
+    CUTOVER_STATE_DIR: ctx.stateDir.root,
   };
   const slotId = slot?.details?.slotId;
   if (typeof slotId === 'string') env.CUTOVER_SLOT_ID = slotId;

@@ -12,14 +12,14 @@ import {
   type Verb,
 } from '../../core/migration/types.js';
 import { refuseVerb } from '../../core/migration/verb-policy.js';
+import type { MigrationPaths, StateDir } from '../store/state-dir.js';
 import { releaseEnvironment } from './active-claim.js';
 import { type DriverSet, executeCommand } from './execute-command.js';
 import { JournalWriter, readJournal } from './journal.js';
-import { activePath, type MigrationPaths, migrationPaths } from './paths.js';
 import { processTracker, stopLeftoverProcesses } from './tracked-processes.js';
 
 export interface RunnerDeps {
-  stateDir: string;
+  stateDir: StateDir;
   drivers: DriverSet;
   /** Clock for events; tests may pin it. */
   now?: () => number;
@@ -57,7 +57,7 @@ export class LocalRunner {
     this.state = state;
     this.journal = journal;
     this.now = deps.now ?? Date.now;
-    this.paths = migrationPaths(deps.stateDir, state.spec.environment, state.spec.id);
+    this.paths = deps.stateDir.migration(state.spec.environment, state.spec.id);
     this.trackProcess = processTracker(this.paths.processes);
     if (deps.onLine) this.listeners.add(deps.onLine);
     this.finished = new Promise((resolve, reject) => {
@@ -68,7 +68,7 @@ export class LocalRunner {
 
   /** Starts a new migration. The caller has claimed the environment for it. */
   static begin(spec: MigrationSpec, deps: RunnerDeps): LocalRunner {
-    const paths = migrationPaths(deps.stateDir, spec.environment, spec.id);
+    const paths = deps.stateDir.migration(spec.environment, spec.id);
     mkdirSync(paths.dir, { recursive: true });
     const event: MigrationEvent = { type: 'created', at: spec.createdAt, spec };
     const journal = JournalWriter.create(paths.journal, event);
@@ -82,8 +82,8 @@ export class LocalRunner {
    * Picks up a migration whose runner died: replays its journal and re-issues the command that was
    * in flight (drivers are idempotent), or finishes one that was being cancelled.
    */
-  static recover(stateDir: string, environment: string, id: string, deps: RunnerDeps): LocalRunner {
-    const paths = migrationPaths(stateDir, environment, id);
+  static recover(stateDir: StateDir, environment: string, id: string, deps: RunnerDeps): LocalRunner {
+    const paths = stateDir.migration(environment, id);
     if (!existsSync(paths.journal))
       throw new CutoverError('MIGRATION_NOT_FOUND', `no journal for migration ${id}`);
     const contents = readJournal(paths.journal);
@@ -194,7 +194,7 @@ export class LocalRunner {
     this.journal.close();
     const { environment, id } = this.state.spec;
     if (!releaseEnvironment(this.deps.stateDir, environment, id)) {
-      const file = activePath(this.deps.stateDir, environment);
+      const file = this.deps.stateDir.activeFile(environment);
       const message = `could not remove ${file}; it is stale now that ${id} has ended, and the next migration replaces it`;
       this.log({ at: this.now(), level: 'warn', kind: 'driver', message });
     }

@@ -11,6 +11,7 @@ import { stopRouterIfIdle } from '../drivers/router-driver.js';
 import type { ComponentCallContext, DriverCallOptions, RouteCallContext } from '../drivers/types.js';
 import { readClaim } from '../runner/active-claim.js';
 import { readCurrentLayout, recordEmptyLayout } from '../store/layout-store.js';
+import type { StateDir } from '../store/state-dir.js';
 
 export type { DownPart };
 
@@ -21,7 +22,7 @@ export interface DownResult {
 }
 
 export async function takeDown(
-  stateDir: string,
+  stateDir: StateDir,
   environment: string,
   drivers: DriverSet,
   options: { fallbackBaseDir: string; log: (line: string) => void },
@@ -51,7 +52,7 @@ export async function takeDown(
 
 /** Carries out one part (idempotent: a route or slot already gone is no error to its driver). */
 export async function takeDownPart(request: {
-  stateDir: string;
+  stateDir: StateDir;
   layout: CurrentLayout;
   part: DownPart;
   drivers: DriverSet;

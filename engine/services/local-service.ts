@@ -3,6 +3,7 @@
  * process of its own (or by the caller's process, with `attach`).
  */
 import { readCurrentLayout } from '../store/layout-store.js';
+import type { StateDir } from '../store/state-dir.js';
 import {
   activeMigration,
   createMigration,
@@ -23,13 +24,13 @@ const inTheBackground = (pid: number) => `in the background (pid ${pid})`;
  * `reachAgain`: the options that name this state directory to another command (` -f app.yaml`),
  * for messages.
  */
-export function localService(stateDir: string, reachAgain = ''): MigrationService {
+export function localService(stateDir: StateDir, reachAgain = ''): MigrationService {
   const ref = (id: string) => findMigration(stateDir, id);
   // The topology loader and the planner are loaded by the operations that use them: an operator's
   // verb needs neither, and a CLI starting on a busy machine takes CPU from the traffic it serves.
   const api = () => import('../api.js');
   return {
-    where: stateDir,
+    where: stateDir.root,
     reachAgain,
     lookAgainMs: 250, // a claim file read
     validate: async (source) => (await api()).validationOf(source),

@@ -3,6 +3,8 @@
  * CUTOVER_SERVER), Temporal (WORKFLOW_HOST), or this machine's state directory. Every front end
  * opens its MigrationService here and calls it the same way in every mode.
  */
+
+import type { StateDir } from '../store/state-dir.js';
 import { temporalSettings } from '../temporal/connection.js';
 import { localService } from './local-service.js';
 import type { MigrationService } from './service-types.js';
@@ -12,7 +14,7 @@ export { localService };
 
 export interface OpenOptions {
   /** The state directory of local mode (the drivers' records in the others). */
-  stateDir: string;
+  stateDir: StateDir;
   /** A cutover server's URL (`--server`); default CUTOVER_SERVER. */
   server?: string;
   /** WORKFLOW_HOST (with TEMPORAL_*), CUTOVER_SERVER and CUTOVER_TOKEN are read here; default process.env. */

@@ -22,9 +22,9 @@ import type { DriverSet } from '../runner/execute-command.js';
 import { JournalWriter, readJournal } from '../runner/journal.js';
 import type { LocalRunner, RunnerDeps } from '../runner/local-runner.js';
 import { makeDir } from '../runner/make-dir.js';
-import { activePath, migrationPaths, migrationsDir } from '../runner/paths.js';
 import { claimRunner, liveRunner, releaseRunner } from '../runner/runner-claim.js';
 import { readCurrentLayout, readLayoutAt } from '../store/layout-store.js';
+import type { StateDir } from '../store/state-dir.js';
 import { type CreateResult, newMigrationId, pinError } from './migration-common.js';
 
 // The topology loader, the planner, the runner and the drivers are loaded by the functions that
@@ -38,7 +38,7 @@ export interface CreateRequest {
   text?: string;
   /** Where relative paths in the topology resolve; default: the directory of `file`. */
   baseDir?: string;
-  stateDir: string;
+  stateDir: StateDir;
   /** The reviewed plan's id: refuse anything else. */
   planId?: string;
   now?: number;
@@ -74,12 +74,12 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
     if (claim.holder === null) {
       throw new CutoverError(
         'MIGRATION_CONFLICT',
-        `environment ${environment} is being claimed by another process right now (${activePath(stateDir, environment)}); try again`,
+        `environment ${environment} is being claimed by another process right now (${stateDir.activeFile(environment)}); try again`,
       );
     }
     throw conflictError(stateDir, environment, claim.holder.migrationId);
   }
-  const paths = migrationPaths(stateDir, environment, id);
+  const paths = stateDir.migration(environment, id);
   try {
     const base = await readCurrentLayout(stateDir, environment);
     const plan = buildPlan(base, desired);
@@ -120,7 +120,7 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
 }
 
 /** A write to the state directory; a refusal of the machine is one line naming the directory. */
-function stateDirWrite<T>(stateDir: string, doing: string, write: () => T): T {
+function stateDirWrite<T>(stateDir: StateDir, doing: string, write: () => T): T {
   try {
     return write();
   } catch (error) {
@@ -128,24 +128,24 @@ function stateDirWrite<T>(stateDir: string, doing: string, write: () => T): T {
     if (!fault) throw error;
     // The journal names its own file; a claim's temp file means nothing to anyone: name the directory.
     if (error instanceof CutoverError) throw error;
-    throw environmentFault(error, `${doing} in the state directory ${stateDir}`);
+    throw environmentFault(error, `${doing} in the state directory ${stateDir.root}`);
   }
 }
 
 /** A migration of the environment whose journal says it has not ended (for a damaged claim). */
-function inFlightMigration(stateDir: string, environment: string): string | null {
+function inFlightMigration(stateDir: StateDir, environment: string): string | null {
   for (const ref of allMigrations(stateDir)) {
     if (ref.environment === environment && isFinished(stateDir, environment, ref.id) === false) return ref.id;
   }
   return null;
 }
 
-function conflictError(stateDir: string, environment: string, holderId: string): CutoverError {
+function conflictError(stateDir: StateDir, environment: string, holderId: string): CutoverError {
   let detail = '';
   try {
     const state = loadState(stateDir, environment, holderId);
     detail = ` (${describeLifecycle(state)}, started ${clock(state.startedAt)})`;
-    if (!liveRunner(migrationPaths(stateDir, environment, holderId).runner)) {
+    if (!liveRunner(stateDir.migration(environment, holderId).runner)) {
       detail += `; no process is driving it: \`cutover topology migration resume ${holderId}\` picks it up`;
     }
   } catch {
@@ -170,13 +170,13 @@ export interface HostedMigration {
  * it stands.
  */
 export async function hostMigration(
-  stateDir: string,
+  stateDir: StateDir,
   environment: string,
   id: string,
   drivers: DriverSet,
   onLine?: RunnerDeps['onLine'],
 ): Promise<HostedMigration> {
-  const paths = migrationPaths(stateDir, environment, id);
+  const paths = stateDir.migration(environment, id);
   const { LocalRunner } = await import('../runner/local-runner.js');
   let runner: LocalRunner | undefined;
   const control = await startControlServer(() => runner);
@@ -242,8 +242,8 @@ function runnerEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 }
 
 /** Starts a detached process that drives a migration, and waits until it answers. */
-export async function spawnRunner(stateDir: string, environment: string, id: string): Promise<number> {
-  const paths = migrationPaths(stateDir, environment, id);
+export async function spawnRunner(stateDir: StateDir, environment: string, id: string): Promise<number> {
+  const paths = stateDir.migration(environment, id);
   const out = openSync(paths.runnerOutput, 'a');
   const child = spawn(
     process.execPath,
@@ -252,7 +252,7 @@ export async function spawnRunner(stateDir: string, environment: string, id: str
       'internal',
       'run-migration',
       '--state-dir',
-      stateDir,
+      stateDir.root,
       '--environment',
       environment,
       id,
@@ -283,20 +283,20 @@ export async function spawnRunner(stateDir: string, environment: string, id: str
 }
 
 export interface MigrationRef {
-  stateDir: string;
+  stateDir: StateDir;
   environment: string;
   id: string;
 }
 
 /** Finds a migration by id or unique prefix (with or without `mig_`), in any environment. */
-export function findMigration(stateDir: string, prefix: string): MigrationRef {
+export function findMigration(stateDir: StateDir, prefix: string): MigrationRef {
   const wanted = (prefix.startsWith('mig_') ? prefix : `mig_${prefix}`).toLowerCase();
   const matches = allMigrations(stateDir).filter((m) => m.id.startsWith(wanted));
   if (matches.length === 1) return matches[0] as MigrationRef;
   if (matches.length === 0) {
     throw new CutoverError(
       'MIGRATION_NOT_FOUND',
-      `no migration ${prefix} in ${stateDir} (see \`cutover topology migration list --all\`)`,
+      `no migration ${prefix} in ${stateDir.root} (see \`cutover topology migration list --all\`)`,
     );
   }
   const ids = matches.map((m) => m.id).slice(0, 5);
@@ -306,26 +306,26 @@ export function findMigration(stateDir: string, prefix: string): MigrationRef {
   );
 }
 
-function allMigrations(stateDir: string): MigrationRef[] {
-  const envRoot = path.join(stateDir, 'environments');
+function allMigrations(stateDir: StateDir): MigrationRef[] {
+  const envRoot = stateDir.environmentsDir();
   if (!existsSync(envRoot)) return [];
   const out: MigrationRef[] = [];
   for (const environment of readdirSync(envRoot)) {
-    const dir = migrationsDir(stateDir, environment);
+    const dir = stateDir.migrationsDir(environment);
     if (!existsSync(dir)) continue;
     for (const id of readdirSync(dir)) {
-      if (existsSync(path.join(dir, id, 'journal.ndjson'))) out.push({ stateDir, environment, id });
+      if (existsSync(stateDir.migration(environment, id).journal)) out.push({ stateDir, environment, id });
     }
   }
   return out;
 }
 
-export function loadState(stateDir: string, environment: string, id: string): MigrationState {
-  return replay(readJournal(migrationPaths(stateDir, environment, id).journal).events);
+export function loadState(stateDir: StateDir, environment: string, id: string): MigrationState {
+  return replay(readJournal(stateDir.migration(environment, id).journal).events);
 }
 
 /** Whether a migration's journal says it ended; null when the journal cannot be read. */
-function isFinished(stateDir: string, environment: string, id: string): boolean | null {
+function isFinished(stateDir: StateDir, environment: string, id: string): boolean | null {
   try {
     return isFinal(loadState(stateDir, environment, id).lifecycle);
   } catch {
@@ -336,7 +336,7 @@ function isFinished(stateDir: string, environment: string, id: string): boolean 
 export function summarize(ref: MigrationRef, state: MigrationState): MigrationSummary {
   const runner = isFinal(state.lifecycle)
     ? null
-    : liveRunner(migrationPaths(ref.stateDir, ref.environment, ref.id).runner);
+    : liveRunner(ref.stateDir.migration(ref.environment, ref.id).runner);
   return summaryOf(state, runner?.process.pid ?? null);
 }
 
@@ -361,7 +361,7 @@ function unreadableSummary(ref: MigrationRef, problem: string): MigrationSummary
 
 /** In-flight migrations first, then history, newest first. */
 export function listMigrations(
-  stateDir: string,
+  stateDir: StateDir,
   options: { environment?: string; all?: boolean },
 ): MigrationSummary[] {
   const refs = allMigrations(stateDir).filter(
@@ -397,7 +397,7 @@ export interface VerbOutcome {
  * runner died gets a new one first (that is also what `resume` does for a running migration).
  */
 export async function operate(ref: MigrationRef, verb: Verb, by?: string): Promise<VerbOutcome> {
-  const paths = migrationPaths(ref.stateDir, ref.environment, ref.id);
+  const paths = ref.stateDir.migration(ref.environment, ref.id);
   let state = loadState(ref.stateDir, ref.environment, ref.id);
   if (isFinal(state.lifecycle)) throw refused(state, verb);
   let recovered = false;
@@ -430,7 +430,7 @@ export async function* readLog(
   ref: MigrationRef,
   options: { follow: boolean; pollMs?: number; signal?: AbortSignal },
 ): AsyncGenerator<LogLine> {
-  const paths = migrationPaths(ref.stateDir, ref.environment, ref.id);
+  const paths = ref.stateDir.migration(ref.environment, ref.id);
   const pollMs = options.pollMs ?? 200;
   let offset = 0;
   let pending = '';
@@ -479,6 +479,6 @@ export async function* readLog(
 }
 
 /** The in-flight migration of an environment, if any. */
-export function activeMigration(stateDir: string, environment: string): string | null {
+export function activeMigration(stateDir: StateDir, environment: string): string | null {
   return readClaim(stateDir, environment)?.migrationId ?? null;
 }

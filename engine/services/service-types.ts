@@ -9,6 +9,7 @@ import type { MigrationSummary } from '../../core/migration/summary.js';
 import type { Lifecycle, LogLine, MigrationState, Verb } from '../../core/migration/types.js';
 import type { Plan } from '../../core/plan/types.js';
 import type { Diagnostic } from '../../core/topology/diagnostic.js';
+import type { StateDir } from '../store/state-dir.js';
 
 /** A topology given as text, and the name diagnostics use for it (its path, for a file). */
 export interface TopologyText {
@@ -96,7 +97,7 @@ export interface MigrationService {
    * What `cutover server` runs beside its API: a Temporal worker when `wanted` (local migrations
    * run in their own processes, so nothing). Refused (NOT_SUPPORTED) through another server.
    */
-  hostWorker(stateDir: string, wanted: boolean): Promise<HostedWorker>;
+  hostWorker(stateDir: StateDir, wanted: boolean): Promise<HostedWorker>;
   close(): Promise<void>;
 }
 

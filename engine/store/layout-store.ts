@@ -5,18 +5,15 @@ import { type CurrentLayout, emptyLayout } from '../../core/layout.js';
 import { committedLayout } from '../../core/migration/committed-layout.js';
 import type { MigrationState } from '../../core/migration/types.js';
 import { removeDeadTemps } from '../../platform/claim-lock.js';
+import type { StateDir } from './state-dir.js';
 
 /**
  * The current layout of each environment, one JSON file per environment under the state directory:
  * `<stateDir>/environments/<name>/layout.json`. Written atomically (temp file, fsync, rename), so a
  * crash leaves either the old layout or the new one, never a torn file.
  */
-export function layoutPath(stateDir: string, environment: string): string {
-  return path.join(stateDir, 'environments', environment, 'layout.json');
-}
-
-export async function readCurrentLayout(stateDir: string, environment: string): Promise<CurrentLayout> {
-  const file = layoutPath(stateDir, environment);
+export async function readCurrentLayout(stateDir: StateDir, environment: string): Promise<CurrentLayout> {
+  const file = stateDir.layoutFile(environment);
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -26,7 +23,7 @@ export async function readCurrentLayout(stateDir: string, environment: string): 
   }
   // Written atomically, so damage came from outside (a disk, an edit); every committed layout is
   // also kept by serial, which is the way back.
-  const restore = `the history keeps every committed layout: copy the newest file of ${path.join(path.dirname(file), 'layouts')} over it`;
+  const restore = `the history keeps every committed layout: copy the newest file of ${stateDir.layoutHistoryDir(environment)} over it`;
   let layout: CurrentLayout;
   try {
     layout = JSON.parse(text) as CurrentLayout;
@@ -45,8 +42,8 @@ export async function readCurrentLayout(stateDir: string, environment: string): 
   return layout;
 }
 
-export async function writeCurrentLayout(stateDir: string, layout: CurrentLayout): Promise<void> {
-  await writeJsonAtomic(layoutPath(stateDir, layout.environment), layout);
+export async function writeCurrentLayout(stateDir: StateDir, layout: CurrentLayout): Promise<void> {
+  await writeJsonAtomic(stateDir.layoutFile(layout.environment), layout);
 }
 
 /**
@@ -78,20 +75,16 @@ export async function writeJsonAtomic(file: string, value: unknown): Promise<voi
   }
 }
 
-/** Where every committed layout is kept too, by serial: for audit, and to tell a stale plan. */
-export function layoutHistoryPath(stateDir: string, environment: string, serial: number): string {
-  return path.join(stateDir, 'environments', environment, 'layouts', `${serial}.json`);
-}
-
+/** Every committed layout is kept too, by serial (`layouts/<serial>.json`): for audit, and to tell a stale plan. */
 export async function readLayoutAt(
-  stateDir: string,
+  stateDir: StateDir,
   environment: string,
   serial: number,
 ): Promise<CurrentLayout | null> {
   if (serial === 0) return emptyLayout(environment);
   try {
     return JSON.parse(
-      await readFile(layoutHistoryPath(stateDir, environment, serial), 'utf8'),
+      await readFile(stateDir.layoutHistoryFile(environment, serial), 'utf8'),
     ) as CurrentLayout;
   } catch {
     return null;
@@ -104,7 +97,7 @@ export async function readLayoutAt(
  * already recorded by this migration is left as it is, so a commit interrupted after this step and
  * finished on restart does not bump the serial twice.
  */
-export async function recordLayout(stateDir: string, state: MigrationState): Promise<void> {
+export async function recordLayout(stateDir: StateDir, state: MigrationState): Promise<void> {
   const spec = state.spec;
   const current = await readCurrentLayout(stateDir, spec.environment);
   if (current.migrationId === spec.id) return;
@@ -115,12 +108,12 @@ export async function recordLayout(stateDir: string, state: MigrationState): Pro
     );
   }
   const layout = committedLayout(state);
-  await writeJsonAtomic(layoutHistoryPath(stateDir, spec.environment, layout.serial), layout);
+  await writeJsonAtomic(stateDir.layoutHistoryFile(spec.environment, layout.serial), layout);
   await writeCurrentLayout(stateDir, layout);
 }
 
 /** After `down`: nothing runs; the next migration starts from an empty layout (serial + 1). */
-export async function recordEmptyLayout(stateDir: string, previous: CurrentLayout): Promise<void> {
+export async function recordEmptyLayout(stateDir: StateDir, previous: CurrentLayout): Promise<void> {
   const layout: CurrentLayout = {
     environment: previous.environment,
     serial: previous.serial + 1,
@@ -128,6 +121,6 @@ export async function recordEmptyLayout(stateDir: string, previous: CurrentLayou
     committedAt: new Date().toISOString(),
     slots: {},
   };
-  await writeJsonAtomic(layoutHistoryPath(stateDir, layout.environment, layout.serial), layout);
+  await writeJsonAtomic(stateDir.layoutHistoryFile(layout.environment, layout.serial), layout);
   await writeCurrentLayout(stateDir, layout);
 }

@@ -10,10 +10,11 @@ import type { Command, LogLine, MigrationState } from '../../core/migration/type
 import { stopRouterIfIdle } from '../drivers/router-driver.js';
 import { type CommandResult, type DriverSet, executeCommand } from '../runner/execute-command.js';
 import { type DownPart, takeDownPart } from '../services/down.js';
+import type { StateDir } from '../store/state-dir.js';
 
 export interface ActivityDeps {
   /** The worker's state directory: where drivers keep their local records (process slots, routes). */
-  stateDir: string;
+  stateDir: StateDir;
   drivers: DriverSet;
 }
 

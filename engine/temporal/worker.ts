@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import type { DriverSet } from '../runner/execute-command.js';
+import type { StateDir } from '../store/state-dir.js';
 import { createActivities } from './activities.js';
 import {
   connectionOptions,
@@ -24,7 +25,7 @@ import { requireSearchAttributes } from './search-attributes.js';
 export interface WorkerOptions {
   settings: TemporalSettings;
   /** Where the drivers keep their local records on this machine. */
-  stateDir: string;
+  stateDir: StateDir;
   drivers: DriverSet;
   /** At most this many driver calls at once (default 100). */
   maxConcurrentActivities?: number;

@@ -45,7 +45,7 @@ export function signatureMatches(secret: string, body: Buffer, header: string | 
 }
 
 export function registerHookRoutes(app: FastifyInstance, context: RouteContext): void {
-  const deliveries = new DeliveryLog(path.join(context.options.stateDir, 'server', 'hook-deliveries'));
+  const deliveries = new DeliveryLog(context.options.stateDir.hookDeliveriesDir());
   void app.register(async (scope) => {
     // The signature covers the bytes as sent: keep them, parse after verifying.
     scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) =>
@@ -113,7 +113,7 @@ export function registerHookRoutes(app: FastifyInstance, context: RouteContext):
           );
           return reply.code(200).send({ replayed: true });
         }
-        const dir = path.join(context.options.stateDir, 'watch', 'hooks');
+        const dir = context.options.stateDir.watchHooksDir();
         const name = `${Date.now()}-${randomBytes(4).toString('hex')}.json`;
         const trigger = {
           receivedAt: Date.now(),

@@ -6,13 +6,14 @@
  * another process scheduled there would. The property checked is the plain one: at most one of the
  * two claims succeeds.
  */
+
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { claimEnvironment } from '../../engine/runner/active-claim.js';
-import { activePath } from '../../engine/runner/paths.js';
 import { claimRunner } from '../../engine/runner/runner-claim.js';
+import { StateDir } from '../../engine/store/state-dir.js';
 import { tempDir } from '../support/cli.js';
 
 /** Runs once, just before the wrapped call on the given file. */
@@ -72,8 +73,8 @@ function deadPid(): number {
 
 describe('environment claim (active.json)', () => {
   it('two migrations replacing the same stale claim: at most one gets the environment', async () => {
-    const stateDir = await workdir();
-    const file = activePath(stateDir, 'crash');
+    const stateDir = StateDir.at(await workdir());
+    const file = stateDir.activeFile('crash');
     mkdirSync(path.dirname(file), { recursive: true });
     // Left by a migrate that crashed before writing its journal: stale, so it may be replaced.
     const stale = { migrationId: 'mig_old', claimedAt: 0, claimedBy: { pid: deadPid(), startTime: null } };

@@ -4,6 +4,7 @@
  * file the driver generates. Upstreams are small HTTP servers that answer their slot as the
  * examples' app does (`{"version": …}`), so bench/load.js can tell who answered.
  */
+
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
@@ -22,6 +23,7 @@ import {
   type RouteCallContext,
   type SlotInfo,
 } from '../../engine/drivers/types.js';
+import { StateDir } from '../../engine/store/state-dir.js';
 import { eventually, freeListen, Resources, send, stateDirFor } from '../router/support.js';
 
 const resources = new Resources();
@@ -100,7 +102,7 @@ async function startNginx(): Promise<TestNginx> {
   const ctx: RouteCallContext = {
     environment: 'test',
     migrationId: 'mig_test',
-    stateDir: dir,
+    stateDir: StateDir.at(dir),
     baseDir: dir,
     driver: { type: 'nginx', configFile: 'routes.conf', reload: [...base, '-s', 'reload'] },
   };

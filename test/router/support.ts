@@ -4,6 +4,7 @@
  * driver, a small HTTP client that reports the slot that answered, and one cleanup list per test
  * that closes every server, kills every child by pid and removes every temp directory.
  */
+
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
@@ -21,6 +22,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Route } from '../../core/topology/types.js';
 import { createRouteTableDriver } from '../../engine/drivers/router-driver.js';
 import type { SlotInfo } from '../../engine/drivers/types.js';
+import { StateDir } from '../../engine/store/state-dir.js';
 import { type Router, startRouter } from '../../router/router.js';
 import { repoRoot, tempDir } from '../support/cli.js';
 
@@ -212,7 +214,7 @@ export async function removeRoute(stateDir: string, route: string): Promise<void
 }
 
 function callContext(stateDir: string) {
-  return { environment, migrationId: 'test', stateDir, baseDir: stateDir };
+  return { environment, migrationId: 'test', stateDir: StateDir.at(stateDir), baseDir: stateDir };
 }
 
 function callOptions() {

@@ -4,11 +4,13 @@
  * in process with its real routes and a real local state directory (a migration in a ten-minute
  * bake); only the migration lookup is held back, so that the hang-up lands inside it.
  */
+
 import { request } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { localService } from '../../engine/services/migration-service.js';
+import { StateDir } from '../../engine/store/state-dir.js';
 import { buildServer, type CutoverServer } from '../../server/app.js';
 import { repoRoot } from '../support/cli.js';
 import { Api, demoApply, ServerHarness } from '../support/server.js';
@@ -23,7 +25,7 @@ let migrationId: string;
 let held: { entered: () => void; release: Promise<void> } | null = null;
 
 beforeAll(async () => {
-  const stateDir = await harness.stateDir();
+  const stateDir = StateDir.at(await harness.stateDir());
   const local = localService(stateDir);
   server = await buildServer({
     stateDir,

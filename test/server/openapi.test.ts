@@ -3,8 +3,10 @@
  * routes it lists are exactly the routes served. The served set comes from Fastify's own route
  * table (an in-process server, `printRoutes`), and is cross-checked over HTTP on the real server.
  */
+
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StateDir } from '../../engine/store/state-dir.js';
 import apiSchema from '../../schemas/api.v1.json' with { type: 'json' };
 import { buildServer, type CutoverServer } from '../../server/app.js';
 import {
@@ -32,7 +34,7 @@ beforeAll(async () => {
   api = await Api.connect(server.url);
   doc = api.contract.doc;
   inProcess = await buildServer({
-    stateDir: await harness.stateDir(),
+    stateDir: StateDir.at(await harness.stateDir()),
     workdir: await harness.tempDir(),
     tokens: null,
     logLevel: 'silent',
