@@ -4,19 +4,19 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Component } from '../../core/topology/types.js';
-import { isAlive, type ProcessIdentity } from '../../platform/process-identity.js';
-import { createProcessDriver, readSlot, stopSlotProcesses } from './process-driver.js';
-import { groupRunning } from './process-group.js';
-import type { ReplicaRecord } from './process-slot.js';
+import type { Component } from '../../../core/topology/types.js';
+import { createProcessDriver, readSlot, stopSlotProcesses } from '../../../engine/drivers/process-driver.js';
+import { groupRunning } from '../../../engine/drivers/process-group.js';
+import type { ReplicaRecord } from '../../../engine/drivers/process-slot.js';
 import {
   type ComponentCallContext,
   type DriverCallOptions,
   PermanentDriverError,
   type SlotInfo,
-} from './types.js';
+} from '../../../engine/drivers/types.js';
+import { isAlive, type ProcessIdentity } from '../../../platform/process-identity.js';
 
-const serverJs = fileURLToPath(new URL('../../examples/app/server.js', import.meta.url));
+const serverJs = fileURLToPath(new URL('../../../examples/app/server.js', import.meta.url));
 const node = process.execPath;
 /** Ignores SIGTERM: only SIGKILL stops it. */
 const stubborn = [node, '-e', "process.on('SIGTERM',()=>{});setInterval(()=>{},1000)"];

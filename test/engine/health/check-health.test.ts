@@ -5,8 +5,12 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Health } from '../../core/topology/types.js';
-import { HealthGateFailedError, type WaitHealthyOptions, waitHealthy } from './check-health.js';
+import type { Health } from '../../../core/topology/types.js';
+import {
+  HealthGateFailedError,
+  type WaitHealthyOptions,
+  waitHealthy,
+} from '../../../engine/health/check-health.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {

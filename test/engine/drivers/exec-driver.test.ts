@@ -3,16 +3,16 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadTopology } from '../../core/topology/load-topology.js';
-import type { Component, Health } from '../../core/topology/types.js';
-import { waitHealthy } from '../health/check-health.js';
-import { createExecDriver } from './exec-driver.js';
+import { loadTopology } from '../../../core/topology/load-topology.js';
+import type { Component, Health } from '../../../core/topology/types.js';
+import { createExecDriver } from '../../../engine/drivers/exec-driver.js';
 import {
   type ComponentCallContext,
   type DriverCallOptions,
   PermanentDriverError,
   type SlotInfo,
-} from './types.js';
+} from '../../../engine/drivers/types.js';
+import { waitHealthy } from '../../../engine/health/check-health.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {

@@ -2,8 +2,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isAlive, processIdentity, procStat } from '../../platform/process-identity.js';
-import { groupRunning, stopProcessGroup } from './process-group.js';
+import { groupRunning, stopProcessGroup } from '../../../engine/drivers/process-group.js';
+import { isAlive, processIdentity, procStat } from '../../../platform/process-identity.js';
 
 // Real processes in groups of their own; everything started here is killed by pid afterwards.
 const started: number[] = [];
