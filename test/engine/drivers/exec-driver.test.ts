@@ -13,6 +13,7 @@ import {
   type SlotInfo,
 } from '../../../engine/drivers/types.js';
 import { waitHealthy } from '../../../engine/health/check-health.js';
+import { waitUntil } from '../../support/wait.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -82,15 +83,6 @@ function isAlive(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (condition()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return condition();
 }
 
 function readPid(file: string): number | undefined {

@@ -15,6 +15,7 @@ import {
   type SlotInfo,
 } from '../../../engine/drivers/types.js';
 import { isAlive, type ProcessIdentity } from '../../../platform/process-identity.js';
+import { waitUntil } from '../../support/wait.js';
 
 const serverJs = fileURLToPath(new URL('../../../examples/app/server.js', import.meta.url));
 const node = process.execPath;
@@ -89,15 +90,6 @@ function callOptions(signal = new AbortController().signal): DriverCallOptions &
 
 function replicasOf(slot: SlotInfo): ReplicaRecord[] {
   return slot.details?.replicas as ReplicaRecord[];
-}
-
-async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (condition()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return condition();
 }
 
 /** GET / of the demo app, retried while it is still binding its port. */

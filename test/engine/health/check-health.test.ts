@@ -11,6 +11,8 @@ import {
   type WaitHealthyOptions,
   waitHealthy,
 } from '../../../engine/health/check-health.js';
+import { alive } from '../../support/processes.js';
+import { waitUntil } from '../../support/wait.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -72,24 +74,6 @@ function gate(overrides: Partial<WaitHealthyOptions>): { options: WaitHealthyOpt
     ...overrides,
   };
   return { options, lines };
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (condition()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return condition();
 }
 
 describe('waitHealthy', () => {
@@ -285,10 +269,10 @@ describe('waitHealthy', () => {
     const pending = waitHealthy(options).catch((e: unknown) => e);
     await waitUntil(() => Boolean(readPid(pidFile)), 5000);
     const pid = readPid(pidFile) as number;
-    expect(isRunning(pid)).toBe(true);
+    expect(alive(pid)).toBe(true);
     controller.abort(new DOMException('stop', 'AbortError'));
     expect(((await pending) as Error).name).toBe('AbortError');
-    expect(await waitUntil(() => !isRunning(pid), 2000)).toBe(true);
+    expect(await waitUntil(() => !alive(pid), 2000)).toBe(true);
   });
 });
 
