@@ -48,13 +48,7 @@ beforeAll(async () => {
   await api.waitFor(migrationId, (s) => s.status.includes('bake'));
 }, 60_000);
 
-afterAll(async () => {
-  try {
-    if (migrationId) await api.cancelAndWait(migrationId);
-  } finally {
-    await harness.cleanup();
-  }
-}, 60_000);
+afterAll(() => harness.cancelThenCleanup(api, migrationId ? [migrationId] : []), 60_000);
 
 interface Stream {
   status: number;
