@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadTopology } from '../../../core/topology/load-topology.js';
 import type { Component, Health } from '../../../core/topology/types.js';
 import { createExecDriver } from '../../../engine/drivers/exec-driver.js';
@@ -13,17 +12,14 @@ import {
   type SlotInfo,
 } from '../../../engine/drivers/types.js';
 import { waitHealthy } from '../../../engine/health/check-health.js';
+import { resourcesPerTest } from '../../support/resources.js';
 import { waitUntil } from '../../support/wait.js';
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const resources = resourcesPerTest();
 
 /** A temp directory holding a topology's base dir with an `infra/` scripts dir. */
 async function workspace(): Promise<{ base: string; infra: string }> {
-  const base = await mkdtemp(path.join(tmpdir(), 'cutover-exec-'));
-  cleanups.push(() => rm(base, { recursive: true, force: true }));
+  const base = await resources.tempDir('cutover-exec-');
   const infra = path.join(base, 'infra');
   await mkdir(infra);
   return { base, infra };
@@ -302,8 +298,7 @@ describe('examples/exec-demo', () => {
 
   it('runs two migrations of db and api through its scripts and health command', async () => {
     const topology = await exampleTopology();
-    const stateDir = await mkdtemp(path.join(tmpdir(), 'cutover-exec-demo-'));
-    cleanups.push(() => rm(stateDir, { recursive: true, force: true }));
+    const stateDir = await resources.tempDir('cutover-exec-demo-');
     const driver = createExecDriver();
     const ctx = (component: string, migrationId: string): ComponentCallContext => ({
       environment: topology.metadata.name,
