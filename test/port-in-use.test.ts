@@ -10,12 +10,12 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { repoRoot } from './support/cli.js';
 import { freePort } from './support/migrations.js';
 import { ServerHarness } from './support/server.js';
 import { temporalAddress } from './support/temporal-worker.js';
+import { eventually } from './support/wait.js';
 
 const servers = new ServerHarness();
 const holders: Server[] = [];
@@ -118,8 +118,9 @@ describe('a port another program holds', () => {
     proxy.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
       output += chunk;
     });
-    await until(
+    await eventually(
       () => /router for .* \(pid \d+, control port \d+\)/.test(output),
+      15_000,
       () => output,
     );
     expect(output).toContain(
@@ -132,8 +133,9 @@ describe('a port another program holds', () => {
     // The router answers on the held address once the other program lets it go.
     await closeHolder(holder);
     holders.splice(holders.indexOf(holder), 1);
-    await until(
+    await eventually(
       async () => (await body(taken).catch(() => null)) === 'upstream',
+      15_000,
       () => output,
     );
     expect(proxy.exitCode).toBeNull();
@@ -142,13 +144,4 @@ describe('a port another program holds', () => {
 
 async function body(port: number): Promise<string> {
   return (await fetch(`http://127.0.0.1:${port}/`, { headers: { connection: 'close' } })).text();
-}
-
-/** Polls `condition` until it holds; fails after a generous bound, with `describe()` for context. */
-async function until(condition: () => boolean | Promise<boolean>, describe: () => string): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`condition not met; output so far:\n${describe()}`);
-    await sleep(25);
-  }
 }

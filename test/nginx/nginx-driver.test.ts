@@ -4,16 +4,14 @@
  * file the driver generates. Upstreams are small HTTP servers that answer their slot as the
  * examples' app does (`{"version": …}`), so bench/load.js can tell who answered.
  */
-
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { startLoad } from '../../bench/load.js';
 import type { Route } from '../../core/topology/types.js';
 import { configTestArgv, createNginxDriver, mainServers } from '../../engine/drivers/nginx-driver.js';
@@ -24,13 +22,12 @@ import {
   type SlotInfo,
 } from '../../engine/drivers/types.js';
 import { StateDir } from '../../engine/store/state-dir.js';
-import { eventually, freeListen, Resources, send, stateDirFor } from '../router/support.js';
+import { eventually, freeListen, resourcesPerTest, send, stateDirFor } from '../router/support.js';
+import { runNginx } from '../support/nginx.js';
 
-const resources = new Resources();
-afterEach(() => resources.cleanup());
+const resources = resourcesPerTest();
 
 const loadRatePerSecond = 500;
-const nginxStartTimeoutMs = 10_000;
 
 interface LoadRecord {
   sentAt: number;
@@ -64,59 +61,16 @@ interface TestNginx {
 /** nginx in the foreground, with everything under a temp dir; stopped (by pid) in afterEach. */
 async function startNginx(): Promise<TestNginx> {
   const dir = await stateDirFor(resources);
-  const conf = path.join(dir, 'nginx.conf');
-  const errorLog = path.join(dir, 'error.log');
-  const temp = (name: string) => `${name}_temp_path ${path.join(dir, name)};`;
-  await writeFile(
-    conf,
-    [
-      `pid ${path.join(dir, 'nginx.pid')};`,
-      `error_log ${errorLog} notice;`,
-      'worker_processes 2;',
-      'events {}',
-      'http {',
-      '    access_log off;',
-      ...['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((name) => `    ${temp(name)}`),
-      `    include ${path.join(dir, 'routes.conf')};`,
-      '}',
-      '',
-    ].join('\n'),
-  );
   await writeFile(path.join(dir, 'routes.conf'), '');
-  // -e: the error log before the config is read (else /var/log/nginx); same args for -s reload.
-  const base = ['nginx', '-p', dir, '-c', conf, '-e', errorLog];
-  const child = spawn(base[0] as string, [...base.slice(1), '-g', 'daemon off;'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  resources.add(() => stopNginx(child));
-  let stderr = '';
-  child.stderr?.on('data', (data: Buffer) => {
-    stderr += data.toString();
-  });
-  const deadline = Date.now() + nginxStartTimeoutMs;
-  while (!existsSync(path.join(dir, 'nginx.pid'))) {
-    if (child.exitCode !== null || Date.now() > deadline)
-      throw new Error(`nginx did not start: ${stderr}${await readFile(errorLog, 'utf8').catch(() => '')}`);
-    await sleep(20);
-  }
+  const { argv, errorLog } = await runNginx(resources, { dir, workers: 2, errorLogLevel: 'notice' });
   const ctx: RouteCallContext = {
     environment: 'test',
     migrationId: 'mig_test',
     stateDir: StateDir.at(dir),
     baseDir: dir,
-    driver: { type: 'nginx', configFile: 'routes.conf', reload: [...base, '-s', 'reload'] },
+    driver: { type: 'nginx', configFile: 'routes.conf', reload: [...argv, '-s', 'reload'] },
   };
   return { dir, ctx, errorLog: () => readFile(errorLog, 'utf8') };
-}
-
-/** SIGQUIT would wait for keep-alive clients; SIGTERM is nginx's fast shutdown. */
-async function stopNginx(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
-  const exited = once(child, 'exit');
-  process.kill(child.pid, 'SIGTERM');
-  const timer = setTimeout(() => child.pid !== undefined && process.kill(child.pid, 'SIGKILL'), 5_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 /** An upstream replica of a slot: answers `{"version": slot, "replica": name}`. */

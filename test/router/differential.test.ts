@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { differentialCases, type Waits } from './differential-cases.js';
 import { knownDifferences } from './differential-differences.js';
 import { startNginx } from './differential-nginx.js';
-import { listenOn, rawExchange, scriptedUpstream } from './raw-http.js';
+import { rawExchange, scriptedUpstream } from './raw-http.js';
 import { eventually, freeListen, Resources, setRoute, startTestRouter, stateDirFor } from './support.js';
 
 const resources = new Resources();
@@ -96,7 +96,7 @@ function requestUpstream(recorder: Recorder): Promise<string> {
     recorder.record('upstream-errors', error.message);
     socket.destroy();
   });
-  return listenOn(resources, server);
+  return resources.listen(server);
 }
 
 /** A raw upstream for response cases: reads a head, answers the case's exact bytes, closes. */

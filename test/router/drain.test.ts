@@ -1,35 +1,30 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { routerClient, waitDrained } from '../../router/client.js';
 import {
   environment,
   eventually,
-  freeListen,
-  Resources,
+  resourcesPerTest,
+  routerWithRoute,
   send,
-  setRoute,
   slowRequestMs,
-  startTestRouter,
   startUpstream,
-  stateDirFor,
 } from './support.js';
 
-const resources = new Resources();
-afterEach(() => resources.cleanup());
+const resources = resourcesPerTest();
 
 const key = `${environment}/web`;
 
 describe('router: in-flight requests and drain', () => {
   it('lets a slow request begun on blue finish there after the switch, and waitDrained waits for it', async () => {
-    const stateDir = await stateDirFor(resources);
     const [blue, green] = await Promise.all([
       startUpstream(resources, 'blue'),
       startUpstream(resources, 'green'),
     ]);
-    const listen = await freeListen();
-    const split = (greenPercent: number) =>
-      setRoute(stateDir, 'web', { listen, blue: [blue.address], green: [green.address], greenPercent });
-    await split(0);
-    await startTestRouter(resources, stateDir);
+    const { stateDir, listen, split } = await routerWithRoute(resources, {
+      blue: [blue.address],
+      green: [green.address],
+      greenPercent: 0,
+    });
     const client = routerClient(stateDir);
 
     const startedAt = Date.now();
@@ -56,11 +51,12 @@ describe('router: in-flight requests and drain', () => {
   });
 
   it('rejects waitDrained when its signal aborts, and counts no router as drained', async () => {
-    const stateDir = await stateDirFor(resources);
     const blue = await startUpstream(resources, 'blue');
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', { listen, blue: [blue.address], green: [], greenPercent: 0 });
-    const { router } = await startTestRouter(resources, stateDir);
+    const { stateDir, listen, router } = await routerWithRoute(resources, {
+      blue: [blue.address],
+      green: [],
+      greenPercent: 0,
+    });
 
     const slow = send(listen, { path: '/slow?ms=500' });
     await eventually(() => router.inFlight(key, [blue.address]) === 1);

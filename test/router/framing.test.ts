@@ -4,41 +4,16 @@
  */
 import type { ServerResponse } from 'node:http';
 import { connect } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { rawExchange, rawUpstream, recordingUpstream, statuses } from './raw-http.js';
-import {
-  countingUpstream,
-  eventually,
-  freeListen,
-  Resources,
-  send,
-  setRoute,
-  startTestRouter,
-  stateDirFor,
-} from './support.js';
+import { countingUpstream, eventually, resourcesPerTest, routerTo, send } from './support.js';
 
-const resources = new Resources();
-afterEach(() => resources.cleanup());
-
-/** A router with one route to `upstream`; answers the route's listen address. */
-async function routerTo(upstream: string, upstreamTimeoutMs?: number): Promise<string> {
-  const stateDir = await stateDirFor(resources);
-  const listen = await freeListen();
-  await setRoute(stateDir, 'web', {
-    listen,
-    blue: [upstream],
-    green: [],
-    greenPercent: 0,
-    ...(upstreamTimeoutMs !== undefined ? { upstreamTimeoutMs } : {}),
-  });
-  await startTestRouter(resources, stateDir);
-  return listen;
-}
+const resources = resourcesPerTest();
 
 describe('router: request framing', () => {
   it('answers a good request before the 400 of a malformed one pipelined after it', async () => {
     const upstream = await recordingUpstream(resources);
-    const listen = await routerTo(upstream.address);
+    const { listen } = await routerTo(resources, upstream.address);
 
     const { received, closed } = await rawExchange(
       listen,
@@ -54,7 +29,7 @@ describe('router: request framing', () => {
 
   it('answers a slow POST before the 400 of a CONNECT pipelined after it', async () => {
     const upstream = await recordingUpstream(resources);
-    const listen = await routerTo(upstream.address);
+    const { listen } = await routerTo(resources, upstream.address);
 
     const { received, closed } = await rawExchange(
       listen,
@@ -72,7 +47,7 @@ describe('router: request framing', () => {
 
   it('answers 400 to a CONNECT alone', async () => {
     const upstream = await recordingUpstream(resources);
-    const listen = await routerTo(upstream.address);
+    const { listen } = await routerTo(resources, upstream.address);
 
     const { received, closed } = await rawExchange(
       listen,
@@ -87,7 +62,7 @@ describe('router: request framing', () => {
 
   it('answers 400 to a malformed chunk in a body on its way upstream, which the upstream never executes', async () => {
     const upstream = await recordingUpstream(resources);
-    const listen = await routerTo(upstream.address);
+    const { listen } = await routerTo(resources, upstream.address);
 
     const { received, closed } = await rawExchange(
       listen,
@@ -102,7 +77,7 @@ describe('router: request framing', () => {
 
   it('keeps the body of a request whose Connection header names Content-Length', async () => {
     const upstream = await recordingUpstream(resources);
-    const listen = await routerTo(upstream.address);
+    const { listen } = await routerTo(resources, upstream.address);
 
     const { received } = await rawExchange(
       listen,
@@ -116,7 +91,7 @@ describe('router: request framing', () => {
 
   it('keeps the body of a request whose Connection header names Transfer-Encoding', async () => {
     const upstream = await recordingUpstream(resources);
-    const listen = await routerTo(upstream.address);
+    const { listen } = await routerTo(resources, upstream.address);
 
     const { received } = await rawExchange(
       listen,
@@ -131,7 +106,7 @@ describe('router: request framing', () => {
 
   it('sends pipelined requests to the upstream one after the other, in order', async () => {
     const upstream = await recordingUpstream(resources);
-    const listen = await routerTo(upstream.address);
+    const { listen } = await routerTo(resources, upstream.address);
 
     const { received } = await rawExchange(
       listen,
@@ -153,7 +128,7 @@ describe('router: request framing', () => {
 
   it('replaces X-Forwarded-Proto and X-Forwarded-Host sent by the client', async () => {
     const upstream = await recordingUpstream(resources);
-    const listen = await routerTo(upstream.address);
+    const { listen } = await routerTo(resources, upstream.address);
 
     await rawExchange(
       listen,
@@ -168,7 +143,7 @@ describe('router: request framing', () => {
 
   it('sends 100 Continue to a request it accepts, and only then reads its body', async () => {
     const upstream = await recordingUpstream(resources);
-    const listen = await routerTo(upstream.address);
+    const { listen } = await routerTo(resources, upstream.address);
     const [host, port] = listen.split(':') as [string, string];
     const socket = connect({ host, port: Number(port) });
     resources.add(() => {
@@ -203,7 +178,7 @@ describe('router: request framing', () => {
 
   it('refuses a request waiting for 100 Continue without sending it', async () => {
     const upstream = await recordingUpstream(resources);
-    const listen = await routerTo(upstream.address);
+    const { listen } = await routerTo(resources, upstream.address);
 
     // Only the head: a client that waits for 100 Continue before it sends its body.
     const { received, closed } = await rawExchange(
@@ -218,7 +193,7 @@ describe('router: request framing', () => {
 
   it('answers 505 to an HTTP/2.0 request line and sends nothing upstream', async () => {
     const upstream = await recordingUpstream(resources);
-    const listen = await routerTo(upstream.address);
+    const { listen } = await routerTo(resources, upstream.address);
 
     const { received, closed } = await rawExchange(listen, 'GET / HTTP/2.0\r\nHost: shop\r\n\r\n');
 
@@ -247,7 +222,7 @@ describe('router: reading ahead', () => {
       stuckArrived = true;
       void held.then(() => res.end('ok'));
     });
-    const listen = await routerTo(upstream.address, 120_000);
+    const { listen } = await routerTo(resources, upstream.address, { upstreamTimeoutMs: 120_000 });
     const [host, port] = listen.split(':') as [string, string];
 
     const flood =
@@ -291,7 +266,7 @@ describe('router: response framing', () => {
         resources,
         `HTTP/1.1 200 OK\r\nTransfer-Encoding: ${coding}\r\n\r\n5\r\nhello\r\n0\r\n\r\n`,
       );
-      const listen = await routerTo(upstream.address);
+      const { listen } = await routerTo(resources, upstream.address);
 
       const { received } = await rawExchange(
         listen,
@@ -306,7 +281,7 @@ describe('router: response framing', () => {
   it('answers 502 at once, naming the fault, to a response head with bare line feeds', async () => {
     const upstream = await rawUpstream(resources, 'HTTP/1.1 200 OK\nContent-Length: 2\n\nok');
     // A silence timeout longer than the test's: only the parser can answer in time.
-    const listen = await routerTo(upstream.address, 120_000);
+    const { listen } = await routerTo(resources, upstream.address, { upstreamTimeoutMs: 120_000 });
 
     const { received } = await rawExchange(
       listen,

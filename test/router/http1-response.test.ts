@@ -2,9 +2,9 @@ import { once } from 'node:events';
 import { createServer, type ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { maxResponseHeadBytes, ResponseParseError, ResponseParser } from '../../router/http1-response.js';
-import { Resources } from './support.js';
+import { resourcesPerTest } from './support.js';
 
 interface Parsed {
   status: number;
@@ -314,5 +314,4 @@ describe('router: HTTP/1.1 response parser', () => {
   });
 });
 
-const resources = new Resources();
-afterEach(() => resources.cleanup());
+const resources = resourcesPerTest();

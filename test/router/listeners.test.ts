@@ -1,13 +1,14 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { routerClient } from '../../router/client.js';
 import { type RoutingTable, routingTablePath } from '../../router/route-table.js';
 import {
   eventually,
   freeListen,
-  Resources,
   removeRoute,
+  resourcesPerTest,
+  routerWithRoute,
   send,
   setRoute,
   startTestRouter,
@@ -15,8 +16,7 @@ import {
   stateDirFor,
 } from './support.js';
 
-const resources = new Resources();
-afterEach(() => resources.cleanup());
+const resources = resourcesPerTest();
 
 const refused = async (listen: string): Promise<boolean> =>
   send(listen).then(
@@ -60,11 +60,12 @@ describe('router: listeners follow the table', () => {
   });
 
   it('logs a commit as green promoted to the live slot, not as traffic back on blue', async () => {
-    const stateDir = await stateDirFor(resources);
     const [v1, v2] = await Promise.all([startUpstream(resources, 'v1'), startUpstream(resources, 'v2')]);
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', { listen, blue: [v1.address], green: [v2.address], greenPercent: 100 });
-    const { router, log } = await startTestRouter(resources, stateDir);
+    const { stateDir, listen, router, log } = await routerWithRoute(resources, {
+      blue: [v1.address],
+      green: [v2.address],
+      greenPercent: 100,
+    });
     await setRoute(stateDir, 'web', { listen, blue: [v2.address], green: [], greenPercent: 0 });
     await router.reload();
     expect((await send(listen)).body).toBe('v2');
@@ -123,11 +124,12 @@ describe('router: listeners follow the table', () => {
   });
 
   it('keeps serving the last good table when the file is damaged, and says so', async () => {
-    const stateDir = await stateDirFor(resources);
     const blue = await startUpstream(resources, 'blue');
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', { listen, blue: [blue.address], green: [], greenPercent: 0 });
-    const { log } = await startTestRouter(resources, stateDir);
+    const { stateDir, listen, log } = await routerWithRoute(resources, {
+      blue: [blue.address],
+      green: [],
+      greenPercent: 0,
+    });
     const table = JSON.parse(readFileSync(routingTablePath(stateDir), 'utf8')) as RoutingTable;
     const client = routerClient(stateDir);
     expect(await client.reload()).toEqual({

@@ -1,32 +1,27 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { routerClient } from '../../router/client.js';
 import {
-  freeListen,
   load,
-  Resources,
+  resourcesPerTest,
+  routerWithRoute,
   send,
-  setRoute,
   startChildUpstream,
-  startTestRouter,
   startUpstream,
-  stateDirFor,
 } from './support.js';
 
-const resources = new Resources();
-afterEach(() => resources.cleanup());
+const resources = resourcesPerTest();
 
 describe('router under load', () => {
   it('loses no request while the table flips blue → green → blue', async () => {
-    const stateDir = await stateDirFor(resources);
     const upstreams = await Promise.all(
       ['b1', 'b2', 'g1', 'g2'].map((name) => startUpstream(resources, name)),
     );
     const [b1, b2, g1, g2] = upstreams.map((u) => u.address) as [string, string, string, string];
-    const listen = await freeListen();
-    const split = (greenPercent: number) =>
-      setRoute(stateDir, 'web', { listen, blue: [b1, b2], green: [g1, g2], greenPercent });
-    await split(0);
-    await startTestRouter(resources, stateDir);
+    const { stateDir, listen, split } = await routerWithRoute(resources, {
+      blue: [b1, b2],
+      green: [g1, g2],
+      greenPercent: 0,
+    });
     const client = routerClient(stateDir);
 
     let done = false;
@@ -57,19 +52,15 @@ describe('router under load', () => {
   });
 
   it('loses no request when a replica is killed with -9 under load', async () => {
-    const stateDir = await stateDirFor(resources);
     const [doomed, survivor] = await Promise.all([
       startChildUpstream(resources, 'doomed'),
       startChildUpstream(resources, 'survivor'),
     ]);
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', {
-      listen,
+    const { listen } = await routerWithRoute(resources, {
       blue: [doomed.address, survivor.address],
       green: [],
       greenPercent: 0,
     });
-    await startTestRouter(resources, stateDir);
 
     let killed = false;
     const result = await load(listen, 2_000, 16, (_answer, index) => {

@@ -3,15 +3,9 @@
  * socket and reads everything back, an upstream that records what it executed (a request whose body
  * arrived whole), and an upstream that answers exact bytes.
  */
-import { once } from 'node:events';
-import {
-  createServer,
-  type Server as HttpServer,
-  type IncomingMessage,
-  type ServerResponse,
-} from 'node:http';
-import { connect, createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
-import type { Resources } from './support.js';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { connect, createServer as createNetServer } from 'node:net';
+import type { Resources } from '../support/resources.js';
 
 /** Longest a raw exchange may take before the test gives up on it (a hung proxy, not a result). */
 export const rawExchangeTimeoutMs = 20_000;
@@ -133,7 +127,7 @@ export async function recordingUpstream(resources: Resources): Promise<Recording
       }, delayMs);
     });
   });
-  return { address: await listenOn(resources, server), executed, events };
+  return { address: await resources.listen(server), executed, events };
 }
 
 /**
@@ -160,7 +154,7 @@ export async function scriptedUpstream(
     };
     socket.on('data', onData);
   });
-  return { address: await listenOn(resources, server) };
+  return { address: await resources.listen(server) };
 }
 
 /**
@@ -169,25 +163,6 @@ export async function scriptedUpstream(
  */
 export function rawUpstream(resources: Resources, answer: string): Promise<{ address: string }> {
   return scriptedUpstream(resources, () => ({ bytes: answer, close: false }));
-}
-
-/**
- * Listens on a free port of 127.0.0.1; the server and every connection it holds are closed at
- * cleanup. Answers host:port.
- */
-export async function listenOn(resources: Resources, server: HttpServer | NetServer): Promise<string> {
-  const sockets = new Set<Socket>();
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  resources.add(async () => {
-    for (const socket of sockets) socket.destroy();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return `127.0.0.1:${(server.address() as { port: number }).port}`;
 }
 
 function splitAddress(address: string): [string, number] {

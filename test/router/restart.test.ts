@@ -4,7 +4,7 @@
  * because the table on disc is its only state.
  */
 import { existsSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { routerClient, waitDrained } from '../../router/client.js';
 import { liveRouterRecord, readRouterRecord } from '../../router/router-record.js';
 import {
@@ -12,7 +12,7 @@ import {
   environment,
   freeListen,
   killChild,
-  Resources,
+  resourcesPerTest,
   send,
   setRoute,
   startChildRouter,
@@ -20,8 +20,7 @@ import {
   stateDirFor,
 } from './support.js';
 
-const resources = new Resources();
-afterEach(() => resources.cleanup());
+const resources = resourcesPerTest();
 
 const key = `${environment}/web`;
 

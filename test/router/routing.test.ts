@@ -1,10 +1,11 @@
 import { createServer, type RequestListener } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildRoutingState, chooseSlot, emptyRoutingState } from '../../router/routing-state.js';
 import {
   environment,
   freeListen,
-  Resources,
+  resourcesPerTest,
+  routerWithRoute,
   send,
   setRoute,
   startTestRouter,
@@ -12,27 +13,22 @@ import {
   stateDirFor,
 } from './support.js';
 
-const resources = new Resources();
-afterEach(() => resources.cleanup());
+const resources = resourcesPerTest();
 
 const key = `${environment}/web`;
 
 describe('router: where requests go', () => {
   it('at 10% green sends exactly 10 of 100 requests to green, spread evenly', async () => {
-    const stateDir = await stateDirFor(resources);
     const [b1, b2, g1] = await Promise.all([
       startUpstream(resources, 'b1'),
       startUpstream(resources, 'b2'),
       startUpstream(resources, 'g1'),
     ]);
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', {
-      listen,
+    const { listen } = await routerWithRoute(resources, {
       blue: [b1.address, b2.address],
       green: [g1.address],
       greenPercent: 10,
     });
-    await startTestRouter(resources, stateDir);
 
     const answers = [];
     for (let i = 0; i < 100; i++) answers.push(await send(listen));
@@ -68,11 +64,8 @@ describe('router: where requests go', () => {
   });
 
   it('passes method, path, body and x-forwarded-for, and names the slot in x-cutover-slot', async () => {
-    const stateDir = await stateDirFor(resources);
     const blue = await startUpstream(resources, 'blue-1');
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', { listen, blue: [blue.address], green: [], greenPercent: 0 });
-    await startTestRouter(resources, stateDir);
+    const { listen } = await routerWithRoute(resources, { blue: [blue.address], green: [], greenPercent: 0 });
 
     const answer = await send(listen, { method: 'POST', path: '/orders?x=1', body: 'a'.repeat(100_000) });
     expect(answer.status).toBe(200);
@@ -107,10 +100,7 @@ describe('router: where requests go', () => {
   });
 
   it('answers 503 with a short text on a route without addresses', async () => {
-    const stateDir = await stateDirFor(resources);
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', { listen, blue: [], green: [], greenPercent: 0 });
-    await startTestRouter(resources, stateDir);
+    const { listen } = await routerWithRoute(resources, { blue: [], green: [], greenPercent: 0 });
 
     const answer = await send(listen);
     expect(answer.status).toBe(503);
@@ -120,20 +110,16 @@ describe('router: where requests go', () => {
 
 describe('router: upstreams that fail', () => {
   it('resends a request, body of any size included, to another replica when one refuses the connection', async () => {
-    const stateDir = await stateDirFor(resources);
     const [dead, alive] = await Promise.all([
       startUpstream(resources, 'dead'),
       startUpstream(resources, 'alive'),
     ]);
     await dead.close();
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', {
-      listen,
+    const { listen } = await routerWithRoute(resources, {
       blue: [dead.address, alive.address],
       green: [],
       greenPercent: 0,
     });
-    await startTestRouter(resources, stateDir);
 
     for (let i = 0; i < 10; i++) {
       const body = `order ${i} `.repeat(i * 50_000); // up to 4.5 MB: beyond what is kept for replay
@@ -145,39 +131,31 @@ describe('router: upstreams that fail', () => {
   });
 
   it('fails over to the other slot when it takes a share of the traffic', async () => {
-    const stateDir = await stateDirFor(resources);
     const [dead, green] = await Promise.all([
       startUpstream(resources, 'dead'),
       startUpstream(resources, 'green'),
     ]);
     await dead.close();
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', {
-      listen,
+    const { listen } = await routerWithRoute(resources, {
       blue: [dead.address],
       green: [green.address],
       greenPercent: 50,
     });
-    await startTestRouter(resources, stateDir);
 
     for (let i = 0; i < 10; i++) expect(await send(listen)).toMatchObject({ status: 200, slot: 'green' });
   });
 
   it('answers 502 when every upstream it may use refuses, and never sends traffic to a slot at 0%', async () => {
-    const stateDir = await stateDirFor(resources);
     const [dead, green] = await Promise.all([
       startUpstream(resources, 'dead'),
       startUpstream(resources, 'green'),
     ]);
     await dead.close();
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', {
-      listen,
+    const { listen } = await routerWithRoute(resources, {
       blue: [dead.address],
       green: [green.address],
       greenPercent: 0,
     });
-    await startTestRouter(resources, stateDir);
 
     const answer = await send(listen);
     expect(answer.status).toBe(502);
@@ -187,17 +165,13 @@ describe('router: upstreams that fail', () => {
   });
 
   it('resends an idempotent request the upstream reset before answering, but never a POST', async () => {
-    const stateDir = await stateDirFor(resources);
     const crashing = await rawUpstream((req) => req.socket.destroy());
     const alive = await startUpstream(resources, 'alive');
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', {
-      listen,
+    const { listen } = await routerWithRoute(resources, {
       blue: [crashing.address, alive.address],
       green: [],
       greenPercent: 0,
     });
-    await startTestRouter(resources, stateDir);
 
     const gets = [];
     for (let i = 0; i < 4; i++) gets.push(await send(listen));
@@ -210,20 +184,16 @@ describe('router: upstreams that fail', () => {
   });
 
   it('cuts the client off when the upstream dies mid-answer, without resending the request', async () => {
-    const stateDir = await stateDirFor(resources);
     const cutting = await rawUpstream((_req, res) => {
       res.writeHead(200, { 'content-length': '100' });
       res.write('partial', () => res.socket?.destroy());
     });
     const other = await startUpstream(resources, 'other');
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', {
-      listen,
+    const { listen } = await routerWithRoute(resources, {
       blue: [cutting.address, other.address],
       green: [],
       greenPercent: 0,
     });
-    await startTestRouter(resources, stateDir);
 
     await expect(send(listen)).rejects.toThrow();
     expect(cutting.hits()).toBe(1);
@@ -238,13 +208,5 @@ async function rawUpstream(handler: RequestListener): Promise<{ address: string;
     hits++;
     handler(req, res);
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  resources.add(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return { address: `127.0.0.1:${(server.address() as { port: number }).port}`, hits: () => hits };
+  return { address: await resources.listen(server), hits: () => hits };
 }

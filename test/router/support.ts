@@ -1,56 +1,36 @@
 /**
  * Shared by the router tests: real HTTP upstreams on 127.0.0.1 (in this process, or in a child
  * process so one can be killed with -9), routes written through the engine's own route-table
- * driver, a small HTTP client that reports the slot that answered, and one cleanup list per test
- * that closes every server, kills every child by pid and removes every temp directory.
+ * driver, a router serving one route, a small HTTP client that reports the slot that answered, and
+ * one cleanup list per test (test/support/resources.ts) that closes every server, kills every child
+ * by pid and removes every temp directory.
  */
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
-import {
-  Agent,
-  createServer,
-  type IncomingMessage,
-  request,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
-import { createServer as createNetServer, type Socket } from 'node:net';
+import { Agent, createServer, type IncomingMessage, request, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Route } from '../../core/topology/types.js';
 import { createRouteTableDriver } from '../../engine/drivers/router-driver.js';
 import type { SlotInfo } from '../../engine/drivers/types.js';
 import { StateDir } from '../../engine/store/state-dir.js';
 import { type Router, startRouter } from '../../router/router.js';
-import { repoRoot, tempDir } from '../support/cli.js';
+import { repoRoot } from '../support/cli.js';
+import { freePort } from '../support/migrations.js';
+import { killChild } from '../support/processes.js';
+import type { Resources } from '../support/resources.js';
+
+// The shared helpers the router tests take from here too.
+export { freePort } from '../support/migrations.js';
+export { killChild } from '../support/processes.js';
+export { Resources, resourcesPerTest } from '../support/resources.js';
+export { eventually } from '../support/wait.js';
 
 export const environment = 'test';
 
-/** Everything a test started, stopped in reverse order by `cleanup()` (call it in afterEach). */
-export class Resources {
-  private readonly stops: (() => Promise<void> | void)[] = [];
-
-  add(stop: () => Promise<void> | void): void {
-    this.stops.push(stop);
-  }
-
-  async cleanup(): Promise<void> {
-    for (const stop of this.stops.splice(0).reverse()) {
-      try {
-        await stop();
-      } catch {
-        // keep cleaning up the rest
-      }
-    }
-  }
-}
-
-export async function stateDirFor(resources: Resources): Promise<string> {
-  const { dir, cleanup } = await tempDir('cutover-router-');
-  resources.add(cleanup);
-  return dir;
+export function stateDirFor(resources: Resources): Promise<string> {
+  return resources.tempDir('cutover-router-');
 }
 
 export interface Upstream {
@@ -81,13 +61,11 @@ export async function startUpstream(resources: Resources, name: string): Promise
       else answer();
     });
   });
-  await listen(server, 0);
-  const address = `127.0.0.1:${(server.address() as { port: number }).port}`;
+  const address = await resources.listen(server);
   const close = async () => {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   };
-  resources.add(close);
   return { name, address, close };
 }
 
@@ -107,14 +85,8 @@ export async function countingUpstream(
     mostOpen = Math.max(mostOpen, ++open);
     socket.on('close', () => open--);
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  resources.add(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
   return {
-    address: `127.0.0.1:${(server.address() as { port: number }).port}`,
+    address: await resources.listen(server),
     accepted: () => accepted,
     open: () => open,
     mostOpen: () => mostOpen,
@@ -144,31 +116,9 @@ export async function startChildUpstream(
   return { name, address: `127.0.0.1:${port}`, child, close: () => killChild(child) };
 }
 
-export async function killChild(child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
-  const exited = once(child, 'exit');
-  process.kill(child.pid, signal);
-  await exited;
-}
-
-/** A port free on 127.0.0.1 right now (bound to 0, read, released). */
-export async function freePort(): Promise<number> {
-  const server = createNetServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
+/** A free host:port on 127.0.0.1, for a route's listen address. */
 export async function freeListen(): Promise<string> {
   return `127.0.0.1:${await freePort()}`;
-}
-
-function listen(server: Server, port: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolve());
-  });
 }
 
 export interface RouteSettings {
@@ -229,6 +179,47 @@ export async function startTestRouter(
   const router = await startRouter({ stateDir, log: (line) => log.push(line) });
   resources.add(() => router.close());
   return { router, log };
+}
+
+/** A route's slots and timeouts, without its listen address. */
+export type RouteSlots = Omit<RouteSettings, 'listen'>;
+
+export interface RoutedRouter {
+  stateDir: string;
+  /** Where the route listens (host:port). */
+  listen: string;
+  router: Router;
+  log: string[];
+  /** Writes the route again with another share of green (the router applies it on its reload). */
+  split(greenPercent: number): Promise<void>;
+}
+
+/** A router (in this process) serving one route, `web`, with these slots, on a free port. */
+export async function routerWithRoute(resources: Resources, slots: RouteSlots): Promise<RoutedRouter> {
+  const stateDir = await stateDirFor(resources);
+  const listen = await freeListen();
+  const split = (greenPercent: number) => setRoute(stateDir, 'web', { ...slots, listen, greenPercent });
+  await split(slots.greenPercent);
+  const { router, log } = await startTestRouter(resources, stateDir);
+  return { stateDir, listen, router, log, split };
+}
+
+/**
+ * A router sending all of route `web` to `address`: as blue, or as green at 100% (no blue: no
+ * connections are kept warm to it).
+ */
+export function routerTo(
+  resources: Resources,
+  address: string,
+  options: { slot?: 'blue' | 'green'; upstreamTimeoutMs?: number } = {},
+): Promise<RoutedRouter> {
+  const slots =
+    options.slot === 'green'
+      ? { blue: [], green: [address], greenPercent: 100 }
+      : { blue: [address], green: [], greenPercent: 0 };
+  const timeout =
+    options.upstreamTimeoutMs !== undefined ? { upstreamTimeoutMs: options.upstreamTimeoutMs } : {};
+  return routerWithRoute(resources, { ...slots, ...timeout });
 }
 
 export interface Answer {
@@ -300,15 +291,6 @@ export async function load(
   await Promise.all(Array.from({ length: concurrency }, worker));
   agent.destroy();
   return { statuses, errors, bodies };
-}
-
-/** Polls `check` until it holds or `timeoutMs` passes. */
-export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await sleep(20);
-  }
 }
 
 export const compiledRouter = path.join(repoRoot, 'dist', 'router', 'router.js');

@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { type ClientRequest, type IncomingMessage, request, type ServerResponse } from 'node:http';
 import { connect, createServer as createNetServer, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   type ExchangeHandler,
   UpstreamExchange,
@@ -17,20 +17,9 @@ import {
   upstreamMaxSockets,
   upstreamWarmConnections,
 } from '../../router/upstream-pool.js';
-import {
-  countingUpstream,
-  environment,
-  eventually,
-  freeListen,
-  Resources,
-  send,
-  setRoute,
-  startTestRouter,
-  stateDirFor,
-} from './support.js';
+import { countingUpstream, environment, eventually, resourcesPerTest, routerTo, send } from './support.js';
 
-const resources = new Resources();
-afterEach(() => resources.cleanup());
+const resources = resourcesPerTest();
 
 /** An upstream with the test's handler; counts the connections it accepted and holds. */
 const upstream = (
@@ -44,10 +33,7 @@ async function rawUpstream(answer: string) {
     socket.once('data', () => socket.end(answer, 'latin1'));
     socket.on('error', () => undefined);
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  resources.add(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  return `127.0.0.1:${(server.address() as { port: number }).port}`;
+  return resources.listen(server);
 }
 
 /** An upstream that calls `answer` for each request head it reads, keep-alive and pipelined. */
@@ -66,13 +52,7 @@ async function scriptedUpstream(answer: (socket: Socket, head: string) => void) 
       }
     });
   });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  resources.add(() => {
-    for (const socket of sockets) socket.destroy();
-    return new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return { address: `127.0.0.1:${(server.address() as { port: number }).port}`, open: () => sockets.size };
+  return { address: await resources.listen(server), open: () => sockets.size };
 }
 
 /** A raw client connection to the router; everything it receives, as latin1 text. */
@@ -112,24 +92,6 @@ function sendExchange(pool: ReturnType<UpstreamPools['get']>, path: string, take
     new UpstreamExchange('GET', `GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`, 'none', handler, 60_000, 10_000),
   );
   return seen;
-}
-
-/**
- * A router serving one route, all of it to `address`, as blue, or as green (100%, no blue: no
- * connections are kept warm to it).
- */
-async function routeTo(address: string, slot: 'blue' | 'green' = 'blue', upstreamTimeoutMs?: number) {
-  const stateDir = await stateDirFor(resources);
-  const listen = await freeListen();
-  const route = {
-    ...(slot === 'blue'
-      ? { listen, blue: [address], green: [], greenPercent: 0 }
-      : { listen, blue: [], green: [address], greenPercent: 100 }),
-    ...(upstreamTimeoutMs !== undefined ? { upstreamTimeoutMs } : {}),
-  };
-  await setRoute(stateDir, 'web', route);
-  const { router } = await startTestRouter(resources, stateDir);
-  return { listen, router };
 }
 
 /** A request through the router, its body streamed in, read back as a Buffer (slowly if asked). */
@@ -216,7 +178,7 @@ describe('router: its HTTP/1.1 client to upstreams', () => {
           .end(req.method === 'HEAD' ? undefined : 'fixed');
     });
     const legacy = await rawUpstream('HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the close');
-    const { listen } = await routeTo(app.address);
+    const { listen } = await routerTo(resources, app.address);
     const chunked = await fetchBytes(listen, { path: '/chunked' });
     expect([chunked.status, chunked.body.toString()]).toEqual([200, 'one,two']);
     const fixed = await fetchBytes(listen);
@@ -233,7 +195,7 @@ describe('router: its HTTP/1.1 client to upstreams', () => {
     // Six requests one after another: one kept-alive connection carried them all.
     expect(app.accepted()).toBe(1);
 
-    const { listen: legacyListen } = await routeTo(legacy);
+    const { listen: legacyListen } = await routerTo(resources, legacy);
     const closeDelimited = await fetchBytes(legacyListen);
     expect([closeDelimited.status, closeDelimited.body.toString()]).toEqual([200, 'until the close']);
   });
@@ -258,7 +220,7 @@ describe('router: its HTTP/1.1 client to upstreams', () => {
         res.end();
       } else res.end(big);
     });
-    const { listen } = await routeTo(app.address);
+    const { listen } = await routerTo(resources, app.address);
     const fixed = await fetchBytes(listen, { readDelayMs: 1 });
     expect([fixed.body.length, sha(fixed.body)]).toEqual([big.length, sha(big)]);
     const chunked = await fetchBytes(listen, { path: '/chunked', readDelayMs: 1 });
@@ -270,7 +232,7 @@ describe('router: its HTTP/1.1 client to upstreams', () => {
 
   it('does not reuse a connection the upstream closes, and loses no request over it', async () => {
     const app = await upstream((_req, res) => res.writeHead(200, { connection: 'close' }).end('bye'));
-    const { listen } = await routeTo(app.address);
+    const { listen } = await routerTo(resources, app.address);
     for (let i = 0; i < 5; i++) expect((await send(listen)).body).toBe('bye');
     expect(app.accepted()).toBe(5);
   });
@@ -283,7 +245,7 @@ describe('router: its HTTP/1.1 client to upstreams', () => {
       ['HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n', /switched protocols/],
     ];
     for (const [answer, message] of cases) {
-      const { listen } = await routeTo(await rawUpstream(answer));
+      const { listen } = await routerTo(resources, await rawUpstream(answer));
       const reply = await send(listen);
       expect(reply.status).toBe(502);
       expect(reply.body).toMatch(message);
@@ -298,7 +260,7 @@ describe('router: its HTTP/1.1 client to upstreams', () => {
         `HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
       ),
     );
-    const { listen } = await routeTo(app.address);
+    const { listen } = await routerTo(resources, app.address);
     const client = rawClient(listen);
     client.socket.write('GET /a HTTP/1.1\r\nHost: x\r\n\r\n');
     await eventually(() => client.received().includes('\r\n\r\ncutover:'));
@@ -314,7 +276,7 @@ describe('router: its HTTP/1.1 client to upstreams', () => {
         setTimeout(() => socket.write('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nslow'), 300);
       else socket.write('HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\njunk\r\n');
     });
-    const { listen } = await routeTo(app.address);
+    const { listen } = await routerTo(resources, app.address);
     const client = rawClient(listen);
     client.socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /junk HTTP/1.1\r\nHost: x\r\n\r\n');
     await eventually(() => client.received().endsWith('junk'));
@@ -339,7 +301,7 @@ describe('router: its HTTP/1.1 client to upstreams', () => {
         ]),
       ),
     );
-    const { listen } = await routeTo(app.address);
+    const { listen } = await routerTo(resources, app.address);
     const answer = await fetchBytes(listen);
     // (Node's server writes Content-Disposition in latin1 when there is a Content-Length, RFC 6266:
     // "à" arrives as the one byte E0. Cut by trim, the value was not valid and the answer was a 502.)
@@ -363,7 +325,7 @@ describe('router: its HTTP/1.1 client to upstreams', () => {
       socket.write(Buffer.alloc(big, 98));
       socket.write(`\r\n${'1\r\na\r\n'.repeat(20_000)}0\r\n\r\n`);
     });
-    const { listen } = await routeTo(app.address);
+    const { listen } = await routerTo(resources, app.address);
     const answer = await fetchBytes(listen, { pauseFirstMs: 1_000 });
     expect(answer.body.length).toBe(big + 20_000);
     await sleep(50);
@@ -420,7 +382,7 @@ describe('router: its HTTP/1.1 client to upstreams', () => {
     const app = await upstream((_req, res) => {
       setTimeout(() => res.end('ok'), 400);
     });
-    const { listen } = await routeTo(app.address);
+    const { listen } = await routerTo(resources, app.address);
     const count = upstreamMaxSockets + 44;
     const answers = await Promise.all(Array.from({ length: count }, () => send(listen)));
     expect(answers.filter((a) => a.status === 200 && a.body === 'ok')).toHaveLength(count);
@@ -433,7 +395,7 @@ describe('router: its HTTP/1.1 client to upstreams', () => {
       res.write('started');
       req.socket.on('close', () => res.destroy());
     });
-    const { listen, router } = await routeTo(app.address);
+    const { listen, router } = await routerTo(resources, app.address);
     const key = `${environment}/web`;
     const [host, port] = listen.split(':') as [string, string];
     const client = connect(Number(port), host);
@@ -453,7 +415,7 @@ describe('router: its HTTP/1.1 client to upstreams', () => {
       if (req.method === 'POST') res.writeHead(413).end('too large');
       else res.end('fine');
     });
-    const { listen } = await routeTo(app.address);
+    const { listen } = await routerTo(resources, app.address);
     // More than the router reads before it goes upstream; the rest only once the answer is in.
     const [host, port] = listen.split(':') as [string, string];
     const req = request({
@@ -479,7 +441,7 @@ describe('router: its HTTP/1.1 client to upstreams', () => {
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => res.end(`got ${Buffer.concat(chunks).toString()}`));
     });
-    const { listen } = await routeTo(app.address);
+    const { listen } = await routerTo(resources, app.address);
     const [host, port] = listen.split(':') as [string, string];
     const req = request({
       host,
@@ -497,7 +459,7 @@ describe('router: its HTTP/1.1 client to upstreams', () => {
   it('closes idle upstream connections itself (before a Node upstream would, at 5 s), and reopens on demand', async () => {
     // The upstream keeps idle connections for a minute: a close seen here is the router's.
     const app = await upstream((_req, res) => res.end('ok'), { keepAliveTimeoutMs: 60_000 });
-    const { listen } = await routeTo(app.address, 'green');
+    const { listen } = await routerTo(resources, app.address, { slot: 'green' });
     expect((await send(listen)).body).toBe('ok');
     expect(app.open()).toBe(1);
     await eventually(() => app.open() === 0, upstreamIdleSocketTimeoutMs + 3_000);
@@ -514,7 +476,7 @@ describe('router: upstreams that go silent (upstreamTimeout)', () => {
       if (req.url === '/hang') return; // never answers
       res.end('ok');
     });
-    const { listen } = await routeTo(app.address, 'blue', timeoutMs);
+    const { listen } = await routerTo(resources, app.address, { upstreamTimeoutMs: timeoutMs });
     const hung = await send(listen, { path: '/hang' });
     expect(hung.status).toBe(504);
     expect(hung.body).toMatch(/the upstream sent nothing for 0\.5s/);
@@ -541,7 +503,7 @@ describe('router: upstreams that go silent (upstreamTimeout)', () => {
         }
       }, timeoutMs / 2);
     });
-    const { listen } = await routeTo(app.address, 'blue', timeoutMs);
+    const { listen } = await routerTo(resources, app.address, { upstreamTimeoutMs: timeoutMs });
     const trickle = await fetchBytes(listen);
     expect([trickle.status, trickle.body.toString()]).toEqual([200, '........']);
 
@@ -566,14 +528,14 @@ describe('router: upstreams that go silent (upstreamTimeout)', () => {
       res.writeHead(200, { 'content-length': '100' });
       res.write('the first part'); // and nothing more
     });
-    const { listen } = await routeTo(app.address, 'blue', timeoutMs);
+    const { listen } = await routerTo(resources, app.address, { upstreamTimeoutMs: timeoutMs });
     await expect(fetchBytes(listen)).rejects.toThrow();
   });
 
   it('does not count the time a slow client takes to read as the upstream silence', async () => {
     const big = Buffer.alloc(16 * 1024 * 1024, 120);
     const app = await upstream((_req, res) => res.end(big));
-    const { listen } = await routeTo(app.address, 'blue', timeoutMs);
+    const { listen } = await routerTo(resources, app.address, { upstreamTimeoutMs: timeoutMs });
     const answer = await fetchBytes(listen, { pauseFirstMs: timeoutMs * 4 });
     expect(answer.body.length).toBe(big.length);
   });

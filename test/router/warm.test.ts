@@ -1,20 +1,10 @@
 import type { IncomingMessage } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { clientResponseHeaders, upstreamRequestHeaders } from '../../router/forward-headers.js';
 import { upstreamWarmConnections } from '../../router/upstream-pool.js';
-import {
-  countingUpstream,
-  eventually,
-  freeListen,
-  Resources,
-  send,
-  setRoute,
-  startTestRouter,
-  stateDirFor,
-} from './support.js';
+import { countingUpstream, eventually, resourcesPerTest, routerWithRoute, send } from './support.js';
 
-const resources = new Resources();
-afterEach(() => resources.cleanup());
+const resources = resourcesPerTest();
 
 /** An upstream that answers its name and counts the connections it accepted and still holds. */
 const namedUpstream = (name: string) =>
@@ -25,13 +15,12 @@ const namedUpstream = (name: string) =>
 
 describe('router: upstream connections kept ready', () => {
   it('opens connections ahead to a slot at 0%, and a switch to it uses them', async () => {
-    const stateDir = await stateDirFor(resources);
     const [blue, green] = await Promise.all([namedUpstream('blue'), namedUpstream('green')]);
-    const listen = await freeListen();
-    const split = (greenPercent: number) =>
-      setRoute(stateDir, 'web', { listen, blue: [blue.address], green: [green.address], greenPercent });
-    await split(100);
-    const { router } = await startTestRouter(resources, stateDir);
+    const { listen, split, router } = await routerWithRoute(resources, {
+      blue: [blue.address],
+      green: [green.address],
+      greenPercent: 100,
+    });
     await eventually(() => blue.open() >= upstreamWarmConnections);
 
     await split(0);
@@ -43,11 +32,8 @@ describe('router: upstream connections kept ready', () => {
   });
 
   it('loses no request when the upstream closed the spare connections', async () => {
-    const stateDir = await stateDirFor(resources);
     const blue = await namedUpstream('blue');
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', { listen, blue: [blue.address], green: [], greenPercent: 0 });
-    await startTestRouter(resources, stateDir);
+    const { listen } = await routerWithRoute(resources, { blue: [blue.address], green: [], greenPercent: 0 });
     await eventually(() => blue.open() >= upstreamWarmConnections);
     for (let round = 0; round < 5; round++) {
       blue.dropIdle();

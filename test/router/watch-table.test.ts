@@ -1,8 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { watchTable } from '../../router/watch-table.js';
-import { eventually, Resources, stateDirFor } from './support.js';
+import { eventually, resourcesPerTest, stateDirFor } from './support.js';
 
 // A file system without change notices (some network and container mounts): fs.watch throws.
 vi.mock('node:fs', async (importOriginal) => {
@@ -13,8 +13,7 @@ vi.mock('node:fs', async (importOriginal) => {
   return { ...actual, watch, default: { ...actual, watch } };
 });
 
-const resources = new Resources();
-afterEach(() => resources.cleanup());
+const resources = resourcesPerTest();
 
 describe('table watch without fs.watch', () => {
   it('notices a replaced table by polling', async () => {

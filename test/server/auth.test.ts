@@ -8,7 +8,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  Api,
+  type Api,
   type CheckedResponse,
   demoApply,
   demoPath,
@@ -28,16 +28,14 @@ let server: ServerProcess;
 let api: Api;
 
 beforeAll(async () => {
-  server = await harness.start({
-    stateDir: await harness.stateDir(),
+  // The client connects without a token: the document is public.
+  ({ server, api } = await harness.serve({
     args: ['--rate-limit', '0', '--log-level', 'trace'],
     env: {
       CUTOVER_TOKENS: `v:viewer:${viewerToken},o:operator:${operatorToken}`,
       CUTOVER_HOOK_SECRET: 'auth-hook-secret-0123456789',
     },
-  });
-  // The document is public.
-  api = await Api.connect(server.url);
+  }));
 }, 30_000);
 
 afterAll(async () => {

@@ -3,33 +3,24 @@
  * answer exactly one 202, and 49 × 409 MIGRATION_CONFLICT naming the one that started.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { waitGone } from '../support/processes.js';
 import {
-  Api,
+  type Api,
   type CheckedResponse,
   demoApply,
   type MigrationSummary,
   ServerHarness,
-  type ServerProcess,
-  waitGone,
 } from '../support/server.js';
 
 const harness = new ServerHarness();
-let server: ServerProcess;
 let api: Api;
 let started: string | undefined;
 
 beforeAll(async () => {
-  server = await harness.start({ stateDir: await harness.stateDir(), args: ['--rate-limit', '0'] });
-  api = await Api.connect(server.url);
+  ({ api } = await harness.serve({ args: ['--rate-limit', '0'] }));
 }, 30_000);
 
-afterAll(async () => {
-  try {
-    if (started) await api.cancelAndWait(started);
-  } finally {
-    await harness.cleanup();
-  }
-}, 60_000);
+afterAll(() => harness.cancelThenCleanup(api, started ? [started] : []), 60_000);
 
 it('50 concurrent applies for one environment: one 202, 49 × 409 MIGRATION_CONFLICT naming it', async () => {
   // Each request a different version: none is a retry of another. A 10-minute bake keeps the

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot, runCli } from '../support/cli.js';
+import { waitGone } from '../support/processes.js';
 import {
   Api,
   demoApply,
@@ -21,7 +22,6 @@ import {
   ServerHarness,
   type ServerProcess,
   unknownId,
-  waitGone,
 } from '../support/server.js';
 
 const harness = new ServerHarness();
@@ -31,17 +31,10 @@ let api: Api;
 const started: string[] = [];
 
 beforeAll(async () => {
-  server = await harness.start({ stateDir: await harness.stateDir(), args: ['--rate-limit', '0'] });
-  api = await Api.connect(server.url);
+  ({ server, api } = await harness.serve({ args: ['--rate-limit', '0'] }));
 }, 30_000);
 
-afterAll(async () => {
-  try {
-    for (const id of started) await api.cancelAndWait(id);
-  } finally {
-    await harness.cleanup();
-  }
-}, 60_000);
+afterAll(() => harness.cancelThenCleanup(api, started), 60_000);
 
 /** Applies and expects a 202; records the migration for cleanup. */
 async function apply(body: Record<string, unknown>): Promise<MigrationSummary> {

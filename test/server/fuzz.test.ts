@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import {
-  Api,
+  type Api,
   type CheckedResponse,
   demoText,
   documentedRoutes,
@@ -27,14 +27,12 @@ let api: Api;
 beforeAll(async () => {
   // The working directory is an empty temp dir: a mutation that happens to be a valid topology
   // starts a migration whose exec scripts are missing, so it fails at once.
-  server = await harness.start({
-    stateDir: await harness.stateDir(),
+  ({ server, api } = await harness.serve({
     workdir: await harness.tempDir(),
     args: ['--rate-limit', '0', '--log-level', 'warn'],
     // Every route configured (the Git webhook answers 503 without a secret).
     env: { CUTOVER_HOOK_SECRET: 'fuzz-hook-secret-0123456789' },
-  });
-  api = await Api.connect(server.url);
+  }));
 }, 30_000);
 
 afterAll(async () => {

@@ -7,7 +7,6 @@
 
 import { request } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { localService } from '../../engine/services/migration-service.js';
 import { StateDir } from '../../engine/store/state-dir.js';
@@ -64,24 +63,6 @@ afterAll(async () => {
   }
 }, 60_000);
 
-async function gauge(name: string): Promise<number> {
-  const r = await api.get('/metrics');
-  const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(r.text);
-  if (!match) throw new Error(`no ${name} in /metrics`);
-  return Number(match[1]);
-}
-
-/** Waits (bounded) until the gauge reads `value`. */
-async function gaugeReaches(name: string, value: number): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const now = await gauge(name);
-    if (now === value) return;
-    if (Date.now() > deadline) throw new Error(`${name} is ${now}, expected ${value}`);
-    await sleep(25);
-  }
-}
-
 it('a client that hangs up before its stream starts frees its slot and the reader', async () => {
   let release = () => {};
   const entered = new Promise<void>((resolve) => {
@@ -107,6 +88,6 @@ it('a client that hangs up before its stream starts frees its slot and the reade
   release();
   // The route resumes after the lookup (a microtask); the metrics request below comes after it.
   await new Promise((resolve) => setImmediate(resolve));
-  await gaugeReaches('cutover_log_streams', 0);
-  await gaugeReaches('cutover_log_readers', 0);
+  await api.gaugeReaches('cutover_log_streams', 0);
+  await api.gaugeReaches('cutover_log_readers', 0);
 }, 30_000);

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { type IncomingMessage, request } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { Api, demoApply, ServerHarness, type ServerProcess } from '../support/server.js';
+import { type Api, demoApply, ServerHarness, type ServerProcess } from '../support/server.js';
 
 const tokens = {
   a: 'viewer-a-token-0123456789abcdef',
@@ -25,21 +25,22 @@ let api: Api;
 let migrationId: string;
 
 beforeAll(async () => {
-  server = await harness.start({
-    stateDir: await harness.stateDir(),
-    args: [
-      '--rate-limit',
-      '0',
-      '--max-log-streams',
-      String(overall),
-      '--max-log-streams-per-token',
-      String(perToken),
-    ],
-    env: {
-      CUTOVER_TOKENS: `a:viewer:${tokens.a},b:viewer:${tokens.b},c:viewer:${tokens.c},op:operator:${tokens.op}`,
+  ({ server, api } = await harness.serve(
+    {
+      args: [
+        '--rate-limit',
+        '0',
+        '--max-log-streams',
+        String(overall),
+        '--max-log-streams-per-token',
+        String(perToken),
+      ],
+      env: {
+        CUTOVER_TOKENS: `a:viewer:${tokens.a},b:viewer:${tokens.b},c:viewer:${tokens.c},op:operator:${tokens.op}`,
+      },
     },
-  });
-  api = await Api.connect(server.url, tokens.op);
+    tokens.op,
+  ));
   // A migration that stays in flight (a ten-minute bake) for as long as the tests follow it.
   const r = await api.post('/v1/apply', demoApply({ name: 'streams', bake: '10m', commit: 'auto' }));
   expect(r.status).toBe(202);
@@ -47,13 +48,7 @@ beforeAll(async () => {
   await api.waitFor(migrationId, (s) => s.status.includes('bake'));
 }, 60_000);
 
-afterAll(async () => {
-  try {
-    if (migrationId) await api.cancelAndWait(migrationId);
-  } finally {
-    await harness.cleanup();
-  }
-}, 60_000);
+afterAll(() => harness.cancelThenCleanup(api, migrationId ? [migrationId] : []), 60_000);
 
 interface Stream {
   status: number;
@@ -104,25 +99,6 @@ afterAll(() => {
   for (const s of opened) s.close();
 });
 
-/** A gauge's value on GET /metrics. */
-async function gauge(name: string): Promise<number> {
-  const r = await api.get('/metrics');
-  const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(r.text);
-  if (!match) throw new Error(`no ${name} in /metrics`);
-  return Number(match[1]);
-}
-
-/** Waits (bounded) until the gauge reads `value`: the server has seen the streams open or close. */
-async function gaugeReaches(name: string, value: number): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const now = await gauge(name);
-    if (now === value) return;
-    if (Date.now() > deadline) throw new Error(`${name} is ${now}, expected ${value}`);
-    await sleep(25);
-  }
-}
-
 async function expectRefused(token: string, scope: RegExp): Promise<void> {
   const refused = await open(token);
   expect(refused.status).toBe(429);
@@ -145,17 +121,17 @@ it('at most N streams per token and M overall: 429 beyond, and a closed stream f
   for (let i = 0; i < overall - perToken; i++) expect((await open(tokens.b)).status).toBe(200);
   // c has no stream open, but the server has all it allows.
   await expectRefused(tokens.c, /server has 6 log streams open.*\(--max-log-streams\)/);
-  await gaugeReaches('cutover_log_streams', overall);
+  await api.gaugeReaches('cutover_log_streams', overall);
 
   // One of a's streams closes: once the server has seen it go, c gets that slot.
   (ofA[0] as Stream).close();
-  await gaugeReaches('cutover_log_streams', overall - 1);
+  await api.gaugeReaches('cutover_log_streams', overall - 1);
   const ofC = await open(tokens.c);
   expect(ofC.status).toBe(200);
   await expectRefused(tokens.a, /\(--max-log-streams\)/);
 
   for (const s of opened) s.close();
-  await gaugeReaches('cutover_log_streams', 0);
+  await api.gaugeReaches('cutover_log_streams', 0);
 });
 
 /** Read system calls the server process made so far (Linux: /proc/<pid>/io). */
@@ -174,20 +150,20 @@ async function readRate(windowMs: number): Promise<number> {
 it('streams of one migration share one reader: 1 stream or 6 cost the server the same reads', async () => {
   const one = await openStream(tokens.a);
   expect(one.status).toBe(200);
-  await gaugeReaches('cutover_log_streams', 1);
+  await api.gaugeReaches('cutover_log_streams', 1);
   const single = await readRate(2000);
 
   const more: Stream[] = [];
   for (const token of [tokens.a, tokens.a, tokens.b, tokens.b, tokens.b]) more.push(await openStream(token));
   expect(more.map((s) => s.status)).toEqual([200, 200, 200, 200, 200]);
-  await gaugeReaches('cutover_log_streams', overall);
+  await api.gaugeReaches('cutover_log_streams', overall);
   const six = await readRate(2000);
-  expect(await gauge('cutover_log_readers')).toBe(1);
+  expect(await api.gauge('cutover_log_readers')).toBe(1);
   // Each stream polling on its own read the journal 5 times a second: six streams, six times the reads.
   expect(six, `reads/s with 1 stream: ${single.toFixed(0)}, with 6: ${six.toFixed(0)}`).toBeLessThan(
     single * 2 + 10,
   );
   for (const s of [one, ...more]) s.close();
-  await gaugeReaches('cutover_log_streams', 0);
-  await gaugeReaches('cutover_log_readers', 0);
+  await api.gaugeReaches('cutover_log_streams', 0);
+  await api.gaugeReaches('cutover_log_readers', 0);
 });

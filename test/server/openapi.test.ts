@@ -9,29 +9,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StateDir } from '../../engine/store/state-dir.js';
 import apiSchema from '../../schemas/api.v1.json' with { type: 'json' };
 import { buildServer, type CutoverServer } from '../../server/app.js';
-import {
-  Api,
-  documentedRoutes,
-  type OpenApiDoc,
-  ServerHarness,
-  type ServerProcess,
-  unknownId,
-} from '../support/server.js';
+import { type Api, documentedRoutes, type OpenApiDoc, ServerHarness, unknownId } from '../support/server.js';
 
 const harness = new ServerHarness();
-let server: ServerProcess;
 let api: Api;
 let doc: OpenApiDoc;
 let inProcess: CutoverServer;
 
 beforeAll(async () => {
-  server = await harness.start({
-    stateDir: await harness.stateDir(),
+  ({ api } = await harness.serve({
     args: ['--rate-limit', '0'],
     // Every route configured (the Git webhook answers 503 without a secret).
     env: { CUTOVER_HOOK_SECRET: 'openapi-hook-secret-0123456789' },
-  });
-  api = await Api.connect(server.url);
+  }));
   doc = api.contract.doc;
   inProcess = await buildServer({
     stateDir: StateDir.at(await harness.stateDir()),

@@ -5,7 +5,8 @@
  */
 import { createParser } from 'eventsource-parser';
 import { afterAll, expect, it } from 'vitest';
-import { Api, alive, demoApply, type MigrationSummary, ServerHarness, waitGone } from '../support/server.js';
+import { alive, waitGone } from '../support/processes.js';
+import { Api, demoApply, type MigrationSummary, ServerHarness } from '../support/server.js';
 
 const harness = new ServerHarness();
 let cleanupApi: Api | undefined;

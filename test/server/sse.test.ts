@@ -5,7 +5,7 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
-  Api,
+  type Api,
   demoApply,
   type MigrationSummary,
   ServerHarness,
@@ -19,17 +19,10 @@ let api: Api;
 const started: string[] = [];
 
 beforeAll(async () => {
-  server = await harness.start({ stateDir: await harness.stateDir(), args: ['--rate-limit', '0'] });
-  api = await Api.connect(server.url);
+  ({ server, api } = await harness.serve({ args: ['--rate-limit', '0'] }));
 }, 30_000);
 
-afterAll(async () => {
-  try {
-    for (const id of started) await api.cancelAndWait(id);
-  } finally {
-    await harness.cleanup();
-  }
-}, 60_000);
+afterAll(() => harness.cancelThenCleanup(api, started), 60_000);
 
 interface Received extends EventSourceMessage {
   at: number;

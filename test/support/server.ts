@@ -11,6 +11,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { repoRoot, tempDir } from './cli.js';
 import { killRunners } from './migrations.js';
+import { eventually, waitUntil } from './wait.js';
+
+/** How long a server may take to print its "listening on" line on a loaded machine. */
+const serverStartTimeoutMs = 20_000;
 
 const bin = path.join(repoRoot, 'bin', 'cutover.js');
 
@@ -101,13 +105,9 @@ export class ServerHarness {
     void exited.then(() => {
       exitedEarly = true;
     });
-    const deadline = Date.now() + 20_000;
-    let url: string | undefined;
-    while (Date.now() < deadline) {
-      url = /cutover server listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out.stderr)?.[1];
-      if (url || exitedEarly) break;
-      await sleep(20);
-    }
+    const listeningOn = () => /cutover server listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out.stderr)?.[1];
+    await waitUntil(() => listeningOn() !== undefined || exitedEarly, serverStartTimeoutMs);
+    const url = listeningOn();
     if (!url) {
       child.kill('SIGKILL');
       throw new Error(`the server did not start:\n${out.stderr}`);
@@ -141,8 +141,7 @@ export class ServerHarness {
     const outcome = await Promise.race([
       exited.then((e) => ({ ...e, listening: false })),
       (async () => {
-        const deadline = Date.now() + 20_000;
-        while (Date.now() < deadline && !/listening on/.test(out.stderr)) await sleep(20);
+        await waitUntil(() => /listening on/.test(out.stderr), serverStartTimeoutMs);
         return { code: null, signal: null, listening: true };
       })(),
     ]);
@@ -151,6 +150,30 @@ export class ServerHarness {
       await exited;
     }
     return { code: outcome.code, stderr: out.stderr, listening: outcome.listening };
+  }
+
+  /**
+   * Starts a server (on a fresh state directory unless one is given) and connects a checked client
+   * to it, with `token` if given.
+   */
+  async serve(
+    options: Partial<StartOptions> = {},
+    token: string | null = null,
+  ): Promise<{ server: ServerProcess; api: Api }> {
+    const server = await this.start({ ...options, stateDir: options.stateDir ?? (await this.stateDir()) });
+    return { server, api: await Api.connect(server.url, token) };
+  }
+
+  /**
+   * Cancels the migrations the tests left in flight and waits for their ends (so that no runner is
+   * killed half way), then cleans up, whatever failed.
+   */
+  async cancelThenCleanup(api: Api | undefined, ids: Iterable<string>): Promise<void> {
+    try {
+      if (api) for (const id of ids) await api.cancelAndWait(id);
+    } finally {
+      await this.cleanup();
+    }
   }
 
   async cleanup(): Promise<void> {
@@ -435,6 +458,27 @@ export class Api {
     return summary;
   }
 
+  /** A gauge's value on GET /metrics. */
+  async gauge(name: string): Promise<number> {
+    const r = await this.get('/metrics');
+    const match = new RegExp(`^${name} (\\S+)$`, 'm').exec(r.text);
+    if (!match) throw new Error(`no ${name} in /metrics`);
+    return Number(match[1]);
+  }
+
+  /** Waits (bounded) until the gauge reads `value`: the server has seen what it counts open or close. */
+  async gaugeReaches(name: string, value: number, timeoutMs = 10_000): Promise<void> {
+    let now: number | undefined;
+    await eventually(
+      async () => {
+        now = await this.gauge(name);
+        return now === value;
+      },
+      timeoutMs,
+      () => `${name} is ${now}, expected ${value}`,
+    );
+  }
+
   /** Cancels it if it is still in flight, then waits for the end. */
   async cancelAndWait(id: string): Promise<MigrationSummary> {
     const s = await this.summary(id);
@@ -460,25 +504,6 @@ export interface MigrationSummary {
   endedAt: number | null;
   reason: string | null;
   runnerPid: number | null;
-}
-
-/** Whether a process of this pid exists. */
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Waits (bounded) until no process has this pid. */
-export async function waitGone(pid: number, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (alive(pid)) {
-    if (Date.now() > deadline) throw new Error(`process ${pid} is still running`);
-    await sleep(50);
-  }
 }
 
 /** The pids of every runner recorded in a state directory (runner.json), alive or not. */

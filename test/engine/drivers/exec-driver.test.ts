@@ -1,29 +1,26 @@
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { loadTopology } from '../../core/topology/load-topology.js';
-import type { Component, Health } from '../../core/topology/types.js';
-import { waitHealthy } from '../health/check-health.js';
-import { StateDir } from '../store/state-dir.js';
-import { createExecDriver } from './exec-driver.js';
+import { describe, expect, it } from 'vitest';
+import { loadTopology } from '../../../core/topology/load-topology.js';
+import type { Component, Health } from '../../../core/topology/types.js';
+import { createExecDriver } from '../../../engine/drivers/exec-driver.js';
 import {
   type ComponentCallContext,
   type DriverCallOptions,
   PermanentDriverError,
   type SlotInfo,
-} from './types.js';
+} from '../../../engine/drivers/types.js';
+import { waitHealthy } from '../../../engine/health/check-health.js';
+import { StateDir } from '../../../engine/store/state-dir.js';
+import { resourcesPerTest } from '../../support/resources.js';
+import { waitUntil } from '../../support/wait.js';
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const resources = resourcesPerTest();
 
 /** A temp directory holding a topology's base dir with an `infra/` scripts dir. */
 async function workspace(): Promise<{ base: string; infra: string }> {
-  const base = await mkdtemp(path.join(tmpdir(), 'cutover-exec-'));
-  cleanups.push(() => rm(base, { recursive: true, force: true }));
+  const base = await resources.tempDir('cutover-exec-');
   const infra = path.join(base, 'infra');
   await mkdir(infra);
   return { base, infra };
@@ -83,15 +80,6 @@ function isAlive(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (condition()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return condition();
 }
 
 function readPid(file: string): number | undefined {
@@ -311,8 +299,7 @@ describe('examples/exec-demo', () => {
 
   it('runs two migrations of db and api through its scripts and health command', async () => {
     const topology = await exampleTopology();
-    const stateDir = await mkdtemp(path.join(tmpdir(), 'cutover-exec-demo-'));
-    cleanups.push(() => rm(stateDir, { recursive: true, force: true }));
+    const stateDir = await resources.tempDir('cutover-exec-demo-');
     const driver = createExecDriver();
     const ctx = (component: string, migrationId: string): ComponentCallContext => ({
       environment: topology.metadata.name,

@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isAlive, processIdentity, procStat } from '../../platform/process-identity.js';
-import { groupRunning, stopProcessGroup } from './process-group.js';
+import { groupRunning, stopProcessGroup } from '../../../engine/drivers/process-group.js';
+import { isAlive, processIdentity, procStat } from '../../../platform/process-identity.js';
+import { eventually } from '../../support/wait.js';
 
 // Real processes in groups of their own; everything started here is killed by pid afterwards.
 const started: number[] = [];
@@ -33,14 +33,6 @@ async function firstLine(child: ChildProcess): Promise<string> {
     if (text.includes('\n')) return text.split('\n')[0] ?? '';
   }
   throw new Error('no output');
-}
-
-async function until(check: () => boolean, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await sleep(20);
-  }
 }
 
 describe('process groups', () => {
@@ -77,7 +69,7 @@ describe('process groups', () => {
     const parent = detached(['-c', 'setsid sh -c "exit 0" & echo $!; exec sleep 30'], 'sh');
     const zombie = Number(await firstLine(parent));
     const isZombie = () => procStat(zombie)?.[0] === 'Z';
-    await until(isZombie);
+    await eventually(isZombie);
     expect(isZombie()).toBe(true);
     expect(groupRunning({ pid: zombie, startTime: null })).toBe(false);
     expect(await stopProcessGroup({ pid: zombie, startTime: null }, 2_000)).toBe('not-running');

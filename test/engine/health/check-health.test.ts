@@ -1,17 +1,21 @@
 import { readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import type { Health } from '../../core/topology/types.js';
-import { HealthGateFailedError, type WaitHealthyOptions, waitHealthy } from './check-health.js';
+import { describe, expect, it } from 'vitest';
+import type { Health } from '../../../core/topology/types.js';
+import {
+  HealthGateFailedError,
+  type WaitHealthyOptions,
+  waitHealthy,
+} from '../../../engine/health/check-health.js';
+import { freePort } from '../../support/migrations.js';
+import { alive } from '../../support/processes.js';
+import { resourcesPerTest } from '../../support/resources.js';
+import { waitUntil } from '../../support/wait.js';
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const resources = resourcesPerTest();
 
 function health(overrides: Partial<Health>): Health {
   return {
@@ -30,30 +34,16 @@ async function serve(
 ): Promise<{ address: string; requests: () => number }> {
   let n = 0;
   const server = http.createServer((_req, res) => handler(++n, res));
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  cleanups.push(
-    () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return { address: `127.0.0.1:${(server.address() as net.AddressInfo).port}`, requests: () => n };
+  return { address: await resources.listen(server), requests: () => n };
 }
 
 /** An address where nothing listens: a port that was free a moment ago. */
 async function closedAddress(): Promise<string> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `127.0.0.1:${port}`;
+  return `127.0.0.1:${await freePort()}`;
 }
 
-async function tempDir(): Promise<string> {
-  const dir = await mkdtemp(path.join(tmpdir(), 'cutover-health-'));
-  cleanups.push(() => rm(dir, { recursive: true, force: true }));
-  return dir;
+function tempDir(): Promise<string> {
+  return resources.tempDir('cutover-health-');
 }
 
 function gate(overrides: Partial<WaitHealthyOptions>): { options: WaitHealthyOptions; lines: string[] } {
@@ -68,24 +58,6 @@ function gate(overrides: Partial<WaitHealthyOptions>): { options: WaitHealthyOpt
     ...overrides,
   };
   return { options, lines };
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (condition()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return condition();
 }
 
 describe('waitHealthy', () => {
@@ -214,9 +186,7 @@ describe('waitHealthy', () => {
 
   it('passes a tcp probe when every replica accepts a connection', async () => {
     const server = net.createServer((socket) => socket.end());
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
-    const address = `127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+    const address = await resources.listen(server);
     const { options, lines } = gate({ health: health({ tcp: {} }), addresses: [address] });
     await waitHealthy(options);
     expect(lines).toContain(`health: ${address} healthy`);
@@ -302,10 +272,10 @@ describe('waitHealthy', () => {
     const pending = waitHealthy(options).catch((e: unknown) => e);
     await waitUntil(() => Boolean(readPid(pidFile)), 5000);
     const pid = readPid(pidFile) as number;
-    expect(isRunning(pid)).toBe(true);
+    expect(alive(pid)).toBe(true);
     controller.abort(new DOMException('stop', 'AbortError'));
     expect(((await pending) as Error).name).toBe('AbortError');
-    expect(await waitUntil(() => !isRunning(pid), 2000)).toBe(true);
+    expect(await waitUntil(() => !alive(pid), 2000)).toBe(true);
   });
 });
 

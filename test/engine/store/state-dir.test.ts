@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { StateDir } from './state-dir.js';
+import { StateDir } from '../../../engine/store/state-dir.js';
 
 describe('StateDir', () => {
   it('owns the layout the README lists, under an absolute root', () => {

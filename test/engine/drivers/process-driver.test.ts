@@ -4,20 +4,21 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Component } from '../../core/topology/types.js';
-import { isAlive, type ProcessIdentity } from '../../platform/process-identity.js';
-import { StateDir } from '../store/state-dir.js';
-import { createProcessDriver, readSlot, stopSlotProcesses } from './process-driver.js';
-import { groupRunning } from './process-group.js';
-import type { ReplicaRecord } from './process-slot.js';
+import type { Component } from '../../../core/topology/types.js';
+import { createProcessDriver, readSlot, stopSlotProcesses } from '../../../engine/drivers/process-driver.js';
+import { groupRunning } from '../../../engine/drivers/process-group.js';
+import type { ReplicaRecord } from '../../../engine/drivers/process-slot.js';
 import {
   type ComponentCallContext,
   type DriverCallOptions,
   PermanentDriverError,
   type SlotInfo,
-} from './types.js';
+} from '../../../engine/drivers/types.js';
+import { StateDir } from '../../../engine/store/state-dir.js';
+import { isAlive, type ProcessIdentity } from '../../../platform/process-identity.js';
+import { waitUntil } from '../../support/wait.js';
 
-const serverJs = fileURLToPath(new URL('../../examples/app/server.js', import.meta.url));
+const serverJs = fileURLToPath(new URL('../../../examples/app/server.js', import.meta.url));
 const node = process.execPath;
 /** Ignores SIGTERM: only SIGKILL stops it. */
 const stubborn = [node, '-e', "process.on('SIGTERM',()=>{});setInterval(()=>{},1000)"];
@@ -90,15 +91,6 @@ function callOptions(signal = new AbortController().signal): DriverCallOptions &
 
 function replicasOf(slot: SlotInfo): ReplicaRecord[] {
   return slot.details?.replicas as ReplicaRecord[];
-}
-
-async function waitUntil(condition: () => boolean, timeoutMs: number): Promise<boolean> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (condition()) return true;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return condition();
 }
 
 /** GET / of the demo app, retried while it is still binding its port. */
