@@ -58,11 +58,53 @@ async function refuseOversizedBody(
 
 export async function buildServer(options: ServerOptions): Promise<CutoverServer> {
   mkdirSync(options.stateDir.root, { recursive: true });
+  const app = createFastify(options);
+  const service = options.service ?? localService(options.stateDir);
+  const logStreams = new LogStreams(service, options.logStreams ?? defaultLogStreamLimits);
+  const metrics = createMetrics(service, logStreams);
+  const shutdown = new AbortController();
+  const context: RouteContext = {
+    options,
+    idempotency: new IdempotencyStore(options.stateDir.idempotencyDir()),
+    shutdown: shutdown.signal,
+    service,
+    logStreams,
+    clientOf: (request) => clientOf(options.tokens === null ? null : request.principal, request.ip),
+  };
+
+  app.decorateRequest('principal', null);
+  app.decorateRequest('authRefusal', null);
+  app.setValidatorCompiler(validatorCompilers());
+  // Responses are written with JSON.stringify: response schemas document, they never drop fields.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  for (const schema of namedSchemas()) app.addSchema(schema);
+  answerErrorsAsProblems(app);
+  await installRequestHooks(app, context, metrics, shutdown);
+  await registerOpenApi(app, options.version);
+
+  registerOperationalRoutes(app, context, metrics);
+  registerOperationRoutes(app, context);
+  registerMigrationRoutes(app, context);
+  registerHookRoutes(app, context);
+
+  await app.ready();
+  return {
+    app,
+    metrics,
+    async close() {
+      await app.close();
+      await context.service.close();
+    },
+  };
+}
+
+/** Fastify as the server runs it: its limits, client errors and framework errors as problems, logs without secrets. */
+function createFastify(options: ServerOptions): FastifyInstance {
   const app = Fastify({
     bodyLimit: options.bodyLimit ?? defaultBodyLimit,
     requestTimeout: options.requestTimeoutMs ?? 30_000,
     exposeHeadRoutes: false,
-    // Closing is answered by the onRequest hook below, as a problem.
+    // Closing is answered by the onRequest hook (installRequestHooks), as a problem.
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     clientErrorHandler(error, socket) {
@@ -97,26 +139,11 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
   // The API takes JSON only: any other body (text/plain included, which Fastify parses by default)
   // is a 415.
   app.removeContentTypeParser('text/plain');
-  const service = options.service ?? localService(options.stateDir);
-  const logStreams = new LogStreams(service, options.logStreams ?? defaultLogStreamLimits);
-  const metrics = createMetrics(service, logStreams);
-  const shutdown = new AbortController();
-  const context: RouteContext = {
-    options,
-    idempotency: new IdempotencyStore(options.stateDir.idempotencyDir()),
-    shutdown: shutdown.signal,
-    service,
-    logStreams,
-    clientOf: (request) => clientOf(options.tokens === null ? null : request.principal, request.ip),
-  };
+  return app;
+}
 
-  app.decorateRequest('principal', null);
-  app.decorateRequest('authRefusal', null);
-  app.setValidatorCompiler(validatorCompilers());
-  // Responses are written with JSON.stringify: response schemas document, they never drop fields.
-  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  for (const schema of namedSchemas()) app.addSchema(schema);
-
+/** Every error, and every unknown route, is answered as RFC 9457 problem+json. */
+function answerErrorsAsProblems(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
     const path = request.url.split('?')[0] ?? request.url;
     // No route: a 404, whatever else is wrong with the request (Fastify parses the body of an
@@ -132,7 +159,20 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
     // biome-ignore lint/correctness/noUnreachable: the handler's type wants a reply
     return reply;
   });
+}
 
+/**
+ * In order: a closing server refuses; the caller is identified; the rate limit counts it (by a
+ * valid token, else by address); only then is a refused token told so, and an oversized body
+ * refused. Responses are counted in the metrics; closing aborts log streams.
+ */
+async function installRequestHooks(
+  app: FastifyInstance,
+  context: RouteContext,
+  metrics: ServerMetrics,
+  shutdown: AbortController,
+): Promise<void> {
+  const { options } = context;
   app.addHook('onRequest', async (request, reply) => {
     if (shutdown.signal.aborted && request.routeOptions.url !== '/readyz') {
       void reply.header('connection', 'close');
@@ -158,13 +198,16 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
   app.addHook('preClose', async () => {
     shutdown.abort();
   });
+}
 
+/** The OpenAPI 3.1 document, generated from the route schemas. */
+async function registerOpenApi(app: FastifyInstance, version: string): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: {
         title: 'cutover',
-        version: options.version,
+        version,
         description:
           'Plans and green-blue migrations of topologies over HTTP. Errors are RFC 9457 problem details with a stable `code`.',
       },
@@ -175,21 +218,6 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
         typeof json.$id === 'string' ? json.$id : `def-${i}`,
     },
   });
-
-  registerOperationalRoutes(app, context, metrics);
-  registerOperationRoutes(app, context);
-  registerMigrationRoutes(app, context);
-  registerHookRoutes(app, context);
-
-  await app.ready();
-  return {
-    app,
-    metrics,
-    async close() {
-      await app.close();
-      await context.service.close();
-    },
-  };
 }
 
 /** A request URL for the log: the path, with the query string's presence but not its content. */
