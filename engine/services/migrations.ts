@@ -4,14 +4,12 @@
  * any migration, and a migration whose runner died is picked up again by the next command on it.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, openSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { decodeTime } from 'ulid';
 import { CutoverError, environmentFault, TopologyInvalidError } from '../../core/errors.js';
-import { replay } from '../../core/migration/step.js';
-import { describeLifecycle, type MigrationSummary, summaryOf } from '../../core/migration/summary.js';
+import { describeLifecycle } from '../../core/migration/summary.js';
 import type { LogLine } from '../../core/migration/types.js';
 import { isFinal, type MigrationSpec, type MigrationState, type Verb } from '../../core/migration/types.js';
 import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
@@ -19,13 +17,24 @@ import { cutoverCliPath } from '../../platform/package-path.js';
 import { claimEnvironment, readClaim, releaseEnvironment } from '../runner/active-claim.js';
 import { sendVerbToRunner, startControlServer } from '../runner/control.js';
 import type { DriverSet } from '../runner/execute-command.js';
-import { JournalWriter, readJournal } from '../runner/journal.js';
+import { JournalWriter } from '../runner/journal.js';
 import type { LocalRunner, RunnerDeps } from '../runner/local-runner.js';
 import { makeDir } from '../runner/make-dir.js';
 import { claimRunner, liveRunner, releaseRunner } from '../runner/runner-claim.js';
 import { readCurrentLayout, readLayoutAt } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 import { type CreateResult, newMigrationId, pinError } from './migration-common.js';
+import {
+  allMigrations,
+  findMigration,
+  isFinished,
+  listMigrations,
+  loadState,
+  type MigrationRef,
+  summarize,
+} from './migration-records.js';
+
+export { findMigration, listMigrations, loadState, type MigrationRef, summarize };
 
 // The topology loader, the planner, the runner and the drivers are loaded by the functions that
 // use them: an operator's verb (`cutover topology migration rollback`) needs none of them, and a
@@ -280,109 +289,6 @@ export async function spawnRunner(stateDir: StateDir, environment: string, id: s
     'RUNNER_UNREACHABLE',
     `the runner for ${id} did not start${tail ? `:\n${tail}` : ''}`,
   );
-}
-
-export interface MigrationRef {
-  stateDir: StateDir;
-  environment: string;
-  id: string;
-}
-
-/** Finds a migration by id or unique prefix (with or without `mig_`), in any environment. */
-export function findMigration(stateDir: StateDir, prefix: string): MigrationRef {
-  const wanted = (prefix.startsWith('mig_') ? prefix : `mig_${prefix}`).toLowerCase();
-  const matches = allMigrations(stateDir).filter((m) => m.id.startsWith(wanted));
-  if (matches.length === 1) return matches[0] as MigrationRef;
-  if (matches.length === 0) {
-    throw new CutoverError(
-      'MIGRATION_NOT_FOUND',
-      `no migration ${prefix} in ${stateDir.root} (see \`cutover topology migration list --all\`)`,
-    );
-  }
-  const ids = matches.map((m) => m.id).slice(0, 5);
-  throw new CutoverError(
-    'MIGRATION_AMBIGUOUS',
-    `${prefix} matches ${matches.length} migrations: ${ids.join(', ')}${matches.length > 5 ? ', …' : ''}`,
-  );
-}
-
-function allMigrations(stateDir: StateDir): MigrationRef[] {
-  const envRoot = stateDir.environmentsDir();
-  if (!existsSync(envRoot)) return [];
-  const out: MigrationRef[] = [];
-  for (const environment of readdirSync(envRoot)) {
-    const dir = stateDir.migrationsDir(environment);
-    if (!existsSync(dir)) continue;
-    for (const id of readdirSync(dir)) {
-      if (existsSync(stateDir.migration(environment, id).journal)) out.push({ stateDir, environment, id });
-    }
-  }
-  return out;
-}
-
-export function loadState(stateDir: StateDir, environment: string, id: string): MigrationState {
-  return replay(readJournal(stateDir.migration(environment, id).journal).events);
-}
-
-/** Whether a migration's journal says it ended; null when the journal cannot be read. */
-function isFinished(stateDir: StateDir, environment: string, id: string): boolean | null {
-  try {
-    return isFinal(loadState(stateDir, environment, id).lifecycle);
-  } catch {
-    return null;
-  }
-}
-
-export function summarize(ref: MigrationRef, state: MigrationState): MigrationSummary {
-  const runner = isFinal(state.lifecycle)
-    ? null
-    : liveRunner(ref.stateDir.migration(ref.environment, ref.id).runner);
-  return summaryOf(state, runner?.process.pid ?? null);
-}
-
-function unreadableSummary(ref: MigrationRef, problem: string): MigrationSummary {
-  return {
-    id: ref.id,
-    environment: ref.environment,
-    lifecycle: 'failed',
-    status: 'unreadable',
-    planId: '',
-    actionsDone: 0,
-    actionsTotal: 0,
-    startedAt: decodeTime(ref.id.slice('mig_'.length).toUpperCase()),
-    updatedAt: 0,
-    committedAt: null,
-    endedAt: null,
-    reason: problem,
-    runnerPid: null,
-    unreadable: problem,
-  };
-}
-
-/** In-flight migrations first, then history, newest first. */
-export function listMigrations(
-  stateDir: StateDir,
-  options: { environment?: string; all?: boolean },
-): MigrationSummary[] {
-  const refs = allMigrations(stateDir).filter(
-    (m) => options.environment === undefined || m.environment === options.environment,
-  );
-  const summaries = refs.map((ref) => {
-    try {
-      return summarize(ref, loadState(ref.stateDir, ref.environment, ref.id));
-    } catch (error) {
-      // One damaged journal must not hide every other migration.
-      if (!(error instanceof CutoverError) || error.code !== 'STATE_CORRUPT') throw error;
-      return unreadableSummary(ref, error.message);
-    }
-  });
-  const inFlight = summaries.filter((s) => !isFinal(s.lifecycle));
-  const history = summaries.filter((s) => isFinal(s.lifecycle));
-  const newestFirst = (a: MigrationSummary, b: MigrationSummary) => (a.id < b.id ? 1 : -1);
-  return [
-    ...inFlight.sort(newestFirst),
-    ...(options.all ? history.sort(newestFirst) : history.sort(newestFirst).slice(0, 10)),
-  ];
 }
 
 export interface VerbOutcome {
