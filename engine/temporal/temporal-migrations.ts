@@ -5,8 +5,7 @@
  * conflict policy that fails the second start; listing uses visibility with search attributes.
  */
 import {
-  Client,
-  Connection,
+  type Client,
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
   type WorkflowHandle,
@@ -30,18 +29,9 @@ import { buildPlan } from '../../core/plan/build-plan.js';
 import { loadTopology } from '../../core/topology/load-topology.js';
 import { TopologyInvalidError } from '../api.js';
 import { type CreateResult, newMigrationId, pinError } from '../services/migration-common.js';
-import {
-  connectionOptions,
-  connectTimeoutMs,
-  isNamespaceNotFound,
-  noNamespace,
-  probe,
-  type TemporalSettings,
-  unreachable,
-  withDeadline,
-} from './connection.js';
-import { dataConverter, storedSize } from './payload-codec.js';
-import { requireSearchAttributes } from './search-attributes.js';
+import { type TemporalSettings, withDeadline } from './connection.js';
+import { storedSize } from './payload-codec.js';
+import { callTimeoutMs, TemporalSession } from './temporal-session.js';
 import {
   downWorkflow,
   environmentWorkflow,
@@ -54,9 +44,6 @@ import {
   statusQuery,
   verbUpdate,
 } from './workflows.js';
-
-/** Every call has a deadline; a query needs a worker, and none may be running. */
-const callTimeoutMs = 15_000;
 
 export interface TemporalCreateRequest {
   text: string;
@@ -72,93 +59,29 @@ interface Located {
 }
 
 export class TemporalMigrations {
-  private pollersSeenUntil = 0;
+  private constructor(private readonly temporal: TemporalSession) {}
 
-  private constructor(
-    readonly settings: TemporalSettings,
-    private readonly connection: Connection,
-    private readonly client: Client,
-  ) {}
+  get settings(): TemporalSettings {
+    return this.temporal.settings;
+  }
+
+  private get client(): Client {
+    return this.temporal.client;
+  }
 
   static async connect(settings: TemporalSettings): Promise<TemporalMigrations> {
-    let connection: Connection;
-    try {
-      await probe(settings);
-      connection = await withDeadline(
-        Connection.connect({ ...connectionOptions(settings), connectTimeout: connectTimeoutMs }),
-        connectTimeoutMs + 1000,
-      );
-    } catch (error) {
-      throw unreachable(settings, error);
-    }
-    try {
-      await requireSearchAttributes(connection.operatorService, settings);
-    } catch (error) {
-      // An open connection would keep the process alive after the error is reported.
-      await connection.close().catch(() => undefined);
-      throw error;
-    }
-    const client = new Client({ connection, namespace: settings.namespace, dataConverter });
-    return new TemporalMigrations(settings, connection, client);
+    return new TemporalMigrations(await TemporalSession.connect(settings));
   }
 
   async close(): Promise<void> {
-    await this.connection.close();
-  }
-
-  /** Runs a call with a deadline; a missing answer says what to check. */
-  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    try {
-      // The gRPC deadline ends the call itself (a query nobody answers would otherwise keep the
-      // process alive after the error); the outer one also bounds what is not a gRPC call.
-      return await withDeadline(
-        this.connection.withDeadline(Date.now() + callTimeoutMs, fn),
-        callTimeoutMs + 1_000,
-      );
-    } catch (error) {
-      if (error instanceof CutoverError) throw error;
-      if (isNamespaceNotFound(error)) throw noNamespace(this.settings);
-      const message = (error as Error)?.message ?? String(error);
-      if (/no answer within|UNAVAILABLE|DEADLINE_EXCEEDED|ECONNREFUSED/.test(message)) {
-        throw new CutoverError(
-          'TEMPORAL_UNREACHABLE',
-          `Temporal at WORKFLOW_HOST=${this.settings.address} did not answer ${what}: ${message.split('\n')[0]} (is a worker running? \`cutover worker\`)`,
-        );
-      }
-      throw error;
-    }
-  }
-
-  /**
-   * Whether a worker polls the task queue: queries and updates need one, and without one they would
-   * wait the whole call deadline. A positive answer is kept for a while (follows poll often).
-   */
-  private async workerPolls(): Promise<boolean> {
-    if (Date.now() < this.pollersSeenUntil) return true;
-    const response = await this.call('for the workers of the task queue', () =>
-      this.client.workflowService.describeTaskQueue({
-        namespace: this.settings.namespace,
-        taskQueue: { name: this.settings.taskQueue },
-        taskQueueType: taskQueueTypeWorkflow,
-      }),
-    );
-    const polls = (response.pollers ?? []).length > 0;
-    if (polls) this.pollersSeenUntil = Date.now() + 10_000;
-    return polls;
-  }
-
-  private noWorker(what: string): CutoverError {
-    return new CutoverError(
-      'RUNNER_UNREACHABLE',
-      `no cutover worker polls task queue "${this.settings.taskQueue}" at WORKFLOW_HOST=${this.settings.address}, and ${what} needs one: start one with \`cutover worker\` (or \`cutover server\` without --no-worker), with the same TEMPORAL_TASK_QUEUE`,
-    );
+    await this.temporal.close();
   }
 
   /** The layout plans are computed against: kept by the environment's workflow. */
   async currentLayout(environment: string): Promise<CurrentLayout> {
-    if (!(await this.workerPolls())) {
+    if (!(await this.temporal.workerPolls())) {
       // Nothing recorded yet needs no worker; a recorded layout is read through a query.
-      const exists = await this.call('for the environment', () =>
+      const exists = await this.temporal.call('for the environment', () =>
         this.client.workflow
           .getHandle(environmentWorkflowId(environment))
           .describe()
@@ -171,9 +94,9 @@ export class TemporalMigrations {
           ),
       );
       if (!exists) return emptyLayout(environment);
-      throw this.noWorker('reading the current layout');
+      throw this.temporal.noWorker('reading the current layout');
     }
-    return this.call('for the current layout', async () => {
+    return this.temporal.call('for the current layout', async () => {
       try {
         return await this.client.workflow.getHandle(environmentWorkflowId(environment)).query(layoutQuery);
       } catch (error) {
@@ -194,7 +117,9 @@ export class TemporalMigrations {
       const envHandle = this.client.workflow.getHandle(environmentWorkflowId(environment));
       throw await pinError(
         (serial) =>
-          this.call('for an earlier layout', () => envHandle.query(layoutAtQuery, serial)).catch(() => null),
+          this.temporal
+            .call('for an earlier layout', () => envHandle.query(layoutAtQuery, serial))
+            .catch(() => null),
         request.planId,
         plan,
         desired,
@@ -211,7 +136,7 @@ export class TemporalMigrations {
       createdAt: request.now ?? Date.now(),
     };
     await refuseOversizedSpec(spec);
-    await this.call('to start the environment workflow', () =>
+    await this.temporal.call('to start the environment workflow', () =>
       this.client.workflow.start(environmentWorkflow, {
         workflowId: environmentWorkflowId(environment),
         taskQueue: this.settings.taskQueue,
@@ -220,7 +145,7 @@ export class TemporalMigrations {
       }),
     );
     try {
-      await this.call('to start the migration', () =>
+      await this.temporal.call('to start the migration', () =>
         this.client.workflow.start(migrationWorkflow, {
           workflowId: migrationWorkflowId(environment),
           taskQueue: this.settings.taskQueue,
@@ -257,7 +182,7 @@ export class TemporalMigrations {
     const downId = `down_${newMigrationId().replace(/^mig_/, '')}`;
     let handle: WorkflowHandle<typeof downWorkflow>;
     try {
-      handle = await this.call('to start taking it down', () =>
+      handle = await this.temporal.call('to start taking it down', () =>
         this.client.workflow.start(downWorkflow, {
           workflowId: migrationWorkflowId(environment),
           taskQueue: this.settings.taskQueue,
@@ -321,7 +246,7 @@ export class TemporalMigrations {
    */
   async inFlight(environment: string): Promise<string | null> {
     try {
-      const described = await this.call('to look for a migration in flight', () =>
+      const described = await this.temporal.call('to look for a migration in flight', () =>
         this.client.workflow.getHandle(migrationWorkflowId(environment)).describe(),
       );
       if (described.status.name !== 'RUNNING') return null;
@@ -359,7 +284,7 @@ export class TemporalMigrations {
     if (filter.environment !== undefined) clauses.push(`CutoverEnvironment = '${quote(filter.environment)}'`);
     if (filter.state !== undefined) clauses.push(`CutoverState = '${quote(filter.state)}'`);
     const ids: string[] = [];
-    await this.call('to list migrations', async () => {
+    await this.temporal.call('to list migrations', async () => {
       for await (const execution of this.client.workflow.list({ query: clauses.join(' AND ') })) {
         const id = (execution.memo as { migrationId?: string } | undefined)?.migrationId;
         if (typeof id === 'string' && !ids.includes(id)) ids.push(id);
@@ -400,7 +325,7 @@ export class TemporalMigrations {
     for (let attempt = 0; attempt < 10 && found.length === 0; attempt++) {
       if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 200));
       const runs: typeof found = [];
-      await this.call('to find the migration', async () => {
+      await this.temporal.call('to find the migration', async () => {
         for await (const execution of this.client.workflow.list({
           query: `WorkflowType = 'migrationWorkflow' AND CutoverMigrationId = '${quote(id)}'`,
         })) {
@@ -427,9 +352,9 @@ export class TemporalMigrations {
   }
 
   private async status(located: Located, afterSeq: number): Promise<MigrationStatus> {
-    if (located.running && !(await this.workerPolls()))
-      throw this.noWorker('the status of a running migration');
-    return this.call('for the migration status', () =>
+    if (located.running && !(await this.temporal.workerPolls()))
+      throw this.temporal.noWorker('the status of a running migration');
+    return this.temporal.call('for the migration status', () =>
       located.running ? located.handle.query(statusQuery, afterSeq) : located.handle.result(),
     );
   }
@@ -470,9 +395,9 @@ export class TemporalMigrations {
         const { state } = await this.status(located, Number.MAX_SAFE_INTEGER);
         throw new CutoverError('VERB_REFUSED', refuseVerb(state, verb) ?? `cannot ${verb} ${id} now`);
       }
-      if (!(await this.workerPolls())) throw this.noWorker(`to ${verb} a migration`);
+      if (!(await this.temporal.workerPolls())) throw this.temporal.noWorker(`to ${verb} a migration`);
       try {
-        const state = await this.call(`to ${verb}`, () =>
+        const state = await this.temporal.call(`to ${verb}`, () =>
           located.handle.executeUpdate(verbUpdate, { args: [verb, by] }),
         );
         return { summary: summaryOf(state, null), recovered: false };
@@ -527,6 +452,3 @@ function rootCause(error: Error): Error {
   while (e.cause instanceof Error) e = e.cause;
   return e;
 }
-
-/** temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW (the proto package is not a dependency of ours). */
-const taskQueueTypeWorkflow = 1;

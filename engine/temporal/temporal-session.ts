@@ -1,0 +1,109 @@
+/**
+ * A session with Temporal for the migration operations: the connection and client (checked for
+ * cutover's search attributes when opened), every call with a deadline and an error that says what
+ * to check, and whether a worker polls the task queue.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { CutoverError } from '../../core/errors.js';
+import {
+  connectionOptions,
+  connectTimeoutMs,
+  isNamespaceNotFound,
+  noNamespace,
+  probe,
+  type TemporalSettings,
+  unreachable,
+  withDeadline,
+} from './connection.js';
+import { dataConverter } from './payload-codec.js';
+import { requireSearchAttributes } from './search-attributes.js';
+
+/** Every call has a deadline; a query needs a worker, and none may be running. */
+export const callTimeoutMs = 15_000;
+
+/** temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW (the proto package is not a dependency of ours). */
+const taskQueueTypeWorkflow = 1;
+
+export class TemporalSession {
+  private pollersSeenUntil = 0;
+
+  private constructor(
+    readonly settings: TemporalSettings,
+    private readonly connection: Connection,
+    readonly client: Client,
+  ) {}
+
+  static async connect(settings: TemporalSettings): Promise<TemporalSession> {
+    let connection: Connection;
+    try {
+      await probe(settings);
+      connection = await withDeadline(
+        Connection.connect({ ...connectionOptions(settings), connectTimeout: connectTimeoutMs }),
+        connectTimeoutMs + 1000,
+      );
+    } catch (error) {
+      throw unreachable(settings, error);
+    }
+    try {
+      await requireSearchAttributes(connection.operatorService, settings);
+    } catch (error) {
+      // An open connection would keep the process alive after the error is reported.
+      await connection.close().catch(() => undefined);
+      throw error;
+    }
+    const client = new Client({ connection, namespace: settings.namespace, dataConverter });
+    return new TemporalSession(settings, connection, client);
+  }
+
+  async close(): Promise<void> {
+    await this.connection.close();
+  }
+
+  /** Runs a call with a deadline; a missing answer says what to check. */
+  async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      // The gRPC deadline ends the call itself (a query nobody answers would otherwise keep the
+      // process alive after the error); the outer one also bounds what is not a gRPC call.
+      return await withDeadline(
+        this.connection.withDeadline(Date.now() + callTimeoutMs, fn),
+        callTimeoutMs + 1_000,
+      );
+    } catch (error) {
+      if (error instanceof CutoverError) throw error;
+      if (isNamespaceNotFound(error)) throw noNamespace(this.settings);
+      const message = (error as Error)?.message ?? String(error);
+      if (/no answer within|UNAVAILABLE|DEADLINE_EXCEEDED|ECONNREFUSED/.test(message)) {
+        throw new CutoverError(
+          'TEMPORAL_UNREACHABLE',
+          `Temporal at WORKFLOW_HOST=${this.settings.address} did not answer ${what}: ${message.split('\n')[0]} (is a worker running? \`cutover worker\`)`,
+        );
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * Whether a worker polls the task queue: queries and updates need one, and without one they would
+   * wait the whole call deadline. A positive answer is kept for a while (follows poll often).
+   */
+  async workerPolls(): Promise<boolean> {
+    if (Date.now() < this.pollersSeenUntil) return true;
+    const response = await this.call('for the workers of the task queue', () =>
+      this.client.workflowService.describeTaskQueue({
+        namespace: this.settings.namespace,
+        taskQueue: { name: this.settings.taskQueue },
+        taskQueueType: taskQueueTypeWorkflow,
+      }),
+    );
+    const polls = (response.pollers ?? []).length > 0;
+    if (polls) this.pollersSeenUntil = Date.now() + 10_000;
+    return polls;
+  }
+
+  noWorker(what: string): CutoverError {
+    return new CutoverError(
+      'RUNNER_UNREACHABLE',
+      `no cutover worker polls task queue "${this.settings.taskQueue}" at WORKFLOW_HOST=${this.settings.address}, and ${what} needs one: start one with \`cutover worker\` (or \`cutover server\` without --no-worker), with the same TEMPORAL_TASK_QUEUE`,
+    );
+  }
+}
