@@ -2,7 +2,7 @@
  * The MigrationService of this machine: migrations in a state directory, each driven by a runner
  * process of its own (or by the caller's process, with `attach`).
  */
-import { readCurrentLayout } from '../store/layout-store.js';
+import { readCurrentLayout, readLayoutAt } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 import {
   activeMigration,
@@ -40,6 +40,7 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
       return planTopologyText(desired, against);
     },
     currentLayout: (environment) => readCurrentLayout(stateDir, environment),
+    layoutAt: (environment, serial) => readLayoutAt(stateDir, environment, serial),
     async start(request) {
       const created = await createMigration({
         file: request.file,

@@ -78,6 +78,11 @@ export interface MigrationService {
   validate(source: TopologyText): Promise<ValidateOutcome>;
   plan(desired: TopologyText, against: PlanAgainst): Promise<Plan>;
   currentLayout(environment: string): Promise<CurrentLayout>;
+  /**
+   * An earlier layout of the environment by its serial, while it is kept (the last few are; see
+   * `cutover topology rollback`); null when it is not. Serial 0 is the empty layout.
+   */
+  layoutAt(environment: string, serial: number): Promise<CurrentLayout | null>;
   /** Plans, checks a pinned plan, and starts the migration (in the background unless `attach`). */
   start(request: StartRequest): Promise<StartResult>;
   /** Follows a started migration to its end, each log line as it comes (locally, with its state). */

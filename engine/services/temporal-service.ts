@@ -41,6 +41,7 @@ export function temporalService(settings: TemporalSettings): MigrationService {
       return planTopologyText(desired, { kind: 'layout', of: (environment) => t.currentLayout(environment) });
     },
     currentLayout: async (environment) => (await temporal()).currentLayout(environment),
+    layoutAt: async (environment, serial) => (await temporal()).layoutAt(environment, serial),
     async start(request) {
       const { attach: _attach, ...create } = request;
       const created = await (await temporal()).create(create);
