@@ -2,6 +2,7 @@ import { createLogUpdate } from 'log-update';
 import { CutoverError, environmentFault } from '../../core/errors.js';
 import type { LogLine } from '../../core/migration/types.js';
 import { isEmptyPlan } from '../../core/plan/types.js';
+import type { TopologyText } from '../../engine/api.js';
 import { baseDirOf, readTopology } from '../../engine/api.js';
 import type { MigrationService } from '../../engine/services/migration-service.js';
 import { renderLiveView, renderLogLine } from '../../views/render-migration.js';
@@ -32,8 +33,22 @@ export async function runMigrate(options: MigrateOptions): Promise<void> {
  * runner if this process is interrupted; elsewhere (Temporal, a server) it is followed by its log.
  */
 async function migrate(options: MigrateOptions, service: MigrationService): Promise<void> {
-  const style = styleFor(process.stderr);
   const desired = await readTopology(options.file);
+  await migrateTo(service, { ...desired, baseDir: baseDirOf(options.file) }, options);
+}
+
+/**
+ * Migrates to `desired` (from a file, or a recorded layout for `topology rollback`): plans it
+ * against the recorded layout, shows the plan, asks (`question`), starts and follows it as
+ * `migrate` does. Exit code 0 once completed (or with nothing to do).
+ */
+export async function migrateTo(
+  service: MigrationService,
+  desired: TopologyText & { baseDir: string },
+  options: Omit<MigrateOptions, 'file'>,
+  question = (environment: string) => `Migrate environment ${environment} with this plan?`,
+): Promise<void> {
+  const style = styleFor(process.stderr);
   const plan = await service.plan(desired, { kind: 'recorded' });
   if (!options.json) process.stderr.write(renderPlanText(plan, { style }));
   if (isEmptyPlan(plan)) {
@@ -41,12 +56,12 @@ async function migrate(options: MigrateOptions, service: MigrationService): Prom
     process.exitCode = 0;
     return;
   }
-  const request = { ...desired, baseDir: baseDirOf(options.file), attach: options.detach !== true };
+  const request = { ...desired, attach: options.detach !== true };
   if (options.planId !== undefined && options.planId !== plan.planId) {
     // Refused with the reason (the plan is stale, or differs) before anything is asked.
     await service.start({ ...request, planId: options.planId });
   }
-  if (!(await confirmed(options, plan.environment))) return;
+  if (!(await confirmed(options, question(plan.environment)))) return;
   // Pin the plan that was shown: if the layout moved meanwhile, this refuses rather than surprises.
   const started = await service.start({ ...request, planId: options.planId ?? plan.planId });
   if (!started.created) return;
@@ -107,7 +122,7 @@ async function migrate(options: MigrateOptions, service: MigrationService): Prom
 }
 
 /** --yes, or a yes on the terminal; false (exit 1) when declined. */
-async function confirmed(options: MigrateOptions, environment: string): Promise<boolean> {
+async function confirmed(options: Pick<MigrateOptions, 'yes'>, question: string): Promise<boolean> {
   if (options.yes) return true;
   if (!process.stdin.isTTY) {
     throw new CutoverError(
@@ -115,7 +130,7 @@ async function confirmed(options: MigrateOptions, environment: string): Promise<
       'refusing to migrate without confirmation: standard input is not a terminal; pass --yes',
     );
   }
-  if (await confirm(`\nMigrate environment ${environment} with this plan?`)) return true;
+  if (await confirm(`\n${question}`)) return true;
   process.stderr.write('Migration not started.\n');
   process.exitCode = 1;
   return false;
