@@ -1,10 +1,10 @@
 import { createLogUpdate } from 'log-update';
 import { CutoverError, environmentFault } from '../../core/errors.js';
 import type { LogLine } from '../../core/migration/types.js';
+import type { Plan } from '../../core/plan/types.js';
 import { isEmptyPlan } from '../../core/plan/types.js';
-import type { TopologyText } from '../../engine/api.js';
 import { baseDirOf, readTopology } from '../../engine/api.js';
-import type { MigrationService } from '../../engine/services/migration-service.js';
+import type { MigrationService, StartResult } from '../../engine/services/migration-service.js';
 import { renderLiveView, renderLogLine } from '../../views/render-migration.js';
 import { renderPlanText } from '../../views/render-plan-text.js';
 import { styleFor } from '../../views/style.js';
@@ -34,36 +34,52 @@ export async function runMigrate(options: MigrateOptions): Promise<void> {
  */
 async function migrate(options: MigrateOptions, service: MigrationService): Promise<void> {
   const desired = await readTopology(options.file);
-  await migrateTo(service, { ...desired, baseDir: baseDirOf(options.file) }, options);
+  const request = { ...desired, baseDir: baseDirOf(options.file) };
+  await migrateTo(
+    service,
+    {
+      plan: () => service.plan(desired, { kind: 'recorded' }),
+      start: (pin) => service.start({ ...request, ...pin }),
+    },
+    options,
+  );
+}
+
+/** A migration to show, confirm and run: to a file's topology, or back to a recorded layout. */
+export interface MigrationToRun {
+  /** Its plan, against the recorded layout. */
+  plan(): Promise<Plan>;
+  /** Starts it, refusing unless its plan is still `planId`. */
+  start(pin: { planId: string; attach: boolean }): Promise<StartResult>;
 }
 
 /**
- * Migrates to `desired` (from a file, or a recorded layout for `topology rollback`): plans it
- * against the recorded layout, shows the plan, asks (`question`), starts and follows it as
- * `migrate` does. Exit code 0 once completed (or with nothing to do).
+ * Shows the plan, asks (`question`), starts the migration and follows it to its end (all that
+ * `migrate` does once it has read the file); `topology rollback` runs its migration through here
+ * too. Exit code 0 once completed (or with nothing to do).
  */
 export async function migrateTo(
   service: MigrationService,
-  desired: TopologyText & { baseDir: string },
+  run: MigrationToRun,
   options: Omit<MigrateOptions, 'file'>,
   question = (environment: string) => `Migrate environment ${environment} with this plan?`,
 ): Promise<void> {
   const style = styleFor(process.stderr);
-  const plan = await service.plan(desired, { kind: 'recorded' });
+  const plan = await run.plan();
   if (!options.json) process.stderr.write(renderPlanText(plan, { style }));
   if (isEmptyPlan(plan)) {
     if (options.json) process.stdout.write(`${JSON.stringify({ migration: null, plan: plan.planId })}\n`);
     process.exitCode = 0;
     return;
   }
-  const request = { ...desired, attach: options.detach !== true };
+  const attach = options.detach !== true;
   if (options.planId !== undefined && options.planId !== plan.planId) {
     // Refused with the reason (the plan is stale, or differs) before anything is asked.
-    await service.start({ ...request, planId: options.planId });
+    await run.start({ attach, planId: options.planId });
   }
   if (!(await confirmed(options, question(plan.environment)))) return;
   // Pin the plan that was shown: if the layout moved meanwhile, this refuses rather than surprises.
-  const started = await service.start({ ...request, planId: options.planId ?? plan.planId });
+  const started = await run.start({ attach, planId: options.planId ?? plan.planId });
   if (!started.created) return;
   if (started.notice) process.stderr.write(`cutover: ${started.notice}\n`);
   const { id } = started.summary;

@@ -9,7 +9,8 @@ import type { MigrationSummary } from '../../core/migration/summary.js';
 import { isFinal, type LogLine, type MigrationState } from '../../core/migration/types.js';
 import type { Plan } from '../../core/plan/types.js';
 import { Remote } from './http-client.js';
-import { followElsewhere, type MigrationService } from './service-types.js';
+import { formatRollbackTarget } from './rollback-source.js';
+import { followElsewhere, type MigrationService, type RollbackPlan } from './service-types.js';
 
 const fullId = /^mig_[0-9a-z]{26}$/;
 
@@ -76,7 +77,29 @@ export function httpService(url: string, token: string | undefined): MigrationSe
       throw notHere('reading the recorded layout');
     },
     layoutAt: async () => {
-      throw notHere('reading an earlier recorded layout (for a rollback)');
+      throw notHere('reading an earlier recorded layout');
+    },
+    // The server finds the recorded layout in its own state and resolves its paths on its machine.
+    async planRollback(environment, request) {
+      return (
+        await remote.json<RollbackPlan>('POST', `/v1/environments/${environment}/rollback`, {
+          to: formatRollbackTarget(request.to),
+          dryRun: true,
+        })
+      ).body;
+    },
+    async startRollback(environment, request) {
+      const answer = await remote.json<{ migration: MigrationSummary | null; planId: string }>(
+        'POST',
+        `/v1/environments/${environment}/rollback`,
+        {
+          to: formatRollbackTarget(request.to),
+          ...(request.planId === undefined ? {} : { planId: request.planId }),
+        },
+      );
+      const { migration, planId } = answer.body;
+      if (migration === null) return { created: false, planId };
+      return { created: true, summary: migration, planId, runs, runnerPid: migration.runnerPid };
     },
     async start(request) {
       const answer = await remote.json<{ migration: MigrationSummary | null; planId: string }>(

@@ -8,13 +8,12 @@
 import { CutoverError } from '../../core/errors.js';
 import type { CurrentLayout } from '../../core/layout.js';
 import { topologyText } from '../../core/topology/render-topology.js';
-import type { MigrationService, StartRequest } from './service-types.js';
+import type { MigrationService, RollbackTarget, StartRequest } from './service-types.js';
 
-/** What `--to` names: the layout before the current one, the one a migration committed, or a serial. */
-export type RollbackTarget =
-  | { kind: 'previous' }
-  | { kind: 'migration'; id: string }
-  | { kind: 'serial'; serial: number };
+export type { RollbackTarget };
+
+/** What a service needs to find a recorded layout. */
+type Layouts = Pick<MigrationService, 'where' | 'currentLayout' | 'layoutAt' | 'find' | 'show'>;
 
 /** The earlier layout found, and the topology (text, name, base directory) to migrate to. */
 export interface RollbackSource {
@@ -24,6 +23,50 @@ export interface RollbackSource {
 }
 
 const serialPattern = /^serial:(\d{1,15})$/;
+
+/** `--to` as written: `previous`, `serial:<n>` or the migration id (the wire form of a server's API). */
+export function formatRollbackTarget(to: RollbackTarget): string {
+  switch (to.kind) {
+    case 'previous':
+      return 'previous';
+    case 'serial':
+      return `serial:${to.serial}`;
+    case 'migration':
+      return to.id;
+  }
+}
+
+/**
+ * `planRollback` and `startRollback` of a service that can read its recorded layouts (local,
+ * Temporal): find the layout, then plan or start it as a topology like any other.
+ */
+export function rollbackOperations(
+  service: Layouts & Pick<MigrationService, 'plan' | 'start'>,
+): Pick<MigrationService, 'planRollback' | 'startRollback'> {
+  return {
+    async planRollback(environment, request) {
+      const source = await rollbackSource(service, environment, request.to, request.fallbackBaseDir);
+      const { serial, migrationId, committedAt } = source.target;
+      return {
+        plan: await service.plan(source.request, { kind: 'recorded' }),
+        target: {
+          serial,
+          ...(migrationId === undefined ? {} : { migrationId }),
+          ...(committedAt === undefined ? {} : { committedAt }),
+        },
+        currentSerial: source.current.serial,
+      };
+    },
+    async startRollback(environment, request) {
+      const source = await rollbackSource(service, environment, request.to, request.fallbackBaseDir);
+      return service.start({
+        ...source.request,
+        ...(request.planId === undefined ? {} : { planId: request.planId }),
+        ...(request.attach === undefined ? {} : { attach: request.attach }),
+      });
+    },
+  };
+}
 
 /** `previous`, `serial:<n>`, or anything else as a migration id (or a unique prefix of one). */
 export function parseRollbackTarget(to: string): RollbackTarget {
@@ -45,7 +88,7 @@ export function parseRollbackTarget(to: string): RollbackTarget {
  * was recorded (`fallbackBaseDir` for a layout that recorded none).
  */
 export async function rollbackSource(
-  service: MigrationService,
+  service: Layouts,
   environment: string,
   to: RollbackTarget,
   fallbackBaseDir: string,
@@ -103,7 +146,7 @@ export async function rollbackSource(
  * migration its full id.
  */
 async function serialOf(
-  service: MigrationService,
+  service: Layouts,
   environment: string,
   to: RollbackTarget,
   current: CurrentLayout,

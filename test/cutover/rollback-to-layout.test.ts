@@ -15,10 +15,13 @@ import {
   type Workspace,
   waitFor,
 } from '../support/migrations.js';
+import { Api, ServerHarness } from '../support/server.js';
 
 type Live = Workspace & { url: string };
 const spaces: Live[] = [];
+const servers = new ServerHarness();
 afterEach(async () => {
+  await servers.cleanup();
   for (const w of spaces.splice(0)) await w.cleanup();
 });
 
@@ -168,5 +171,27 @@ describe('cutover topology rollback --to', () => {
     const empty = await rollback(w, 'serial:2');
     expect(empty.code).toBe(1);
     expect(empty.stderr).toContain('layout serial 2 is the empty layout `cutover topology down` recorded');
+  });
+
+  it('through a cutover server: POST /v1/environments/{name}/rollback plans (dryRun) and runs it; the CLI with --server', async () => {
+    const w = await live();
+    await bump(w, '1.0.0', '2.0.0');
+    const server = await servers.start({ stateDir: w.stateDir, workdir: path.dirname(w.file) });
+    const api = await Api.connect(server.url);
+    const dry = await api.post('/v1/environments/live-demo/rollback', { to: 'previous', dryRun: true });
+    expect(dry.status).toBe(200);
+    expect(dry.json).toMatchObject({ currentSerial: 2, target: { serial: 1 }, plan: { baseSerial: 2 } });
+    const missing = await api.post('/v1/environments/live-demo/rollback', { to: 'serial:9' });
+    expect(missing.status).toBe(404);
+    expect(missing.json).toMatchObject({
+      code: 'LAYOUT_NOT_FOUND',
+      detail: 'live-demo: there is no serial 9; the current layout is serial 2',
+    });
+    const result = await rollback(w, 'previous', ['--server', server.url]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain('Rolling live-demo back from serial 2 to the layout of serial 1');
+    expect(result.stdout).toMatch(/^mig_[0-9a-z]+: completed$/m);
+    expect(await versionServed(w)).toBe('1.0.0');
+    expect(layout(w).serial).toBe(3);
   });
 });
