@@ -10,7 +10,12 @@ import { isFinal, type LogLine, type MigrationState } from '../../core/migration
 import type { Plan } from '../../core/plan/types.js';
 import { Remote } from './http-client.js';
 import { formatRollbackTarget } from './rollback-source.js';
-import { followElsewhere, type MigrationService, type RollbackPlan } from './service-types.js';
+import {
+  followElsewhere,
+  type MigrationService,
+  type RollbackPlan,
+  type StartResult,
+} from './service-types.js';
 
 const fullId = /^mig_[0-9a-z]{26}$/;
 
@@ -44,6 +49,18 @@ export function httpService(url: string, token: string | undefined): MigrationSe
       cursor = page.nextCursor;
     } while (cursor !== null);
     return out;
+  }
+
+  /** A POST that starts a migration (or finds nothing to change), as StartResult. */
+  async function startBy(route: string, body: Record<string, unknown>): Promise<StartResult> {
+    const answer = await remote.json<{ migration: MigrationSummary | null; planId: string }>(
+      'POST',
+      route,
+      body,
+    );
+    const { migration, planId } = answer.body;
+    if (migration === null) return { created: false, planId };
+    return { created: true, summary: migration, planId, runs, runnerPid: migration.runnerPid };
   }
 
   const service: MigrationService = {
@@ -88,33 +105,17 @@ export function httpService(url: string, token: string | undefined): MigrationSe
         })
       ).body;
     },
-    async startRollback(environment, request) {
-      const answer = await remote.json<{ migration: MigrationSummary | null; planId: string }>(
-        'POST',
-        `/v1/environments/${environment}/rollback`,
-        {
-          to: formatRollbackTarget(request.to),
-          ...(request.planId === undefined ? {} : { planId: request.planId }),
-        },
-      );
-      const { migration, planId } = answer.body;
-      if (migration === null) return { created: false, planId };
-      return { created: true, summary: migration, planId, runs, runnerPid: migration.runnerPid };
-    },
-    async start(request) {
-      const answer = await remote.json<{ migration: MigrationSummary | null; planId: string }>(
-        'POST',
-        '/v1/apply',
-        {
-          topology: request.text,
-          path: request.file,
-          ...(request.planId === undefined ? {} : { planId: request.planId }),
-        },
-      );
-      const { migration, planId } = answer.body;
-      if (migration === null) return { created: false, planId };
-      return { created: true, summary: migration, planId, runs, runnerPid: migration.runnerPid };
-    },
+    startRollback: (environment, request) =>
+      startBy(`/v1/environments/${environment}/rollback`, {
+        to: formatRollbackTarget(request.to),
+        ...(request.planId === undefined ? {} : { planId: request.planId }),
+      }),
+    start: (request) =>
+      startBy('/v1/apply', {
+        topology: request.text,
+        path: request.file,
+        ...(request.planId === undefined ? {} : { planId: request.planId }),
+      }),
     attach: async (id, onLine) => followElsewhere(service, id, runs, onLine),
     list: (filter) => listAll(filter),
     /** A full id, from an id or a unique prefix (with or without `mig_`), as the local engine finds them. */
