@@ -14,6 +14,7 @@ export const exitCodes: Record<ErrorCode, number> = {
   STATE_CORRUPT: 1,
   MIGRATION_NOT_FOUND: 1,
   MIGRATION_AMBIGUOUS: 1,
+  LAYOUT_NOT_FOUND: 1,
   MIGRATION_CONFLICT: 1,
   PLAN_MISMATCH: 1,
   PLAN_STALE: 1,

@@ -7,6 +7,7 @@ import { registerDown } from './commands/topology-down.js';
 import { registerMigrate } from './commands/topology-migrate.js';
 import { registerMigration } from './commands/topology-migration.js';
 import { registerPlan } from './commands/topology-plan.js';
+import { registerRollback } from './commands/topology-rollback.js';
 import { registerValidate } from './commands/topology-validate.js';
 import { registerWatch } from './commands/watch.js';
 import { registerWorker } from './commands/worker.js';
@@ -39,6 +40,7 @@ Documentation: README.md; the topology schema: schemas/topology.v1.json`,
   registerPlan(topology);
   registerMigrate(topology);
   registerMigration(topology);
+  registerRollback(topology);
   registerDown(topology);
   registerServer(program, pkg.version);
   registerWatch(program);

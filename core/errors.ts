@@ -16,6 +16,8 @@ export const errorCodes = [
   'STATE_CORRUPT',
   'MIGRATION_NOT_FOUND',
   'MIGRATION_AMBIGUOUS',
+  /** No recorded layout answers a rollback's `--to` (never recorded, or no longer kept). */
+  'LAYOUT_NOT_FOUND',
   /** A migration is in flight for the environment. */
   'MIGRATION_CONFLICT',
   'PLAN_MISMATCH',

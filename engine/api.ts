@@ -17,6 +17,7 @@ import { readCurrentLayout } from './store/layout-store.js';
 import type { StateDir } from './store/state-dir.js';
 
 export { TopologyInvalidError } from '../core/errors.js';
+export { parseRollbackTarget, type RollbackTarget } from './services/rollback-source.js';
 export type { CurrentLayout, Diagnostic, Plan, PlanAgainst, Topology, TopologyText, ValidateOutcome };
 
 export async function validateTopologyFile(file: string): Promise<LoadResult> {

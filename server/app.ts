@@ -18,6 +18,7 @@ import { type RouteContext, routeSchema, type ServerOptions } from './route-cont
 import { registerHookRoutes } from './routes/hooks.js';
 import { registerMigrationRoutes } from './routes/migrations.js';
 import { registerOperationRoutes } from './routes/operations.js';
+import { registerRollbackRoute } from './routes/rollback.js';
 import { namedSchemas, ref, validatorCompilers } from './schemas.js';
 
 export interface CutoverServer {
@@ -84,6 +85,7 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
 
   registerOperationalRoutes(app, context, metrics);
   registerOperationRoutes(app, context);
+  registerRollbackRoute(app, context);
   registerMigrationRoutes(app, context);
   registerHookRoutes(app, context);
 

@@ -26,6 +26,7 @@ export const engineProblems: Record<ErrorCode, StatusAndTitle> = {
   STATE_CORRUPT: { httpStatus: 500, title: 'State directory is corrupt' },
   MIGRATION_NOT_FOUND: { httpStatus: 404, title: 'Migration not found' },
   MIGRATION_AMBIGUOUS: { httpStatus: 400, title: 'Migration id prefix is ambiguous' },
+  LAYOUT_NOT_FOUND: { httpStatus: 404, title: 'No such recorded layout' },
   MIGRATION_CONFLICT: { httpStatus: 409, title: 'A migration is in flight for this environment' },
   PLAN_MISMATCH: { httpStatus: 409, title: 'The plan differs from the one reviewed' },
   PLAN_STALE: { httpStatus: 409, title: 'The plan is stale' },

@@ -1,9 +1,10 @@
 import { createLogUpdate } from 'log-update';
 import { CutoverError, environmentFault } from '../../core/errors.js';
 import type { LogLine } from '../../core/migration/types.js';
+import type { Plan } from '../../core/plan/types.js';
 import { isEmptyPlan } from '../../core/plan/types.js';
 import { baseDirOf, readTopology } from '../../engine/api.js';
-import type { MigrationService } from '../../engine/services/migration-service.js';
+import type { MigrationService, StartResult } from '../../engine/services/migration-service.js';
 import { renderLiveView, renderLogLine } from '../../views/render-migration.js';
 import { renderPlanText } from '../../views/render-plan-text.js';
 import { styleFor } from '../../views/style.js';
@@ -32,23 +33,53 @@ export async function runMigrate(options: MigrateOptions): Promise<void> {
  * runner if this process is interrupted; elsewhere (Temporal, a server) it is followed by its log.
  */
 async function migrate(options: MigrateOptions, service: MigrationService): Promise<void> {
-  const style = styleFor(process.stderr);
   const desired = await readTopology(options.file);
-  const plan = await service.plan(desired, { kind: 'recorded' });
+  const request = { ...desired, baseDir: baseDirOf(options.file) };
+  await migrateTo(
+    service,
+    {
+      plan: () => service.plan(desired, { kind: 'recorded' }),
+      start: (pin) => service.start({ ...request, ...pin }),
+    },
+    options,
+  );
+}
+
+/** A migration to show, confirm and run: to a file's topology, or back to a recorded layout. */
+export interface MigrationToRun {
+  /** Its plan, against the recorded layout. */
+  plan(): Promise<Plan>;
+  /** Starts it, refusing unless its plan is still `planId`. */
+  start(pin: { planId: string; attach: boolean }): Promise<StartResult>;
+}
+
+/**
+ * Shows the plan, asks (`question`), starts the migration and follows it to its end (all that
+ * `migrate` does once it has read the file); `topology rollback` runs its migration through here
+ * too. Exit code 0 once completed (or with nothing to do).
+ */
+export async function migrateTo(
+  service: MigrationService,
+  run: MigrationToRun,
+  options: Omit<MigrateOptions, 'file'>,
+  question = (environment: string) => `Migrate environment ${environment} with this plan?`,
+): Promise<void> {
+  const style = styleFor(process.stderr);
+  const plan = await run.plan();
   if (!options.json) process.stderr.write(renderPlanText(plan, { style }));
   if (isEmptyPlan(plan)) {
     if (options.json) process.stdout.write(`${JSON.stringify({ migration: null, plan: plan.planId })}\n`);
     process.exitCode = 0;
     return;
   }
-  const request = { ...desired, baseDir: baseDirOf(options.file), attach: options.detach !== true };
+  const attach = options.detach !== true;
   if (options.planId !== undefined && options.planId !== plan.planId) {
     // Refused with the reason (the plan is stale, or differs) before anything is asked.
-    await service.start({ ...request, planId: options.planId });
+    await run.start({ attach, planId: options.planId });
   }
-  if (!(await confirmed(options, plan.environment))) return;
+  if (!(await confirmed(options, question(plan.environment)))) return;
   // Pin the plan that was shown: if the layout moved meanwhile, this refuses rather than surprises.
-  const started = await service.start({ ...request, planId: options.planId ?? plan.planId });
+  const started = await run.start({ attach, planId: options.planId ?? plan.planId });
   if (!started.created) return;
   if (started.notice) process.stderr.write(`cutover: ${started.notice}\n`);
   const { id } = started.summary;
@@ -107,7 +138,7 @@ async function migrate(options: MigrateOptions, service: MigrationService): Prom
 }
 
 /** --yes, or a yes on the terminal; false (exit 1) when declined. */
-async function confirmed(options: MigrateOptions, environment: string): Promise<boolean> {
+async function confirmed(options: Pick<MigrateOptions, 'yes'>, question: string): Promise<boolean> {
   if (options.yes) return true;
   if (!process.stdin.isTTY) {
     throw new CutoverError(
@@ -115,7 +146,7 @@ async function confirmed(options: MigrateOptions, environment: string): Promise<
       'refusing to migrate without confirmation: standard input is not a terminal; pass --yes',
     );
   }
-  if (await confirm(`\nMigrate environment ${environment} with this plan?`)) return true;
+  if (await confirm(`\n${question}`)) return true;
   process.stderr.write('Migration not started.\n');
   process.exitCode = 1;
   return false;

@@ -18,7 +18,8 @@ type Options = StateDirOptions & ServerOption;
 const verbHelp: Record<Verb, string> = {
   pause: 'pause a running migration at the next step boundary (a health gate or bake clock stops)',
   resume: 'resume a paused migration; also picks up a migration whose process died',
-  rollback: 'roll back: traffic back to blue first, then green retired (any time before commit)',
+  rollback:
+    'roll back a migration in flight: traffic back to blue first, then green retired (any time before its commit; after a commit, `cutover topology rollback --to previous` migrates back to the earlier layout)',
   cancel: 'abort an in-flight migration: the same safe end as rollback, recorded as cancelled',
   commit: 'commit a migration that waits for it (manual strategy): the point of no return',
 };

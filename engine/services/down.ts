@@ -10,7 +10,7 @@ import { componentDriverFor, type DriverSet, routeDriverFor } from '../drivers/d
 import { stopRouterIfIdle } from '../drivers/router-driver.js';
 import type { ComponentCallContext, DriverCallOptions, RouteCallContext } from '../drivers/types.js';
 import { readClaim } from '../runner/active-claim.js';
-import { readCurrentLayout, recordEmptyLayout } from '../store/layout-store.js';
+import { keptLayouts, readCurrentLayout, recordEmptyLayout } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 
 export type { DownPart };
@@ -34,6 +34,8 @@ export async function takeDown(
       `environment ${environment} has a migration in flight: ${active.migrationId}; cancel it first (cutover topology migration cancel ${active.migrationId})`,
     );
   }
+  // Refused before anything stops, rather than ignored when the empty layout is recorded.
+  const keep = keptLayouts();
   const layout = await readCurrentLayout(stateDir, environment);
   const parts = downParts(layout);
   if (!layout.topology) return { before: layout, components: [], routes: [] };
@@ -45,7 +47,7 @@ export async function takeDown(
       throw downFailed(environment, part, error);
     }
   }
-  await recordEmptyLayout(stateDir, layout);
+  await recordEmptyLayout(stateDir, layout, keep);
   await stopRouterIfIdle(stateDir, options.log);
   return { before: layout, components: parts.components, routes: parts.routes };
 }

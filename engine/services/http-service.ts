@@ -9,7 +9,13 @@ import type { MigrationSummary } from '../../core/migration/summary.js';
 import { isFinal, type LogLine, type MigrationState } from '../../core/migration/types.js';
 import type { Plan } from '../../core/plan/types.js';
 import { Remote } from './http-client.js';
-import { followElsewhere, type MigrationService } from './service-types.js';
+import { formatRollbackTarget } from './rollback-source.js';
+import {
+  followElsewhere,
+  type MigrationService,
+  type RollbackPlan,
+  type StartResult,
+} from './service-types.js';
 
 const fullId = /^mig_[0-9a-z]{26}$/;
 
@@ -45,6 +51,18 @@ export function httpService(url: string, token: string | undefined): MigrationSe
     return out;
   }
 
+  /** A POST that starts a migration (or finds nothing to change), as StartResult. */
+  async function startBy(route: string, body: Record<string, unknown>): Promise<StartResult> {
+    const answer = await remote.json<{ migration: MigrationSummary | null; planId: string }>(
+      'POST',
+      route,
+      body,
+    );
+    const { migration, planId } = answer.body;
+    if (migration === null) return { created: false, planId };
+    return { created: true, summary: migration, planId, runs, runnerPid: migration.runnerPid };
+  }
+
   const service: MigrationService = {
     where: origin,
     reachAgain: ` --server ${origin}`,
@@ -75,20 +93,29 @@ export function httpService(url: string, token: string | undefined): MigrationSe
     currentLayout: async () => {
       throw notHere('reading the recorded layout');
     },
-    async start(request) {
-      const answer = await remote.json<{ migration: MigrationSummary | null; planId: string }>(
-        'POST',
-        '/v1/apply',
-        {
-          topology: request.text,
-          path: request.file,
-          ...(request.planId === undefined ? {} : { planId: request.planId }),
-        },
-      );
-      const { migration, planId } = answer.body;
-      if (migration === null) return { created: false, planId };
-      return { created: true, summary: migration, planId, runs, runnerPid: migration.runnerPid };
+    layoutAt: async () => {
+      throw notHere('reading an earlier recorded layout');
     },
+    // The server finds the recorded layout in its own state and resolves its paths on its machine.
+    async planRollback(environment, request) {
+      return (
+        await remote.json<RollbackPlan>('POST', `/v1/environments/${environment}/rollback`, {
+          to: formatRollbackTarget(request.to),
+          dryRun: true,
+        })
+      ).body;
+    },
+    startRollback: (environment, request) =>
+      startBy(`/v1/environments/${environment}/rollback`, {
+        to: formatRollbackTarget(request.to),
+        ...(request.planId === undefined ? {} : { planId: request.planId }),
+      }),
+    start: (request) =>
+      startBy('/v1/apply', {
+        topology: request.text,
+        path: request.file,
+        ...(request.planId === undefined ? {} : { planId: request.planId }),
+      }),
     attach: async (id, onLine) => followElsewhere(service, id, runs, onLine),
     list: (filter) => listAll(filter),
     /** A full id, from an id or a unique prefix (with or without `mig_`), as the local engine finds them. */

@@ -2,7 +2,7 @@
  * The MigrationService of this machine: migrations in a state directory, each driven by a runner
  * process of its own (or by the caller's process, with `attach`).
  */
-import { readCurrentLayout } from '../store/layout-store.js';
+import { readCurrentLayout, readLayoutAt } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 import {
   activeMigration,
@@ -16,6 +16,7 @@ import {
   spawnRunner,
   summarize,
 } from './migrations.js';
+import { rollbackOperations } from './rollback-source.js';
 import type { MigrationService } from './service-types.js';
 
 const inTheBackground = (pid: number) => `in the background (pid ${pid})`;
@@ -29,7 +30,7 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
   // The topology loader and the planner are loaded by the operations that use them: an operator's
   // verb needs neither, and a CLI starting on a busy machine takes CPU from the traffic it serves.
   const api = () => import('../api.js');
-  return {
+  const service: MigrationService = {
     where: stateDir.root,
     reachAgain,
     lookAgainMs: 250, // a claim file read
@@ -40,6 +41,7 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
       return planTopologyText(desired, against);
     },
     currentLayout: (environment) => readCurrentLayout(stateDir, environment),
+    layoutAt: (environment, serial) => readLayoutAt(stateDir, environment, serial),
     async start(request) {
       const created = await createMigration({
         file: request.file,
@@ -111,5 +113,8 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
     // Local migrations run in runner processes of their own: a server hosts nothing for them.
     hostWorker: async () => ({ description: 'local', shutdown: async () => {} }),
     async close() {},
+    planRollback: (environment, request) => rollbackOperations(service).planRollback(environment, request),
+    startRollback: (environment, request) => rollbackOperations(service).startRollback(environment, request),
   };
+  return service;
 }

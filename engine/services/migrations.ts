@@ -21,7 +21,7 @@ import { JournalWriter } from '../runner/journal.js';
 import type { LocalRunner, RunnerDeps } from '../runner/local-runner.js';
 import { makeDir } from '../runner/make-dir.js';
 import { claimRunner, liveRunner, releaseRunner } from '../runner/runner-claim.js';
-import { readCurrentLayout, readLayoutAt } from '../store/layout-store.js';
+import { keptLayouts, readCurrentLayout, readLayoutAt } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 import { type CreateResult, newMigrationId, pinError } from './migration-common.js';
 import {
@@ -60,6 +60,8 @@ export interface CreateRequest {
  * With no change to make, nothing is created.
  */
 export async function createMigration(request: CreateRequest): Promise<CreateResult> {
+  // A bad CUTOVER_KEEP_LAYOUTS is refused before anything runs, not ignored at the commit.
+  keptLayouts();
   const { readTopologyFile } = await import('../sources/read-topology-file.js');
   const { loadTopology } = await import('../../core/topology/load-topology.js');
   const { buildPlan } = await import('../../core/plan/build-plan.js');

@@ -61,6 +61,25 @@ export interface Attached {
   leave(): Promise<string>;
 }
 
+/** What `cutover topology rollback --to` names: the layout before the current one, the one a migration committed, or a serial. */
+export type RollbackTarget =
+  | { kind: 'previous' }
+  | { kind: 'migration'; id: string }
+  | { kind: 'serial'; serial: number };
+
+export interface RollbackRequest {
+  to: RollbackTarget;
+  /** Where relative paths resolve when the recorded layout names no directory. */
+  fallbackBaseDir: string;
+}
+
+/** What a rollback would do: its plan, the recorded layout it goes back to, and the serial it leaves. */
+export interface RollbackPlan {
+  plan: Plan;
+  target: { serial: number; migrationId?: string; committedAt?: string };
+  currentSerial: number;
+}
+
 export interface MigrationService {
   /** Where its migrations are, for messages: a state directory, `WORKFLOW_HOST=…`, or a server's URL. */
   readonly where: string;
@@ -78,8 +97,23 @@ export interface MigrationService {
   validate(source: TopologyText): Promise<ValidateOutcome>;
   plan(desired: TopologyText, against: PlanAgainst): Promise<Plan>;
   currentLayout(environment: string): Promise<CurrentLayout>;
+  /**
+   * An earlier layout of the environment by its serial, while it is kept (the last few are; see
+   * `cutover topology rollback`); null when it is not. Serial 0 is the empty layout.
+   */
+  layoutAt(environment: string, serial: number): Promise<CurrentLayout | null>;
   /** Plans, checks a pinned plan, and starts the migration (in the background unless `attach`). */
   start(request: StartRequest): Promise<StartResult>;
+  /**
+   * `cutover topology rollback`: the plan of going back to the recorded layout `to` names, planned
+   * against the current one as `migrate` plans a file.
+   */
+  planRollback(environment: string, request: RollbackRequest): Promise<RollbackPlan>;
+  /** Starts that rollback, an ordinary migration to the recorded layout, as `start` starts one. */
+  startRollback(
+    environment: string,
+    request: RollbackRequest & Pick<StartRequest, 'planId' | 'attach'>,
+  ): Promise<StartResult>;
   /** Follows a started migration to its end, each log line as it comes (locally, with its state). */
   attach(id: string, onLine: (line: LogLine, state?: MigrationState) => void): Promise<Attached>;
   /** Newest first. */

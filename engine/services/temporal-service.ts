@@ -8,6 +8,7 @@ import { start as startState } from '../../core/migration/step.js';
 import { summaryOf } from '../../core/migration/summary.js';
 import type { TemporalSettings } from '../temporal/connection.js';
 import type { TemporalMigrations } from '../temporal/temporal-migrations.js';
+import { rollbackOperations } from './rollback-source.js';
 import { followElsewhere, type MigrationService } from './service-types.js';
 
 export function temporalService(settings: TemporalSettings): MigrationService {
@@ -41,6 +42,7 @@ export function temporalService(settings: TemporalSettings): MigrationService {
       return planTopologyText(desired, { kind: 'layout', of: (environment) => t.currentLayout(environment) });
     },
     currentLayout: async (environment) => (await temporal()).currentLayout(environment),
+    layoutAt: async (environment, serial) => (await temporal()).layoutAt(environment, serial),
     async start(request) {
       const { attach: _attach, ...create } = request;
       const created = await (await temporal()).create(create);
@@ -68,6 +70,8 @@ export function temporalService(settings: TemporalSettings): MigrationService {
       const worker = await startWorker({ settings, stateDir, drivers: defaultDrivers() });
       return { description: `Temporal at ${where}, with a worker`, shutdown: () => worker.shutdown() };
     },
+    planRollback: (environment, request) => rollbackOperations(service).planRollback(environment, request),
+    startRollback: (environment, request) => rollbackOperations(service).startRollback(environment, request),
     async close() {
       const open = connecting;
       connecting = null;

@@ -1,4 +1,4 @@
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { CutoverError, environmentFault } from '../../core/errors.js';
 import { type CurrentLayout, emptyLayout } from '../../core/layout.js';
@@ -23,7 +23,7 @@ export async function readCurrentLayout(stateDir: StateDir, environment: string)
   }
   // Written atomically, so damage came from outside (a disk, an edit); every committed layout is
   // also kept by serial, which is the way back.
-  const restore = `the history keeps every committed layout: copy the newest file of ${stateDir.layoutHistoryDir(environment)} over it`;
+  const restore = `the history keeps the last committed layouts: copy the newest file of ${stateDir.layoutHistoryDir(environment)} over it`;
   let layout: CurrentLayout;
   try {
     layout = JSON.parse(text) as CurrentLayout;
@@ -75,7 +75,59 @@ export async function writeJsonAtomic(file: string, value: unknown): Promise<voi
   }
 }
 
-/** Every committed layout is kept too, by serial (`layouts/<serial>.json`): for audit, and to tell a stale plan. */
+/** How many recorded layouts an environment keeps when CUTOVER_KEEP_LAYOUTS does not say. */
+export const defaultKeptLayouts = 20;
+
+/**
+ * How many recorded layouts to keep (`layouts/<serial>.json`, the current one included): the
+ * way back of `cutover topology rollback`. CUTOVER_KEEP_LAYOUTS, else 20.
+ */
+export function keptLayouts(env: NodeJS.ProcessEnv = process.env): number {
+  const text = env.CUTOVER_KEEP_LAYOUTS;
+  if (text === undefined || text === '') return defaultKeptLayouts;
+  const n = /^\d{1,9}$/.test(text) ? Number(text) : 0;
+  if (n < 1) {
+    throw new CutoverError(
+      'USAGE',
+      `CUTOVER_KEEP_LAYOUTS=${text}: not a whole number of at least 1 (how many recorded layouts each environment keeps for \`cutover topology rollback\`); set it to e.g. 20, or unset it for the default of ${defaultKeptLayouts}`,
+    );
+  }
+  return n;
+}
+
+/**
+ * At a commit a bad setting must not stop the commit (it is refused before a migration starts):
+ * the default then.
+ */
+function keptLayoutsAtCommit(): number {
+  try {
+    return keptLayouts();
+  } catch {
+    return defaultKeptLayouts;
+  }
+}
+
+/**
+ * Removes the recorded layouts older than the last `keep` (serial ≤ current − keep), so never the
+ * current one. Best effort: a file left behind is only kept longer, and the next record removes it.
+ */
+async function pruneLayouts(stateDir: StateDir, environment: string, current: number, keep: number) {
+  const dir = stateDir.layoutHistoryDir(environment);
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const serial = /^(\d+)\.json$/.exec(name)?.[1];
+    if (serial !== undefined && Number(serial) <= current - Math.max(1, keep)) {
+      await rm(path.join(dir, name), { force: true }).catch(() => undefined);
+    }
+  }
+}
+
+/** The last recorded layouts are kept too, by serial (`layouts/<serial>.json`): to roll back, for audit, and to tell a stale plan. */
 export async function readLayoutAt(
   stateDir: StateDir,
   environment: string,
@@ -97,7 +149,11 @@ export async function readLayoutAt(
  * already recorded by this migration is left as it is, so a commit interrupted after this step and
  * finished on restart does not bump the serial twice.
  */
-export async function recordLayout(stateDir: StateDir, state: MigrationState): Promise<void> {
+export async function recordLayout(
+  stateDir: StateDir,
+  state: MigrationState,
+  keep = keptLayoutsAtCommit(),
+): Promise<void> {
   const spec = state.spec;
   const current = await readCurrentLayout(stateDir, spec.environment);
   if (current.migrationId === spec.id) return;
@@ -110,10 +166,15 @@ export async function recordLayout(stateDir: StateDir, state: MigrationState): P
   const layout = committedLayout(state);
   await writeJsonAtomic(stateDir.layoutHistoryFile(spec.environment, layout.serial), layout);
   await writeCurrentLayout(stateDir, layout);
+  await pruneLayouts(stateDir, layout.environment, layout.serial, keep);
 }
 
 /** After `down`: nothing runs; the next migration starts from an empty layout (serial + 1). */
-export async function recordEmptyLayout(stateDir: StateDir, previous: CurrentLayout): Promise<void> {
+export async function recordEmptyLayout(
+  stateDir: StateDir,
+  previous: CurrentLayout,
+  keep = keptLayoutsAtCommit(),
+): Promise<void> {
   const layout: CurrentLayout = {
     environment: previous.environment,
     serial: previous.serial + 1,
@@ -123,4 +184,5 @@ export async function recordEmptyLayout(stateDir: StateDir, previous: CurrentLay
   };
   await writeJsonAtomic(stateDir.layoutHistoryFile(layout.environment, layout.serial), layout);
   await writeCurrentLayout(stateDir, layout);
+  await pruneLayouts(stateDir, layout.environment, layout.serial, keep);
 }

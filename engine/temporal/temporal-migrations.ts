@@ -106,6 +106,23 @@ export class TemporalMigrations {
     });
   }
 
+  /** An earlier layout, while the environment's workflow keeps it (the last 20, fewer when large). */
+  async layoutAt(environment: string, serial: number): Promise<CurrentLayout | null> {
+    if (serial === 0) return emptyLayout(environment);
+    // A query needs a worker; without one it would wait for the deadline and say less.
+    if (!(await this.temporal.workerPolls())) throw this.temporal.noWorker('reading an earlier layout');
+    return this.temporal.call('for an earlier layout', async () => {
+      try {
+        return await this.client.workflow
+          .getHandle(environmentWorkflowId(environment))
+          .query(layoutAtQuery, serial);
+      } catch (error) {
+        if ((error as Error).name === 'WorkflowNotFoundError') return null;
+        throw error;
+      }
+    });
+  }
+
   async create(request: TemporalCreateRequest): Promise<CreateResult> {
     const loaded = loadTopology(request.text, { file: request.file });
     if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);

@@ -1,0 +1,103 @@
+import { setOwn } from '../records.js';
+import { formatDuration } from './duration.js';
+import type { ComponentFile, DriverFile, HealthFile, RouteFile, TopologyFile } from './file-types.js';
+import type { Component, DriverSpec, Health, Route, Topology } from './types.js';
+
+/**
+ * The model → a topology file that loads back to the same model: the way a recorded layout (kept
+ * as a model, durations in milliseconds) becomes something `migrate` can run again, e.g. for
+ * `cutover topology rollback`. Every default is written out, so the file does not depend on the
+ * defaults of the version that reads it. Pure.
+ *
+ * Invariant (a property test holds it): `loadTopology(topologyText(m)).topology` deep-equals `m`.
+ */
+export function topologyFileOf(model: Topology): TopologyFile {
+  const metadata: TopologyFile['metadata'] = { name: model.metadata.name, labels: model.metadata.labels };
+  if (model.metadata.description !== undefined) metadata.description = model.metadata.description;
+  return {
+    apiVersion: model.apiVersion,
+    kind: model.kind,
+    metadata,
+    drivers: mapValues(model.drivers, driverFile),
+    components: mapValues(model.components, componentFile),
+    routes: mapValues(model.routes, routeFile),
+    strategy: { bake: formatDuration(model.strategy.bake), commit: model.strategy.commit },
+  };
+}
+
+/**
+ * The file as text the loader reads: JSON, which is YAML too. `name` says where it came from, in
+ * a comment line that YAML ignores.
+ */
+export function topologyText(model: Topology, name: string): string {
+  return `# ${name.replaceAll('\n', ' ')}\n${JSON.stringify(topologyFileOf(model), null, 2)}\n`;
+}
+
+function driverFile(driver: DriverSpec): DriverFile {
+  switch (driver.type) {
+    case 'process':
+      return { type: 'process', stopTimeout: formatDuration(driver.stopTimeout) };
+    case 'exec':
+      return { type: 'exec', dir: driver.dir, timeout: formatDuration(driver.timeout) };
+    case 'router':
+      return { type: 'router' };
+    case 'nginx':
+      return { type: 'nginx', configFile: driver.configFile, reload: [...driver.reload] };
+  }
+}
+
+function componentFile(c: Component): ComponentFile {
+  const out: ComponentFile = {
+    driver: c.driver,
+    version: c.version,
+    env: c.env,
+    replicas: c.replicas,
+    placement: { labels: c.placement.labels },
+    dependsOn: c.dependsOn,
+    stateful: c.stateful,
+  };
+  if (c.run) out.run = c.run;
+  if (c.health) out.health = healthFile(c.health);
+  if (c.replicate) {
+    const r = c.replicate;
+    out.replicate = { maxLag: formatDuration(r.maxLag), timeout: formatDuration(r.timeout) };
+    if (r.command) out.replicate.command = r.command;
+    if (r.dataDir !== undefined) out.replicate.dataDir = r.dataDir;
+  }
+  return out;
+}
+
+function healthFile(h: Health): HealthFile {
+  const out: HealthFile = {
+    interval: formatDuration(h.interval),
+    timeout: formatDuration(h.timeout),
+    successThreshold: h.successThreshold,
+    failureThreshold: h.failureThreshold,
+    deadline: formatDuration(h.deadline),
+  };
+  if (h.http) out.http = h.http;
+  if (h.tcp) out.tcp = h.tcp;
+  if (h.command) out.command = h.command;
+  return out;
+}
+
+function routeFile(r: Route): RouteFile {
+  const out: RouteFile = {
+    listen: r.listen,
+    to: r.to,
+    shift: r.shift,
+    drain: { timeout: formatDuration(r.drain.timeout) },
+  };
+  if (r.driver !== undefined) out.driver = r.driver;
+  if (r.preview !== undefined) out.preview = r.preview;
+  if (r.upstreamTimeout !== undefined) out.upstreamTimeout = formatDuration(r.upstreamTimeout);
+  if (r.bodyTimeout !== undefined) out.bodyTimeout = formatDuration(r.bodyTimeout);
+  if (r.queueTimeout !== undefined) out.queueTimeout = formatDuration(r.queueTimeout);
+  return out;
+}
+
+function mapValues<A, B>(record: Record<string, A>, f: (a: A) => B): Record<string, B> {
+  const out: Record<string, B> = {};
+  for (const [key, value] of Object.entries(record)) setOwn(out, key, f(value));
+  return out;
+}
