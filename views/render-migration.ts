@@ -17,7 +17,7 @@ export function renderMigrationList(list: readonly MigrationSummary[], style: St
     m.status,
     `${m.actionsDone}/${m.actionsTotal}`,
     time(m.startedAt),
-    m.runnerPid ? String(m.runnerPid) : '-',
+    m.runnerPid ? String(m.runnerPid) : m.runner === 'dead' ? 'died' : '-',
   ]);
   const header = ['ID', 'ENVIRONMENT', 'STATUS', 'ACTIONS', 'STARTED (UTC)', 'RUNNER'];
   const widths = header.map((h, i) =>

@@ -98,8 +98,25 @@ export interface MigrationService {
    * run in their own processes, so nothing). Refused (NOT_SUPPORTED) through another server.
    */
   hostWorker(stateDir: StateDir, wanted: boolean): Promise<HostedWorker>;
+  /**
+   * For `cutover server`: gives each in-flight migration whose runner died a new background runner
+   * (what `resume` does), and says which it adopted. Nothing where migrations have no runner
+   * process (Temporal); refused (NOT_SUPPORTED) through another server. `wanted`: which to adopt
+   * now, by id (default all).
+   */
+  adoptOrphans(wanted?: (id: string) => boolean): Promise<Adoption[]>;
   close(): Promise<void>;
 }
+
+/** A migration found without a live runner by `adoptOrphans`, and what became of it. */
+export type Adoption = {
+  id: string;
+  environment: string;
+  /** Its status when found: the lifecycle in words ("running (bake)"). */
+  status: string;
+  /** The pid of the runner that died, when its record named one. */
+  deadPid: number | null;
+} & ({ kind: 'adopted'; runnerPid: number } | { kind: 'failed'; error: string });
 
 export interface HostedWorker {
   /** Where migrations run, for the server's first line: "local", "Temporal at WORKFLOW_HOST=…, with a worker". */

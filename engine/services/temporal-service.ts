@@ -46,7 +46,7 @@ export function temporalService(settings: TemporalSettings): MigrationService {
       const created = await (await temporal()).create(create);
       if (!created.created) return { created: false, planId: created.plan.planId };
       // As it stands at its start (visibility may not list it for a moment).
-      const summary = summaryOf(startState(created.spec).state, null);
+      const summary = summaryOf(startState(created.spec).state);
       return { created: true, summary, planId: created.spec.plan.planId, runs, runnerPid: null };
     },
     attach: async (id, onLine) => followElsewhere(service, id, runs, onLine),
@@ -68,6 +68,8 @@ export function temporalService(settings: TemporalSettings): MigrationService {
       const worker = await startWorker({ settings, stateDir, drivers: defaultDrivers() });
       return { description: `Temporal at ${where}, with a worker`, shutdown: () => worker.shutdown() };
     },
+    // Workflows have no runner process to die: a worker picks up whatever Temporal holds.
+    adoptOrphans: async () => [],
     async close() {
       const open = connecting;
       connecting = null;
