@@ -7,6 +7,7 @@ import { renderLogLine, renderMigration, renderMigrationList } from '../../views
 import { styleFor } from '../../views/style.js';
 import { addServerOption, type ServerOption, withService } from '../service.js';
 import { addStateDirOptions, type StateDirOptions } from '../state-dir.js';
+import { followEnd, followExitCodes, isConnectionLoss } from './follow-end.js';
 
 /** `-f`, `--state-dir` and `--server`. */
 function withOptions(command: Command): Command {
@@ -66,9 +67,19 @@ export function registerMigration(topology: Command): void {
 
   withOptions(migration.command('logs').argument('<id>', 'migration id or a unique prefix'))
     .description('show the log of a migration')
-    .option('--follow', 'keep printing new lines until the migration ends')
+    .option('--follow', 'keep printing new lines until the migration ends, then say why it stopped')
     .option('--json', 'print JSON lines')
-    .addHelpText('after', '\nExample:\n  $ cutover topology migration logs mig_01jd3x --follow')
+    .addHelpText(
+      'after',
+      `
+With --follow, the last line (on stderr) says why it stopped, and the exit code tells it apart:
+  ${followExitCodes.ended}  the migration ended: "migration completed", "rolled back: <reason>", "cancelled: …", "failed: …"
+  ${followExitCodes.runnerDied}  its runner died: "runner died (pid N): resume with \`cutover topology migration resume <id>\`"
+  ${followExitCodes.connectionLost}  the connection to the server, Temporal or the runner was lost; the migration goes on
+
+Example:
+  $ cutover topology migration logs mig_01jd3x --follow`,
+    )
     .action(async (id: string, options: Options & { follow?: boolean; json?: boolean }) => {
       const follow = options.follow === true;
       const style = styleFor(process.stdout);
@@ -79,7 +90,27 @@ export function registerMigration(topology: Command): void {
           );
         }
       };
-      await withService(options, async (service) => print(service.logs(await service.find(id), { follow })));
+      await withService(options, async (service) => {
+        const full = await service.find(id);
+        const followAgain = `cutover topology migration logs ${full} --follow${service.reachAgain}`;
+        let end: Parameters<typeof followEnd>[0];
+        try {
+          await print(service.logs(full, { follow }));
+          end = { summary: (await service.show(full)).summary };
+        } catch (error) {
+          if (!follow || !isConnectionLoss(error)) throw error;
+          end = { lost: error.message };
+        }
+        if (!follow) {
+          // The lines a dead runner left stop short: say so, with what picks it up.
+          if ('summary' in end && end.summary.runner === 'dead')
+            process.stderr.write(`${full}: ${end.summary.status}\n`);
+          return;
+        }
+        const ending = followEnd(end, followAgain);
+        process.stderr.write(`${ending.line}\n`);
+        process.exitCode = ending.exitCode;
+      });
     });
 
   for (const verb of verbs) {
