@@ -1,9 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
+import { CutoverError } from '../../core/errors.js';
 import { listSelection, type MigrationSummary } from '../../core/migration/summary.js';
 import type { LogLine } from '../../core/migration/types.js';
 import { isFinal, type Lifecycle, type Verb, verbs } from '../../core/migration/types.js';
-import { renderLogLine, renderMigration, renderMigrationList } from '../../views/render-migration.js';
+import {
+  renderLogLine,
+  renderMigration,
+  renderMigrationList,
+  renderSkippedSteps,
+} from '../../views/render-migration.js';
 import { styleFor } from '../../views/style.js';
 import { addServerOption, type ServerOption, withService } from '../service.js';
 import { addStateDirOptions, type StateDirOptions } from '../state-dir.js';
@@ -112,6 +118,64 @@ Example:
         process.exitCode = ending.exitCode;
       });
     });
+
+  withOptions(migration.command('resolve').argument('<id>', 'migration id or a unique prefix'))
+    .description('resolve undo steps left for a person: run them again (--retry) or mark them done (--skip)')
+    .option('--retry', 'run the undo steps again (the migration rolls back again until they are done)')
+    .option('--skip', 'mark them resolved by you: you undid them by hand')
+    .option('--step <step>', 'only this step, by its id as `show` lists it (c12); default: every step left')
+    .option('--no-wait', 'with --retry, return once the retry is journaled, not when it has run')
+    .option('--json', 'print the summary and the steps as JSON')
+    .addHelpText(
+      'after',
+      `
+\`show\` lists the undo steps left for a person (undo steps that kept failing during a rollback),
+each with its id. Exits 0 when none is left unresolved, 1 otherwise.
+
+Examples:
+  $ cutover topology migration show mig_01jd3x
+  $ cutover topology migration resolve mig_01jd3x --retry
+  $ cutover topology migration resolve mig_01jd3x --skip --step c14`,
+    )
+    .action(
+      async (
+        id: string,
+        options: Options & { retry?: boolean; skip?: boolean; step?: string; wait?: boolean; json?: boolean },
+      ) => {
+        if (options.retry === options.skip) {
+          throw new CutoverError('USAGE', 'resolve needs exactly one of --retry and --skip');
+        }
+        const how = options.retry ? 'retry' : 'skip';
+        await withService(options, async (service) => {
+          const full = await service.find(id);
+          const request =
+            options.step === undefined ? ({ how } as const) : ({ how, step: options.step } as const);
+          let { summary, state } = await service.resolve(full, request, process.env.USER);
+          if (how === 'retry' && options.wait !== false) {
+            const style = styleFor(process.stderr);
+            process.stderr.write(`${full}: ${summary.status}\n`);
+            const before: LogLine[] = [];
+            for await (const line of service.logs(full, { follow: false })) before.push(line);
+            const isNew = newSince(before);
+            for await (const line of service.logs(full, { follow: true })) {
+              if (isNew(line) && !options.json) process.stderr.write(`${renderLogLine(line, style)}\n`);
+            }
+            ({ summary, state } = await service.show(full));
+          }
+          const left = (state.ending?.skipped ?? []).filter((s) => s.resolved === undefined);
+          if (options.json) {
+            process.stdout.write(
+              `${JSON.stringify({ summary, skipped: state.ending?.skipped ?? [] }, null, 2)}\n`,
+            );
+          } else {
+            process.stdout.write(
+              `${summary.id}: ${summary.status}\n${renderSkippedSteps(state, styleFor(process.stdout)).join('\n')}\n`,
+            );
+          }
+          process.exitCode = left.length === 0 && isFinal(summary.lifecycle) ? 0 : 1;
+        });
+      },
+    );
 
   for (const verb of verbs) {
     const command = withOptions(migration.command(verb).argument('<id>', 'migration id or a unique prefix'))

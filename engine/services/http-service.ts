@@ -143,6 +143,15 @@ export function httpService(url: string, token: string | undefined): MigrationSe
       );
       return { summary: reached(answer.body.migration), recovered: answer.body.recovered };
     },
+    // `by`: the server records the caller its token names.
+    async resolve(id, request) {
+      const answer = await remote.json<{ migration: MigrationSummary; state: MigrationState }>(
+        'POST',
+        `/v1/migrations/${id}/resolve`,
+        request,
+      );
+      return { summary: reached(answer.body.migration), state: answer.body.state };
+    },
     async inFlight(environment) {
       const running = (await listAll({ environment })).find((m) => !isFinal(m.lifecycle));
       return running?.id ?? null;

@@ -101,6 +101,12 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
       const outcome = await operate(r, verb, by);
       return { summary: summarize(r, outcome.state, reachAgain), recovered: outcome.recovered };
     },
+    async resolve(id, request, by) {
+      const r = ref(id);
+      const { resolveLocal } = await import('./resolve-local.js');
+      const state = await resolveLocal(r, request, by);
+      return { summary: summarize(r, state, reachAgain), state };
+    },
     async inFlight(environment) {
       return activeMigration(stateDir, environment);
     },

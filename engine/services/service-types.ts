@@ -6,10 +6,16 @@
  */
 import type { CurrentLayout } from '../../core/layout.js';
 import type { MigrationSummary } from '../../core/migration/summary.js';
-import type { Lifecycle, LogLine, MigrationState, Verb } from '../../core/migration/types.js';
+import type { Lifecycle, LogLine, MigrationState, ResolveHow, Verb } from '../../core/migration/types.js';
 import type { Plan } from '../../core/plan/types.js';
 import type { Diagnostic } from '../../core/topology/diagnostic.js';
 import type { StateDir } from '../store/state-dir.js';
+
+/** `resolve`: run the undo steps left for a person again, or mark them done; one step by its id, or all. */
+export interface ResolveRequest {
+  how: ResolveHow;
+  step?: string;
+}
 
 /** A topology given as text, and the name diagnostics use for it (its path, for a file). */
 export interface TopologyText {
@@ -89,6 +95,15 @@ export interface MigrationService {
   show(id: string): Promise<{ summary: MigrationSummary; state: MigrationState }>;
   logs(id: string, options: { follow: boolean; signal?: AbortSignal }): AsyncGenerator<LogLine>;
   verb(id: string, verb: Verb, by?: string): Promise<{ summary: MigrationSummary; recovered: boolean }>;
+  /**
+   * Resolves undo steps left for a person (all, or `step`): `retry` runs them again (the migration
+   * rolls back again until they are done), `skip` marks them resolved by `by`. Journaled like a verb.
+   */
+  resolve(
+    id: string,
+    request: ResolveRequest,
+    by?: string,
+  ): Promise<{ summary: MigrationSummary; state: MigrationState }>;
   /** The migration (or take-down) in flight for an environment, if any: its id. */
   inFlight(environment: string): Promise<string | null>;
   /** `topology down`: stops every route and live slot of the environment and records an empty layout. */

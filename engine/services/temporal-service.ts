@@ -4,6 +4,8 @@
  * what needs none (validating, planning against a file) works without it; a failed connection is
  * tried again at the next operation.
  */
+
+import { CutoverError } from '../../core/errors.js';
 import { start as startState } from '../../core/migration/step.js';
 import { summaryOf } from '../../core/migration/summary.js';
 import type { TemporalSettings } from '../temporal/connection.js';
@@ -57,6 +59,12 @@ export function temporalService(settings: TemporalSettings): MigrationService {
       yield* (await temporal()).logs(id, options);
     },
     verb: async (id, verb, by) => (await temporal()).verb(id, verb, by),
+    resolve: async () => {
+      throw new CutoverError(
+        'NOT_SUPPORTED',
+        `resolving undo steps left for a person is not available in Temporal mode yet (${where}); see the workflow's log for what they were`,
+      );
+    },
     inFlight: async (environment) => (await temporal()).inFlight(environment),
     down: async (environment, options) => (await temporal()).down(environment, options),
     async hostWorker(stateDir, wanted) {
