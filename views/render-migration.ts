@@ -17,7 +17,7 @@ export function renderMigrationList(list: readonly MigrationSummary[], style: St
     m.status,
     `${m.actionsDone}/${m.actionsTotal}`,
     time(m.startedAt),
-    m.runnerPid ? String(m.runnerPid) : '-',
+    m.runnerPid ? String(m.runnerPid) : m.runner === 'dead' ? 'died' : '-',
   ]);
   const header = ['ID', 'ENVIRONMENT', 'STATUS', 'ACTIONS', 'STARTED (UTC)', 'RUNNER'];
   const widths = header.map((h, i) =>
@@ -46,13 +46,41 @@ export function renderMigration(summary: MigrationSummary, state: MigrationState
   if (summary.committedAt !== null) lines.push(`  committed: ${time(summary.committedAt)} UTC`);
   if (summary.endedAt !== null) lines.push(`  ended:     ${time(summary.endedAt)} UTC`);
   if (summary.runnerPid !== null) lines.push(`  runner:    pid ${summary.runnerPid}`);
-  if (state.ending && state.ending.skipped.length > 0)
-    lines.push(`  ${style.red('needs a person:')} ${state.ending.skipped.join('; ')}`);
+  lines.push(...renderSkippedSteps(state, style));
   lines.push('', style.bold('Actions:'));
   state.spec.plan.actions.forEach((action, i) => {
     lines.push(`  ${actionMark(state, i, style)} ${action.id.padEnd(32)} ${style.dim(action.reason)}`);
   });
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * Undo steps left for a person: each with its step id (for `resolve --step`), what it was, its
+ * error, and how it was resolved once it was.
+ */
+export function renderSkippedSteps(state: MigrationState, style: Style): string[] {
+  const skipped = state.ending?.skipped ?? [];
+  if (skipped.length === 0) return [];
+  const left = skipped.filter((s) => s.resolved === undefined).length;
+  const lines = [
+    `  ${left > 0 ? style.red('needs a person:') : 'undo steps left for a person:'} ${left} of ${skipped.length} undo step${skipped.length === 1 ? '' : 's'} unresolved`,
+  ];
+  for (const step of skipped) {
+    const how = step.resolved
+      ? style.green(
+          `resolved: ${step.resolved.how === 'retried' ? 'retried, done' : 'skipped by hand'}${step.resolved.by ? ` by ${step.resolved.by}` : ''} at ${time(step.resolved.at)} UTC`,
+        )
+      : step.retrying
+        ? style.yellow('being retried')
+        : style.red(`failed: ${step.error.trim().replace(/\s*\n\s*/g, ' / ')}`);
+    lines.push(`    ${step.command.id.padEnd(5)} ${step.what} — ${how}`);
+  }
+  if (left > 0) {
+    lines.push(
+      `    resolve: cutover topology migration resolve ${state.spec.id} --retry | --skip [--step STEP]`,
+    );
+  }
+  return lines;
 }
 
 function actionMark(state: MigrationState, index: number, style: Style): string {

@@ -17,6 +17,7 @@ interface ServerCommandOptions {
   logLevel: string;
   hookSecretFile?: string;
   worker: boolean;
+  adopt: boolean;
 }
 
 function integer(value: string, flag: string, min: number): number {
@@ -71,6 +72,10 @@ export function registerServer(program: Command, version: string): void {
     .option('--log-level <level>', 'fatal, error, warn, info, debug or silent', 'info')
     .option('--no-worker', 'in Temporal mode (WORKFLOW_HOST), do not run a worker in this process')
     .option(
+      '--no-adopt',
+      'do not adopt orphaned migrations (in flight, their runner dead): by default the server gives each a new runner, at start and every 3 s',
+    )
+    .option(
       '--hook-secret-file <file>',
       'the secret that signs Git webhooks (POST /v1/hooks/git); or set CUTOVER_HOOK_SECRET',
     )
@@ -80,7 +85,10 @@ export function registerServer(program: Command, version: string): void {
 Without tokens the server listens on loopback only, and refuses any other address. Roles: viewer
 (validate, plan, and every read) and operator (everything). The API is described at
 GET /v1/openapi.json. Migrations run in background processes: stopping the server (SIGTERM) does
-not stop them, and a restarted server shows them.
+not stop them, and a restarted server shows them. A migration of the state directory whose runner
+died (killed, crashed) is adopted: the server starts a new runner for it, as \`resume\` does, at
+start and every 3 s, and logs one line per adoption (--no-adopt turns this off). Two servers on one
+state directory never both adopt a migration.
 
 Examples:
   $ cutover server
@@ -111,7 +119,7 @@ Examples:
         perClient: integer(options.maxLogStreamsPerToken, '--max-log-streams-per-token', 1),
       };
       const { openEngineService } = await import('../../engine/services/migration-service.js');
-      const service = await openEngineService({ stateDir });
+      const service = await openEngineService({ stateDir, stateDirOption: ` --state-dir ${stateDir.root}` });
       let worker: Awaited<ReturnType<typeof service.hostWorker>>;
       try {
         worker = await service.hostWorker(stateDir, options.worker);
@@ -140,6 +148,10 @@ Examples:
         await service.close().catch(() => undefined);
         throw error;
       });
+      const { adoptOrphansEvery } = await import('../../server/adopt-orphans.js');
+      const adopter = options.adopt
+        ? adoptOrphansEvery(service, (line) => process.stderr.write(`${line}\n`))
+        : { stop: async () => {} };
       process.stderr.write(
         `cutover server listening on ${server.url} (pid ${process.pid}; state ${stateDir.root}; ${
           tokens
@@ -152,8 +164,9 @@ Examples:
           process.stderr.write(
             `${signal}: finishing requests in flight; migrations go on in their own processes\n`,
           );
-          void server
-            .close()
+          void adopter
+            .stop()
+            .then(() => server.close())
             .then(() => worker.shutdown())
             .then(resolve);
         };

@@ -1,12 +1,19 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
+import { CutoverError } from '../../core/errors.js';
 import { listSelection, type MigrationSummary } from '../../core/migration/summary.js';
 import type { LogLine } from '../../core/migration/types.js';
 import { isFinal, type Lifecycle, type Verb, verbs } from '../../core/migration/types.js';
-import { renderLogLine, renderMigration, renderMigrationList } from '../../views/render-migration.js';
+import {
+  renderLogLine,
+  renderMigration,
+  renderMigrationList,
+  renderSkippedSteps,
+} from '../../views/render-migration.js';
 import { styleFor } from '../../views/style.js';
 import { addServerOption, type ServerOption, withService } from '../service.js';
 import { addStateDirOptions, type StateDirOptions } from '../state-dir.js';
+import { followEnd, followExitCodes, isConnectionLoss } from './follow-end.js';
 
 /** `-f`, `--state-dir` and `--server`. */
 function withOptions(command: Command): Command {
@@ -67,9 +74,19 @@ export function registerMigration(topology: Command): void {
 
   withOptions(migration.command('logs').argument('<id>', 'migration id or a unique prefix'))
     .description('show the log of a migration')
-    .option('--follow', 'keep printing new lines until the migration ends')
+    .option('--follow', 'keep printing new lines until the migration ends, then say why it stopped')
     .option('--json', 'print JSON lines')
-    .addHelpText('after', '\nExample:\n  $ cutover topology migration logs mig_01jd3x --follow')
+    .addHelpText(
+      'after',
+      `
+With --follow, the last line (on stderr) says why it stopped, and the exit code tells it apart:
+  ${followExitCodes.ended}  the migration ended: "migration completed", "rolled back: <reason>", "cancelled: …", "failed: …"
+  ${followExitCodes.runnerDied}  its runner died: "runner died (pid N): resume with \`cutover topology migration resume <id>\`"
+  ${followExitCodes.connectionLost}  the connection to the server, Temporal or the runner was lost; the migration goes on
+
+Example:
+  $ cutover topology migration logs mig_01jd3x --follow`,
+    )
     .action(async (id: string, options: Options & { follow?: boolean; json?: boolean }) => {
       const follow = options.follow === true;
       const style = styleFor(process.stdout);
@@ -80,8 +97,86 @@ export function registerMigration(topology: Command): void {
           );
         }
       };
-      await withService(options, async (service) => print(service.logs(await service.find(id), { follow })));
+      await withService(options, async (service) => {
+        const full = await service.find(id);
+        const followAgain = `cutover topology migration logs ${full} --follow${service.reachAgain}`;
+        let end: Parameters<typeof followEnd>[0];
+        try {
+          await print(service.logs(full, { follow }));
+          end = { summary: (await service.show(full)).summary };
+        } catch (error) {
+          if (!follow || !isConnectionLoss(error)) throw error;
+          end = { lost: error.message };
+        }
+        if (!follow) {
+          // The lines a dead runner left stop short: say so, with what picks it up.
+          if ('summary' in end && end.summary.runner === 'dead')
+            process.stderr.write(`${full}: ${end.summary.status}\n`);
+          return;
+        }
+        const ending = followEnd(end, followAgain);
+        process.stderr.write(`${ending.line}\n`);
+        process.exitCode = ending.exitCode;
+      });
     });
+
+  withOptions(migration.command('resolve').argument('<id>', 'migration id or a unique prefix'))
+    .description('resolve undo steps left for a person: run them again (--retry) or mark them done (--skip)')
+    .option('--retry', 'run the undo steps again (the migration rolls back again until they are done)')
+    .option('--skip', 'mark them resolved by you: you undid them by hand')
+    .option('--step <step>', 'only this step, by its id as `show` lists it (c12); default: every step left')
+    .option('--no-wait', 'with --retry, return once the retry is journaled, not when it has run')
+    .option('--json', 'print the summary and the steps as JSON')
+    .addHelpText(
+      'after',
+      `
+\`show\` lists the undo steps left for a person (undo steps that kept failing during a rollback),
+each with its id. Exits 0 when none is left unresolved, 1 otherwise.
+
+Examples:
+  $ cutover topology migration show mig_01jd3x
+  $ cutover topology migration resolve mig_01jd3x --retry
+  $ cutover topology migration resolve mig_01jd3x --skip --step c14`,
+    )
+    .action(
+      async (
+        id: string,
+        options: Options & { retry?: boolean; skip?: boolean; step?: string; wait?: boolean; json?: boolean },
+      ) => {
+        if (options.retry === options.skip) {
+          throw new CutoverError('USAGE', 'resolve needs exactly one of --retry and --skip');
+        }
+        const how = options.retry ? 'retry' : 'skip';
+        await withService(options, async (service) => {
+          const full = await service.find(id);
+          const request =
+            options.step === undefined ? ({ how } as const) : ({ how, step: options.step } as const);
+          let { summary, state } = await service.resolve(full, request, process.env.USER);
+          if (how === 'retry' && options.wait !== false) {
+            const style = styleFor(process.stderr);
+            process.stderr.write(`${full}: ${summary.status}\n`);
+            const before: LogLine[] = [];
+            for await (const line of service.logs(full, { follow: false })) before.push(line);
+            const isNew = newSince(before);
+            for await (const line of service.logs(full, { follow: true })) {
+              if (isNew(line) && !options.json) process.stderr.write(`${renderLogLine(line, style)}\n`);
+            }
+            ({ summary, state } = await service.show(full));
+          }
+          const left = (state.ending?.skipped ?? []).filter((s) => s.resolved === undefined);
+          if (options.json) {
+            process.stdout.write(
+              `${JSON.stringify({ summary, skipped: state.ending?.skipped ?? [] }, null, 2)}\n`,
+            );
+          } else {
+            process.stdout.write(
+              `${summary.id}: ${summary.status}\n${renderSkippedSteps(state, styleFor(process.stdout)).join('\n')}\n`,
+            );
+          }
+          process.exitCode = left.length === 0 && isFinal(summary.lifecycle) ? 0 : 1;
+        });
+      },
+    );
 
   for (const verb of verbs) {
     const command = withOptions(migration.command(verb).argument('<id>', 'migration id or a unique prefix'))

@@ -3,6 +3,7 @@ import type { Action, Stage } from '../plan/types.js';
 import { own, setOwn } from '../records.js';
 import { formatDuration } from '../topology/duration.js';
 import { commandFor, isCancellable, retryBackoffMs, undoSteps } from './commands.js';
+import { refuseResolve, stepsToResolve } from './resolve-policy.js';
 import type {
   Command,
   MigrationEvent,
@@ -10,6 +11,8 @@ import type {
   MigrationState,
   Notice,
   Outcome,
+  ResolveHow,
+  SkippedStep,
   Transition,
   Verb,
 } from './types.js';
@@ -78,6 +81,9 @@ export function step(previous: MigrationState, event: MigrationEvent): Transitio
       throw new InvariantError('a migration is created once');
     case 'operator':
       onOperator(t, event.verb, event.at, event.by);
+      break;
+    case 'resolve':
+      onResolve(t, event.at, event.how, event.step, event.by);
       break;
     case 'command_succeeded':
       if (!takeResult(t, event.commandId)) return t;
@@ -178,6 +184,52 @@ function onOperator(t: Transition, verb: Verb, at: number, by?: string): void {
   }
 }
 
+/**
+ * A person resolves undo steps left for them. skip: marked resolved, nothing runs. retry: the
+ * steps are issued again as undo steps (fresh ids), so the migration is rolling back again, with
+ * the same retries; it ends as it had once they are done (or left again).
+ */
+function onResolve(t: Transition, at: number, how: ResolveHow, step: string | undefined, by?: string): void {
+  const s = t.state;
+  // Checked before journaling, like the verbs; one refused here is ignored.
+  if (refuseResolve(s, step) !== null) return;
+  const ending = s.ending as NonNullable<MigrationState['ending']>;
+  const targets = new Set(stepsToResolve(s, step));
+  const who = by ? ` by ${by}` : '';
+  if (how === 'skip') {
+    const skipped = ending.skipped.map((entry): SkippedStep => {
+      if (!targets.has(entry)) return entry;
+      notice(t, at, 'rollback_step', 'warn', `undo step ${entry.what} marked resolved${who} (not run again)`);
+      return { ...entry, resolved: { how: 'skipped', at, ...(by ? { by } : {}) } };
+    });
+    t.state = { ...s, ending: { ...ending, skipped } };
+    return;
+  }
+  let next = s.nextCommand;
+  const retried: Command[] = [];
+  const skipped = ending.skipped.map((entry): SkippedStep => {
+    if (!targets.has(entry)) return entry;
+    const command = { ...entry.command, id: `c${next++}` } as Command;
+    retried.push(command);
+    return { ...entry, retrying: { as: command.id, ...(by ? { by } : {}) } };
+  });
+  t.state = {
+    ...s,
+    lifecycle: 'rolling_back',
+    endedAt: null,
+    attempt: 1,
+    nextCommand: next,
+    ending: { ...ending, steps: [...ending.steps, ...retried], cursor: ending.steps.length, skipped },
+  };
+  notice(
+    t,
+    at,
+    'rollback_started',
+    'warn',
+    `retry of undo steps requested${who}: ${retried.map(describeCommand).join(', ')}`,
+  );
+}
+
 function onSucceeded(t: Transition, commandId: string, at: number, output: unknown): void {
   const s = t.state;
   const command = s.inflight as Command;
@@ -192,7 +244,13 @@ function onSucceeded(t: Transition, commandId: string, at: number, output: unkno
     case 'rolling_back': {
       const ending = t.state.ending as NonNullable<MigrationState['ending']>;
       notice(t, at, 'rollback_step', 'info', `undo: ${describeCommand(command)} done`);
-      t.state = { ...t.state, attempt: 1, ending: { ...ending, cursor: ending.cursor + 1 } };
+      // A step a person asked to retry is resolved once it succeeds.
+      const skipped = ending.skipped.map((s): SkippedStep => {
+        if (s.retrying?.as !== commandId) return s;
+        const { retrying, ...rest } = s;
+        return { ...rest, resolved: { how: 'retried', at, ...(retrying.by ? { by: retrying.by } : {}) } };
+      });
+      t.state = { ...t.state, attempt: 1, ending: { ...ending, cursor: ending.cursor + 1, skipped } };
       return;
     }
     case 'committing':
@@ -283,11 +341,16 @@ function onFailed(t: Transition, at: number, message: string, retryable: boolean
       'error',
       `undo: ${what} failed ${s.attempt} times (${message}); skipped, needs a person`,
     );
-    t.state = {
-      ...t.state,
-      attempt: 1,
-      ending: { ...ending, cursor: ending.cursor + 1, skipped: [...ending.skipped, `${what}: ${message}`] },
-    };
+    // A retried step that fails again is left for a person again: the same entry, not a second one.
+    const again = ending.skipped.some((s) => s.retrying?.as === command.id);
+    const skipped = again
+      ? ending.skipped.map((s): SkippedStep => {
+          if (s.retrying?.as !== command.id) return s;
+          const { retrying: _retrying, ...rest } = s;
+          return { ...rest, error: message };
+        })
+      : [...ending.skipped, { command, what, error: message }];
+    t.state = { ...t.state, attempt: 1, ending: { ...ending, cursor: ending.cursor + 1, skipped } };
     return;
   }
   if (s.lifecycle === 'committing') {
@@ -490,8 +553,11 @@ function advanceRollingBack(t: Transition, at: number): Advanced {
     return 'settled';
   }
   t.state = { ...s, lifecycle: ending.outcome, endedAt: at };
+  const left = ending.skipped.filter((step) => step.resolved === undefined);
   const incomplete =
-    ending.skipped.length > 0 ? `; undo steps that failed: ${ending.skipped.join('; ')}` : '';
+    left.length > 0
+      ? `; undo steps that failed: ${left.map((step) => `${step.what}: ${step.error}`).join('; ')}`
+      : '';
   const level = ending.outcome === 'failed' || incomplete ? 'error' : 'info';
   notice(
     t,

@@ -18,19 +18,40 @@ export interface MigrationSummary {
   /** pid of the live process driving it, if any. */
   runnerPid: number | null;
   /**
+   * Whether a process drives it, read when asked: `alive`; `dead` (in flight, and the process that
+   * drove it is gone: `resumeWith` picks it up); `starting` (just created, its runner not up yet);
+   * `none` (it has ended, or its mode has no runner process: Temporal).
+   */
+  runner: RunnerState;
+  /** With `runner: 'dead'`: the command that resumes it, exactly. */
+  resumeWith?: string;
+  /** With `runner: 'dead'`: the pid of the runner that died, when its record named one. */
+  deadRunnerPid?: number;
+  /**
    * Set when the journal cannot be read: the problem, naming the file and what to do. Such a
    * migration is listed as `failed` with status `unreadable` (nothing else about it is known).
    */
   unreadable?: string;
 }
 
-/** The summary of a migration's state; `runnerPid`: the process driving it, where one is known. */
-export function summaryOf(state: MigrationState, runnerPid: number | null): MigrationSummary {
+export type RunnerState = 'alive' | 'dead' | 'starting' | 'none';
+
+/** What was found of the process driving a migration, when asked. */
+export type RunnerSeen =
+  | { state: 'alive'; pid: number }
+  /** pid: the one its record names (null when it left none); resumeWith: the command that resumes it. */
+  | { state: 'dead'; pid: number | null; resumeWith: string }
+  | { state: 'starting' }
+  | { state: 'none' };
+
+/** The summary of a migration's state; `runner`: what drives it, where a mode has runner processes. */
+export function summaryOf(state: MigrationState, runner: RunnerSeen = { state: 'none' }): MigrationSummary {
+  const dead = runner.state === 'dead' ? runner : null;
   return {
     id: state.spec.id,
     environment: state.spec.environment,
     lifecycle: state.lifecycle,
-    status: describeLifecycle(state),
+    status: describeLifecycle(state) + (dead ? deadRunnerNote(dead.pid, dead.resumeWith) : ''),
     planId: state.spec.plan.planId,
     actionsDone: Math.min(state.cursor, state.spec.plan.actions.length),
     actionsTotal: state.spec.plan.actions.length,
@@ -39,8 +60,33 @@ export function summaryOf(state: MigrationState, runnerPid: number | null): Migr
     committedAt: state.committedAt,
     endedAt: state.endedAt,
     reason: state.ending?.reason ?? null,
-    runnerPid,
+    runnerPid: runner.state === 'alive' ? runner.pid : null,
+    runner: runner.state,
+    ...(dead ? { resumeWith: dead.resumeWith } : {}),
+    ...(dead && dead.pid !== null ? { deadRunnerPid: dead.pid } : {}),
   };
+}
+
+const deadRunnerMark = ' — runner died';
+
+/** What a status adds when the runner died: " — runner died (pid 1234); resume: cutover …". */
+export function deadRunnerNote(pid: number | null, resumeWith: string): string {
+  return `${deadRunnerMark}${pid === null ? '' : ` (pid ${pid})`}; resume: ${resumeWith}`;
+}
+
+/** A status without the dead runner's note: the lifecycle in words. */
+export function lifecycleStatus(summary: MigrationSummary): string {
+  const at = summary.status.indexOf(deadRunnerMark);
+  return at < 0 ? summary.status : summary.status.slice(0, at);
+}
+
+/**
+ * The same summary, its resume command given as `resumeWith` (a client of a server reaches the
+ * migration with other options than the server's own state directory).
+ */
+export function withResumeCommand(summary: MigrationSummary, resumeWith: string): MigrationSummary {
+  if (summary.runner !== 'dead' || summary.resumeWith === undefined) return summary;
+  return { ...summary, status: summary.status.replace(summary.resumeWith, resumeWith), resumeWith };
 }
 
 export function describeLifecycle(state: MigrationState): string {

@@ -77,7 +77,12 @@ export type MigrationEvent =
   | { type: 'command_succeeded'; at: number; commandId: string; output?: SlotInfo }
   | { type: 'command_failed'; at: number; commandId: string; error: CommandError }
   | { type: 'command_cancelled'; at: number; commandId: string; elapsedMs: number }
-  | { type: 'operator'; at: number; verb: Verb; by?: string };
+  | { type: 'operator'; at: number; verb: Verb; by?: string }
+  /** A person resolves undo steps left for them (all, or the one `step` names): see resolve-policy.ts. */
+  | { type: 'resolve'; at: number; how: ResolveHow; step?: string; by?: string };
+
+/** retry: run the skipped undo steps again; skip: a person says they are done (by hand). */
+export type ResolveHow = 'retry' | 'skip';
 
 /** Typed notices for subscribers (log, live view, metrics, SSE); derived, never journaled. */
 export interface Notice {
@@ -118,8 +123,22 @@ export interface Ending {
   /** Undo steps, in order: traffic back to blue first, then green removed. */
   steps: Command[];
   cursor: number;
-  /** Steps that kept failing and were skipped: they need a person. */
-  skipped: string[];
+  /** Steps that kept failing and were skipped: they need a person (until resolved). */
+  skipped: SkippedStep[];
+}
+
+/** An undo step that kept failing, left for a person. */
+export interface SkippedStep {
+  /** The command as it was issued; its id names the step (`resolve --step c12`). */
+  command: Command;
+  /** What it was, for people: "retire green api". */
+  what: string;
+  /** The last error. */
+  error: string;
+  /** While a `resolve --retry` runs it again: the id of that command, and who asked. */
+  retrying?: { as: string; by?: string };
+  /** Once a person resolved it: run again until it succeeded, or marked done by hand. */
+  resolved?: { how: 'retried' | 'skipped'; at: number; by?: string };
 }
 
 export interface MigrationState {

@@ -136,4 +136,7 @@ export const lifecycleTransitions: readonly { from: Lifecycle; to: Lifecycle; on
   { from: 'rolling_back', to: 'rolled_back', on: 'undo steps done, after rollback' },
   { from: 'rolling_back', to: 'cancelled', on: 'undo steps done, after cancel' },
   { from: 'rolling_back', to: 'failed', on: 'undo steps done, after a failed step' },
+  { from: 'rolled_back', to: 'rolling_back', on: 'resolve --retry of undo steps left for a person' },
+  { from: 'cancelled', to: 'rolling_back', on: 'resolve --retry of undo steps left for a person' },
+  { from: 'failed', to: 'rolling_back', on: 'resolve --retry of undo steps left for a person' },
 ];

@@ -90,8 +90,20 @@ export class Remote {
       onEvent: (e) => queue.push({ event: e.event ?? 'message', data: e.data }),
     });
     const decoder = new TextDecoder();
-    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-      parser.feed(decoder.decode(chunk, { stream: true }));
+    const chunks = (response.body as unknown as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+    for (;;) {
+      let next: IteratorResult<Uint8Array>;
+      try {
+        next = await chunks.next();
+      } catch (error) {
+        // The server went away mid-stream (fetch says "terminated"): the connection, not a bug.
+        throw new CutoverError(
+          'SERVER_UNREACHABLE',
+          `the connection to the cutover server at ${this.base.origin} was lost: ${(error as Error).message}`,
+        );
+      }
+      if (next.done) return;
+      parser.feed(decoder.decode(next.value, { stream: true }));
       while (queue.length > 0) yield queue.shift() as { event: string; data: string };
     }
   }

@@ -5,7 +5,7 @@
  * relative paths) the same way.
  */
 import { CutoverError, TopologyInvalidError } from '../../core/errors.js';
-import type { MigrationSummary } from '../../core/migration/summary.js';
+import { type MigrationSummary, withResumeCommand } from '../../core/migration/summary.js';
 import { isFinal, type LogLine, type MigrationState } from '../../core/migration/types.js';
 import type { Plan } from '../../core/plan/types.js';
 import { Remote } from './http-client.js';
@@ -24,6 +24,10 @@ export function httpService(url: string, token: string | undefined): MigrationSe
   const remote = new Remote(url, token);
   const origin = remote.base.origin;
   const runs = `on ${origin}`;
+  const reachAgain = ` --server ${origin}`;
+  /** A dead runner's migration is resumed through this server, not with the server's own options. */
+  const reached = (summary: MigrationSummary): MigrationSummary =>
+    withResumeCommand(summary, `cutover topology migration resume ${summary.id}${reachAgain}`);
   const notHere = (what: string) =>
     new CutoverError(
       'NOT_SUPPORTED',
@@ -45,7 +49,7 @@ export function httpService(url: string, token: string | undefined): MigrationSe
           `/v1/migrations?${query}`,
         )
       ).body;
-      out.push(...page.items);
+      out.push(...page.items.map(reached));
       cursor = page.nextCursor;
     } while (cursor !== null);
     return out;
@@ -60,12 +64,12 @@ export function httpService(url: string, token: string | undefined): MigrationSe
     );
     const { migration, planId } = answer.body;
     if (migration === null) return { created: false, planId };
-    return { created: true, summary: migration, planId, runs, runnerPid: migration.runnerPid };
+    return { created: true, summary: reached(migration), planId, runs, runnerPid: migration.runnerPid };
   }
 
   const service: MigrationService = {
     where: origin,
-    reachAgain: ` --server ${origin}`,
+    reachAgain,
     lookAgainMs: 1_000, // a request
     async validate(source) {
       try {
@@ -137,9 +141,10 @@ export function httpService(url: string, token: string | undefined): MigrationSe
       );
     },
     async show(id) {
-      return (
+      const { summary, state } = (
         await remote.json<{ summary: MigrationSummary; state: MigrationState }>('GET', `/v1/migrations/${id}`)
       ).body;
+      return { summary: reached(summary), state };
     },
     /** Log lines; with `follow`, as they are written (Server-Sent Events), until the migration ends. */
     async *logs(id, options) {
@@ -163,7 +168,16 @@ export function httpService(url: string, token: string | undefined): MigrationSe
         'POST',
         `/v1/migrations/${id}/${verb}`,
       );
-      return { summary: answer.body.migration, recovered: answer.body.recovered };
+      return { summary: reached(answer.body.migration), recovered: answer.body.recovered };
+    },
+    // `by`: the server records the caller its token names.
+    async resolve(id, request) {
+      const answer = await remote.json<{ migration: MigrationSummary; state: MigrationState }>(
+        'POST',
+        `/v1/migrations/${id}/resolve`,
+        request,
+      );
+      return { summary: reached(answer.body.migration), state: answer.body.state };
     },
     async inFlight(environment) {
       const running = (await listAll({ environment })).find((m) => !isFinal(m.lifecycle));
@@ -180,6 +194,9 @@ export function httpService(url: string, token: string | undefined): MigrationSe
     },
     hostWorker: async () => {
       throw notHere('hosting a worker');
+    },
+    adoptOrphans: async () => {
+      throw notHere('adopting migrations');
     },
     async close() {},
   };

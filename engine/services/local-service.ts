@@ -56,7 +56,7 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
       const pid = request.attach ? null : await spawnRunner(stateDir, environment, id);
       return {
         created: true,
-        summary: summarize({ stateDir, environment, id }, loadState(stateDir, environment, id)),
+        summary: summarize({ stateDir, environment, id }, loadState(stateDir, environment, id), reachAgain),
         planId: created.spec.plan.planId,
         runs: pid === null ? '' : inTheBackground(pid),
         runnerPid: pid,
@@ -69,7 +69,7 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
       const { defaultDrivers } = await import('../drivers/default-drivers.js');
       const hosted = await hostMigration(stateDir, r.environment, r.id, defaultDrivers(), onLine);
       return {
-        done: async () => summarize(r, await hosted.runner.done()),
+        done: async () => summarize(r, await hosted.runner.done(), reachAgain),
         async leave() {
           // The migration must not die with this process: hand it to a background runner.
           await hosted.stop();
@@ -80,7 +80,9 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
     async list(filter) {
       return listMigrations(
         stateDir,
-        filter.environment === undefined ? { all: true } : { all: true, environment: filter.environment },
+        filter.environment === undefined
+          ? { all: true, reachAgain }
+          : { all: true, reachAgain, environment: filter.environment },
       )
         .filter((m) => filter.state === undefined || m.lifecycle === filter.state)
         .sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
@@ -91,7 +93,7 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
     async show(id) {
       const r = ref(id);
       const state = loadState(r.stateDir, r.environment, r.id);
-      return { summary: summarize(r, state), state };
+      return { summary: summarize(r, state, reachAgain), state };
     },
     logs(id, options) {
       return readLog(ref(id), options);
@@ -99,7 +101,13 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
     async verb(id, verb, by) {
       const r = ref(id);
       const outcome = await operate(r, verb, by);
-      return { summary: summarize(r, outcome.state), recovered: outcome.recovered };
+      return { summary: summarize(r, outcome.state, reachAgain), recovered: outcome.recovered };
+    },
+    async resolve(id, request, by) {
+      const r = ref(id);
+      const { resolveLocal } = await import('./resolve-local.js');
+      const state = await resolveLocal(r, request, by);
+      return { summary: summarize(r, state, reachAgain), state };
     },
     async inFlight(environment) {
       return activeMigration(stateDir, environment);
@@ -112,6 +120,10 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
     },
     // Local migrations run in runner processes of their own: a server hosts nothing for them.
     hostWorker: async () => ({ description: 'local', shutdown: async () => {} }),
+    async adoptOrphans(wanted) {
+      const { adoptOrphans } = await import('./adopt-orphans.js');
+      return adoptOrphans(stateDir, reachAgain, wanted);
+    },
     async close() {},
     planRollback: (environment, request) => rollbackOperations(service).planRollback(environment, request),
     startRollback: (environment, request) => rollbackOperations(service).startRollback(environment, request),

@@ -10,8 +10,8 @@ import { replay } from '../../core/migration/step.js';
 import { type MigrationSummary, summaryOf } from '../../core/migration/summary.js';
 import { isFinal, type MigrationState } from '../../core/migration/types.js';
 import { readJournal } from '../runner/journal.js';
-import { liveRunner } from '../runner/runner-claim.js';
 import type { StateDir } from '../store/state-dir.js';
+import { runnerSeen } from './runner-liveness.js';
 
 export interface MigrationRef {
   stateDir: StateDir;
@@ -64,11 +64,9 @@ export function isFinished(stateDir: StateDir, environment: string, id: string):
   }
 }
 
-export function summarize(ref: MigrationRef, state: MigrationState): MigrationSummary {
-  const runner = isFinal(state.lifecycle)
-    ? null
-    : liveRunner(ref.stateDir.migration(ref.environment, ref.id).runner);
-  return summaryOf(state, runner?.process.pid ?? null);
+/** `reachAgain`: the options that reach this state directory, for the command that resumes a dead runner's migration. */
+export function summarize(ref: MigrationRef, state: MigrationState, reachAgain = ''): MigrationSummary {
+  return summaryOf(state, runnerSeen(ref.stateDir, state, reachAgain));
 }
 
 function unreadableSummary(ref: MigrationRef, problem: string): MigrationSummary {
@@ -86,6 +84,7 @@ function unreadableSummary(ref: MigrationRef, problem: string): MigrationSummary
     endedAt: null,
     reason: problem,
     runnerPid: null,
+    runner: 'none',
     unreadable: problem,
   };
 }
@@ -93,14 +92,14 @@ function unreadableSummary(ref: MigrationRef, problem: string): MigrationSummary
 /** In-flight migrations first, then history, newest first. */
 export function listMigrations(
   stateDir: StateDir,
-  options: { environment?: string; all?: boolean },
+  options: { environment?: string; all?: boolean; reachAgain?: string },
 ): MigrationSummary[] {
   const refs = allMigrations(stateDir).filter(
     (m) => options.environment === undefined || m.environment === options.environment,
   );
   const summaries = refs.map((ref) => {
     try {
-      return summarize(ref, loadState(ref.stateDir, ref.environment, ref.id));
+      return summarize(ref, loadState(ref.stateDir, ref.environment, ref.id), options.reachAgain);
     } catch (error) {
       // One damaged journal must not hide every other migration.
       if (!(error instanceof CutoverError) || error.code !== 'STATE_CORRUPT') throw error;

@@ -33,6 +33,7 @@ import {
   type MigrationRef,
   summarize,
 } from './migration-records.js';
+import { runnerStartTimeoutMs } from './runner-liveness.js';
 
 export { findMigration, listMigrations, loadState, type MigrationRef, summarize };
 
@@ -252,8 +253,27 @@ function runnerEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return rest;
 }
 
-/** Starts a detached process that drives a migration, and waits until it answers. */
+/** Starts a detached process that drives a migration, and waits until it answers; its pid. */
 export async function spawnRunner(stateDir: StateDir, environment: string, id: string): Promise<number> {
+  return (await startRunner(stateDir, environment, id)).child;
+}
+
+/** A runner process started: its pid, and the pid of the runner that drives the migration now. */
+export interface StartedRunner {
+  child: number;
+  /** `child` when it became the runner; another pid when another process's runner won the claim; null once the migration ended. */
+  driver: number | null;
+}
+
+/**
+ * Starts a detached process that drives a migration, and waits until some runner drives it (the
+ * runner claim lets one process win when several start one at once), or it has ended.
+ */
+export async function startRunner(
+  stateDir: StateDir,
+  environment: string,
+  id: string,
+): Promise<StartedRunner> {
   const paths = stateDir.migration(environment, id);
   const out = openSync(paths.runnerOutput, 'a');
   const child = spawn(
@@ -275,15 +295,17 @@ export async function spawnRunner(stateDir: StateDir, environment: string, id: s
     },
   );
   child.unref();
-  const deadline = Date.now() + 15_000;
+  const pid = child.pid ?? 0;
+  const deadline = Date.now() + runnerStartTimeoutMs;
   while (Date.now() < deadline) {
-    if (liveRunner(paths.runner)) return child.pid ?? 0;
+    const runner = liveRunner(paths.runner);
+    if (runner) return { child: pid, driver: runner.process.pid };
     // A short migration can be over (and its runner gone) between two looks: that is a start.
-    if (isFinished(stateDir, environment, id)) return child.pid ?? 0;
+    if (isFinished(stateDir, environment, id)) return { child: pid, driver: null };
     if (child.exitCode !== null) break;
     await sleep(50);
   }
-  if (isFinished(stateDir, environment, id)) return child.pid ?? 0;
+  if (isFinished(stateDir, environment, id)) return { child: pid, driver: null };
   const tail = existsSync(paths.runnerOutput)
     ? readFileSync(paths.runnerOutput, 'utf8').trim().split('\n').slice(-5).join('\n')
     : '';

@@ -6,10 +6,16 @@
  */
 import type { CurrentLayout } from '../../core/layout.js';
 import type { MigrationSummary } from '../../core/migration/summary.js';
-import type { Lifecycle, LogLine, MigrationState, Verb } from '../../core/migration/types.js';
+import type { Lifecycle, LogLine, MigrationState, ResolveHow, Verb } from '../../core/migration/types.js';
 import type { Plan } from '../../core/plan/types.js';
 import type { Diagnostic } from '../../core/topology/diagnostic.js';
 import type { StateDir } from '../store/state-dir.js';
+
+/** `resolve`: run the undo steps left for a person again, or mark them done; one step by its id, or all. */
+export interface ResolveRequest {
+  how: ResolveHow;
+  step?: string;
+}
 
 /** A topology given as text, and the name diagnostics use for it (its path, for a file). */
 export interface TopologyText {
@@ -123,6 +129,15 @@ export interface MigrationService {
   show(id: string): Promise<{ summary: MigrationSummary; state: MigrationState }>;
   logs(id: string, options: { follow: boolean; signal?: AbortSignal }): AsyncGenerator<LogLine>;
   verb(id: string, verb: Verb, by?: string): Promise<{ summary: MigrationSummary; recovered: boolean }>;
+  /**
+   * Resolves undo steps left for a person (all, or `step`): `retry` runs them again (the migration
+   * rolls back again until they are done), `skip` marks them resolved by `by`. Journaled like a verb.
+   */
+  resolve(
+    id: string,
+    request: ResolveRequest,
+    by?: string,
+  ): Promise<{ summary: MigrationSummary; state: MigrationState }>;
   /** The migration (or take-down) in flight for an environment, if any: its id. */
   inFlight(environment: string): Promise<string | null>;
   /** `topology down`: stops every route and live slot of the environment and records an empty layout. */
@@ -132,8 +147,25 @@ export interface MigrationService {
    * run in their own processes, so nothing). Refused (NOT_SUPPORTED) through another server.
    */
   hostWorker(stateDir: StateDir, wanted: boolean): Promise<HostedWorker>;
+  /**
+   * For `cutover server`: gives each in-flight migration whose runner died a new background runner
+   * (what `resume` does), and says which it adopted. Nothing where migrations have no runner
+   * process (Temporal); refused (NOT_SUPPORTED) through another server. `wanted`: which to adopt
+   * now, by id (default all).
+   */
+  adoptOrphans(wanted?: (id: string) => boolean): Promise<Adoption[]>;
   close(): Promise<void>;
 }
+
+/** A migration found without a live runner by `adoptOrphans`, and what became of it. */
+export type Adoption = {
+  id: string;
+  environment: string;
+  /** Its status when found: the lifecycle in words ("running (bake)"). */
+  status: string;
+  /** The pid of the runner that died, when its record named one. */
+  deadPid: number | null;
+} & ({ kind: 'adopted'; runnerPid: number } | { kind: 'failed'; error: string });
 
 export interface HostedWorker {
   /** Where migrations run, for the server's first line: "local", "Temporal at WORKFLOW_HOST=…, with a worker". */

@@ -4,6 +4,8 @@
  * what needs none (validating, planning against a file) works without it; a failed connection is
  * tried again at the next operation.
  */
+
+import { CutoverError } from '../../core/errors.js';
 import { start as startState } from '../../core/migration/step.js';
 import { summaryOf } from '../../core/migration/summary.js';
 import type { TemporalSettings } from '../temporal/connection.js';
@@ -48,7 +50,7 @@ export function temporalService(settings: TemporalSettings): MigrationService {
       const created = await (await temporal()).create(create);
       if (!created.created) return { created: false, planId: created.plan.planId };
       // As it stands at its start (visibility may not list it for a moment).
-      const summary = summaryOf(startState(created.spec).state, null);
+      const summary = summaryOf(startState(created.spec).state);
       return { created: true, summary, planId: created.spec.plan.planId, runs, runnerPid: null };
     },
     attach: async (id, onLine) => followElsewhere(service, id, runs, onLine),
@@ -59,6 +61,12 @@ export function temporalService(settings: TemporalSettings): MigrationService {
       yield* (await temporal()).logs(id, options);
     },
     verb: async (id, verb, by) => (await temporal()).verb(id, verb, by),
+    resolve: async () => {
+      throw new CutoverError(
+        'NOT_SUPPORTED',
+        `resolving undo steps left for a person is not available in Temporal mode yet (${where}); see the workflow's log for what they were`,
+      );
+    },
     inFlight: async (environment) => (await temporal()).inFlight(environment),
     down: async (environment, options) => (await temporal()).down(environment, options),
     async hostWorker(stateDir, wanted) {
@@ -72,6 +80,8 @@ export function temporalService(settings: TemporalSettings): MigrationService {
     },
     planRollback: (environment, request) => rollbackOperations(service).planRollback(environment, request),
     startRollback: (environment, request) => rollbackOperations(service).startRollback(environment, request),
+    // Workflows have no runner process to die: a worker picks up whatever Temporal holds.
+    adoptOrphans: async () => [],
     async close() {
       const open = connecting;
       connecting = null;

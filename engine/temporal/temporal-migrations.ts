@@ -378,7 +378,7 @@ export class TemporalMigrations {
 
   async show(id: string): Promise<{ summary: MigrationSummary; state: MigrationState }> {
     const status = await this.status(await this.locate(id), Number.MAX_SAFE_INTEGER);
-    return { summary: summaryOf(status.state, null), state: status.state };
+    return { summary: summaryOf(status.state), state: status.state };
   }
 
   async *logs(
@@ -417,7 +417,7 @@ export class TemporalMigrations {
         const state = await this.temporal.call(`to ${verb}`, () =>
           located.handle.executeUpdate(verbUpdate, { args: [verb, by] }),
         );
-        return { summary: summaryOf(state, null), recovered: false };
+        return { summary: summaryOf(state), recovered: false };
       } catch (error) {
         if (error instanceof WorkflowUpdateFailedError) {
           const cause = (error.cause as Error | undefined)?.message ?? error.message;

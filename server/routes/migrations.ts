@@ -4,6 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { Lifecycle, Verb } from '../../core/migration/types.js';
+import type { ResolveRequest } from '../../engine/services/migration-service.js';
 import { type RouteContext, routeSchema } from '../route-context.js';
 import { ref } from '../schemas.js';
 import { idempotencyHeader, idempotent } from './operations.js';
@@ -164,6 +165,30 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
         if (hijacked) out.end();
       }
     },
+  );
+
+  app.post<{ Params: { id: string }; Body: ResolveRequest }>(
+    '/v1/migrations/:id/resolve',
+    routeSchema('operator', {
+      summary: 'Resolve undo steps left for a person: run them again, or mark them done',
+      description:
+        'For a migration that has ended with undo steps that kept failing (`state.ending.skipped`). `how: retry` runs them again (the migration is rolling back until they are done); `how: skip` marks them resolved by the caller. Journaled before the answer. 202 with the migration; 409 VERB_REFUSED when nothing is left to resolve, or MIGRATION_CONFLICT when another migration of the environment is in flight.',
+      tags: ['migrations'],
+      headers: idempotencyHeader,
+      params: idParams,
+      body: ref('ResolveRequest'),
+      response: { 202: ref('ResolveResponse') },
+    }),
+    async (request, reply) =>
+      idempotent(context, request, reply, async () => {
+        const id = await service.find(request.params.id);
+        const { summary, state } = await service.resolve(id, request.body, request.principal?.name);
+        return {
+          status: 202,
+          headers: { location: `/v1/migrations/${id}` },
+          body: { migration: summary, state },
+        };
+      }),
   );
 
   for (const verb of ['pause', 'resume', 'rollback', 'commit', 'cancel'] as const) {
