@@ -228,7 +228,8 @@ describe('operator verbs against a detached migration', () => {
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('no migration mig_zzzz in');
     const list = JSON.parse((await runCli(['topology', 'migration', 'list', '-f', w.file, '--json'])).stdout);
-    expect(list.map((m: { id: string }) => m.id)).toEqual([id]);
+    expect(list).toMatchObject({ nextCursor: null });
+    expect(list.items.map((m: { id: string }) => m.id)).toEqual([id]);
   });
 
   it('follows the log of a running migration until it ends', async () => {

@@ -10,6 +10,10 @@ import { isFinal, type LogLine, type MigrationState } from '../../core/migration
 import type { Plan } from '../../core/plan/types.js';
 import { Remote } from './http-client.js';
 import { followElsewhere, type MigrationService } from './service-types.js';
+import { logLineFromWire, stateFromWire, summaryFromWire } from './wire-times.js';
+
+/** A summary as the API serves it (times as ISO strings), before summaryFromWire. */
+type WireSummary = Parameters<typeof summaryFromWire>[0];
 
 const fullId = /^mig_[0-9a-z]{26}$/;
 
@@ -33,13 +37,13 @@ export function httpService(url: string, token: string | undefined): MigrationSe
       if (filter.environment !== undefined) query.set('environment', filter.environment);
       if (filter.state !== undefined) query.set('state', filter.state);
       if (cursor !== null) query.set('cursor', cursor);
-      const page: { items: MigrationSummary[]; nextCursor: string | null } = (
-        await remote.json<{ items: MigrationSummary[]; nextCursor: string | null }>(
+      const page: { items: WireSummary[]; nextCursor: string | null } = (
+        await remote.json<{ items: WireSummary[]; nextCursor: string | null }>(
           'GET',
           `/v1/migrations?${query}`,
         )
       ).body;
-      out.push(...page.items);
+      out.push(...page.items.map(summaryFromWire));
       cursor = page.nextCursor;
     } while (cursor !== null);
     return out;
@@ -76,18 +80,15 @@ export function httpService(url: string, token: string | undefined): MigrationSe
       throw notHere('reading the recorded layout');
     },
     async start(request) {
-      const answer = await remote.json<{ migration: MigrationSummary | null; planId: string }>(
-        'POST',
-        '/v1/apply',
-        {
-          topology: request.text,
-          path: request.file,
-          ...(request.planId === undefined ? {} : { planId: request.planId }),
-        },
-      );
-      const { migration, planId } = answer.body;
-      if (migration === null) return { created: false, planId };
-      return { created: true, summary: migration, planId, runs, runnerPid: migration.runnerPid };
+      const answer = await remote.json<{ summary: WireSummary | null; planId: string }>('POST', '/v1/apply', {
+        topology: request.text,
+        path: request.file,
+        ...(request.planId === undefined ? {} : { planId: request.planId }),
+      });
+      const { planId } = answer.body;
+      if (answer.body.summary === null) return { created: false, planId };
+      const summary = summaryFromWire(answer.body.summary);
+      return { created: true, summary, planId, runs, runnerPid: summary.runnerPid };
     },
     attach: async (id, onLine) => followElsewhere(service, id, runs, onLine),
     list: (filter) => listAll(filter),
@@ -110,20 +111,22 @@ export function httpService(url: string, token: string | undefined): MigrationSe
       );
     },
     async show(id) {
-      return (
-        await remote.json<{ summary: MigrationSummary; state: MigrationState }>('GET', `/v1/migrations/${id}`)
-      ).body;
+      const { body } = await remote.json<{
+        summary: WireSummary;
+        state: Parameters<typeof stateFromWire>[0];
+      }>('GET', `/v1/migrations/${id}`);
+      return { summary: summaryFromWire(body.summary), state: stateFromWire(body.state) };
     },
     /** Log lines; with `follow`, as they are written (Server-Sent Events), until the migration ends. */
     async *logs(id, options) {
       if (!options.follow) {
         for (const line of (await remote.text(`/v1/migrations/${id}/logs`)).split('\n')) {
-          if (line.trim() !== '') yield JSON.parse(line) as LogLine;
+          if (line.trim() !== '') yield logLineFromWire(JSON.parse(line) as LogLine);
         }
         return;
       }
       for await (const event of remote.events(`/v1/migrations/${id}/logs?follow=true`)) {
-        if (event.event === 'log') yield JSON.parse(event.data) as LogLine;
+        if (event.event === 'log') yield logLineFromWire(JSON.parse(event.data) as LogLine);
         if (event.event === 'end') return;
         if (event.event === 'shutdown') {
           throw new CutoverError('SERVER_UNREACHABLE', `the cutover server at ${origin} is shutting down`);
@@ -132,11 +135,11 @@ export function httpService(url: string, token: string | undefined): MigrationSe
     },
     // `by`: the server records the caller its token names.
     async verb(id, verb) {
-      const answer = await remote.json<{ migration: MigrationSummary; recovered: boolean }>(
+      const answer = await remote.json<{ summary: WireSummary; recovered: boolean }>(
         'POST',
         `/v1/migrations/${id}/${verb}`,
       );
-      return { summary: answer.body.migration, recovered: answer.body.recovered };
+      return { summary: summaryFromWire(answer.body.summary), recovered: answer.body.recovered };
     },
     async inFlight(environment) {
       const running = (await listAll({ environment })).find((m) => !isFinal(m.lifecycle));

@@ -166,7 +166,7 @@ function scenarios(mode: Mode): void {
     expect(slotsOf(w, id)).toHaveLength(2);
 
     const list = JSON.parse((await cli(['topology', 'migration', 'list', '-f', w.file, '--json'])).stdout);
-    expect(list.map((m: { id: string }) => m.id)).toContain(id);
+    expect(list.items.map((m: { id: string }) => m.id)).toContain(id);
     const again = await cli(['topology', 'plan', '-f', w.file, '--detailed-exitcode']);
     expect(again.stdout).toContain('No changes.');
     expect(again.code).toBe(0);
@@ -352,7 +352,7 @@ function scenarios(mode: Mode): void {
         demoApply({ name: `acc-http-${mode}-${serial}-${process.pid}` }),
       );
       expect(apply.status).toBe(202);
-      const id = apply.json.migration.id as string;
+      const id = apply.json.summary.id as string;
       const done = await api.waitFor(id, (s) => s.endedAt !== null);
       expect(done.lifecycle).toBe('completed');
 
