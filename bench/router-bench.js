@@ -344,7 +344,7 @@ async function measureCutover(scratch, rounds, log) {
   };
   // Whatever happens (an error, ^C), the router and app processes the CLI started go away.
   const down = () =>
-    spawnSync(process.execPath, [cliPath, 'topology', 'down'], { cwd: dir, timeout: 60_000 });
+    spawnSync(process.execPath, [cliPath, 'topology', 'down', '--yes'], { cwd: dir, timeout: 60_000 });
   process.on('exit', down);
   try {
     log('cutover: 1.0.0 goes live');

@@ -90,14 +90,14 @@ try {
 
   await cutover(['topology', 'migration', 'list'], { cwd: dir });
   console.log(`\n${bold('4. Tear down')}`);
-  await cutover(['topology', 'down'], { cwd: dir });
+  await cutover(['topology', 'down', '--yes'], { cwd: dir });
   console.log(
     `\n${bold(failed === 0 ? 'Done: no request failed.' : `Done, but ${failed} requests failed.`)} Next: README.md.`,
   );
 } catch (error) {
   console.error(`demo: ${error.message}`);
   process.exitCode = 1;
-  await cutover(['topology', 'down'], { cwd: dir, expect: [0, 1] }).catch(() => {});
+  await cutover(['topology', 'down', '--yes'], { cwd: dir, expect: [0, 1] }).catch(() => {});
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }

@@ -275,7 +275,7 @@ describe('operator verbs against a detached migration', () => {
     expect(second.stdout + second.stderr).toContain('[replicate db] copying db data from');
     expect(((await (await fetch(w.url)).json()) as { version: string }).version).toBe('1.5.0');
 
-    const down = await runCli(['topology', 'down', '-f', w.file]);
+    const down = await runCli(['topology', 'down', '-f', w.file, '--yes']);
     expect(down.stdout).toBe('web-app: stopped 2 components and 1 route\n');
   });
 });

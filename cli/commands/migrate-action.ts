@@ -1,5 +1,5 @@
 import { createLogUpdate } from 'log-update';
-import { CutoverError, environmentFault } from '../../core/errors.js';
+import { environmentFault } from '../../core/errors.js';
 import type { MigrationSummary } from '../../core/migration/summary.js';
 import type { LogLine } from '../../core/migration/types.js';
 import { isEmptyPlan } from '../../core/plan/types.js';
@@ -9,7 +9,7 @@ import { summaryJson } from '../../views/migration-json.js';
 import { renderLiveView, renderLogLine } from '../../views/render-migration.js';
 import { renderPlanText } from '../../views/render-plan-text.js';
 import { styleFor } from '../../views/style.js';
-import { confirm } from '../confirm.js';
+import { confirmedOrRefused } from '../confirm.js';
 import { type ServerOption, withService } from '../service.js';
 
 export interface MigrateOptions extends ServerOption {
@@ -141,14 +141,10 @@ function printJson(out: { summary: MigrationSummary | null; planId: string }): v
 
 /** --yes, or a yes on the terminal; false (exit 1) when declined. */
 async function confirmed(options: MigrateOptions, environment: string): Promise<boolean> {
-  if (options.yes) return true;
-  if (!process.stdin.isTTY) {
-    throw new CutoverError(
-      'USAGE',
-      'refusing to migrate without confirmation: standard input is not a terminal; pass --yes',
-    );
-  }
-  if (await confirm(`\nMigrate environment ${environment} with this plan?`)) return true;
+  if (
+    await confirmedOrRefused(options.yes, 'migrate', `\nMigrate environment ${environment} with this plan?`)
+  )
+    return true;
   process.stderr.write('Migration not started.\n');
   process.exitCode = 1;
   return false;

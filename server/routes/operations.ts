@@ -152,7 +152,7 @@ function registerDownRoute(app: FastifyInstance, context: RouteContext): void {
     routeSchema('operator', {
       summary: 'Take an environment down: stop every route and process of its layout, record it empty',
       description:
-        'As `cutover topology down`. 409 MIGRATION_CONFLICT while a migration is in flight (cancel it first). Idempotent: an environment with nothing running answers with empty lists.',
+        'As `cutover topology down --yes`. 404 ENVIRONMENT_NOT_FOUND for an environment with no recorded layout (never migrated); 409 MIGRATION_CONFLICT while a migration is in flight (cancel it first). Idempotent: an environment taken down before answers with empty lists.',
       tags: ['environments'],
       params: {
         type: 'object',
