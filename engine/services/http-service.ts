@@ -4,9 +4,10 @@
  * by the caller and sent as text with their path, so the server names them (and resolves their
  * relative paths) the same way.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { CutoverError, TopologyInvalidError } from '../../core/errors.js';
 import type { MigrationSummary } from '../../core/migration/summary.js';
-import { isFinal, type LogLine, type MigrationState } from '../../core/migration/types.js';
+import { isFinal, type LogLine } from '../../core/migration/types.js';
 import type { Plan } from '../../core/plan/types.js';
 import { Remote } from './http-client.js';
 import { followElsewhere, type MigrationService } from './service-types.js';
@@ -16,6 +17,11 @@ import { logLineFromWire, stateFromWire, summaryFromWire } from './wire-times.js
 type WireSummary = Parameters<typeof summaryFromWire>[0];
 
 const fullId = /^mig_[0-9a-z]{26}$/;
+
+/** How many times in a row a lost log stream is reconnected before following gives up. */
+const streamReconnects = 5;
+/** The pause before reconnecting a lost log stream. */
+const streamReconnectDelayMs = 250;
 
 /** `token`: sent as a bearer token (CUTOVER_TOKEN). */
 export function httpService(url: string, token: string | undefined): MigrationService {
@@ -125,12 +131,39 @@ export function httpService(url: string, token: string | undefined): MigrationSe
         }
         return;
       }
-      for await (const event of remote.events(`/v1/migrations/${id}/logs?follow=true`)) {
-        if (event.event === 'log') yield logLineFromWire(JSON.parse(event.data) as LogLine);
-        if (event.event === 'end') return;
-        if (event.event === 'shutdown') {
-          throw new CutoverError('SERVER_UNREACHABLE', `the cutover server at ${origin} is shutting down`);
+      // A stream that ends without `end` was lost (a proxy, the network): reconnect with the last
+      // event's id, and the server goes on after it; a bounded number of times in a row.
+      let lastEventId: string | undefined;
+      for (let lost = 0; ; ) {
+        let delivered = false;
+        try {
+          for await (const event of remote.events(`/v1/migrations/${id}/logs?follow=true`, lastEventId)) {
+            if (event.id !== undefined) lastEventId = event.id;
+            if (event.event === 'log') {
+              delivered = true;
+              yield logLineFromWire(JSON.parse(event.data) as LogLine);
+            }
+            if (event.event === 'end') return;
+            if (event.event === 'shutdown') {
+              throw new CutoverError(
+                'SERVER_UNREACHABLE',
+                `the cutover server at ${origin} is shutting down`,
+              );
+            }
+          }
+        } catch (error) {
+          // A stream cut mid-body rejects; a refused connection is SERVER_UNREACHABLE at once.
+          if (error instanceof CutoverError || options.signal?.aborted) throw error;
         }
+        if (options.signal?.aborted) return;
+        lost = delivered ? 1 : lost + 1;
+        if (lost > streamReconnects) {
+          throw new CutoverError(
+            'SERVER_UNREACHABLE',
+            `the log stream of ${id} from ${origin} ended ${streamReconnects + 1} times in a row without its end; follow it again with \`cutover topology migration logs ${id} --follow --server ${origin}\``,
+          );
+        }
+        await sleep(streamReconnectDelayMs);
       }
     },
     // `by`: the server records the caller its token names.
