@@ -344,7 +344,7 @@ async function measureCutover(scratch, rounds, log) {
   };
   // Whatever happens (an error, ^C), the router and app processes the CLI started go away.
   const down = () =>
-    spawnSync(process.execPath, [cliPath, 'topology', 'down'], { cwd: dir, timeout: 60_000 });
+    spawnSync(process.execPath, [cliPath, 'topology', 'down', '--yes'], { cwd: dir, timeout: 60_000 });
   process.on('exit', down);
   try {
     log('cutover: 1.0.0 goes live');
@@ -364,7 +364,7 @@ async function measureCutover(scratch, rounds, log) {
       write(to, 'auto');
       forward.push({
         ...(await underLoad(url, async () => {
-          const { id } = JSON.parse(await cli(['topology', 'migrate', '--yes', '--json']));
+          const { id } = JSON.parse(await cli(['topology', 'migrate', '--yes', '--json'])).summary;
           return cutoverWindow(dir, id, 'migration');
         })),
         oldVersion: from,
@@ -381,9 +381,7 @@ async function measureCutover(scratch, rounds, log) {
           `cutover ${round}/${rounds}: ${doomed} goes to 100% and waits for commit; rolled back ${how} under load`,
         );
         write(doomed, 'manual');
-        const { migration: id } = JSON.parse(
-          await cli(['topology', 'migrate', '--yes', '--detach', '--json']),
-        );
+        const { id } = JSON.parse(await cli(['topology', 'migrate', '--yes', '--detach', '--json'])).summary;
         await waitLifecycle(dir, id, (l) => l === 'awaiting_commit');
         const result = await underLoad(url, async () => {
           if (runs === rollbackByCli) await cli(['topology', 'migration', 'rollback', id]);

@@ -1,4 +1,5 @@
 import { createInterface } from 'node:readline/promises';
+import { CutoverError } from '../core/errors.js';
 
 /** Asks on the terminal; only the word `yes` confirms, as with `terraform apply`. */
 export async function confirm(question: string): Promise<boolean> {
@@ -11,4 +12,24 @@ export async function confirm(question: string): Promise<boolean> {
   } finally {
     rl.close();
   }
+}
+
+/**
+ * The confirmation of a command that changes what runs (`migrate`, `down`): --yes, or a `yes` on
+ * the terminal. Refused (USAGE, exit 1) when neither can be had; false when declined.
+ * `doing`: the refusal's words, e.g. "migrate", "take environment shop down".
+ */
+export async function confirmedOrRefused(
+  yes: boolean | undefined,
+  doing: string,
+  question: string,
+): Promise<boolean> {
+  if (yes) return true;
+  if (!process.stdin.isTTY) {
+    throw new CutoverError(
+      'USAGE',
+      `refusing to ${doing} without confirmation: standard input is not a terminal; pass --yes`,
+    );
+  }
+  return confirm(question);
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { CutoverError } from '../core/errors.js';
 import { registerInternal } from './commands/internal.js';
 import { registerProxy } from './commands/proxy.js';
 import { registerServer } from './commands/server.js';
@@ -11,7 +12,7 @@ import { registerRollback } from './commands/topology-rollback.js';
 import { registerValidate } from './commands/topology-validate.js';
 import { registerWatch } from './commands/watch.js';
 import { registerWorker } from './commands/worker.js';
-import { reportError } from './report-error.js';
+import { reportError, wantsJson } from './report-error.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -60,10 +61,14 @@ export async function main(argv: string[]): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (error) {
     if (error instanceof CommanderError) {
-      // --help and --version end here with code 0; usage errors were already printed by commander.
-      return error.exitCode === 0 ? 0 : 1;
+      // --help and --version end here with code 0; usage errors were already printed by commander
+      // (and, with --json, are told once more as JSON, where the caller reads).
+      if (error.exitCode === 0) return 0;
+      if (wantsJson(argv))
+        reportError(new CutoverError('USAGE', error.message.replace(/^error: /, '')), { json: true });
+      return 1;
     }
-    return reportError(error);
+    return reportError(error, { json: wantsJson(argv) });
   }
 }
 

@@ -34,3 +34,16 @@ export function downFailed(environment: string, part: DownPart | null, error: un
     `taking ${environment} down failed at${what} ${message}; what was stopped stays stopped: fix the cause and run \`cutover topology down\` again`,
   );
 }
+
+/**
+ * Refuses to take down an environment that has no layout recorded at all (never migrated): a
+ * mistyped name or the wrong state directory, not a success. One taken down before has a layout
+ * (empty), and taking it down again is idempotent. `where`: the state directory or Temporal.
+ */
+export function refuseUnknownEnvironment(layout: CurrentLayout, where: string): void {
+  if (layout.serial !== 0) return;
+  throw new CutoverError(
+    'ENVIRONMENT_NOT_FOUND',
+    `environment ${layout.environment} has no recorded layout in ${where}: it was never migrated; check metadata.name of the topology file, or the state directory (--state-dir, CUTOVER_STATE_DIR)`,
+  );
+}

@@ -15,6 +15,8 @@ export const errorCodes = [
   'GIT_REF_UNREADABLE',
   'STATE_CORRUPT',
   'MIGRATION_NOT_FOUND',
+  /** No layout was ever recorded for the environment (never migrated). */
+  'ENVIRONMENT_NOT_FOUND',
   'MIGRATION_AMBIGUOUS',
   /** No recorded layout answers a rollback's `--to` (never recorded, or no longer kept). */
   'LAYOUT_NOT_FOUND',

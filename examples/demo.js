@@ -9,7 +9,7 @@
 //      is torn down.
 //
 // It works on a scratch copy of examples/live-demo and examples/app, on a free port.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -23,11 +23,18 @@ const color = process.stdout.isTTY && !process.env.NO_COLOR;
 const bold = (s) => (color ? `\u001b[1m${s}\u001b[22m` : s);
 const ratePerSecond = 200;
 
+/** The cutover command running now, if any: Ctrl-C passes to it once (see interrupted). */
+let running = null;
+
 function cutover(args, { cwd, expect = [0] }) {
   process.stdout.write(`\n${bold(`$ cutover ${args.join(' ')}`)}\n`);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { cwd, stdio: 'inherit' });
+    // In a process group of its own, so that Ctrl-C on the terminal reaches only the demo, which
+    // passes it on exactly once (a second SIGINT would kill a migrate while it hands over).
+    const child = spawn(process.execPath, [bin, ...args], { cwd, stdio: 'inherit', detached: true });
+    running = child;
     child.on('exit', (code) => {
+      if (running === child) running = null;
       if (expect.includes(code)) resolve(code);
       else reject(new Error(`cutover ${args[0]} ${args[1]} exited ${code}, expected ${expect.join(' or ')}`));
     });
@@ -45,13 +52,17 @@ function freePort() {
   });
 }
 
+/** The load running now, if any, so that Ctrl-C can stop it. */
+let load = null;
+
 /** Runs a migration under load; prints and returns the load result. */
 async function underLoad(url, run) {
-  const load = startLoad({ url, rate: ratePerSecond });
+  load = startLoad({ url, rate: ratePerSecond });
   await new Promise((r) => setTimeout(r, 1000));
   await run();
   await new Promise((r) => setTimeout(r, 1000));
   const result = await load.stop();
+  load = null;
   console.log(`\n${bold('load:')} ${formatLoad(result)}`);
   if (result.failed > 0) console.log(`  failures: ${JSON.stringify(result.failures)}`);
   return result;
@@ -66,6 +77,44 @@ const port = await freePort();
 const edit = (f) => writeFileSync(file, f(readFileSync(file, 'utf8')));
 edit((t) => t.replaceAll('127.0.0.1:18600', `127.0.0.1:${port}`));
 const url = `http://127.0.0.1:${port}/`;
+
+console.log(`Working in ${scratch}; Ctrl-C stops everything the demo started.\n`);
+
+/**
+ * Ctrl-C: stop everything the demo started, then exit 130. The migrate in progress hands its
+ * migration to a background runner when interrupted; that migration is cancelled (blue keeps
+ * serving until the end), then `down` stops every process and the router, and the scratch copy
+ * goes.
+ */
+async function interrupted() {
+  stopping = true;
+  console.log(`\n${bold('Interrupted: stopping everything the demo started…')}`);
+  await load?.stop().catch(() => {});
+  if (running) {
+    const child = running;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGINT');
+    await exited;
+  }
+  const listed = spawnSync(process.execPath, [bin, 'topology', 'migration', 'list', '--json'], {
+    cwd: dir,
+    encoding: 'utf8',
+  });
+  const inFlight =
+    listed.status === 0 ? JSON.parse(listed.stdout).items.filter((m) => m.endedAt === null) : [];
+  for (const m of inFlight)
+    await cutover(['topology', 'migration', 'cancel', m.id], { cwd: dir, expect: [0, 1] }).catch(() => {});
+  const down = await cutover(['topology', 'down', '--yes'], { cwd: dir, expect: [0, 1] }).catch(() => 1);
+  rmSync(scratch, { recursive: true, force: true });
+  console.log(
+    down === 0
+      ? bold('Stopped: every process, the router and the scratch directory are gone.')
+      : 'demo: `cutover topology down` did not succeed (see above); processes may be left running.',
+  );
+  process.exit(130);
+}
+let stopping = false;
+process.once('SIGINT', () => void interrupted());
 
 let failed = 0;
 try {
@@ -90,14 +139,16 @@ try {
 
   await cutover(['topology', 'migration', 'list'], { cwd: dir });
   console.log(`\n${bold('4. Tear down')}`);
-  await cutover(['topology', 'down'], { cwd: dir });
+  await cutover(['topology', 'down', '--yes'], { cwd: dir });
   console.log(
     `\n${bold(failed === 0 ? 'Done: no request failed.' : `Done, but ${failed} requests failed.`)} Next: README.md.`,
   );
 } catch (error) {
+  // Interrupted: interrupted() stops everything and exits; this step's end is no failure.
+  if (stopping) await new Promise(() => {});
   console.error(`demo: ${error.message}`);
   process.exitCode = 1;
-  await cutover(['topology', 'down'], { cwd: dir, expect: [0, 1] }).catch(() => {});
+  await cutover(['topology', 'down', '--yes'], { cwd: dir, expect: [0, 1] }).catch(() => {});
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }

@@ -139,10 +139,15 @@ export class LogStreams {
   }
 
   /**
-   * The migration's log from its first line, then each line as it is written. Returns the
-   * migration's summary once it has ended, or null when `signal` aborted first.
+   * The migration's log after its first `after` lines (from its first line by default), then each
+   * line as it is written. Returns the migration's summary once it has ended, or null when
+   * `signal` aborted first.
    */
-  async *follow(id: string, signal: AbortSignal): AsyncGenerator<LogLine, MigrationSummary | null> {
+  async *follow(
+    id: string,
+    signal: AbortSignal,
+    after = 0,
+  ): AsyncGenerator<LogLine, MigrationSummary | null> {
     let log = this.logs.get(id);
     if (!log) {
       const created: SharedLog = new SharedLog(this.service, id, () => {
@@ -154,7 +159,7 @@ export class LogStreams {
     }
     log.subscribers += 1;
     try {
-      let next = 0;
+      let next = after;
       for (;;) {
         while (next < log.lines.length) yield log.lines[next++] as LogLine;
         if (log.end !== null) {

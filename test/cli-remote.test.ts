@@ -172,10 +172,10 @@ describe('the CLI through a cutover server', () => {
     expect(pinned.code).toBe(1);
     expect(pinned.stderr).toMatch(/^cutover: the plan of this topology is sha256:/m);
 
-    const down = await cli(['topology', 'down', '-f', 'topology.yaml']);
+    const down = await cli(['topology', 'down', '-f', 'topology.yaml', '--yes']);
     expect(down.code, down.stderr).toBe(0);
     expect(down.stdout).toBe('gated: stopped 2 components and 1 route\n');
-    const nothing = await cli(['topology', 'down', '-f', 'topology.yaml', '--json']);
+    const nothing = await cli(['topology', 'down', '-f', 'topology.yaml', '--json', '--yes']);
     expect(JSON.parse(nothing.stdout)).toEqual({ environment: 'gated', components: [], routes: [] });
   });
 

@@ -228,7 +228,8 @@ describe('operator verbs against a detached migration', () => {
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('no migration mig_zzzz in');
     const list = JSON.parse((await runCli(['topology', 'migration', 'list', '-f', w.file, '--json'])).stdout);
-    expect(list.map((m: { id: string }) => m.id)).toEqual([id]);
+    expect(list).toMatchObject({ nextCursor: null });
+    expect(list.items.map((m: { id: string }) => m.id)).toEqual([id]);
   });
 
   it('follows the log of a running migration until it ends', async () => {
@@ -274,7 +275,7 @@ describe('operator verbs against a detached migration', () => {
     expect(second.stdout + second.stderr).toContain('[replicate db] copying db data from');
     expect(((await (await fetch(w.url)).json()) as { version: string }).version).toBe('1.5.0');
 
-    const down = await runCli(['topology', 'down', '-f', w.file]);
+    const down = await runCli(['topology', 'down', '-f', w.file, '--yes']);
     expect(down.stdout).toBe('web-app: stopped 2 components and 1 route\n');
   });
 });

@@ -54,6 +54,23 @@ describe('rendering plans', () => {
     golden('mixed.plan.md', renderPlanMarkdown(mixedPlan()));
   });
 
+  it('shows the commit mode and the bake time in every format, without changing the plan id', () => {
+    const plan = mixedPlan();
+    // The id of this plan before the strategy was shown: showing it must not move reviewed ids.
+    expect(plan.planId).toBe('sha256:19b8712dd18ac25239abc7e60a22ee617fcc4fc030998e21cd69585d625440e9');
+    expect(JSON.parse(renderPlanJson(plan)).strategy).toEqual({ commit: 'manual', bake: '0s' });
+    expect(renderPlanText(plan, { style: plainStyle })).toContain(
+      'Strategy: commit manual (run `cutover topology migration commit` when it awaits), bake 0s.',
+    );
+    expect(renderPlanMarkdown(plan)).toContain('commit **manual**, bake **0s**');
+    const doc = shopDoc();
+    doc.strategy = { bake: '30s' };
+    const unchanged = buildPlan(layoutOf(doc), load(doc));
+    expect(unchanged.strategy).toEqual({ commit: 'auto', bake: '30s' });
+    expect(renderPlanText(unchanged, { style: plainStyle })).toContain('Strategy: commit auto, bake 30s.');
+    expect(renderPlanMarkdown(unchanged)).toContain('commit **auto**, bake **30s**');
+  });
+
   it('renders "no changes" in every format', () => {
     const doc = shopDoc();
     const plan = buildPlan(layoutOf(doc), load(doc));

@@ -18,6 +18,8 @@ export function renderPlanMarkdown(plan: Plan, limitChars = markdownLimitChars):
       ? '**No changes.** The topology matches the current layout.'
       : `**${countsLine(plan.summary, plan.actions.length)}**`,
     '',
+    `Strategy: commit **${plan.strategy.commit}**, bake **${cell(plan.strategy.bake)}**.`,
+    '',
     `<sub>base serial ${plan.baseSerial} · plan id <code>${cell(plan.planId)}</code></sub>`,
     '',
     '',

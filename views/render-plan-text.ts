@@ -17,6 +17,7 @@ export function renderPlanText(plan: Plan, { style }: TextOptions): string {
   if (isEmptyPlan(plan)) {
     lines.push(`${style.green('No changes.')} The topology matches the current layout.`);
     lines.push('');
+    lines.push(strategyLine(plan));
     lines.push(style.dim(`plan id ${plan.planId}`));
     return `${lines.join('\n')}\n`;
   }
@@ -56,6 +57,16 @@ export function renderPlanText(plan: Plan, { style }: TextOptions): string {
     lines.push('');
   }
   lines.push(style.bold(countsLine(plan.summary, plan.actions.length)));
+  lines.push(strategyLine(plan));
   lines.push(style.dim(`plan id ${plan.planId}`));
   return `${lines.join('\n')}\n`;
+}
+
+/** How the migration ends: who commits it, and after how long a bake. */
+function strategyLine({ strategy }: Plan): string {
+  const commit =
+    strategy.commit === 'manual'
+      ? 'commit manual (run `cutover topology migration commit` when it awaits)'
+      : 'commit auto';
+  return `Strategy: ${commit}, bake ${strategy.bake}.`;
 }

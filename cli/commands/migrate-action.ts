@@ -1,14 +1,16 @@
 import { createLogUpdate } from 'log-update';
-import { CutoverError, environmentFault } from '../../core/errors.js';
+import { environmentFault } from '../../core/errors.js';
+import type { MigrationSummary } from '../../core/migration/summary.js';
 import type { LogLine } from '../../core/migration/types.js';
 import type { Plan } from '../../core/plan/types.js';
 import { isEmptyPlan } from '../../core/plan/types.js';
 import { baseDirOf, readTopology } from '../../engine/api.js';
 import type { MigrationService, StartResult } from '../../engine/services/migration-service.js';
+import { summaryJson } from '../../views/migration-json.js';
 import { renderLiveView, renderLogLine } from '../../views/render-migration.js';
 import { renderPlanText } from '../../views/render-plan-text.js';
 import { styleFor } from '../../views/style.js';
-import { confirm } from '../confirm.js';
+import { confirmedOrRefused } from '../confirm.js';
 import { type ServerOption, withService } from '../service.js';
 
 export interface MigrateOptions extends ServerOption {
@@ -68,7 +70,7 @@ export async function migrateTo(
   const plan = await run.plan();
   if (!options.json) process.stderr.write(renderPlanText(plan, { style }));
   if (isEmptyPlan(plan)) {
-    if (options.json) process.stdout.write(`${JSON.stringify({ migration: null, plan: plan.planId })}\n`);
+    if (options.json) printJson({ summary: null, planId: plan.planId });
     process.exitCode = 0;
     return;
   }
@@ -85,8 +87,9 @@ export async function migrateTo(
   const { id } = started.summary;
   const hint = service.reachAgain;
   if (options.detach) {
+    // The summary was read before its runner was spawned: the runner's pid comes from the start.
     if (options.json)
-      process.stdout.write(`${JSON.stringify({ migration: id, runnerPid: started.runnerPid })}\n`);
+      printJson({ summary: { ...started.summary, runnerPid: started.runnerPid }, planId: started.planId });
     else process.stdout.write(`${id}\n`);
     process.stderr.write(
       `Migration ${id} runs ${started.runs}. Follow it with:\n  cutover topology migration logs ${id} --follow${hint}\n`,
@@ -100,7 +103,20 @@ export async function migrateTo(
   const recent: LogLine[] = [];
   const update = live ? createLogUpdate(process.stderr) : null;
   let viewed = false;
+  const commitHint = `awaiting commit: run \`cutover topology migration commit ${id}${hint}\``;
+  let reachedAwaitingCommit = () => {};
+  const awaitingCommit = new Promise<'awaiting_commit'>((resolve) => {
+    reachedAwaitingCommit = () => resolve('awaiting_commit');
+  });
   const attached = await service.attach(id, (line, state) => {
+    if (line.kind === 'awaiting_commit') {
+      // The log's own line names no options; this one reaches the migration again from here.
+      if (viewed) update?.done();
+      viewed = false;
+      process.stderr.write(`${commitHint}\n`);
+      reachedAwaitingCommit();
+      return;
+    }
     if (update && state) {
       recent.push(line);
       if (recent.length > liveViewLines) recent.shift();
@@ -128,25 +144,35 @@ export async function migrateTo(
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  const summary = await attached.done();
+  const ended = attached.done();
+  // With --json the caller wants an answer, and a manual commit may never come: return once the
+  // migration waits for it, and let it wait without this process.
+  const first = options.json ? await Promise.race([ended, awaitingCommit]) : await ended;
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
   if (viewed) update?.done();
-  if (options.json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
-  else process.stdout.write(`${id}: ${summary.status}\n`);
-  process.exitCode = summary.lifecycle === 'completed' ? 0 : 1;
+  if (first === 'awaiting_commit') {
+    ended.catch(() => {}); // the follow stops with leave(); its end is no news
+    const where = await attached.leave();
+    process.stderr.write(`${id} goes on ${where}, awaiting its commit.\n`);
+    printJson({ summary: (await service.show(id)).summary, planId: started.planId });
+    process.exitCode = 0;
+    return;
+  }
+  if (options.json) printJson({ summary: first, planId: started.planId });
+  else process.stdout.write(`${id}: ${first.status}\n`);
+  process.exitCode = first.lifecycle === 'completed' ? 0 : 1;
+}
+
+/** `migrate --json`'s one shape: `{summary, planId}`, summary null when nothing was started. */
+function printJson(out: { summary: MigrationSummary | null; planId: string }): void {
+  const summary = out.summary === null ? null : summaryJson(out.summary);
+  process.stdout.write(`${JSON.stringify({ summary, planId: out.planId }, null, 2)}\n`);
 }
 
 /** --yes, or a yes on the terminal; false (exit 1) when declined. */
 async function confirmed(options: Pick<MigrateOptions, 'yes'>, question: string): Promise<boolean> {
-  if (options.yes) return true;
-  if (!process.stdin.isTTY) {
-    throw new CutoverError(
-      'USAGE',
-      'refusing to migrate without confirmation: standard input is not a terminal; pass --yes',
-    );
-  }
-  if (await confirm(`\n${question}`)) return true;
+  if (await confirmedOrRefused(options.yes, 'migrate', `\n${question}`)) return true;
   process.stderr.write('Migration not started.\n');
   process.exitCode = 1;
   return false;

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { confirmedOrRefused } from '../confirm.js';
 import { addServerOption, type ServerOption, withService } from '../service.js';
 
 export function registerDown(topology: Command): void {
@@ -9,17 +10,24 @@ export function registerDown(topology: Command): void {
       'the topology file (names the environment and its state directory)',
       'topology.yaml',
     )
+    .option('-y, --yes', 'do not ask for confirmation (required when not on a terminal)')
     .option('--json', 'print what was stopped as JSON')
     .addHelpText(
       'after',
-      '\nRefused while a migration is in flight (cancel it first).\n\nExample:\n  $ cutover topology down -f examples/web-app/topology.yaml',
+      '\nAsks on a terminal unless --yes. Refused while a migration is in flight (cancel it first); exit 1 for an environment never migrated.\n\nExample:\n  $ cutover topology down -f examples/web-app/topology.yaml --yes',
     )
-    .action(async (options: { file: string; json?: boolean } & ServerOption) => {
+    .action(async (options: { file: string; json?: boolean; yes?: boolean } & ServerOption) => {
       // Loaded when down runs, not when the CLI starts (see topology-validate.ts).
       const { TopologyInvalidError, validateTopologyFile, baseDirOf } = await import('../../engine/api.js');
       const loaded = await validateTopologyFile(options.file);
       if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
       const environment = loaded.topology.metadata.name;
+      const question = `\nTake environment ${environment} down? Every route and process of it stops.`;
+      if (!(await confirmedOrRefused(options.yes, `take environment ${environment} down`, question))) {
+        process.stderr.write('Nothing was stopped.\n');
+        process.exitCode = 1;
+        return;
+      }
       const result = await withService(options, (service) =>
         service.down(environment, {
           fallbackBaseDir: baseDirOf(options.file),

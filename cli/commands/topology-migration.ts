@@ -4,6 +4,7 @@ import { CutoverError } from '../../core/errors.js';
 import { listSelection, type MigrationSummary } from '../../core/migration/summary.js';
 import type { LogLine } from '../../core/migration/types.js';
 import { isFinal, type Lifecycle, type Verb, verbs } from '../../core/migration/types.js';
+import { detailJson, listJson, logLineJson, summaryJson } from '../../views/migration-json.js';
 import {
   renderLogLine,
   renderMigration,
@@ -53,7 +54,8 @@ export function registerMigration(topology: Command): void {
           options.all === true,
         ),
       );
-      if (options.json) process.stdout.write(`${JSON.stringify(list, null, 2)}\n`);
+      // The API's page shape; the CLI's selection is one page, so no cursor follows it.
+      if (options.json) process.stdout.write(`${JSON.stringify(listJson(list, null), null, 2)}\n`);
       else process.stdout.write(renderMigrationList(list, styleFor(process.stdout)));
       for (const m of list) {
         if (m.unreadable) process.stderr.write(`cutover: ${m.id} is unreadable: ${m.unreadable}\n`);
@@ -68,7 +70,7 @@ export function registerMigration(topology: Command): void {
       const { summary, state } = await withService(options, async (service) =>
         service.show(await service.find(id)),
       );
-      if (options.json) process.stdout.write(`${JSON.stringify({ summary, state }, null, 2)}\n`);
+      if (options.json) process.stdout.write(`${JSON.stringify(detailJson({ summary, state }), null, 2)}\n`);
       else process.stdout.write(renderMigration(summary, state, styleFor(process.stdout)));
     });
 
@@ -93,7 +95,7 @@ Example:
       const print = async (lines: AsyncGenerator<LogLine>) => {
         for await (const line of lines) {
           process.stdout.write(
-            options.json ? `${JSON.stringify(line)}\n` : `${renderLogLine(line, style)}\n`,
+            options.json ? `${JSON.stringify(logLineJson(line))}\n` : `${renderLogLine(line, style)}\n`,
           );
         }
       };
@@ -251,7 +253,8 @@ async function runVerb(verb: Verb, id: string, json: boolean, wait: boolean, ops
   const { summary, recovered } = await ops.verb();
   if (recovered) process.stderr.write(`${summary.id} had no running process; a new one picked it up.\n`);
   if (!wait) {
-    if (json) process.stdout.write(`${JSON.stringify({ summary, recovered }, null, 2)}\n`);
+    if (json)
+      process.stdout.write(`${JSON.stringify({ summary: summaryJson(summary), recovered }, null, 2)}\n`);
     else process.stdout.write(`${summary.id}: ${summary.status}\n`);
     return;
   }
@@ -285,7 +288,7 @@ async function runVerb(verb: Verb, id: string, json: boolean, wait: boolean, ops
       `${id} has not ended (${final.status}), and the wait stopped: its runner is not running, or the connection was lost. \`cutover topology migration resume ${id}${ops.hint}\` picks it up; \`cutover topology migration logs ${id} --follow${ops.hint}\` shows the rest.\n`,
     );
   }
-  if (json) process.stdout.write(`${JSON.stringify({ summary: final, recovered }, null, 2)}\n`);
+  if (json) process.stdout.write(`${JSON.stringify({ summary: summaryJson(final), recovered }, null, 2)}\n`);
   else process.stdout.write(`${final.id}: ${final.status}\n`);
   process.exitCode = final.lifecycle === endOf[verb] ? 0 : 1;
 }

@@ -1,5 +1,6 @@
 import { CutoverError } from '../errors.js';
 import type { CurrentLayout } from '../layout.js';
+import { formatDuration } from '../topology/duration.js';
 import type { Topology } from '../topology/types.js';
 import { canonicalJson, sha256Digest } from './canonical-json.js';
 import {
@@ -61,6 +62,7 @@ export function buildPlan(current: CurrentLayout, desired: Topology): Plan {
     baseSerial,
     desiredDigest,
     summary,
+    strategy: { commit: desired.strategy.commit, bake: formatDuration(desired.strategy.bake) },
     resources,
     settings,
     actions,

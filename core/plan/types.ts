@@ -73,6 +73,16 @@ export interface PlanSummary {
   remove: number;
 }
 
+/**
+ * How the migration of this plan ends, for reviewers: whether a person commits it, and how long it
+ * bakes first. Shown, never decided on: the runner reads the strategy from the desired topology.
+ */
+export interface PlanStrategy {
+  commit: 'auto' | 'manual';
+  /** The bake time as a duration (`30s`, `0s`). */
+  bake: string;
+}
+
 export interface Plan {
   formatVersion: '1.0';
   environment: string;
@@ -83,6 +93,11 @@ export interface Plan {
   /** `sha256:` of the canonical desired topology, so settings-only edits change the plan id too. */
   desiredDigest: string;
   summary: PlanSummary;
+  /**
+   * Not part of the plan id's hash: the strategy is in the desired topology, which `desiredDigest`
+   * already covers, so ids reviewed before this field existed stay valid.
+   */
+  strategy: PlanStrategy;
   resources: ResourceChange[];
   /** Changes to environment-wide settings (strategy, metadata, unused drivers): no action needed.
    * A used driver's change is not repeated here: it shows as the replacement of its components. */

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseHostPort } from '../../core/host-port.js';
 import type { DriverSpec } from '../../core/topology/types.js';
+import { describeTraffic } from './describe-traffic.js';
 import { waitOldWorkersGone, workerHeader } from './nginx-drain.js';
 import {
   type DriverCallOptions,
@@ -64,8 +65,7 @@ export function createNginxDriver(settings: NginxDriverSettings = {}): RouteDriv
           typeof served === 'object' && served.generation === config.generation;
         await waitLive(entry.listen, live, liveTimeoutMs, options.signal);
         options.log(
-          `route ${state.route}: nginx ${files.config}: ${100 - state.greenPercent}% blue, ` +
-            `${state.greenPercent}% green, live (generation ${config.generation})`,
+          `route ${state.route}: nginx ${files.config}: ${describeTraffic(state)}, live (generation ${config.generation})`,
         );
       });
     },

@@ -13,6 +13,7 @@ import {
 } from '../../router/route-table.js';
 import { liveRouterRecord } from '../../router/router-record.js';
 import type { StateDir } from '../store/state-dir.js';
+import { describeTraffic } from './describe-traffic.js';
 import {
   type DriverCallOptions,
   PermanentDriverError,
@@ -160,7 +161,7 @@ export function createRouteTableDriver(): Pick<RouteDriver, 'apply' | 'remove'> 
         if (state.spec.queueTimeout !== undefined) entry.queueTimeoutMs = state.spec.queueTimeout;
         table.routes[routeKey(ctx.environment, state.route)] = entry;
         await writeRoutingTable(ctx.stateDir.root, table);
-        options.log(`route ${state.route}: ${100 - state.greenPercent}% blue, ${state.greenPercent}% green`);
+        options.log(`route ${state.route}: ${describeTraffic(state)}`);
       });
     },
     remove(ctx: RouteCallContext, route: string, options: DriverCallOptions) {

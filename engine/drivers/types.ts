@@ -57,6 +57,11 @@ export interface RouteState {
   green: SlotInfo | null;
   /** Percent of traffic on green, 0–100. */
   greenPercent: number;
+  /**
+   * After the commit: `blue` is the green slot this migration brought up, the live slot from now
+   * on, and `green` is null. Only for messages; the split is the same as any 0% green.
+   */
+  promoted?: boolean;
 }
 
 export interface RouteCallContext {

@@ -132,7 +132,14 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       const green = c.restore || c.promote ? null : (pair?.green ?? null);
       await routeDriverFor(o.drivers, topology, spec.driver).apply(
         routeContext(s, o, topology, spec.driver),
-        { route: c.route, spec, blue, green, greenPercent: c.greenPercent },
+        {
+          route: c.route,
+          spec,
+          blue,
+          green,
+          greenPercent: c.greenPercent,
+          ...(c.promote ? { promoted: true } : {}),
+        },
         call,
       );
       return undefined;

@@ -2,7 +2,7 @@
  * `cutover topology down`: stops every process and route of an environment and records an empty
  * layout. Idempotent: run again after a crash, it finishes what is left.
  */
-import { type DownPart, downFailed, downParts } from '../../core/down-parts.js';
+import { type DownPart, downFailed, downParts, refuseUnknownEnvironment } from '../../core/down-parts.js';
 import { CutoverError } from '../../core/errors.js';
 import type { CurrentLayout } from '../../core/layout.js';
 import { own } from '../../core/records.js';
@@ -37,6 +37,7 @@ export async function takeDown(
   // Refused before anything stops, rather than ignored when the empty layout is recorded.
   const keep = keptLayouts();
   const layout = await readCurrentLayout(stateDir, environment);
+  refuseUnknownEnvironment(layout, stateDir.root);
   const parts = downParts(layout);
   if (!layout.topology) return { before: layout, components: [], routes: [] };
   const call = { signal: new AbortController().signal, log: options.log };

@@ -42,9 +42,10 @@ export class Remote {
     path: string,
     body?: unknown,
     accept = 'application/json',
+    extraHeaders: Record<string, string> = {},
   ): Promise<Response> {
     const url = new URL(path.replace(/^\//, ''), this.base);
-    const headers: Record<string, string> = { accept };
+    const headers: Record<string, string> = { accept, ...extraHeaders };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
     try {
@@ -78,16 +79,28 @@ export class Remote {
     return text;
   }
 
-  /** Server-Sent Events, as they arrive, until the server ends the stream. */
-  async *events(path: string): AsyncGenerator<{ event: string; data: string }> {
-    const response = await this.fetch('GET', path, undefined, 'text/event-stream');
+  /**
+   * Server-Sent Events, as they arrive, until the server ends the stream. `lastEventId`: the id of
+   * the last event a lost stream delivered; the server goes on after it.
+   */
+  async *events(
+    path: string,
+    lastEventId?: string,
+  ): AsyncGenerator<{ event: string; data: string; id?: string }> {
+    const resume: Record<string, string> = lastEventId === undefined ? {} : { 'last-event-id': lastEventId };
+    const response = await this.fetch('GET', path, undefined, 'text/event-stream', resume);
     if (response.status >= 400 || !response.body) {
       throw problemError(response.status, await response.text(), this.base.origin);
     }
     const { createParser } = await import('eventsource-parser');
-    const queue: { event: string; data: string }[] = [];
+    const queue: { event: string; data: string; id?: string }[] = [];
     const parser = createParser({
-      onEvent: (e) => queue.push({ event: e.event ?? 'message', data: e.data }),
+      onEvent: (e) =>
+        queue.push({
+          event: e.event ?? 'message',
+          data: e.data,
+          ...(e.id === undefined ? {} : { id: e.id }),
+        }),
     });
     const decoder = new TextDecoder();
     const chunks = (response.body as unknown as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
@@ -104,7 +117,7 @@ export class Remote {
       }
       if (next.done) return;
       parser.feed(decoder.decode(next.value, { stream: true }));
-      while (queue.length > 0) yield queue.shift() as { event: string; data: string };
+      while (queue.length > 0) yield queue.shift() as { event: string; data: string; id?: string };
     }
   }
 }

@@ -4,9 +4,10 @@
  * by the caller and sent as text with their path, so the server names them (and resolves their
  * relative paths) the same way.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { CutoverError, TopologyInvalidError } from '../../core/errors.js';
 import { type MigrationSummary, withResumeCommand } from '../../core/migration/summary.js';
-import { isFinal, type LogLine, type MigrationState } from '../../core/migration/types.js';
+import { isFinal, type LogLine } from '../../core/migration/types.js';
 import type { Plan } from '../../core/plan/types.js';
 import { Remote } from './http-client.js';
 import { formatRollbackTarget } from './rollback-source.js';
@@ -16,8 +17,19 @@ import {
   type RollbackPlan,
   type StartResult,
 } from './service-types.js';
+import { logLineFromWire, stateFromWire, summaryFromWire } from './wire-times.js';
+
+/** A summary as the API serves it (times as ISO strings), before summaryFromWire. */
+type WireSummary = Parameters<typeof summaryFromWire>[0];
+/** A state as the API serves it, before stateFromWire. */
+type WireState = Parameters<typeof stateFromWire>[0];
 
 const fullId = /^mig_[0-9a-z]{26}$/;
+
+/** How many times in a row a lost log stream is reconnected before following gives up. */
+const streamReconnects = 5;
+/** The pause before reconnecting a lost log stream. */
+const streamReconnectDelayMs = 250;
 
 /** `token`: sent as a bearer token (CUTOVER_TOKEN). */
 export function httpService(url: string, token: string | undefined): MigrationService {
@@ -43,13 +55,13 @@ export function httpService(url: string, token: string | undefined): MigrationSe
       if (filter.environment !== undefined) query.set('environment', filter.environment);
       if (filter.state !== undefined) query.set('state', filter.state);
       if (cursor !== null) query.set('cursor', cursor);
-      const page: { items: MigrationSummary[]; nextCursor: string | null } = (
-        await remote.json<{ items: MigrationSummary[]; nextCursor: string | null }>(
+      const page: { items: WireSummary[]; nextCursor: string | null } = (
+        await remote.json<{ items: WireSummary[]; nextCursor: string | null }>(
           'GET',
           `/v1/migrations?${query}`,
         )
       ).body;
-      out.push(...page.items.map(reached));
+      out.push(...page.items.map((s) => reached(summaryFromWire(s))));
       cursor = page.nextCursor;
     } while (cursor !== null);
     return out;
@@ -57,14 +69,11 @@ export function httpService(url: string, token: string | undefined): MigrationSe
 
   /** A POST that starts a migration (or finds nothing to change), as StartResult. */
   async function startBy(route: string, body: Record<string, unknown>): Promise<StartResult> {
-    const answer = await remote.json<{ migration: MigrationSummary | null; planId: string }>(
-      'POST',
-      route,
-      body,
-    );
-    const { migration, planId } = answer.body;
-    if (migration === null) return { created: false, planId };
-    return { created: true, summary: reached(migration), planId, runs, runnerPid: migration.runnerPid };
+    const answer = await remote.json<{ summary: WireSummary | null; planId: string }>('POST', route, body);
+    const { planId } = answer.body;
+    if (answer.body.summary === null) return { created: false, planId };
+    const summary = reached(summaryFromWire(answer.body.summary));
+    return { created: true, summary, planId, runs, runnerPid: summary.runnerPid };
   }
 
   const service: MigrationService = {
@@ -141,43 +150,74 @@ export function httpService(url: string, token: string | undefined): MigrationSe
       );
     },
     async show(id) {
-      const { summary, state } = (
-        await remote.json<{ summary: MigrationSummary; state: MigrationState }>('GET', `/v1/migrations/${id}`)
-      ).body;
-      return { summary: reached(summary), state };
+      const { body } = await remote.json<{ summary: WireSummary; state: WireState }>(
+        'GET',
+        `/v1/migrations/${id}`,
+      );
+      return { summary: reached(summaryFromWire(body.summary)), state: stateFromWire(body.state) };
     },
     /** Log lines; with `follow`, as they are written (Server-Sent Events), until the migration ends. */
     async *logs(id, options) {
       if (!options.follow) {
         for (const line of (await remote.text(`/v1/migrations/${id}/logs`)).split('\n')) {
-          if (line.trim() !== '') yield JSON.parse(line) as LogLine;
+          if (line.trim() !== '') yield logLineFromWire(JSON.parse(line) as LogLine);
         }
         return;
       }
-      for await (const event of remote.events(`/v1/migrations/${id}/logs?follow=true`)) {
-        if (event.event === 'log') yield JSON.parse(event.data) as LogLine;
-        if (event.event === 'end') return;
-        if (event.event === 'shutdown') {
-          throw new CutoverError('SERVER_UNREACHABLE', `the cutover server at ${origin} is shutting down`);
+      // A stream that ends without `end` was lost (a proxy, the network): reconnect with the last
+      // event's id, and the server goes on after it; a bounded number of times in a row.
+      let lastEventId: string | undefined;
+      for (let lost = 0; ; ) {
+        let delivered = false;
+        try {
+          for await (const event of remote.events(`/v1/migrations/${id}/logs?follow=true`, lastEventId)) {
+            if (event.id !== undefined) lastEventId = event.id;
+            if (event.event === 'log') {
+              delivered = true;
+              yield logLineFromWire(JSON.parse(event.data) as LogLine);
+            }
+            if (event.event === 'end') return;
+            if (event.event === 'shutdown') {
+              throw new CutoverError(
+                'SERVER_UNREACHABLE',
+                `the cutover server at ${origin} is shutting down`,
+              );
+            }
+          }
+        } catch (error) {
+          // A stream cut mid-body rejects; a refused connection is SERVER_UNREACHABLE at once.
+          if (error instanceof CutoverError || options.signal?.aborted) throw error;
         }
+        if (options.signal?.aborted) return;
+        lost = delivered ? 1 : lost + 1;
+        if (lost > streamReconnects) {
+          throw new CutoverError(
+            'SERVER_UNREACHABLE',
+            `the log stream of ${id} from ${origin} ended ${streamReconnects + 1} times in a row without its end; follow it again with \`cutover topology migration logs ${id} --follow --server ${origin}\``,
+          );
+        }
+        await sleep(streamReconnectDelayMs);
       }
     },
     // `by`: the server records the caller its token names.
     async verb(id, verb) {
-      const answer = await remote.json<{ migration: MigrationSummary; recovered: boolean }>(
+      const answer = await remote.json<{ summary: WireSummary; recovered: boolean }>(
         'POST',
         `/v1/migrations/${id}/${verb}`,
       );
-      return { summary: reached(answer.body.migration), recovered: answer.body.recovered };
+      return { summary: reached(summaryFromWire(answer.body.summary)), recovered: answer.body.recovered };
     },
     // `by`: the server records the caller its token names.
     async resolve(id, request) {
-      const answer = await remote.json<{ migration: MigrationSummary; state: MigrationState }>(
+      const answer = await remote.json<{ summary: WireSummary; state: WireState }>(
         'POST',
         `/v1/migrations/${id}/resolve`,
         request,
       );
-      return { summary: reached(answer.body.migration), state: answer.body.state };
+      return {
+        summary: reached(summaryFromWire(answer.body.summary)),
+        state: stateFromWire(answer.body.state),
+      };
     },
     async inFlight(environment) {
       const running = (await listAll({ environment })).find((m) => !isFinal(m.lifecycle));

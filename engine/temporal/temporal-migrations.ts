@@ -12,7 +12,7 @@ import {
   WorkflowNotFoundError,
   WorkflowUpdateFailedError,
 } from '@temporalio/client';
-import { downFailed } from '../../core/down-parts.js';
+import { downFailed, refuseUnknownEnvironment } from '../../core/down-parts.js';
 import { CutoverError } from '../../core/errors.js';
 import { type CurrentLayout, emptyLayout } from '../../core/layout.js';
 import { describeLifecycle, type MigrationSummary, summaryOf } from '../../core/migration/summary.js';
@@ -195,6 +195,7 @@ export class TemporalMigrations {
     // Refused while a migration is in flight, even before its first commit (nothing to take down yet).
     if ((await this.inFlight(environment)) !== null) throw await this.conflict(environment);
     const layout = await this.currentLayout(environment);
+    refuseUnknownEnvironment(layout, 'Temporal');
     if (!layout.topology) return { components: [], routes: [] };
     const downId = `down_${newMigrationId().replace(/^mig_/, '')}`;
     let handle: WorkflowHandle<typeof downWorkflow>;

@@ -5,6 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Lifecycle, Verb } from '../../core/migration/types.js';
 import type { ResolveRequest } from '../../engine/services/migration-service.js';
+import { detailJson, listJson, logLineJson, summaryJson } from '../../views/migration-json.js';
 import { type RouteContext, routeSchema } from '../route-context.js';
 import { ref } from '../schemas.js';
 import { idempotencyHeader, idempotent } from './operations.js';
@@ -22,6 +23,12 @@ const verbText: Record<Verb, string> = {
   cancel: 'Abort: the same safe end as rollback, recorded as cancelled',
   commit: 'Commit a migration awaiting it (manual strategy): the point of no return',
 };
+
+/** The position a reconnecting client got to: its Last-Event-ID header; 0 (the start) when absent or not a count. */
+function lastEventId(header: string | string[] | undefined): number {
+  const value = Array.isArray(header) ? header[0] : header;
+  return value !== undefined && /^\d{1,15}$/.test(value.trim()) ? Number(value.trim()) : 0;
+}
 
 /** A comment line on an idle event stream, so that proxies and clients do not time it out. */
 const heartbeatMs = 15_000;
@@ -65,7 +72,7 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
       const from = start < 0 ? all.length : start;
       const items = all.slice(from, from + q.limit);
       const more = from + q.limit < all.length;
-      return { items, nextCursor: more ? (items[items.length - 1]?.id ?? null) : null };
+      return listJson(items, more ? (items[items.length - 1]?.id ?? null) : null);
     },
   );
 
@@ -78,7 +85,7 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
       response: { 200: ref('MigrationDetail') },
     }),
     async (request) => {
-      return service.show(await service.find(request.params.id));
+      return detailJson(await service.show(await service.find(request.params.id)));
     },
   );
 
@@ -87,7 +94,7 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
     routeSchema('viewer', {
       summary: 'The log of a migration',
       description:
-        "JSON lines (application/x-ndjson), one log line each. With `follow=true`, Server-Sent Events (text/event-stream): an event `log` per line as it is written, then one event `end` with the migration's summary when the migration has ended. Live streams are limited per token (per address without auth) and overall (`--max-log-streams-per-token`, `--max-log-streams`): beyond, 429 TOO_MANY_LOG_STREAMS with Retry-After.",
+        "JSON lines (application/x-ndjson), one log line each. With `follow=true`, Server-Sent Events (text/event-stream): an event `log` per line as it is written, then one event `end` with `{summary}` when the migration has ended. Every `log` event carries an `id:` (the line's position in the log, from 1); a client that reconnects with a `Last-Event-ID` header gets the lines after that one. Live streams are limited per token (per address without auth) and overall (`--max-log-streams-per-token`, `--max-log-streams`): beyond, 429 TOO_MANY_LOG_STREAMS with Retry-After.",
       tags: ['migrations'],
       params: idParams,
       querystring: {
@@ -106,7 +113,8 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
       const id = await service.find(request.params.id);
       if (!request.query.follow) {
         let text = '';
-        for await (const line of service.logs(id, { follow: false })) text += `${JSON.stringify(line)}\n`;
+        for await (const line of service.logs(id, { follow: false }))
+          text += `${JSON.stringify(logLineJson(line))}\n`;
         return reply
           .type('application/x-ndjson')
           .serializer((x: unknown) => String(x))
@@ -144,15 +152,20 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
         heartbeat = setInterval(() => out.write(': keep-alive\n\n'), heartbeatMs);
         // Driven by hand (its return value is the summary); returned in any case, so that this
         // stream's share of the migration's reader is always given back.
-        const lines = context.logStreams.follow(id, reader.signal);
+        // Each log event's id is its line's position in the log (1-based); a client that lost the
+        // stream sends the last id it got and goes on from the line after it.
+        let position = lastEventId(request.headers['last-event-id']);
+        const lines = context.logStreams.follow(id, reader.signal, position);
         try {
           for (let next = await lines.next(); ; next = await lines.next()) {
             if (next.done) {
-              if (next.value !== null) out.write(`event: end\ndata: ${JSON.stringify(next.value)}\n\n`);
+              if (next.value !== null)
+                out.write(`event: end\ndata: ${JSON.stringify({ summary: summaryJson(next.value) })}\n\n`);
               else if (context.shutdown.aborted) out.write('event: shutdown\ndata: {}\n\n');
               break;
             }
-            out.write(`event: log\ndata: ${JSON.stringify(next.value)}\n\n`);
+            position += 1;
+            out.write(`id: ${position}\nevent: log\ndata: ${JSON.stringify(logLineJson(next.value))}\n\n`);
           }
         } finally {
           await lines.return(null);
@@ -186,7 +199,7 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
         return {
           status: 202,
           headers: { location: `/v1/migrations/${id}` },
-          body: { migration: summary, state },
+          body: detailJson({ summary, state }),
         };
       }),
   );
@@ -210,7 +223,7 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
           return {
             status: 202,
             headers: { location: `/v1/migrations/${id}` },
-            body: { migration: outcome.summary, recovered: outcome.recovered },
+            body: { summary: summaryJson(outcome.summary), recovered: outcome.recovered },
           };
         }),
     );

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { planTopologyText, TopologyInvalidError, validateTopologyText } from '../../engine/api.js';
+import { summaryJson } from '../../views/migration-json.js';
 import { renderPlanJson } from '../../views/render-plan-json.js';
 import type { StoredResponse } from '../idempotency.js';
 import { HttpProblem } from '../problems.js';
@@ -87,7 +88,7 @@ export function registerOperationRoutes(app: FastifyInstance, context: RouteCont
     routeSchema('operator', {
       summary: 'Start a migration to a topology',
       description:
-        'Plans against the recorded layout and starts the migration in a background process: 202 with the migration and its Location. 200 with `migration: null` when there is nothing to change. 409 MIGRATION_CONFLICT when a migration is in flight for the environment (naming it), PLAN_STALE or PLAN_MISMATCH when `planId` is not what the topology plans to now. Send an `Idempotency-Key` header to make retries safe.',
+        'Plans against the recorded layout and starts the migration in a background process: 202 with the migration and its Location. 200 with `summary: null` when there is nothing to change. 409 MIGRATION_CONFLICT when a migration is in flight for the environment (naming it), PLAN_STALE or PLAN_MISMATCH when `planId` is not what the topology plans to now. Send an `Idempotency-Key` header to make retries safe.',
       tags: ['migrations'],
       headers: idempotencyHeader,
       body: ref('ApplyRequest'),
@@ -109,14 +110,14 @@ export function registerOperationRoutes(app: FastifyInstance, context: RouteCont
           }),
         );
         if (!started.created) {
-          return { status: 200, headers: {}, body: { migration: null, planId: started.planId } };
+          return { status: 200, headers: {}, body: { summary: null, planId: started.planId } };
         }
         const { id, environment } = started.summary;
         request.log.info({ migration: id, environment, by: request.principal?.name }, 'migration started');
         return {
           status: 202,
           headers: { location: `/v1/migrations/${id}` },
-          body: { migration: started.summary, planId: started.planId },
+          body: { summary: summaryJson(started.summary), planId: started.planId },
         };
       }),
   );
@@ -139,7 +140,7 @@ export function registerOperationRoutes(app: FastifyInstance, context: RouteCont
         return {
           status: 202,
           headers: { location: `/v1/migrations/${id}` },
-          body: { migration: outcome.summary, recovered: outcome.recovered },
+          body: { summary: summaryJson(outcome.summary), recovered: outcome.recovered },
         };
       }),
   );
@@ -151,7 +152,7 @@ function registerDownRoute(app: FastifyInstance, context: RouteContext): void {
     routeSchema('operator', {
       summary: 'Take an environment down: stop every route and process of its layout, record it empty',
       description:
-        'As `cutover topology down`. 409 MIGRATION_CONFLICT while a migration is in flight (cancel it first). Idempotent: an environment with nothing running answers with empty lists.',
+        'As `cutover topology down --yes`. 404 ENVIRONMENT_NOT_FOUND for an environment with no recorded layout (never migrated); 409 MIGRATION_CONFLICT while a migration is in flight (cancel it first). Idempotent: an environment taken down before answers with empty lists.',
       tags: ['environments'],
       params: {
         type: 'object',

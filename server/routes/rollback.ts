@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { parseRollbackTarget } from '../../engine/api.js';
+import { summaryJson } from '../../views/migration-json.js';
 import type { StoredResponse } from '../idempotency.js';
 import { type RouteContext, routeSchema } from '../route-context.js';
 import { ref } from '../schemas.js';
@@ -47,14 +48,14 @@ export function registerRollbackRoute(app: FastifyInstance, context: RouteContex
           ...(planId === undefined ? {} : { planId }),
         });
         if (!started.created) {
-          return { status: 200, headers: {}, body: { migration: null, planId: started.planId } };
+          return { status: 200, headers: {}, body: { summary: null, planId: started.planId } };
         }
         const { id } = started.summary;
         request.log.info({ migration: id, environment, to, by: request.principal?.name }, 'rollback started');
         return {
           status: 202,
           headers: { location: `/v1/migrations/${id}` },
-          body: { migration: started.summary, planId: started.planId },
+          body: { summary: summaryJson(started.summary), planId: started.planId },
         };
       });
     },

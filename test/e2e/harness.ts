@@ -145,7 +145,7 @@ export class Sandbox {
   async migrateBase(): Promise<string> {
     const result = await this.cli(['topology', 'migrate', '-f', baseFile, '--yes', '--json'], {});
     if (result.code !== 0) throw new Error(`base migrate exited ${result.code}: ${result.stderr}`);
-    return (JSON.parse(result.stdout) as { id: string }).id;
+    return (JSON.parse(result.stdout) as { summary: { id: string } }).summary.id;
   }
 
   /** This sandbox's state starts as a copy of another (a prepared base layout). */

@@ -120,7 +120,7 @@ export async function listAll(
   const r = await sb.cli(['topology', 'migration', 'list', '--all', '--json', '-f', targetFile]);
   return {
     code: r.code,
-    list: r.code === 0 ? (JSON.parse(r.stdout) as ListedMigration[]) : [],
+    list: r.code === 0 ? (JSON.parse(r.stdout) as { items: ListedMigration[] }).items : [],
     stderr: r.stderr,
   };
 }

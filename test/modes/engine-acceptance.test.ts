@@ -166,7 +166,7 @@ function scenarios(mode: Mode): void {
     expect(slotsOf(w, id)).toHaveLength(2);
 
     const list = JSON.parse((await cli(['topology', 'migration', 'list', '-f', w.file, '--json'])).stdout);
-    expect(list.map((m: { id: string }) => m.id)).toContain(id);
+    expect(list.items.map((m: { id: string }) => m.id)).toContain(id);
     const again = await cli(['topology', 'plan', '-f', w.file, '--detailed-exitcode']);
     expect(again.stdout).toContain('No changes.');
     expect(again.code).toBe(0);
@@ -255,7 +255,7 @@ function scenarios(mode: Mode): void {
     gate(w, false);
     const id = await migrateDetached(w);
     await waitFor(w, id, atGate);
-    const refused = await cli(['topology', 'down', '-f', w.file]);
+    const refused = await cli(['topology', 'down', '-f', w.file, '--yes']);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(new RegExp(`^cutover: .*migration in flight: ${id}`, 'm'));
     expect((await show(w, id)).lifecycle).toBe('running');
@@ -265,13 +265,13 @@ function scenarios(mode: Mode): void {
     expect(slotsOf(w, id)).toHaveLength(2);
     // A driver that fails: said as such, and the next down finishes the job.
     writeFileSync(path.join(driverStateDir(w), 'fail-retire'), '');
-    const failed = await cli(['topology', 'down', '-f', w.file]);
+    const failed = await cli(['topology', 'down', '-f', w.file, '--yes']);
     expect(failed.code).toBe(1);
     expect(failed.stderr).toMatch(
       /^cutover: taking acc-\S+ down failed at.* retire script exited with code 3/m,
     );
     rmSync(path.join(driverStateDir(w), 'fail-retire'));
-    const down = await cli(['topology', 'down', '-f', w.file]);
+    const down = await cli(['topology', 'down', '-f', w.file, '--yes']);
     expect(down.stderr).not.toMatch(/^cutover: /m);
     expect(down.code).toBe(0);
     expect(down.stdout).toMatch(/^acc-\S+: stopped 2 components and 1 route\n$/);
@@ -279,7 +279,7 @@ function scenarios(mode: Mode): void {
     // The layout is empty: everything is to add again; a second down finds nothing.
     const plan = await cli(['topology', 'plan', '-f', w.file]);
     expect(plan.stdout).toContain('Plan: 3 to add, 0 to change, 0 to remove');
-    const again = await cli(['topology', 'down', '-f', w.file, '--json']);
+    const again = await cli(['topology', 'down', '-f', w.file, '--json', '--yes']);
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout)).toMatchObject({ components: [], routes: [] });
     // And the environment takes a migration again.
@@ -352,7 +352,7 @@ function scenarios(mode: Mode): void {
         demoApply({ name: `acc-http-${mode}-${serial}-${process.pid}` }),
       );
       expect(apply.status).toBe(202);
-      const id = apply.json.migration.id as string;
+      const id = apply.json.summary.id as string;
       const done = await api.waitFor(id, (s) => s.endedAt !== null);
       expect(done.lifecycle).toBe('completed');
 

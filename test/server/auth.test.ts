@@ -214,9 +214,9 @@ describe('the auth matrix', () => {
     const op = api.as(operatorToken);
     const r = await op.post('/v1/apply', demoApply({ name: 'auth-demo' }));
     expect(r.status).toBe(202);
-    expect((await op.waitForEnd(r.json.migration.id)).lifecycle).toBe('completed');
+    expect((await op.waitForEnd(r.json.summary.id)).lifecycle).toBe('completed');
     const viewer = api.as(viewerToken);
-    expect((await viewer.get(`/v1/migrations/${r.json.migration.id}/logs`)).status).toBe(200);
+    expect((await viewer.get(`/v1/migrations/${r.json.summary.id}/logs`)).status).toBe(200);
 
     const output = server.stdout() + server.stderr();
     expect(output.length).toBeGreaterThan(1000);

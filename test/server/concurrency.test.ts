@@ -36,7 +36,7 @@ it('50 concurrent applies for one environment: one 202, 49 × 409 MIGRATION_CONF
   const accepted = answers.filter((r) => r.status === 202);
   const conflicts = answers.filter((r) => r.status === 409);
   expect(accepted).toHaveLength(1);
-  started = accepted[0]?.json.migration.id as string;
+  started = accepted[0]?.json.summary.id as string;
   expect(conflicts).toHaveLength(49);
   for (const r of conflicts) {
     expect(r.json.code).toBe('MIGRATION_CONFLICT');
@@ -56,6 +56,6 @@ it('50 concurrent applies for one environment: one 202, 49 × 409 MIGRATION_CONF
   if (summary.runnerPid !== null) await waitGone(summary.runnerPid);
   const next = await api.post('/v1/apply', demoApply({ name: 'race', version: 'next' }));
   expect(next.status).toBe(202);
-  const done = await api.waitForEnd(next.json.migration.id);
+  const done = await api.waitForEnd(next.json.summary.id);
   expect(done.lifecycle).toBe('completed');
 }, 60_000);

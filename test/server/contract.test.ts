@@ -40,10 +40,10 @@ afterAll(() => harness.cancelThenCleanup(api, started), 60_000);
 async function apply(body: Record<string, unknown>): Promise<MigrationSummary> {
   const r = await api.post('/v1/apply', body);
   expect(r.status, r.text).toBe(202);
-  const id = r.json.migration.id as string;
+  const id = r.json.summary.id as string;
   started.push(id);
   expect(r.headers.get('location')).toBe(`/v1/migrations/${id}`);
-  return r.json.migration as MigrationSummary;
+  return r.json.summary as MigrationSummary;
 }
 
 /** A migration that stays in flight (a 10-minute bake) until it is cancelled. */
@@ -265,7 +265,7 @@ describe('POST /v1/apply and /v1/cancel', () => {
     expect(done.lifecycle).toBe('completed');
     const again = await api.post('/v1/apply', body);
     expect(again.status).toBe(200);
-    expect(again.json.migration).toBeNull();
+    expect(again.json.summary).toBeNull();
     expect(again.json.planId).toMatch(/^sha256:/);
     expect(again.headers.get('location')).toBeNull();
     const list = await api.get('/v1/migrations?environment=apply-once');
@@ -283,7 +283,7 @@ describe('POST /v1/apply and /v1/cancel', () => {
     const cancel = await api.post('/v1/cancel', { migrationId: m.id });
     expect(cancel.status).toBe(202);
     expect(cancel.headers.get('location')).toBe(`/v1/migrations/${m.id}`);
-    expect(cancel.json.migration.id).toBe(m.id);
+    expect(cancel.json.summary.id).toBe(m.id);
     expect(cancel.json.recovered).toBe(false);
     const ended = await api.waitForEnd(m.id);
     expect(ended.lifecycle).toBe('cancelled');
@@ -462,7 +462,7 @@ describe('POST /v1/migrations/{id}/{verb}', () => {
     const pause = await api.post(`/v1/migrations/${m.id}/pause`);
     expect(pause.status).toBe(202);
     expect(pause.headers.get('location')).toBe(`/v1/migrations/${m.id}`);
-    expect(pause.json.migration.id).toBe(m.id);
+    expect(pause.json.summary.id).toBe(m.id);
     await api.waitFor(m.id, (s) => s.lifecycle === 'paused');
     const pausedAgain = await api.post(`/v1/migrations/${m.id}/pause`);
     expect(pausedAgain.status).toBe(409);
@@ -470,7 +470,7 @@ describe('POST /v1/migrations/{id}/{verb}', () => {
 
     const resume = await api.post(`/v1/migrations/${m.id}/resume`);
     expect(resume.status).toBe(202);
-    expect(resume.json.migration.lifecycle).toBe('running');
+    expect(resume.json.summary.lifecycle).toBe('running');
 
     const commit = await api.post(`/v1/migrations/${m.id}/commit`);
     expect(commit.status).toBe(409);
@@ -493,7 +493,7 @@ describe('POST /v1/migrations/{id}/{verb}', () => {
     await api.waitFor(m.id, (s) => s.lifecycle === 'awaiting_commit');
     const commit = await api.post(`/v1/migrations/${m.id}/commit`);
     expect(commit.status).toBe(202);
-    expect(commit.json.migration.committedAt).not.toBeNull();
+    expect(commit.json.summary.committedAt).not.toBeNull();
     expect((await api.waitForEnd(m.id)).lifecycle).toBe('completed');
 
     const other = await apply(slow('manual', '2'));
@@ -641,7 +641,7 @@ describe('Idempotency-Key', () => {
     const headers = { 'idempotency-key': 'apply-idempotent-1' };
     const first = await api.post('/v1/apply', body, { headers });
     expect(first.status).toBe(202);
-    const id = first.json.migration.id as string;
+    const id = first.json.summary.id as string;
     started.push(id);
     expect(first.headers.get('idempotent-replayed')).toBeNull();
 

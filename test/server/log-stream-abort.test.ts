@@ -50,7 +50,7 @@ beforeAll(async () => {
   api = await Api.connect(url);
   const r = await api.post('/v1/apply', demoApply({ name: 'hangup', bake: '10m', commit: 'auto' }));
   expect(r.status, r.text).toBe(202);
-  migrationId = r.json.migration.id as string;
+  migrationId = r.json.summary.id as string;
   await api.waitFor(migrationId, (s) => s.status.includes('bake'));
 }, 60_000);
 

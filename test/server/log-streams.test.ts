@@ -44,7 +44,7 @@ beforeAll(async () => {
   // A migration that stays in flight (a ten-minute bake) for as long as the tests follow it.
   const r = await api.post('/v1/apply', demoApply({ name: 'streams', bake: '10m', commit: 'auto' }));
   expect(r.status).toBe(202);
-  migrationId = r.json.migration.id as string;
+  migrationId = r.json.summary.id as string;
   await api.waitFor(migrationId, (s) => s.status.includes('bake'));
 }, 60_000);
 

@@ -30,9 +30,9 @@ it('SIGTERM: exit 0 promptly, even with an open log stream; the migration goes o
   // A 5 s bake: still in flight when the server stops.
   const r = await api.post('/v1/apply', demoApply({ name: 'shutdown', bake: '5s', commit: 'auto' }));
   expect(r.status).toBe(202);
-  const id = r.json.migration.id as string;
+  const id = r.json.summary.id as string;
   startedId = id;
-  const runnerPid = r.json.migration.runnerPid as number;
+  const runnerPid = r.json.summary.runnerPid as number;
   expect(runnerPid).toBeGreaterThan(0);
 
   // An open stream, with lines already through.

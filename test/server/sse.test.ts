@@ -29,8 +29,12 @@ interface Received extends EventSourceMessage {
 }
 
 /** Reads an event stream to its end: every event, with the time it arrived. */
-async function follow(id: string): Promise<{ type: string | null; events: Received[] }> {
+async function follow(
+  id: string,
+  headers: Record<string, string> = {},
+): Promise<{ type: string | null; events: Received[] }> {
   const response = await fetch(`${server.url}/v1/migrations/${id}/logs?follow=true`, {
+    headers,
     signal: AbortSignal.timeout(30_000),
   });
   expect(response.status).toBe(200);
@@ -47,7 +51,7 @@ it('streams log lines while the migration runs, then `end` with its summary', as
   // A 2 s bake between the first lines and the end.
   const r = await api.post('/v1/apply', demoApply({ name: 'follow', bake: '2s', commit: 'auto' }));
   expect(r.status).toBe(202);
-  const id = r.json.migration.id as string;
+  const id = r.json.summary.id as string;
   started.push(id);
 
   const { type, events } = await follow(id);
@@ -58,7 +62,7 @@ it('streams log lines while the migration runs, then `end` with its summary', as
   expect(ends).toHaveLength(1);
   expect(events.at(-1)?.event).toBe('end');
 
-  const summary = JSON.parse((ends[0] as Received).data) as MigrationSummary;
+  const { summary } = JSON.parse((ends[0] as Received).data) as { summary: MigrationSummary };
   api.contract.component('MigrationSummary', summary);
   expect(summary).toMatchObject({ id, lifecycle: 'completed' });
   expect(summary.endedAt).not.toBeNull();
@@ -66,7 +70,7 @@ it('streams log lines while the migration runs, then `end` with its summary', as
   // Lines arrived as they were written: the first well before the migration ended.
   expect(logs.length).toBeGreaterThan(5);
   const first = logs[0] as Received;
-  expect(first.at).toBeLessThan(summary.endedAt as number);
+  expect(first.at).toBeLessThan(Date.parse(summary.endedAt as string));
   expect((ends[0] as Received).at - first.at).toBeGreaterThan(1000);
 
   // Every line is a LogLine, and the stream carried the whole log, in order.
@@ -84,7 +88,7 @@ it('streams log lines while the migration runs, then `end` with its summary', as
 
 it('following a migration that has ended: its whole log, then `end` at once', async () => {
   const r = await api.post('/v1/apply', demoApply({ name: 'follow-late' }));
-  const id = r.json.migration.id as string;
+  const id = r.json.summary.id as string;
   started.push(id);
   await api.waitForEnd(id);
   const t0 = Date.now();
@@ -92,7 +96,22 @@ it('following a migration that has ended: its whole log, then `end` at once', as
   expect(Date.now() - t0).toBeLessThan(5000);
   expect(events.filter((e) => e.event === 'log').length).toBeGreaterThan(5);
   expect(events.at(-1)?.event).toBe('end');
-  expect(JSON.parse(events.at(-1)?.data as string).lifecycle).toBe('completed');
+  expect(JSON.parse(events.at(-1)?.data as string).summary.lifecycle).toBe('completed');
+});
+
+it('every log event has an id; a client resuming with Last-Event-ID gets the events after it', async () => {
+  const r = await api.post('/v1/apply', demoApply({ name: 'resume-stream' }));
+  const id = r.json.summary.id as string;
+  started.push(id);
+  await api.waitForEnd(id);
+  const whole = (await follow(id)).events.filter((e) => e.event === 'log');
+  expect(whole.map((e) => e.id)).toEqual(whole.map((_, i) => String(i + 1)));
+
+  const resumed = (await follow(id, { 'last-event-id': '3' })).events;
+  const logs = resumed.filter((e) => e.event === 'log');
+  expect(logs.map((e) => e.data)).toEqual(whole.slice(3).map((e) => e.data));
+  expect(logs[0]?.id).toBe('4');
+  expect(resumed.at(-1)?.event).toBe('end');
 });
 
 it('404 and 400 as problems, not streams', async () => {

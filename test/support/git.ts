@@ -352,14 +352,15 @@ export async function migrateBaseline(repo: Repo, stateDir: string): Promise<voi
 export interface MigrationRow {
   id: string;
   lifecycle: string;
-  startedAt: number;
-  endedAt: number | null;
+  /** ISO 8601. */
+  startedAt: string;
+  endedAt: string | null;
 }
 
 export async function migrations(stateDir: string): Promise<MigrationRow[]> {
   const result = await runCli(['topology', 'migration', 'list', '--all', '--json', '--state-dir', stateDir]);
   if (result.code !== 0) throw new Error(`migration list failed: ${result.stderr}`);
-  return JSON.parse(result.stdout) as MigrationRow[];
+  return (JSON.parse(result.stdout) as { items: MigrationRow[] }).items;
 }
 
 /** Polls `migration list` until the predicate holds (bounded). */

@@ -169,7 +169,7 @@ export async function liveWorkspace(
     stateDir,
     url: `http://127.0.0.1:${port}/`,
     cleanup: async () => {
-      await runCli(['topology', 'down', '-f', file]).catch(() => undefined);
+      await runCli(['topology', 'down', '-f', file, '--yes']).catch(() => undefined);
       killSlots(stateDir);
       killRunners(stateDir);
       await cleanup();

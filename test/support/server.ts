@@ -498,10 +498,11 @@ export interface MigrationSummary {
   planId: string;
   actionsDone: number;
   actionsTotal: number;
-  startedAt: number;
-  updatedAt: number;
-  committedAt: number | null;
-  endedAt: number | null;
+  /** Times are ISO 8601 in all JSON (the README's JSON contract). */
+  startedAt: string;
+  updatedAt: string;
+  committedAt: string | null;
+  endedAt: string | null;
   reason: string | null;
   runnerPid: number | null;
 }

@@ -39,7 +39,7 @@ describe('cutover server --no-worker (Temporal mode)', () => {
     const name = `no-worker-${process.pid}-${Date.now().toString(36)}`;
     const apply = await api.post('/v1/apply', demoApply({ name }));
     expect(apply.status).toBe(202);
-    const id = apply.json.migration.id as string;
+    const id = apply.json.summary.id as string;
 
     // Nobody runs it yet: its workflow was started, no worker polls the queue, and no workflow
     // task of it was ever picked up (its history says so), so no slot of it exists anywhere.

@@ -86,7 +86,9 @@ describe('cutover watch --apply', () => {
     const first = done.find((m) => m.id === x);
     const after = done.find((m) => m.id === y);
     // Never two in flight: Y started after X ended.
-    expect(after?.startedAt).toBeGreaterThanOrEqual(first?.endedAt ?? Number.POSITIVE_INFINITY);
+    expect(Date.parse(after?.startedAt ?? '')).toBeGreaterThanOrEqual(
+      Date.parse(first?.endedAt ?? '') || Number.POSITIVE_INFINITY,
+    );
 
     // The report of the applied commit is its plan against the layout X left (api 1 → 3).
     const plan = readJson<PlanJson>(reportPaths(out, 'gated', third.short).json);
