@@ -107,7 +107,7 @@ describe('cutover topology rollback --to', () => {
     await bump(w, '2.0.0', '3.0.0');
     const back = await rollback(w, to2.slice(0, 12), ['--json']);
     expect(back.code, back.stderr).toBe(0);
-    expect(JSON.parse(back.stdout)).toMatchObject({ lifecycle: 'completed' });
+    expect(JSON.parse(back.stdout)).toMatchObject({ summary: { lifecycle: 'completed' } });
     expect(await versionServed(w)).toBe('2.0.0');
     expect(layout(w).serial).toBe(4);
     const first = await rollback(w, 'serial:1');
@@ -163,7 +163,7 @@ describe('cutover topology rollback --to', () => {
     expect(never.stderr).toContain(`${undone} never committed (it is rolled back)`);
 
     // After `down`, the layout before it is the way back; the empty layout itself is not one.
-    expect((await runCli(['topology', 'down', '-f', w.file])).code).toBe(0);
+    expect((await runCli(['topology', 'down', '-f', w.file, '--yes'])).code).toBe(0);
     const back = await rollback(w, 'previous');
     expect(back.code, back.stderr).toBe(0);
     expect(await versionServed(w)).toBe('1.0.0');
