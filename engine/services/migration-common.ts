@@ -37,16 +37,17 @@ export async function pinError(
     if (old && buildPlan(old, desired).planId === pinned) {
       return new CutoverError(
         'PLAN_STALE',
-        `plan ${short(pinned)} is stale: it was computed against serial ${serial} of ${plan.environment}, which is now at serial ${plan.baseSerial}; plan again and review the new plan (${short(plan.planId)})`,
+        `plan ${shortPlanId(pinned)} is stale: it was computed against serial ${serial} of ${plan.environment}, which is now at serial ${plan.baseSerial}; plan again and review the new plan (${shortPlanId(plan.planId)})`,
       );
     }
   }
   return new CutoverError(
     'PLAN_MISMATCH',
-    `the plan of this topology is ${short(plan.planId)}, not the reviewed ${short(pinned)}: the topology file changed since it was planned; plan again and review`,
+    `the plan of this topology is ${shortPlanId(plan.planId)}, not the reviewed ${shortPlanId(pinned)}: the topology file changed since it was planned; plan again and review`,
   );
 }
 
-function short(planId: string): string {
+/** A plan id as messages show it: enough to tell it apart. */
+export function shortPlanId(planId: string): string {
   return planId.slice(0, 'sha256:'.length + 12);
 }
