@@ -91,11 +91,11 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
     : { signal: o.signal, log: o.log };
   switch (c.kind) {
     case 'provision': {
-      const ctx = componentContext(s, o, c.component, s.spec.desired);
+      const ctx = componentContext(s, o, c.component, 'desired');
       return componentDriverFor(o.drivers, ctx).provision(ctx, 'green', call);
     }
     case 'replicate': {
-      const ctx = componentContext(s, o, c.component, s.spec.desired);
+      const ctx = componentContext(s, o, c.component, 'desired');
       const pair = own(s.slots, c.component);
       if (!pair?.blue || !pair.green)
         throw new PermanentDriverError(
@@ -105,7 +105,7 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       return undefined;
     }
     case 'check_health': {
-      const ctx = componentContext(s, o, c.component, s.spec.desired);
+      const ctx = componentContext(s, o, c.component, 'desired');
       const green = own(s.slots, c.component)?.green;
       await waitHealthy({
         health: ctx.spec.health,
@@ -120,7 +120,8 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       return undefined;
     }
     case 'apply_route': {
-      const topology = c.restore ? (s.spec.base.topology as Topology) : s.spec.desired;
+      const side: LayoutSide = c.restore ? 'base' : 'desired';
+      const topology = topologyOf(s, side);
       const spec = own(topology.routes, c.route);
       if (!spec)
         throw new PermanentDriverError(
@@ -131,7 +132,7 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       const blue = c.promote ? (pair?.green ?? pair?.blue ?? null) : (pair?.blue ?? null);
       const green = c.restore || c.promote ? null : (pair?.green ?? null);
       await routeDriverFor(o.drivers, topology, spec.driver).apply(
-        routeContext(s, o, topology, spec.driver),
+        routeContext(s, o, side, spec.driver),
         {
           route: c.route,
           spec,
@@ -145,27 +146,25 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       return undefined;
     }
     case 'remove_route': {
-      const topology = own(s.spec.base.topology?.routes, c.route)
-        ? (s.spec.base.topology as Topology)
-        : s.spec.desired;
+      const side: LayoutSide = own(s.spec.base.topology?.routes, c.route) ? 'base' : 'desired';
+      const topology = topologyOf(s, side);
       const driverName = own(topology.routes, c.route)?.driver;
       await routeDriverFor(o.drivers, topology, driverName).remove(
-        routeContext(s, o, topology, driverName),
+        routeContext(s, o, side, driverName),
         c.route,
         call,
       );
       return undefined;
     }
     case 'drain': {
-      const ctx = componentContext(s, o, c.component, s.spec.base.topology as Topology);
+      const ctx = componentContext(s, o, c.component, 'base');
       const blue = own(s.slots, c.component)?.blue ?? placeholderSlot(ctx, 'blue');
       await drainRoutes(s, o, call, c.component, blue, c.timeoutMs);
       await componentDriverFor(o.drivers, ctx).drain(ctx, blue, c.timeoutMs, call);
       return undefined;
     }
     case 'retire': {
-      const topology = c.slot === 'blue' ? (s.spec.base.topology as Topology) : s.spec.desired;
-      const ctx = componentContext(s, o, c.component, topology);
+      const ctx = componentContext(s, o, c.component, c.slot === 'blue' ? 'base' : 'desired');
       const slot = own(s.slots, c.component)?.[c.slot] ?? placeholderSlot(ctx, c.slot);
       await componentDriverFor(o.drivers, ctx).retire(ctx, slot, call);
       return undefined;
@@ -181,12 +180,29 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
   }
 }
 
+/**
+ * The layout a driver call acts on: the live one (`base`: its blue slots, the routes it had) or the
+ * one being migrated to. Each resolves relative paths in its own directory: a rollback to a layout
+ * recorded from another directory must still drain and retire the live slots with their own scripts.
+ */
+type LayoutSide = 'base' | 'desired';
+
+function topologyOf(s: MigrationState, side: LayoutSide): Topology {
+  return side === 'base' ? (s.spec.base.topology as Topology) : s.spec.desired;
+}
+
+/** A layout recorded before layouts kept their directory resolves where the migration's file does. */
+function baseDirOf(s: MigrationState, side: LayoutSide): string {
+  return side === 'base' ? (s.spec.base.baseDir ?? s.spec.baseDir) : s.spec.baseDir;
+}
+
 function componentContext(
   s: MigrationState,
   o: ExecuteOptions,
   component: string,
-  topology: Topology,
+  side: LayoutSide,
 ): ComponentCallContext {
+  const topology = topologyOf(s, side);
   const spec = own(topology.components, component);
   if (!spec) throw new PermanentDriverError(`component ${component} is not in the topology`);
   const driver = own(topology.drivers, spec.driver);
@@ -197,7 +213,7 @@ function componentContext(
     component,
     spec,
     driver,
-    baseDir: s.spec.baseDir,
+    baseDir: baseDirOf(s, side),
     stateDir: o.stateDir,
   };
 }
@@ -205,14 +221,15 @@ function componentContext(
 function routeContext(
   s: MigrationState,
   o: ExecuteOptions,
-  topology: Topology,
+  side: LayoutSide,
   driverName: string | undefined,
 ): RouteCallContext {
+  const topology = topologyOf(s, side);
   const ctx: RouteCallContext = {
     environment: s.spec.environment,
     migrationId: s.spec.id,
     stateDir: o.stateDir,
-    baseDir: s.spec.baseDir,
+    baseDir: baseDirOf(s, side),
   };
   const driver = driverName === undefined ? undefined : own(topology.drivers, driverName);
   if (driver) ctx.driver = driver;
@@ -238,7 +255,7 @@ async function checkThroughPreviews(
     const spec = own(s.spec.desired.routes, name) as Route;
     const pair = own(s.slots, component);
     await routeDriverFor(o.drivers, s.spec.desired, undefined).apply(
-      routeContext(s, o, s.spec.desired, undefined),
+      routeContext(s, o, 'desired', undefined),
       { route: name, spec, blue: pair?.blue ?? null, green: pair?.green ?? null, greenPercent: 0 },
       call,
     );
@@ -298,7 +315,7 @@ async function drainRoutes(
     if (route.to !== component) continue;
     const started = Date.now();
     const result = await routeDriverFor(o.drivers, topology, route.driver).drain(
-      routeContext(s, o, topology, route.driver),
+      routeContext(s, o, 'base', route.driver),
       name,
       blue.addresses,
       timeoutMs,

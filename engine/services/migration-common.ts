@@ -32,21 +32,25 @@ export async function pinError(
   desired: MigrationSpec['desired'],
 ): Promise<CutoverError> {
   const { buildPlan } = await import('../../core/plan/build-plan.js');
+  // The newest earlier layout no longer kept (only the last few are): a stale plan may be one of those.
+  let gone = 0;
   for (let serial = plan.baseSerial - 1; serial >= Math.max(0, plan.baseSerial - 50); serial--) {
     const old = await layoutAt(serial);
+    if (old === null && serial > 0 && gone === 0) gone = serial;
     if (old && buildPlan(old, desired).planId === pinned) {
       return new CutoverError(
         'PLAN_STALE',
-        `plan ${short(pinned)} is stale: it was computed against serial ${serial} of ${plan.environment}, which is now at serial ${plan.baseSerial}; plan again and review the new plan (${short(plan.planId)})`,
+        `plan ${shortPlanId(pinned)} is stale: it was computed against serial ${serial} of ${plan.environment}, which is now at serial ${plan.baseSerial}; plan again and review the new plan (${shortPlanId(plan.planId)})`,
       );
     }
   }
   return new CutoverError(
     'PLAN_MISMATCH',
-    `the plan of this topology is ${short(plan.planId)}, not the reviewed ${short(pinned)}: the topology file changed since it was planned; plan again and review`,
+    `the plan of this topology is ${shortPlanId(plan.planId)}, not the reviewed ${shortPlanId(pinned)}: the topology file changed since it was planned${gone === 0 ? '' : `, or it was planned against a layout before serial ${gone + 1}, which is no longer kept (see CUTOVER_KEEP_LAYOUTS)`}; plan again and review`,
   );
 }
 
-function short(planId: string): string {
+/** A plan id as messages show it: enough to tell it apart. */
+export function shortPlanId(planId: string): string {
   return planId.slice(0, 'sha256:'.length + 12);
 }

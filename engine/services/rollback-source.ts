@@ -8,6 +8,7 @@
 import { CutoverError } from '../../core/errors.js';
 import type { CurrentLayout } from '../../core/layout.js';
 import { topologyText } from '../../core/topology/render-topology.js';
+import { shortPlanId } from './migration-common.js';
 import type { MigrationService, RollbackTarget, StartRequest } from './service-types.js';
 
 export type { RollbackTarget };
@@ -59,11 +60,28 @@ export function rollbackOperations(
     },
     async startRollback(environment, request) {
       const source = await rollbackSource(service, environment, request.to, request.fallbackBaseDir);
-      return service.start({
-        ...source.request,
-        ...(request.planId === undefined ? {} : { planId: request.planId }),
-        ...(request.attach === undefined ? {} : { attach: request.attach }),
-      });
+      try {
+        return await service.start({
+          ...source.request,
+          ...(request.planId === undefined ? {} : { planId: request.planId }),
+          ...(request.attach === undefined ? {} : { attach: request.attach }),
+        });
+      } catch (error) {
+        if (
+          request.planId === undefined ||
+          !(error instanceof CutoverError) ||
+          error.code !== 'PLAN_MISMATCH'
+        ) {
+          throw error;
+        }
+        // The message of `migrate` blames an edited file; a rollback has none: `--to` (e.g.
+        // `previous`) names another layout now than when the plan was reviewed.
+        const to = formatRollbackTarget(request.to);
+        throw new CutoverError(
+          'PLAN_MISMATCH',
+          `plan ${shortPlanId(request.planId)} is not the plan of going back to serial ${source.target.serial} from serial ${source.current.serial}: --to ${to} named another layout when it was reviewed, or the layouts changed since; run \`cutover topology rollback --to ${to}\` again and review its plan`,
+        );
+      }
     },
   };
 }

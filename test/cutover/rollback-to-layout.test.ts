@@ -105,7 +105,9 @@ describe('cutover topology rollback --to', () => {
     const w = await live();
     const to2 = await bump(w, '1.0.0', '2.0.0');
     await bump(w, '2.0.0', '3.0.0');
-    const back = await rollback(w, to2.slice(0, 12), ['--json']);
+    // A unique prefix: the first 10 characters of a ULID are its millisecond time, so 8 of them
+    // (slice(0, 12)) are shared by migrations created within about a second of each other.
+    const back = await rollback(w, to2.slice(0, 'mig_'.length + 16), ['--json']);
     expect(back.code, back.stderr).toBe(0);
     expect(JSON.parse(back.stdout)).toMatchObject({ summary: { lifecycle: 'completed' } });
     expect(await versionServed(w)).toBe('2.0.0');
