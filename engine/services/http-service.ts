@@ -75,6 +75,9 @@ export function httpService(url: string, token: string | undefined): MigrationSe
     currentLayout: async () => {
       throw notHere('reading the recorded layout');
     },
+    observe: async () => {
+      throw notHere('observing what runs');
+    },
     async start(request) {
       const answer = await remote.json<{ migration: MigrationSummary | null; planId: string }>(
         'POST',

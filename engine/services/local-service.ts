@@ -40,6 +40,7 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
       return planTopologyText(desired, against);
     },
     currentLayout: (environment) => readCurrentLayout(stateDir, environment),
+    observe: async (environment) => (await api()).observeEnvironment(stateDir, environment),
     async start(request) {
       const created = await createMigration({
         file: request.file,

@@ -7,6 +7,7 @@
 import type { CurrentLayout } from '../../core/layout.js';
 import type { MigrationSummary } from '../../core/migration/summary.js';
 import type { Lifecycle, LogLine, MigrationState, Verb } from '../../core/migration/types.js';
+import type { ObservedLayout } from '../../core/observed.js';
 import type { Plan } from '../../core/plan/types.js';
 import type { Diagnostic } from '../../core/topology/diagnostic.js';
 import type { StateDir } from '../store/state-dir.js';
@@ -78,6 +79,11 @@ export interface MigrationService {
   validate(source: TopologyText): Promise<ValidateOutcome>;
   plan(desired: TopologyText, against: PlanAgainst): Promise<Plan>;
   currentLayout(environment: string): Promise<CurrentLayout>;
+  /**
+   * What runs of the recorded layout now, as the drivers see it on this machine (pids, ports,
+   * routes served). Reads only. Refused (NOT_SUPPORTED) where the drivers' state is elsewhere.
+   */
+  observe(environment: string): Promise<ObservedLayout>;
   /** Plans, checks a pinned plan, and starts the migration (in the background unless `attach`). */
   start(request: StartRequest): Promise<StartResult>;
   /** Follows a started migration to its end, each log line as it comes (locally, with its state). */
