@@ -23,7 +23,7 @@ export interface ObserveOptions {
 
 /**
  * Asks every driver what runs of the recorded layout: the live slot of each component and each
- * route, all at once, each call bounded. A driver that cannot tell (no `observe`, an error, the
+ * route to a component with a live slot, all at once, each call bounded. A driver that cannot tell (no `observe`, an error, the
  * bound passed) reports `unknown` with the reason, which is never drift: observing never fails a
  * plan, and never changes anything.
  */
@@ -61,6 +61,9 @@ export async function observeLayout(
     );
   });
   const routes = Object.entries(topology.routes).map(async ([name, spec]) => {
+    // A route serves its component's live slot: with none recorded (a layout no driver realised
+    // here), there is nothing it should be serving to compare with.
+    if (!own(layout.slots, spec.to)) return;
     const ctx: RouteCallContext = {
       environment: layout.environment,
       migrationId: layout.migrationId ?? '',
