@@ -35,7 +35,8 @@ async function liveDemo(edit: (yaml: string) => string = (y) => y): Promise<Live
 
 async function livePids(w: Workspace, environment = 'live-demo'): Promise<number[]> {
   const layout = await readCurrentLayout(StateDir.at(w.stateDir), environment);
-  return (layout.slots?.web?.details?.replicas as { pid: number }[]).map((r) => r.pid);
+  const replicas = (layout.slots?.web?.details?.replicas ?? []) as { pid: number }[];
+  return replicas.map((r) => r.pid);
 }
 
 async function status(url: string): Promise<number> {
