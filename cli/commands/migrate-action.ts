@@ -19,6 +19,7 @@ export interface MigrateOptions extends ServerOption {
   detach?: boolean;
   planId?: string;
   json?: boolean;
+  replace?: string[];
 }
 
 /** How many log lines the live view keeps under the migration's state. */
@@ -36,11 +37,16 @@ export async function runMigrate(options: MigrateOptions): Promise<void> {
  */
 async function migrate(options: MigrateOptions, service: MigrationService): Promise<void> {
   const desired = await readTopology(options.file);
-  const request = { ...desired, baseDir: baseDirOf(options.file) };
+  const replace = options.replace ?? [];
+  const request = {
+    ...desired,
+    baseDir: baseDirOf(options.file),
+    ...(replace.length > 0 ? { replace } : {}),
+  };
   await migrateTo(
     service,
     {
-      plan: () => service.plan(desired, { kind: 'recorded' }),
+      plan: () => service.plan(desired, { kind: 'recorded' }, replace.length > 0 ? { replace } : {}),
       start: (pin) => service.start({ ...request, ...pin }),
     },
     options,

@@ -93,7 +93,10 @@ export function httpService(url: string, token: string | undefined): MigrationSe
         throw error;
       }
     },
-    async plan(desired, against) {
+    async plan(desired, against, options = {}) {
+      // The server observes what runs on its machine when it plans against its record.
+      if (options.refresh === false) throw notHere('planning without observing (--refresh=false)');
+      if (options.replace !== undefined && options.replace.length > 0) throw notHere('--replace');
       const body: Record<string, unknown> = { topology: desired.text, path: desired.file };
       if (against.kind === 'text') {
         body.against = against.source.text;
@@ -109,6 +112,9 @@ export function httpService(url: string, token: string | undefined): MigrationSe
     layoutAt: async () => {
       throw notHere('reading an earlier recorded layout');
     },
+    observe: async () => {
+      throw notHere('observing what runs');
+    },
     // The server finds the recorded layout in its own state and resolves its paths on its machine.
     async planRollback(environment, request) {
       return (
@@ -123,12 +129,14 @@ export function httpService(url: string, token: string | undefined): MigrationSe
         to: formatRollbackTarget(request.to),
         ...(request.planId === undefined ? {} : { planId: request.planId }),
       }),
-    start: (request) =>
-      startBy('/v1/apply', {
+    async start(request) {
+      if (request.replace !== undefined && request.replace.length > 0) throw notHere('--replace');
+      return startBy('/v1/apply', {
         topology: request.text,
         path: request.file,
         ...(request.planId === undefined ? {} : { planId: request.planId }),
-      }),
+      });
+    },
     attach: async (id, onLine) => followElsewhere(service, id, runs, onLine),
     list: (filter) => listAll(filter),
     /** A full id, from an id or a unique prefix (with or without `mig_`), as the local engine finds them. */

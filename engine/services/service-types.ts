@@ -7,6 +7,7 @@
 import type { CurrentLayout } from '../../core/layout.js';
 import type { MigrationSummary } from '../../core/migration/summary.js';
 import type { Lifecycle, LogLine, MigrationState, ResolveHow, Verb } from '../../core/migration/types.js';
+import type { ObservedLayout } from '../../core/observed.js';
 import type { Plan } from '../../core/plan/types.js';
 import type { Diagnostic } from '../../core/topology/diagnostic.js';
 import type { StateDir } from '../store/state-dir.js';
@@ -26,6 +27,13 @@ export interface TopologyText {
 /** What a plan is computed against: the recorded layout, another topology, or nothing live. */
 export type PlanAgainst = { kind: 'recorded' } | { kind: 'text'; source: TopologyText } | { kind: 'empty' };
 
+export interface PlanOptions {
+  /** false: plan from the record alone, without observing what runs (`--refresh=false`). */
+  refresh?: boolean;
+  /** Components to replace green-blue with no change (`--replace`). */
+  replace?: readonly string[];
+}
+
 export type ValidateOutcome =
   | { ok: true; environment: string; components: number; routes: number }
   | { ok: false; diagnostics: Diagnostic[] };
@@ -34,6 +42,8 @@ export interface StartRequest extends TopologyText {
   /** Where its relative paths resolve. */
   baseDir: string;
   planId?: string;
+  /** Components to replace green-blue with no change (`migrate --replace`). */
+  replace?: readonly string[];
   /**
    * The caller drives it itself with `attach` (the CLI's `migrate` without --detach). Only a local
    * migration runs in the caller's process; elsewhere it runs where it always does.
@@ -101,13 +111,19 @@ export interface MigrationService {
    */
   readonly lookAgainMs: number;
   validate(source: TopologyText): Promise<ValidateOutcome>;
-  plan(desired: TopologyText, against: PlanAgainst): Promise<Plan>;
+  /** Against the recorded layout, observes what runs first where it can (see PlanOptions). */
+  plan(desired: TopologyText, against: PlanAgainst, options?: PlanOptions): Promise<Plan>;
   currentLayout(environment: string): Promise<CurrentLayout>;
   /**
    * An earlier layout of the environment by its serial, while it is kept (the last few are; see
    * `cutover topology rollback`); null when it is not. Serial 0 is the empty layout.
    */
   layoutAt(environment: string, serial: number): Promise<CurrentLayout | null>;
+  /**
+   * What runs of the recorded layout now, as the drivers see it on this machine (pids, ports,
+   * routes served). Reads only. Refused (NOT_SUPPORTED) where the drivers' state is elsewhere.
+   */
+  observe(environment: string): Promise<ObservedLayout>;
   /** Plans, checks a pinned plan, and starts the migration (in the background unless `attach`). */
   start(request: StartRequest): Promise<StartResult>;
   /**

@@ -37,14 +37,23 @@ export function temporalService(settings: TemporalSettings): MigrationService {
     lookAgainMs: 1_000, // a visibility query
     // Validation is the same on every machine: no need for Temporal.
     validate: async (source) => (await api()).validationOf(source),
-    async plan(desired, against) {
+    // Plans from the record Temporal keeps: the slots live on the workers' machines, not observed here.
+    async plan(desired, against, options) {
       const { planTopologyText } = await api();
-      if (against.kind !== 'recorded') return planTopologyText(desired, against);
+      if (against.kind !== 'recorded') return planTopologyText(desired, against, options);
       const t = await temporal();
-      return planTopologyText(desired, { kind: 'layout', of: (environment) => t.currentLayout(environment) });
+      const of = (environment: string) => t.currentLayout(environment);
+      return planTopologyText(desired, { kind: 'layout', of }, options);
     },
     currentLayout: async (environment) => (await temporal()).currentLayout(environment),
     layoutAt: async (environment, serial) => (await temporal()).layoutAt(environment, serial),
+    // The slots' processes and files are on the workers' machines, not necessarily this one.
+    observe: async () => {
+      throw new CutoverError(
+        'NOT_SUPPORTED',
+        `observing what runs is not available in Temporal mode (${where}): the drivers' state is on the workers' machines; plans there are computed from the record alone`,
+      );
+    },
     async start(request) {
       const { attach: _attach, ...create } = request;
       const created = await (await temporal()).create(create);
