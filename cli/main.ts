@@ -7,6 +7,7 @@ import { registerDown } from './commands/topology-down.js';
 import { registerMigrate } from './commands/topology-migrate.js';
 import { registerMigration } from './commands/topology-migration.js';
 import { registerPlan } from './commands/topology-plan.js';
+import { registerStatus } from './commands/topology-status.js';
 import { registerValidate } from './commands/topology-validate.js';
 import { registerWatch } from './commands/watch.js';
 import { registerWorker } from './commands/worker.js';
@@ -40,6 +41,7 @@ Documentation: README.md; the topology schema: schemas/topology.v1.json`,
   registerMigrate(topology);
   registerMigration(topology);
   registerDown(topology);
+  registerStatus(topology);
   registerServer(program, pkg.version);
   registerWatch(program);
   registerWorker(program);

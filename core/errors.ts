@@ -16,6 +16,8 @@ export const errorCodes = [
   'STATE_CORRUPT',
   'MIGRATION_NOT_FOUND',
   'MIGRATION_AMBIGUOUS',
+  /** Nothing is recorded for the environment (never migrated) and nothing is in flight. */
+  'ENVIRONMENT_NOT_FOUND',
   /** A migration is in flight for the environment. */
   'MIGRATION_CONFLICT',
   'PLAN_MISMATCH',

@@ -102,3 +102,12 @@ export async function planTopologyText(
   const base = await loadOrThrow(against.source.text, against.source.file);
   return buildPlan({ environment: base.metadata.name, serial: 0, topology: base }, model);
 }
+
+export {
+  defaultHealIntervalMs,
+  defaultMaxRepairsPerHour,
+  describeHealEvent,
+  type HealEvent,
+  type HealTarget,
+  SelfHeal,
+} from './heal/self-heal.js';

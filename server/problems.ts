@@ -25,6 +25,7 @@ export const engineProblems: Record<ErrorCode, StatusAndTitle> = {
   GIT_REF_UNREADABLE: { httpStatus: 422, title: 'Cannot read the topology at a Git revision' },
   STATE_CORRUPT: { httpStatus: 500, title: 'State directory is corrupt' },
   MIGRATION_NOT_FOUND: { httpStatus: 404, title: 'Migration not found' },
+  ENVIRONMENT_NOT_FOUND: { httpStatus: 404, title: 'Environment not found' },
   MIGRATION_AMBIGUOUS: { httpStatus: 400, title: 'Migration id prefix is ambiguous' },
   MIGRATION_CONFLICT: { httpStatus: 409, title: 'A migration is in flight for this environment' },
   PLAN_MISMATCH: { httpStatus: 409, title: 'The plan differs from the one reviewed' },

@@ -4,6 +4,7 @@
  * by the caller and sent as text with their path, so the server names them (and resolves their
  * relative paths) the same way.
  */
+import type { EnvironmentStatus, EnvironmentSummary } from '../../core/environment-status.js';
 import { CutoverError, TopologyInvalidError } from '../../core/errors.js';
 import type { MigrationSummary } from '../../core/migration/summary.js';
 import { isFinal, type LogLine, type MigrationState } from '../../core/migration/types.js';
@@ -75,6 +76,9 @@ export function httpService(url: string, token: string | undefined): MigrationSe
     currentLayout: async () => {
       throw notHere('reading the recorded layout');
     },
+    observe: async () => {
+      throw notHere('observing what runs');
+    },
     async start(request) {
       const answer = await remote.json<{ migration: MigrationSummary | null; planId: string }>(
         'POST',
@@ -141,6 +145,14 @@ export function httpService(url: string, token: string | undefined): MigrationSe
     async inFlight(environment) {
       const running = (await listAll({ environment })).find((m) => !isFinal(m.lifecycle));
       return running?.id ?? null;
+    },
+    async status(environment) {
+      return (
+        await remote.json<EnvironmentStatus>('GET', `/v1/environments/${encodeURIComponent(environment)}`)
+      ).body;
+    },
+    async environments() {
+      return (await remote.json<{ items: EnvironmentSummary[] }>('GET', '/v1/environments')).body.items;
     },
     // The server logs the take-down's lines itself.
     async down(environment) {

@@ -2,6 +2,7 @@
  * The MigrationService of this machine: migrations in a state directory, each driven by a runner
  * process of its own (or by the caller's process, with `attach`).
  */
+import { CutoverError } from '../../core/errors.js';
 import { readCurrentLayout } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 import {
@@ -29,7 +30,7 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
   // The topology loader and the planner are loaded by the operations that use them: an operator's
   // verb needs neither, and a CLI starting on a busy machine takes CPU from the traffic it serves.
   const api = () => import('../api.js');
-  return {
+  const service: MigrationService = {
     where: stateDir.root,
     reachAgain,
     lookAgainMs: 250, // a claim file read
@@ -40,6 +41,10 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
       return planTopologyText(desired, against);
     },
     currentLayout: (environment) => readCurrentLayout(stateDir, environment),
+    // Until the drivers' observation (branch h/observe) is merged in.
+    observe: async () => {
+      throw new CutoverError('NOT_SUPPORTED', 'observing what runs is not built yet');
+    },
     async start(request) {
       const created = await createMigration({
         file: request.file,
@@ -102,6 +107,15 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
     async inFlight(environment) {
       return activeMigration(stateDir, environment);
     },
+    async status(environment) {
+      const { readEnvironmentStatus } = await import('../status/read-status.js');
+      return readEnvironmentStatus(service, environment);
+    },
+    async environments() {
+      const { readEnvironmentSummaries } = await import('../status/read-status.js');
+      const { recordedEnvironments } = await import('../status/recorded-environments.js');
+      return readEnvironmentSummaries(service, await recordedEnvironments(stateDir));
+    },
     async down(environment, options) {
       const { takeDown } = await import('./down.js');
       const { defaultDrivers } = await import('../drivers/default-drivers.js');
@@ -112,4 +126,5 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
     hostWorker: async () => ({ description: 'local', shutdown: async () => {} }),
     async close() {},
   };
+  return service;
 }

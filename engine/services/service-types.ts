@@ -4,9 +4,11 @@
  * ask which it is; a verb that cannot work in a mode is refused here, with NOT_SUPPORTED.
  * (The implementations import this file; migration-service.ts picks one of them.)
  */
+import type { EnvironmentStatus, EnvironmentSummary } from '../../core/environment-status.js';
 import type { CurrentLayout } from '../../core/layout.js';
 import type { MigrationSummary } from '../../core/migration/summary.js';
 import type { Lifecycle, LogLine, MigrationState, Verb } from '../../core/migration/types.js';
+import type { ObservedLayout } from '../../core/observed.js';
 import type { Plan } from '../../core/plan/types.js';
 import type { Diagnostic } from '../../core/topology/diagnostic.js';
 import type { StateDir } from '../store/state-dir.js';
@@ -78,6 +80,11 @@ export interface MigrationService {
   validate(source: TopologyText): Promise<ValidateOutcome>;
   plan(desired: TopologyText, against: PlanAgainst): Promise<Plan>;
   currentLayout(environment: string): Promise<CurrentLayout>;
+  /**
+   * What runs of the recorded layout now, as the drivers see it on this machine (pids, ports,
+   * routes served). Reads only. Refused (NOT_SUPPORTED) where the drivers' state is elsewhere.
+   */
+  observe(environment: string): Promise<ObservedLayout>;
   /** Plans, checks a pinned plan, and starts the migration (in the background unless `attach`). */
   start(request: StartRequest): Promise<StartResult>;
   /** Follows a started migration to its end, each log line as it comes (locally, with its state). */
@@ -91,6 +98,14 @@ export interface MigrationService {
   verb(id: string, verb: Verb, by?: string): Promise<{ summary: MigrationSummary; recovered: boolean }>;
   /** The migration (or take-down) in flight for an environment, if any: its id. */
   inFlight(environment: string): Promise<string | null>;
+  /**
+   * What runs in an environment beside its record, the migration in flight and the drift
+   * (`topology status`, `GET /v1/environments/{name}`). ENVIRONMENT_NOT_FOUND when it was never
+   * migrated and nothing is in flight.
+   */
+  status(environment: string): Promise<EnvironmentStatus>;
+  /** Every environment with a record (or a migration in flight), a line of status each, by name. */
+  environments(): Promise<EnvironmentSummary[]>;
   /** `topology down`: stops every route and live slot of the environment and records an empty layout. */
   down(environment: string, options: DownOptions): Promise<{ components: string[]; routes: string[] }>;
   /**

@@ -4,6 +4,7 @@
  * what needs none (validating, planning against a file) works without it; a failed connection is
  * tried again at the next operation.
  */
+import { CutoverError } from '../../core/errors.js';
 import { start as startState } from '../../core/migration/step.js';
 import { summaryOf } from '../../core/migration/summary.js';
 import type { TemporalSettings } from '../temporal/connection.js';
@@ -41,6 +42,13 @@ export function temporalService(settings: TemporalSettings): MigrationService {
       return planTopologyText(desired, { kind: 'layout', of: (environment) => t.currentLayout(environment) });
     },
     currentLayout: async (environment) => (await temporal()).currentLayout(environment),
+    // The slots' processes and files are on the workers' machines, not necessarily this one.
+    observe: async () => {
+      throw new CutoverError(
+        'NOT_SUPPORTED',
+        `observing what runs is not available in Temporal mode (${where}): the drivers' state is on the workers' machines; plans there are computed from the record alone`,
+      );
+    },
     async start(request) {
       const { attach: _attach, ...create } = request;
       const created = await (await temporal()).create(create);
@@ -58,6 +66,17 @@ export function temporalService(settings: TemporalSettings): MigrationService {
     },
     verb: async (id, verb, by) => (await temporal()).verb(id, verb, by),
     inFlight: async (environment) => (await temporal()).inFlight(environment),
+    // The layout is Temporal's; what runs is observed where the drivers' state is (refused here).
+    status: async (environment) => {
+      const { readEnvironmentStatus } = await import('../status/read-status.js');
+      return readEnvironmentStatus(service, environment);
+    },
+    environments: async () => {
+      throw new CutoverError(
+        'NOT_SUPPORTED',
+        `listing environments is not available in Temporal mode (${where}): Temporal keeps no index of them; ask for one by name (\`cutover topology status -f FILE\`)`,
+      );
+    },
     down: async (environment, options) => (await temporal()).down(environment, options),
     async hostWorker(stateDir, wanted) {
       // Connected first: an unreachable Temporal is the server's one error, worker or not.
