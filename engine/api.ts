@@ -5,11 +5,13 @@
 import path from 'node:path';
 import { TopologyInvalidError } from '../core/errors.js';
 import { type CurrentLayout, emptyLayout } from '../core/layout.js';
+import type { ObservedLayout } from '../core/observed.js';
 import { buildPlan } from '../core/plan/build-plan.js';
 import type { Plan } from '../core/plan/types.js';
 import type { Diagnostic } from '../core/topology/diagnostic.js';
 import { type LoadResult, loadTopology } from '../core/topology/load-topology.js';
 import type { Topology } from '../core/topology/types.js';
+import { observeLayout } from './observe/observe-layout.js';
 import type { PlanAgainst, TopologyText, ValidateOutcome } from './services/service-types.js';
 import { readFileAtRef } from './sources/read-file-at-ref.js';
 import { readTopologyFile } from './sources/read-topology-file.js';
@@ -17,7 +19,17 @@ import { readCurrentLayout } from './store/layout-store.js';
 import type { StateDir } from './store/state-dir.js';
 
 export { TopologyInvalidError } from '../core/errors.js';
-export type { CurrentLayout, Diagnostic, Plan, PlanAgainst, Topology, TopologyText, ValidateOutcome };
+export type {
+  CurrentLayout,
+  Diagnostic,
+  ObservedLayout,
+  Plan,
+  PlanAgainst,
+  Topology,
+  TopologyText,
+  ValidateOutcome,
+};
+export { observeLayout };
 
 export async function validateTopologyFile(file: string): Promise<LoadResult> {
   return loadTopology(await readTopologyFile(file), { file });
@@ -111,3 +123,16 @@ export {
   type HealTarget,
   SelfHeal,
 } from './heal/self-heal.js';
+
+/**
+ * What runs now of an environment's recorded layout in a state directory, as the built-in drivers
+ * see it. Relative paths resolve where the layout's migration ran, else beside the state directory.
+ */
+export async function observeEnvironment(stateDir: StateDir, environment: string): Promise<ObservedLayout> {
+  const { defaultDrivers } = await import('./drivers/default-drivers.js');
+  const layout = await readCurrentLayout(stateDir, environment);
+  return observeLayout(stateDir, layout, {
+    drivers: defaultDrivers(),
+    fallbackBaseDir: path.dirname(stateDir.root),
+  });
+}

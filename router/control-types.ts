@@ -23,6 +23,8 @@ export interface ListenFailure {
   address: string;
   /** What went wrong and what to do, e.g. "the address is already in use (EADDRINUSE); stop …". */
   cause: string;
+  /** Not failed (yet): the router is opening it right now. */
+  opening?: boolean;
 }
 
 export interface RouteSnapshot {
@@ -38,6 +40,8 @@ export interface RoutesSnapshot {
   version: number;
   routes: Record<string, RouteSnapshot>;
   problems: string[];
+  /** Listeners of the table the router does not hold now (another program has the address). */
+  unbound?: ListenFailure[];
 }
 
 export interface InFlightAnswer {

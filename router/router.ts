@@ -22,14 +22,20 @@ import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CutoverError } from '../core/errors.js';
 import { type ControlServer, startRouterControl } from './control.js';
-import type { ReloadResult, RoutesSnapshot } from './control-types.js';
+import type { ListenFailure, ReloadResult, RoutesSnapshot } from './control-types.js';
 import { InFlightRegistry } from './in-flight.js';
 import { type ProxyDeps, proxyRequest, sendText } from './proxy-request.js';
 import { BodyBudget } from './replayable-body.js';
 import { RouteListeners } from './route-listeners.js';
 import { routingTablePath } from './route-table.js';
 import { claimRouterRecord, releaseRouterRecord, routerRecordPath } from './router-record.js';
-import { buildRoutingState, emptyRoutingState, type RouteState, type RoutingState } from './routing-state.js';
+import {
+  type Binding,
+  buildRoutingState,
+  emptyRoutingState,
+  type RouteState,
+  type RoutingState,
+} from './routing-state.js';
 import { UpstreamPools } from './upstream-pool.js';
 import { type TableWatch, watchTable } from './watch-table.js';
 
@@ -81,6 +87,8 @@ class TableRouter implements Router {
   private running: Promise<ReloadResult> | null = null;
   private queued: Promise<ReloadResult> | null = null;
   private reported = new Set<string>();
+  /** The listeners the last reload could not open (retried while the table watch runs). */
+  private unbound: ListenFailure[] = [];
   private closed = false;
 
   constructor(
@@ -190,6 +198,7 @@ class TableRouter implements Router {
     ];
     for (const problem of problems) this.report(problem);
     this.reported = new Set(problems);
+    this.unbound = unbound;
     return { version: next.version, routes: next.routes.size, problems, unbound };
   }
 
@@ -206,7 +215,21 @@ class TableRouter implements Router {
         inFlight: this.inFlightRegistry.route(key),
       };
     }
-    return { version: state.version, routes, problems: [...state.problems] };
+    // Listeners of the table not open now: the last reload's failure, else still being opened.
+    const failed = new Map(this.unbound.map((u) => [u.address, u]));
+    const unbound = this.listeners.missing(state.bindings).map((address): ListenFailure => {
+      const binding = state.bindings.get(address) as Binding;
+      const failure = failed.get(address);
+      if (failure) return failure;
+      return {
+        routeKey: binding.routeKey,
+        kind: binding.kind,
+        address,
+        cause: 'being opened',
+        opening: true,
+      };
+    });
+    return { version: state.version, routes, problems: [...state.problems], unbound };
   }
 
   inFlight(routeKey: string, addresses: readonly string[]): number {

@@ -1,6 +1,7 @@
 import type { DriverSet } from '../runner/execute-command.js';
 import { createExecDriver } from './exec-driver.js';
 import { createNginxDriver } from './nginx-driver.js';
+import { observeNginxRoute } from './nginx-observe.js';
 import { createProcessDriver } from './process-driver.js';
 import { createRouterDriver } from './router-driver.js';
 
@@ -8,6 +9,6 @@ import { createRouterDriver } from './router-driver.js';
 export function defaultDrivers(): DriverSet {
   return {
     component: { exec: createExecDriver(), process: createProcessDriver() },
-    route: { router: createRouterDriver(), nginx: createNginxDriver() },
+    route: { router: createRouterDriver(), nginx: { ...createNginxDriver(), observe: observeNginxRoute } },
   };
 }

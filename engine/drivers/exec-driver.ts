@@ -39,10 +39,15 @@
  * - Every stage may run more than once (after a retry or a restart of cutover): make each one
  *   idempotent. Background processes a script leaves behind should redirect their output, or cutover
  *   stops waiting for it 0.5 s after the script exits.
+ * - observe (optional, read-only): given the live slot as for retire, prints `{ "replicas":
+ *   [{ "address": "host:port" | null, "state": "running" | "not_running" | "not_answering" |
+ *   "unknown", "detail": "…" }] }`. `not_running` or `not_answering` is drift, which the next
+ *   migration repairs. Without the script, every replica is `unknown` (never drift).
  */
 import { constants as fsConstants } from 'node:fs';
 import { access, stat } from 'node:fs/promises';
 import path from 'node:path';
+import type { ObservedReplica, ReplicaState } from '../../core/observed.js';
 import { formatDuration } from '../../core/topology/duration.js';
 import { maxStdoutBytes, runScript, type ScriptRun } from './run-script.js';
 import {
@@ -54,7 +59,7 @@ import {
   type SlotInfo,
 } from './types.js';
 
-export type ExecStage = 'provision' | 'replicate' | 'drain' | 'retire';
+export type ExecStage = 'provision' | 'replicate' | 'drain' | 'retire' | 'observe';
 
 /** EX_TEMPFAIL from sysexits.h: "try again later". */
 export const exitCodeRetry = 75;
@@ -111,7 +116,38 @@ export function createExecDriver(): ComponentDriver {
     async retire(ctx, slotInfo, options) {
       await runStage(ctx, slotCall(ctx, 'retire', slotInfo), options);
     },
+    // Without an observe script nothing is known, and unknown is never drift.
+    async observe(ctx, slotInfo, options) {
+      const dir = path.resolve(ctx.baseDir, execSpec(ctx).dir);
+      if (!(await findScript(dir, path.join(dir, 'observe')))) {
+        const detail = `no observe script in ${dir}`;
+        const unknown = (address: string | null) => ({ address, state: 'unknown' as const, detail });
+        return slotInfo.addresses.length > 0 ? slotInfo.addresses.map(unknown) : [unknown(null)];
+      }
+      return observeOutput(await runStage(ctx, slotCall(ctx, 'observe', slotInfo), options));
+    },
   };
+}
+
+const replicaStates: readonly ReplicaState[] = ['running', 'not_running', 'not_answering', 'unknown'];
+
+/** `{ "replicas": [{ "address": "host:port" | null, "state": "running", "detail": "…" }] }`. */
+function observeOutput(output: Record<string, unknown>): ObservedReplica[] {
+  const { replicas } = output;
+  const bad = (why: string) =>
+    new PermanentDriverError(`observe script printed ${why}; expected {"replicas": [{"address", "state"}]}`);
+  if (!Array.isArray(replicas)) throw bad('no "replicas" list');
+  return replicas.map((r: unknown, i) => {
+    if (!isPlainObject(r)) throw bad(`replicas[${i}] that is not an object`);
+    const { address = null, state, detail } = r;
+    if (address !== null && typeof address !== 'string')
+      throw bad(`replicas[${i}].address that is not a string`);
+    if (!replicaStates.includes(state as ReplicaState))
+      throw bad(`replicas[${i}].state ${JSON.stringify(state)} (one of ${replicaStates.join(', ')})`);
+    const replica: ObservedReplica = { address, state: state as ReplicaState };
+    if (typeof detail === 'string') replica.detail = detail;
+    return replica;
+  });
 }
 
 function slotCall(ctx: ComponentCallContext, stage: ExecStage, slotInfo: SlotInfo): StageCall {

@@ -146,19 +146,19 @@ interface NginxFiles {
 
 type NginxDriverSpec = Extract<DriverSpec, { type: 'nginx' }>;
 
-function nginxSpec(ctx: RouteCallContext, route: string): NginxDriverSpec {
+export function nginxSpec(ctx: RouteCallContext, route: string): NginxDriverSpec {
   const driver = ctx.driver;
   if (driver?.type !== 'nginx')
     throw new PermanentDriverError(`route ${route}: the nginx driver was called without nginx settings`);
   return driver;
 }
 
-function nginxFiles(baseDir: string, driver: NginxDriverSpec): NginxFiles {
+export function nginxFiles(baseDir: string, driver: NginxDriverSpec): NginxFiles {
   const config = path.resolve(baseDir, driver.configFile);
   return { config, sidecar: `${config}.cutover.json` };
 }
 
-function sidecarKey(environment: string, route: string): string {
+export function sidecarKey(environment: string, route: string): string {
   return `${environment}/${route}`;
 }
 
@@ -192,7 +192,7 @@ function refuseListenClash(sidecar: Sidecar, key: string, entry: SidecarEntry): 
   }
 }
 
-async function readSidecar(file: string): Promise<Sidecar> {
+export async function readSidecar(file: string): Promise<Sidecar> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -306,7 +306,7 @@ function runCommand(argv: readonly string[], cwd: string, signal: AbortSignal): 
  * `refused` once no process holds its socket any more, or `unknown` (an error, a timeout, another
  * answer).
  */
-type Served = { generation: string } | 'refused' | 'unknown';
+export type Served = { generation: string } | 'refused' | 'unknown';
 
 /**
  * Polls `listen` until it has answered `done` for `nginxHandoverSettleMs` in a row. The first
@@ -339,7 +339,7 @@ async function waitLive(
 }
 
 /** A fresh connection per poll, so that whichever worker accepts now answers it. */
-function servedGeneration(listen: string): Promise<Served> {
+export function servedGeneration(listen: string): Promise<Served> {
   const address = parseHostPort(listen);
   if (!address) return Promise.resolve('unknown');
   const host = { '0.0.0.0': '127.0.0.1', '::': '::1', '*': '127.0.0.1' }[address.host] ?? address.host;
@@ -371,7 +371,7 @@ function servedGeneration(listen: string): Promise<Served> {
   });
 }
 
-async function readIfExists(file: string): Promise<string | null> {
+export async function readIfExists(file: string): Promise<string | null> {
   try {
     return await readFile(file, 'utf8');
   } catch (error) {

@@ -21,6 +21,7 @@
  * - drain does nothing: the router drains traffic, the processes serve until retired.
  * - retire sends SIGTERM to each replica's process group, SIGKILL after the driver's `stopTimeout`,
  *   waits until they are gone and marks the slot retired; the directory and logs stay.
+ * - observe reports each replica: running (pid alive, port accepting), not_answering, not_running.
  */
 import { cp, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -28,6 +29,7 @@ import { formatDuration } from '../../core/topology/duration.js';
 import { defaults } from '../../core/topology/types.js';
 import { exitCodeRetry } from './exec-driver.js';
 import { runCommand } from './process-command.js';
+import { observeProcessSlot } from './process-observe.js';
 import { type ReplicaRecord, readSlot, stopSlotProcesses } from './process-slot.js';
 import { startReplicas } from './process-start.js';
 import { spawnFailure } from './spawn-failure.js';
@@ -89,6 +91,8 @@ export function createProcessDriver(): ComponentDriver {
         signal: options.signal,
       });
     },
+
+    observe: observeProcessSlot,
   };
 }
 

@@ -2,9 +2,11 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, fstatSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CutoverError } from '../../core/errors.js';
+import type { ObservedRoute } from '../../core/observed.js';
+import type { Route } from '../../core/topology/types.js';
 import { cutoverCliPath } from '../../platform/package-path.js';
 import { routerClient, waitDrained } from '../../router/client.js';
-import type { ListenFailure } from '../../router/control-types.js';
+import type { ListenFailure, RoutesSnapshot } from '../../router/control-types.js';
 import {
   type RoutingEntry,
   readRoutingTable,
@@ -57,6 +59,39 @@ export function createRouterDriver(): RouteDriver {
         options.signal,
       );
     },
+    observe: (ctx, route, spec) => observeRoute(ctx, route, spec),
+  };
+}
+
+/**
+ * A route as the router serves it now: `not_served` when no router runs for the state directory
+ * or it does not serve the route, `address_taken` when it could not open the route's listener,
+ * else `served` with the split, the addresses and the requests in flight.
+ */
+async function observeRoute(ctx: RouteCallContext, route: string, spec: Route): Promise<ObservedRoute> {
+  const seen = { route, listen: spec.listen };
+  if (!liveRouterRecord(ctx.stateDir.root)) {
+    return { ...seen, state: 'not_served', detail: `no router is running for ${ctx.stateDir.root}` };
+  }
+  let snapshot: RoutesSnapshot;
+  try {
+    snapshot = await routerClient(ctx.stateDir.root).routes();
+  } catch (error) {
+    return { ...seen, state: 'not_served', detail: (error as Error).message };
+  }
+  const key = routeKey(ctx.environment, route);
+  const unbound = (snapshot.unbound ?? []).find((u) => u.routeKey === key && u.kind === 'main');
+  if (unbound?.opening) return { ...seen, state: 'not_served', detail: 'the router is opening its listener' };
+  if (unbound) return { ...seen, state: 'address_taken', detail: unbound.cause };
+  const served = snapshot.routes[key];
+  if (!served) return { ...seen, state: 'not_served', detail: 'the router does not serve this route' };
+  return {
+    ...seen,
+    state: 'served',
+    greenPercent: served.greenPercent,
+    blue: served.blue,
+    green: served.green,
+    inFlight: served.inFlight.blue + served.inFlight.green,
   };
 }
 

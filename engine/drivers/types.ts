@@ -1,4 +1,5 @@
 import type { Slot, SlotInfo } from '../../core/layout.js';
+import type { ObservedReplica, ObservedRoute } from '../../core/observed.js';
 import type { Component, DriverSpec, Route } from '../../core/topology/types.js';
 import type { StateDir } from '../store/state-dir.js';
 
@@ -47,6 +48,11 @@ export interface ComponentDriver {
   ): Promise<void>;
   /** Removes a slot. Idempotent: retiring a slot that is already gone succeeds. */
   retire(ctx: ComponentCallContext, slot: SlotInfo, options: DriverCallOptions): Promise<void>;
+  /**
+   * What runs of a slot now, one entry per replica. Reads only: never starts or stops anything.
+   * Absent, or a replica it cannot judge: `unknown`, which is never drift.
+   */
+  observe?(ctx: ComponentCallContext, slot: SlotInfo, options: DriverCallOptions): Promise<ObservedReplica[]>;
 }
 
 /** The traffic of one route: its settings and how it splits between the slots of its component. */
@@ -85,6 +91,13 @@ export interface RouteDriver {
     timeoutMs: number,
     options: DriverCallOptions,
   ): Promise<DrainResult | null>;
+  /** Whether the route is served as recorded now. Reads only; absent: `unknown`. */
+  observe?(
+    ctx: RouteCallContext,
+    route: string,
+    spec: Route,
+    options: DriverCallOptions,
+  ): Promise<ObservedRoute>;
 }
 
 export interface DrainResult {

@@ -2,7 +2,6 @@
  * The MigrationService of this machine: migrations in a state directory, each driven by a runner
  * process of its own (or by the caller's process, with `attach`).
  */
-import { CutoverError } from '../../core/errors.js';
 import { readCurrentLayout } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 import {
@@ -41,10 +40,7 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
       return planTopologyText(desired, against);
     },
     currentLayout: (environment) => readCurrentLayout(stateDir, environment),
-    // Until the drivers' observation (branch h/observe) is merged in.
-    observe: async () => {
-      throw new CutoverError('NOT_SUPPORTED', 'observing what runs is not built yet');
-    },
+    observe: async (environment) => (await api()).observeEnvironment(stateDir, environment),
     async start(request) {
       const created = await createMigration({
         file: request.file,
