@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { EnvironmentStatus } from '../../core/environment-status.js';
 import { runCli } from '../support/cli.js';
-import { cleanUp, git, startServer, startWatch, trackStateDir } from '../support/git.js';
+import { CliProcess, cleanUp, git, startServer, startWatch, trackStateDir } from '../support/git.js';
 import { liveWorkspace, type Workspace } from '../support/migrations.js';
 import { waitGone } from '../support/processes.js';
 import { eventually } from '../support/wait.js';
@@ -72,11 +72,25 @@ describe('dead replicas', () => {
     expect(healthy.migration).toBeNull();
     expect(healthy.committedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/);
 
+    // `status --watch` off a terminal: a line now, and one more only when something changed.
+    const watching = new CliProcess(['topology', 'status', '-f', file, '--watch', '--interval', '200ms']);
+    await watching.line(
+      /live-demo serial 1; components: web 2\/2; routes: www served 100\/0; migration: none; drift: none$/,
+    );
+
     // Behind cutover's back: every replica killed, by its process group.
     const pids = (web?.replicas ?? []).map((r) => r.pid as number);
     for (const pid of pids) process.kill(-pid, 'SIGKILL');
     for (const pid of pids) await waitGone(pid);
     await eventually(async () => (await answer(ws?.url as string)) !== 200, 10_000);
+
+    await watching.line(/components: web 0\/2; .*drift: component web: 2 of 2 replicas not running$/, {
+      timeoutMs: 15_000,
+    });
+    const lines = watching.out.map((l) => l.text.replace(/^\S+ /, ''));
+    expect(lines.filter((line, i) => i > 0 && line === lines[i - 1])).toEqual([]);
+    watching.child.kill('SIGINT');
+    expect(await watching.exited).toEqual({ code: 0, signal: null });
 
     const dead = await status(file);
     expect(dead.components.find((c) => c.name === 'web')?.replicas.map((r) => r.state)).toEqual([
