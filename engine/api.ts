@@ -12,7 +12,8 @@ import type { Diagnostic } from '../core/topology/diagnostic.js';
 import { type LoadResult, loadTopology } from '../core/topology/load-topology.js';
 import type { Topology } from '../core/topology/types.js';
 import { observeLayout } from './observe/observe-layout.js';
-import type { PlanAgainst, TopologyText, ValidateOutcome } from './services/service-types.js';
+import { checkReplace } from './services/migration-common.js';
+import type { PlanAgainst, PlanOptions, TopologyText, ValidateOutcome } from './services/service-types.js';
 import { readFileAtRef } from './sources/read-file-at-ref.js';
 import { readTopologyFile } from './sources/read-topology-file.js';
 import { readCurrentLayout } from './store/layout-store.js';
@@ -94,7 +95,11 @@ export function baseDirOf(file: string): string {
   return path.dirname(path.resolve(file));
 }
 
-/** Plans a topology given as text against the recorded layout in a state directory, or another text. */
+/**
+ * Plans a topology given as text against the recorded layout in a state directory, or another text.
+ * Against a state directory it observes what runs first (unless `refresh: false`), so drift is
+ * planned and repaired; against a text or a layout kept elsewhere (Temporal), the record is all.
+ */
 export async function planTopologyText(
   desired: TopologyText,
   against:
@@ -104,15 +109,21 @@ export async function planTopologyText(
     | { kind: 'text'; source: TopologyText }
     /** Nothing is live (e.g. the file did not exist at a Git revision). */
     | { kind: 'empty' },
+  options: PlanOptions = {},
 ): Promise<Plan> {
   const model = await loadOrThrow(desired.text, desired.file);
+  checkReplace(model, options.replace, desired.file);
+  const replace = options.replace === undefined ? {} : { replace: options.replace };
   if (against.kind === 'recorded') {
-    return buildPlan(await readCurrentLayout(against.stateDir, model.metadata.name), model);
+    const layout = await readCurrentLayout(against.stateDir, model.metadata.name);
+    if (options.refresh === false) return buildPlan(layout, model, replace);
+    const observed = await observeEnvironmentLayout(against.stateDir, layout, baseDirOf(desired.file));
+    return buildPlan(layout, model, { ...replace, observed });
   }
-  if (against.kind === 'empty') return buildPlan(emptyLayout(model.metadata.name), model);
-  if (against.kind === 'layout') return buildPlan(await against.of(model.metadata.name), model);
+  if (against.kind === 'empty') return buildPlan(emptyLayout(model.metadata.name), model, replace);
+  if (against.kind === 'layout') return buildPlan(await against.of(model.metadata.name), model, replace);
   const base = await loadOrThrow(against.source.text, against.source.file);
-  return buildPlan({ environment: base.metadata.name, serial: 0, topology: base }, model);
+  return buildPlan({ environment: base.metadata.name, serial: 0, topology: base }, model, replace);
 }
 
 export {
@@ -129,10 +140,16 @@ export {
  * see it. Relative paths resolve where the layout's migration ran, else beside the state directory.
  */
 export async function observeEnvironment(stateDir: StateDir, environment: string): Promise<ObservedLayout> {
-  const { defaultDrivers } = await import('./drivers/default-drivers.js');
   const layout = await readCurrentLayout(stateDir, environment);
-  return observeLayout(stateDir, layout, {
-    drivers: defaultDrivers(),
-    fallbackBaseDir: path.dirname(stateDir.root),
-  });
+  return observeEnvironmentLayout(stateDir, layout, path.dirname(stateDir.root));
+}
+
+/** `observeEnvironment` of a layout already read; `fallbackBaseDir` where it records no directory. */
+export async function observeEnvironmentLayout(
+  stateDir: StateDir,
+  layout: CurrentLayout,
+  fallbackBaseDir: string,
+): Promise<ObservedLayout> {
+  const { defaultDrivers } = await import('./drivers/default-drivers.js');
+  return observeLayout(stateDir, layout, { drivers: defaultDrivers(), fallbackBaseDir });
 }

@@ -23,6 +23,7 @@ export function renderPlanMarkdown(plan: Plan, limitChars = markdownLimitChars):
     '',
   ].join('\n');
   const blocks: { text: string; counts: 'resource' | 'other' }[] = [];
+  if (plan.drift && plan.drift.length > 0) blocks.push({ text: driftSection(plan), counts: 'other' });
   if (plan.resources.length > 0) {
     blocks.push({ text: '| | kind | name | because |\n|---|---|---|---|\n', counts: 'other' });
     for (const r of plan.resources) {
@@ -49,6 +50,13 @@ export function renderPlanMarkdown(plan: Plan, limitChars = markdownLimitChars):
     out += block.text;
   }
   return out;
+}
+
+/** What runs otherwise than recorded, before what changes: the plan's actions repair it. */
+function driftSection(plan: Plan): string {
+  const lines = ['**Changed outside of cutover** (the actions below repair it):', ''];
+  for (const d of plan.drift ?? []) lines.push(`- ${d.kind} **${cell(d.name)}**: ${cell(d.reason)}`);
+  return `${lines.join('\n')}\n\n`;
 }
 
 function resourceSection(r: ResourceChange): string {

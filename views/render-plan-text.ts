@@ -20,6 +20,14 @@ export function renderPlanText(plan: Plan, { style }: TextOptions): string {
     lines.push(style.dim(`plan id ${plan.planId}`));
     return `${lines.join('\n')}\n`;
   }
+  if (plan.drift && plan.drift.length > 0) {
+    // Like Terraform's "Objects have changed outside of Terraform": the world, before the plan.
+    lines.push(style.bold('Changed outside of cutover:'));
+    for (const d of plan.drift)
+      lines.push(`  ${style.yellow('!')} ${d.kind} ${style.bold(d.name)}: ${d.reason}`);
+    lines.push(style.dim('  The actions below repair it.'));
+    lines.push('');
+  }
   for (const r of plan.resources) {
     const color = changeColor(r.change, style);
     lines.push(

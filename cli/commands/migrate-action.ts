@@ -16,6 +16,7 @@ export interface MigrateOptions extends ServerOption {
   detach?: boolean;
   planId?: string;
   json?: boolean;
+  replace?: string[];
 }
 
 /** How many log lines the live view keeps under the migration's state. */
@@ -34,14 +35,20 @@ export async function runMigrate(options: MigrateOptions): Promise<void> {
 async function migrate(options: MigrateOptions, service: MigrationService): Promise<void> {
   const style = styleFor(process.stderr);
   const desired = await readTopology(options.file);
-  const plan = await service.plan(desired, { kind: 'recorded' });
+  const replace = options.replace ?? [];
+  const plan = await service.plan(desired, { kind: 'recorded' }, replace.length > 0 ? { replace } : {});
   if (!options.json) process.stderr.write(renderPlanText(plan, { style }));
   if (isEmptyPlan(plan)) {
     if (options.json) process.stdout.write(`${JSON.stringify({ migration: null, plan: plan.planId })}\n`);
     process.exitCode = 0;
     return;
   }
-  const request = { ...desired, baseDir: baseDirOf(options.file), attach: options.detach !== true };
+  const request = {
+    ...desired,
+    baseDir: baseDirOf(options.file),
+    attach: options.detach !== true,
+    ...(replace.length > 0 ? { replace } : {}),
+  };
   if (options.planId !== undefined && options.planId !== plan.planId) {
     // Refused with the reason (the plan is stale, or differs) before anything is asked.
     await service.start({ ...request, planId: options.planId });

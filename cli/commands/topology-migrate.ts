@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { addServerOption } from '../service.js';
 import type { MigrateOptions } from './migrate-action.js';
+import { collectNames } from './topology-plan.js';
 
 export function registerMigrate(topology: Command): void {
   addServerOption(topology.command('migrate'))
@@ -13,15 +14,25 @@ export function registerMigrate(topology: Command): void {
       'refuse to run unless the plan is exactly this reviewed one (see `plan --json`)',
     )
     .option('--json', 'print the final state as JSON instead of the live view')
+    .option(
+      '--replace <component>',
+      'replace this component green-blue even if nothing changed, like terraform apply -replace (repeatable)',
+      collectNames,
+      [],
+    )
     .addHelpText(
       'after',
       `
+Before planning, migrate observes what runs, so drift (a dead replica, a route not served) is
+repaired: a drifted component is replaced green-blue, a drifted route applied again.
+
 Exit codes: 0 completed (or nothing to do, or detached), 1 failed, rolled back, cancelled or error.
 From another terminal: cutover topology migration list|show|logs|pause|resume|rollback|cancel|commit.
 
 Examples:
   $ cutover topology migrate -f examples/exec-demo/topology.yaml
-  $ cutover topology migrate --yes --plan-id sha256:3f1c… --detach`,
+  $ cutover topology migrate --yes --plan-id sha256:3f1c… --detach
+  $ cutover topology migrate --replace api --yes`,
     )
     .action(async (options: MigrateOptions) => (await import('./migrate-action.js')).runMigrate(options));
 }

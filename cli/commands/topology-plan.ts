@@ -20,6 +20,13 @@ interface PlanOptions extends ServerOption {
   json?: boolean;
   detailedExitcode?: boolean;
   out?: string;
+  refresh: 'true' | 'false';
+  replace: string[];
+}
+
+/** `--replace a --replace b`: every name, in order. */
+export function collectNames(name: string, names: string[]): string[] {
+  return [...names, name];
 }
 
 export function registerPlan(topology: Command): void {
@@ -32,18 +39,37 @@ export function registerPlan(topology: Command): void {
       new Option('--format <format>', 'output format').choices(['text', 'json', 'markdown']).default('text'),
     )
     .option('--json', 'same as --format json')
-    .option('--detailed-exitcode', 'exit 0 when there are no changes, 2 when there are, 1 on error')
+    .option(
+      '--detailed-exitcode',
+      'exit 0 when there are no changes, 2 when there are changes or drift, 1 on error',
+    )
+    .addOption(
+      new Option('--refresh <boolean>', 'observe what runs before planning (false: the record alone)')
+        .choices(['true', 'false'])
+        .default('true'),
+    )
+    .option(
+      '--replace <component>',
+      'plan a green-blue replacement of this component with no change (repeatable)',
+      collectNames,
+      [],
+    )
     .option('--out <file>', 'write the plan to a file instead of standard output')
     .addHelpText(
       'after',
       `
 Without --against or --against-ref the plan is computed against the layout recorded in the state
 directory (.cutover/ beside the file, or CUTOVER_STATE_DIR): empty before the first migration.
+It first observes what runs (replicas alive and answering, routes served, nginx files as written):
+what differs from the record is drift, shown under "Changed outside of cutover", and the plan
+repairs it. --refresh=false plans from the record alone.
 
-Exit codes: 0 success, 1 error; with --detailed-exitcode: 0 no changes, 1 error, 2 changes.
+Exit codes: 0 success, 1 error; with --detailed-exitcode: 0 no changes, 1 error, 2 changes or drift.
 
 Examples:
   $ cutover topology plan -f topology.yaml
+  $ cutover topology plan -f topology.yaml --detailed-exitcode   # 2: something to change or repair
+  $ cutover topology plan -f topology.yaml --refresh=false --replace api
   $ cutover topology plan --against-ref origin/main --format markdown --out plan.md
   $ cutover topology plan -f after.yaml --against before.yaml --json | jq .summary`,
     )
@@ -61,7 +87,8 @@ Examples:
       const { readPlanBase, readTopology } = await import('../../engine/api.js');
       const desired = await readTopology(options.file);
       const base = await readPlanBase(options.file, against);
-      const plan = await withService(options, (service) => service.plan(desired, base));
+      const planOptions = { refresh: options.refresh !== 'false', replace: options.replace };
+      const plan = await withService(options, (service) => service.plan(desired, base, planOptions));
       const format: Format = options.json ? 'json' : options.format;
       const toFile = options.out !== undefined && options.out !== '-';
       let text: string;

@@ -1,11 +1,13 @@
 import { CutoverError } from '../errors.js';
 import type { CurrentLayout } from '../layout.js';
+import { own } from '../records.js';
 import type { Topology } from '../topology/types.js';
 import { canonicalJson, sha256Digest } from './canonical-json.js';
 import {
   type Classification,
   type ComponentFate,
   classify,
+  type Forced,
   type RouteFate,
   replaceReason,
 } from './classify.js';
@@ -18,14 +20,20 @@ import {
   shiftReason,
 } from './describe-actions.js';
 import { describeChange, diffValues } from './diff-values.js';
-import type { Action, Change, Plan, ResourceChange, Stage } from './types.js';
+import { findDrift, type PlanInputs, replacementRequested } from './drift.js';
+import type { Action, Change, Drift, Plan, ResourceChange, Stage } from './types.js';
+
+export type { PlanInputs };
 
 /**
- * plan(current, desired): pure and deterministic. The same inputs give byte-identical JSON; the same
- * layout on both sides gives no actions. Actions come in stage order; within a stage, green slots
- * come up dependencies first and blue slots go down dependents first, ties broken by name.
+ * plan(current, desired, inputs): pure and deterministic. The same inputs give byte-identical JSON;
+ * the same layout on both sides, with nothing drifted, gives no actions. Actions come in stage
+ * order; within a stage, green slots come up dependencies first and blue slots go down dependents
+ * first, ties broken by name. Drift (what `inputs.observed` shows running otherwise than recorded)
+ * and requested replacements force a green-blue replacement of a component the topology keeps, and
+ * the re-application of a route.
  */
-export function buildPlan(current: CurrentLayout, desired: Topology): Plan {
+export function buildPlan(current: CurrentLayout, desired: Topology, inputs: PlanInputs = {}): Plan {
   const environment = desired.metadata.name;
   if (current.environment !== environment) {
     throw new CutoverError(
@@ -33,7 +41,8 @@ export function buildPlan(current: CurrentLayout, desired: Topology): Plan {
       `cannot plan environment "${environment}" against the layout of "${current.environment}"`,
     );
   }
-  const c = classify(current.topology, desired);
+  const drift = findDrift(inputs.observed);
+  const c = classify(current.topology, desired, forcedBy(drift, inputs.replace ?? [], current, desired));
   const actions = [...buildUpActions(c), ...cutoverActions(c), ...teardownActions(c, current.topology)];
   const resources = resourceChanges(c, actions);
   const settings = settingsChanges(current.topology, desired, c.usedDrivers);
@@ -50,6 +59,8 @@ export function buildPlan(current: CurrentLayout, desired: Topology): Plan {
     },
     resources,
     settings,
+    // Only when there is drift: a plan without drift keeps the id it had before drift existed.
+    ...(drift.length > 0 ? { drift } : {}),
     actions,
   };
   const planId = sha256Digest(canonicalJson(body));
@@ -63,8 +74,42 @@ export function buildPlan(current: CurrentLayout, desired: Topology): Plan {
     summary,
     resources,
     settings,
+    ...(drift.length > 0 ? { drift } : {}),
     actions,
   };
+}
+
+/**
+ * What drift and the operator force: a drifted component is replaced (green-blue: its replicas
+ * may serve traffic, so none is restarted in place), a drifted route re-applied. Drift of what
+ * the desired topology removes needs nothing more: it goes anyway.
+ */
+function forcedBy(
+  drift: readonly Drift[],
+  replace: readonly string[],
+  current: CurrentLayout,
+  desired: Topology,
+): Forced {
+  const components = new Map<string, string>();
+  const routes = new Map<string, string>();
+  for (const name of replace) {
+    if (!own(desired.components, name)) {
+      throw new CutoverError(
+        'USAGE',
+        `--replace ${name}: environment ${desired.metadata.name} has no component ${name}`,
+      );
+    }
+    if (own(current.topology?.components, name)) components.set(name, replacementRequested);
+  }
+  for (const d of drift) {
+    const map = d.kind === 'component' ? components : routes;
+    const before = map.get(d.name);
+    map.set(
+      d.name,
+      before === undefined || before === replacementRequested ? d.reason : `${before}; ${d.reason}`,
+    );
+  }
+  return { components, routes };
 }
 
 function componentAction(
@@ -106,7 +151,7 @@ function buildUpActions(c: Classification): Action[] {
     if (fate.fate === 'add') {
       provision.push(componentAction('provision_green', 'provision', name, newComponentReason(component)));
     } else {
-      const reason = replaceReason(fate.changes, fate.replacedDeps);
+      const reason = replaceReason(fate.changes, fate.replacedDeps, fate.forced);
       provision.push(componentAction('provision_green', 'provision', name, reason, fate.changes));
       if (component.stateful && fate.before.stateful) {
         replicate.push(componentAction('replicate', 'replicate', name, replicateReason(name, component)));
@@ -136,11 +181,18 @@ function cutoverActions(c: Classification): Action[] {
     }
     const u = fate as Extract<RouteFate, { fate: 'update' }>;
     if (u.toGreen) {
-      const extra = u.changes.length > 0 ? `; ${u.changes.map(describeChange).join(', ')}` : '';
-      return routeAction('cutover', 'shift_traffic', name, `${shiftReason(u.route)}${extra}`, u.changes);
+      const more = u.changes.length > 0 || u.drift !== undefined ? `; ${routeUpdateReason(u)}` : '';
+      return routeAction('cutover', 'shift_traffic', name, `${shiftReason(u.route)}${more}`, u.changes);
     }
-    return routeAction('cutover', 'update_route', name, u.changes.map(describeChange).join(', '), u.changes);
+    return routeAction('cutover', 'update_route', name, routeUpdateReason(u), u.changes);
   });
+}
+
+/** The changed fields, then the drift that makes the route be applied again. */
+function routeUpdateReason(fate: Extract<RouteFate, { fate: 'update' }>): string {
+  const parts = fate.changes.length > 0 ? [fate.changes.map(describeChange).join(', ')] : [];
+  if (fate.drift !== undefined) parts.push(fate.drift);
+  return parts.join('; ');
 }
 
 function routeTarget(fate: RouteFate): string {
@@ -226,7 +278,7 @@ function resourceChanges(c: Classification, actions: readonly Action[]): Resourc
           kind: 'component',
           name,
           change: 'replace',
-          reason: replaceReason(fate.changes, fate.replacedDeps),
+          reason: replaceReason(fate.changes, fate.replacedDeps, fate.forced),
           changes: fate.changes,
           actions: actionsOf,
         });
@@ -264,12 +316,12 @@ function resourceChanges(c: Classification, actions: readonly Action[]): Resourc
         changes: [],
         actions: actionsOf,
       });
-    } else if (fate.fate === 'update' && fate.changes.length > 0) {
+    } else if (fate.fate === 'update' && (fate.changes.length > 0 || fate.drift !== undefined)) {
       out.push({
         kind: 'route',
         name,
         change: 'update',
-        reason: fate.changes.map(describeChange).join(', '),
+        reason: routeUpdateReason(fate),
         changes: fate.changes,
         actions: actionsOf,
       });

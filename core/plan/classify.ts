@@ -7,13 +7,21 @@ import type { Change } from './types.js';
 /** What happens to one component, and why. */
 export type ComponentFate =
   | { fate: 'add'; component: Component }
-  | { fate: 'replace'; component: Component; before: Component; changes: Change[]; replacedDeps: string[] }
+  | {
+      fate: 'replace';
+      component: Component;
+      before: Component;
+      changes: Change[];
+      replacedDeps: string[];
+      /** Replaced whatever changed: drift observed, or a replacement the operator requested. */
+      forced?: string;
+    }
   | { fate: 'keep'; component: Component }
   | { fate: 'remove'; before: Component };
 
 export type RouteFate =
   | { fate: 'add'; route: Route }
-  | { fate: 'update'; route: Route; changes: Change[]; toGreen: boolean }
+  | { fate: 'update'; route: Route; changes: Change[]; toGreen: boolean; drift?: string }
   | { fate: 'keep'; route: Route }
   | { fate: 'remove'; before: Route };
 
@@ -31,12 +39,25 @@ export interface Classification {
 const noComponents: Record<string, Component> = {};
 const noRoutes: Record<string, Route> = {};
 
+/** Why components and routes must be redone although the topology keeps them, by name. */
+export interface Forced {
+  components: ReadonlyMap<string, string>;
+  routes: ReadonlyMap<string, string>;
+}
+
+const nothingForced: Forced = { components: new Map(), routes: new Map() };
+
 /**
  * Decides each component's fate. A component gets a green slot when it is new, when any of its
- * fields (or its driver's settings) changed, or when a dependency gets a green slot: it must be
- * stood up against the new dependency, not the old one.
+ * fields (or its driver's settings) changed, when it is forced (drift, a requested replacement),
+ * or when a dependency gets a green slot: it must be stood up against the new dependency, not the
+ * old one. A route is re-applied when it moves to a green slot, changed, or drifted.
  */
-export function classify(current: Topology | null, desired: Topology): Classification {
+export function classify(
+  current: Topology | null,
+  desired: Topology,
+  forced: Forced = nothingForced,
+): Classification {
   const before = current?.components ?? noComponents;
   const desiredDepths = dependencyDepths(desired.components);
   const currentDepths = dependencyDepths(before);
@@ -60,8 +81,11 @@ export function classify(current: Topology | null, desired: Topology): Classific
       const f = components.get(dep)?.fate;
       if (f === 'replace' || f === 'add') replacedDeps.push(dep);
     }
-    if (changes.length > 0 || replacedDeps.length > 0) {
-      components.set(name, { fate: 'replace', component, before: old, changes, replacedDeps });
+    const why = forced.components.get(name);
+    if (changes.length > 0 || replacedDeps.length > 0 || why !== undefined) {
+      const fate: ComponentFate = { fate: 'replace', component, before: old, changes, replacedDeps };
+      if (why !== undefined) fate.forced = why;
+      components.set(name, fate);
     } else {
       components.set(name, { fate: 'keep', component });
     }
@@ -77,7 +101,7 @@ export function classify(current: Topology | null, desired: Topology): Classific
       if (route.driver !== undefined) usedDrivers.add(route.driver);
     }
   }
-  const routes = classifyRoutes(current, desired, components);
+  const routes = classifyRoutes(current, desired, components, forced.routes);
   return { components, routes, desiredDepths, currentDepths, usedDrivers };
 }
 
@@ -112,6 +136,7 @@ function classifyRoutes(
   current: Topology | null,
   desired: Topology,
   components: ReadonlyMap<string, ComponentFate>,
+  drifted: ReadonlyMap<string, string>,
 ): Map<string, RouteFate> {
   const before = current?.routes ?? noRoutes;
   const routes = new Map<string, RouteFate>();
@@ -124,8 +149,12 @@ function classifyRoutes(
     const targetFate = components.get(route.to)?.fate;
     const toGreen = targetFate === 'replace' || (targetFate === 'add' && old.to !== route.to);
     const changes = deepEqual(old, route) ? [] : diffValues(old, route);
-    if (changes.length > 0 || toGreen) routes.set(name, { fate: 'update', route, changes, toGreen });
-    else routes.set(name, { fate: 'keep', route });
+    const drift = drifted.get(name);
+    if (changes.length > 0 || toGreen || drift !== undefined) {
+      const fate: RouteFate = { fate: 'update', route, changes, toGreen };
+      if (drift !== undefined) fate.drift = drift;
+      routes.set(name, fate);
+    } else routes.set(name, { fate: 'keep', route });
   }
   for (const name of Object.keys(before)) {
     if (!has(desired.routes, name)) routes.set(name, { fate: 'remove', before: own(before, name) as Route });
@@ -133,8 +162,15 @@ function classifyRoutes(
   return routes;
 }
 
-/** `version 2.0.0 → 2.1.0, replicas 2 → 3 and 2 more changes; dependency db is replaced` */
-export function replaceReason(changes: readonly Change[], replacedDeps: readonly string[]): string {
+/**
+ * `version 2.0.0 → 2.1.0, replicas 2 → 3 and 2 more changes; dependency db is replaced`, then why
+ * it is forced (`2 of 2 replicas not running`), if it is.
+ */
+export function replaceReason(
+  changes: readonly Change[],
+  replacedDeps: readonly string[],
+  forced?: string,
+): string {
   const parts: string[] = [];
   if (changes.length > 0) {
     const shown = changes.slice(0, 2).map(describeChange).join(', ');
@@ -147,5 +183,6 @@ export function replaceReason(changes: readonly Change[], replacedDeps: readonly
       replacedDeps.length === 1 ? `dependency ${list} is replaced` : `dependencies ${list} are replaced`,
     );
   }
+  if (forced !== undefined) parts.push(forced);
   return parts.join('; ');
 }

@@ -67,6 +67,17 @@ export interface ResourceChange {
   actions: string[];
 }
 
+/**
+ * Something that runs otherwise than the record says, found by observing before planning
+ * (Terraform's "objects have changed outside"); the plan's actions repair it.
+ */
+export interface Drift {
+  kind: SubjectKind;
+  name: string;
+  /** "2 of 2 replicas not running", "route not served", "route address held by another program". */
+  reason: string;
+}
+
 export interface PlanSummary {
   add: number;
   change: number;
@@ -87,9 +98,11 @@ export interface Plan {
   /** Changes to environment-wide settings (strategy, metadata, unused drivers): no action needed.
    * A used driver's change is not repeated here: it shows as the replacement of its components. */
   settings: Change[];
+  /** Present only when something drifted, so plans without drift keep their ids byte for byte. */
+  drift?: Drift[];
   actions: Action[];
 }
 
 export function isEmptyPlan(plan: Plan): boolean {
-  return plan.actions.length === 0 && plan.settings.length === 0;
+  return plan.actions.length === 0 && plan.settings.length === 0 && (plan.drift?.length ?? 0) === 0;
 }

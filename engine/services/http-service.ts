@@ -63,7 +63,10 @@ export function httpService(url: string, token: string | undefined): MigrationSe
         throw error;
       }
     },
-    async plan(desired, against) {
+    async plan(desired, against, options = {}) {
+      // The server observes what runs on its machine when it plans against its record.
+      if (options.refresh === false) throw notHere('planning without observing (--refresh=false)');
+      if (options.replace !== undefined && options.replace.length > 0) throw notHere('--replace');
       const body: Record<string, unknown> = { topology: desired.text, path: desired.file };
       if (against.kind === 'text') {
         body.against = against.source.text;
@@ -80,6 +83,7 @@ export function httpService(url: string, token: string | undefined): MigrationSe
       throw notHere('observing what runs');
     },
     async start(request) {
+      if (request.replace !== undefined && request.replace.length > 0) throw notHere('--replace');
       const answer = await remote.json<{ migration: MigrationSummary | null; planId: string }>(
         'POST',
         '/v1/apply',

@@ -34,10 +34,11 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
     reachAgain,
     lookAgainMs: 250, // a claim file read
     validate: async (source) => (await api()).validationOf(source),
-    async plan(desired, against) {
+    async plan(desired, against, options) {
       const { planTopologyText } = await api();
-      if (against.kind === 'recorded') return planTopologyText(desired, { kind: 'recorded', stateDir });
-      return planTopologyText(desired, against);
+      if (against.kind === 'recorded')
+        return planTopologyText(desired, { kind: 'recorded', stateDir }, options);
+      return planTopologyText(desired, against, options);
     },
     currentLayout: (environment) => readCurrentLayout(stateDir, environment),
     observe: async (environment) => (await api()).observeEnvironment(stateDir, environment),
@@ -48,6 +49,7 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
         baseDir: request.baseDir,
         stateDir,
         ...(request.planId === undefined ? {} : { planId: request.planId }),
+        ...(request.replace === undefined ? {} : { replace: request.replace }),
       });
       if (!created.created) return { created: false, planId: created.plan.planId };
       const { id, environment } = created.spec;

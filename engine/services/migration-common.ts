@@ -7,7 +7,10 @@ import { monotonicFactory } from 'ulid';
 import { CutoverError } from '../../core/errors.js';
 import type { CurrentLayout } from '../../core/layout.js';
 import type { MigrationSpec } from '../../core/migration/types.js';
+import type { PlanInputs } from '../../core/plan/drift.js';
 import type { Plan } from '../../core/plan/types.js';
+import { own } from '../../core/records.js';
+import type { Topology } from '../../core/topology/types.js';
 
 const nextUlid = monotonicFactory();
 
@@ -24,26 +27,57 @@ export type CreateResult =
     }
   | { created: false; plan: Plan };
 
-/** Tells a stale plan (the layout moved on since it was computed) from one that differs. */
+/**
+ * `--replace` names components of the topology file: refuse any other name, naming the file, before
+ * anything is planned or claimed.
+ */
+export function checkReplace(desired: Topology, replace: readonly string[] | undefined, file: string): void {
+  for (const name of replace ?? []) {
+    if (!own(desired.components, name)) {
+      const known = Object.keys(desired.components).sort().join(', ');
+      throw new CutoverError(
+        'USAGE',
+        `--replace ${name}: ${file} has no component ${name} (its components: ${known || 'none'})`,
+      );
+    }
+  }
+}
+
+/**
+ * Tells a stale plan (the layout moved on since it was computed, or what runs changed: drift seen
+ * or gone) from one that differs. `current` and `inputs`: what the refused plan was computed from.
+ */
 export async function pinError(
   layoutAt: (serial: number) => Promise<CurrentLayout | null>,
   pinned: string,
   plan: Plan,
   desired: MigrationSpec['desired'],
+  current?: CurrentLayout,
+  inputs: PlanInputs = {},
 ): Promise<CutoverError> {
   const { buildPlan } = await import('../../core/plan/build-plan.js');
+  const replace = inputs.replace === undefined ? {} : { replace: inputs.replace };
   for (let serial = plan.baseSerial - 1; serial >= Math.max(0, plan.baseSerial - 50); serial--) {
     const old = await layoutAt(serial);
-    if (old && buildPlan(old, desired).planId === pinned) {
+    if (old && buildPlan(old, desired, replace).planId === pinned) {
       return new CutoverError(
         'PLAN_STALE',
         `plan ${short(pinned)} is stale: it was computed against serial ${serial} of ${plan.environment}, which is now at serial ${plan.baseSerial}; plan again and review the new plan (${short(plan.planId)})`,
       );
     }
   }
+  const drift = plan.drift ?? [];
+  if (inputs.observed && current && buildPlan(current, desired, replace).planId === pinned) {
+    const now = drift.map((d) => `${d.kind} ${d.name}: ${d.reason}`).join('; ');
+    return new CutoverError(
+      'PLAN_STALE',
+      `plan ${short(pinned)} did not see what runs now (${now}): it was planned from the record alone or before this changed; plan again and review the new plan (${short(plan.planId)})`,
+    );
+  }
+  const what = inputs.observed ? 'the topology file, or what runs (drift),' : 'the topology file';
   return new CutoverError(
     'PLAN_MISMATCH',
-    `the plan of this topology is ${short(plan.planId)}, not the reviewed ${short(pinned)}: the topology file changed since it was planned; plan again and review`,
+    `the plan of this topology is ${short(plan.planId)}, not the reviewed ${short(pinned)}: ${what} changed since it was planned; plan again and review`,
   );
 }
 

@@ -13,6 +13,7 @@ import { describeLifecycle } from '../../core/migration/summary.js';
 import type { LogLine } from '../../core/migration/types.js';
 import { isFinal, type MigrationSpec, type MigrationState, type Verb } from '../../core/migration/types.js';
 import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
+import { isEmptyPlan } from '../../core/plan/types.js';
 import { cutoverCliPath } from '../../platform/package-path.js';
 import { claimEnvironment, readClaim, releaseEnvironment } from '../runner/active-claim.js';
 import { sendVerbToRunner, startControlServer } from '../runner/control.js';
@@ -23,7 +24,7 @@ import { makeDir } from '../runner/make-dir.js';
 import { claimRunner, liveRunner, releaseRunner } from '../runner/runner-claim.js';
 import { readCurrentLayout, readLayoutAt } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
-import { type CreateResult, newMigrationId, pinError } from './migration-common.js';
+import { type CreateResult, checkReplace, newMigrationId, pinError } from './migration-common.js';
 import {
   allMigrations,
   findMigration,
@@ -50,6 +51,8 @@ export interface CreateRequest {
   stateDir: StateDir;
   /** The reviewed plan's id: refuse anything else. */
   planId?: string;
+  /** Components to replace green-blue with no change (`migrate --replace`). */
+  replace?: readonly string[];
   now?: number;
 }
 
@@ -67,6 +70,7 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
   const loaded = loadTopology(text, { file: request.file });
   if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
   const desired = loaded.topology;
+  checkReplace(desired, request.replace, request.file);
   const environment = desired.metadata.name;
   const { stateDir } = request;
   const id = newMigrationId();
@@ -91,16 +95,25 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
   const paths = stateDir.migration(environment, id);
   try {
     const base = await readCurrentLayout(stateDir, environment);
-    const plan = buildPlan(base, desired);
+    // Observed once the claim is held, as `plan` observes: drift is planned and repaired like a change.
+    const { observeEnvironmentLayout } = await import('../api.js');
+    const baseDir = request.baseDir ?? path.dirname(path.resolve(request.file));
+    const inputs = {
+      observed: await observeEnvironmentLayout(stateDir, base, baseDir),
+      ...(request.replace === undefined ? {} : { replace: request.replace }),
+    };
+    const plan = buildPlan(base, desired, inputs);
     if (request.planId !== undefined && request.planId !== plan.planId) {
       throw await pinError(
         (serial) => readLayoutAt(stateDir, environment, serial),
         request.planId,
         plan,
         desired,
+        base,
+        inputs,
       );
     }
-    if (plan.actions.length === 0 && plan.settings.length === 0) {
+    if (isEmptyPlan(plan)) {
       releaseEnvironment(stateDir, environment, id);
       return { created: false, plan };
     }
@@ -110,7 +123,7 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
       plan,
       desired,
       base,
-      baseDir: request.baseDir ?? path.dirname(path.resolve(request.file)),
+      baseDir,
       createdAt: request.now ?? Date.now(),
     };
     stateDirWrite(stateDir, `creating ${id}`, () => {

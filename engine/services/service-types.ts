@@ -22,6 +22,13 @@ export interface TopologyText {
 /** What a plan is computed against: the recorded layout, another topology, or nothing live. */
 export type PlanAgainst = { kind: 'recorded' } | { kind: 'text'; source: TopologyText } | { kind: 'empty' };
 
+export interface PlanOptions {
+  /** false: plan from the record alone, without observing what runs (`--refresh=false`). */
+  refresh?: boolean;
+  /** Components to replace green-blue with no change (`--replace`). */
+  replace?: readonly string[];
+}
+
 export type ValidateOutcome =
   | { ok: true; environment: string; components: number; routes: number }
   | { ok: false; diagnostics: Diagnostic[] };
@@ -30,6 +37,8 @@ export interface StartRequest extends TopologyText {
   /** Where its relative paths resolve. */
   baseDir: string;
   planId?: string;
+  /** Components to replace green-blue with no change (`migrate --replace`). */
+  replace?: readonly string[];
   /**
    * The caller drives it itself with `attach` (the CLI's `migrate` without --detach). Only a local
    * migration runs in the caller's process; elsewhere it runs where it always does.
@@ -78,7 +87,8 @@ export interface MigrationService {
    */
   readonly lookAgainMs: number;
   validate(source: TopologyText): Promise<ValidateOutcome>;
-  plan(desired: TopologyText, against: PlanAgainst): Promise<Plan>;
+  /** Against the recorded layout, observes what runs first where it can (see PlanOptions). */
+  plan(desired: TopologyText, against: PlanAgainst, options?: PlanOptions): Promise<Plan>;
   currentLayout(environment: string): Promise<CurrentLayout>;
   /**
    * What runs of the recorded layout now, as the drivers see it on this machine (pids, ports,

@@ -35,11 +35,13 @@ export function temporalService(settings: TemporalSettings): MigrationService {
     lookAgainMs: 1_000, // a visibility query
     // Validation is the same on every machine: no need for Temporal.
     validate: async (source) => (await api()).validationOf(source),
-    async plan(desired, against) {
+    // Plans from the record Temporal keeps: the slots live on the workers' machines, not observed here.
+    async plan(desired, against, options) {
       const { planTopologyText } = await api();
-      if (against.kind !== 'recorded') return planTopologyText(desired, against);
+      if (against.kind !== 'recorded') return planTopologyText(desired, against, options);
       const t = await temporal();
-      return planTopologyText(desired, { kind: 'layout', of: (environment) => t.currentLayout(environment) });
+      const of = (environment: string) => t.currentLayout(environment);
+      return planTopologyText(desired, { kind: 'layout', of }, options);
     },
     currentLayout: async (environment) => (await temporal()).currentLayout(environment),
     // The slots' processes and files are on the workers' machines, not necessarily this one.

@@ -28,7 +28,7 @@ import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
 import { buildPlan } from '../../core/plan/build-plan.js';
 import { loadTopology } from '../../core/topology/load-topology.js';
 import { TopologyInvalidError } from '../api.js';
-import { type CreateResult, newMigrationId, pinError } from '../services/migration-common.js';
+import { type CreateResult, checkReplace, newMigrationId, pinError } from '../services/migration-common.js';
 import { type TemporalSettings, withDeadline } from './connection.js';
 import { storedSize } from './payload-codec.js';
 import { callTimeoutMs, TemporalSession } from './temporal-session.js';
@@ -50,6 +50,8 @@ export interface TemporalCreateRequest {
   file: string;
   baseDir: string;
   planId?: string;
+  /** Components to replace green-blue with no change (`migrate --replace`). */
+  replace?: readonly string[];
   now?: number;
 }
 
@@ -110,9 +112,12 @@ export class TemporalMigrations {
     const loaded = loadTopology(request.text, { file: request.file });
     if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
     const desired = loaded.topology;
+    checkReplace(desired, request.replace, request.file);
     const environment = desired.metadata.name;
     const base = await this.currentLayout(environment);
-    const plan = buildPlan(base, desired);
+    // From the record alone: the slots are on the workers' machines, not observed from here.
+    const inputs = request.replace === undefined ? {} : { replace: request.replace };
+    const plan = buildPlan(base, desired, inputs);
     if (request.planId !== undefined && request.planId !== plan.planId) {
       const envHandle = this.client.workflow.getHandle(environmentWorkflowId(environment));
       throw await pinError(
@@ -123,6 +128,8 @@ export class TemporalMigrations {
         request.planId,
         plan,
         desired,
+        base,
+        inputs,
       );
     }
     if (plan.actions.length === 0 && plan.settings.length === 0) return { created: false, plan };
