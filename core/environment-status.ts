@@ -7,6 +7,8 @@
  */
 import type { CurrentLayout, Slot } from './layout.js';
 import type { ObservedLayout, ReplicaState, RouteServingState } from './observed.js';
+import { findDrift } from './plan/drift.js';
+import type { Drift } from './plan/types.js';
 import { own } from './records.js';
 
 export interface EnvironmentStatus {
@@ -19,7 +21,10 @@ export interface EnvironmentStatus {
   components: ComponentStatus[];
   routes: RouteStatus[];
   migration: MigrationInFlight | null;
-  /** Every difference between the record and what runs; empty when they agree. */
+  /**
+   * Every difference between the record and what runs, found as plans find it (`findDrift`), so
+   * what status shows is what `migrate` and self-heal repair; empty when they agree.
+   */
   drift: DriftItem[];
 }
 
@@ -68,13 +73,8 @@ export interface MigrationInFlight {
   status: string;
 }
 
-/** One difference between the record and the world, named as plans name it. */
-export interface DriftItem {
-  kind: 'component' | 'route';
-  name: string;
-  /** "2 of 2 replicas not running", "route address held by another program". */
-  reason: string;
-}
+/** One difference between the record and the world, as plans name it (core/plan/drift.ts). */
+export type DriftItem = Drift;
 
 /** One line of `GET /v1/environments`. */
 export interface EnvironmentSummary {
@@ -142,47 +142,8 @@ export function statusOf(inputs: StatusInputs): EnvironmentStatus {
     components,
     routes,
     migration: inputs.migration,
-    drift: driftOf(layout, observed),
+    drift: findDrift(observed),
   };
-}
-
-/**
- * The drift of an observation against the record: a component with replicas that do not run, a
- * route nobody serves as recorded. `unknown` is never drift (a driver that cannot observe must not
- * make cutover repair what it cannot see).
- */
-export function driftOf(layout: CurrentLayout, observed: ObservedLayout): DriftItem[] {
-  const drift: DriftItem[] = [];
-  for (const name of Object.keys(layout.topology?.components ?? {}).sort()) {
-    const replicas = own(observed.components, name)?.replicas ?? [];
-    const down = (state: ReplicaState) => replicas.filter((r) => r.state === state).length;
-    const total = replicas.length;
-    const parts = [
-      down('not_running') > 0 ? `${down('not_running')} of ${total} replicas not running` : '',
-      down('not_answering') > 0 ? `${down('not_answering')} of ${total} replicas not answering` : '',
-    ].filter((p) => p !== '');
-    if (parts.length > 0) drift.push({ kind: 'component', name, reason: parts.join(', ') });
-  }
-  for (const name of Object.keys(layout.topology?.routes ?? {}).sort()) {
-    const reason = routeDriftReason(own(observed.routes, name)?.state);
-    if (reason !== null) drift.push({ kind: 'route', name, reason });
-  }
-  return drift;
-}
-
-function routeDriftReason(state: RouteServingState | undefined): string | null {
-  switch (state) {
-    case undefined:
-    case 'served':
-    case 'unknown':
-      return null;
-    case 'not_served':
-      return 'route not served';
-    case 'address_taken':
-      return 'route address held by another program';
-    case 'edited':
-      return 'nginx file edited';
-  }
 }
 
 export function summaryOfStatus(status: EnvironmentStatus): EnvironmentSummary {

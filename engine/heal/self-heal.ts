@@ -16,7 +16,6 @@
  */
 import { CutoverError } from '../../core/errors.js';
 import { isFinal } from '../../core/migration/types.js';
-import type { Plan } from '../../core/plan/types.js';
 import { topologyText } from '../../core/topology/topology-text.js';
 import type { MigrationService } from '../services/service-types.js';
 
@@ -195,7 +194,7 @@ export class SelfHeal {
     };
     if (!heal.observable && !(await this.canObserve(target, heal))) return;
     const plan = await service.plan(source, { kind: 'recorded' });
-    const drift = driftOf(plan);
+    const drift = plan.drift ?? [];
     if (drift.length === 0) return;
     const now = this.now();
     heal.repairs = heal.repairs.filter((at) => now - at < hourMs);
@@ -298,10 +297,6 @@ export class SelfHeal {
     this.options.log(describeHealEvent(event), event);
     this.options.onEvent?.(event);
   }
-}
-
-function driftOf(plan: Plan): HealDrift[] {
-  return (plan as Plan & { drift?: HealDrift[] }).drift ?? [];
 }
 
 function iso(ms: number): string {

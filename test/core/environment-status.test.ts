@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { driftOf, statusOf, summaryOfStatus } from '../../core/environment-status.js';
+import { statusOf, summaryOfStatus } from '../../core/environment-status.js';
 import type { CurrentLayout } from '../../core/layout.js';
 import type { ObservedLayout } from '../../core/observed.js';
 import { renderStatusLine, renderStatusText } from '../../views/render-status.js';
@@ -36,13 +36,16 @@ function observed(
   };
 }
 
+const driftIn = (o: ObservedLayout) =>
+  statusOf({ layout, observed: o, health: new Map(), migration: null }).drift;
+
 describe('environment status', () => {
   it('names dead replicas and a route not served as drift; unknown is never drift', () => {
-    expect(driftOf(layout, observed(['not_running', 'not_running'], 'not_served'))).toEqual([
+    expect(driftIn(observed(['not_running', 'not_running'], 'not_served'))).toEqual([
       { kind: 'component', name: 'api', reason: '2 of 2 replicas not running' },
       { kind: 'route', name: 'public', reason: 'route not served' },
     ]);
-    expect(driftOf(layout, observed(['running', 'running'], 'unknown'))).toEqual([]);
+    expect(driftIn(observed(['running', 'running'], 'unknown'))).toEqual([]);
   });
 
   it('puts the record, the observation, health and the migration together', () => {

@@ -157,6 +157,45 @@ describe('dead replicas', () => {
     await watch.stop();
   }, 180_000);
 
+  it('cutover server --self-heal repairs them too, and logs the repair as an event', async () => {
+    ws = await liveWorkspace(quick);
+    trackStateDir(ws.stateDir);
+    const migrated = await runCli(['topology', 'migrate', '-f', ws.file, '--yes']);
+    expect(migrated.code, migrated.stderr).toBe(0);
+    const server = new CliProcess([
+      'server',
+      '--port',
+      '0',
+      '--state-dir',
+      ws.stateDir,
+      '--self-heal',
+      '--heal-interval',
+      '300ms',
+    ]);
+    const url = (await server.line(/listening on (http:\/\/[0-9.]+:\d+)/, { stream: 'err' }))
+      .match[1] as string;
+    const pids = (await status(ws.file)).components[0]?.replicas.map((r) => r.pid as number) ?? [];
+    for (const pid of pids) process.kill(-pid, 'SIGKILL');
+    // The server's log is JSON lines: the repair is one, with the event as its fields.
+    const started = await server.line(/"type":"repair_started"/, { timeoutMs: 30_000 });
+    const event = (JSON.parse(started.text) as { selfHeal: Record<string, unknown> }).selfHeal;
+    expect(event).toMatchObject({
+      environment: 'live-demo',
+      drift: [{ kind: 'component', name: 'web', reason: '2 of 2 replicas not running' }],
+    });
+    expect(JSON.parse(started.text).msg).toBe(
+      `self-heal: live-demo: component web: 2 of 2 replicas not running; repairing with migration ${event.migrationId}`,
+    );
+    await server.line(new RegExp(`"type":"repair_completed".*"migrationId":"${event.migrationId}"`), {
+      timeoutMs: 60_000,
+    });
+    expect(await answer(ws.url)).toBe(200);
+    const after = (await (await fetch(`${url}/v1/environments/live-demo`)).json()) as EnvironmentStatus;
+    expect(after.drift).toEqual([]);
+    expect(after.components[0]?.replicas.map((r) => r.state)).toEqual(['running', 'running']);
+    await server.stop();
+  }, 180_000);
+
   it('an environment never migrated is an error naming the state directory, exit 1', async () => {
     ws = await liveWorkspace();
     const result = await runCli(['topology', 'status', '-f', ws.file]);
