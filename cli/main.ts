@@ -9,6 +9,7 @@ import { registerMigrate } from './commands/topology-migrate.js';
 import { registerMigration } from './commands/topology-migration.js';
 import { registerPlan } from './commands/topology-plan.js';
 import { registerRollback } from './commands/topology-rollback.js';
+import { registerStatus } from './commands/topology-status.js';
 import { registerValidate } from './commands/topology-validate.js';
 import { registerWatch } from './commands/watch.js';
 import { registerWorker } from './commands/worker.js';
@@ -43,6 +44,7 @@ Documentation: README.md; the topology schema: schemas/topology.v1.json`,
   registerMigration(topology);
   registerRollback(topology);
   registerDown(topology);
+  registerStatus(topology);
   registerServer(program, pkg.version);
   registerWatch(program);
   registerWorker(program);

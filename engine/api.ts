@@ -127,6 +127,15 @@ export async function planTopologyText(
   return buildPlan({ environment: base.metadata.name, serial: 0, topology: base }, model, replace);
 }
 
+export {
+  defaultHealIntervalMs,
+  defaultMaxRepairsPerHour,
+  describeHealEvent,
+  type HealEvent,
+  type HealTarget,
+  SelfHeal,
+} from './heal/self-heal.js';
+
 /**
  * What runs now of an environment's recorded layout in a state directory, as the built-in drivers
  * see it. Relative paths resolve where the layout's migration ran, else beside the state directory.

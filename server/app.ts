@@ -15,6 +15,7 @@ import { defaultLogStreamLimits, LogStreams } from './log-streams.js';
 import { createMetrics, type ServerMetrics } from './metrics.js';
 import { clientErrorResponse, HttpProblem, toProblem } from './problems.js';
 import { type RouteContext, routeSchema, type ServerOptions } from './route-context.js';
+import { registerEnvironmentRoutes } from './routes/environments.js';
 import { registerHookRoutes } from './routes/hooks.js';
 import { registerMigrationRoutes } from './routes/migrations.js';
 import { registerOperationRoutes } from './routes/operations.js';
@@ -87,6 +88,7 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
   registerOperationRoutes(app, context);
   registerRollbackRoute(app, context);
   registerMigrationRoutes(app, context);
+  registerEnvironmentRoutes(app, context);
   registerHookRoutes(app, context);
 
   await app.ready();

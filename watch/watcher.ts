@@ -16,6 +16,7 @@ import { CutoverError } from '../core/errors.js';
 import { isEmptyPlan } from '../core/plan/types.js';
 import { formatDiagnostic } from '../core/topology/diagnostic.js';
 import { loadTopology } from '../core/topology/load-topology.js';
+import { type HealEvent, type HealTarget, SelfHeal } from '../engine/api.js';
 import { StateDir } from '../engine/store/state-dir.js';
 import { ApplyQueue, markOutcome } from './apply-queue.js';
 import { CheckLoop } from './check-loop.js';
@@ -61,6 +62,11 @@ export interface WatchOptions {
   trace?: (line: string) => void;
   /** Called after each report is written (tests, benchmarks). */
   onReport?: (report: Report) => void;
+  /**
+   * `--self-heal`: keep every environment this watcher planned as recorded, repairing drift (see
+   * engine/heal/self-heal.ts). Absent: no healing.
+   */
+  selfHeal?: { intervalMs: number; maxRepairsPerHour: number; onEvent?: (event: HealEvent) => void };
 }
 
 /** Problems of an invalid topology printed with its log line (all of them are in the report). */
@@ -84,6 +90,9 @@ export class Watcher {
   private readonly loop: CheckLoop;
   private readonly queue: ApplyQueue;
   private triggerIsOwn: ((trigger: Trigger) => boolean) | null = null;
+  /** Each environment planned, and its state directory and topology file's directory: what self-heal keeps. */
+  private readonly planned = new Map<string, { stateDir: string; baseDir: string }>();
+  private heal: SelfHeal | null = null;
 
   constructor(private readonly options: WatchOptions) {
     this.services = new WatchServices(options.env ?? process.env);
@@ -190,9 +199,32 @@ export class Watcher {
         this.watchers.push(await watchTriggers(hooks, (file) => this.onHook(file)));
       }
     }
+    if (this.options.selfHeal) {
+      const { intervalMs, maxRepairsPerHour, onEvent } = this.options.selfHeal;
+      this.heal = new SelfHeal({
+        targets: () => this.healTargets(),
+        intervalMs,
+        maxRepairsPerHour,
+        log: (line) => this.options.log(line),
+        ...(onEvent ? { onEvent } : {}),
+      });
+      this.heal.start();
+    }
+  }
+
+  /** The environments this watcher planned, each through the service of its state directory. */
+  private async healTargets(): Promise<HealTarget[]> {
+    return Promise.all(
+      [...this.planned].map(async ([environment, { stateDir, baseDir }]) => ({
+        environment,
+        service: await this.services.service(stateDir),
+        fallbackBaseDir: baseDir,
+      })),
+    );
   }
 
   async stop(): Promise<void> {
+    await this.heal?.stop();
     this.queue.stop();
     const ended = this.loop.stop(); // no check starts from here on
     await Promise.all(this.watchers.map((w) => w.close()));
@@ -311,6 +343,10 @@ export class Watcher {
     const topology = loaded.topology;
     const environment = topology.metadata.name;
     const stateDir = this.stateDirOf(file);
+    this.planned.set(environment, {
+      stateDir,
+      baseDir: path.dirname(path.join(this.repo?.workTree ?? path.dirname(stateDir), file)),
+    });
     const plan = await this.services.planAgainstLayout(stateDir, topology);
     const report = await this.writeReport(commit, file, environment, { kind: 'plan', plan });
     this.options.log(`${short} ${file} (${environment}): ${summaryOf(plan)} → ${report.markdown}`);

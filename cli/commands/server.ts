@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { CutoverError } from '../../core/errors.js';
+import type { MigrationService } from '../../engine/services/migration-service.js';
 import { StateDir } from '../../engine/store/state-dir.js';
+import { addHealOptions, type HealCommandOptions, healOptions } from '../heal-options.js';
 
 interface ServerCommandOptions {
   host: string;
@@ -20,6 +22,8 @@ interface ServerCommandOptions {
   adopt: boolean;
 }
 
+type ServerCommandOptionsWithHeal = ServerCommandOptions & HealCommandOptions;
+
 function integer(value: string, flag: string, min: number): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < min)
@@ -36,8 +40,7 @@ function readHookSecret(file: string): string {
 }
 
 export function registerServer(program: Command, version: string): void {
-  program
-    .command('server')
+  addHealOptions(program.command('server'), 'every environment of the state directory')
     .description('serve the HTTP API: plan, apply and cancel, migrations, logs, metrics')
     .option('--host <address>', 'address to listen on', '127.0.0.1')
     .option('--port <port>', 'port to listen on (0: any free port)', '7400')
@@ -92,11 +95,13 @@ state directory never both adopt a migration.
 
 Examples:
   $ cutover server
+  $ cutover server --self-heal --heal-interval 30s
   $ CUTOVER_TOKENS=ci:operator:$(openssl rand -hex 24) cutover server --host 0.0.0.0 --port 7400
   $ curl -s localhost:7400/v1/plan -H 'content-type: application/json' \\
       -d "{\\"topology\\": $(jq -Rs . < topology.yaml)}"`,
     )
-    .action(async (options: ServerCommandOptions) => {
+    .action(async (options: ServerCommandOptionsWithHeal) => {
+      const selfHeal = healOptions(options);
       const { readTokensFile, parseTokensEnv, createTokenStore } = await import('../../server/auth.js');
       const { startServer } = await import('../../server/start.js');
       const workdir = path.resolve(options.workdir ?? '.');
@@ -159,13 +164,13 @@ Examples:
             : 'no tokens: loopback only, every caller is an operator'
         }; migrations: ${worker.description})\n`,
       );
+      const heal = selfHeal ? await startSelfHeal(service, workdir, selfHeal, server.app.log) : null;
       await new Promise<void>((resolve) => {
         const stop = (signal: string) => {
           process.stderr.write(
             `${signal}: finishing requests in flight; migrations go on in their own processes\n`,
           );
-          void adopter
-            .stop()
+          void Promise.all([adopter.stop(), heal?.stop()])
             .then(() => server.close())
             .then(() => worker.shutdown())
             .then(resolve);
@@ -174,4 +179,29 @@ Examples:
         process.once('SIGINT', () => stop('SIGINT'));
       });
     });
+}
+
+/**
+ * `--self-heal`: every environment of the state directory (or that Temporal holds) kept as
+ * recorded. Each repair is a line in the server's log, with the event as structured fields.
+ */
+async function startSelfHeal(
+  service: MigrationService,
+  workdir: string,
+  options: { intervalMs: number; maxRepairsPerHour: number },
+  log: { info(fields: object, message: string): void },
+): Promise<{ stop(): Promise<void> }> {
+  const { SelfHeal } = await import('../../engine/api.js');
+  const heal = new SelfHeal({
+    targets: async () =>
+      (await service.environments()).map((e) => ({
+        environment: e.environment,
+        service,
+        fallbackBaseDir: workdir,
+      })),
+    ...options,
+    log: (line, event) => log.info(event ? { selfHeal: event } : {}, line),
+  });
+  heal.start();
+  return heal;
 }

@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
 import { CutoverError } from '../../core/errors.js';
 import { parseDuration } from '../../core/topology/duration.js';
+import { addHealOptions, type HealCommandOptions, healOptions } from '../heal-options.js';
 
-interface WatchCommandOptions {
+interface WatchCommandOptions extends HealCommandOptions {
   repo: string;
   branch: string;
   file?: string[];
@@ -16,8 +17,7 @@ interface WatchCommandOptions {
 }
 
 export function registerWatch(program: Command): void {
-  program
-    .command('watch')
+  addHealOptions(program.command('watch'), 'each environment planned')
     .description('plan every new commit of a branch that changes a topology; optionally apply it')
     .requiredOption('--repo <path|url>', 'a local repository, or a remote URL (file://, https://, ssh://)')
     .option('--branch <name>', 'the branch to follow', 'main')
@@ -32,6 +32,7 @@ export function registerWatch(program: Command): void {
     )
     .option('--once', 'plan the current head, write its reports, and exit (for cron and CI)')
     .option('--verbose', 'also log each look that found nothing to do (debug: lines)')
+
     .option(
       '--state-dir <dir>',
       'the state directory (default: CUTOVER_STATE_DIR, else .cutover/ beside each file in a local working tree, else ./.cutover)',
@@ -54,7 +55,14 @@ does not exist.
 Examples:
   $ cutover watch --repo . --file examples/exec-demo/topology.yaml
   $ cutover watch --repo https://git.example/infra.git --glob 'envs/*/topology.yaml' --interval 1m --apply
-  $ cutover watch --repo . --once --out plans/`,
+  $ cutover watch --repo . --once --out plans/
+  $ cutover watch --repo . --file app/topology.yaml --self-heal --heal-interval 5s
+
+With --self-heal, each look plans the environment's recorded topology against what runs (as
+\`cutover topology plan\` does); drift, with no migration in flight, starts a migration of the
+recorded topology, which repairs it. A repair that fails is retried after a backoff (the interval,
+doubled at each failure, at most 10 minutes); more than --heal-max-repairs repairs in an hour
+stop healing that environment. Every repair is a log line naming what drifted and the migration.`,
     )
     .action(async (options: WatchCommandOptions) => {
       if (options.file !== undefined && options.glob !== undefined) {
@@ -67,6 +75,8 @@ Examples:
           `--interval: expected a duration of at least 100ms like 30s or 2m, not ${options.interval}`,
         );
       }
+      const selfHeal = healOptions(options);
+      if (selfHeal && options.once) throw new CutoverError('USAGE', '--self-heal cannot be used with --once');
       const { Watcher } = await import('../../watch/watcher.js');
       const log = (line: string) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
       const stateDir = options.stateDir ?? process.env.CUTOVER_STATE_DIR;
@@ -81,6 +91,7 @@ Examples:
         ...(stateDir === undefined ? {} : { stateDir }),
         log,
         ...(options.verbose ? { trace: (line: string) => log(`debug: ${line}`) } : {}),
+        ...(selfHeal ? { selfHeal } : {}),
       });
       if (options.once) {
         const reports = await watcher.once();

@@ -5,6 +5,7 @@
  * relative paths) the same way.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { EnvironmentStatus, EnvironmentSummary } from '../../core/environment-status.js';
 import { CutoverError, TopologyInvalidError } from '../../core/errors.js';
 import { type MigrationSummary, withResumeCommand } from '../../core/migration/summary.js';
 import { isFinal, type LogLine } from '../../core/migration/types.js';
@@ -230,6 +231,14 @@ export function httpService(url: string, token: string | undefined): MigrationSe
     async inFlight(environment) {
       const running = (await listAll({ environment })).find((m) => !isFinal(m.lifecycle));
       return running?.id ?? null;
+    },
+    async status(environment) {
+      return (
+        await remote.json<EnvironmentStatus>('GET', `/v1/environments/${encodeURIComponent(environment)}`)
+      ).body;
+    },
+    async environments() {
+      return (await remote.json<{ items: EnvironmentSummary[] }>('GET', '/v1/environments')).body.items;
     },
     // The server logs the take-down's lines itself.
     async down(environment) {

@@ -115,6 +115,15 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
     async inFlight(environment) {
       return activeMigration(stateDir, environment);
     },
+    async status(environment) {
+      const { readEnvironmentStatus } = await import('../status/read-status.js');
+      return readEnvironmentStatus(service, environment);
+    },
+    async environments() {
+      const { readEnvironmentSummaries } = await import('../status/read-status.js');
+      const { recordedEnvironments } = await import('../status/recorded-environments.js');
+      return readEnvironmentSummaries(service, await recordedEnvironments(stateDir));
+    },
     async down(environment, options) {
       const { takeDown } = await import('./down.js');
       const { defaultDrivers } = await import('../drivers/default-drivers.js');

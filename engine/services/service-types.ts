@@ -4,6 +4,7 @@
  * ask which it is; a verb that cannot work in a mode is refused here, with NOT_SUPPORTED.
  * (The implementations import this file; migration-service.ts picks one of them.)
  */
+import type { EnvironmentStatus, EnvironmentSummary } from '../../core/environment-status.js';
 import type { CurrentLayout } from '../../core/layout.js';
 import type { MigrationSummary } from '../../core/migration/summary.js';
 import type { Lifecycle, LogLine, MigrationState, ResolveHow, Verb } from '../../core/migration/types.js';
@@ -156,6 +157,14 @@ export interface MigrationService {
   ): Promise<{ summary: MigrationSummary; state: MigrationState }>;
   /** The migration (or take-down) in flight for an environment, if any: its id. */
   inFlight(environment: string): Promise<string | null>;
+  /**
+   * What runs in an environment beside its record, the migration in flight and the drift
+   * (`topology status`, `GET /v1/environments/{name}`). ENVIRONMENT_NOT_FOUND when it was never
+   * migrated and nothing is in flight.
+   */
+  status(environment: string): Promise<EnvironmentStatus>;
+  /** Every environment with a record (or a migration in flight), a line of status each, by name. */
+  environments(): Promise<EnvironmentSummary[]>;
   /** `topology down`: stops every route and live slot of the environment and records an empty layout. */
   down(environment: string, options: DownOptions): Promise<{ components: string[]; routes: string[] }>;
   /**

@@ -77,6 +77,17 @@ export function temporalService(settings: TemporalSettings): MigrationService {
       );
     },
     inFlight: async (environment) => (await temporal()).inFlight(environment),
+    // The layout is Temporal's; what runs is observed where the drivers' state is (refused here).
+    status: async (environment) => {
+      const { readEnvironmentStatus } = await import('../status/read-status.js');
+      return readEnvironmentStatus(service, environment);
+    },
+    environments: async () => {
+      throw new CutoverError(
+        'NOT_SUPPORTED',
+        `listing environments is not available in Temporal mode (${where}): Temporal keeps no index of them; ask for one by name (\`cutover topology status -f FILE\`)`,
+      );
+    },
     down: async (environment, options) => (await temporal()).down(environment, options),
     async hostWorker(stateDir, wanted) {
       // Connected first: an unreachable Temporal is the server's one error, worker or not.

@@ -1,0 +1,129 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Command } from 'commander';
+import type { EnvironmentStatus } from '../../core/environment-status.js';
+import { CutoverError } from '../../core/errors.js';
+import { parseDuration } from '../../core/topology/duration.js';
+import type { MigrationService } from '../../engine/services/migration-service.js';
+import { renderStatusJson, renderStatusLine, renderStatusText } from '../../views/render-status.js';
+import { styleFor } from '../../views/style.js';
+import { addServerOption, type ServerOption, withService } from '../service.js';
+import { addStateDirOptions, type StateDirOptions } from '../state-dir.js';
+
+interface StatusOptions extends ServerOption, StateDirOptions {
+  file: string;
+  json?: boolean;
+  watch?: boolean;
+  interval: string;
+}
+
+/** Shortest redraw interval: each look observes every driver and probes every replica. */
+const minIntervalMs = 200;
+
+export function registerStatus(topology: Command): void {
+  addServerOption(addStateDirOptions(topology.command('status')))
+    .description(
+      "show what runs in the file's environment: versions, replicas, health, routes, the migration in flight, drift",
+    )
+    .option('--json', 'print the status as one JSON object (ISO 8601 times)')
+    .option('--watch', 'keep watching: redraw on a terminal, a line per change elsewhere; Ctrl-C ends it')
+    .option('--interval <duration>', 'with --watch, how often to look again', '2s')
+    .addHelpText(
+      'after',
+      `
+The environment is the file's (metadata.name); what is recorded comes from its state directory
+(.cutover/ beside the file, or CUTOVER_STATE_DIR), or from a server with --server. Each replica is
+looked at (process alive, port answering) and probed once with its HTTP or TCP health check.
+Drift is what differs from the record: \`cutover topology migrate\` repairs it, and
+\`cutover watch --self-heal\` or \`cutover server --self-heal\` do so by themselves.
+
+Exit codes: 0 shown (drift or not), 1 error (an environment never migrated included).
+
+Examples:
+  $ cutover topology status -f examples/live-demo/topology.yaml
+  $ cutover topology status --json | jq '.drift'
+  $ cutover topology status --watch --interval 1s`,
+    )
+    .action(async (options: StatusOptions) => {
+      const intervalMs = parseDuration(options.interval);
+      if (intervalMs === undefined || intervalMs < minIntervalMs) {
+        throw new CutoverError(
+          'USAGE',
+          `--interval: expected a duration of at least ${minIntervalMs}ms like 2s, not ${options.interval}`,
+        );
+      }
+      // Loaded when status runs, not when the CLI starts (see topology-validate.ts).
+      const { TopologyInvalidError, validateTopologyFile } = await import('../../engine/api.js');
+      const loaded = await validateTopologyFile(options.file);
+      if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
+      const environment = loaded.topology.metadata.name;
+      await withService(options, async (service) => {
+        const first = await service.status(environment);
+        if (!options.watch) {
+          process.stdout.write(
+            options.json ? renderStatusJson(first) : renderStatusText(first, styleFor(process.stdout)),
+          );
+          return;
+        }
+        await watchStatus(service, environment, first, { intervalMs, json: options.json === true });
+      });
+      process.exitCode = 0;
+    });
+}
+
+/**
+ * `--watch`: on a terminal the view is cleared and redrawn at each look (like
+ * `kubectl argo rollouts get rollout --watch`); elsewhere one line (or, with --json, one JSON
+ * object) is printed each time something changed, never a repeat. Ctrl-C (or SIGTERM) ends it with 0.
+ */
+async function watchStatus(
+  service: MigrationService,
+  environment: string,
+  first: EnvironmentStatus,
+  options: { intervalMs: number; json: boolean },
+): Promise<void> {
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const live = process.stdout.isTTY === true && !options.json;
+  const style = styleFor(process.stdout);
+  const { createLogUpdate } = await import('log-update');
+  const update = live ? createLogUpdate(process.stdout) : null;
+  let last = '';
+  const show = (status: EnvironmentStatus | null, problem: string | null) => {
+    if (update) {
+      const body = status === null ? '' : renderStatusText(status, style);
+      const note = problem === null ? '' : `${style.red(`cutover: ${problem}`)}\n`;
+      update(`${body}${note}${style.dim(`every ${options.intervalMs / 1000} s; Ctrl-C to stop`)}`);
+      return;
+    }
+    // What changed, not when it was looked at: a quiet environment prints nothing new.
+    const line =
+      problem !== null
+        ? `${new Date().toISOString()} cutover: ${problem}\n`
+        : options.json
+          ? `${JSON.stringify(status)}\n`
+          : renderStatusLine(status as EnvironmentStatus);
+    const key = problem ?? JSON.stringify({ ...status, observedAt: '' });
+    if (key === last) return;
+    last = key;
+    process.stdout.write(line);
+  };
+  try {
+    show(first, null);
+    while (!stop.signal.aborted) {
+      await sleep(options.intervalMs, undefined, { signal: stop.signal }).catch(() => undefined);
+      if (stop.signal.aborted) break;
+      try {
+        show(await service.status(environment), null);
+      } catch (error) {
+        // Watching goes on through a failed look (a server restarting, a file mid-write).
+        show(null, (error as Error).message.split('\n')[0] ?? String(error));
+      }
+    }
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    update?.done();
+  }
+}
