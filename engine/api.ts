@@ -10,6 +10,7 @@ import type { Plan } from '../core/plan/types.js';
 import type { Diagnostic } from '../core/topology/diagnostic.js';
 import { type LoadResult, loadTopology } from '../core/topology/load-topology.js';
 import type { Topology } from '../core/topology/types.js';
+import { planSecrets } from './secrets/resolve-secrets.js';
 import type { PlanAgainst, TopologyText, ValidateOutcome } from './services/service-types.js';
 import { readFileAtRef } from './sources/read-file-at-ref.js';
 import { readTopologyFile } from './sources/read-topology-file.js';
@@ -17,6 +18,7 @@ import { readCurrentLayout } from './store/layout-store.js';
 import type { StateDir } from './store/state-dir.js';
 
 export { TopologyInvalidError } from '../core/errors.js';
+export { checkSecretsFile } from './secrets/secret-source.js';
 export type { CurrentLayout, Diagnostic, Plan, PlanAgainst, Topology, TopologyText, ValidateOutcome };
 
 export async function validateTopologyFile(file: string): Promise<LoadResult> {
@@ -88,17 +90,24 @@ export async function planTopologyText(
   against:
     | { kind: 'recorded'; stateDir: StateDir }
     /** The current layout, from wherever it is kept (a state directory, or Temporal). */
-    | { kind: 'layout'; of: (environment: string) => Promise<CurrentLayout> }
+    | { kind: 'layout'; of: (environment: string) => Promise<CurrentLayout>; stateDir?: StateDir }
     | { kind: 'text'; source: TopologyText }
     /** Nothing is live (e.g. the file did not exist at a Git revision). */
     | { kind: 'empty' },
 ): Promise<Plan> {
   const model = await loadOrThrow(desired.text, desired.file);
   if (against.kind === 'recorded') {
-    return buildPlan(await readCurrentLayout(against.stateDir, model.metadata.name), model);
+    const layout = await readCurrentLayout(against.stateDir, model.metadata.name);
+    return buildPlan(layout, model, await planSecrets(model, against.stateDir, baseDirOf(desired.file)));
   }
   if (against.kind === 'empty') return buildPlan(emptyLayout(model.metadata.name), model);
-  if (against.kind === 'layout') return buildPlan(await against.of(model.metadata.name), model);
+  if (against.kind === 'layout') {
+    const layout = await against.of(model.metadata.name);
+    const secrets = against.stateDir
+      ? await planSecrets(model, against.stateDir, baseDirOf(desired.file))
+      : undefined;
+    return buildPlan(layout, model, secrets);
+  }
   const base = await loadOrThrow(against.source.text, against.source.file);
   return buildPlan({ environment: base.metadata.name, serial: 0, topology: base }, model);
 }

@@ -18,14 +18,17 @@ import {
   shiftReason,
 } from './describe-actions.js';
 import { describeChange, diffValues } from './diff-values.js';
+import type { SecretDigests } from './secret-changes.js';
 import type { Action, Change, Plan, ResourceChange, Stage } from './types.js';
 
 /**
  * plan(current, desired): pure and deterministic. The same inputs give byte-identical JSON; the same
  * layout on both sides gives no actions. Actions come in stage order; within a stage, green slots
  * come up dependencies first and blue slots go down dependents first, ties broken by name.
+ * `secrets`: digests of the secrets' values now (see SecretDigests); without them a changed secret
+ * cannot be seen, and only changes of the file count.
  */
-export function buildPlan(current: CurrentLayout, desired: Topology): Plan {
+export function buildPlan(current: CurrentLayout, desired: Topology, secrets?: SecretDigests): Plan {
   const environment = desired.metadata.name;
   if (current.environment !== environment) {
     throw new CutoverError(
@@ -33,7 +36,11 @@ export function buildPlan(current: CurrentLayout, desired: Topology): Plan {
       `cannot plan environment "${environment}" against the layout of "${current.environment}"`,
     );
   }
-  const c = classify(current.topology, desired);
+  const c = classify(
+    current.topology,
+    desired,
+    current.slots || secrets ? { slots: current.slots, digests: secrets } : {},
+  );
   const actions = [...buildUpActions(c), ...cutoverActions(c), ...teardownActions(c, current.topology)];
   const resources = resourceChanges(c, actions);
   const settings = settingsChanges(current.topology, desired, c.usedDrivers);

@@ -10,6 +10,8 @@ import { componentDriverFor, type DriverSet, routeDriverFor } from '../drivers/d
 import { stopRouterIfIdle } from '../drivers/router-driver.js';
 import type { ComponentCallContext, DriverCallOptions, RouteCallContext } from '../drivers/types.js';
 import { readClaim } from '../runner/active-claim.js';
+import { resolveComponentEnv } from '../secrets/resolve-secrets.js';
+import { secretSource } from '../secrets/secret-source.js';
 import { readCurrentLayout, recordEmptyLayout } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 
@@ -86,6 +88,11 @@ export async function takeDownPart(request: {
     baseDir,
     stateDir,
   };
+  // Only a driver that passes `env` on (exec) needs the secrets to retire: one that cannot be read
+  // here fails that driver's call (componentEnv), not the take-down of every other component.
+  const source = secretSource(process.env, baseDir);
+  const resolved = await resolveComponentEnv(name, spec, source).catch(() => undefined);
+  if (resolved) ctx.env = resolved.env;
   await componentDriverFor(drivers, ctx).retire(ctx, slot, call);
   call.log(`component ${name} stopped`);
 }

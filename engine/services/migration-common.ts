@@ -7,6 +7,7 @@ import { monotonicFactory } from 'ulid';
 import { CutoverError } from '../../core/errors.js';
 import type { CurrentLayout } from '../../core/layout.js';
 import type { MigrationSpec } from '../../core/migration/types.js';
+import type { SecretDigests } from '../../core/plan/secret-changes.js';
 import type { Plan } from '../../core/plan/types.js';
 
 const nextUlid = monotonicFactory();
@@ -30,11 +31,12 @@ export async function pinError(
   pinned: string,
   plan: Plan,
   desired: MigrationSpec['desired'],
+  secrets?: SecretDigests,
 ): Promise<CutoverError> {
   const { buildPlan } = await import('../../core/plan/build-plan.js');
   for (let serial = plan.baseSerial - 1; serial >= Math.max(0, plan.baseSerial - 50); serial--) {
     const old = await layoutAt(serial);
-    if (old && buildPlan(old, desired).planId === pinned) {
+    if (old && buildPlan(old, desired, secrets).planId === pinned) {
       return new CutoverError(
         'PLAN_STALE',
         `plan ${short(pinned)} is stale: it was computed against serial ${serial} of ${plan.environment}, which is now at serial ${plan.baseSerial}; plan again and review the new plan (${short(plan.planId)})`,

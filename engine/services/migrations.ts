@@ -21,6 +21,7 @@ import { JournalWriter } from '../runner/journal.js';
 import type { LocalRunner, RunnerDeps } from '../runner/local-runner.js';
 import { makeDir } from '../runner/make-dir.js';
 import { claimRunner, liveRunner, releaseRunner } from '../runner/runner-claim.js';
+import { planSecrets } from '../secrets/resolve-secrets.js';
 import { readCurrentLayout, readLayoutAt } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 import { type CreateResult, newMigrationId, pinError } from './migration-common.js';
@@ -91,13 +92,16 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
   const paths = stateDir.migration(environment, id);
   try {
     const base = await readCurrentLayout(stateDir, environment);
-    const plan = buildPlan(base, desired);
+    const baseDir = request.baseDir ?? path.dirname(path.resolve(request.file));
+    const secrets = await planSecrets(desired, stateDir, baseDir);
+    const plan = buildPlan(base, desired, secrets);
     if (request.planId !== undefined && request.planId !== plan.planId) {
       throw await pinError(
         (serial) => readLayoutAt(stateDir, environment, serial),
         request.planId,
         plan,
         desired,
+        secrets,
       );
     }
     if (plan.actions.length === 0 && plan.settings.length === 0) {
@@ -110,7 +114,7 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
       plan,
       desired,
       base,
-      baseDir: request.baseDir ?? path.dirname(path.resolve(request.file)),
+      baseDir,
       createdAt: request.now ?? Date.now(),
     };
     stateDirWrite(stateDir, `creating ${id}`, () => {

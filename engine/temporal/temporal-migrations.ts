@@ -28,7 +28,9 @@ import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
 import { buildPlan } from '../../core/plan/build-plan.js';
 import { loadTopology } from '../../core/topology/load-topology.js';
 import { TopologyInvalidError } from '../api.js';
+import { planSecrets } from '../secrets/resolve-secrets.js';
 import { type CreateResult, newMigrationId, pinError } from '../services/migration-common.js';
+import type { StateDir } from '../store/state-dir.js';
 import { type TemporalSettings, withDeadline } from './connection.js';
 import { storedSize } from './payload-codec.js';
 import { callTimeoutMs, TemporalSession } from './temporal-session.js';
@@ -51,6 +53,11 @@ export interface TemporalCreateRequest {
   baseDir: string;
   planId?: string;
   now?: number;
+  /**
+   * The state directory whose key hashes the secrets for this plan (read in this process): given,
+   * a changed secret is seen; the worker records its digests with the key of its own state directory.
+   */
+  secretsFrom?: StateDir;
 }
 
 interface Located {
@@ -112,7 +119,10 @@ export class TemporalMigrations {
     const desired = loaded.topology;
     const environment = desired.metadata.name;
     const base = await this.currentLayout(environment);
-    const plan = buildPlan(base, desired);
+    const secrets = request.secretsFrom
+      ? await planSecrets(desired, request.secretsFrom, request.baseDir)
+      : undefined;
+    const plan = buildPlan(base, desired, secrets);
     if (request.planId !== undefined && request.planId !== plan.planId) {
       const envHandle = this.client.workflow.getHandle(environmentWorkflowId(environment));
       throw await pinError(
@@ -123,6 +133,7 @@ export class TemporalMigrations {
         request.planId,
         plan,
         desired,
+        secrets,
       );
     }
     if (plan.actions.length === 0 && plan.settings.length === 0) return { created: false, plan };
