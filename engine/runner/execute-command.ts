@@ -158,7 +158,8 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       return undefined;
     }
     case 'drain': {
-      const { ctx } = await componentContext(s, o, c.component, s.spec.base.topology as Topology);
+      const topology = s.spec.base.topology as Topology;
+      const { ctx } = await componentContext(s, o, c.component, topology, 'omit');
       const blue = own(s.slots, c.component)?.blue ?? placeholderSlot(ctx, 'blue');
       await drainRoutes(s, o, call, c.component, blue, c.timeoutMs);
       await componentDriverFor(o.drivers, ctx).drain(ctx, blue, c.timeoutMs, call);
@@ -166,7 +167,7 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
     }
     case 'retire': {
       const topology = c.slot === 'blue' ? (s.spec.base.topology as Topology) : s.spec.desired;
-      const { ctx } = await componentContext(s, o, c.component, topology);
+      const { ctx } = await componentContext(s, o, c.component, topology, 'omit');
       const slot = own(s.slots, c.component)?.[c.slot] ?? placeholderSlot(ctx, c.slot);
       await componentDriverFor(o.drivers, ctx).retire(ctx, slot, call);
       return undefined;
@@ -185,27 +186,33 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
 /**
  * A driver call's context, with the component's secrets read here, in the process that applies
  * (the runner, the Temporal worker): their values go to the driver for this call only, and only
- * their keyed hashes are returned, for the slot's record. A secret that cannot be read fails the
- * call for good: retrying does not set it.
+ * their keyed hashes are returned, for the slot's record. A secret that cannot be read fails a
+ * call that stands green up for good (retrying does not set it); draining and retiring go on
+ * without it (`missing: 'omit'`), so an undo or a commit is never held by a secret gone since.
  */
 async function componentContext(
   s: MigrationState,
   o: ExecuteOptions,
   component: string,
   topology: Topology,
+  missing: 'fail' | 'omit' = 'fail',
 ): Promise<{ ctx: ComponentCallContext; secretDigests?: Record<string, string> }> {
   const spec = own(topology.components, component);
   if (!spec) throw new PermanentDriverError(`component ${component} is not in the topology`);
   const driver = own(topology.drivers, spec.driver);
   if (!driver) throw new PermanentDriverError(`driver ${spec.driver} of ${component} is not in the topology`);
   const source = o.secrets ?? secretSource(process.env, s.spec.baseDir);
-  const resolved = await resolveComponentEnv(component, spec, source, () => secretHasher(o.stateDir)).catch(
+  const hasher = () => secretHasher(o.stateDir);
+  const resolved = await resolveComponentEnv(component, spec, source, { hasher, missing }).catch(
     (error: unknown) => {
       throw error instanceof CutoverError && error.code === 'USAGE'
         ? new PermanentDriverError(error.message)
         : error;
     },
   );
+  for (const secret of resolved.omitted ?? []) {
+    o.log(`secret ${secret} of ${component} is not set here: its driver goes on without it`);
+  }
   const ctx: ComponentCallContext = {
     environment: s.spec.environment,
     migrationId: s.spec.id,

@@ -11,6 +11,15 @@ export interface ResolvedEnv {
   env: Record<string, string>;
   /** Keyed hashes of the secrets given, by `env` key; absent when the component uses none. */
   digests?: Record<string, string>;
+  /** With `missing: 'omit'`: the secrets set nowhere, left out of `env`. */
+  omitted?: string[];
+}
+
+export interface ResolveOptions {
+  /** Given: the digests of the values are returned too (for the record of a slot). */
+  hasher?: () => Promise<SecretHasher>;
+  /** 'fail' (default): a secret set nowhere is an error. 'omit': it is left out and named. */
+  missing?: 'fail' | 'omit';
 }
 
 /**
@@ -22,17 +31,21 @@ export async function resolveComponentEnv(
   component: string,
   spec: Pick<Component, 'env'>,
   source: SecretSource,
-  /** Given: the digests of the values are returned too (for the record of a slot). */
-  hasher?: () => Promise<SecretHasher>,
+  options: ResolveOptions = {},
 ): Promise<ResolvedEnv> {
   const env: Record<string, string> = {};
   const refs = secretRefsOf(spec);
   for (const [key, value] of Object.entries(spec.env)) if (!isSecretRef(value)) env[key] = value;
   if (refs.length === 0) return { env };
-  const hash = hasher ? await hasher() : undefined;
+  const hash = options.hasher ? await options.hasher() : undefined;
   const digests: Record<string, string> = {};
+  const omitted: string[] = [];
   for (const { key, secret } of refs) {
     const value = await source.lookup(secret);
+    if (value === undefined && options.missing === 'omit') {
+      omitted.push(secret);
+      continue;
+    }
     if (value === undefined) {
       throw new CutoverError(
         'USAGE',
@@ -42,7 +55,9 @@ export async function resolveComponentEnv(
     env[key] = value;
     if (hash) digests[key] = hash(value);
   }
-  return hash ? { env, digests } : { env };
+  const resolved: ResolvedEnv = hash ? { env, digests } : { env };
+  if (omitted.length > 0) resolved.omitted = omitted;
+  return resolved;
 }
 
 /**

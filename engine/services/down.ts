@@ -88,10 +88,10 @@ export async function takeDownPart(request: {
     baseDir,
     stateDir,
   };
-  // Only a driver that passes `env` on (exec) needs the secrets to retire: one that cannot be read
-  // here fails that driver's call (componentEnv), not the take-down of every other component.
+  // Retiring goes on without a secret that is not set here (as in a migration's undo); a secrets
+  // file refused here fails only a driver that passes `env` on (componentEnv), not the others.
   const source = secretSource(process.env, baseDir);
-  const resolved = await resolveComponentEnv(name, spec, source).catch(() => undefined);
+  const resolved = await resolveComponentEnv(name, spec, source, { missing: 'omit' }).catch(() => undefined);
   if (resolved) ctx.env = resolved.env;
   await componentDriverFor(drivers, ctx).retire(ctx, slot, call);
   call.log(`component ${name} stopped`);

@@ -99,10 +99,10 @@ describe('resolving a component env', () => {
     const hasher = () => secretHasher(stateDir);
     const spec = { env: { DB_PASSWORD: { secret: 'DB_PASSWORD' }, LOG_LEVEL: 'info' } };
     const source = secretSource({ CUTOVER_SECRET_DB_PASSWORD: value }, '/');
-    const resolved = await resolveComponentEnv('api', spec, source, hasher);
+    const resolved = await resolveComponentEnv('api', spec, source, { hasher });
     expect(resolved.env).toEqual({ DB_PASSWORD: value, LOG_LEVEL: 'info' });
     expect(resolved.digests?.DB_PASSWORD).toBe((await hasher())(value));
-    const error = await refusal(resolveComponentEnv('api', spec, secretSource({}, '/'), hasher));
+    const error = await refusal(resolveComponentEnv('api', spec, secretSource({}, '/'), { hasher }));
     expect(error.message).toBe(
       `secret DB_PASSWORD (env.DB_PASSWORD of component api) is not set: looked for $CUTOVER_SECRET_DB_PASSWORD of process ${process.pid} (unset) and no secrets file (CUTOVER_SECRETS_FILE is not set); set it where the migration runs`,
     );
