@@ -14,6 +14,7 @@ import { registerValidate } from './commands/topology-validate.js';
 import { registerWatch } from './commands/watch.js';
 import { registerWorker } from './commands/worker.js';
 import { reportError, wantsJson } from './report-error.js';
+import { addSecretsFileOptions } from './secrets-file.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
   version: string;
@@ -50,6 +51,7 @@ Documentation: README.md; the topology schema: schemas/topology.v1.json`,
   registerWorker(program);
   registerProxy(program);
   registerInternal(program);
+  addSecretsFileOptions(program);
   // Subcommands inherit the parent's error handling only when told to.
   const all = (c: Command): Command[] => [c, ...c.commands.flatMap(all)];
   for (const command of all(program)) command.exitOverride().showHelpAfterError('(add --help for usage)');

@@ -34,6 +34,11 @@ export interface SlotInfo {
   addresses: string[];
   /** Driver-specific details (pids, resource ids…), passed back to the driver as they are. */
   details?: Record<string, unknown>;
+  /**
+   * Keyed hashes of the secrets the slot was given, by `env` key (`hmac-sha256:<key id>:<hex>`),
+   * recorded at its provision: how the next plan tells that a secret changed without its value.
+   */
+  secretDigests?: Record<string, string>;
 }
 
 export type Slot = 'blue' | 'green';

@@ -10,6 +10,7 @@
  *   router/routes.json, router/router.json, router/router.out
  *   server/idempotency/, server/hook-deliveries/
  *   watch/cache/, watch/trees/<env>/, watch/hooks/
+ *   secret-key (mode 0600: the key of the hashes that tell a changed secret)
  */
 
 /** The files of one migration. */
@@ -131,6 +132,14 @@ export class StateLayout {
   /** Webhook triggers, from the server to the watcher. */
   watchHooksDir(): string {
     return this.join('watch', 'hooks');
+  }
+
+  /**
+   * The key of the keyed hashes (HMAC-SHA256) recorded for secrets, created on first use with mode
+   * 0600: a changed secret is told from its hash, and the hash is worthless without this key.
+   */
+  secretKeyFile(): string {
+    return this.join('secret-key');
   }
 
   private join(...parts: string[]): string {

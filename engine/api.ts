@@ -12,6 +12,7 @@ import type { Diagnostic } from '../core/topology/diagnostic.js';
 import { type LoadResult, loadTopology } from '../core/topology/load-topology.js';
 import type { Topology } from '../core/topology/types.js';
 import { observeLayout } from './observe/observe-layout.js';
+import { planSecrets } from './secrets/resolve-secrets.js';
 import { checkReplace } from './services/migration-common.js';
 import type { PlanAgainst, PlanOptions, TopologyText, ValidateOutcome } from './services/service-types.js';
 import { readFileAtRef } from './sources/read-file-at-ref.js';
@@ -20,6 +21,7 @@ import { readCurrentLayout } from './store/layout-store.js';
 import type { StateDir } from './store/state-dir.js';
 
 export { TopologyInvalidError } from '../core/errors.js';
+export { checkSecretsFile } from './secrets/secret-source.js';
 export { parseRollbackTarget, type RollbackTarget } from './services/rollback-source.js';
 export type {
   CurrentLayout,
@@ -106,7 +108,7 @@ export async function planTopologyText(
   against:
     | { kind: 'recorded'; stateDir: StateDir }
     /** The current layout, from wherever it is kept (a state directory, or Temporal). */
-    | { kind: 'layout'; of: (environment: string) => Promise<CurrentLayout> }
+    | { kind: 'layout'; of: (environment: string) => Promise<CurrentLayout>; stateDir?: StateDir }
     | { kind: 'text'; source: TopologyText }
     /** Nothing is live (e.g. the file did not exist at a Git revision). */
     | { kind: 'empty' },
@@ -117,12 +119,20 @@ export async function planTopologyText(
   const replace = options.replace === undefined ? {} : { replace: options.replace };
   if (against.kind === 'recorded') {
     const layout = await readCurrentLayout(against.stateDir, model.metadata.name);
-    if (options.refresh === false) return buildPlan(layout, model, replace);
+    const secrets = await planSecrets(model, against.stateDir, baseDirOf(desired.file));
+    const known = { ...replace, ...(secrets === undefined ? {} : { secrets }) };
+    if (options.refresh === false) return buildPlan(layout, model, known);
     const observed = await observeEnvironmentLayout(against.stateDir, layout, baseDirOf(desired.file));
-    return buildPlan(layout, model, { ...replace, observed });
+    return buildPlan(layout, model, { ...known, observed });
   }
   if (against.kind === 'empty') return buildPlan(emptyLayout(model.metadata.name), model, replace);
-  if (against.kind === 'layout') return buildPlan(await against.of(model.metadata.name), model, replace);
+  if (against.kind === 'layout') {
+    const layout = await against.of(model.metadata.name);
+    const secrets = against.stateDir
+      ? await planSecrets(model, against.stateDir, baseDirOf(desired.file))
+      : undefined;
+    return buildPlan(layout, model, { ...replace, ...(secrets === undefined ? {} : { secrets }) });
+  }
   const base = await loadOrThrow(against.source.text, against.source.file);
   return buildPlan({ environment: base.metadata.name, serial: 0, topology: base }, model, replace);
 }

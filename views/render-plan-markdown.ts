@@ -1,5 +1,5 @@
 import { isEmptyPlan, type Plan, type ResourceChange } from '../core/plan/types.js';
-import { changeSymbol, changeVerb, countsLine, formatValue } from './symbols.js';
+import { changeSymbol, changeVerb, countsLine, formatChangeValue, formatValue } from './symbols.js';
 
 /** GitHub refuses comments over 65,536 characters; stay clear of it with room for a note. */
 export const markdownLimitChars = 65_000;
@@ -71,8 +71,8 @@ function resourceSection(r: ResourceChange): string {
   if (r.changes.length > 0) {
     lines.push('| field | before | after |', '|---|---|---|');
     for (const c of r.changes) {
-      const before = c.before === undefined ? '' : `<code>${cell(formatValue(c.before))}</code>`;
-      const after = c.after === undefined ? '' : `<code>${cell(formatValue(c.after))}</code>`;
+      const before = c.before === undefined ? '' : `<code>${cell(formatChangeValue(c, c.before))}</code>`;
+      const after = c.after === undefined ? '' : `<code>${cell(formatChangeValue(c, c.after))}</code>`;
       lines.push(`| <code>${cell(c.path)}</code> | ${before} | ${after} |`);
     }
     lines.push('');

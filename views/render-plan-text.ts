@@ -1,6 +1,14 @@
 import { isEmptyPlan, type Plan } from '../core/plan/types.js';
+import { sensitiveText } from '../core/topology/secret-refs.js';
 import type { Style } from './style.js';
-import { changeColor, changeSymbol, changeVerb, countsLine, formatValue } from './symbols.js';
+import {
+  changeColor,
+  changeSymbol,
+  changeVerb,
+  countsLine,
+  formatChangeValue,
+  formatValue,
+} from './symbols.js';
 
 export interface TextOptions {
   style: Style;
@@ -36,13 +44,13 @@ export function renderPlanText(plan: Plan, { style }: TextOptions): string {
     );
     lines.push(`      ${style.dim(`because: ${r.reason}`)}`);
     for (const c of r.changes) {
-      if (c.before === undefined) lines.push(`      ${style.green('+')} ${c.path}: ${formatValue(c.after)}`);
-      else if (c.after === undefined)
-        lines.push(`      ${style.red('-')} ${c.path}: ${formatValue(c.before)}`);
-      else
-        lines.push(
-          `      ${style.yellow('~')} ${c.path}: ${formatValue(c.before)} → ${formatValue(c.after)}`,
-        );
+      const before = formatChangeValue(c, c.before);
+      const after = formatChangeValue(c, c.after);
+      if (c.before === undefined) lines.push(`      ${style.green('+')} ${c.path}: ${after}`);
+      else if (c.after === undefined) lines.push(`      ${style.red('-')} ${c.path}: ${before}`);
+      else if (c.sensitive && c.before === c.after)
+        lines.push(`      ${style.yellow('~')} ${c.path}: changed ${sensitiveText}`);
+      else lines.push(`      ${style.yellow('~')} ${c.path}: ${before} → ${after}`);
     }
     lines.push('');
   }

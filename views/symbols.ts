@@ -1,5 +1,6 @@
 import { assertNever } from '../core/errors.js';
-import type { ResourceChangeKind } from '../core/plan/types.js';
+import type { Change, ResourceChangeKind } from '../core/plan/types.js';
+import { sensitiveText } from '../core/topology/secret-refs.js';
 import type { Style } from './style.js';
 
 /** Terraform's symbols: + add, ~ update in place, -/+ replace (green-blue), - remove. */
@@ -49,6 +50,11 @@ export function changeVerb(kind: ResourceChangeKind): string {
 
 export function formatValue(value: unknown): string {
   return typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? 'null');
+}
+
+/** One side of a change: a secret's side as the bare word `(sensitive)`, anything else as formatValue. */
+export function formatChangeValue(change: Change, value: unknown): string {
+  return change.sensitive && value === sensitiveText ? sensitiveText : formatValue(value);
 }
 
 export function countsLine(

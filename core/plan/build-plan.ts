@@ -43,7 +43,9 @@ export function buildPlan(current: CurrentLayout, desired: Topology, inputs: Pla
     );
   }
   const drift = findDrift(inputs.observed);
-  const c = classify(current.topology, desired, forcedBy(drift, inputs.replace ?? [], current, desired));
+  const forced = forcedBy(drift, inputs.replace ?? [], current, desired);
+  const secrets = current.slots || inputs.secrets ? { slots: current.slots, digests: inputs.secrets } : {};
+  const c = classify(current.topology, desired, forced, secrets);
   const actions = [...buildUpActions(c), ...cutoverActions(c), ...teardownActions(c, current.topology)];
   const resources = resourceChanges(c, actions);
   const settings = settingsChanges(current.topology, desired, c.usedDrivers);

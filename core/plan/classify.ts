@@ -1,7 +1,10 @@
+import type { SlotInfo } from '../layout.js';
 import { has, own } from '../records.js';
+import { secretRefsOf } from '../topology/secret-refs.js';
 import type { Component, Route, Topology } from '../topology/types.js';
 import { byDepth, dependencyDepths } from './dependency-order.js';
 import { deepEqual, describeChange, diffValues } from './diff-values.js';
+import { envChanges, type SecretDigests, spliceEnvChanges } from './secret-changes.js';
 import type { Change } from './types.js';
 
 /** What happens to one component, and why. */
@@ -53,10 +56,17 @@ const nothingForced: Forced = { components: new Map(), routes: new Map() };
  * or when a dependency gets a green slot: it must be stood up against the new dependency, not the
  * old one. A route is re-applied when it moves to a green slot, changed, or drifted.
  */
+/** What tells a changed secret: the digests recorded with the live slots, and the digests now. */
+export interface SecretEvidence {
+  slots?: Readonly<Record<string, SlotInfo>>;
+  digests?: SecretDigests;
+}
+
 export function classify(
   current: Topology | null,
   desired: Topology,
   forced: Forced = nothingForced,
+  secrets: SecretEvidence = {},
 ): Classification {
   const before = current?.components ?? noComponents;
   const desiredDepths = dependencyDepths(desired.components);
@@ -75,7 +85,11 @@ export function classify(
       continue;
     }
     usedDrivers.add(old.driver);
-    const changes = componentChanges(current as Topology, desired, old, component, driverChanged);
+    const recorded = own(secrets.slots ?? {}, name)?.secretDigests;
+    const changes = componentChanges(current as Topology, desired, old, component, driverChanged, {
+      recorded,
+      digests: secrets.digests,
+    });
     const replacedDeps: string[] = [];
     for (const dep of component.dependsOn) {
       const f = components.get(dep)?.fate;
@@ -111,9 +125,14 @@ function componentChanges(
   old: Component,
   now: Component,
   driverChanged: Map<string, boolean>,
+  secrets: { recorded: Readonly<Record<string, string>> | undefined; digests: SecretDigests | undefined },
 ): Change[] {
   // Most components of a large layout are unchanged: an equality check is far cheaper than a diff.
-  const changes = deepEqual(old, now) ? [] : diffValues(old, now);
+  let changes = deepEqual(old, now) ? [] : diffValues(old, now);
+  // A secret's value is never diffed (the model does not hold it): its own rules decide `env` then.
+  if (secretRefsOf(old).length > 0 || secretRefsOf(now).length > 0) {
+    changes = spliceEnvChanges(changes, envChanges(old, now, secrets.recorded, secrets.digests));
+  }
   if (old.driver !== now.driver) return changes;
   // Many components share a driver: compare its two versions once.
   let changed = driverChanged.get(now.driver);

@@ -72,8 +72,13 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
-/** `version 2.0.0 → 2.1.0`, `replicas 2 → 3`, `env.DEBUG added`, `health removed`. */
+/** `version 2.0.0 → 2.1.0`, `replicas 2 → 3`, `env.DEBUG added`, `health removed`, `env.DB_PASSWORD changed (sensitive)`. */
 export function describeChange(change: Change): string {
+  if (change.sensitive) {
+    if (change.before === undefined) return `${change.path} added (sensitive)`;
+    if (change.after === undefined) return `${change.path} removed`;
+    return `${change.path} changed (sensitive)`;
+  }
   if (change.before === undefined) return `${change.path} added (${short(change.after)})`;
   if (change.after === undefined) return `${change.path} removed`;
   return `${change.path} ${short(change.before)} → ${short(change.after)}`;

@@ -1,5 +1,6 @@
 import { assertNever } from '../errors.js';
 import type { ObservedComponent, ObservedLayout, ObservedRoute } from '../observed.js';
+import type { SecretDigests } from './secret-changes.js';
 import type { Drift } from './types.js';
 
 /** What a plan sees of the world beside the record, and what the operator asks on top. */
@@ -8,6 +9,11 @@ export interface PlanInputs {
   observed?: ObservedLayout;
   /** Components to replace green-blue with no change (`migrate --replace`). */
   replace?: readonly string[];
+  /**
+   * Digests of the secrets' values now (see SecretDigests); without them a changed secret cannot
+   * be seen, and only changes of the file count.
+   */
+  secrets?: SecretDigests;
 }
 
 /** The reason a component is replaced when the operator asked for it and nothing else changed. */

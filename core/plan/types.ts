@@ -41,6 +41,8 @@ export interface Change {
   path: string;
   before?: unknown;
   after?: unknown;
+  /** A secret is involved: a side that references one holds `(sensitive)`, never the value. */
+  sensitive?: true;
 }
 
 export interface Action {

@@ -19,7 +19,7 @@ export interface ComponentFile {
   driver: string;
   version: string;
   run?: { command: string[]; cwd?: string };
-  env?: Record<string, string>;
+  env?: Record<string, string | { secret: string }>;
   replicas?: number;
   placement?: { labels?: Record<string, string> };
   dependsOn?: string[];

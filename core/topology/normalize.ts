@@ -2,7 +2,7 @@ import { InvariantError } from '../errors.js';
 import { setOwn } from '../records.js';
 import { parseDuration } from './duration.js';
 import type { ComponentFile, DriverFile, HealthFile, RouteFile, TopologyFile } from './file-types.js';
-import type { Component, DriverSpec, Health, Route, Topology } from './types.js';
+import type { Component, DriverSpec, EnvValue, Health, Route, Topology } from './types.js';
 import { defaults } from './types.js';
 
 /**
@@ -60,7 +60,7 @@ function normalizeComponent(c: ComponentFile): Component {
   out.dependsOn =
     dependsOn === undefined ? [] : dependsOn.length > 1 ? [...dependsOn].sort() : [...dependsOn];
   out.driver = c.driver;
-  out.env = sortedRecord(c.env ?? {});
+  out.env = normalizeEnv(c.env ?? {});
   if (c.health) out.health = normalizeHealth(c.health);
   out.placement = { labels: sortedRecord(c.placement?.labels ?? {}) };
   out.replicas = c.replicas ?? defaults.replicas;
@@ -72,6 +72,16 @@ function normalizeComponent(c: ComponentFile): Component {
         : { command: [...c.run.command] };
   out.stateful = stateful;
   out.version = c.version;
+  return out;
+}
+
+/** A copy in sorted key order; a secret reference becomes a fresh `{ secret }` (its only field). */
+function normalizeEnv(env: NonNullable<ComponentFile['env']>): Record<string, EnvValue> {
+  const out: Record<string, EnvValue> = {};
+  for (const key of sortedKeys(env)) {
+    const value = env[key] as string | { secret: string };
+    setOwn(out, key, typeof value === 'string' ? value : { secret: value.secret });
+  }
   return out;
 }
 

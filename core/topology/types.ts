@@ -36,13 +36,24 @@ export interface Component {
   driver: string;
   version: string;
   run?: { command: string[]; cwd?: string };
-  env: Record<string, string>;
+  env: Record<string, EnvValue>;
   replicas: number;
   placement: { labels: Record<string, string> };
   dependsOn: string[];
   health?: Health;
   stateful: boolean;
   replicate?: Replicate;
+}
+
+/** An `env` value: the value itself, or a reference to a secret read where the migration runs. */
+export type EnvValue = string | SecretRef;
+
+/**
+ * A secret by name. Invariant: the model holds only the name, never the value, so topologies,
+ * plans, journals and layouts (all built from the model) cannot carry a secret's value.
+ */
+export interface SecretRef {
+  secret: string;
 }
 
 /** Exactly one probe is set; the model keeps the file's shape so plan changes show familiar paths. */

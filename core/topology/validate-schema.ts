@@ -58,6 +58,7 @@ const patternMessages: Record<string, string> = {
   listen: 'must be host:port, e.g. 127.0.0.1:8080 or [::1]:8080',
   labels: 'label keys are letters, digits and . _ / - (at most 128)',
   env: 'environment variable names are letters, digits and _, not starting with a digit',
+  secret: 'secret names are letters, digits and _, not starting with a digit',
 };
 
 /** Patterns written in place rather than as a definition, by their text. */

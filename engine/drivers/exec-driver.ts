@@ -49,6 +49,8 @@ import { access, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { ObservedReplica, ReplicaState } from '../../core/observed.js';
 import { formatDuration } from '../../core/topology/duration.js';
+import { inheritedEnv } from '../secrets/resolve-secrets.js';
+import { componentEnv } from './component-env.js';
 import { maxStdoutBytes, runScript, type ScriptRun } from './run-script.js';
 import {
   type ComponentCallContext,
@@ -221,8 +223,8 @@ async function runStage(
     timeoutMs: call.timeoutMs,
   });
   const env = {
-    ...process.env,
-    ...ctx.spec.env,
+    ...inheritedEnv(),
+    ...componentEnv(ctx),
     CUTOVER_ENVIRONMENT: ctx.environment,
     CUTOVER_MIGRATION_ID: ctx.migrationId,
     CUTOVER_COMPONENT: ctx.component,

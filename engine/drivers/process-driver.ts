@@ -27,6 +27,8 @@ import { cp, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { formatDuration } from '../../core/topology/duration.js';
 import { defaults } from '../../core/topology/types.js';
+import { inheritedEnv } from '../secrets/resolve-secrets.js';
+import { componentEnv } from './component-env.js';
 import { exitCodeRetry } from './exec-driver.js';
 import { runCommand } from './process-command.js';
 import { observeProcessSlot } from './process-observe.js';
@@ -143,8 +145,8 @@ async function replicateByCommand(
   const cwd = path.resolve(ctx.baseDir, ctx.spec.run?.cwd ?? '.');
   const timeoutMs = ctx.spec.replicate?.timeout ?? defaults.replicateTimeoutMs;
   const env = {
-    ...process.env,
-    ...ctx.spec.env,
+    ...inheritedEnv(),
+    ...componentEnv(ctx),
     CUTOVER_ENVIRONMENT: ctx.environment,
     CUTOVER_COMPONENT: ctx.component,
     CUTOVER_VERSION: call.to.version,

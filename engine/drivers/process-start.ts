@@ -5,6 +5,8 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { formatDuration } from '../../core/topology/duration.js';
 import { processIdentity } from '../../platform/process-identity.js';
+import { inheritedEnv } from '../secrets/resolve-secrets.js';
+import { componentEnv } from './component-env.js';
 import { type ReplicaRecord, type SlotRecord, stopSlotProcesses, writeSlot } from './process-slot.js';
 import { spawnFailure } from './spawn-failure.js';
 import {
@@ -73,8 +75,8 @@ export async function startReplicas(
     for (const [index, port] of ports.entries()) {
       options.signal.throwIfAborted();
       const env = {
-        ...process.env,
-        ...ctx.spec.env,
+        ...inheritedEnv(),
+        ...componentEnv(ctx),
         PORT: String(port),
         HOST: loopback,
         CUTOVER_ENVIRONMENT: ctx.environment,

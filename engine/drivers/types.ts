@@ -17,6 +17,11 @@ export interface ComponentCallContext {
   baseDir: string;
   /** The state directory (logs, slot data). */
   stateDir: StateDir;
+  /**
+   * `spec.env` with its secret references replaced by their values, read by the runner where it
+   * runs (engine/secrets/). Never journaled or recorded: it lives for one call.
+   */
+  env?: Record<string, string>;
 }
 
 export interface DriverCallOptions {

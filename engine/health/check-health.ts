@@ -3,6 +3,7 @@ import { InvariantError } from '../../core/errors.js';
 import { parseHostPort } from '../../core/host-port.js';
 import { formatDuration } from '../../core/topology/duration.js';
 import type { Health } from '../../core/topology/types.js';
+import { inheritedEnv } from '../secrets/resolve-secrets.js';
 import { commandProbe, httpProbe, type Probe, type ProbeResult, tcpProbe } from './probes.js';
 
 /** The health gate said no. Not retryable: the migration rolls back and blue keeps serving. */
@@ -77,7 +78,7 @@ export async function waitHealthy(options: WaitHealthyOptions): Promise<void> {
 function buildProbes(health: Health, options: WaitHealthyOptions, agent: http.Agent): Probe[] {
   if (health.command) {
     const env = {
-      ...process.env,
+      ...inheritedEnv(),
       ...options.env,
       CUTOVER_ADDRESSES: options.addresses.join(','),
       CUTOVER_ADDRESS: options.addresses[0] ?? '',

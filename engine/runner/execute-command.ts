@@ -1,12 +1,13 @@
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { assertNever, environmentFault } from '../../core/errors.js';
+import { assertNever, CutoverError, environmentFault } from '../../core/errors.js';
 import { type HostPort, parseHostPort } from '../../core/host-port.js';
 import { previewRoutes } from '../../core/migration/step.js';
 import type { Command, CommandError, MigrationState } from '../../core/migration/types.js';
 import { own } from '../../core/records.js';
 import type { Route, Topology } from '../../core/topology/types.js';
 import { loopbackRequest } from '../../platform/loopback-http.js';
+import { componentEnv } from '../drivers/component-env.js';
 import { componentDriverFor, type DriverSet, routeDriverFor } from '../drivers/driver-set.js';
 import {
   type ComponentCallContext,
@@ -16,6 +17,9 @@ import {
   type SlotInfo,
 } from '../drivers/types.js';
 import { HealthGateFailedError, waitHealthy } from '../health/check-health.js';
+import { resolveComponentEnv } from '../secrets/resolve-secrets.js';
+import { secretHasher } from '../secrets/secret-key.js';
+import { type SecretSource, secretSource } from '../secrets/secret-source.js';
 import { recordLayout } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 
@@ -32,6 +36,8 @@ export interface ExecuteOptions {
   signal: AbortSignal;
   log: (line: string) => void;
   trackProcess?: (pid: number) => () => void;
+  /** Where secrets are read; default: this process's environment and its secrets file. */
+  secrets?: SecretSource;
 }
 
 /**
@@ -91,11 +97,13 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
     : { signal: o.signal, log: o.log };
   switch (c.kind) {
     case 'provision': {
-      const ctx = componentContext(s, o, c.component, 'desired');
-      return componentDriverFor(o.drivers, ctx).provision(ctx, 'green', call);
+      const { ctx, secretDigests } = await componentContext(s, o, c.component, 'desired');
+      const slot = await componentDriverFor(o.drivers, ctx).provision(ctx, 'green', call);
+      // Recorded with the slot (journaled, then kept in the layout): the next plan compares them.
+      return secretDigests ? { ...slot, secretDigests } : slot;
     }
     case 'replicate': {
-      const ctx = componentContext(s, o, c.component, 'desired');
+      const { ctx } = await componentContext(s, o, c.component, 'desired');
       const pair = own(s.slots, c.component);
       if (!pair?.blue || !pair.green)
         throw new PermanentDriverError(
@@ -105,7 +113,7 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       return undefined;
     }
     case 'check_health': {
-      const ctx = componentContext(s, o, c.component, 'desired');
+      const { ctx } = await componentContext(s, o, c.component, 'desired');
       const green = own(s.slots, c.component)?.green;
       await waitHealthy({
         health: ctx.spec.health,
@@ -157,14 +165,20 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       return undefined;
     }
     case 'drain': {
-      const ctx = componentContext(s, o, c.component, 'base');
+      const { ctx } = await componentContext(s, o, c.component, 'base', 'omit');
       const blue = own(s.slots, c.component)?.blue ?? placeholderSlot(ctx, 'blue');
       await drainRoutes(s, o, call, c.component, blue, c.timeoutMs);
       await componentDriverFor(o.drivers, ctx).drain(ctx, blue, c.timeoutMs, call);
       return undefined;
     }
     case 'retire': {
-      const ctx = componentContext(s, o, c.component, c.slot === 'blue' ? 'base' : 'desired');
+      const { ctx } = await componentContext(
+        s,
+        o,
+        c.component,
+        c.slot === 'blue' ? 'base' : 'desired',
+        'omit',
+      );
       const slot = own(s.slots, c.component)?.[c.slot] ?? placeholderSlot(ctx, c.slot);
       await componentDriverFor(o.drivers, ctx).retire(ctx, slot, call);
       return undefined;
@@ -196,18 +210,38 @@ function baseDirOf(s: MigrationState, side: LayoutSide): string {
   return side === 'base' ? (s.spec.base.baseDir ?? s.spec.baseDir) : s.spec.baseDir;
 }
 
-function componentContext(
+/**
+ * A driver call's context, with the component's secrets read here, in the process that applies
+ * (the runner, the Temporal worker): their values go to the driver for this call only, and only
+ * their keyed hashes are returned, for the slot's record. A secret that cannot be read fails a
+ * call that stands green up for good (retrying does not set it); draining and retiring go on
+ * without it (`missing: 'omit'`), so an undo or a commit is never held by a secret gone since.
+ */
+async function componentContext(
   s: MigrationState,
   o: ExecuteOptions,
   component: string,
   side: LayoutSide,
-): ComponentCallContext {
+  missing: 'fail' | 'omit' = 'fail',
+): Promise<{ ctx: ComponentCallContext; secretDigests?: Record<string, string> }> {
   const topology = topologyOf(s, side);
   const spec = own(topology.components, component);
   if (!spec) throw new PermanentDriverError(`component ${component} is not in the topology`);
   const driver = own(topology.drivers, spec.driver);
   if (!driver) throw new PermanentDriverError(`driver ${spec.driver} of ${component} is not in the topology`);
-  return {
+  const source = o.secrets ?? secretSource(process.env, s.spec.baseDir);
+  const hasher = () => secretHasher(o.stateDir);
+  const resolved = await resolveComponentEnv(component, spec, source, { hasher, missing }).catch(
+    (error: unknown) => {
+      throw error instanceof CutoverError && error.code === 'USAGE'
+        ? new PermanentDriverError(error.message)
+        : error;
+    },
+  );
+  for (const secret of resolved.omitted ?? []) {
+    o.log(`secret ${secret} of ${component} is not set here: its driver goes on without it`);
+  }
+  const ctx: ComponentCallContext = {
     environment: s.spec.environment,
     migrationId: s.spec.id,
     component,
@@ -215,7 +249,9 @@ function componentContext(
     driver,
     baseDir: baseDirOf(s, side),
     stateDir: o.stateDir,
+    env: resolved.env,
   };
+  return resolved.digests ? { ctx, secretDigests: resolved.digests } : { ctx };
 }
 
 function routeContext(
@@ -337,7 +373,7 @@ function placeholderSlot(ctx: ComponentCallContext, slot: 'blue' | 'green'): Slo
 
 function slotEnv(ctx: ComponentCallContext, slot: SlotInfo | undefined): Record<string, string> {
   const env: Record<string, string> = {
-    ...ctx.spec.env,
+    ...componentEnv(ctx),
     CUTOVER_ENVIRONMENT: ctx.environment,
     CUTOVER_MIGRATION_ID: ctx.migrationId,
     CUTOVER_COMPONENT: ctx.component,

@@ -10,6 +10,8 @@ import { componentDriverFor, type DriverSet, routeDriverFor } from '../drivers/d
 import { stopRouterIfIdle } from '../drivers/router-driver.js';
 import type { ComponentCallContext, DriverCallOptions, RouteCallContext } from '../drivers/types.js';
 import { readClaim } from '../runner/active-claim.js';
+import { resolveComponentEnv } from '../secrets/resolve-secrets.js';
+import { secretSource } from '../secrets/secret-source.js';
 import { keptLayouts, readCurrentLayout, recordEmptyLayout } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 
@@ -89,6 +91,11 @@ export async function takeDownPart(request: {
     baseDir,
     stateDir,
   };
+  // Retiring goes on without a secret that is not set here (as in a migration's undo); a secrets
+  // file refused here fails only a driver that passes `env` on (componentEnv), not the others.
+  const source = secretSource(process.env, baseDir);
+  const resolved = await resolveComponentEnv(name, spec, source, { missing: 'omit' }).catch(() => undefined);
+  if (resolved) ctx.env = resolved.env;
   await componentDriverFor(drivers, ctx).retire(ctx, slot, call);
   call.log(`component ${name} stopped`);
 }

@@ -56,7 +56,11 @@ export async function pinError(
   inputs: PlanInputs = {},
 ): Promise<CutoverError> {
   const { buildPlan } = await import('../../core/plan/build-plan.js');
-  const replace = inputs.replace === undefined ? {} : { replace: inputs.replace };
+  // What the plan knew besides the layouts (requested replacements, secrets' digests), not what it observed.
+  const replace = {
+    ...(inputs.replace === undefined ? {} : { replace: inputs.replace }),
+    ...(inputs.secrets === undefined ? {} : { secrets: inputs.secrets }),
+  };
   // The newest earlier layout no longer kept (only the last few are): a stale plan may be one of those.
   let gone = 0;
   for (let serial = plan.baseSerial - 1; serial >= Math.max(0, plan.baseSerial - 50); serial--) {

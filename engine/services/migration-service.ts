@@ -42,7 +42,7 @@ export async function openEngineService(options: Omit<OpenOptions, 'server'>): P
   const settings = temporalSettings(options.env ?? process.env);
   if (settings) {
     const { temporalService } = await import('./temporal-service.js');
-    return temporalService(settings);
+    return temporalService(settings, options.stateDir);
   }
   return localService(options.stateDir, options.stateDirOption);
 }

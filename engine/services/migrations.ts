@@ -22,6 +22,7 @@ import { JournalWriter } from '../runner/journal.js';
 import type { LocalRunner, RunnerDeps } from '../runner/local-runner.js';
 import { makeDir } from '../runner/make-dir.js';
 import { claimRunner, liveRunner, releaseRunner } from '../runner/runner-claim.js';
+import { planSecrets } from '../secrets/resolve-secrets.js';
 import { keptLayouts, readCurrentLayout, readLayoutAt } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 import { type CreateResult, checkReplace, newMigrationId, pinError } from './migration-common.js';
@@ -101,9 +102,11 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
     // Observed once the claim is held, as `plan` observes: drift is planned and repaired like a change.
     const { observeEnvironmentLayout } = await import('../api.js');
     const baseDir = request.baseDir ?? path.dirname(path.resolve(request.file));
+    const secrets = await planSecrets(desired, stateDir, baseDir);
     const inputs = {
       observed: await observeEnvironmentLayout(stateDir, base, baseDir),
       ...(request.replace === undefined ? {} : { replace: request.replace }),
+      ...(secrets === undefined ? {} : { secrets }),
     };
     const plan = buildPlan(base, desired, inputs);
     if (request.planId !== undefined && request.planId !== plan.planId) {

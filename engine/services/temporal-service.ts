@@ -8,12 +8,14 @@
 import { CutoverError } from '../../core/errors.js';
 import { start as startState } from '../../core/migration/step.js';
 import { summaryOf } from '../../core/migration/summary.js';
+import type { StateDir } from '../store/state-dir.js';
 import type { TemporalSettings } from '../temporal/connection.js';
 import type { TemporalMigrations } from '../temporal/temporal-migrations.js';
 import { rollbackOperations } from './rollback-source.js';
 import { followElsewhere, type MigrationService } from './service-types.js';
 
-export function temporalService(settings: TemporalSettings): MigrationService {
+/** `stateDir`: this process's, whose key hashes secrets for plans (the worker's, when it hosts one). */
+export function temporalService(settings: TemporalSettings, stateDir?: StateDir): MigrationService {
   let connecting: Promise<TemporalMigrations> | null = null;
   const temporal = (): Promise<TemporalMigrations> => {
     if (!connecting) {
@@ -42,8 +44,15 @@ export function temporalService(settings: TemporalSettings): MigrationService {
       const { planTopologyText } = await api();
       if (against.kind !== 'recorded') return planTopologyText(desired, against, options);
       const t = await temporal();
-      const of = (environment: string) => t.currentLayout(environment);
-      return planTopologyText(desired, { kind: 'layout', of }, options);
+      return planTopologyText(
+        desired,
+        {
+          kind: 'layout',
+          of: (environment) => t.currentLayout(environment),
+          ...(stateDir ? { stateDir } : {}),
+        },
+        options,
+      );
     },
     currentLayout: async (environment) => (await temporal()).currentLayout(environment),
     layoutAt: async (environment, serial) => (await temporal()).layoutAt(environment, serial),
@@ -56,7 +65,9 @@ export function temporalService(settings: TemporalSettings): MigrationService {
     },
     async start(request) {
       const { attach: _attach, ...create } = request;
-      const created = await (await temporal()).create(create);
+      const created = await (await temporal()).create(
+        stateDir ? { ...create, secretsFrom: stateDir } : create,
+      );
       if (!created.created) return { created: false, planId: created.plan.planId };
       // As it stands at its start (visibility may not list it for a moment).
       const summary = summaryOf(startState(created.spec).state);

@@ -28,7 +28,9 @@ import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
 import { buildPlan } from '../../core/plan/build-plan.js';
 import { loadTopology } from '../../core/topology/load-topology.js';
 import { TopologyInvalidError } from '../api.js';
+import { planSecrets } from '../secrets/resolve-secrets.js';
 import { type CreateResult, checkReplace, newMigrationId, pinError } from '../services/migration-common.js';
+import type { StateDir } from '../store/state-dir.js';
 import { type TemporalSettings, withDeadline } from './connection.js';
 import { storedSize } from './payload-codec.js';
 import { callTimeoutMs, TemporalSession } from './temporal-session.js';
@@ -53,6 +55,11 @@ export interface TemporalCreateRequest {
   /** Components to replace green-blue with no change (`migrate --replace`). */
   replace?: readonly string[];
   now?: number;
+  /**
+   * The state directory whose key hashes the secrets for this plan (read in this process): given,
+   * a changed secret is seen; the worker records its digests with the key of its own state directory.
+   */
+  secretsFrom?: StateDir;
 }
 
 interface Located {
@@ -133,7 +140,13 @@ export class TemporalMigrations {
     const environment = desired.metadata.name;
     const base = await this.currentLayout(environment);
     // From the record alone: the slots are on the workers' machines, not observed from here.
-    const inputs = request.replace === undefined ? {} : { replace: request.replace };
+    const secrets = request.secretsFrom
+      ? await planSecrets(desired, request.secretsFrom, request.baseDir)
+      : undefined;
+    const inputs = {
+      ...(request.replace === undefined ? {} : { replace: request.replace }),
+      ...(secrets === undefined ? {} : { secrets }),
+    };
     const plan = buildPlan(base, desired, inputs);
     if (request.planId !== undefined && request.planId !== plan.planId) {
       const envHandle = this.client.workflow.getHandle(environmentWorkflowId(environment));

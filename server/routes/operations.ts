@@ -67,12 +67,8 @@ export function registerOperationRoutes(app: FastifyInstance, context: RouteCont
       const body = request.body;
       const input = topologyInput(body.topology, body.path, workdir, 'topology');
       const plan = await withTopology(input, async () => {
-        if (body.against === undefined) {
-          return planTopologyText(input.source, {
-            kind: 'layout',
-            of: (env) => context.service.currentLayout(env),
-          });
-        }
+        // Through the service: it knows the state directory whose key hashes secrets for the plan.
+        if (body.against === undefined) return context.service.plan(input.source, { kind: 'recorded' });
         if (body.against === null) return planTopologyText(input.source, { kind: 'empty' });
         const base = topologyInput(body.against, body.againstPath ?? 'against.yaml', workdir, 'against');
         return withTopology(base, () =>

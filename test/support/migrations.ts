@@ -178,7 +178,7 @@ export async function liveWorkspace(
 }
 
 /** Kills, by pid, every replica the process driver recorded (a test that failed half way). */
-function killSlots(stateDir: string): void {
+export function killSlots(stateDir: string): void {
   const envs = path.join(stateDir, 'environments');
   if (!existsSync(envs)) return;
   for (const env of readdirSync(envs)) {

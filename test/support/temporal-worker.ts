@@ -39,10 +39,12 @@ export interface WorkerProcess {
 export async function startWorkerProcess(options: {
   address: string;
   taskQueue: string;
+  /** More environment for the worker (the secrets its migrations read). */
+  env?: Record<string, string>;
 }): Promise<WorkerProcess> {
   const { dir, cleanup } = await tempDir('cutover-worker-');
   const stateDir = path.join(dir, 'state');
-  const env = { WORKFLOW_HOST: options.address, TEMPORAL_TASK_QUEUE: options.taskQueue };
+  const env = { WORKFLOW_HOST: options.address, TEMPORAL_TASK_QUEUE: options.taskQueue, ...options.env };
   const child: ChildProcess = spawn(
     process.execPath,
     [path.join(repoRoot, 'bin', 'cutover.js'), 'worker', '--state-dir', stateDir],

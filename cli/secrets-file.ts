@@ -1,0 +1,59 @@
+/**
+ * `--secrets-file FILE`: where the secrets that topologies reference (`env: { X: { secret: X } }`)
+ * are read, for the commands that plan or apply. It becomes CUTOVER_SECRETS_FILE (absolute) of this
+ * process, which the runners, workers and servers it starts inherit; the engine reads it there.
+ */
+import path from 'node:path';
+import type { Command } from 'commander';
+import { CutoverError } from '../core/errors.js';
+
+/** The commands that read secrets: they plan (to tell a changed secret) or run migrations. */
+const readingSecrets = new Set(['plan', 'migrate', 'server', 'worker', 'watch']);
+
+const help = `
+Secrets: an env value { secret: NAME } is read where the migration runs, from $CUTOVER_SECRET_NAME
+or from the line NAME=value of the secrets file (--secrets-file or CUTOVER_SECRETS_FILE; mode 0600,
+outside the topology's Git work tree). Plans and logs show it as (sensitive).
+  $ CUTOVER_SECRET_DB_PASSWORD=… cutover topology migrate -f topology.yaml
+  $ cutover topology plan -f topology.yaml --secrets-file ~/.config/cutover/shop.env`;
+
+interface SecretsFileOptions {
+  secretsFile?: string;
+  file?: string;
+  server?: string;
+}
+
+/** Adds `--secrets-file` to every command that reads secrets under `program`. */
+export function addSecretsFileOptions(program: Command): void {
+  const all = (c: Command): Command[] => [c, ...c.commands.flatMap(all)];
+  for (const command of all(program)) {
+    if (!readingSecrets.has(command.name())) continue;
+    command
+      .option(
+        '--secrets-file <file>',
+        'read secrets from this NAME=value file (default: CUTOVER_SECRETS_FILE)',
+      )
+      .addHelpText('after', help)
+      .hook('preAction', async (_, action) =>
+        useSecretsFile(
+          action.opts<SecretsFileOptions>(),
+          command.name() === 'plan' || command.name() === 'migrate',
+        ),
+      );
+  }
+}
+
+async function useSecretsFile(options: SecretsFileOptions, mayGoToServer: boolean): Promise<void> {
+  if (options.secretsFile === undefined) return;
+  if (mayGoToServer && (options.server !== undefined || process.env.CUTOVER_SERVER)) {
+    throw new CutoverError(
+      'USAGE',
+      '--secrets-file is read where migrations run: through a cutover server, give it to `cutover server` instead',
+    );
+  }
+  const file = path.resolve(options.secretsFile);
+  const { checkSecretsFile } = await import('../engine/api.js');
+  // Checked now, so a refused file is one line before anything starts, not a failed migration.
+  await checkSecretsFile(file, path.dirname(path.resolve(options.file ?? '.')));
+  process.env.CUTOVER_SECRETS_FILE = file;
+}

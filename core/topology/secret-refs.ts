@@ -1,0 +1,17 @@
+import type { Component, EnvValue, SecretRef } from './types.js';
+
+/** How every view, plan and message shows a secret's value: never the value itself. */
+export const sensitiveText = '(sensitive)';
+
+export function isSecretRef(value: EnvValue | undefined): value is SecretRef {
+  return typeof value === 'object' && value !== null;
+}
+
+/** The component's `env` keys that reference a secret, with the secret's name, in key order. */
+export function secretRefsOf(component: Pick<Component, 'env'>): Array<{ key: string; secret: string }> {
+  const refs: Array<{ key: string; secret: string }> = [];
+  for (const [key, value] of Object.entries(component.env)) {
+    if (isSecretRef(value)) refs.push({ key, secret: value.secret });
+  }
+  return refs;
+}
