@@ -42,6 +42,8 @@ function newAjv(coerce: boolean): Ajv {
     coerceTypes: coerce ? 'array' : false,
     useDefaults: coerce,
     removeAdditional: false,
+    // Times appear only in answers (ISO 8601); requests carry none, so the format is named, not checked.
+    formats: { 'date-time': true },
   });
   for (const schema of namedSchemas()) ajv.addSchema(schema);
   return ajv;

@@ -20,6 +20,11 @@ export interface Answer<T> {
   headers: Headers;
 }
 
+/** A stream of events cut mid-body: the connection was lost, not refused. */
+export class StreamLostError extends Error {
+  override readonly name = 'StreamLostError';
+}
+
 export class Remote {
   readonly base: URL;
 
@@ -110,8 +115,8 @@ export class Remote {
         next = await chunks.next();
       } catch (error) {
         // The server went away mid-stream (fetch says "terminated"): the connection, not a bug.
-        throw new CutoverError(
-          'SERVER_UNREACHABLE',
+        // The caller may reconnect (Last-Event-ID); when it stops trying, it is SERVER_UNREACHABLE.
+        throw new StreamLostError(
           `the connection to the cutover server at ${this.base.origin} was lost: ${(error as Error).message}`,
         );
       }

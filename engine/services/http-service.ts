@@ -10,7 +10,7 @@ import { CutoverError, TopologyInvalidError } from '../../core/errors.js';
 import { type MigrationSummary, withResumeCommand } from '../../core/migration/summary.js';
 import { isFinal, type LogLine } from '../../core/migration/types.js';
 import type { Plan } from '../../core/plan/types.js';
-import { Remote } from './http-client.js';
+import { Remote, StreamLostError } from './http-client.js';
 import { formatRollbackTarget } from './rollback-source.js';
 import {
   followElsewhere,
@@ -176,6 +176,7 @@ export function httpService(url: string, token: string | undefined): MigrationSe
       // A stream that ends without `end` was lost (a proxy, the network): reconnect with the last
       // event's id, and the server goes on after it; a bounded number of times in a row.
       let lastEventId: string | undefined;
+      let cause = 'the stream ended';
       for (let lost = 0; ; ) {
         let delivered = false;
         try {
@@ -194,15 +195,17 @@ export function httpService(url: string, token: string | undefined): MigrationSe
             }
           }
         } catch (error) {
-          // A stream cut mid-body rejects; a refused connection is SERVER_UNREACHABLE at once.
-          if (error instanceof CutoverError || options.signal?.aborted) throw error;
+          // A stream cut mid-body is lost (reconnected below); a refused connection is
+          // SERVER_UNREACHABLE at once.
+          if (!(error instanceof StreamLostError) || options.signal?.aborted) throw error;
+          cause = error.message;
         }
         if (options.signal?.aborted) return;
         lost = delivered ? 1 : lost + 1;
         if (lost > streamReconnects) {
           throw new CutoverError(
             'SERVER_UNREACHABLE',
-            `the log stream of ${id} from ${origin} ended ${streamReconnects + 1} times in a row without its end; follow it again with \`cutover topology migration logs ${id} --follow --server ${origin}\``,
+            `the log stream of ${id} from ${origin} ended ${streamReconnects + 1} times in a row without its end (${cause}); follow it again with \`cutover topology migration logs ${id} --follow --server ${origin}\``,
           );
         }
         await sleep(streamReconnectDelayMs);

@@ -447,10 +447,12 @@ describe.concurrent('SIGKILL of the runner during a rollback, then resume', () =
     await killDuringCall(sb, id, 'retire:b:green');
     const rollback = await waiting.done;
     expect(rollback.code).toBe(1);
-    expect(rollback.stdout).toBe(`${id}: rolling back (rollback requested)\n`);
-    expect(rollback.stderr).toContain(
-      `${id} has not ended (rolling back (rollback requested)), and the wait stopped: its runner is not running`,
+    // Its status says the runner died, with the command that resumes it.
+    expect(rollback.stdout).toBe(
+      `${id}: rolling back (rollback requested) — runner died (pid ${rollback.stdout.match(/pid (\d+)/)?.[1]}); resume: cutover topology migration resume ${id} -f ${targetFile}\n`,
     );
+    expect(rollback.stderr).toContain(`${id} has not ended (rolling back (rollback requested) — runner died`);
+    expect(rollback.stderr).toContain('and the wait stopped: its runner is not running');
     expect(rollback.stderr).toContain(`cutover topology migration resume ${id} -f ${targetFile}`);
     expect(journalState(sb, id).ending?.outcome).toBe('rolled_back');
     await restart(expect, sb, id, { SLOW_MS: 30 });

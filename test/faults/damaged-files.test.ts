@@ -92,7 +92,7 @@ const cases: Case[] = [
       expect(errorLines(run.stderr).lines).toEqual([
         expect.stringMatching(
           new RegExp(
-            `^cutover: ${layout}: .*; the history keeps every committed layout: copy the newest file of ${path.join(sb.environmentDir(), 'layouts')} over it$`,
+            `^cutover: ${layout}: .*; the history keeps the last committed layouts: copy the newest file of ${path.join(sb.environmentDir(), 'layouts')} over it$`,
           ),
         ),
       ]);

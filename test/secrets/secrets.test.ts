@@ -129,7 +129,7 @@ describe('secrets', () => {
     const planned = await answer(api.post('/v1/plan', request));
     expect(JSON.parse(planned.text).actions).toEqual([]);
     const applied = await answer(api.post('/v1/apply', request));
-    expect(JSON.parse(applied.text).migration).toBeNull();
+    expect(JSON.parse(applied.text).summary).toBeNull();
     await answer(api.get('/metrics'));
     await server.stop();
     answers.push(server.stdout(), server.stderr());

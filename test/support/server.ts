@@ -9,9 +9,13 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import ajvFormats from 'ajv-formats';
 import { repoRoot, tempDir } from './cli.js';
 import { killRunners } from './migrations.js';
 import { eventually, waitUntil } from './wait.js';
+
+/** ajv-formats is CommonJS: its function is the module's `default`. */
+const addFormats = (ajvFormats as unknown as { default: (ajv: Ajv2020) => Ajv2020 }).default;
 
 /** How long a server may take to print its "listening on" line on a loaded machine. */
 const serverStartTimeoutMs = 20_000;
@@ -238,7 +242,8 @@ export interface CheckedResponse {
  * off the documented routes as 404 NOT_FOUND.
  */
 export class Contract {
-  private readonly ajv = new Ajv2020({ strict: false, allErrors: true });
+  // date-time checked for real: every time the API answers is ISO 8601 (the JSON contract).
+  private readonly ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }));
   private readonly compiled = new Map<string, ValidateFunction>();
   private readonly matchers: { method: string; template: string; re: RegExp }[];
 
