@@ -11,6 +11,7 @@ import {
   type EnvironmentSummary,
   type HealthProbe,
   type MigrationInFlight,
+  migrationInFlightOf,
   statusOf,
   summaryOfStatus,
 } from '../../core/environment-status.js';
@@ -49,7 +50,7 @@ export async function readEnvironmentStatus(
   if (inFlightId === null) refuseUnknownEnvironment(layout, sources.where);
   const observed = await sources.observe(environment);
   const migration: MigrationInFlight | null =
-    inFlightId === null ? null : { id: inFlightId, status: (await sources.show(inFlightId)).summary.status };
+    inFlightId === null ? null : migrationInFlightOf((await sources.show(inFlightId)).summary);
   return statusOf({ layout, observed, health: await probeReplicas(layout, observed), migration });
 }
 
