@@ -7,8 +7,28 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { CutoverError } from '../core/errors.js';
 
-/** The commands that read secrets: they plan (to tell a changed secret) or run migrations. */
-const readingSecrets = new Set(['plan', 'migrate', 'server', 'worker', 'watch']);
+/**
+ * The commands that read secrets, by their path: they plan (to tell a changed secret) or run
+ * migrations. `topology rollback` runs one to an earlier layout; `topology migration rollback`
+ * only undoes a migration, which needs no secret.
+ */
+const readingSecrets = new Set([
+  'topology plan',
+  'topology migrate',
+  'topology rollback',
+  'server',
+  'worker',
+  'watch',
+]);
+/** Those that may go to a server, where the server's own secrets are read instead. */
+const mayGoToServer = new Set(['topology plan', 'topology migrate', 'topology rollback']);
+
+/** `topology migrate` for the command `cutover topology migrate`. */
+function pathOf(command: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = command; c?.parent; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
 
 const help = `
 Secrets: an env value { secret: NAME } is read where the migration runs, from $CUTOVER_SECRET_NAME
@@ -27,7 +47,8 @@ interface SecretsFileOptions {
 export function addSecretsFileOptions(program: Command): void {
   const all = (c: Command): Command[] => [c, ...c.commands.flatMap(all)];
   for (const command of all(program)) {
-    if (!readingSecrets.has(command.name())) continue;
+    const name = pathOf(command);
+    if (!readingSecrets.has(name)) continue;
     command
       .option(
         '--secrets-file <file>',
@@ -35,17 +56,14 @@ export function addSecretsFileOptions(program: Command): void {
       )
       .addHelpText('after', help)
       .hook('preAction', async (_, action) =>
-        useSecretsFile(
-          action.opts<SecretsFileOptions>(),
-          command.name() === 'plan' || command.name() === 'migrate',
-        ),
+        useSecretsFile(action.opts<SecretsFileOptions>(), mayGoToServer.has(name)),
       );
   }
 }
 
-async function useSecretsFile(options: SecretsFileOptions, mayGoToServer: boolean): Promise<void> {
+async function useSecretsFile(options: SecretsFileOptions, toServer: boolean): Promise<void> {
   if (options.secretsFile === undefined) return;
-  if (mayGoToServer && (options.server !== undefined || process.env.CUTOVER_SERVER)) {
+  if (toServer && (options.server !== undefined || process.env.CUTOVER_SERVER)) {
     throw new CutoverError(
       'USAGE',
       '--secrets-file is read where migrations run: through a cutover server, give it to `cutover server` instead',

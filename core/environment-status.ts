@@ -6,6 +6,7 @@
  * ISO 8601.
  */
 import type { CurrentLayout, Slot } from './layout.js';
+import type { MigrationSummary, RunnerState } from './migration/summary.js';
 import type { ObservedLayout, ReplicaState, RouteServingState } from './observed.js';
 import { findDrift } from './plan/drift.js';
 import type { Drift } from './plan/types.js';
@@ -69,8 +70,21 @@ export interface RouteStatus {
 
 export interface MigrationInFlight {
   id: string;
-  /** As `migration list` shows it: `running (health_gate)`, `awaiting commit`. */
+  /**
+   * As `migration list` shows it: `running (health_gate)`, `awaiting commit`; with a dead runner,
+   * followed by `— runner died (pid N); resume: <command>`.
+   */
   status: string;
+  /** Whether a process drives it, as the migration's summary says (`dead`: resume it). */
+  runner: RunnerState;
+  /** With runner `dead`: the command that resumes it. */
+  resumeWith?: string;
+}
+
+/** The migration in flight, from its summary: what status shows of it. */
+export function migrationInFlightOf(summary: MigrationSummary): MigrationInFlight {
+  const { id, status, runner, resumeWith } = summary;
+  return resumeWith === undefined ? { id, status, runner } : { id, status, runner, resumeWith };
 }
 
 /** One difference between the record and the world, as plans name it (core/plan/drift.ts). */

@@ -58,3 +58,10 @@ export function validatorCompilers(): (route: { schema: object; httpPart?: strin
   const coercing = newAjv(true);
   return ({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema);
 }
+
+/** The `{environment}` path parameter, named as the topology schema names environments (metadata.name). */
+export const environmentParams = {
+  type: 'object',
+  required: ['environment'],
+  properties: { environment: { type: 'string', pattern: '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$' } },
+} as const;

@@ -81,10 +81,14 @@ export function lifecycleStatus(summary: MigrationSummary): string {
 }
 
 /**
- * The same summary, its resume command given as `resumeWith` (a client of a server reaches the
- * migration with other options than the server's own state directory).
+ * The same summary (or a status's migration in flight), its resume command given as `resumeWith`
+ * (a client of a server reaches the migration with other options than the server's own state
+ * directory).
  */
-export function withResumeCommand(summary: MigrationSummary, resumeWith: string): MigrationSummary {
+export function withResumeCommand<S extends Pick<MigrationSummary, 'status' | 'runner' | 'resumeWith'>>(
+  summary: S,
+  resumeWith: string,
+): S {
   if (summary.runner !== 'dead' || summary.resumeWith === undefined) return summary;
   return { ...summary, status: summary.status.replace(summary.resumeWith, resumeWith), resumeWith };
 }

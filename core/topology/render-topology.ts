@@ -5,11 +5,12 @@ import type { Component, DriverSpec, Health, Route, Topology } from './types.js'
 
 /**
  * The model → a topology file that loads back to the same model: the way a recorded layout (kept
- * as a model, durations in milliseconds) becomes something `migrate` can run again, e.g. for
- * `cutover topology rollback`. Every default is written out, so the file does not depend on the
- * defaults of the version that reads it. Pure.
+ * as a model, durations in milliseconds) becomes something `migrate` can run again, for
+ * `cutover topology rollback` and for self-heal. Every default is written out, so the file does not
+ * depend on the defaults of the version that reads it. Pure.
  *
- * Invariant (a property test holds it): `loadTopology(topologyText(m)).topology` deep-equals `m`.
+ * Invariant (a property test holds it): `loadTopology(topologyText(m, name)).topology` deep-equals
+ * `m`, secret references (`{ secret: NAME }`) included: the model holds their names, never values.
  */
 export function topologyFileOf(model: Topology): TopologyFile {
   const metadata: TopologyFile['metadata'] = { name: model.metadata.name, labels: model.metadata.labels };

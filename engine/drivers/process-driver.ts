@@ -32,7 +32,7 @@ import { componentEnv } from './component-env.js';
 import { exitCodeRetry } from './exec-driver.js';
 import { runCommand } from './process-command.js';
 import { observeProcessSlot } from './process-observe.js';
-import { type ReplicaRecord, readSlot, stopSlotProcesses } from './process-slot.js';
+import { readSlot, recordedReplicas, slotDirOf, slotIdOf, stopSlotProcesses } from './process-slot.js';
 import { startReplicas } from './process-start.js';
 import { spawnFailure } from './spawn-failure.js';
 import {
@@ -88,7 +88,7 @@ export function createProcessDriver(): ComponentDriver {
       options.signal.throwIfAborted();
       await stopSlotProcesses(slotDirOf(ctx, slot), {
         stopTimeoutMs: stopTimeoutOf(ctx),
-        replicas: replicasOf(slot),
+        replicas: recordedReplicas(slot),
         log: options.log,
         signal: options.signal,
       });
@@ -105,28 +105,6 @@ function stopTimeoutOf(ctx: ComponentCallContext): number {
     );
   }
   return ctx.driver.stopTimeout;
-}
-
-/** The id provision gave the slot; a slot without one (not reported before a crash) gets the default. */
-function slotIdOf(ctx: ComponentCallContext, slot: SlotInfo): string {
-  const id = slot.details?.slotId;
-  return typeof id === 'string' && id !== '' ? id : `${ctx.component}-${ctx.migrationId}`;
-}
-
-function slotDirOf(ctx: ComponentCallContext, slot: SlotInfo): string {
-  const dir = slot.details?.slotDir;
-  return typeof dir === 'string' && dir !== ''
-    ? dir
-    : ctx.stateDir.slotDir(ctx.environment, slotIdOf(ctx, slot));
-}
-
-function replicasOf(slot: SlotInfo): ReplicaRecord[] {
-  const replicas = slot.details?.replicas;
-  if (!Array.isArray(replicas)) return [];
-  return replicas.filter(
-    (r): r is ReplicaRecord =>
-      typeof r === 'object' && r !== null && Number.isSafeInteger(r.pid) && r.pid > 0,
-  );
 }
 
 interface ReplicateCall {

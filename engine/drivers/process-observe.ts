@@ -1,7 +1,7 @@
 import type { ObservedReplica } from '../../core/observed.js';
 import { isAlive } from '../../platform/process-identity.js';
 import { tcpProbe } from '../health/probes.js';
-import { type ReplicaRecord, readSlot } from './process-slot.js';
+import { type ReplicaRecord, readSlot, recordedReplicas, slotDirOf } from './process-slot.js';
 import type { ComponentCallContext, DriverCallOptions, SlotInfo } from './types.js';
 
 /** A replica's port that does not accept a connection within this is `not_answering`. */
@@ -19,14 +19,7 @@ export async function observeProcessSlot(
   options: DriverCallOptions,
 ): Promise<ObservedReplica[]> {
   let replicas = recordedReplicas(slot);
-  if (replicas.length === 0) {
-    const dir = slot.details?.slotDir;
-    const slotDir =
-      typeof dir === 'string' && dir !== ''
-        ? dir
-        : ctx.stateDir.slotDir(ctx.environment, `${ctx.component}-${ctx.migrationId}`);
-    replicas = (await readSlot(slotDir))?.replicas ?? [];
-  }
+  if (replicas.length === 0) replicas = (await readSlot(slotDirOf(ctx, slot)))?.replicas ?? [];
   return Promise.all(replicas.map((replica) => observeReplica(replica, options.signal)));
 }
 
@@ -38,17 +31,4 @@ async function observeReplica(replica: ReplicaRecord, signal: AbortSignal): Prom
   if (!probe) return { ...seen, state: 'unknown', detail: 'observation stopped' };
   if (probe.ok) return { ...seen, state: 'running' };
   return { ...seen, state: 'not_answering', detail: probe.summary };
-}
-
-function recordedReplicas(slot: SlotInfo): ReplicaRecord[] {
-  const replicas = slot.details?.replicas;
-  if (!Array.isArray(replicas)) return [];
-  return replicas.filter(
-    (r): r is ReplicaRecord =>
-      typeof r === 'object' &&
-      r !== null &&
-      Number.isSafeInteger(r.pid) &&
-      r.pid > 0 &&
-      Number.isSafeInteger(r.port),
-  );
 }

@@ -5,7 +5,7 @@ import { defaults } from '../../core/topology/types.js';
 import type { ProcessIdentity } from '../../platform/process-identity.js';
 import { writeJsonAtomic } from '../store/layout-store.js';
 import { type StopOutcome, stopProcessGroup } from './process-group.js';
-import type { Slot } from './types.js';
+import type { ComponentCallContext, Slot, SlotInfo } from './types.js';
 
 /**
  * A slot of a component on the process driver, as recorded in `<slot dir>/slot.json`. The record is
@@ -107,4 +107,35 @@ function uniqueReplicas(replicas: ReplicaRecord[]): ReplicaRecord[] {
   const seen = new Map<string, ReplicaRecord>();
   for (const replica of replicas) seen.set(`${replica.pid}:${replica.startTime}`, replica);
   return [...seen.values()];
+}
+
+/** The id provision gave the slot; a slot without one (not reported before a crash) gets the default. */
+export function slotIdOf(ctx: ComponentCallContext, slot: SlotInfo): string {
+  const id = slot.details?.slotId;
+  return typeof id === 'string' && id !== '' ? id : `${ctx.component}-${ctx.migrationId}`;
+}
+
+/** The slot's directory: as provision reported it, else where provision puts it by default. */
+export function slotDirOf(ctx: ComponentCallContext, slot: SlotInfo): string {
+  const dir = slot.details?.slotDir;
+  return typeof dir === 'string' && dir !== ''
+    ? dir
+    : ctx.stateDir.slotDir(ctx.environment, slotIdOf(ctx, slot));
+}
+
+/**
+ * The replicas the layout recorded with the slot (retire stops them, observe looks at them); a
+ * malformed entry is passed over rather than trusted with a pid or a port.
+ */
+export function recordedReplicas(slot: SlotInfo): ReplicaRecord[] {
+  const replicas = slot.details?.replicas;
+  if (!Array.isArray(replicas)) return [];
+  return replicas.filter(
+    (r): r is ReplicaRecord =>
+      typeof r === 'object' &&
+      r !== null &&
+      Number.isSafeInteger(r.pid) &&
+      r.pid > 0 &&
+      Number.isSafeInteger(r.port),
+  );
 }

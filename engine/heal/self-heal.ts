@@ -16,7 +16,7 @@
  */
 import { CutoverError } from '../../core/errors.js';
 import { isFinal } from '../../core/migration/types.js';
-import { topologyText } from '../../core/topology/topology-text.js';
+import { topologyText } from '../../core/topology/render-topology.js';
 import type { MigrationService } from '../services/service-types.js';
 
 /** Default look interval (`--heal-interval`). */
@@ -188,10 +188,8 @@ export class SelfHeal {
     if ((await service.inFlight(environment)) !== null) return;
     const layout = await service.currentLayout(environment);
     if (layout.topology === null) return; // never migrated, or taken down: nothing to keep
-    const source = {
-      text: topologyText(layout.topology),
-      file: `${environment} (recorded layout, serial ${layout.serial})`,
-    };
+    const file = `${environment} (recorded layout, serial ${layout.serial})`;
+    const source = { text: topologyText(layout.topology, file), file };
     if (!heal.observable && !(await this.canObserve(target, heal))) return;
     const plan = await service.plan(source, { kind: 'recorded' });
     const drift = plan.drift ?? [];

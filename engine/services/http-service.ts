@@ -236,9 +236,13 @@ export function httpService(url: string, token: string | undefined): MigrationSe
       return running?.id ?? null;
     },
     async status(environment) {
-      return (
+      const status = (
         await remote.json<EnvironmentStatus>('GET', `/v1/environments/${encodeURIComponent(environment)}`)
       ).body;
+      const { migration } = status;
+      if (migration === null) return status;
+      const resumeWith = `cutover topology migration resume ${migration.id}${reachAgain}`;
+      return { ...status, migration: withResumeCommand(migration, resumeWith) };
     },
     async environments() {
       return (await remote.json<{ items: EnvironmentSummary[] }>('GET', '/v1/environments')).body.items;

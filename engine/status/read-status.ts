@@ -5,15 +5,16 @@
  * calls this with its own ways to read them.
  */
 import http from 'node:http';
+import { refuseUnknownEnvironment } from '../../core/down-parts.js';
 import {
   type EnvironmentStatus,
   type EnvironmentSummary,
   type HealthProbe,
   type MigrationInFlight,
+  migrationInFlightOf,
   statusOf,
   summaryOfStatus,
 } from '../../core/environment-status.js';
-import { CutoverError } from '../../core/errors.js';
 import type { CurrentLayout } from '../../core/layout.js';
 import type { ObservedLayout } from '../../core/observed.js';
 import { own } from '../../core/records.js';
@@ -35,7 +36,7 @@ export type StatusSources = Pick<
 
 /**
  * The status of one environment. An environment never migrated, with nothing in flight, is not
- * found: ENVIRONMENT_NOT_FOUND, naming where cutover looked.
+ * found: ENVIRONMENT_NOT_FOUND, naming where cutover looked (the same refusal as `topology down`).
  */
 export async function readEnvironmentStatus(
   sources: StatusSources,
@@ -45,15 +46,11 @@ export async function readEnvironmentStatus(
     sources.currentLayout(environment),
     sources.inFlight(environment),
   ]);
-  if (layout.serial === 0 && inFlightId === null) {
-    throw new CutoverError(
-      'ENVIRONMENT_NOT_FOUND',
-      `environment ${environment}: nothing recorded in ${sources.where} (never migrated); check the name and the state directory, or run \`cutover topology migrate\` first`,
-    );
-  }
+  // A first migration in flight has no layout yet, but it is an environment to show.
+  if (inFlightId === null) refuseUnknownEnvironment(layout, sources.where);
   const observed = await sources.observe(environment);
   const migration: MigrationInFlight | null =
-    inFlightId === null ? null : { id: inFlightId, status: (await sources.show(inFlightId)).summary.status };
+    inFlightId === null ? null : migrationInFlightOf((await sources.show(inFlightId)).summary);
   return statusOf({ layout, observed, health: await probeReplicas(layout, observed), migration });
 }
 

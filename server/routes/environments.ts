@@ -5,10 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { type RouteContext, routeSchema } from '../route-context.js';
-import { ref } from '../schemas.js';
-
-/** As the topology schema names environments (metadata.name). */
-const environmentName = { type: 'string', pattern: '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$' };
+import { environmentParams, ref } from '../schemas.js';
 
 export function registerEnvironmentRoutes(app: FastifyInstance, context: RouteContext): void {
   const { service } = context;
@@ -32,11 +29,7 @@ export function registerEnvironmentRoutes(app: FastifyInstance, context: RouteCo
       description:
         'The same object as `cutover topology status --json`. 404 ENVIRONMENT_NOT_FOUND for an environment never migrated.',
       tags: ['environments'],
-      params: {
-        type: 'object',
-        required: ['environment'],
-        properties: { environment: environmentName },
-      },
+      params: environmentParams,
       response: { 200: ref('EnvironmentStatus') },
     }),
     async (request) => service.status(request.params.environment),

@@ -9,7 +9,7 @@ import { renderPlanJson } from '../../views/render-plan-json.js';
 import type { StoredResponse } from '../idempotency.js';
 import { HttpProblem } from '../problems.js';
 import { type RouteContext, routeSchema } from '../route-context.js';
-import { ref } from '../schemas.js';
+import { environmentParams, ref } from '../schemas.js';
 import { topologyInput, withTopology } from '../topology-input.js';
 
 interface ValidateBody {
@@ -150,11 +150,7 @@ function registerDownRoute(app: FastifyInstance, context: RouteContext): void {
       description:
         'As `cutover topology down --yes`. 404 ENVIRONMENT_NOT_FOUND for an environment with no recorded layout (never migrated); 409 MIGRATION_CONFLICT while a migration is in flight (cancel it first). Idempotent: an environment taken down before answers with empty lists.',
       tags: ['environments'],
-      params: {
-        type: 'object',
-        required: ['environment'],
-        properties: { environment: { type: 'string', pattern: '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$' } },
-      },
+      params: environmentParams,
       response: { 200: ref('DownResponse') },
     }),
     async (request) => {

@@ -8,7 +8,7 @@ import { parseRollbackTarget } from '../../engine/api.js';
 import { summaryJson } from '../../views/migration-json.js';
 import type { StoredResponse } from '../idempotency.js';
 import { type RouteContext, routeSchema } from '../route-context.js';
-import { ref } from '../schemas.js';
+import { environmentParams, ref } from '../schemas.js';
 import { idempotencyHeader, idempotent } from './operations.js';
 
 interface RollbackBody {
@@ -26,11 +26,7 @@ export function registerRollbackRoute(app: FastifyInstance, context: RouteContex
         'As `cutover topology rollback --to`. Plans the recorded layout `to` names against the current one and starts an ordinary migration to it: 202 with the migration (the layout it commits is a new serial). With `dryRun`, 200 with the plan and the layouts, nothing started. 404 LAYOUT_NOT_FOUND when no kept layout answers `to` (the message says why and what to do), 409 MIGRATION_CONFLICT while a migration is in flight, PLAN_STALE or PLAN_MISMATCH when `planId` is no longer the plan. Send an `Idempotency-Key` header to make retries safe.',
       tags: ['environments'],
       headers: idempotencyHeader,
-      params: {
-        type: 'object',
-        required: ['environment'],
-        properties: { environment: { type: 'string', pattern: '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$' } },
-      },
+      params: environmentParams,
       body: ref('RollbackRequest'),
       response: {
         200: { description: 'A dry run (the plan), or nothing to change: no migration started' },

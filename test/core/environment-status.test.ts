@@ -54,7 +54,7 @@ describe('environment status', () => {
       layout,
       observed: observed(['running', 'not_running'], 'served'),
       health,
-      migration: { id: 'mig_1', status: 'running (bake)' },
+      migration: { id: 'mig_1', status: 'running (bake)', runner: 'alive' },
     });
     const api = status.components.find((c) => c.name === 'api');
     expect(api?.replicas).toEqual([
@@ -91,7 +91,7 @@ describe('environment status', () => {
       committedAt: '2026-11-25T10:00:00.000Z',
       components: 4,
       routes: 1,
-      migration: { id: 'mig_1', status: 'running (bake)' },
+      migration: { id: 'mig_1', status: 'running (bake)', runner: 'alive' },
       drift: 1,
     });
   });

@@ -201,7 +201,7 @@ describe('dead replicas', () => {
     const result = await runCli(['topology', 'status', '-f', ws.file]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(
-      /^cutover: environment live-demo: nothing recorded in \S+\.cutover \(never migrated\); /,
+      /^cutover: environment live-demo has no recorded layout in \S+\.cutover: it was never migrated; /,
     );
     expect(result.stderr.trim().split('\n')).toHaveLength(1);
   });

@@ -38,20 +38,32 @@ async function heldAtGate(): Promise<{ ws: Workspace; id: string }> {
   return { ws, id };
 }
 
-/** Runs list, show, show --json and logs at once; their answers. */
+/** The migration in flight as `topology status --json` shows it. */
+interface StatusMigration {
+  id: string;
+  status: string;
+  runner?: string;
+  resumeWith?: string;
+}
+
+/** Runs list, show, show --json, logs, status and status --json at once; their answers. */
 async function askEverything(ws: Workspace, id: string) {
   const f = ['-f', ws.file];
-  const [list, show, showJson, logs] = await Promise.all([
+  const [list, show, showJson, logs, status, statusJson] = await Promise.all([
     runCli(['topology', 'migration', 'list', ...f, '--json']),
     runCli(['topology', 'migration', 'show', id, ...f]),
     runCli(['topology', 'migration', 'show', id, ...f, '--json']),
     runCli(['topology', 'migration', 'logs', id, ...f]),
+    runCli(['topology', 'status', ...f]),
+    runCli(['topology', 'status', ...f, '--json']),
   ]);
   return {
     list: JSON.parse(list.stdout) as ShownSummary[] | { items: ShownSummary[] },
     show: show.stdout,
     summary: (JSON.parse(showJson.stdout) as { summary: ShownSummary }).summary,
     logs: logs.stderr,
+    status: status.stdout,
+    statusMigration: (JSON.parse(statusJson.stdout) as { migration: StatusMigration | null }).migration,
   };
 }
 
@@ -60,7 +72,7 @@ function items(list: ShownSummary[] | { items: ShownSummary[] }): ShownSummary[]
 }
 
 describe('a migration whose runner died', () => {
-  it('says so in list, show, show --json and logs within 2 s of a SIGKILL, with the command that resumes it', async () => {
+  it('says so in list, show, show --json, logs and status (text, --json) within 2 s of a SIGKILL, with the command that resumes it', async () => {
     const { ws, id } = await heldAtGate();
     const pid = await killRunnerOf(ws, id);
     const killedAt = Date.now();
@@ -75,7 +87,9 @@ describe('a migration whose runner died', () => {
           listed?.status.includes(died) === true &&
           answer.show.includes(died) &&
           answer.summary.runner === 'dead' &&
-          answer.logs.includes(died)
+          answer.logs.includes(died) &&
+          answer.status.includes(died) &&
+          answer.statusMigration?.runner === 'dead'
         );
       },
       sayItWithinMs,
@@ -88,6 +102,13 @@ describe('a migration whose runner died', () => {
     expect(summary.runnerPid).toBe(null);
     expect(answer?.show).toContain(resume);
     expect(answer?.logs).toContain(resume);
+    expect(answer?.status).toContain(resume);
+    expect(answer?.statusMigration).toEqual({
+      id,
+      status: `running (health_gate) — ${died}; resume: ${resume}`,
+      runner: 'dead',
+      resumeWith: resume,
+    });
 
     // The command it names works: a new runner picks the migration up, and it is alive again.
     const resumed = await runCli(['topology', 'migration', 'resume', id, '-f', ws.file]);
@@ -123,7 +144,7 @@ describe('a migration whose runner died', () => {
 
   it('says so in the API of a server on that state directory (adoption off)', async () => {
     const { ws, id } = await heldAtGate();
-    const { api } = await servers.serve({ stateDir: ws.stateDir, args: ['--no-adopt'] });
+    const { server, api } = await servers.serve({ stateDir: ws.stateDir, args: ['--no-adopt'] });
     const pid = await killRunnerOf(ws, id);
     let body: { summary: ShownSummary } | undefined;
     await eventually(
@@ -138,5 +159,13 @@ describe('a migration whose runner died', () => {
     expect(body?.summary.resumeWith).toMatch(new RegExp(`^cutover topology migration resume ${id} `));
     const list = (await api.get('/v1/migrations')).json as { items: ShownSummary[] };
     expect(list.items.find((m) => m.id === id)?.runner).toBe('dead');
+    const environment = (await api.get('/v1/environments/gated')).json as { migration: StatusMigration };
+    expect(environment.migration).toMatchObject({ id, runner: 'dead', resumeWith: body?.summary.resumeWith });
+    // Through the server, the command that resumes it goes through the server too.
+    const remote = await runCli(['topology', 'status', '-f', ws.file, '--json', '--server', server.url]);
+    const migration = (JSON.parse(remote.stdout) as { migration: StatusMigration }).migration;
+    expect(migration.runner).toBe('dead');
+    expect(migration.resumeWith).toBe(`cutover topology migration resume ${id} --server ${server.url}`);
+    expect(migration.status).toContain(`; resume: ${migration.resumeWith}`);
   }, 60_000);
 });

@@ -106,6 +106,22 @@ describe('secrets', () => {
       expect((await cli(['topology', 'migration', 'logs', id], second)).code).toBe(0);
     }
 
+    // What is live, and the way back: status (text and JSON) and a rollback's plan, which is
+    // shown and then refused without --yes off a terminal.
+    const status = await cli(['topology', 'status'], second);
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toContain('api');
+    const statusJson = await cli(['topology', 'status', '--json'], second);
+    expect(JSON.parse(statusJson.stdout).components.map((c: { name: string }) => c.name)).toEqual([
+      'api',
+      'jobs',
+    ]);
+    // With the first password set again, the earlier layout's slot would change: shown, not run.
+    const back = await cli(['topology', 'rollback', '--to', 'previous', ...withFile], first);
+    expect(back.code).toBe(1);
+    expect(back.stderr).toContain('env.DB_PASSWORD changed (sensitive)');
+    expect(back.stderr).toContain('refusing to migrate without confirmation');
+
     // The server on the same state directory, with the secrets where it runs.
     const server = await harness.start({
       stateDir: ws.stateDir,
@@ -125,6 +141,20 @@ describe('secrets', () => {
       await answer(api.get(`/v1/migrations/${id}`));
       await answer(api.get(`/v1/migrations/${id}/logs`));
     }
+    const environments = await answer(api.get('/v1/environments'));
+    expect(JSON.parse(environments.text).items.map((e: { environment: string }) => e.environment)).toEqual([
+      'secrets',
+    ]);
+    const environment = await answer(api.get('/v1/environments/secrets'));
+    expect(JSON.parse(environment.text).components).toHaveLength(2);
+    const backPlan = await answer(
+      api.post('/v1/environments/secrets/rollback', { to: 'previous', dryRun: true }),
+    );
+    // The server reads the current (second) password: the layout before is the same, no change.
+    expect(JSON.parse(backPlan.text).plan).toMatchObject({ environment: 'secrets', actions: [] });
+    const remote = await cli(['topology', 'status', '--json', '--server', server.url], second);
+    expect(remote.code, remote.stderr).toBe(0);
+    expect(JSON.parse(remote.stdout).environment).toBe('secrets');
     const request = { topology: readFileSync(ws.file, 'utf8'), path: 'topology.yaml' };
     const planned = await answer(api.post('/v1/plan', request));
     expect(JSON.parse(planned.text).actions).toEqual([]);
