@@ -12,6 +12,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commandView } from '../core/migration/command-view.js';
 import type { Command, MigrationState } from '../core/migration/types.js';
+import type { ObservedLayout } from '../core/observed.js';
+import type { PlanInputs } from '../core/plan/build-plan.js';
 import type { DriverSet } from '../engine/drivers/driver-set.js';
 import type { ComponentDriver, RouteDriver } from '../engine/drivers/types.js';
 import { executeCommand } from '../engine/runner/execute-command.js';
@@ -51,6 +53,10 @@ function recordingDrivers(calls: unknown[]): DriverSet {
     async retire(ctx, slot) {
       calls.push(['retire', ctx, slot]);
     },
+    async restart(ctx, slot) {
+      calls.push(['restart', ctx, slot]);
+      return { ...slot, addresses: ['127.0.0.1:10'] };
+    },
   };
   const route: RouteDriver = {
     async apply(ctx, state) {
@@ -85,8 +91,9 @@ function commandsOf(
   before: TopologyDoc,
   after: TopologyDoc,
   outcome?: (c: Command) => 'ok' | 'fail-permanent',
+  inputs: PlanInputs = {},
 ): [MigrationState, Command][] {
-  const driver = new Driver(specOf(before, after));
+  const driver = new Driver(specOf(before, after, 'mig_test', inputs));
   const seen: [MigrationState, Command][] = [];
   for (let i = 0; i < 500 && driver.state.inflight; i++) {
     seen.push([driver.state, driver.state.inflight]);
@@ -154,6 +161,31 @@ const scenarios: [string, () => [MigrationState, Command][]][] = [
       return seen;
     },
   ],
+  [
+    'a worker restarted in place (drift of what no traffic depends on) beside a version bump',
+    () => {
+      const before = clone(shop());
+      before.components.worker = { driver: 'apps', version: '1.0.0', run: { command: ['node', 'w.js'] } };
+      const after = clone(before);
+      (after.components.web as Record<string, unknown>).version = '1.5.0';
+      const observed: ObservedLayout = {
+        environment: 'shop',
+        observedAt: '2026-11-25T10:00:00.000Z',
+        components: {
+          worker: {
+            component: 'worker',
+            slot: 'blue',
+            version: '1.0.0',
+            replicas: [{ address: '127.0.0.1:4000', state: 'not_running' }],
+          },
+        },
+        routes: {},
+      };
+      const seen = commandsOf(before, after, undefined, { observed });
+      expect(seen.map(([, c]) => c.kind)).toContain('restart');
+      return seen;
+    },
+  ],
 ];
 
 describe('the state an activity gets (commandView)', () => {
@@ -178,6 +210,7 @@ describe('the state an activity gets (commandView)', () => {
       'record_layout',
       'remove_route',
       'replicate',
+      'restart',
       'retire',
       'wait',
     ]);

@@ -53,27 +53,29 @@ describe('drift in plans', () => {
     expect(refreshed.actions).toEqual([]);
   });
 
-  it('replaces green-blue a kept component whose replicas are all dead, naming the drift', () => {
+  it('replaces green-blue a kept component behind a route whose replicas are all dead, naming the drift', () => {
     const doc = shopDoc();
     const plan = buildPlan(layoutOf(doc), load(doc), {
-      observed: observed({ mailer: ['not_running'] }),
+      observed: observed({ web: ['not_running'] }),
     });
-    expect(plan.drift).toEqual([{ kind: 'component', name: 'mailer', reason: '1 of 1 replica not running' }]);
-    expect(ids(plan)).toEqual([
-      'provision_green:mailer',
-      'health_gate:mailer',
-      'drain_blue:mailer',
-      'commit:mailer',
-    ]);
-    expect(reason(plan, 'provision_green:mailer')).toBe('1 of 1 replica not running');
+    expect(plan.drift).toEqual([{ kind: 'component', name: 'web', reason: '1 of 1 replica not running' }]);
+    const actions = [
+      'provision_green:web',
+      'health_gate:web',
+      'cutover:route:public',
+      'drain_blue:web',
+      'commit:web',
+    ];
+    expect(ids(plan)).toEqual(actions);
+    expect(reason(plan, 'provision_green:web')).toBe('1 of 1 replica not running');
     expect(plan.resources).toEqual([
       {
         kind: 'component',
-        name: 'mailer',
+        name: 'web',
         change: 'replace',
         reason: '1 of 1 replica not running',
         changes: [],
-        actions: ['provision_green:mailer', 'health_gate:mailer', 'drain_blue:mailer', 'commit:mailer'],
+        actions: actions.filter((id) => id !== 'cutover:route:public'),
       },
     ]);
     expect(plan.summary).toEqual({ add: 0, change: 1, remove: 0 });

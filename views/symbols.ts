@@ -3,12 +3,13 @@ import type { Change, ResourceChangeKind } from '../core/plan/types.js';
 import { sensitiveText } from '../core/topology/secret-refs.js';
 import type { Style } from './style.js';
 
-/** Terraform's symbols: + add, ~ update in place, -/+ replace (green-blue), - remove. */
+/** Terraform's symbols: + add, ~ update in place (a restart too), -/+ replace (green-blue), - remove. */
 export function changeSymbol(kind: ResourceChangeKind): string {
   switch (kind) {
     case 'add':
       return '+';
     case 'update':
+    case 'restart':
       return '~';
     case 'replace':
       return '-/+';
@@ -24,6 +25,7 @@ export function changeColor(kind: ResourceChangeKind, style: Style): (text: stri
     case 'add':
       return style.green;
     case 'update':
+    case 'restart':
     case 'replace':
       return style.yellow;
     case 'remove':
@@ -41,6 +43,8 @@ export function changeVerb(kind: ResourceChangeKind): string {
       return 'will be updated';
     case 'replace':
       return 'will be replaced green-blue';
+    case 'restart':
+      return 'will be restarted in place';
     case 'remove':
       return 'will be removed';
     default:

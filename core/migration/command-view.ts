@@ -22,6 +22,7 @@ export function commandView(state: MigrationState, command: Command): MigrationS
   const base = spec.base.topology;
   switch (command.kind) {
     case 'provision':
+    case 'restart':
     case 'replicate':
     case 'retire':
       components.add(command.component);

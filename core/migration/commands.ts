@@ -12,14 +12,19 @@ export function commandFor(s: MigrationState, action: Action): Unnumbered<Comman
   switch (action.type) {
     case 'provision':
       return { kind: 'provision', component };
+    case 'restart':
+      return { kind: 'restart', component };
     case 'replicate':
       return { kind: 'replicate', component };
-    case 'check_health':
-      return {
-        kind: 'check_health',
+    case 'check_health': {
+      const gate = {
+        kind: 'check_health' as const,
         component,
         deadlineMs: s.gateRemainingMs ?? healthDeadlineMs(s, component),
       };
+      // A restarted component has no green slot: the gate checks the live one it restarted.
+      return restartsInPlace(s, component) ? { ...gate, slot: 'blue' } : gate;
+    }
     case 'create_route':
     case 'update_route': {
       const target = own(s.spec.desired.routes, route)?.to as string;
@@ -59,6 +64,11 @@ export function commandFor(s: MigrationState, action: Action): Unnumbered<Comman
   }
 }
 
+/** Whether the plan restarts the component in place (then it has no green slot). */
+export function restartsInPlace(s: MigrationState, component: string): boolean {
+  return s.spec.plan.actions.some((a) => a.type === 'restart' && a.component === component);
+}
+
 function healthDeadlineMs(s: MigrationState, component: string): number {
   return own(s.spec.desired.components, component)?.health?.deadline ?? 0;
 }
@@ -85,7 +95,8 @@ export function retryBackoffMs(attempt: number): number {
 /**
  * The steps that undo what a migration did before its commit, in order: every route it touched
  * back to its blue settings (or removed, if the migration created it), newest first; then every
- * green slot it started retired, newest first. Blue was never modified, so nothing else is needed.
+ * green slot it started retired, newest first. Blue was never modified but for a restart in place,
+ * which is not undone: it started replicas that were down, and stopping them again helps no one.
  */
 export function undoSteps(s: MigrationState): Unnumbered<Command>[] {
   const steps: Unnumbered<Command>[] = [];

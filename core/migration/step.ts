@@ -273,6 +273,14 @@ function recordEffect(t: Transition, command: Command, output: unknown): void {
       t.state = { ...s, slots };
       return;
     }
+    case 'restart': {
+      // The live slot with its restarted replicas (new pids, maybe new ports): the commit records it.
+      if (output === undefined) return;
+      const slots = { ...s.slots };
+      setOwn(slots, command.component, { ...own(s.slots, command.component), blue: output as never });
+      t.state = { ...s, slots };
+      return;
+    }
     case 'record_layout':
       t.state = { ...s, layoutRecorded: true };
       return;
@@ -303,7 +311,7 @@ function completeStep(t: Transition, command: Command, at: number): void {
       at,
       'gate_passed',
       'info',
-      `health gate passed: green ${action.component} is healthy`,
+      `health gate passed: ${command.slot === 'blue' ? 'restarted' : 'green'} ${action.component} is healthy`,
       action.stage,
       action.id,
     );
@@ -427,8 +435,14 @@ function beginEnding(t: Transition, at: number, outcome: Outcome, reason: string
     at,
     'rollback_started',
     outcome === 'failed' ? 'error' : 'warn',
-    `${cause ? `${cause}; ` : ''}rolling back: ${describeUndo(steps)}`,
+    `${cause ? `${cause}; ` : ''}rolling back: ${describeUndo(steps)}${restartsKept(s)}`,
   );
+}
+
+/** A restart in place already issued is not undone (see undoSteps): say so. */
+function restartsKept(s: MigrationState): string {
+  const issued = s.spec.plan.actions.slice(0, s.cursor + 1).some((a) => a.type === 'restart');
+  return issued ? ' (replicas restarted in place were down before; they stay)' : '';
 }
 
 /** What a rollback will do, in the order it does it. */
@@ -635,10 +649,12 @@ export function describeCommand(c: Command): string {
   switch (c.kind) {
     case 'provision':
       return `provision green ${c.component}`;
+    case 'restart':
+      return `restart ${c.component} in place`;
     case 'replicate':
       return `replicate ${c.component}`;
     case 'check_health':
-      return `health check of green ${c.component}`;
+      return `health check of ${c.slot === 'blue' ? 'restarted' : 'green'} ${c.component}`;
     case 'apply_route':
       if (c.promote) return `route ${c.route}: green is its live slot`;
       return c.restore ? `route ${c.route} back to blue` : `route ${c.route} at ${c.greenPercent}% green`;

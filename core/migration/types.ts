@@ -47,7 +47,10 @@ export interface MigrationSpec {
 export type Command =
   | { id: string; kind: 'provision'; component: string }
   | { id: string; kind: 'replicate'; component: string }
-  | { id: string; kind: 'check_health'; component: string; deadlineMs: number }
+  /** Start again the replicas of the component's live slot that are down (a restart in place). */
+  | { id: string; kind: 'restart'; component: string }
+  /** slot: `blue`, the live slot, after a restart in place; absent: the green slot. */
+  | { id: string; kind: 'check_health'; component: string; deadlineMs: number; slot?: 'blue' }
   /** restore: the live settings, all on blue (undo). promote: after the commit, green is the live slot. */
   | {
       id: string;

@@ -18,10 +18,12 @@ import {
   healthReason,
   newComponentReason,
   replicateReason,
+  restartHealthReason,
   shiftReason,
 } from './describe-actions.js';
 import { describeChange, diffValues } from './diff-values.js';
 import { findDrift, type PlanInputs, replacementRequested } from './drift.js';
+import { restartActionId, restartableInPlace, restartReason } from './restart-in-place.js';
 import type { Action, Change, Drift, Plan, ResourceChange, Stage } from './types.js';
 
 export type { PlanInputs };
@@ -32,7 +34,7 @@ export type { PlanInputs };
  * order; within a stage, green slots come up dependencies first and blue slots go down dependents
  * first, ties broken by name. Drift (what `inputs.observed` shows running otherwise than recorded)
  * and requested replacements force a green-blue replacement of a component the topology keeps, and
- * the re-application of a route.
+ * the re-application of a route; drift of a component no traffic depends on is restarted in place.
  */
 export function buildPlan(current: CurrentLayout, desired: Topology, inputs: PlanInputs = {}): Plan {
   const environment = desired.metadata.name;
@@ -43,7 +45,7 @@ export function buildPlan(current: CurrentLayout, desired: Topology, inputs: Pla
     );
   }
   const drift = findDrift(inputs.observed);
-  const forced = forcedBy(drift, inputs.replace ?? [], current, desired);
+  const forced = forcedBy(drift, inputs, current, desired);
   const secrets = current.slots || inputs.secrets ? { slots: current.slots, digests: inputs.secrets } : {};
   const c = classify(current.topology, desired, forced, secrets);
   const actions = [...buildUpActions(c), ...cutoverActions(c), ...teardownActions(c, current.topology)];
@@ -57,7 +59,9 @@ export function buildPlan(current: CurrentLayout, desired: Topology, inputs: Pla
     desiredDigest: sha256Digest(JSON.stringify(desired)),
     summary: {
       add: resources.filter((r) => r.change === 'add').length,
-      change: resources.filter((r) => r.change === 'replace' || r.change === 'update').length,
+      change: resources.filter(
+        (r) => r.change === 'replace' || r.change === 'restart' || r.change === 'update',
+      ).length,
       remove: resources.filter((r) => r.change === 'remove').length,
     },
     resources,
@@ -84,18 +88,21 @@ export function buildPlan(current: CurrentLayout, desired: Topology, inputs: Pla
 }
 
 /**
- * What drift and the operator force: a drifted component is replaced (green-blue: its replicas
- * may serve traffic, so none is restarted in place), a drifted route re-applied. Drift of what
- * the desired topology removes needs nothing more: it goes anyway.
+ * What drift and the operator force: a drifted component is replaced green-blue (its replicas may
+ * serve traffic), unless no traffic depends on it and the operator did not ask for a replacement:
+ * then it may be restarted in place. A drifted route is re-applied. Drift of what the desired
+ * topology removes needs nothing more: it goes anyway.
  */
 function forcedBy(
   drift: readonly Drift[],
-  replace: readonly string[],
+  inputs: PlanInputs,
   current: CurrentLayout,
   desired: Topology,
 ): Forced {
+  const replace = inputs.replace ?? [];
   const components = new Map<string, string>();
   const routes = new Map<string, string>();
+  const restarts = new Map<string, { drift: string; reason: string }>();
   for (const name of replace) {
     if (!own(desired.components, name)) {
       throw new CutoverError(
@@ -106,6 +113,11 @@ function forcedBy(
     if (own(current.topology?.components, name)) components.set(name, replacementRequested);
   }
   for (const d of drift) {
+    const seen = d.kind === 'component' ? own(inputs.observed?.components, d.name) : undefined;
+    if (seen && !replace.includes(d.name) && restartableInPlace(d.name, current.topology, desired)) {
+      restarts.set(d.name, { drift: d.reason, reason: restartReason(d.name, seen) });
+      continue;
+    }
     const map = d.kind === 'component' ? components : routes;
     const before = map.get(d.name);
     map.set(
@@ -113,7 +125,7 @@ function forcedBy(
       before === undefined || before === replacementRequested ? d.reason : `${before}; ${d.reason}`,
     );
   }
-  return { components, routes };
+  return { components, routes, restarts };
 }
 
 function componentAction(
@@ -144,14 +156,27 @@ function routeAction(
 function buildUpActions(c: Classification): Action[] {
   // Plain loops over the maps: a large layout has many components and most of them are kept.
   const green: string[] = [];
-  for (const [name, f] of c.components) if (f.fate === 'add' || f.fate === 'replace') green.push(name);
+  for (const [name, f] of c.components) {
+    if (f.fate === 'add' || f.fate === 'replace' || f.fate === 'restart') green.push(name);
+  }
   const ordered = inDependencyOrder(green, c.desiredDepths);
   const provision: Action[] = [];
   const replicate: Action[] = [];
   const gate: Action[] = [];
   for (const name of ordered) {
-    const fate = c.components.get(name) as Extract<ComponentFate, { fate: 'add' | 'replace' }>;
+    const fate = c.components.get(name) as Extract<ComponentFate, { fate: 'add' | 'replace' | 'restart' }>;
     const component = fate.component;
+    if (fate.fate === 'restart') {
+      provision.push({
+        id: restartActionId(name),
+        stage: 'provision_green',
+        type: 'restart',
+        component: name,
+        reason: fate.reason,
+      });
+      gate.push(componentAction('health_gate', 'check_health', name, restartHealthReason(component)));
+      continue;
+    }
     if (fate.fate === 'add') {
       provision.push(componentAction('provision_green', 'provision', name, newComponentReason(component)));
     } else {
@@ -273,6 +298,16 @@ function resourceChanges(c: Classification, actions: readonly Action[]): Resourc
           name,
           change: 'add',
           reason: newComponentReason(fate.component),
+          changes: [],
+          actions: actionsOf,
+        });
+        break;
+      case 'restart':
+        out.push({
+          kind: 'component',
+          name,
+          change: 'restart',
+          reason: fate.reason,
           changes: [],
           actions: actionsOf,
         });

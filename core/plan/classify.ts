@@ -19,6 +19,8 @@ export type ComponentFate =
       /** Replaced whatever changed: drift observed, or a replacement the operator requested. */
       forced?: string;
     }
+  /** Only drift, and no traffic depends on it: its replicas are restarted in the live slot. */
+  | { fate: 'restart'; component: Component; reason: string }
   | { fate: 'keep'; component: Component }
   | { fate: 'remove'; before: Component };
 
@@ -46,6 +48,11 @@ const noRoutes: Record<string, Route> = {};
 export interface Forced {
   components: ReadonlyMap<string, string>;
   routes: ReadonlyMap<string, string>;
+  /**
+   * Drifted components that may be restarted in place (restart-in-place.ts): restarted if nothing
+   * else about them changes, else replaced like any drifted component, with `drift` in the reason.
+   */
+  restarts?: ReadonlyMap<string, { drift: string; reason: string }>;
 }
 
 const nothingForced: Forced = { components: new Map(), routes: new Map() };
@@ -95,8 +102,12 @@ export function classify(
       const f = components.get(dep)?.fate;
       if (f === 'replace' || f === 'add') replacedDeps.push(dep);
     }
-    const why = forced.components.get(name);
-    if (changes.length > 0 || replacedDeps.length > 0 || why !== undefined) {
+    const restart = forced.restarts?.get(name);
+    const changed = changes.length > 0 || replacedDeps.length > 0;
+    const why = forced.components.get(name) ?? (changed ? restart?.drift : undefined);
+    if (!changed && why === undefined && restart !== undefined) {
+      components.set(name, { fate: 'restart', component, reason: restart.reason });
+    } else if (changed || why !== undefined) {
       const fate: ComponentFate = { fate: 'replace', component, before: old, changes, replacedDeps };
       if (why !== undefined) fate.forced = why;
       components.set(name, fate);

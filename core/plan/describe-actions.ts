@@ -15,8 +15,17 @@ export function replicateReason(name: string, c: Component): string {
 }
 
 export function healthReason(c: Component): string {
-  const h = c.health;
-  if (!h) return 'no health check configured: green must start and stay up';
+  if (!c.health) return 'no health check configured: green must start and stay up';
+  return probeReason(c.health);
+}
+
+/** The gate after a restart in place: the same checks, of the live slot's restarted replicas. */
+export function restartHealthReason(c: Component): string {
+  if (!c.health) return 'restarted replicas must start and stay up (no health check configured)';
+  return `restarted replicas: ${probeReason(c.health)}`;
+}
+
+function probeReason(h: NonNullable<Component['health']>): string {
   let probe: string;
   if (h.http) {
     probe = `http GET ${h.http.path} expects ${h.http.expectStatus}${h.http.bodyMatch ? ` and body /${h.http.bodyMatch}/` : ''}`;

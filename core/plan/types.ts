@@ -15,6 +15,11 @@ export type Stage = (typeof stages)[number];
 export type ActionType =
   /** provision_green: stand up the green slot of a component beside blue. */
   | 'provision'
+  /**
+   * provision_green: start again, in the live slot, the replicas of a component that are down, when
+   * no traffic depends on it (restart-in-place.ts says when). Nothing to undo: it was down.
+   */
+  | 'restart'
   /** replicate: copy a stateful component's state from blue to green. */
   | 'replicate'
   /** health_gate: hold everything until the green slot is healthy. */
@@ -46,7 +51,11 @@ export interface Change {
 }
 
 export interface Action {
-  /** Stable: `<stage>:<component>` or `<stage>:route:<route>`. */
+  /**
+   * Stable and unique: `<stage>:<component>`, `<stage>:route:<route>`, or for a restart in place
+   * `provision_green:restart:<component>` (a component is either provisioned or restarted, never
+   * both, and the id says which).
+   */
   id: string;
   stage: Stage;
   type: ActionType;
@@ -56,7 +65,8 @@ export interface Action {
   changes?: Change[];
 }
 
-export type ResourceChangeKind = 'add' | 'replace' | 'update' | 'remove';
+/** `restart`: replicas started again in the live slot (no green slot, no traffic moved). */
+export type ResourceChangeKind = 'add' | 'replace' | 'restart' | 'update' | 'remove';
 
 /** One component or route that the plan touches, for reviewers: what changes and why. */
 export interface ResourceChange {

@@ -22,6 +22,8 @@
  * - retire sends SIGTERM to each replica's process group, SIGKILL after the driver's `stopTimeout`,
  *   waits until they are gone and marks the slot retired; the directory and logs stay.
  * - observe reports each replica: running (pid alive, port accepting), not_answering, not_running.
+ * - restart (a restart in place, process-restart.ts) starts again the live slot's replicas that are
+ *   down, on their recorded ports if free, else new ones, appending to their logs and slot.json.
  */
 import { cp, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -32,6 +34,7 @@ import { componentEnv } from './component-env.js';
 import { exitCodeRetry } from './exec-driver.js';
 import { runCommand } from './process-command.js';
 import { observeProcessSlot } from './process-observe.js';
+import { restartProcessSlot } from './process-restart.js';
 import { readSlot, recordedReplicas, slotDirOf, slotIdOf, stopSlotProcesses } from './process-slot.js';
 import { startReplicas } from './process-start.js';
 import { spawnFailure } from './spawn-failure.js';
@@ -92,6 +95,10 @@ export function createProcessDriver(): ComponentDriver {
         log: options.log,
         signal: options.signal,
       });
+    },
+
+    async restart(ctx, slot, options) {
+      return restartProcessSlot(ctx, slot, stopTimeoutOf(ctx), options);
     },
 
     observe: observeProcessSlot,

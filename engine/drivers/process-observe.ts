@@ -23,7 +23,7 @@ export async function observeProcessSlot(
   return Promise.all(replicas.map((replica) => observeReplica(replica, options.signal)));
 }
 
-async function observeReplica(replica: ReplicaRecord, signal: AbortSignal): Promise<ObservedReplica> {
+export async function observeReplica(replica: ReplicaRecord, signal: AbortSignal): Promise<ObservedReplica> {
   const address = `127.0.0.1:${replica.port}`;
   const seen = { address, pid: replica.pid };
   if (!isAlive(replica)) return { ...seen, state: 'not_running', detail: 'exited' };

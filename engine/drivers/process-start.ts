@@ -29,7 +29,7 @@ export interface SlotTarget {
 }
 
 /** A replica started by this call, with how it exited if it did. */
-interface Started {
+export interface Started {
   record: ReplicaRecord;
   logOffset: number;
   exit?: { code: number | null; signal: NodeJS.Signals | null };
@@ -74,21 +74,8 @@ export async function startReplicas(
     const ports = await freePorts(ctx.spec.replicas);
     for (const [index, port] of ports.entries()) {
       options.signal.throwIfAborted();
-      const env = {
-        ...inheritedEnv(),
-        ...componentEnv(ctx),
-        PORT: String(port),
-        HOST: loopback,
-        CUTOVER_ENVIRONMENT: ctx.environment,
-        CUTOVER_COMPONENT: ctx.component,
-        CUTOVER_SLOT: target.slot,
-        CUTOVER_SLOT_ID: target.slotId,
-        CUTOVER_VERSION: ctx.spec.version,
-        CUTOVER_REPLICA: String(index),
-        CUTOVER_DATA_DIR: dataDir,
-      };
-      const log = path.join(target.slotDir, `replica-${index}.log`);
-      const replica = await startReplica({ command, cwd, env, log, index, port }, ctx.component);
+      const launch = replicaLaunch(ctx, target, { command, cwd, index, port });
+      const replica = await startReplica(launch, ctx.component);
       started.push(replica);
       record.replicas.push(replica.record);
       await writeSlot(target.slotDir, record);
@@ -109,7 +96,7 @@ export async function startReplicas(
   }
 }
 
-interface ReplicaLaunch {
+export interface ReplicaLaunch {
   command: string[];
   cwd: string;
   env: NodeJS.ProcessEnv;
@@ -118,11 +105,33 @@ interface ReplicaLaunch {
   port: number;
 }
 
+/** Replica `index` of the slot on `port`: its environment and log file, the same at every start. */
+export function replicaLaunch(
+  ctx: ComponentCallContext,
+  target: SlotTarget,
+  at: { command: string[]; cwd: string; index: number; port: number },
+): ReplicaLaunch {
+  const env = {
+    ...inheritedEnv(),
+    ...componentEnv(ctx),
+    PORT: String(at.port),
+    HOST: loopback,
+    CUTOVER_ENVIRONMENT: ctx.environment,
+    CUTOVER_COMPONENT: ctx.component,
+    CUTOVER_SLOT: target.slot,
+    CUTOVER_SLOT_ID: target.slotId,
+    CUTOVER_VERSION: ctx.spec.version,
+    CUTOVER_REPLICA: String(at.index),
+    CUTOVER_DATA_DIR: path.join(target.slotDir, 'data'),
+  };
+  return { ...at, env, log: path.join(target.slotDir, `replica-${at.index}.log`) };
+}
+
 /**
  * Spawns one replica detached, in its own process group, with stdout and stderr appended to its log
  * file: it holds no pipe to cutover and is not waited for, so it runs on when cutover exits.
  */
-async function startReplica(launch: ReplicaLaunch, component: string): Promise<Started> {
+export async function startReplica(launch: ReplicaLaunch, component: string): Promise<Started> {
   const handle = await open(launch.log, 'a');
   let child: ChildProcess;
   let spawnError: Promise<Error>;
@@ -163,7 +172,7 @@ async function startReplica(launch: ReplicaLaunch, component: string): Promise<S
   return replica;
 }
 
-async function startupFailure(component: string, command: string[], failed: Started): Promise<Error> {
+export async function startupFailure(component: string, command: string[], failed: Started): Promise<Error> {
   const { code, signal } = failed.exit ?? { code: null, signal: null };
   const how = code === null ? `was killed by ${signal}` : `exited with code ${code}`;
   const text = await readFile(failed.record.log)
@@ -184,7 +193,7 @@ async function startupFailure(component: string, command: string[], failed: Star
  * never hands out a port twice. Another process may still take one before the replica binds it: the
  * replica then exits at once, which fails the stage like any other start-up failure.
  */
-async function freePorts(count: number): Promise<number[]> {
+export async function freePorts(count: number): Promise<number[]> {
   const servers: Server[] = [];
   try {
     for (let i = 0; i < count; i++) {

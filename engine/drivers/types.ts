@@ -54,6 +54,12 @@ export interface ComponentDriver {
   /** Removes a slot. Idempotent: retiring a slot that is already gone succeeds. */
   retire(ctx: ComponentCallContext, slot: SlotInfo, options: DriverCallOptions): Promise<void>;
   /**
+   * Starts again, in the live slot, the replicas that are down; leaves those that run alone.
+   * Returns the slot as it is now (new pids, maybe new addresses). Idempotent. Optional: the plan
+   * asks it only of the process driver, for a component on which no traffic depends.
+   */
+  restart?(ctx: ComponentCallContext, slot: SlotInfo, options: DriverCallOptions): Promise<SlotInfo>;
+  /**
    * What runs of a slot now, one entry per replica. Reads only: never starts or stops anything.
    * Absent, or a replica it cannot judge: `unknown`, which is never drift.
    */

@@ -52,6 +52,7 @@ export const defaultCallTimeoutMs = 30_000;
 
 const ownTimeout = new Set<Command['kind']>([
   'provision',
+  'restart',
   'replicate',
   'drain',
   'retire',
@@ -102,6 +103,19 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       // Recorded with the slot (journaled, then kept in the layout): the next plan compares them.
       return secretDigests ? { ...slot, secretDigests } : slot;
     }
+    case 'restart': {
+      // The live slot, as the live layout runs it (its directory, its secrets read now).
+      const { ctx } = await componentContext(s, o, c.component, 'base');
+      const live = own(s.slots, c.component)?.blue;
+      if (!live) throw new PermanentDriverError(`no live slot of ${c.component} recorded to restart`);
+      const driver = componentDriverFor(o.drivers, ctx);
+      if (!driver.restart) {
+        throw new PermanentDriverError(
+          `driver ${ctx.spec.driver} (${ctx.driver.type}) of ${c.component} cannot restart in place; replace it green-blue with \`cutover topology migrate --replace ${c.component}\``,
+        );
+      }
+      return driver.restart(ctx, live, call);
+    }
     case 'replicate': {
       const { ctx } = await componentContext(s, o, c.component, 'desired');
       const pair = own(s.slots, c.component);
@@ -113,18 +127,21 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       return undefined;
     }
     case 'check_health': {
-      const { ctx } = await componentContext(s, o, c.component, 'desired');
-      const green = own(s.slots, c.component)?.green;
+      // After a restart in place, the live slot it restarted; else the green slot.
+      const live = c.slot === 'blue';
+      const { ctx } = await componentContext(s, o, c.component, live ? 'base' : 'desired');
+      const slot = own(s.slots, c.component)?.[live ? 'blue' : 'green'];
       await waitHealthy({
         health: ctx.spec.health,
-        addresses: green?.addresses ?? [],
-        env: slotEnv(ctx, green),
+        addresses: slot?.addresses ?? [],
+        env: slotEnv(ctx, slot, live ? 'blue' : 'green'),
         cwd: ctx.spec.run?.cwd ? path.resolve(ctx.baseDir, ctx.spec.run.cwd) : ctx.baseDir,
         deadlineMs: c.deadlineMs,
         signal: o.signal,
         log: o.log,
       });
-      await checkThroughPreviews(s, o, call, c.component, ctx);
+      // No route sends to a component restarted in place: it has no preview to check through.
+      if (!live) await checkThroughPreviews(s, o, call, c.component, ctx);
       return undefined;
     }
     case 'apply_route': {
@@ -371,13 +388,17 @@ function placeholderSlot(ctx: ComponentCallContext, slot: 'blue' | 'green'): Slo
   return { component: ctx.component, slot, version: ctx.spec.version, addresses: [] };
 }
 
-function slotEnv(ctx: ComponentCallContext, slot: SlotInfo | undefined): Record<string, string> {
+function slotEnv(
+  ctx: ComponentCallContext,
+  slot: SlotInfo | undefined,
+  which: 'blue' | 'green',
+): Record<string, string> {
   const env: Record<string, string> = {
     ...componentEnv(ctx),
     CUTOVER_ENVIRONMENT: ctx.environment,
     CUTOVER_MIGRATION_ID: ctx.migrationId,
     CUTOVER_COMPONENT: ctx.component,
-    CUTOVER_SLOT: 'green',
+    CUTOVER_SLOT: which,
     CUTOVER_VERSION: ctx.spec.version,
     CUTOVER_STATE_DIR: ctx.stateDir.root,
   };

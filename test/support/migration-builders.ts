@@ -9,7 +9,7 @@ import type {
   Transition,
   Verb,
 } from '../../core/migration/types.js';
-import { buildPlan } from '../../core/plan/build-plan.js';
+import { buildPlan, type PlanInputs } from '../../core/plan/build-plan.js';
 import { clone, layoutOf, load, shopDoc, type TopologyDoc } from './builders.js';
 
 type EventInput = MigrationEvent extends infer E
@@ -19,7 +19,12 @@ type EventInput = MigrationEvent extends infer E
   : never;
 
 /** A migration spec from two topology docs (before may be null: an empty layout). */
-export function specOf(before: TopologyDoc | null, after: TopologyDoc, id = 'mig_test'): MigrationSpec {
+export function specOf(
+  before: TopologyDoc | null,
+  after: TopologyDoc,
+  id = 'mig_test',
+  inputs: PlanInputs = {},
+): MigrationSpec {
   const base = before ? layoutOf(before, 3) : emptyLayout(after.metadata.name);
   if (before) {
     base.slots = {};
@@ -36,7 +41,7 @@ export function specOf(before: TopologyDoc | null, after: TopologyDoc, id = 'mig
   return {
     id,
     environment: after.metadata.name,
-    plan: buildPlan(base, desired),
+    plan: buildPlan(base, desired, inputs),
     desired,
     base,
     baseDir: '/tmp',

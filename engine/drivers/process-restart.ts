@@ -1,0 +1,165 @@
+/**
+ * Restart in place for the process driver: the replicas of the live slot that are down are started
+ * again, in the same slot, each on its recorded port if that port is free, else on a new one; the
+ * replicas that run are left alone. Only for a component on which no traffic depends (the plan
+ * decides that), so a new port breaks no route.
+ */
+import { mkdir, stat } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { stopProcessGroup } from './process-group.js';
+import { observeReplica } from './process-observe.js';
+import {
+  type ReplicaRecord,
+  readSlot,
+  recordedReplicas,
+  slotDirOf,
+  slotIdOf,
+  writeSlot,
+} from './process-slot.js';
+import {
+  freePorts,
+  replicaLaunch,
+  type SlotTarget,
+  type Started,
+  startReplica,
+  startupFailure,
+  startupGraceMs,
+} from './process-start.js';
+import {
+  type ComponentCallContext,
+  type DriverCallOptions,
+  PermanentDriverError,
+  type SlotInfo,
+} from './types.js';
+
+/**
+ * Idempotent and resumable: each call looks again at what runs. A replica alive but not answering
+ * is stopped first (it holds its port and serves no one). The slot's own record (`slot.json`) is
+ * the newest word on its processes (a restart a rollback left in place is there, not in the
+ * layout), so it is read first and the layout's replicas are the fallback. On a start-up failure,
+ * what this call started is stopped again and the replicas that ran are left running.
+ */
+export async function restartProcessSlot(
+  ctx: ComponentCallContext,
+  slot: SlotInfo,
+  stopTimeoutMs: number,
+  options: DriverCallOptions,
+): Promise<SlotInfo> {
+  options.signal.throwIfAborted();
+  const command = ctx.spec.run?.command ?? [];
+  if (command.length === 0) {
+    throw new PermanentDriverError(`component ${ctx.component} has no run.command for the process driver`);
+  }
+  const cwd = path.resolve(ctx.baseDir, ctx.spec.run?.cwd ?? '.');
+  if (!(await stat(cwd).catch(() => undefined))?.isDirectory()) {
+    throw new PermanentDriverError(`working directory ${cwd} of ${ctx.component} does not exist`);
+  }
+  const slotDir = slotDirOf(ctx, slot);
+  const record = await readSlot(slotDir);
+  const target: SlotTarget = {
+    slot: record?.slot ?? slot.slot,
+    slotId: slotIdOf(ctx, slot),
+    slotDir,
+    stopTimeoutMs,
+  };
+  await mkdir(path.join(slotDir, 'data'), { recursive: true });
+  const known = latestByIndex(record?.replicas.length ? record.replicas : recordedReplicas(slot));
+
+  const kept: ReplicaRecord[] = [];
+  const down: { index: number; port: number | undefined }[] = [];
+  for (let index = 0; index < ctx.spec.replicas; index++) {
+    const replica = known.get(index);
+    const seen = replica ? await observeReplica(replica, options.signal) : undefined;
+    options.signal.throwIfAborted();
+    if (replica && seen?.state === 'running') {
+      kept.push(replica);
+      continue;
+    }
+    if (replica && seen?.state === 'not_answering') {
+      options.log(`stopping ${ctx.component} replica ${index} (pid ${replica.pid}): alive but not answering`);
+      await stopProcessGroup(replica, stopTimeoutMs, options.signal);
+    }
+    down.push({ index, port: replica?.port });
+  }
+  if (down.length === 0) options.log(`every replica of ${ctx.component} runs: nothing to restart`);
+
+  const started: Started[] = [];
+  const replicas = [...kept];
+  const save = () =>
+    writeSlot(slotDir, {
+      formatVersion: 1,
+      environment: ctx.environment,
+      component: ctx.component,
+      slot: target.slot,
+      slotId: target.slotId,
+      version: ctx.spec.version,
+      command,
+      cwd,
+      startedAt: record?.startedAt ?? new Date().toISOString(),
+      replicas: [...replicas].sort((a, b) => a.index - b.index),
+    });
+  try {
+    for (const { index, port: recorded } of down) {
+      options.signal.throwIfAborted();
+      const port = recorded !== undefined && (await portIsFree(recorded)) ? recorded : await newPort();
+      const replica = await startReplica(
+        replicaLaunch(ctx, target, { command, cwd, index, port }),
+        ctx.component,
+      );
+      started.push(replica);
+      replicas.push(replica.record);
+      // Recorded as soon as it runs, so whoever comes next finds it (as startReplicas does).
+      await save();
+      const moved = recorded !== undefined && recorded !== port ? ` (port ${recorded} was taken)` : '';
+      options.log(
+        `restarted ${ctx.component} replica ${index} in place (pid ${replica.record.pid}) on 127.0.0.1:${port}${moved}`,
+      );
+    }
+    if (started.length > 0) {
+      await Promise.race([
+        sleep(startupGraceMs, undefined, { signal: options.signal }),
+        ...started.map((s) => s.exited),
+      ]);
+      const failed = started.find((s) => s.exit);
+      if (failed) throw await startupFailure(ctx.component, command, failed);
+    }
+  } catch (error) {
+    await Promise.all(started.map((s) => stopProcessGroup(s.record, stopTimeoutMs)));
+    const startedPids = new Set(started.map((s) => s.record.pid));
+    replicas.splice(0, replicas.length, ...replicas.filter((r) => !startedPids.has(r.pid)));
+    await save();
+    throw error;
+  }
+  await save();
+  const sorted = [...replicas].sort((a, b) => a.index - b.index);
+  return {
+    ...slot,
+    addresses: sorted.map((replica) => `127.0.0.1:${replica.port}`),
+    details: { ...slot.details, slotId: target.slotId, slotDir, replicas: sorted },
+  };
+}
+
+/** The newest record of each replica index (a restart appends after the one it replaces). */
+function latestByIndex(replicas: readonly ReplicaRecord[]): Map<number, ReplicaRecord> {
+  const out = new Map<number, ReplicaRecord>();
+  for (const replica of replicas) out.set(replica.index, replica);
+  return out;
+}
+
+/** Whether nothing listens on the loopback port now (a moment later someone may; start-up says so). */
+async function portIsFree(port: number): Promise<boolean> {
+  const server = createServer();
+  const free = await new Promise<boolean>((resolve) => {
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => resolve(true));
+  });
+  if (free) await new Promise((resolve) => server.close(resolve));
+  return free;
+}
+
+async function newPort(): Promise<number> {
+  const [port] = await freePorts(1);
+  return port as number;
+}
