@@ -25,6 +25,7 @@ import {
   type Verb,
 } from '../../core/migration/types.js';
 import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
+import type { ObservedLayout } from '../../core/observed.js';
 import { buildPlan } from '../../core/plan/build-plan.js';
 import { loadTopology } from '../../core/topology/load-topology.js';
 import { TopologyInvalidError } from '../api.js';
@@ -43,6 +44,8 @@ import {
   type MigrationStatus,
   migrationWorkflow,
   migrationWorkflowId,
+  observeWorkflow,
+  observeWorkflowId,
   statusQuery,
   verbUpdate,
 } from './workflows.js';
@@ -132,6 +135,48 @@ export class TemporalMigrations {
     });
   }
 
+  /**
+   * What runs of `layout`, observed by a worker of the task queue (the drivers' records are on the
+   * workers' machines, not necessarily this one): a short workflow whose one activity runs
+   * observeLayout there. Bounded: with no worker, or none answering, one line says so.
+   */
+  async observe(layout: CurrentLayout, fallbackBaseDir?: string): Promise<ObservedLayout> {
+    if (!layout.topology) {
+      // Nothing recorded: nothing to look at, and no worker needed to say so.
+      return {
+        environment: layout.environment,
+        observedAt: new Date().toISOString(),
+        components: {},
+        routes: {},
+      };
+    }
+    if (!(await this.temporal.workerPolls())) throw this.temporal.noWorker('observing what runs');
+    const workflowId = observeWorkflowId(layout.environment, newMigrationId().replace(/^mig_/, ''));
+    const handle = await this.temporal.call('to start observing what runs', () =>
+      this.client.workflow.start(observeWorkflow, {
+        workflowId,
+        taskQueue: this.settings.taskQueue,
+        args: [{ layout, ...(fallbackBaseDir === undefined ? {} : { fallbackBaseDir }) }],
+        // Ends by itself when no worker takes it: nothing is left waiting in Temporal.
+        workflowExecutionTimeout: observeDeadlineMs,
+      }),
+    );
+    try {
+      return await withDeadline(handle.result(), observeDeadlineMs);
+    } catch (error) {
+      if (error instanceof WorkflowFailedError && !/timed out/i.test(rootCause(error).message)) {
+        throw new CutoverError(
+          'DRIVER_FAILED',
+          `observing what runs of ${layout.environment} failed on a worker (workflow ${workflowId}): ${rootCause(error).message}`,
+        );
+      }
+      throw new CutoverError(
+        'RUNNER_UNREACHABLE',
+        `no worker observed what runs of ${layout.environment} within ${observeDeadlineMs / 1000} s (workflow ${workflowId} on task queue "${this.settings.taskQueue}"): is a \`cutover worker\` running and answering?`,
+      );
+    }
+  }
+
   async create(request: TemporalCreateRequest): Promise<CreateResult> {
     const loaded = loadTopology(request.text, { file: request.file });
     if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
@@ -139,11 +184,14 @@ export class TemporalMigrations {
     checkReplace(desired, request.replace, request.file);
     const environment = desired.metadata.name;
     const base = await this.currentLayout(environment);
-    // From the record alone: the slots are on the workers' machines, not observed from here.
+    // Observed by a worker, as `plan` observes: drift is planned and repaired like a change, and a
+    // pinned plan is checked against the same observation.
+    const observed = await this.observe(base, request.baseDir);
     const secrets = request.secretsFrom
       ? await planSecrets(desired, request.secretsFrom, request.baseDir)
       : undefined;
     const inputs = {
+      observed,
       ...(request.replace === undefined ? {} : { replace: request.replace }),
       ...(secrets === undefined ? {} : { secrets }),
     };
@@ -480,6 +528,12 @@ async function refuseOversizedSpec(spec: MigrationSpec): Promise<void> {
       'Run this migration with the local runner (without WORKFLOW_HOST)',
   );
 }
+
+/**
+ * The longest a look at what runs may take, from the start of its workflow: a worker takes it,
+ * its drivers answer within 10 s each (at once), and one retry on another worker fits.
+ */
+const observeDeadlineMs = 45_000;
 
 /** The longest `topology down` waits for its workflow (processes get their stop timeouts one by one). */
 const downDeadlineMs = 10 * 60_000;

@@ -36,7 +36,8 @@ import {
   type Verb,
 } from '../../core/migration/types.js';
 import { refuseVerb } from '../../core/migration/verb-policy.js';
-import type { CutoverActivities } from './activities.js';
+import type { ObservedLayout } from '../../core/observed.js';
+import type { CutoverActivities, ObserveInput } from './activities.js';
 
 /** A log line with its position, so that a follower asks only for what it has not seen. */
 export interface SeqLine extends LogLine {
@@ -366,4 +367,31 @@ function partOf(layout: CurrentLayout, part: DownPart): CurrentLayout {
   return 'route' in part
     ? narrowLayout(layout, new Set(), new Set([part.route]))
     : narrowLayout(layout, new Set([part.component]), new Set());
+}
+
+/** One look at what runs: each driver call is bounded by 10 s (observe-layout.ts), all at once. */
+export const observeActivityTimeoutMs = 30_000;
+
+const observeActivities = proxyActivities<CutoverActivities>({
+  startToCloseTimeout: observeActivityTimeoutMs,
+  // A worker that dies mid-look is noticed within this, and another worker looks.
+  heartbeatTimeout: 5_000,
+  retry: {
+    initialInterval: 500,
+    maximumAttempts: 3,
+    nonRetryableErrorTypes: ['InvariantError', 'CutoverError'],
+  },
+});
+
+/**
+ * `topology status`, a plan's refresh, self-heal: what runs of the recorded layout, observed by a
+ * worker, where the drivers' records (the slots' processes, the router) are. Reads only: no
+ * driver call changes anything, so a look may be repeated on another worker.
+ */
+export async function observeWorkflow(input: ObserveInput): Promise<ObservedLayout> {
+  return observeActivities.observeLayout(input);
+}
+
+export function observeWorkflowId(environment: string, lookId: string): string {
+  return `cutover-observe-${environment}-${lookId}`;
 }
