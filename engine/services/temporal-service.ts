@@ -81,11 +81,9 @@ export function temporalService(settings: TemporalSettings, stateDir?: StateDir)
       yield* (await temporal()).logs(id, options);
     },
     verb: async (id, verb, by) => (await temporal()).verb(id, verb, by),
-    resolve: async () => {
-      throw new CutoverError(
-        'NOT_SUPPORTED',
-        `resolving undo steps left for a person is not available in Temporal mode yet (${where}); see the workflow's log for what they were`,
-      );
+    async resolve(id, request, by) {
+      const state = await (await temporal()).resolve(id, request, by);
+      return { summary: summaryOf(state), state };
     },
     inFlight: async (environment) => (await temporal()).inFlight(environment),
     // The layout is Temporal's; what runs is observed by a worker, where the drivers' state is.

@@ -24,6 +24,7 @@ import { type DownPart, downParts } from '../../core/down-parts.js';
 import { type CurrentLayout, emptyLayout } from '../../core/layout.js';
 import { commandView, narrowLayout } from '../../core/migration/command-view.js';
 import { committedLayout } from '../../core/migration/committed-layout.js';
+import { refuseResolve } from '../../core/migration/resolve-policy.js';
 import { start, step } from '../../core/migration/step.js';
 import type { LogLine } from '../../core/migration/types.js';
 import {
@@ -32,6 +33,7 @@ import {
   type MigrationEvent,
   type MigrationSpec,
   type MigrationState,
+  type ResolveHow,
   type Transition,
   type Verb,
 } from '../../core/migration/types.js';
@@ -58,9 +60,31 @@ export interface MigrationInput {
    * a few hundred components). An older input with the spec inside is read the same.
    */
   resume?: { state: Omit<MigrationState, 'spec'> & { spec?: MigrationSpec }; logs: SeqLine[]; seq: number };
+  /**
+   * A run started to resolve undo steps left for a person of a migration that had ended (`resume`:
+   * where it ended). The resolve Update comes with its start; without one within
+   * `resolveWaitMs`, the run ends as the migration had.
+   */
+  resolving?: true;
+}
+
+/** `resolve`: which migration (the workflow id is the environment's), how, one step or all, and who. */
+export interface ResolveArgs {
+  migrationId: string;
+  how: ResolveHow;
+  step?: string;
+  by?: string;
 }
 
 export const verbUpdate = defineUpdate<MigrationState, [Verb, string | undefined]>('verb');
+/** Undo steps left for a person: run again or marked done (core/migration/resolve-policy.ts). */
+export const resolveUpdate = defineUpdate<MigrationState, [ResolveArgs]>('resolve');
+/**
+ * How long a resolving run waits for its Update. It comes with the run's first workflow task (an
+ * update-with-start), so the wait only bounds a lost or refused one: the run, holding the
+ * environment's workflow id, then ends as the migration had.
+ */
+const resolveWaitMs = 10_000;
 /** The state, and the kept log lines after `afterSeq` (0: all kept). */
 export const statusQuery = defineQuery<MigrationStatus, [number]>('status');
 
@@ -135,7 +159,8 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
   };
 
   const record = (event: MigrationEvent) => {
-    if (isFinal(state.lifecycle) || continuing) return;
+    // A resolve is the one event of a migration that has ended (a retry makes it roll back again).
+    if ((isFinal(state.lifecycle) && event.type !== 'resolve') || continuing) return;
     apply(step(state, event), state.lifecycle);
   };
 
@@ -213,6 +238,31 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
     },
   );
 
+  let resolved = false;
+  setHandler(
+    resolveUpdate,
+    (args: ResolveArgs) => {
+      const event: MigrationEvent = { type: 'resolve', at: Date.now(), how: args.how };
+      if (args.step !== undefined) event.step = args.step;
+      if (args.by !== undefined) event.by = args.by;
+      record(event);
+      resolved = true;
+      return state;
+    },
+    {
+      validator: (args: ResolveArgs) => {
+        // Sent with a start that found this environment's workflow running: another migration's.
+        const refusal =
+          args.migrationId !== state.spec.id
+            ? `cannot resolve ${args.migrationId}: ${state.spec.id} is in flight in ${state.spec.environment}; resolve once it has ended`
+            : continuing
+              ? 'the migration is moving to a new workflow run; retry'
+              : refuseResolve(state, args.step);
+        if (refusal !== null) throw new Error(refusal);
+      },
+    },
+  );
+
   if (input.resume) {
     const inflight = state.inflight;
     if (inflight && state.cancelling === inflight.id) {
@@ -226,6 +276,8 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
     apply(t, null);
   }
 
+  // Only runs started to resolve wait here: the command sequence of every other run is unchanged.
+  if (input.resolving) await condition(() => resolved, resolveWaitMs);
   await condition(() => isFinal(state.lifecycle) || continuing);
   if (continuing) {
     const { spec, ...rest } = state;
