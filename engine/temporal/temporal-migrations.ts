@@ -34,6 +34,7 @@ import { TopologyInvalidError } from '../api.js';
 import { planSecrets } from '../secrets/resolve-secrets.js';
 import { type CreateResult, checkReplace, newMigrationId, pinError } from '../services/migration-common.js';
 import type { ResolveRequest } from '../services/service-types.js';
+import { keptLayouts } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 import { type TemporalSettings, withDeadline } from './connection.js';
 import { storedSize } from './payload-codec.js';
@@ -42,6 +43,7 @@ import {
   downWorkflow,
   environmentWorkflow,
   environmentWorkflowId,
+  keepLayoutsSignal,
   layoutAtQuery,
   layoutQuery,
   type MigrationStatus,
@@ -183,6 +185,8 @@ export class TemporalMigrations {
   }
 
   async create(request: TemporalCreateRequest): Promise<CreateResult> {
+    // Read here, where the environment is (the workflow cannot), and a bad value refused before anything runs.
+    const keep = keptLayouts();
     const loaded = loadTopology(request.text, { file: request.file });
     if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
     const desired = loaded.topology;
@@ -227,10 +231,12 @@ export class TemporalMigrations {
     };
     await refuseOversizedSpec(spec);
     await this.temporal.call('to start the environment workflow', () =>
-      this.client.workflow.start(environmentWorkflow, {
+      this.client.workflow.signalWithStart(environmentWorkflow, {
         workflowId: environmentWorkflowId(environment),
         taskQueue: this.settings.taskQueue,
-        args: [{ environment }],
+        args: [{ environment, keep }],
+        signal: keepLayoutsSignal,
+        signalArgs: [keep],
         workflowIdConflictPolicy: 'USE_EXISTING',
       }),
     );

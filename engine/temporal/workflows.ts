@@ -290,7 +290,12 @@ export const recordLayoutSignal = defineSignal<[CurrentLayout]>('recordLayout');
 export const layoutQuery = defineQuery<CurrentLayout>('layout');
 /** An earlier layout, while kept (to tell a stale plan from a different one). */
 export const layoutAtQuery = defineQuery<CurrentLayout | null, [number]>('layoutAt');
-const keptLayouts = 20;
+/**
+ * How many earlier layouts an environment keeps unless told otherwise: the process that starts a
+ * migration sends its CUTOVER_KEEP_LAYOUTS (keepLayoutsSignal), since a workflow cannot read the
+ * environment. The same default as local mode's (engine/store/layout-store.ts).
+ */
+export const defaultKeptLayouts = 20;
 /**
  * …and at most this much of them as JSON (about 0.4 MB once compressed): they go into the workflow's
  * continue-as-new input, which Temporal refuses over 2 MB. Large layouts keep fewer earlier ones.
@@ -302,8 +307,9 @@ export function keepEarlier(
   earlier: readonly CurrentLayout[],
   previous: CurrentLayout,
   size: (layout: CurrentLayout) => number = (l) => JSON.stringify(l).length,
+  keep: number = defaultKeptLayouts,
 ): CurrentLayout[] {
-  const kept = [...earlier, previous].slice(-keptLayouts);
+  const kept = [...earlier, previous].slice(-keep);
   let total = 0;
   let from = kept.length;
   while (from > 0) {
@@ -318,7 +324,15 @@ export interface EnvironmentInput {
   environment: string;
   layout?: CurrentLayout;
   earlier?: CurrentLayout[];
+  /** How many earlier layouts to keep (CUTOVER_KEEP_LAYOUTS of the last starter); default 20. */
+  keep?: number;
 }
+
+/**
+ * CUTOVER_KEEP_LAYOUTS of the process starting a migration (sent with every start, so the last
+ * starter's setting holds): applied, like local mode's, when the next layout is recorded.
+ */
+export const keepLayoutsSignal = defineSignal<[number]>('keepLayouts');
 
 /**
  * One per environment, running for as long as the environment exists: the current layout, durable
@@ -328,6 +342,7 @@ export interface EnvironmentInput {
 export async function environmentWorkflow(input: EnvironmentInput): Promise<void> {
   let layout = input.layout ?? emptyLayout(input.environment);
   let earlier = input.earlier ?? [];
+  let keep = input.keep ?? defaultKeptLayouts;
   // Each layout's size is measured once (a layout of 10,000 components is 5 MB of JSON).
   let sizes = new Map<number, number>(); // by serial
   const sizeOf = (l: CurrentLayout) => {
@@ -342,17 +357,21 @@ export async function environmentWorkflow(input: EnvironmentInput): Promise<void
   setHandler(layoutAtQuery, (serial: number) =>
     serial === layout.serial ? layout : (earlier.find((l) => l.serial === serial) ?? null),
   );
+  setHandler(keepLayoutsSignal, (n: number) => {
+    // Checked by the sender; a bad number from elsewhere must not empty the record.
+    if (Number.isInteger(n) && n >= 1) keep = n;
+  });
   setHandler(recordLayoutSignal, (next: CurrentLayout) => {
     if (next.migrationId !== undefined && next.migrationId === layout.migrationId) return;
     if (next.serial !== layout.serial + 1) return;
-    earlier = keepEarlier(earlier, layout, sizeOf);
+    earlier = keepEarlier(earlier, layout, sizeOf, keep);
     sizes = new Map(earlier.map((l) => [l.serial, sizeOf(l)]));
     layout = next;
   });
   await condition(
     () => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > maxHistoryEvents,
   );
-  await continueAsNew<typeof environmentWorkflow>({ environment: input.environment, layout, earlier });
+  await continueAsNew<typeof environmentWorkflow>({ environment: input.environment, layout, earlier, keep });
 }
 
 export interface DownInput {
