@@ -101,14 +101,21 @@ export function baseDirOf(file: string): string {
 /**
  * Plans a topology given as text against the recorded layout in a state directory, or another text.
  * Against a state directory it observes what runs first (unless `refresh: false`), so drift is
- * planned and repaired; against a text or a layout kept elsewhere (Temporal), the record is all.
+ * planned and repaired; against a layout kept elsewhere (Temporal), through its `observe`; against
+ * a text, the record is all.
  */
 export async function planTopologyText(
   desired: TopologyText,
   against:
     | { kind: 'recorded'; stateDir: StateDir }
     /** The current layout, from wherever it is kept (a state directory, or Temporal). */
-    | { kind: 'layout'; of: (environment: string) => Promise<CurrentLayout>; stateDir?: StateDir }
+    | {
+        kind: 'layout';
+        of: (environment: string) => Promise<CurrentLayout>;
+        stateDir?: StateDir;
+        /** What runs of that layout, observed where the drivers' state is (Temporal's workers). */
+        observe?: (layout: CurrentLayout, fallbackBaseDir: string) => Promise<ObservedLayout>;
+      }
     | { kind: 'text'; source: TopologyText }
     /** Nothing is live (e.g. the file did not exist at a Git revision). */
     | { kind: 'empty' },
@@ -131,7 +138,10 @@ export async function planTopologyText(
     const secrets = against.stateDir
       ? await planSecrets(model, against.stateDir, baseDirOf(desired.file))
       : undefined;
-    return buildPlan(layout, model, { ...replace, ...(secrets === undefined ? {} : { secrets }) });
+    const known = { ...replace, ...(secrets === undefined ? {} : { secrets }) };
+    if (options.refresh === false || !against.observe) return buildPlan(layout, model, known);
+    const observed = await against.observe(layout, baseDirOf(desired.file));
+    return buildPlan(layout, model, { ...known, observed });
   }
   const base = await loadOrThrow(against.source.text, against.source.file);
   return buildPlan({ environment: base.metadata.name, serial: 0, topology: base }, model, replace);

@@ -31,7 +31,8 @@ export function registerStatus(topology: Command): void {
       'after',
       `
 The environment is the file's (metadata.name); what is recorded comes from its state directory
-(.cutover/ beside the file, or CUTOVER_STATE_DIR), or from a server with --server. Each replica is
+(.cutover/ beside the file, or CUTOVER_STATE_DIR), or from a server with --server; with
+WORKFLOW_HOST, from Temporal, and a \`cutover worker\` looks at what runs. Each replica is
 looked at (process alive, port answering) and probed once with its HTTP or TCP health check.
 Drift is what differs from the record: \`cutover topology migrate\` repairs it, and
 \`cutover watch --self-heal\` or \`cutover server --self-heal\` do so by themselves.

@@ -39,7 +39,7 @@ export function temporalService(settings: TemporalSettings, stateDir?: StateDir)
     lookAgainMs: 1_000, // a visibility query
     // Validation is the same on every machine: no need for Temporal.
     validate: async (source) => (await api()).validationOf(source),
-    // Plans from the record Temporal keeps: the slots live on the workers' machines, not observed here.
+    // Against the record Temporal keeps, observed by a worker (the slots live on the workers' machines).
     async plan(desired, against, options) {
       const { planTopologyText } = await api();
       if (against.kind !== 'recorded') return planTopologyText(desired, against, options);
@@ -49,6 +49,7 @@ export function temporalService(settings: TemporalSettings, stateDir?: StateDir)
         {
           kind: 'layout',
           of: (environment) => t.currentLayout(environment),
+          observe: (layout, fallbackBaseDir) => t.observe(layout, fallbackBaseDir),
           ...(stateDir ? { stateDir } : {}),
         },
         options,
@@ -56,12 +57,11 @@ export function temporalService(settings: TemporalSettings, stateDir?: StateDir)
     },
     currentLayout: async (environment) => (await temporal()).currentLayout(environment),
     layoutAt: async (environment, serial) => (await temporal()).layoutAt(environment, serial),
-    // The slots' processes and files are on the workers' machines, not necessarily this one.
-    observe: async () => {
-      throw new CutoverError(
-        'NOT_SUPPORTED',
-        `observing what runs is not available in Temporal mode (${where}): the drivers' state is on the workers' machines; plans there are computed from the record alone`,
-      );
+    // The slots' processes and files are on the workers' machines, not necessarily this one: a
+    // worker looks (relative paths resolve where the layout's migration ran, else beside its state directory).
+    async observe(environment) {
+      const t = await temporal();
+      return t.observe(await t.currentLayout(environment));
     },
     async start(request) {
       const { attach: _attach, ...create } = request;
@@ -81,14 +81,12 @@ export function temporalService(settings: TemporalSettings, stateDir?: StateDir)
       yield* (await temporal()).logs(id, options);
     },
     verb: async (id, verb, by) => (await temporal()).verb(id, verb, by),
-    resolve: async () => {
-      throw new CutoverError(
-        'NOT_SUPPORTED',
-        `resolving undo steps left for a person is not available in Temporal mode yet (${where}); see the workflow's log for what they were`,
-      );
+    async resolve(id, request, by) {
+      const state = await (await temporal()).resolve(id, request, by);
+      return { summary: summaryOf(state), state };
     },
     inFlight: async (environment) => (await temporal()).inFlight(environment),
-    // The layout is Temporal's; what runs is observed where the drivers' state is (refused here).
+    // The layout is Temporal's; what runs is observed by a worker, where the drivers' state is.
     status: async (environment) => {
       const { readEnvironmentStatus } = await import('../status/read-status.js');
       return readEnvironmentStatus(service, environment);

@@ -4,10 +4,13 @@
  * noticed and the call goes to another worker (drivers are idempotent); a cancelled call (a pause
  * or rollback interrupting a health gate) stops its driver before the workflow moves on.
  */
+import path from 'node:path';
 import { Context } from '@temporalio/activity';
 import type { CurrentLayout } from '../../core/layout.js';
 import type { Command, LogLine, MigrationState } from '../../core/migration/types.js';
+import type { ObservedLayout } from '../../core/observed.js';
 import { stopRouterIfIdle } from '../drivers/router-driver.js';
+import { observeLayout } from '../observe/observe-layout.js';
 import { type CommandResult, type DriverSet, executeCommand } from '../runner/execute-command.js';
 import { type DownPart, takeDownPart } from '../services/down.js';
 import type { StateDir } from '../store/state-dir.js';
@@ -32,12 +35,24 @@ export interface DownPartInput {
   fallbackBaseDir: string;
 }
 
+export interface ObserveInput {
+  /** The recorded layout, as the environment workflow keeps it. */
+  layout: CurrentLayout;
+  /** Where relative paths resolve when the layout records no directory; default beside the worker's state directory. */
+  fallbackBaseDir?: string;
+}
+
 export interface CutoverActivities {
   runCommand(state: MigrationState, command: Command): Promise<CommandOutcome>;
   /** `topology down`: removes one route or retires one live slot; returns the driver's lines. */
   takeDownPart(input: DownPartInput): Promise<LogLine[]>;
   /** `topology down`, last: stops this worker's router if no route of any environment is left. */
   stopRouterIfIdle(): Promise<LogLine[]>;
+  /**
+   * What runs of the layout, as this worker's drivers see it (its state directory holds the slots'
+   * and the router's records). Reads only; each driver call is bounded (observe-layout.ts).
+   */
+  observeLayout(input: ObserveInput): Promise<ObservedLayout>;
 }
 
 /** Often enough that a cancellation (pause, rollback) reaches a running call within about a second. */
@@ -84,6 +99,19 @@ export function createActivities(deps: ActivityDeps): CutoverActivities {
           call: { signal: context.cancellationSignal, log },
         });
         return lines;
+      } finally {
+        clearInterval(beat);
+      }
+    },
+    async observeLayout(input) {
+      const context = Context.current();
+      const beat = setInterval(() => context.heartbeat(), heartbeatEveryMs);
+      try {
+        return await observeLayout(deps.stateDir, input.layout, {
+          drivers: deps.drivers,
+          fallbackBaseDir: input.fallbackBaseDir ?? path.dirname(deps.stateDir.root),
+          signal: context.cancellationSignal,
+        });
       } finally {
         clearInterval(beat);
       }

@@ -6,6 +6,7 @@
  */
 import {
   type Client,
+  WithStartWorkflowOperation,
   WorkflowExecutionAlreadyStartedError,
   WorkflowFailedError,
   type WorkflowHandle,
@@ -15,6 +16,7 @@ import {
 import { downFailed, refuseUnknownEnvironment } from '../../core/down-parts.js';
 import { CutoverError } from '../../core/errors.js';
 import { type CurrentLayout, emptyLayout } from '../../core/layout.js';
+import { refuseResolve } from '../../core/migration/resolve-policy.js';
 import { describeLifecycle, type MigrationSummary, summaryOf } from '../../core/migration/summary.js';
 import type { LogLine } from '../../core/migration/types.js';
 import {
@@ -25,11 +27,14 @@ import {
   type Verb,
 } from '../../core/migration/types.js';
 import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
+import type { ObservedLayout } from '../../core/observed.js';
 import { buildPlan } from '../../core/plan/build-plan.js';
 import { loadTopology } from '../../core/topology/load-topology.js';
 import { TopologyInvalidError } from '../api.js';
 import { planSecrets } from '../secrets/resolve-secrets.js';
 import { type CreateResult, checkReplace, newMigrationId, pinError } from '../services/migration-common.js';
+import type { ResolveRequest } from '../services/service-types.js';
+import { keptLayouts } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 import { type TemporalSettings, withDeadline } from './connection.js';
 import { storedSize } from './payload-codec.js';
@@ -38,11 +43,16 @@ import {
   downWorkflow,
   environmentWorkflow,
   environmentWorkflowId,
+  keepLayoutsSignal,
   layoutAtQuery,
   layoutQuery,
   type MigrationStatus,
   migrationWorkflow,
   migrationWorkflowId,
+  observeWorkflow,
+  observeWorkflowId,
+  type ResolveArgs,
+  resolveUpdate,
   statusQuery,
   verbUpdate,
 } from './workflows.js';
@@ -132,18 +142,65 @@ export class TemporalMigrations {
     });
   }
 
+  /**
+   * What runs of `layout`, observed by a worker of the task queue (the drivers' records are on the
+   * workers' machines, not necessarily this one): a short workflow whose one activity runs
+   * observeLayout there. Bounded: with no worker, or none answering, one line says so.
+   */
+  async observe(layout: CurrentLayout, fallbackBaseDir?: string): Promise<ObservedLayout> {
+    if (!layout.topology) {
+      // Nothing recorded: nothing to look at, and no worker needed to say so.
+      return {
+        environment: layout.environment,
+        observedAt: new Date().toISOString(),
+        components: {},
+        routes: {},
+      };
+    }
+    if (!(await this.temporal.workerPolls())) throw this.temporal.noWorker('observing what runs');
+    const workflowId = observeWorkflowId(layout.environment, newMigrationId().replace(/^mig_/, ''));
+    const handle = await this.temporal.call('to start observing what runs', () =>
+      this.client.workflow.start(observeWorkflow, {
+        workflowId,
+        taskQueue: this.settings.taskQueue,
+        args: [{ layout, ...(fallbackBaseDir === undefined ? {} : { fallbackBaseDir }) }],
+        // Ends by itself when no worker takes it: nothing is left waiting in Temporal.
+        workflowExecutionTimeout: observeDeadlineMs,
+      }),
+    );
+    try {
+      return await withDeadline(handle.result(), observeDeadlineMs);
+    } catch (error) {
+      if (error instanceof WorkflowFailedError && !/timed out/i.test(rootCause(error).message)) {
+        throw new CutoverError(
+          'DRIVER_FAILED',
+          `observing what runs of ${layout.environment} failed on a worker (workflow ${workflowId}): ${rootCause(error).message}`,
+        );
+      }
+      throw new CutoverError(
+        'RUNNER_UNREACHABLE',
+        `no worker observed what runs of ${layout.environment} within ${observeDeadlineMs / 1000} s (workflow ${workflowId} on task queue "${this.settings.taskQueue}"): is a \`cutover worker\` running and answering?`,
+      );
+    }
+  }
+
   async create(request: TemporalCreateRequest): Promise<CreateResult> {
+    // Read here, where the environment is (the workflow cannot), and a bad value refused before anything runs.
+    const keep = keptLayouts();
     const loaded = loadTopology(request.text, { file: request.file });
     if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
     const desired = loaded.topology;
     checkReplace(desired, request.replace, request.file);
     const environment = desired.metadata.name;
     const base = await this.currentLayout(environment);
-    // From the record alone: the slots are on the workers' machines, not observed from here.
+    // Observed by a worker, as `plan` observes: drift is planned and repaired like a change, and a
+    // pinned plan is checked against the same observation.
+    const observed = await this.observe(base, request.baseDir);
     const secrets = request.secretsFrom
       ? await planSecrets(desired, request.secretsFrom, request.baseDir)
       : undefined;
     const inputs = {
+      observed,
       ...(request.replace === undefined ? {} : { replace: request.replace }),
       ...(secrets === undefined ? {} : { secrets }),
     };
@@ -174,10 +231,12 @@ export class TemporalMigrations {
     };
     await refuseOversizedSpec(spec);
     await this.temporal.call('to start the environment workflow', () =>
-      this.client.workflow.start(environmentWorkflow, {
+      this.client.workflow.signalWithStart(environmentWorkflow, {
         workflowId: environmentWorkflowId(environment),
         taskQueue: this.settings.taskQueue,
-        args: [{ environment }],
+        args: [{ environment, keep }],
+        signal: keepLayoutsSignal,
+        signalArgs: [keep],
         workflowIdConflictPolicy: 'USE_EXISTING',
       }),
     );
@@ -358,7 +417,7 @@ export class TemporalMigrations {
   }
 
   private async locate(id: string): Promise<Located> {
-    let found: { runId: string; workflowId: string; running: boolean }[] = [];
+    let found: { runId: string; workflowId: string; running: boolean; startedAt: number }[] = [];
     // Visibility lags a start by a moment: look again briefly before saying it is not there.
     for (let attempt = 0; attempt < 10 && found.length === 0; attempt++) {
       if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 200));
@@ -371,13 +430,15 @@ export class TemporalMigrations {
             runId: execution.runId,
             workflowId: execution.workflowId,
             running: execution.status.name === 'RUNNING',
+            startedAt: execution.startTime.getTime(),
           });
         }
       });
       found = runs;
     }
-    // After a continue-as-new the chain has several runs: the running one, else the last.
-    const pick = found.find((f) => f.running) ?? found[0];
+    // After a continue-as-new, or a resolve, a migration has several runs: the running one, else
+    // the last started (which went on from where the others ended).
+    const pick = found.find((f) => f.running) ?? [...found].sort((a, b) => b.startedAt - a.startedAt)[0];
     if (!pick)
       throw new CutoverError(
         'MIGRATION_NOT_FOUND',
@@ -419,6 +480,66 @@ export class TemporalMigrations {
       if (!options.follow || isFinal(status.state.lifecycle) || options.signal?.aborted) return;
       await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 300));
       if (located.running) located = await this.locate(id);
+    }
+  }
+
+  /**
+   * Undo steps left for a person (`resolve --retry|--skip`). The migration has ended, so its
+   * workflow has too: a new run of it (the environment's migration workflow id, so never beside
+   * another migration in flight) goes on from where it ended and takes the resolve Update, sent with
+   * its start and checked by the Update's validator; a retry then runs the steps as undo steps again.
+   */
+  async resolve(id: string, request: ResolveRequest, by?: string): Promise<MigrationState> {
+    const located = await this.locate(id);
+    const { state, logs } = await this.status(located, 0);
+    // Checked here too, so that a refused resolve starts no run (the validator decides in the end).
+    const refusal = refuseResolve(state, request.step);
+    if (refusal !== null) throw new CutoverError('VERB_REFUSED', refusal);
+    const environment = state.spec.environment;
+    if (request.how === 'retry') {
+      // Undo steps act on the routes and slots as they were when this migration ended: after a
+      // later commit they could undo someone else's work.
+      const layout = await this.currentLayout(environment);
+      if (layout.serial !== state.spec.base.serial) {
+        throw new CutoverError(
+          'VERB_REFUSED',
+          `cannot retry the undo steps of ${id}: ${environment} has changed since (layout serial ${state.spec.base.serial} → ${layout.serial}), and they could undo that change; clean up by hand and \`resolve ${id} --skip\``,
+        );
+      }
+    }
+    if (!(await this.temporal.workerPolls())) throw this.temporal.noWorker('resolving undo steps');
+    const { spec, ...rest } = state;
+    const args: ResolveArgs = {
+      migrationId: id,
+      how: request.how,
+      ...(request.step === undefined ? {} : { step: request.step }),
+      ...(by === undefined ? {} : { by }),
+    };
+    const seq = logs.reduce((max, line) => Math.max(max, line.seq), 0);
+    const startWorkflowOperation = new WithStartWorkflowOperation(migrationWorkflow, {
+      workflowId: migrationWorkflowId(environment),
+      taskQueue: this.settings.taskQueue,
+      args: [{ spec, resume: { state: rest, logs, seq }, resolving: true }],
+      // A migration in flight gets the Update instead, and its validator refuses it, naming itself.
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+      searchAttributes: {
+        CutoverEnvironment: [environment],
+        CutoverMigrationId: [id],
+        CutoverState: [state.lifecycle],
+      },
+      memo: { migrationId: id },
+    });
+    try {
+      return await this.temporal.call('to resolve', () =>
+        this.client.workflow.executeUpdateWithStart(resolveUpdate, { args: [args], startWorkflowOperation }),
+      );
+    } catch (error) {
+      if (error instanceof WorkflowUpdateFailedError) {
+        const cause = (error.cause as Error | undefined)?.message ?? error.message;
+        throw new CutoverError('VERB_REFUSED', cause);
+      }
+      throw error;
     }
   }
 
@@ -480,6 +601,12 @@ async function refuseOversizedSpec(spec: MigrationSpec): Promise<void> {
       'Run this migration with the local runner (without WORKFLOW_HOST)',
   );
 }
+
+/**
+ * The longest a look at what runs may take, from the start of its workflow: a worker takes it,
+ * its drivers answer within 10 s each (at once), and one retry on another worker fits.
+ */
+const observeDeadlineMs = 45_000;
 
 /** The longest `topology down` waits for its workflow (processes get their stop timeouts one by one). */
 const downDeadlineMs = 10 * 60_000;

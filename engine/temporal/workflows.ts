@@ -24,6 +24,7 @@ import { type DownPart, downParts } from '../../core/down-parts.js';
 import { type CurrentLayout, emptyLayout } from '../../core/layout.js';
 import { commandView, narrowLayout } from '../../core/migration/command-view.js';
 import { committedLayout } from '../../core/migration/committed-layout.js';
+import { refuseResolve } from '../../core/migration/resolve-policy.js';
 import { start, step } from '../../core/migration/step.js';
 import type { LogLine } from '../../core/migration/types.js';
 import {
@@ -32,11 +33,13 @@ import {
   type MigrationEvent,
   type MigrationSpec,
   type MigrationState,
+  type ResolveHow,
   type Transition,
   type Verb,
 } from '../../core/migration/types.js';
 import { refuseVerb } from '../../core/migration/verb-policy.js';
-import type { CutoverActivities } from './activities.js';
+import type { ObservedLayout } from '../../core/observed.js';
+import type { CutoverActivities, ObserveInput } from './activities.js';
 
 /** A log line with its position, so that a follower asks only for what it has not seen. */
 export interface SeqLine extends LogLine {
@@ -57,9 +60,31 @@ export interface MigrationInput {
    * a few hundred components). An older input with the spec inside is read the same.
    */
   resume?: { state: Omit<MigrationState, 'spec'> & { spec?: MigrationSpec }; logs: SeqLine[]; seq: number };
+  /**
+   * A run started to resolve undo steps left for a person of a migration that had ended (`resume`:
+   * where it ended). The resolve Update comes with its start; without one within
+   * `resolveWaitMs`, the run ends as the migration had.
+   */
+  resolving?: true;
+}
+
+/** `resolve`: which migration (the workflow id is the environment's), how, one step or all, and who. */
+export interface ResolveArgs {
+  migrationId: string;
+  how: ResolveHow;
+  step?: string;
+  by?: string;
 }
 
 export const verbUpdate = defineUpdate<MigrationState, [Verb, string | undefined]>('verb');
+/** Undo steps left for a person: run again or marked done (core/migration/resolve-policy.ts). */
+export const resolveUpdate = defineUpdate<MigrationState, [ResolveArgs]>('resolve');
+/**
+ * How long a resolving run waits for its Update. It comes with the run's first workflow task (an
+ * update-with-start), so the wait only bounds a lost or refused one: the run, holding the
+ * environment's workflow id, then ends as the migration had.
+ */
+const resolveWaitMs = 10_000;
 /** The state, and the kept log lines after `afterSeq` (0: all kept). */
 export const statusQuery = defineQuery<MigrationStatus, [number]>('status');
 
@@ -134,7 +159,8 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
   };
 
   const record = (event: MigrationEvent) => {
-    if (isFinal(state.lifecycle) || continuing) return;
+    // A resolve is the one event of a migration that has ended (a retry makes it roll back again).
+    if ((isFinal(state.lifecycle) && event.type !== 'resolve') || continuing) return;
     apply(step(state, event), state.lifecycle);
   };
 
@@ -212,6 +238,31 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
     },
   );
 
+  let resolved = false;
+  setHandler(
+    resolveUpdate,
+    (args: ResolveArgs) => {
+      const event: MigrationEvent = { type: 'resolve', at: Date.now(), how: args.how };
+      if (args.step !== undefined) event.step = args.step;
+      if (args.by !== undefined) event.by = args.by;
+      record(event);
+      resolved = true;
+      return state;
+    },
+    {
+      validator: (args: ResolveArgs) => {
+        // Sent with a start that found this environment's workflow running: another migration's.
+        const refusal =
+          args.migrationId !== state.spec.id
+            ? `cannot resolve ${args.migrationId}: ${state.spec.id} is in flight in ${state.spec.environment}; resolve once it has ended`
+            : continuing
+              ? 'the migration is moving to a new workflow run; retry'
+              : refuseResolve(state, args.step);
+        if (refusal !== null) throw new Error(refusal);
+      },
+    },
+  );
+
   if (input.resume) {
     const inflight = state.inflight;
     if (inflight && state.cancelling === inflight.id) {
@@ -225,6 +276,8 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
     apply(t, null);
   }
 
+  // Only runs started to resolve wait here: the command sequence of every other run is unchanged.
+  if (input.resolving) await condition(() => resolved, resolveWaitMs);
   await condition(() => isFinal(state.lifecycle) || continuing);
   if (continuing) {
     const { spec, ...rest } = state;
@@ -237,7 +290,12 @@ export const recordLayoutSignal = defineSignal<[CurrentLayout]>('recordLayout');
 export const layoutQuery = defineQuery<CurrentLayout>('layout');
 /** An earlier layout, while kept (to tell a stale plan from a different one). */
 export const layoutAtQuery = defineQuery<CurrentLayout | null, [number]>('layoutAt');
-const keptLayouts = 20;
+/**
+ * How many earlier layouts an environment keeps unless told otherwise: the process that starts a
+ * migration sends its CUTOVER_KEEP_LAYOUTS (keepLayoutsSignal), since a workflow cannot read the
+ * environment. The same default as local mode's (engine/store/layout-store.ts).
+ */
+export const defaultKeptLayouts = 20;
 /**
  * …and at most this much of them as JSON (about 0.4 MB once compressed): they go into the workflow's
  * continue-as-new input, which Temporal refuses over 2 MB. Large layouts keep fewer earlier ones.
@@ -249,8 +307,9 @@ export function keepEarlier(
   earlier: readonly CurrentLayout[],
   previous: CurrentLayout,
   size: (layout: CurrentLayout) => number = (l) => JSON.stringify(l).length,
+  keep: number = defaultKeptLayouts,
 ): CurrentLayout[] {
-  const kept = [...earlier, previous].slice(-keptLayouts);
+  const kept = [...earlier, previous].slice(-keep);
   let total = 0;
   let from = kept.length;
   while (from > 0) {
@@ -265,7 +324,15 @@ export interface EnvironmentInput {
   environment: string;
   layout?: CurrentLayout;
   earlier?: CurrentLayout[];
+  /** How many earlier layouts to keep (CUTOVER_KEEP_LAYOUTS of the last starter); default 20. */
+  keep?: number;
 }
+
+/**
+ * CUTOVER_KEEP_LAYOUTS of the process starting a migration (sent with every start, so the last
+ * starter's setting holds): applied, like local mode's, when the next layout is recorded.
+ */
+export const keepLayoutsSignal = defineSignal<[number]>('keepLayouts');
 
 /**
  * One per environment, running for as long as the environment exists: the current layout, durable
@@ -275,6 +342,7 @@ export interface EnvironmentInput {
 export async function environmentWorkflow(input: EnvironmentInput): Promise<void> {
   let layout = input.layout ?? emptyLayout(input.environment);
   let earlier = input.earlier ?? [];
+  let keep = input.keep ?? defaultKeptLayouts;
   // Each layout's size is measured once (a layout of 10,000 components is 5 MB of JSON).
   let sizes = new Map<number, number>(); // by serial
   const sizeOf = (l: CurrentLayout) => {
@@ -289,17 +357,21 @@ export async function environmentWorkflow(input: EnvironmentInput): Promise<void
   setHandler(layoutAtQuery, (serial: number) =>
     serial === layout.serial ? layout : (earlier.find((l) => l.serial === serial) ?? null),
   );
+  setHandler(keepLayoutsSignal, (n: number) => {
+    // Checked by the sender; a bad number from elsewhere must not empty the record.
+    if (Number.isInteger(n) && n >= 1) keep = n;
+  });
   setHandler(recordLayoutSignal, (next: CurrentLayout) => {
     if (next.migrationId !== undefined && next.migrationId === layout.migrationId) return;
     if (next.serial !== layout.serial + 1) return;
-    earlier = keepEarlier(earlier, layout, sizeOf);
+    earlier = keepEarlier(earlier, layout, sizeOf, keep);
     sizes = new Map(earlier.map((l) => [l.serial, sizeOf(l)]));
     layout = next;
   });
   await condition(
     () => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > maxHistoryEvents,
   );
-  await continueAsNew<typeof environmentWorkflow>({ environment: input.environment, layout, earlier });
+  await continueAsNew<typeof environmentWorkflow>({ environment: input.environment, layout, earlier, keep });
 }
 
 export interface DownInput {
@@ -366,4 +438,31 @@ function partOf(layout: CurrentLayout, part: DownPart): CurrentLayout {
   return 'route' in part
     ? narrowLayout(layout, new Set(), new Set([part.route]))
     : narrowLayout(layout, new Set([part.component]), new Set());
+}
+
+/** One look at what runs: each driver call is bounded by 10 s (observe-layout.ts), all at once. */
+export const observeActivityTimeoutMs = 30_000;
+
+const observeActivities = proxyActivities<CutoverActivities>({
+  startToCloseTimeout: observeActivityTimeoutMs,
+  // A worker that dies mid-look is noticed within this, and another worker looks.
+  heartbeatTimeout: 5_000,
+  retry: {
+    initialInterval: 500,
+    maximumAttempts: 3,
+    nonRetryableErrorTypes: ['InvariantError', 'CutoverError'],
+  },
+});
+
+/**
+ * `topology status`, a plan's refresh, self-heal: what runs of the recorded layout, observed by a
+ * worker, where the drivers' records (the slots' processes, the router) are. Reads only: no
+ * driver call changes anything, so a look may be repeated on another worker.
+ */
+export async function observeWorkflow(input: ObserveInput): Promise<ObservedLayout> {
+  return observeActivities.observeLayout(input);
+}
+
+export function observeWorkflowId(environment: string, lookId: string): string {
+  return `cutover-observe-${environment}-${lookId}`;
 }

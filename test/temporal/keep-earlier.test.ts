@@ -15,6 +15,12 @@ describe('earlier layouts kept by the environment workflow', () => {
     expect(earlier.map((l) => l.serial)).toEqual(Array.from({ length: 20 }, (_, i) => i + 10));
   });
 
+  it('keeps as many as CUTOVER_KEEP_LAYOUTS said when it was sent (keep)', () => {
+    let earlier: CurrentLayout[] = [];
+    for (let serial = 0; serial < 10; serial++) earlier = keepEarlier(earlier, layout(serial), undefined, 3);
+    expect(earlier.map((l) => l.serial)).toEqual([7, 8, 9]);
+  });
+
   it('keeps fewer when they are large, newest first, never over 8 million characters', () => {
     let earlier: CurrentLayout[] = [];
     const size = () => 3_000_000; // a layout of about 6,000 components
