@@ -371,7 +371,16 @@ export async function operate(ref: MigrationRef, verb: Verb, by?: string): Promi
     if (verb === 'resume' && state.lifecycle !== 'paused' && !state.pauseRequested)
       return { state, recovered };
   }
-  const result = await sendVerbToRunner(runner, verb, by);
+  const result = await sendVerbToRunner(runner, verb, by).catch((error: unknown) => {
+    // The runner exits once the migration has ended: a verb that reached it as it did (another
+    // operator's commit or cancel just ended it) is answered from the journal, like any verb
+    // given after the end, not as a runner that does not answer.
+    if (error instanceof CutoverError && error.code === 'RUNNER_UNREACHABLE') {
+      const now = loadState(ref.stateDir, ref.environment, ref.id);
+      if (isFinal(now.lifecycle)) throw refused(now, verb);
+    }
+    throw error;
+  });
   if (!result.ok) throw new CutoverError('VERB_REFUSED', result.refusal);
   return { state: result.state, recovered };
 }
