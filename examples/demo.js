@@ -25,8 +25,13 @@ const ratePerSecond = 200;
 
 /** The cutover command running now, if any: Ctrl-C passes to it once (see interrupted). */
 let running = null;
+/** Set by Ctrl-C: the demo's steps stop, the clean-up runs. */
+let stopping = false;
 
-function cutover(args, { cwd, expect = [0] }) {
+function cutover(args, { cwd, expect = [0], cleanup = false }) {
+  // After Ctrl-C the demo's own steps start nothing more (a step waiting under load would otherwise
+  // start the next migrate beside the clean-up's `down`); only the clean-up's commands run.
+  if (stopping && !cleanup) return new Promise(() => {});
   process.stdout.write(`\n${bold(`$ cutover ${args.join(' ')}`)}\n`);
   return new Promise((resolve, reject) => {
     // In a process group of its own, so that Ctrl-C on the terminal reaches only the demo, which
@@ -103,8 +108,16 @@ async function interrupted() {
   const inFlight =
     listed.status === 0 ? JSON.parse(listed.stdout).items.filter((m) => m.endedAt === null) : [];
   for (const m of inFlight)
-    await cutover(['topology', 'migration', 'cancel', m.id], { cwd: dir, expect: [0, 1] }).catch(() => {});
-  const down = await cutover(['topology', 'down', '--yes'], { cwd: dir, expect: [0, 1] }).catch(() => 1);
+    await cutover(['topology', 'migration', 'cancel', m.id], {
+      cwd: dir,
+      expect: [0, 1],
+      cleanup: true,
+    }).catch(() => {});
+  const down = await cutover(['topology', 'down', '--yes'], {
+    cwd: dir,
+    expect: [0, 1],
+    cleanup: true,
+  }).catch(() => 1);
   rmSync(scratch, { recursive: true, force: true });
   console.log(
     down === 0
@@ -113,7 +126,6 @@ async function interrupted() {
   );
   process.exit(130);
 }
-let stopping = false;
 process.once('SIGINT', () => void interrupted());
 
 let failed = 0;

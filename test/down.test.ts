@@ -6,6 +6,7 @@ import { readCurrentLayout } from '../engine/store/layout-store.js';
 import { StateDir } from '../engine/store/state-dir.js';
 import { repoRoot, runCli } from './support/cli.js';
 import { migrateDetached, releaseGate, type Workspace, waitFor, workspace } from './support/migrations.js';
+import { eventually } from './support/wait.js';
 
 const spaces: Workspace[] = [];
 afterEach(async () => {
@@ -92,6 +93,43 @@ describe('cutover topology down', () => {
     expect(down.stderr).toContain(`environment gated has a migration in flight: ${id}; cancel it first`);
     releaseGate(w);
   });
+  it('holds the environment while it runs: a migration started meanwhile is refused, not run beside it', async () => {
+    const w = await workspace('examples/exec-demo');
+    spaces.push(w);
+    expect((await runCli(['topology', 'migrate', '-f', w.file, '--yes'])).code).toBe(0);
+    // down's retire of api waits for a gate file, so the test can act while down is under way.
+    const started = path.join(w.dir, 'down-retire-started');
+    const gate = path.join(w.dir, 'down-gate');
+    const retire = path.join(path.dirname(w.file), 'infra', 'retire');
+    writeFileSync(
+      retire,
+      readFileSync(retire, 'utf8').replace(
+        'set -eu',
+        `set -eu\nif [ "$CUTOVER_MIGRATION_ID" = down ]; then touch ${started}; while [ ! -e ${gate} ]; do sleep 0.05; done; fi`,
+      ),
+    );
+    const down = runCli(['topology', 'down', '-f', w.file, '--yes']);
+    await eventually(() => existsSync(started), 30_000);
+
+    writeFileSync(
+      w.file,
+      readFileSync(w.file, 'utf8').replace('version: "1" # change it', 'version: "2" # change it'),
+    );
+    const meanwhile = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
+    writeFileSync(gate, '');
+    expect(meanwhile.code).toBe(1);
+    expect(meanwhile.stderr).toMatch(
+      /^cutover: environment exec-demo is being taken down by process \d+ \(cutover topology down\); run this again once it has ended$/m,
+    );
+    expect((await down).code).toBe(0);
+    // Nothing runs that the record does not know: the empty layout is the truth, and a plan adds both again.
+    const slots = path.join(w.stateDir, 'exec-demo');
+    expect(readdirSync(slots).filter((d) => existsSync(path.join(slots, d, 'ready')))).toEqual([]);
+    expect(await readCurrentLayout(StateDir.at(w.stateDir), 'exec-demo')).toMatchObject({ topology: null });
+    const plan = JSON.parse((await runCli(['topology', 'plan', '-f', w.file, '--json'])).stdout);
+    expect(plan.summary).toEqual({ add: 2, change: 0, remove: 0 });
+  }, 60_000);
+
   it('says which driver failed, stops nothing twice, and finishes when run again', async () => {
     const w = await workspace('examples/exec-demo');
     spaces.push(w);

@@ -71,6 +71,22 @@ Examples:
     });
 }
 
+/** What a terminal that reports no size (0 × 0, as some CI and container terminals do) is drawn as. */
+const fallbackColumns = 80;
+const fallbackRows = 24;
+
+/**
+ * The terminal as log-update measures it: a size of 0 is taken as unknown, not as room for nothing
+ * (log-update would cut every line of the view away and draw nothing at all).
+ */
+function sizedTerminal(stream: NodeJS.WriteStream): NodeJS.WriteStream {
+  return Object.create(stream, {
+    columns: { get: () => stream.columns || fallbackColumns },
+    rows: { get: () => stream.rows || fallbackRows },
+    write: { value: stream.write.bind(stream) },
+  }) as NodeJS.WriteStream;
+}
+
 /**
  * `--watch`: on a terminal the view is cleared and redrawn at each look (like
  * `kubectl argo rollouts get rollout --watch`); elsewhere one line (or, with --json, one JSON
@@ -84,12 +100,14 @@ async function watchStatus(
 ): Promise<void> {
   const stop = new AbortController();
   const onSignal = () => stop.abort();
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  // `on`, not `once`: log-update's cursor restorer (signal-exit) kills the process with the signal
+  // again when it finds no other listener, and a `once` listener is gone by the time it looks.
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   const live = process.stdout.isTTY === true && !options.json;
   const style = styleFor(process.stdout);
   const { createLogUpdate } = await import('log-update');
-  const update = live ? createLogUpdate(process.stdout) : null;
+  const update = live ? createLogUpdate(sizedTerminal(process.stdout)) : null;
   let last = '';
   const show = (status: EnvironmentStatus | null, problem: string | null) => {
     if (update) {

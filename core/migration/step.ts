@@ -573,12 +573,18 @@ function advanceRollingBack(t: Transition, at: number): Advanced {
       ? `; undo steps that failed: ${left.map((step) => `${step.what}: ${step.error}`).join('; ')}`
       : '';
   const level = ending.outcome === 'failed' || incomplete ? 'error' : 'info';
+  // A route whose undo failed may still send traffic to green (or nowhere): blue serving is then
+  // not known, and the last line of the log must not say it is.
+  const routeLeft = left.some(
+    (step) => step.command.kind === 'apply_route' || step.command.kind === 'remove_route',
+  );
+  const serving = routeLeft ? 'blue may not be serving: not every route is back on it' : 'blue is serving';
   notice(
     t,
     at,
     'ended',
     level,
-    `${ending.outcome.replace('_', ' ')}: blue is serving (${ending.reason})${incomplete}`,
+    `${ending.outcome.replace('_', ' ')}: ${serving} (${ending.reason})${incomplete}`,
   );
   return 'settled';
 }

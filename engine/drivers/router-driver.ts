@@ -14,6 +14,7 @@ import {
   writeRoutingTable,
 } from '../../router/route-table.js';
 import { liveRouterRecord } from '../../router/router-record.js';
+import { tcpProbe } from '../health/probes.js';
 import type { StateDir } from '../store/state-dir.js';
 import { describeTraffic } from './describe-traffic.js';
 import {
@@ -64,6 +65,9 @@ export function createRouterDriver(): RouteDriver {
   };
 }
 
+/** How long a look at a route's address may wait for a connection when no router of ours runs. */
+const addressProbeTimeoutMs = 1_000;
+
 /**
  * A route as the router serves it now: `not_served` when no router runs for the state directory
  * or it does not serve the route, `address_taken` when it could not open the route's listener,
@@ -72,7 +76,18 @@ export function createRouterDriver(): RouteDriver {
 async function observeRoute(ctx: RouteCallContext, route: string, spec: Route): Promise<ObservedRoute> {
   const seen = { route, listen: spec.listen };
   if (!liveRouterRecord(ctx.stateDir.root)) {
-    return { ...seen, state: 'not_served', detail: `no router is running for ${ctx.stateDir.root}` };
+    const noRouter = `no router is running for ${ctx.stateDir.root}`;
+    // With no router of ours, whatever answers on the route's address is another program: a
+    // router started now could not listen there, so telling it apart is what says how to repair.
+    const probe = await tcpProbe(spec.listen).run(addressProbeTimeoutMs, new AbortController().signal);
+    if (probe?.ok) {
+      return {
+        ...seen,
+        state: 'address_taken',
+        detail: `${noRouter}, and another program accepts connections on ${spec.listen}`,
+      };
+    }
+    return { ...seen, state: 'not_served', detail: noRouter };
   }
   let snapshot: RoutesSnapshot;
   try {

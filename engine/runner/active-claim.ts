@@ -20,6 +20,12 @@ export interface ActiveClaim {
   claimedBy: ProcessIdentity;
 }
 
+/**
+ * The claim id `cutover topology down` holds while it stops an environment, so that no migration
+ * runs beside it. It has no journal: the claim holds while the process that took it lives.
+ */
+export const downClaimId = 'down';
+
 /** holder null: the claim is unreadable and being changed by another process at this moment. */
 export type ClaimResult = { ok: true; notice?: string } | { ok: false; holder: ActiveClaim | null };
 

@@ -111,6 +111,13 @@ export function parseDotenv(text: string, file: string): Map<string, string> {
       throw usage(`secrets file ${file}:${index + 1}: expected NAME=value (a name of letters, digits and _)`);
     }
     const value = (match[2] as string).trim();
+    // No process environment can carry a NUL byte, and Node's refusal to spawn with one quotes the
+    // value: refuse it here, by file, line and name, before it can reach a message.
+    if (value.includes('\0')) {
+      throw usage(
+        `secrets file ${file}:${index + 1}: the value of ${match[1]} holds a NUL byte, which no process environment can carry; correct that line`,
+      );
+    }
     const quoted = value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.at(-1) === value[0];
     entries.set(match[1] as string, quoted ? value.slice(1, -1) : value);
   }

@@ -9,11 +9,19 @@ import { own } from '../../core/records.js';
 import { componentDriverFor, type DriverSet, routeDriverFor } from '../drivers/driver-set.js';
 import { stopRouterIfIdle } from '../drivers/router-driver.js';
 import type { ComponentCallContext, DriverCallOptions, RouteCallContext } from '../drivers/types.js';
-import { readClaim } from '../runner/active-claim.js';
+import {
+  type ActiveClaim,
+  claimEnvironment,
+  downClaimId,
+  readClaim,
+  releaseEnvironment,
+} from '../runner/active-claim.js';
 import { resolveComponentEnv } from '../secrets/resolve-secrets.js';
 import { secretSource } from '../secrets/secret-source.js';
 import { keptLayouts, readCurrentLayout, recordEmptyLayout } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
+import { isFinished } from './migration-records.js';
+import { conflictError, inFlightMigration } from './migrations.js';
 
 export type { DownPart };
 
@@ -29,13 +37,57 @@ export async function takeDown(
   drivers: DriverSet,
   options: { fallbackBaseDir: string; log: (line: string) => void },
 ): Promise<DownResult> {
+  // A first migration in flight is named before "never migrated"; an unknown environment is refused
+  // before anything is claimed (a claim would make its directory).
   const active = readClaim(stateDir, environment);
-  if (active) {
-    throw new CutoverError(
-      'MIGRATION_CONFLICT',
-      `environment ${environment} has a migration in flight: ${active.migrationId}; cancel it first (cutover topology migration cancel ${active.migrationId})`,
-    );
+  if (
+    active &&
+    active.migrationId !== downClaimId &&
+    isFinished(stateDir, environment, active.migrationId) === false
+  )
+    throw downConflict(stateDir, environment, active);
+  refuseUnknownEnvironment(await readCurrentLayout(stateDir, environment), stateDir.root);
+  // down holds the environment's claim, as a migration does, for its whole run: a migration (or a
+  // self-heal repair) started meanwhile is refused rather than run beside it, which left processes
+  // running that the empty layout recorded after it does not know.
+  const claim = claimEnvironment(
+    stateDir,
+    environment,
+    downClaimId,
+    (other) => isFinished(stateDir, environment, other),
+    () => inFlightMigration(stateDir, environment),
+  );
+  if (!claim.ok) {
+    if (claim.holder === null) {
+      throw new CutoverError(
+        'MIGRATION_CONFLICT',
+        `environment ${environment} is being claimed by another process right now (${stateDir.activeFile(environment)}); try again`,
+      );
+    }
+    throw downConflict(stateDir, environment, claim.holder);
   }
+  try {
+    return await takeDownClaimed(stateDir, environment, drivers, options);
+  } finally {
+    releaseEnvironment(stateDir, environment, downClaimId);
+  }
+}
+
+function downConflict(stateDir: StateDir, environment: string, holder: ActiveClaim): CutoverError {
+  if (holder.migrationId === downClaimId) return conflictError(stateDir, environment, holder);
+  const id = holder.migrationId;
+  return new CutoverError(
+    'MIGRATION_CONFLICT',
+    `environment ${environment} has a migration in flight: ${id}; cancel it first (cutover topology migration cancel ${id})`,
+  );
+}
+
+async function takeDownClaimed(
+  stateDir: StateDir,
+  environment: string,
+  drivers: DriverSet,
+  options: { fallbackBaseDir: string; log: (line: string) => void },
+): Promise<DownResult> {
   // Refused before anything stops, rather than ignored when the empty layout is recorded.
   const keep = keptLayouts();
   const layout = await readCurrentLayout(stateDir, environment);

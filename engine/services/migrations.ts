@@ -15,7 +15,13 @@ import { isFinal, type MigrationSpec, type MigrationState, type Verb } from '../
 import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
 import { isEmptyPlan } from '../../core/plan/types.js';
 import { cutoverCliPath } from '../../platform/package-path.js';
-import { claimEnvironment, readClaim, releaseEnvironment } from '../runner/active-claim.js';
+import {
+  type ActiveClaim,
+  claimEnvironment,
+  downClaimId,
+  readClaim,
+  releaseEnvironment,
+} from '../runner/active-claim.js';
 import { sendVerbToRunner, startControlServer } from '../runner/control.js';
 import type { DriverSet } from '../runner/execute-command.js';
 import { JournalWriter } from '../runner/journal.js';
@@ -94,7 +100,7 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
         `environment ${environment} is being claimed by another process right now (${stateDir.activeFile(environment)}); try again`,
       );
     }
-    throw conflictError(stateDir, environment, claim.holder.migrationId);
+    throw conflictError(stateDir, environment, claim.holder);
   }
   const paths = stateDir.migration(environment, id);
   try {
@@ -161,14 +167,21 @@ function stateDirWrite<T>(stateDir: StateDir, doing: string, write: () => T): T 
 }
 
 /** A migration of the environment whose journal says it has not ended (for a damaged claim). */
-function inFlightMigration(stateDir: StateDir, environment: string): string | null {
+export function inFlightMigration(stateDir: StateDir, environment: string): string | null {
   for (const ref of allMigrations(stateDir)) {
     if (ref.environment === environment && isFinished(stateDir, environment, ref.id) === false) return ref.id;
   }
   return null;
 }
 
-function conflictError(stateDir: StateDir, environment: string, holderId: string): CutoverError {
+export function conflictError(stateDir: StateDir, environment: string, holder: ActiveClaim): CutoverError {
+  const holderId = holder.migrationId;
+  if (holderId === downClaimId) {
+    return new CutoverError(
+      'MIGRATION_CONFLICT',
+      `environment ${environment} is being taken down by process ${holder.claimedBy.pid} (cutover topology down); run this again once it has ended`,
+    );
+  }
   let detail = '';
   try {
     const state = loadState(stateDir, environment, holderId);
@@ -358,7 +371,16 @@ export async function operate(ref: MigrationRef, verb: Verb, by?: string): Promi
     if (verb === 'resume' && state.lifecycle !== 'paused' && !state.pauseRequested)
       return { state, recovered };
   }
-  const result = await sendVerbToRunner(runner, verb, by);
+  const result = await sendVerbToRunner(runner, verb, by).catch((error: unknown) => {
+    // The runner exits once the migration has ended: a verb that reached it as it did (another
+    // operator's commit or cancel just ended it) is answered from the journal, like any verb
+    // given after the end, not as a runner that does not answer.
+    if (error instanceof CutoverError && error.code === 'RUNNER_UNREACHABLE') {
+      const now = loadState(ref.stateDir, ref.environment, ref.id);
+      if (isFinal(now.lifecycle)) throw refused(now, verb);
+    }
+    throw error;
+  });
   if (!result.ok) throw new CutoverError('VERB_REFUSED', result.refusal);
   return { state: result.state, recovered };
 }
@@ -424,7 +446,8 @@ export async function* readLog(
   }
 }
 
-/** The in-flight migration of an environment, if any. */
+/** The in-flight migration of an environment, if any (a `down` holding it is none: it has no id to show). */
 export function activeMigration(stateDir: StateDir, environment: string): string | null {
-  return readClaim(stateDir, environment)?.migrationId ?? null;
+  const id = readClaim(stateDir, environment)?.migrationId ?? null;
+  return id === downClaimId ? null : id;
 }

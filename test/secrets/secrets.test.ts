@@ -5,7 +5,7 @@
  * The replica never prints its secret: it answers the SHA-256 of what it got.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type CliResult, runCli, tempDir } from '../support/cli.js';
@@ -186,6 +186,26 @@ describe('secrets', () => {
     expect(result.stdout + result.stderr).toMatch(
       /provision_green:api failed: secret DB_PASSWORD \(env\.DB_PASSWORD of component api\) is not set: looked for \$CUTOVER_SECRET_DB_PASSWORD of process \d+ \(unset\) and the secrets file .*shop\.env; set it where the migration runs/,
     );
+  }, 60_000);
+
+  it('a secret no process environment can carry (a NUL byte) is refused by file and line, its value nowhere', async () => {
+    ws = await workspace('test/fixtures/secrets');
+    // Node's own refusal of such an env value quotes it; cutover must refuse it first, by name.
+    const head = distinct('nul-head');
+    const file = await secretsFile(`API_TOKEN=${distinct('api-token')}\nDB_PASSWORD=${head}\0tail\n`);
+    const result = await runCli(['topology', 'migrate', '-f', ws.file, '--yes', '--secrets-file', file], {
+      env: { CUTOVER_STATE_DIR: ws.stateDir },
+    });
+    expect(result.code).toBe(1);
+    const output = result.stdout + result.stderr;
+    expect(output).toMatch(
+      /secrets file .*shop\.env:2: the value of DB_PASSWORD holds a NUL byte, which no process environment can carry; correct that line/,
+    );
+    expect(output).not.toContain(head);
+    // Refused before any migration starts: nothing is provisioned or retried with it.
+    expect(output).not.toMatch(/provision_green|retry \d of/);
+    const files = existsSync(ws.stateDir) ? filesUnder(ws.stateDir) : [];
+    expect(files.filter((f) => readFileSync(f).includes(head))).toEqual([]);
   }, 60_000);
 
   it('refuses a secrets file that other users can read, or that lies in the Git work tree, in one line', async () => {

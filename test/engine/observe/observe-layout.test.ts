@@ -79,4 +79,22 @@ describe('observeLayout against real processes and the real router', () => {
     expect(observed.routes.www).toMatchObject({ state: 'address_taken' });
     expect(observed.routes.www?.detail).toContain('EADDRINUSE');
   });
+
+  it('with no router running, a route whose address another program answers on is address_taken, not just unserved', async () => {
+    const w = await liveDemo();
+    const stateDir = StateDir.at(w.stateDir);
+    const router = liveRouterRecord(w.stateDir)?.pid as number;
+    process.kill(router, 'SIGKILL');
+    await waitGone(router);
+    const { port } = new URL(w.url);
+    const squatter = createServer((socket) => socket.destroy());
+    servers.push(squatter);
+    await new Promise<void>((resolve) => squatter.listen(Number(port), '127.0.0.1', resolve));
+
+    const observed = await observeEnvironment(stateDir, 'live-demo');
+    expect(observed.routes.www).toMatchObject({ state: 'address_taken' });
+    expect(observed.routes.www?.detail).toBe(
+      `no router is running for ${w.stateDir}, and another program accepts connections on 127.0.0.1:${port}`,
+    );
+  });
 });
