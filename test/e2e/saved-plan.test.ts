@@ -211,7 +211,9 @@ describe('saved plans through a cutover server', () => {
     expect(invalid.status).toBe(422);
     const invalidProblem = (await invalid.json()) as { code: string; detail: string };
     expect(invalidProblem.code).toBe('PLAN_INVALID');
-    expect(invalidProblem.detail).toContain('a plan rendering');
+    expect(invalidProblem.detail).toMatch(
+      /^plan is not a saved plan: it is a plan rendering .*POST \/v1\/plan with `saved: true`/,
+    );
 
     // POST /v1/plan {saved: true} answers the saved plan itself.
     const fresh = await api('POST', '/v1/plan', {
