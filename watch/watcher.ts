@@ -14,7 +14,7 @@ import path from 'node:path';
 import { watch as chokidarWatch, type FSWatcher } from 'chokidar';
 import picomatch from 'picomatch';
 import { CutoverError } from '../core/errors.js';
-import { savedPlanOf, topologyDigest } from '../core/plan/saved-plan.js';
+import { type SavedPlan, savedPlanOf, topologyDigest } from '../core/plan/saved-plan.js';
 import { isEmptyPlan } from '../core/plan/types.js';
 import { formatDiagnostic } from '../core/topology/diagnostic.js';
 import { loadTopology } from '../core/topology/load-topology.js';
@@ -317,7 +317,13 @@ export class Watcher {
         const blob = await repo.blob(head, file);
         if (blob === null || this.lastBlob.get(file) === blob) continue;
         this.lastBlob.set(file, blob);
-        if (await this.planFile(head, file, await repo.read(blob))) planned++;
+        try {
+          if (await this.planFile(head, file, await repo.read(blob))) planned++;
+        } catch (error) {
+          // Not planned (the check failed and says why): the next look tries this content again.
+          this.lastBlob.delete(file);
+          throw error;
+        }
       }
       if (planned === 0) this.options.trace?.(`${short}: no topology file changed; nothing to plan`);
       this.lastHead = head;
@@ -359,15 +365,13 @@ export class Watcher {
       );
       return false;
     }
-    this.lastModel.set(file, { digest, commit });
     const stateDir = this.stateDirOf(file);
     this.planned.set(environment, { stateDir, baseDir: path.dirname(this.plannedPath(file, stateDir)) });
     const report = await this.publish({ commit, file, text, stateDir, environment });
-    const plan = report.saved?.plan;
-    this.options.log(
-      `${short} ${file} (${environment}): ${plan ? summaryOf(plan) : ''} → ${report.markdown}`,
-    );
-    if (this.options.apply && plan && !isEmptyPlan(plan)) {
+    this.lastModel.set(file, { digest, commit });
+    const plan = report.saved.plan;
+    this.options.log(`${short} ${file} (${environment}): ${summaryOf(plan)} → ${report.markdown}`);
+    if (this.options.apply && !isEmptyPlan(plan)) {
       markOutcome(
         report,
         await this.queue.applyOrQueue({ commit, file, text, stateDir, environment, report }),
@@ -386,7 +390,7 @@ export class Watcher {
    * Plans a commit's file against the live layout of its environment and publishes the result as
    * its report: the plan (markdown, JSON) and the saved plan that --apply applies by id.
    */
-  private async publish(item: Omit<Pending, 'report'>): Promise<Report> {
+  private async publish(item: Omit<Pending, 'report'>): Promise<Report & { saved: SavedPlan }> {
     const planned = this.plannedPath(item.file, item.stateDir);
     const live = await this.services.planLive(item.stateDir, { text: item.text, file: planned });
     const saved = savedPlanOf({
@@ -396,17 +400,18 @@ export class Watcher {
       commit: item.commit,
       createdAt: new Date().toISOString(),
     });
-    return this.writeReport(item.commit, item.file, item.environment, { kind: 'plan', saved });
+    const report = await this.writeReport(item.commit, item.file, item.environment, { kind: 'plan', saved });
+    return { ...report, saved };
   }
 
   /** A waiting commit whose published plan was refused as stale, planned again; null: nothing to change now. */
   private async replan(item: Pending): Promise<Report | null> {
     const report = await this.publish(item);
-    const plan = report.saved?.plan;
+    const plan = report.saved.plan;
     this.options.log(
-      `${item.commit.slice(0, 7)} ${item.file} (${item.environment}): planned again: ${plan ? summaryOf(plan) : ''} → ${report.markdown}`,
+      `${item.commit.slice(0, 7)} ${item.file} (${item.environment}): planned again: ${summaryOf(plan)} → ${report.markdown}`,
     );
-    return plan && !isEmptyPlan(plan) ? report : null;
+    return isEmptyPlan(plan) ? null : report;
   }
 
   private writeReport(
