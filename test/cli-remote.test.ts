@@ -170,7 +170,9 @@ describe('the CLI through a cutover server', () => {
       `sha256:${'0'.repeat(64)}`,
     ]);
     expect(pinned.code).toBe(1);
-    expect(pinned.stderr).toMatch(/^cutover: the plan of this topology is sha256:/m);
+    expect(pinned.stderr).toMatch(
+      /^cutover: plan id sha256:0{12} is not a plan of this topology against the live layout \(serial 1\)/m,
+    );
 
     const down = await cli(['topology', 'down', '-f', 'topology.yaml', '--yes']);
     expect(down.code, down.stderr).toBe(0);

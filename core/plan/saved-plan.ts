@@ -79,12 +79,13 @@ export function savedPlanOf(parts: {
  * Reads a saved plan from its text, or refuses with PLAN_INVALID naming `file` and what is wrong:
  * not JSON, a plan rendering rather than a saved plan, an unknown format version, a missing field.
  */
-export function parseSavedPlan(text: string, file: string): SavedPlan {
+export function parseSavedPlan(
+  text: string,
+  file: string,
+  remedy = `make one with \`cutover topology plan --out ${file}\``,
+): SavedPlan {
   const invalid = (what: string) =>
-    new CutoverError(
-      'PLAN_INVALID',
-      `${file} is not a saved plan: ${what}; make one with \`cutover topology plan --out ${file}\``,
-    );
+    new CutoverError('PLAN_INVALID', `${file} is not a saved plan: ${what}; ${remedy}`);
   let value: unknown;
   try {
     value = JSON.parse(text);

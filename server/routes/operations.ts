@@ -173,7 +173,11 @@ async function startApply(context: RouteContext, body: ApplyBody, principal: str
         '`plan` (a saved plan) carries its own topology, planId and baseSerial: send it alone',
       );
     }
-    const saved = parseSavedPlan(JSON.stringify(body.plan), "the request's plan");
+    const saved = parseSavedPlan(
+      JSON.stringify(body.plan),
+      'plan',
+      'send what POST /v1/plan with `saved: true` (or `cutover topology plan --out`) answers',
+    );
     const input = topologyInput(saved.topology.text, saved.topology.file, workdir, 'plan.topology');
     return withTopology(input, () =>
       context.service.start({
