@@ -9,7 +9,7 @@
  *   environments/<env>/slots/<slot id>/
  *   router/routes.json, router/router.json, router/router.out
  *   server/idempotency/, server/hook-deliveries/
- *   watch/cache/, watch/trees/<env>/, watch/hooks/
+ *   watch/cache/, watch/trees/<env>/, watch/hooks/, watch/reports/<env>/
  *   secret-key (mode 0600: the key of the hashes that tell a changed secret)
  */
 
@@ -132,6 +132,11 @@ export class StateLayout {
   /** Webhook triggers, from the server to the watcher. */
   watchHooksDir(): string {
     return this.join('watch', 'hooks');
+  }
+
+  /** The watcher's reports of an environment (without `--out`): plans, saved plans, outcomes. */
+  watchReportsDir(environment: string): string {
+    return this.join('watch', 'reports', environment);
   }
 
   /**

@@ -1,14 +1,19 @@
 /**
- * `--apply`: a planned commit starts a migration pinned to its plan; while a migration is in flight
- * for its environment, the commit waits, and only the newest waiting commit of an environment is
- * kept. Once the environment is free it is planned again (the layout moved on) and applied.
+ * `--apply`: a planned commit starts a migration pinned to the saved plan the watcher published for
+ * it (its report's, by plan id and base serial), so what runs is what the report shows or nothing
+ * does. While a migration is in flight for its environment, the commit waits, and only the newest
+ * waiting commit of an environment is kept; once the environment is free its published plan is
+ * applied. A plan refused as stale (the layout moved in between) is said so, planned again at the
+ * next look, and that new plan applied. Each started migration is followed to its end, in the
+ * background, and its end logged and written into the report.
  */
 import path from 'node:path';
 import { CutoverError } from '../core/errors.js';
-import { isEmptyPlan, type Plan } from '../core/plan/types.js';
-import { loadTopology } from '../core/topology/load-topology.js';
+import type { SavedPlan } from '../core/plan/saved-plan.js';
+import { shortPlanId } from '../engine/api.js';
+import { followToEnd } from './follow-migration.js';
 import type { Repository } from './git.js';
-import { type Report, type ReportContent, summaryOf } from './reports.js';
+import { describeOutcome, type Outcome, type Report, writeOutcome } from './reports.js';
 import type { WatchServices } from './services.js';
 import { exportTreeOnce, pruneTrees, recordTree } from './trees.js';
 
@@ -19,6 +24,10 @@ export interface Pending {
   text: string;
   stateDir: string;
   environment: string;
+  /** The report published for the commit: its saved plan is what gets applied. */
+  report: Report;
+  /** Its published plan was refused as stale: plan again before applying. */
+  replan?: boolean;
 }
 
 export type ApplyOutcome = { migrationId?: string; queued?: boolean; notApplied?: boolean };
@@ -27,7 +36,8 @@ export interface ApplyQueueContext {
   services: WatchServices;
   repo: () => Repository;
   log: (line: string) => void;
-  writeReport: (commit: string, file: string, environment: string, content: ReportContent) => Promise<Report>;
+  /** Plans a commit's file again against the live layout and publishes it (a new report); null: nothing to apply. */
+  replan: (item: Pending) => Promise<Report | null>;
   onReport: (report: Report) => void;
   /** `--once`: nothing waits for a migration in flight, the process is about to exit. */
   onceOnly: () => boolean;
@@ -39,24 +49,25 @@ export class ApplyQueue {
   private readonly pending = new Map<string, Pending>();
   private pendingTimer: NodeJS.Timeout | null = null;
   private stopped = false;
+  /** The migrations being followed to their end; aborted when the watcher stops. */
+  private readonly following = new Set<AbortController>();
 
   constructor(private readonly context: ApplyQueueContext) {}
 
-  /** Starts the migration of a planned commit, or queues it behind the one in flight. */
-  async applyOrQueue(item: Pending, plan: Plan): Promise<ApplyOutcome> {
+  /** Starts the migration of a commit's published plan, or queues it behind the one in flight. */
+  async applyOrQueue(item: Pending): Promise<ApplyOutcome> {
     const { services, log } = this.context;
-    const short = item.commit.slice(0, 7);
+    const saved = item.report.saved as SavedPlan;
     const active = await services.inFlight(item.stateDir, item.environment);
     if (active !== null) return this.queue(item, active);
     let id: string;
     try {
-      id = await this.apply(item, plan);
+      id = await this.apply(item, saved);
     } catch (error) {
       if (error instanceof CutoverError && error.code === 'MIGRATION_CONFLICT') {
         return this.queue(item, (error.details as { migrationId?: string } | undefined)?.migrationId ?? '?');
       }
-      log(`${short} ${item.file} (${item.environment}): not applied: ${(error as Error).message}`);
-      return { notApplied: true };
+      return this.refused(item, error as Error);
     }
     const waiting = this.pending.get(item.environment);
     const service = await services.service(item.stateDir);
@@ -71,23 +82,19 @@ export class ApplyQueue {
 
   /** Applies each environment's newest pending commit once nothing is in flight there. */
   async applyPending(): Promise<void> {
-    const { services, log } = this.context;
-    for (const [environment, item] of [...this.pending]) {
-      if ((await services.inFlight(item.stateDir, environment)) !== null) continue;
+    const { services } = this.context;
+    for (const [environment, waiting] of [...this.pending]) {
+      if ((await services.inFlight(waiting.stateDir, environment)) !== null) continue;
       this.pending.delete(environment);
-      const loaded = loadTopology(item.text, { file: `${item.file}@${item.commit.slice(0, 7)}` });
-      if (!loaded.ok) continue;
-      // The layout moved on with the migration that just ended: plan again, and pin that plan.
-      const plan = await services.planAgainstLayout(item.stateDir, loaded.topology);
-      const report = await this.context.writeReport(item.commit, item.file, environment, {
-        kind: 'plan',
-        plan,
-      });
-      log(
-        `${item.commit.slice(0, 7)} ${item.file} (${environment}): re-planned after the migration in flight: ${summaryOf(plan)}`,
-      );
-      if (!isEmptyPlan(plan)) markOutcome(report, await this.applyOrQueue(item, plan));
-      this.context.onReport(report);
+      let item = waiting;
+      if (waiting.replan) {
+        // The layout moved since its plan was published: the new plan is published, then applied.
+        const report = await this.context.replan(waiting);
+        if (report === null) continue;
+        item = { ...waiting, report, replan: false };
+      }
+      markOutcome(item.report, await this.applyOrQueue(item));
+      if (waiting.replan) this.context.onReport(item.report);
     }
   }
 
@@ -118,6 +125,8 @@ export class ApplyQueue {
   stop(): void {
     this.stopped = true;
     if (this.pendingTimer) clearTimeout(this.pendingTimer);
+    for (const following of this.following) following.abort();
+    this.following.clear();
   }
 
   private queue(item: Pending, active: string): { queued: true } {
@@ -150,25 +159,86 @@ export class ApplyQueue {
     return false;
   }
 
-  private async apply(item: Pending, plan: Plan): Promise<string> {
+  /**
+   * Refused before it started. Stale (the layout moved since the plan was published): said so, and
+   * planned again at the next look (unless a newer commit already waits; with --once, run again).
+   * Anything else (drift or a secret changed since: PLAN_MISMATCH; an error): logged, not applied.
+   */
+  private async refused(item: Pending, error: Error): Promise<ApplyOutcome> {
+    const prefix = `${item.commit.slice(0, 7)} ${item.file} (${item.environment})`;
+    const planId = (item.report.saved as SavedPlan).plan.planId;
+    const stale = error instanceof CutoverError && error.code === 'PLAN_STALE';
+    await this.record(item.report, { state: 'refused', planId, reason: error.message });
+    if (!stale || this.context.onceOnly() || this.stopped) {
+      this.context.log(
+        `${prefix}: not applied: ${error.message}${stale ? ' (run the watcher again to plan against the new layout)' : ''}`,
+      );
+      return { notApplied: true };
+    }
+    this.context.log(`${prefix}: refused: ${error.message}; planning again`);
+    if (!this.pending.has(item.environment)) this.pending.set(item.environment, { ...item, replan: true });
+    this.context.wake();
+    return { queued: true };
+  }
+
+  private async apply(item: Pending, saved: SavedPlan): Promise<string> {
     // The migration runs the commit's own tree (scripts, apps), never the working tree.
     const tree = await exportTreeOnce(this.context.repo(), item.stateDir, item.environment, item.commit);
     const file = path.join(tree, item.file);
     const service = await this.context.services.service(item.stateDir);
+    // Pinned to the published plan: its id and the serial it was planned against (refused as
+    // stale when the layout moved), so that what runs is what the report shows.
     const started = await service.start({
       file,
-      text: item.text,
+      text: saved.topology.text,
       baseDir: path.dirname(file),
-      planId: plan.planId,
+      planId: saved.plan.planId,
+      baseSerial: saved.baseSerial,
+      commit: item.commit,
     });
     if (!started.created) throw new CutoverError('USAGE', 'nothing to change any more');
     const id = started.summary.id;
     await recordTree(item.stateDir, item.environment, id, item.commit);
     this.context.log(
-      `${item.commit.slice(0, 7)} ${item.file} (${item.environment}): migration ${id} started`,
+      `${item.commit.slice(0, 7)} ${item.file} (${item.environment}): migration ${id} started, plan ${shortPlanId(saved.plan.planId)}`,
     );
+    await this.record(item.report, { state: 'started', planId: saved.plan.planId, migrationId: id });
+    // --once exits now: `migration logs --follow` follows it instead.
+    if (!this.context.onceOnly()) this.follow(item, id);
     return id;
   }
+
+  /** Follows a started migration to its end in the background; logs the end and writes it into the report. */
+  private follow(item: Pending, id: string): void {
+    const prefix = `${item.commit.slice(0, 7)} ${item.file} (${item.environment})`;
+    const abort = new AbortController();
+    this.following.add(abort);
+    const run = async () => {
+      const service = await this.context.services.service(item.stateDir);
+      const outcome = await followToEnd(service, id, abort.signal);
+      if (outcome === null) return;
+      // Written before it is said, so a reader of the log finds it in the report.
+      await this.record(item.report, outcome);
+      this.context.log(`${prefix}: migration ${id} ${endWords(outcome)}`);
+    };
+    void run()
+      .catch((error: unknown) =>
+        this.context.log(`${prefix}: cannot follow migration ${id}: ${(error as Error).message}`),
+      )
+      .finally(() => this.following.delete(abort));
+  }
+
+  /** Writes an outcome into a report; a report that cannot be written is logged, the watcher goes on. */
+  private async record(report: Report, outcome: Outcome): Promise<void> {
+    await writeOutcome(report, outcome).catch((error: unknown) =>
+      this.context.log(`cannot write the outcome into ${report.markdown}: ${(error as Error).message}`),
+    );
+  }
+}
+
+/** "completed", "failed: health gate …", "rolled back: …": the end of a log line. */
+function endWords(outcome: Outcome): string {
+  return describeOutcome(outcome).replace(/^Applied as migration `[^`]*`: /, '');
 }
 
 /** Records on a report what became of its migration. */

@@ -1,7 +1,5 @@
-import { buildPlan } from '../core/plan/build-plan.js';
-import type { Plan } from '../core/plan/types.js';
-import type { Topology } from '../core/topology/types.js';
 import { type MigrationService, openEngineService } from '../engine/services/migration-service.js';
+import type { LivePlan, TopologyText } from '../engine/services/service-types.js';
 import { StateDir } from '../engine/store/state-dir.js';
 
 /**
@@ -31,9 +29,12 @@ export class WatchServices {
     return (await this.service(stateDir)).inFlight(environment);
   }
 
-  async planAgainstLayout(stateDir: string, topology: Topology): Promise<Plan> {
-    const service = await this.service(stateDir);
-    return buildPlan(await service.currentLayout(topology.metadata.name), topology);
+  /**
+   * A plan against the live layout, observed as `cutover topology plan` observes it (the plan a
+   * pinned start re-computes), with what that layout was: what a saved plan is made of.
+   */
+  async planLive(stateDir: string, desired: TopologyText): Promise<LivePlan> {
+    return (await this.service(stateDir)).planLive(desired);
   }
 
   async close(): Promise<void> {

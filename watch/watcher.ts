@@ -6,19 +6,21 @@
  * Triggers: a local repository's refs are watched (chokidar), so a commit, merge or fast-forward is
  * seen at once; a remote is fetched into a cache clone on an interval with jitter, and at once when
  * the server drops a webhook trigger for it into `<state>/watch/hooks/`. Bursts are debounced; the branch
- * head is always what gets planned, and a topology whose content did not change is not planned again.
+ * head is always what gets planned, and a topology whose normalised model did not change (comments,
+ * key order, quoting) is not planned again.
  */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { watch as chokidarWatch, type FSWatcher } from 'chokidar';
 import picomatch from 'picomatch';
 import { CutoverError } from '../core/errors.js';
+import { type SavedPlan, savedPlanOf, topologyDigest } from '../core/plan/saved-plan.js';
 import { isEmptyPlan } from '../core/plan/types.js';
 import { formatDiagnostic } from '../core/topology/diagnostic.js';
 import { loadTopology } from '../core/topology/load-topology.js';
 import { type HealEvent, type HealTarget, SelfHeal } from '../engine/api.js';
 import { StateDir } from '../engine/store/state-dir.js';
-import { ApplyQueue, markOutcome } from './apply-queue.js';
+import { ApplyQueue, markOutcome, type Pending } from './apply-queue.js';
 import { CheckLoop } from './check-loop.js';
 import { openRepository, type Repository } from './git.js';
 import {
@@ -46,8 +48,11 @@ export interface WatchOptions {
   /** A remote's fetch interval, and a local repository's safety poll. */
   intervalMs: number;
   apply: boolean;
-  /** Reports go to `<outDir>/<environment>/<short-sha>.plan.md|.plan.json`. */
-  outDir: string;
+  /**
+   * Reports go to `<outDir>/<environment>/<short-sha>.*`; absent, into the state directory of each
+   * file (`<state>/watch/reports/<environment>/`), never the watched working tree.
+   */
+  outDir?: string;
   /** A state directory for every file; default: `.cutover/` beside each file in a local working tree, else `./.cutover`. */
   stateDir?: string;
   /** Where remote repositories are cloned; default `<state>/watch/cache`. */
@@ -81,6 +86,8 @@ export class Watcher {
   private repo: Repository | null = null;
   private lastHead: string | null = null;
   private readonly lastBlob = new Map<string, string>();
+  /** Per file, the digest of the normalised model last planned, and its commit: an equal model is not planned again. */
+  private readonly lastModel = new Map<string, { digest: string; commit: string }>();
   private branchMissing = false;
   /** `--once`: nothing waits for a migration in flight, the process is about to exit. */
   private onceOnly = false;
@@ -107,8 +114,7 @@ export class Watcher {
       services: this.services,
       repo: () => this.repo as Repository,
       log: (line) => this.options.log(line),
-      writeReport: (commit, file, environment, content) =>
-        this.writeReport(commit, file, environment, content),
+      replan: (item) => this.replan(item),
       onReport: (report) => this.options.onReport?.(report),
       onceOnly: () => this.onceOnly,
       wake: () => this.loop.schedule(0),
@@ -311,8 +317,13 @@ export class Watcher {
         const blob = await repo.blob(head, file);
         if (blob === null || this.lastBlob.get(file) === blob) continue;
         this.lastBlob.set(file, blob);
-        await this.planFile(head, file, await repo.read(blob));
-        planned++;
+        try {
+          if (await this.planFile(head, file, await repo.read(blob))) planned++;
+        } catch (error) {
+          // Not planned (the check failed and says why): the next look tries this content again.
+          this.lastBlob.delete(file);
+          throw error;
+        }
       }
       if (planned === 0) this.options.trace?.(`${short}: no topology file changed; nothing to plan`);
       this.lastHead = head;
@@ -320,10 +331,13 @@ export class Watcher {
     await this.queue.applyPending();
   }
 
-  private async planFile(commit: string, file: string, text: string): Promise<void> {
+  /** Plans a commit's file and publishes the plan (and, with --apply, applies it); false: its model was planned already. */
+  private async planFile(commit: string, file: string, text: string): Promise<boolean> {
     const short = commit.slice(0, 7);
     const loaded = loadTopology(text, { file: `${file}@${short}` });
     if (!loaded.ok) {
+      // Fixed again later, even to the model planned before, it is planned again (and said valid).
+      this.lastModel.delete(file);
       const environment = environmentHint(text, file);
       const report = await this.writeReport(commit, file, environment, {
         kind: 'invalid',
@@ -338,22 +352,66 @@ export class Watcher {
       const more = loaded.diagnostics.length - shown.length;
       if (more > 0) this.options.log(`  … and ${more} more in the report`);
       this.options.onReport?.(report);
-      return;
+      return true;
     }
     const topology = loaded.topology;
     const environment = topology.metadata.name;
+    // Comments, key order, quoting, anchors: none of them is in the normalised model.
+    const digest = topologyDigest(topology);
+    const last = this.lastModel.get(file);
+    if (last?.digest === digest) {
+      this.options.log(
+        `${short} ${file} (${environment}): unchanged after normalising (same as ${last.commit.slice(0, 7)}); not planned again`,
+      );
+      return false;
+    }
     const stateDir = this.stateDirOf(file);
-    this.planned.set(environment, {
-      stateDir,
-      baseDir: path.dirname(path.join(this.repo?.workTree ?? path.dirname(stateDir), file)),
-    });
-    const plan = await this.services.planAgainstLayout(stateDir, topology);
-    const report = await this.writeReport(commit, file, environment, { kind: 'plan', plan });
+    this.planned.set(environment, { stateDir, baseDir: path.dirname(this.plannedPath(file, stateDir)) });
+    const report = await this.publish({ commit, file, text, stateDir, environment });
+    this.lastModel.set(file, { digest, commit });
+    const plan = report.saved.plan;
     this.options.log(`${short} ${file} (${environment}): ${summaryOf(plan)} → ${report.markdown}`);
     if (this.options.apply && !isEmptyPlan(plan)) {
-      markOutcome(report, await this.queue.applyOrQueue({ commit, file, text, stateDir, environment }, plan));
+      markOutcome(
+        report,
+        await this.queue.applyOrQueue({ commit, file, text, stateDir, environment, report }),
+      );
     }
     this.options.onReport?.(report);
+    return true;
+  }
+
+  /** Where a file's relative paths resolve when planning: the working tree's copy, else beside the state directory. */
+  private plannedPath(file: string, stateDir: string): string {
+    return path.join(this.repo?.workTree ?? path.dirname(stateDir), file);
+  }
+
+  /**
+   * Plans a commit's file against the live layout of its environment and publishes the result as
+   * its report: the plan (markdown, JSON) and the saved plan that --apply applies by id.
+   */
+  private async publish(item: Omit<Pending, 'report'>): Promise<Report & { saved: SavedPlan }> {
+    const planned = this.plannedPath(item.file, item.stateDir);
+    const live = await this.services.planLive(item.stateDir, { text: item.text, file: planned });
+    const saved = savedPlanOf({
+      plan: live.plan,
+      plannedAgainst: live.against,
+      topology: { file: planned, text: item.text },
+      commit: item.commit,
+      createdAt: new Date().toISOString(),
+    });
+    const report = await this.writeReport(item.commit, item.file, item.environment, { kind: 'plan', saved });
+    return { ...report, saved };
+  }
+
+  /** A waiting commit whose published plan was refused as stale, planned again; null: nothing to change now. */
+  private async replan(item: Pending): Promise<Report | null> {
+    const report = await this.publish(item);
+    const plan = report.saved.plan;
+    this.options.log(
+      `${item.commit.slice(0, 7)} ${item.file} (${item.environment}): planned again: ${summaryOf(plan)} → ${report.markdown}`,
+    );
+    return isEmptyPlan(plan) ? null : report;
   }
 
   private writeReport(
@@ -362,12 +420,10 @@ export class Watcher {
     environment: string,
     content: ReportContent,
   ): Promise<Report> {
-    return writeReport(
-      { outDir: this.options.outDir, branch: this.options.branch },
-      commit,
-      file,
-      environment,
-      content,
-    );
+    const dir =
+      this.options.outDir === undefined
+        ? StateDir.at(this.stateDirOf(file)).watchReportsDir(environment)
+        : path.join(this.options.outDir, environment);
+    return writeReport({ dir, branch: this.options.branch }, commit, file, environment, content);
   }
 }

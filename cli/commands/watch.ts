@@ -10,7 +10,7 @@ interface WatchCommandOptions extends HealCommandOptions {
   glob?: string;
   interval: string;
   apply?: boolean;
-  out: string;
+  out?: string;
   once?: boolean;
   stateDir?: string;
   verbose?: boolean;
@@ -27,8 +27,7 @@ export function registerWatch(program: Command): void {
     .option('--apply', 'start a migration for each new plan (one at a time per environment)')
     .option(
       '--out <dir>',
-      'where reports go: <dir>/<environment>/<short-sha>.plan.md and .plan.json',
-      'cutover-plans',
+      'where reports go: <dir>/<environment>/<short-sha>.plan.md, .plan.json, .saved-plan.json (default: <state>/watch/reports/)',
     )
     .option('--once', 'plan the current head, write its reports, and exit (for cron and CI)')
     .option('--verbose', 'also log each look that found nothing to do (debug: lines)')
@@ -41,9 +40,14 @@ export function registerWatch(program: Command): void {
       'after',
       `
 Files are read from commits, never from the working tree; a migration runs the commit's own tree.
-A commit that leaves a topology as it was is not planned again. With --apply, a commit that lands
-while a migration is in flight for its environment waits, and only the newest waiting commit is
-applied after it. A remote is fetched at once when \`cutover server\` (same state directory)
+A commit that leaves a topology's normalised model as it was (comments, key order, quoting) is not
+planned again. Each plan is published as a report with its saved plan, in the state directory
+(<state>/watch/reports/<environment>/) unless --out says where. With --apply, the migration is
+pinned to that saved plan (its plan id and base serial): a plan refused as stale (the layout moved
+since) is said so, planned again and that plan applied; each migration is followed to its end,
+which is logged (completed, failed: reason, rolled back, cancelled) and written into the report
+(<short-sha>.outcome.json, and the markdown's last line). A commit that lands while a migration
+is in flight for its environment waits, and only the newest waiting commit is applied after it. A remote is fetched at once when \`cutover server\` (same state directory)
 receives a signed webhook at POST /v1/hooks/git.
 
 With --once the exit code is 0 when every topology is valid (and, with --apply, its migration
@@ -87,7 +91,7 @@ stop healing that environment. Every repair is a log line naming what drifted an
         ...(options.glob === undefined ? {} : { glob: options.glob }),
         intervalMs,
         apply: options.apply === true,
-        outDir: options.out,
+        ...(options.out === undefined ? {} : { outDir: options.out }),
         ...(stateDir === undefined ? {} : { stateDir }),
         log,
         ...(options.verbose ? { trace: (line: string) => log(`debug: ${line}`) } : {}),

@@ -66,13 +66,15 @@ describe('cutover watch --apply', () => {
 
     releaseGate({ dir: root, file: repo.path(), stateDir, cleanup: async () => undefined });
 
-    // X completes; then the newest waiting commit is planned again against the new layout and applied.
+    // X completes (the layout moves): the newest waiting commit's published plan is refused as
+    // stale, and the commit is planned again against the new layout and applied.
     await watch.line(
-      new RegExp(
-        `^\\S+ ${third.short} topology\\.yaml \\(gated\\): re-planned after the migration in flight: `,
-      ),
+      new RegExp(`^\\S+ ${third.short} topology\\.yaml \\(gated\\): refused: plan \\S+ is stale: `),
       { timeoutMs: 20_000 },
     );
+    await watch.line(new RegExp(`^\\S+ ${third.short} topology\\.yaml \\(gated\\): planned again: `), {
+      timeoutMs: 20_000,
+    });
     const next = await watch.line(
       new RegExp(`^\\S+ ${third.short} topology\\.yaml \\(gated\\): migration (\\S+) started`),
       { timeoutMs: 20_000 },
