@@ -19,6 +19,7 @@ export const exitCodes: Record<ErrorCode, number> = {
   MIGRATION_CONFLICT: 1,
   PLAN_MISMATCH: 1,
   PLAN_STALE: 1,
+  PLAN_INVALID: 1,
   VERB_REFUSED: 1,
   RUNNER_UNREACHABLE: 1,
   CANCELLED: 1,

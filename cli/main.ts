@@ -4,6 +4,7 @@ import { CutoverError } from '../core/errors.js';
 import { registerInternal } from './commands/internal.js';
 import { registerProxy } from './commands/proxy.js';
 import { registerServer } from './commands/server.js';
+import { registerApply } from './commands/topology-apply.js';
 import { registerDown } from './commands/topology-down.js';
 import { registerMigrate } from './commands/topology-migrate.js';
 import { registerMigration } from './commands/topology-migration.js';
@@ -42,6 +43,7 @@ Documentation: README.md; the topology schema: schemas/topology.v1.json`,
   registerValidate(topology);
   registerPlan(topology);
   registerMigrate(topology);
+  registerApply(topology);
   registerMigration(topology);
   registerRollback(topology);
   registerDown(topology);

@@ -24,6 +24,8 @@ export const errorCodes = [
   'MIGRATION_CONFLICT',
   'PLAN_MISMATCH',
   'PLAN_STALE',
+  /** A file given as a saved plan is not one (not JSON, a plan rendering, an unknown format version). */
+  'PLAN_INVALID',
   'VERB_REFUSED',
   /** The process driving a migration (or the router) does not answer. */
   'RUNNER_UNREACHABLE',

@@ -31,6 +31,7 @@ export const engineProblems: Record<ErrorCode, StatusAndTitle> = {
   MIGRATION_CONFLICT: { httpStatus: 409, title: 'A migration is in flight for this environment' },
   PLAN_MISMATCH: { httpStatus: 409, title: 'The plan differs from the one reviewed' },
   PLAN_STALE: { httpStatus: 409, title: 'The plan is stale' },
+  PLAN_INVALID: { httpStatus: 422, title: 'Not a saved plan' },
   VERB_REFUSED: { httpStatus: 409, title: 'The migration cannot do that now' },
   RUNNER_UNREACHABLE: { httpStatus: 503, title: 'The process driving the migration does not answer' },
   CANCELLED: { httpStatus: 409, title: 'Cancelled' },

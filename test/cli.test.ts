@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { simpleGit } from 'simple-git';
@@ -141,23 +141,19 @@ describe('cutover topology plan', () => {
       stage: 'provision_green',
       type: 'provision',
     });
-    const out = path.join(dir, 'plan.md');
-    const written = await runCli([
-      'topology',
-      'plan',
-      '-f',
-      after,
-      '--against',
-      before,
-      '--format',
-      'markdown',
-      '--out',
-      out,
-    ]);
+    // --out saves a plan against the live layout (for `apply`): a plan against a file is for review.
+    const out = path.join(dir, 'plan.json');
+    const refused = await runCli(['topology', 'plan', '-f', after, '--against', before, '--out', out]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /^cutover: --out .*plan\.json: a saved plan is planned against the live layout/,
+    );
+    expect(existsSync(out)).toBe(false);
+    const written = await runCli(['topology', 'plan', '-f', after, '--format', 'markdown', '--out', out]);
     expect(written.code).toBe(0);
-    expect(written.stdout).toBe('');
-    expect(written.stderr).toContain(`Plan written to ${out}.`);
-    expect(readFileSync(out, 'utf8')).toMatch(/^### cutover plan for `shop`/);
+    expect(written.stdout).toMatch(/^### cutover plan for `shop`/);
+    expect(written.stderr).toContain(`Saved to ${out}.`);
+    expect(JSON.parse(readFileSync(out, 'utf8'))).toMatchObject({ kind: 'cutover/SavedPlan', baseSerial: 0 });
     expect(readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
   });
 

@@ -1,6 +1,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { emptyLayout } from '../core/layout.js';
 import { buildPlan } from '../core/plan/build-plan.js';
+import type { PlannedAgainst } from '../core/plan/saved-plan.js';
 import type { Plan } from '../core/plan/types.js';
 import { renderPlanJson } from '../views/render-plan-json.js';
 import { markdownLimitChars, renderPlanMarkdown } from '../views/render-plan-markdown.js';
@@ -32,9 +34,18 @@ function mixedPlan(): Plan {
   return buildPlan(layoutOf(before, 7), load(after));
 }
 
+/** What mixedPlan was planned against, as a saved plan records it. */
+const livePlannedAgainst: PlannedAgainst = {
+  kind: 'live',
+  environment: 'shop',
+  serial: 7,
+  migrationId: 'mig_01kbx4r8v2m3n4p5q6r7s8t9v0',
+  recordedAt: '2026-11-24T10:15:00.000Z',
+};
+
 describe('rendering plans', () => {
   it('renders text like terraform plan', () => {
-    golden('mixed.plan.txt', renderPlanText(mixedPlan(), { style: plainStyle }));
+    golden('mixed.plan.txt', renderPlanText(mixedPlan(), { style: plainStyle, against: livePlannedAgainst }));
   });
 
   it('renders JSON matching the contract', () => {
@@ -51,7 +62,28 @@ describe('rendering plans', () => {
   });
 
   it('renders markdown for a pull request comment', () => {
-    golden('mixed.plan.md', renderPlanMarkdown(mixedPlan()));
+    golden('mixed.plan.md', renderPlanMarkdown(mixedPlan(), { against: livePlannedAgainst }));
+  });
+
+  it('says in words what a plan was planned against, never a bare "base serial 0"', () => {
+    const header = (plan: Plan, against?: PlannedAgainst) => [
+      renderPlanMarkdown(plan, against ? { against } : {}),
+      renderPlanText(plan, { style: plainStyle, ...(against ? { against } : {}) }),
+    ];
+    for (const out of header(mixedPlan(), livePlannedAgainst)) {
+      expect(out).toContain(
+        'against the live layout of shop, serial 7, recorded by mig_01kbx4r8v2m3n4p5q6r7s8t9v0 on 2026-11-24',
+      );
+    }
+    const first = buildPlan(emptyLayout('shop'), load(shopDoc()));
+    for (const out of header(first)) {
+      expect(out).toContain('against an empty environment (nothing migrated yet)');
+      expect(out).not.toMatch(/base serial 0/);
+    }
+    for (const out of header(first, { kind: 'topology', source: 'topology.yaml@origin/main' })) {
+      expect(out).toContain('against topology.yaml@origin/main');
+      expect(out).not.toMatch(/base serial/);
+    }
   });
 
   it('shows the commit mode and the bake time in every format, without changing the plan id', () => {

@@ -41,7 +41,8 @@ export function renderMigration(summary: MigrationSummary, state: MigrationState
     `${style.bold(summary.id)}  environment ${summary.environment}`,
     `  status:    ${summary.status}`,
     `  plan:      ${summary.planId}`,
-    `  started:   ${time(summary.startedAt)} UTC`,
+    `  started:   ${time(summary.startedAt)} UTC${summary.startedBy === null ? '' : ` by ${summary.startedBy}`}`,
+    `  commit:    ${summary.commit ?? 'unknown'}`,
   ];
   if (summary.committedAt !== null) lines.push(`  committed: ${time(summary.committedAt)} UTC`);
   if (summary.endedAt !== null) lines.push(`  ended:     ${time(summary.endedAt)} UTC`);

@@ -1,3 +1,4 @@
+import { describePlannedAgainst, type PlannedAgainst } from '../core/plan/saved-plan.js';
 import { isEmptyPlan, type Plan, type ResourceChange } from '../core/plan/types.js';
 import { changeSymbol, changeVerb, countsLine, formatChangeValue, formatValue } from './symbols.js';
 
@@ -10,7 +11,10 @@ const noteReserveChars = 400;
  * section per component and route, then every action in order. Past the size limit, sections are
  * left out whole and a note says how many and where to see them.
  */
-export function renderPlanMarkdown(plan: Plan, limitChars = markdownLimitChars): string {
+export function renderPlanMarkdown(
+  plan: Plan,
+  { against, limitChars = markdownLimitChars }: { against?: PlannedAgainst; limitChars?: number } = {},
+): string {
   const header = [
     `### cutover plan for \`${code(plan.environment)}\``,
     '',
@@ -20,7 +24,8 @@ export function renderPlanMarkdown(plan: Plan, limitChars = markdownLimitChars):
     '',
     `Strategy: commit **${plan.strategy.commit}**, bake **${cell(plan.strategy.bake)}**.`,
     '',
-    `<sub>base serial ${plan.baseSerial} · plan id <code>${cell(plan.planId)}</code></sub>`,
+    // In words, never a bare "base serial 0", which reads as "planned against an empty environment".
+    `<sub>Planned ${cell(describePlannedAgainst(plan, against))} · plan id <code>${cell(plan.planId)}</code></sub>`,
     '',
     '',
   ].join('\n');

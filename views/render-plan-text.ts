@@ -1,3 +1,4 @@
+import { describePlannedAgainst, type PlannedAgainst } from '../core/plan/saved-plan.js';
 import { isEmptyPlan, type Plan } from '../core/plan/types.js';
 import { sensitiveText } from '../core/topology/secret-refs.js';
 import type { Style } from './style.js';
@@ -12,15 +13,15 @@ import {
 
 export interface TextOptions {
   style: Style;
+  /** What it was planned against, for the header; without it, said from the plan's serial. */
+  against?: PlannedAgainst;
 }
 
 /** Like `terraform plan`: what changes per component and route, the actions in order, the counts. */
-export function renderPlanText(plan: Plan, { style }: TextOptions): string {
+export function renderPlanText(plan: Plan, { style, against }: TextOptions): string {
   const lines: string[] = [];
-  lines.push(
-    style.bold(`cutover plan for environment "${plan.environment}"`) +
-      style.dim(` (base serial ${plan.baseSerial})`),
-  );
+  lines.push(style.bold(`cutover plan for environment "${plan.environment}"`));
+  lines.push(style.dim(`Planned ${describePlannedAgainst(plan, against)}.`));
   lines.push('');
   if (isEmptyPlan(plan)) {
     lines.push(`${style.green('No changes.')} The topology matches the current layout.`);

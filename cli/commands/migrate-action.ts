@@ -2,6 +2,7 @@ import { createLogUpdate } from 'log-update';
 import { environmentFault } from '../../core/errors.js';
 import type { MigrationSummary } from '../../core/migration/summary.js';
 import type { LogLine } from '../../core/migration/types.js';
+import type { PlannedAgainst } from '../../core/plan/saved-plan.js';
 import type { Plan } from '../../core/plan/types.js';
 import { isEmptyPlan } from '../../core/plan/types.js';
 import { baseDirOf, readTopology } from '../../engine/api.js';
@@ -20,6 +21,8 @@ export interface MigrateOptions extends ServerOption {
   planId?: string;
   json?: boolean;
   replace?: string[];
+  /** The Git commit the topology comes from, recorded with the migration (audit). */
+  commit?: string;
 }
 
 /** How many log lines the live view keeps under the migration's state. */
@@ -42,6 +45,7 @@ async function migrate(options: MigrateOptions, service: MigrationService): Prom
     ...desired,
     baseDir: baseDirOf(options.file),
     ...(replace.length > 0 ? { replace } : {}),
+    ...(options.commit === undefined ? {} : { commit: options.commit }),
   };
   await migrateTo(
     service,
@@ -57,6 +61,8 @@ async function migrate(options: MigrateOptions, service: MigrationService): Prom
 export interface MigrationToRun {
   /** Its plan, against the recorded layout. */
   plan(): Promise<Plan>;
+  /** What that plan is against, for its header (default: said from its serial). */
+  against?: PlannedAgainst;
   /** Starts it, refusing unless its plan is still `planId`. */
   start(pin: { planId: string; attach: boolean }): Promise<StartResult>;
 }
@@ -74,16 +80,18 @@ export async function migrateTo(
 ): Promise<void> {
   const style = styleFor(process.stderr);
   const plan = await run.plan();
-  if (!options.json) process.stderr.write(renderPlanText(plan, { style }));
+  const attach = options.detach !== true;
+  if (options.planId !== undefined && options.planId !== plan.planId) {
+    // Refused with the reason (the plan is stale, or differs) before anything is shown or asked,
+    // even when there is nothing to do now: the pinned plan is not what would run.
+    await run.start({ attach, planId: options.planId });
+  }
+  if (!options.json)
+    process.stderr.write(renderPlanText(plan, { style, ...(run.against ? { against: run.against } : {}) }));
   if (isEmptyPlan(plan)) {
     if (options.json) printJson({ summary: null, planId: plan.planId });
     process.exitCode = 0;
     return;
-  }
-  const attach = options.detach !== true;
-  if (options.planId !== undefined && options.planId !== plan.planId) {
-    // Refused with the reason (the plan is stale, or differs) before anything is asked.
-    await run.start({ attach, planId: options.planId });
   }
   if (!(await confirmed(options, question(plan.environment)))) return;
   // Pin the plan that was shown: if the layout moved meanwhile, this refuses rather than surprises.

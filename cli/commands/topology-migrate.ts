@@ -14,6 +14,7 @@ export function registerMigrate(topology: Command): void {
       'refuse to run unless the plan is exactly this reviewed one (see `plan --json`)',
     )
     .option('--json', 'print the final state as JSON instead of the live view')
+    .option('--commit <sha>', 'the Git commit the topology comes from, recorded with the migration (audit)')
     .option(
       '--replace <component>',
       'replace this component green-blue even if nothing changed, like terraform apply -replace (repeatable)',

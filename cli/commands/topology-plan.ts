@@ -1,11 +1,12 @@
 import { type Command, Option } from 'commander';
 import { CutoverError } from '../../core/errors.js';
+import { type PlannedAgainst, savedPlanOf } from '../../core/plan/saved-plan.js';
 import { isEmptyPlan } from '../../core/plan/types.js';
 import type { PlanBase } from '../../engine/api.js';
 import { renderPlanJson } from '../../views/render-plan-json.js';
 import { renderPlanMarkdown } from '../../views/render-plan-markdown.js';
 import { renderPlanText } from '../../views/render-plan-text.js';
-import { plainStyle, styleFor } from '../../views/style.js';
+import { styleFor } from '../../views/style.js';
 import { countsLine } from '../../views/symbols.js';
 import { addServerOption, type ServerOption, withService } from '../service.js';
 import { writeOutput } from '../write-output.js';
@@ -20,6 +21,7 @@ interface PlanOptions extends ServerOption {
   json?: boolean;
   detailedExitcode?: boolean;
   out?: string;
+  commit?: string;
   refresh: 'true' | 'false';
   replace: string[];
 }
@@ -54,12 +56,24 @@ export function registerPlan(topology: Command): void {
       collectNames,
       [],
     )
-    .option('--out <file>', 'write the plan to a file instead of standard output')
+    .option(
+      '--out <file>',
+      'save the plan (JSON, against the live layout) for `cutover topology apply FILE`; the rendering still goes to standard output',
+    )
+    .option(
+      '--commit <sha>',
+      "with --out: the Git commit the topology comes from (default: the file's HEAD when it is clean there)",
+    )
     .addHelpText(
       'after',
       `
 Without --against or --against-ref the plan is computed against the layout recorded in the state
-directory (.cutover/ beside the file, or CUTOVER_STATE_DIR): empty before the first migration.
+directory (.cutover/ beside the file, or CUTOVER_STATE_DIR), or a server's (--server): empty before
+the first migration. --out FILE saves that plan, like terraform plan -out: the plan, the topology's
+text, its digest, the serial and migration it was planned against, and the commit (--commit, else
+the file's Git HEAD when the file is clean there). \`cutover topology apply FILE\` applies exactly it,
+or refuses when the live layout moved since (plan again). --out needs the live layout: not with
+--against or --against-ref, which plan for review only.
 It first observes what runs (replicas alive and answering, routes served, nginx files as written):
 what differs from the record is drift, shown under "Changed outside of cutover", and the plan
 repairs it. --refresh=false plans from the record alone.
@@ -70,12 +84,30 @@ Examples:
   $ cutover topology plan -f topology.yaml
   $ cutover topology plan -f topology.yaml --detailed-exitcode   # 2: something to change or repair
   $ cutover topology plan -f topology.yaml --refresh=false --replace api
-  $ cutover topology plan --against-ref origin/main --format markdown --out plan.md
+  $ cutover topology plan -f topology.yaml --out plan.json --format markdown > plan.md
+  $ cutover topology apply plan.json --yes                       # exactly that plan, or refused
+  $ cutover topology plan --against-ref origin/main --format markdown > review.md
   $ cutover topology plan -f after.yaml --against before.yaml --json | jq .summary`,
     )
     .action(async (options: PlanOptions) => {
       if (options.against !== undefined && options.againstRef !== undefined) {
         throw new CutoverError('USAGE', '--against and --against-ref cannot be used together');
+      }
+      if (options.out === '-') {
+        throw new CutoverError(
+          'USAGE',
+          '--out - : a saved plan goes to a file (the rendering goes to standard output)',
+        );
+      }
+      const toFile = options.out !== undefined;
+      if (toFile && (options.against !== undefined || options.againstRef !== undefined)) {
+        throw new CutoverError(
+          'USAGE',
+          `--out ${options.out}: a saved plan is planned against the live layout, so that apply can check it; --against and --against-ref plan for review only (print them with --format)`,
+        );
+      }
+      if (options.commit !== undefined && !toFile) {
+        throw new CutoverError('USAGE', '--commit names the commit of a saved plan: give --out FILE too');
       }
       const against: PlanBase =
         options.against !== undefined
@@ -84,30 +116,46 @@ Examples:
             ? { kind: 'git-ref', ref: options.againstRef }
             : { kind: 'recorded' };
       // Loaded when a plan is made, not when the CLI starts (see topology-validate.ts).
-      const { readPlanBase, readTopology } = await import('../../engine/api.js');
+      const { commitOfFile, readPlanBase, readTopology } = await import('../../engine/api.js');
       const desired = await readTopology(options.file);
       const base = await readPlanBase(options.file, against);
       const planOptions = { refresh: options.refresh !== 'false', replace: options.replace };
-      const plan = await withService(options, (service) => service.plan(desired, base, planOptions));
+      const { plan, plannedAgainst } = await withService(options, async (service) => {
+        if (base.kind === 'recorded') {
+          const live = await service.planLive(desired, planOptions);
+          return { plan: live.plan, plannedAgainst: live.against as PlannedAgainst };
+        }
+        const described: PlannedAgainst =
+          base.kind === 'text' ? { kind: 'topology', source: base.source.file } : { kind: 'empty' };
+        return { plan: await service.plan(desired, base, planOptions), plannedAgainst: described };
+      });
+      if (options.out !== undefined && plannedAgainst.kind === 'live') {
+        const saved = savedPlanOf({
+          plan,
+          plannedAgainst,
+          topology: desired,
+          commit: options.commit ?? (await commitOfFile(options.file)),
+          createdAt: new Date().toISOString(),
+        });
+        await writeOutput(`${JSON.stringify(saved, null, 2)}\n`, options.out);
+        process.stderr.write(
+          `Saved to ${options.out}. ${countsLine(plan.summary, plan.actions.length)} Apply exactly it with: cutover topology apply ${options.out}\n`,
+        );
+      }
       const format: Format = options.json ? 'json' : options.format;
-      const toFile = options.out !== undefined && options.out !== '-';
       let text: string;
       switch (format) {
         case 'json':
           text = renderPlanJson(plan);
           break;
         case 'markdown':
-          text = renderPlanMarkdown(plan);
+          text = renderPlanMarkdown(plan, { against: plannedAgainst });
           break;
         case 'text':
-          text = renderPlanText(plan, { style: toFile ? plainStyle : styleFor(process.stdout) });
+          text = renderPlanText(plan, { style: styleFor(process.stdout), against: plannedAgainst });
           break;
       }
-      await writeOutput(text, options.out);
-      if (toFile)
-        process.stderr.write(
-          `Plan written to ${options.out}. ${countsLine(plan.summary, plan.actions.length)}\n`,
-        );
+      await writeOutput(text, undefined);
       process.exitCode = options.detailedExitcode && !isEmptyPlan(plan) ? 2 : 0;
     });
 }

@@ -8,6 +8,10 @@ export interface MigrationSummary {
   /** running, paused…; with the stage or the reason. */
   status: string;
   planId: string;
+  /** Who started it: a server's token name, or the OS user; null when not recorded (older migrations). */
+  startedBy: string | null;
+  /** The Git commit its topology came from; null when unknown. */
+  commit: string | null;
   actionsDone: number;
   actionsTotal: number;
   startedAt: number;
@@ -53,6 +57,8 @@ export function summaryOf(state: MigrationState, runner: RunnerSeen = { state: '
     lifecycle: state.lifecycle,
     status: describeLifecycle(state) + (dead ? deadRunnerNote(dead.pid, dead.resumeWith) : ''),
     planId: state.spec.plan.planId,
+    startedBy: state.spec.startedBy ?? null,
+    commit: state.spec.commit ?? null,
     actionsDone: Math.min(state.cursor, state.spec.plan.actions.length),
     actionsTotal: state.spec.plan.actions.length,
     startedAt: state.startedAt,

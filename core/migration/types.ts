@@ -41,6 +41,10 @@ export interface MigrationSpec {
   /** Directory of the topology file: relative paths in it resolve against this. */
   baseDir: string;
   createdAt: number;
+  /** Who started it (audit): a server's token name, or the OS user. Absent in older journals. */
+  startedBy?: string;
+  /** The Git commit its topology came from (audit): a saved plan's, or `migrate --commit`; null when unknown. */
+  commit?: string | null;
 }
 
 /** A command for the edge: a driver call or a wait. Serialisable; results come back as events. */

@@ -9,6 +9,7 @@ import type { EnvironmentStatus, EnvironmentSummary } from '../../core/environme
 import { CutoverError, TopologyInvalidError } from '../../core/errors.js';
 import { type MigrationSummary, withResumeCommand } from '../../core/migration/summary.js';
 import { isFinal, type LogLine } from '../../core/migration/types.js';
+import type { SavedPlan } from '../../core/plan/saved-plan.js';
 import type { Plan } from '../../core/plan/types.js';
 import { Remote, StreamLostError } from './http-client.js';
 import { formatRollbackTarget } from './rollback-source.js';
@@ -107,6 +108,14 @@ export function httpService(url: string, token: string | undefined): MigrationSe
       }
       return (await remote.json<Plan>('POST', '/v1/plan', body)).body;
     },
+    // The server answers what a saved plan needs: the plan and the layout it was planned against.
+    async planLive(desired, options = {}) {
+      if (options.refresh === false) throw notHere('planning without observing (--refresh=false)');
+      if (options.replace !== undefined && options.replace.length > 0) throw notHere('--replace');
+      const body = { topology: desired.text, path: desired.file, saved: true };
+      const saved = (await remote.json<SavedPlan>('POST', '/v1/plan', body)).body;
+      return { plan: saved.plan, against: saved.plannedAgainst };
+    },
     currentLayout: async () => {
       throw notHere('reading the recorded layout');
     },
@@ -136,6 +145,9 @@ export function httpService(url: string, token: string | undefined): MigrationSe
         topology: request.text,
         path: request.file,
         ...(request.planId === undefined ? {} : { planId: request.planId }),
+        ...(request.baseSerial === undefined ? {} : { baseSerial: request.baseSerial }),
+        // Who starts it is the server's to say (the token's name), never the client's.
+        ...(request.commit === undefined ? {} : { commit: request.commit }),
       });
     },
     attach: async (id, onLine) => followElsewhere(service, id, runs, onLine),

@@ -16,6 +16,7 @@ import {
   spawnRunner,
   summarize,
 } from './migrations.js';
+import { planAgainstLive } from './plan-live.js';
 import { rollbackOperations } from './rollback-source.js';
 import type { MigrationService } from './service-types.js';
 
@@ -41,6 +42,7 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
         return planTopologyText(desired, { kind: 'recorded', stateDir }, options);
       return planTopologyText(desired, against, options);
     },
+    planLive: (desired, options) => planAgainstLive(service, desired, options),
     currentLayout: (environment) => readCurrentLayout(stateDir, environment),
     layoutAt: (environment, serial) => readLayoutAt(stateDir, environment, serial),
     observe: async (environment) => (await api()).observeEnvironment(stateDir, environment),
@@ -51,6 +53,9 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
         baseDir: request.baseDir,
         stateDir,
         ...(request.planId === undefined ? {} : { planId: request.planId }),
+        ...(request.baseSerial === undefined ? {} : { baseSerial: request.baseSerial }),
+        ...(request.startedBy === undefined ? {} : { startedBy: request.startedBy }),
+        ...(request.commit === undefined ? {} : { commit: request.commit }),
         ...(request.replace === undefined ? {} : { replace: request.replace }),
       });
       if (!created.created) return { created: false, planId: created.plan.planId };

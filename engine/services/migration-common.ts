@@ -54,6 +54,8 @@ export async function pinError(
   desired: MigrationSpec['desired'],
   current?: CurrentLayout,
   inputs: PlanInputs = {},
+  /** The pinned id is a saved plan's, whose topology is the one re-planned (not only its id). */
+  saved = false,
 ): Promise<CutoverError> {
   const { buildPlan } = await import('../../core/plan/build-plan.js');
   // What the plan knew besides the layouts (requested replacements, secrets' digests), not what it observed.
@@ -81,14 +83,50 @@ export async function pinError(
       `plan ${shortPlanId(pinned)} did not see what runs now (${now}): it was planned from the record alone or before this changed; plan again and review the new plan (${shortPlanId(plan.planId)})`,
     );
   }
-  const what = inputs.observed ? 'the topology file, or what runs (drift),' : 'the topology file';
+  if (saved) {
+    return new CutoverError(
+      'PLAN_MISMATCH',
+      `re-planning the saved plan's topology against the live layout (serial ${plan.baseSerial}, the one it was planned against) gives ${shortPlanId(plan.planId)}, not the saved ${shortPlanId(pinned)}: something besides the layout changed since it was planned (what runs, or a secret's value); plan again and review`,
+    );
+  }
+  // Not this topology's plan against the live layout, nor against a kept earlier one, nor before
+  // the drift now seen: an id of something else (another branch's file, another topology, a typo).
+  const older =
+    gone === 0 ? '' : ` (layouts before serial ${gone + 1} are no longer kept, see CUTOVER_KEEP_LAYOUTS)`;
   return new CutoverError(
     'PLAN_MISMATCH',
-    `the plan of this topology is ${shortPlanId(plan.planId)}, not the reviewed ${shortPlanId(pinned)}: ${what} changed since it was planned${gone === 0 ? '' : `, or it was planned against a layout before serial ${gone + 1}, which is no longer kept (see CUTOVER_KEEP_LAYOUTS)`}; plan again and review`,
+    `plan id ${shortPlanId(pinned)} is not a plan of this topology against the live layout (serial ${plan.baseSerial}) or a recent one${older}: it may have been computed against another branch's file (--against-ref) or another topology; plan again against the live layout (it gives ${shortPlanId(plan.planId)}) and review`,
   );
 }
 
 /** A plan id as messages show it: enough to tell it apart. */
 export function shortPlanId(planId: string): string {
   return planId.slice(0, 'sha256:'.length + 12);
+}
+
+/**
+ * A saved plan is applied only against the live layout it was planned against: refused as stale
+ * when the environment's serial moved, naming both serials and the migration that moved it.
+ */
+export function refuseMovedLayout(
+  pinned: string,
+  plannedSerial: number | undefined,
+  current: CurrentLayout,
+): void {
+  if (plannedSerial === undefined || plannedSerial === current.serial) return;
+  const by = current.migrationId === undefined ? '' : ` by ${current.migrationId}`;
+  const on = current.committedAt === undefined ? '' : ` on ${current.committedAt}`;
+  const recorded = by === '' && on === '' ? '' : ` (recorded${by}${on})`;
+  throw new CutoverError(
+    'PLAN_STALE',
+    `plan ${shortPlanId(pinned)} is stale: the live layout of ${current.environment} has moved since it was planned, from serial ${plannedSerial} to serial ${current.serial}${recorded}; plan again against the live layout and review the new plan`,
+  );
+}
+
+/** Who started a migration and from which commit, as its spec records them (audit). */
+export function auditOf(
+  request: { startedBy?: string; commit?: string | null },
+  whoRunsThis: () => string,
+): { startedBy: string; commit: string | null } {
+  return { startedBy: request.startedBy ?? whoRunsThis(), commit: request.commit ?? null };
 }

@@ -76,6 +76,8 @@ function unreadableSummary(ref: MigrationRef, problem: string): MigrationSummary
     lifecycle: 'failed',
     status: 'unreadable',
     planId: '',
+    startedBy: null,
+    commit: null,
     actionsDone: 0,
     actionsTotal: 0,
     startedAt: decodeTime(ref.id.slice('mig_'.length).toUpperCase()),

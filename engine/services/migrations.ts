@@ -14,6 +14,7 @@ import type { LogLine } from '../../core/migration/types.js';
 import { isFinal, type MigrationSpec, type MigrationState, type Verb } from '../../core/migration/types.js';
 import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
 import { isEmptyPlan } from '../../core/plan/types.js';
+import { osUserName } from '../../platform/os-user.js';
 import { cutoverCliPath } from '../../platform/package-path.js';
 import { claimEnvironment, readClaim, releaseEnvironment } from '../runner/active-claim.js';
 import { sendVerbToRunner, startControlServer } from '../runner/control.js';
@@ -25,7 +26,14 @@ import { claimRunner, liveRunner, releaseRunner } from '../runner/runner-claim.j
 import { planSecrets } from '../secrets/resolve-secrets.js';
 import { keptLayouts, readCurrentLayout, readLayoutAt } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
-import { type CreateResult, checkReplace, newMigrationId, pinError } from './migration-common.js';
+import {
+  auditOf,
+  type CreateResult,
+  checkReplace,
+  newMigrationId,
+  pinError,
+  refuseMovedLayout,
+} from './migration-common.js';
 import {
   allMigrations,
   findMigration,
@@ -53,6 +61,11 @@ export interface CreateRequest {
   stateDir: StateDir;
   /** The reviewed plan's id: refuse anything else. */
   planId?: string;
+  /** The serial a saved plan was planned against: refuse as stale when the live layout moved. */
+  baseSerial?: number;
+  /** Who starts it (default: the OS user) and from which commit (audit). */
+  startedBy?: string;
+  commit?: string | null;
   /** Components to replace green-blue with no change (`migrate --replace`). */
   replace?: readonly string[];
   now?: number;
@@ -99,6 +112,7 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
   const paths = stateDir.migration(environment, id);
   try {
     const base = await readCurrentLayout(stateDir, environment);
+    if (request.planId !== undefined) refuseMovedLayout(request.planId, request.baseSerial, base);
     // Observed once the claim is held, as `plan` observes: drift is planned and repaired like a change.
     const { observeEnvironmentLayout } = await import('../api.js');
     const baseDir = request.baseDir ?? path.dirname(path.resolve(request.file));
@@ -117,6 +131,7 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
         desired,
         base,
         inputs,
+        request.baseSerial !== undefined,
       );
     }
     if (isEmptyPlan(plan)) {
@@ -131,6 +146,7 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
       base,
       baseDir,
       createdAt: request.now ?? Date.now(),
+      ...auditOf(request, osUserName),
     };
     stateDirWrite(stateDir, `creating ${id}`, () => {
       makeDir(paths.dir);

@@ -65,6 +65,7 @@ export function rollbackOperations(
           ...source.request,
           ...(request.planId === undefined ? {} : { planId: request.planId }),
           ...(request.attach === undefined ? {} : { attach: request.attach }),
+          ...(request.startedBy === undefined ? {} : { startedBy: request.startedBy }),
         });
       } catch (error) {
         if (

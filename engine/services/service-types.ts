@@ -9,6 +9,7 @@ import type { CurrentLayout } from '../../core/layout.js';
 import type { MigrationSummary } from '../../core/migration/summary.js';
 import type { Lifecycle, LogLine, MigrationState, ResolveHow, Verb } from '../../core/migration/types.js';
 import type { ObservedLayout } from '../../core/observed.js';
+import type { PlannedAgainst } from '../../core/plan/saved-plan.js';
 import type { Plan } from '../../core/plan/types.js';
 import type { Diagnostic } from '../../core/topology/diagnostic.js';
 import type { StateDir } from '../store/state-dir.js';
@@ -35,6 +36,14 @@ export interface PlanOptions {
   replace?: readonly string[];
 }
 
+export type LivePlannedAgainst = Extract<PlannedAgainst, { kind: 'live' }>;
+
+/** A plan against the live layout, and what that layout was (for a saved plan and a plan's header). */
+export interface LivePlan {
+  plan: Plan;
+  against: LivePlannedAgainst;
+}
+
 export type ValidateOutcome =
   | { ok: true; environment: string; components: number; routes: number }
   | { ok: false; diagnostics: Diagnostic[] };
@@ -43,6 +52,18 @@ export interface StartRequest extends TopologyText {
   /** Where its relative paths resolve. */
   baseDir: string;
   planId?: string;
+  /**
+   * The serial of the live layout the pinned plan was computed against (a saved plan's): refuse
+   * as stale, naming both serials and the migration that moved it, when the layout is elsewhere.
+   */
+  baseSerial?: number;
+  /** The Git commit the topology came from (audit); null or absent when unknown. */
+  commit?: string | null;
+  /**
+   * Who starts it (audit): a server's token name. Absent: the service says who (locally, the OS
+   * user); a client of a server cannot name itself, the server does.
+   */
+  startedBy?: string;
   /** Components to replace green-blue with no change (`migrate --replace`). */
   replace?: readonly string[];
   /**
@@ -114,6 +135,11 @@ export interface MigrationService {
   validate(source: TopologyText): Promise<ValidateOutcome>;
   /** Against the recorded layout, observes what runs first where it can (see PlanOptions). */
   plan(desired: TopologyText, against: PlanAgainst, options?: PlanOptions): Promise<Plan>;
+  /**
+   * A plan against the live (recorded) layout, with what that layout is: its serial, the migration
+   * that recorded it and when (for a saved plan, and a plan's header in words).
+   */
+  planLive(desired: TopologyText, options?: PlanOptions): Promise<LivePlan>;
   currentLayout(environment: string): Promise<CurrentLayout>;
   /**
    * An earlier layout of the environment by its serial, while it is kept (the last few are; see
@@ -135,7 +161,7 @@ export interface MigrationService {
   /** Starts that rollback, an ordinary migration to the recorded layout, as `start` starts one. */
   startRollback(
     environment: string,
-    request: RollbackRequest & Pick<StartRequest, 'planId' | 'attach'>,
+    request: RollbackRequest & Pick<StartRequest, 'planId' | 'attach' | 'startedBy'>,
   ): Promise<StartResult>;
   /** Follows a started migration to its end, each log line as it comes (locally, with its state). */
   attach(id: string, onLine: (line: LogLine, state?: MigrationState) => void): Promise<Attached>;

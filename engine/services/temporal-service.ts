@@ -11,6 +11,7 @@ import { summaryOf } from '../../core/migration/summary.js';
 import type { StateDir } from '../store/state-dir.js';
 import type { TemporalSettings } from '../temporal/connection.js';
 import type { TemporalMigrations } from '../temporal/temporal-migrations.js';
+import { planAgainstLive } from './plan-live.js';
 import { rollbackOperations } from './rollback-source.js';
 import { followElsewhere, type MigrationService } from './service-types.js';
 
@@ -54,6 +55,7 @@ export function temporalService(settings: TemporalSettings, stateDir?: StateDir)
         options,
       );
     },
+    planLive: (desired, options) => planAgainstLive(service, desired, options),
     currentLayout: async (environment) => (await temporal()).currentLayout(environment),
     layoutAt: async (environment, serial) => (await temporal()).layoutAt(environment, serial),
     // The slots' processes and files are on the workers' machines, not necessarily this one.

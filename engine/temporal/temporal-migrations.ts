@@ -27,9 +27,17 @@ import {
 import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
 import { buildPlan } from '../../core/plan/build-plan.js';
 import { loadTopology } from '../../core/topology/load-topology.js';
+import { osUserName } from '../../platform/os-user.js';
 import { TopologyInvalidError } from '../api.js';
 import { planSecrets } from '../secrets/resolve-secrets.js';
-import { type CreateResult, checkReplace, newMigrationId, pinError } from '../services/migration-common.js';
+import {
+  auditOf,
+  type CreateResult,
+  checkReplace,
+  newMigrationId,
+  pinError,
+  refuseMovedLayout,
+} from '../services/migration-common.js';
 import type { StateDir } from '../store/state-dir.js';
 import { type TemporalSettings, withDeadline } from './connection.js';
 import { storedSize } from './payload-codec.js';
@@ -52,6 +60,11 @@ export interface TemporalCreateRequest {
   file: string;
   baseDir: string;
   planId?: string;
+  /** The serial a saved plan was planned against: refuse as stale when the live layout moved. */
+  baseSerial?: number;
+  /** Who starts it (default: the OS user of this process) and from which commit (audit). */
+  startedBy?: string;
+  commit?: string | null;
   /** Components to replace green-blue with no change (`migrate --replace`). */
   replace?: readonly string[];
   now?: number;
@@ -139,6 +152,7 @@ export class TemporalMigrations {
     checkReplace(desired, request.replace, request.file);
     const environment = desired.metadata.name;
     const base = await this.currentLayout(environment);
+    if (request.planId !== undefined) refuseMovedLayout(request.planId, request.baseSerial, base);
     // From the record alone: the slots are on the workers' machines, not observed from here.
     const secrets = request.secretsFrom
       ? await planSecrets(desired, request.secretsFrom, request.baseDir)
@@ -160,6 +174,7 @@ export class TemporalMigrations {
         desired,
         base,
         inputs,
+        request.baseSerial !== undefined,
       );
     }
     if (plan.actions.length === 0 && plan.settings.length === 0) return { created: false, plan };
@@ -171,6 +186,7 @@ export class TemporalMigrations {
       base,
       baseDir: request.baseDir,
       createdAt: request.now ?? Date.now(),
+      ...auditOf(request, osUserName),
     };
     await refuseOversizedSpec(spec);
     await this.temporal.call('to start the environment workflow', () =>

@@ -3,6 +3,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { parseSavedPlan, savedPlanOf } from '../../core/plan/saved-plan.js';
 import { planTopologyText, TopologyInvalidError, validateTopologyText } from '../../engine/api.js';
 import { summaryJson } from '../../views/migration-json.js';
 import { renderPlanJson } from '../../views/render-plan-json.js';
@@ -19,9 +20,16 @@ interface ValidateBody {
 interface PlanBody extends ValidateBody {
   against?: unknown;
   againstPath?: string;
+  saved?: boolean;
+  commit?: string | null;
 }
-interface ApplyBody extends ValidateBody {
+interface ApplyBody {
+  topology?: unknown;
+  path?: string;
   planId?: string;
+  plan?: unknown;
+  baseSerial?: number;
+  commit?: string | null;
 }
 
 export function registerOperationRoutes(app: FastifyInstance, context: RouteContext): void {
@@ -58,14 +66,31 @@ export function registerOperationRoutes(app: FastifyInstance, context: RouteCont
     routeSchema('viewer', {
       summary: 'Plan a topology: the ordered actions a migration to it would take, and why',
       description:
-        "The plan JSON exactly as `cutover topology plan --format json` prints it. Against the layout recorded in the server's state directory, or against another topology given as `against`.",
+        "The plan JSON exactly as `cutover topology plan --format json` prints it. Against the layout recorded in the server's state directory, or against another topology given as `against`. With `saved: true`, a saved plan (SavedPlan) that POST /v1/apply (and `cutover topology apply`) applies exactly.",
       tags: ['topologies'],
       body: ref('PlanRequest'),
-      response: { 200: ref('Plan') },
+      response: { 200: { anyOf: [ref('Plan'), ref('SavedPlan')] } },
     }),
     async (request, reply) => {
       const body = request.body;
       const input = topologyInput(body.topology, body.path, workdir, 'topology');
+      if (body.saved === true) {
+        if (body.against !== undefined) {
+          throw new HttpProblem(
+            'BAD_REQUEST',
+            'saved: a saved plan is planned against the live layout, not `against`',
+          );
+        }
+        const live = await withTopology(input, () => context.service.planLive(input.source));
+        const saved = savedPlanOf({
+          plan: live.plan,
+          plannedAgainst: live.against,
+          topology: input.source,
+          commit: body.commit ?? null,
+          createdAt: new Date().toISOString(),
+        });
+        return reply.type('application/json; charset=utf-8').send(`${JSON.stringify(saved, null, 2)}\n`);
+      }
       const plan = await withTopology(input, async () => {
         // Through the service: it knows the state directory whose key hashes secrets for the plan.
         if (body.against === undefined) return context.service.plan(input.source, { kind: 'recorded' });
@@ -84,7 +109,7 @@ export function registerOperationRoutes(app: FastifyInstance, context: RouteCont
     routeSchema('operator', {
       summary: 'Start a migration to a topology',
       description:
-        'Plans against the recorded layout and starts the migration in a background process: 202 with the migration and its Location. 200 with `summary: null` when there is nothing to change. 409 MIGRATION_CONFLICT when a migration is in flight for the environment (naming it), PLAN_STALE or PLAN_MISMATCH when `planId` is not what the topology plans to now. Send an `Idempotency-Key` header to make retries safe.',
+        "Plans against the recorded layout and starts the migration in a background process: 202 with the migration and its Location. 200 with `summary: null` when there is nothing to change. 409 MIGRATION_CONFLICT when a migration is in flight for the environment (naming it), PLAN_STALE or PLAN_MISMATCH when `planId` is not what the topology plans to now. With `plan` (a saved plan) instead of `topology`, applies exactly it: 409 PLAN_STALE when the live layout moved since it was planned, 409 PLAN_MISMATCH when re-planning gives another plan, 422 PLAN_INVALID when it is not a saved plan. The migration records who started it (the token's name) and the commit. Send an `Idempotency-Key` header to make retries safe.",
       tags: ['migrations'],
       headers: idempotencyHeader,
       body: ref('ApplyRequest'),
@@ -95,16 +120,7 @@ export function registerOperationRoutes(app: FastifyInstance, context: RouteCont
     }),
     async (request, reply) =>
       idempotent(context, request, reply, async (): Promise<StoredResponse> => {
-        const body = request.body;
-        const input = topologyInput(body.topology, body.path, workdir, 'topology');
-        const started = await withTopology(input, () =>
-          context.service.start({
-            file: input.source.file,
-            text: input.source.text,
-            baseDir: input.baseDir,
-            ...(body.planId === undefined ? {} : { planId: body.planId }),
-          }),
-        );
+        const started = await startApply(context, request.body, request.principal?.name);
         if (!started.created) {
           return { status: 200, headers: {}, body: { summary: null, planId: started.planId } };
         }
@@ -139,6 +155,49 @@ export function registerOperationRoutes(app: FastifyInstance, context: RouteCont
           body: { summary: summaryJson(outcome.summary), recovered: outcome.recovered },
         };
       }),
+  );
+}
+
+/**
+ * POST /v1/apply: a topology (pinned to a reviewed planId, optionally), or a saved plan, applied
+ * exactly: its topology, its plan id and the serial it was planned against. Who starts it is the
+ * token's name, never the client's say.
+ */
+async function startApply(context: RouteContext, body: ApplyBody, principal: string | undefined) {
+  const { workdir } = context.options;
+  const startedBy = principal === undefined ? {} : { startedBy: principal };
+  if (body.plan !== undefined) {
+    if (body.topology !== undefined || body.planId !== undefined || body.baseSerial !== undefined) {
+      throw new HttpProblem(
+        'BAD_REQUEST',
+        '`plan` (a saved plan) carries its own topology, planId and baseSerial: send it alone',
+      );
+    }
+    const saved = parseSavedPlan(JSON.stringify(body.plan), "the request's plan");
+    const input = topologyInput(saved.topology.text, saved.topology.file, workdir, 'plan.topology');
+    return withTopology(input, () =>
+      context.service.start({
+        file: input.source.file,
+        text: input.source.text,
+        baseDir: input.baseDir,
+        planId: saved.plan.planId,
+        baseSerial: saved.baseSerial,
+        commit: saved.commit,
+        ...startedBy,
+      }),
+    );
+  }
+  const input = topologyInput(body.topology, body.path, workdir, 'topology');
+  return withTopology(input, () =>
+    context.service.start({
+      file: input.source.file,
+      text: input.source.text,
+      baseDir: input.baseDir,
+      ...(body.planId === undefined ? {} : { planId: body.planId }),
+      ...(body.baseSerial === undefined ? {} : { baseSerial: body.baseSerial }),
+      ...(body.commit === undefined ? {} : { commit: body.commit }),
+      ...startedBy,
+    }),
   );
 }
 

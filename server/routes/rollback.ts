@@ -42,6 +42,7 @@ export function registerRollbackRoute(app: FastifyInstance, context: RouteContex
         const started = await context.service.startRollback(environment, {
           ...rollback,
           ...(planId === undefined ? {} : { planId }),
+          ...(request.principal ? { startedBy: request.principal.name } : {}),
         });
         if (!started.created) {
           return { status: 200, headers: {}, body: { summary: null, planId: started.planId } };

@@ -51,7 +51,8 @@ describe('cutover topology rollback in Temporal mode', () => {
     expect(await served()).toBe('1.0.0');
     // The file still says 2.0.0: planned against serial 3, which runs 1.0.0 again.
     const plan = await cli(['topology', 'plan']);
-    expect(plan.stdout).toContain('(base serial 3)');
+    expect(plan.stdout).toContain('against the live layout of ');
+    expect(plan.stdout).toContain(', serial 3');
     expect(plan.stdout).toContain('version 1.0.0 → 2.0.0');
 
     const none = await cli(['topology', 'rollback', '--to', 'serial:7', '--yes']);

@@ -1,0 +1,162 @@
+/**
+ * A saved plan (`cutover topology plan --out plan.json`, like Terraform's `-out`): a plan computed
+ * against the live layout, with everything `cutover topology apply` needs to apply exactly it and
+ * nothing else: the desired topology's text (so apply needs no checkout), what it was planned
+ * against, and the commit it came from. Pure: reading and writing the file happen elsewhere.
+ * Its JSON Schema is schemas/saved-plan.v1.json.
+ */
+import { CutoverError } from '../errors.js';
+import type { Topology } from '../topology/types.js';
+import { sha256Digest } from './canonical-json.js';
+import type { Plan } from './types.js';
+
+export const savedPlanKind = 'cutover/SavedPlan';
+export const savedPlanFormatVersion = '1';
+
+/**
+ * What a plan was computed against, for the words of its header and for apply's staleness check.
+ * `live`: the layout recorded for the environment (serial 0: nothing migrated yet); `topology`:
+ * another topology (`--against FILE`, `--against-ref REF`: "topology.yaml@origin/main").
+ */
+export type PlannedAgainst =
+  | {
+      kind: 'live';
+      environment: string;
+      serial: number;
+      /** The migration that recorded that layout; null for serial 0 or a layout recorded without one. */
+      migrationId: string | null;
+      /** When it was recorded (ISO 8601); null when unknown. */
+      recordedAt: string | null;
+    }
+  | { kind: 'topology'; source: string }
+  | { kind: 'empty' };
+
+export interface SavedPlan {
+  kind: typeof savedPlanKind;
+  formatVersion: typeof savedPlanFormatVersion;
+  /** When it was saved (ISO 8601). */
+  createdAt: string;
+  /** The plan, exactly as `plan --format json` prints it; apply refuses anything else. */
+  plan: Plan;
+  /** The desired topology's text and the path it was read from (its relative paths resolve beside it). */
+  topology: { file: string; text: string };
+  /** The digest of the normalised desired topology (the plan's `desiredDigest`). */
+  digest: string;
+  /** The serial of the live layout it was planned against (the plan's `baseSerial`). */
+  baseSerial: number;
+  plannedAgainst: Extract<PlannedAgainst, { kind: 'live' }>;
+  /** The Git commit the topology came from (`--commit`, or the file's clean HEAD); null when unknown. */
+  commit: string | null;
+}
+
+/** The digest of a normalised topology model: equal models, equal digests (the plan's desiredDigest). */
+export function topologyDigest(model: Topology): string {
+  // The model's keys are in canonical order by construction (normalize.ts), so plain JSON is canonical.
+  return sha256Digest(JSON.stringify(model));
+}
+
+export function savedPlanOf(parts: {
+  plan: Plan;
+  plannedAgainst: Extract<PlannedAgainst, { kind: 'live' }>;
+  topology: { file: string; text: string };
+  commit: string | null;
+  createdAt: string;
+}): SavedPlan {
+  return {
+    kind: savedPlanKind,
+    formatVersion: savedPlanFormatVersion,
+    createdAt: parts.createdAt,
+    plan: parts.plan,
+    topology: parts.topology,
+    digest: parts.plan.desiredDigest,
+    baseSerial: parts.plan.baseSerial,
+    plannedAgainst: parts.plannedAgainst,
+    commit: parts.commit,
+  };
+}
+
+/**
+ * Reads a saved plan from its text, or refuses with PLAN_INVALID naming `file` and what is wrong:
+ * not JSON, a plan rendering rather than a saved plan, an unknown format version, a missing field.
+ */
+export function parseSavedPlan(text: string, file: string): SavedPlan {
+  const invalid = (what: string) =>
+    new CutoverError(
+      'PLAN_INVALID',
+      `${file} is not a saved plan: ${what}; make one with \`cutover topology plan --out ${file}\``,
+    );
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    const looks = /^\s*(#|<|cutover plan)/.test(text) ? ' (it looks like a plan rendering)' : '';
+    throw invalid(`not JSON${looks}`);
+  }
+  if (!isObject(value)) throw invalid('not a JSON object');
+  if (value.kind === undefined && typeof value.planId === 'string' && Array.isArray(value.actions)) {
+    throw invalid('it is a plan rendering (plan --format json), not a saved plan: save one with --out');
+  }
+  if (value.kind !== savedPlanKind)
+    throw invalid(`kind is ${JSON.stringify(value.kind)}, not "${savedPlanKind}"`);
+  if (value.formatVersion !== savedPlanFormatVersion) {
+    throw invalid(
+      `formatVersion ${JSON.stringify(value.formatVersion)} is unknown (this cutover reads ${savedPlanFormatVersion})`,
+    );
+  }
+  const plan = value.plan;
+  if (!isObject(plan) || typeof plan.planId !== 'string' || !Array.isArray(plan.actions)) {
+    throw invalid('plan is missing or not a plan');
+  }
+  if (typeof plan.environment !== 'string' || typeof plan.baseSerial !== 'number') {
+    throw invalid('plan.environment or plan.baseSerial is missing');
+  }
+  const topology = value.topology;
+  if (!isObject(topology) || typeof topology.text !== 'string' || typeof topology.file !== 'string') {
+    throw invalid('topology.text or topology.file is missing');
+  }
+  if (typeof value.digest !== 'string' || value.digest !== plan.desiredDigest) {
+    throw invalid("digest is missing or is not the plan's desiredDigest");
+  }
+  if (value.baseSerial !== plan.baseSerial) throw invalid("baseSerial is not the plan's baseSerial");
+  const against = value.plannedAgainst;
+  if (!isObject(against) || against.kind !== 'live' || against.serial !== plan.baseSerial) {
+    throw invalid('plannedAgainst is missing or names another serial than the plan');
+  }
+  if (value.commit !== null && typeof value.commit !== 'string')
+    throw invalid('commit must be a string or null');
+  return value as unknown as SavedPlan;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/**
+ * What a plan was planned against, in words for its header: "against the live layout of shop,
+ * serial 12, recorded by mig_… on 2026-11-24", "against an empty environment (nothing migrated
+ * yet)", "against topology.yaml@origin/main". Without `against`, from the plan's serial alone.
+ */
+export function describePlannedAgainst(
+  plan: Pick<Plan, 'environment' | 'baseSerial'>,
+  against?: PlannedAgainst,
+): string {
+  const seen: PlannedAgainst = against ?? {
+    kind: 'live',
+    environment: plan.environment,
+    serial: plan.baseSerial,
+    migrationId: null,
+    recordedAt: null,
+  };
+  switch (seen.kind) {
+    case 'topology':
+      return `against ${seen.source}`;
+    case 'empty':
+      return 'against nothing (the file did not exist there: everything is new)';
+    case 'live': {
+      if (seen.serial === 0) return 'against an empty environment (nothing migrated yet)';
+      const by = seen.migrationId === null ? '' : `, recorded by ${seen.migrationId}`;
+      const on = seen.recordedAt === null ? '' : ` on ${seen.recordedAt.slice(0, 10)}`;
+      return `against the live layout of ${seen.environment}, serial ${seen.serial}${by}${on}`;
+    }
+  }
+}

@@ -1,0 +1,26 @@
+import { realpath } from 'node:fs/promises';
+import path from 'node:path';
+
+/**
+ * The Git commit a topology file's content comes from: HEAD of the work tree it is in, when the
+ * file is tracked and clean there (its text is HEAD's); else null (not in a work tree, untracked,
+ * or edited: no commit holds what was planned). Git is a convenience here, never required.
+ */
+export async function commitOfFile(file: string): Promise<string | null> {
+  const resolved = path.resolve(file);
+  const dir = await realpath(path.dirname(resolved)).catch(() => path.dirname(resolved));
+  const absolute = path.join(dir, path.basename(resolved));
+  const { simpleGit } = await import('simple-git');
+  const git = simpleGit({ baseDir: dir });
+  try {
+    if ((await git.revparse(['--is-inside-work-tree'])).trim() !== 'true') return null;
+    // Tracked at HEAD, and no change staged or unstaged: the file's text is HEAD's.
+    const tracked = await git.raw(['ls-files', '--error-unmatch', '--', absolute]);
+    if (tracked.trim() === '') return null;
+    const status = await git.raw(['status', '--porcelain', '--', absolute]);
+    if (status.trim() !== '') return null;
+    return (await git.revparse(['HEAD'])).trim() || null;
+  } catch {
+    return null; // not a work tree, no Git, no commit yet, or the file is untracked
+  }
+}
