@@ -1,0 +1,302 @@
+/**
+ * Runs the CI recipes' jobs (examples/ci/github/*.yml, examples/ci/gitlab/.gitlab-ci.yml) the way
+ * the runners do, for test/e2e/recipes.test.ts: every `run:` step (GitHub) or the job's
+ * before_script + script (GitLab) is executed by bash exactly as written, in a fresh workspace, with
+ * the CI's environment variables. Only what a runner does around the scripts is done here: the
+ * `${{ … }}` expressions of `env:` (from a map the test gives; an unknown one fails), `if:` of the
+ * forms the recipes use, actions/checkout (a clone at the commit) and actions/setup-node (Node 20
+ * is already on the PATH), GitLab's `extends`, `rules: if:` and GIT_STRATEGY.
+ */
+import { execFile } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import yaml from 'js-yaml';
+import { repoRoot } from './cli.js';
+import { git } from './git.js';
+
+/** How long one CI step may take on a loaded machine (an npm install is the longest). */
+const stepTimeoutMs = 180_000;
+
+export interface StepResult {
+  name: string;
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface JobResult {
+  /** 0 when every step that ran succeeded. */
+  code: number;
+  steps: StepResult[];
+  workspace: string;
+}
+
+/** Runs a script with bash (`shell: bash` on GitHub; GitLab's runner shell) in `cwd`. */
+export function bash(script: string, cwd: string, env: NodeJS.ProcessEnv, name: string): Promise<StepResult> {
+  const file = path.join(cwd, '..', `step-${Date.now()}-${Math.random().toString(36).slice(2)}.sh`);
+  writeFileSync(file, script);
+  return new Promise((resolve) => {
+    execFile(
+      'bash',
+      ['--noprofile', '--norc', '-eo', 'pipefail', file],
+      { cwd, env, timeout: stepTimeoutMs, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ name, code, stdout, stderr });
+      },
+    );
+  });
+}
+
+/**
+ * The environment a runner gives a job: nothing of the test's own (no CUTOVER_*), PATH with the
+ * npm prefix's bin first (where `npm install --global` puts cutover) and the prefix for npm.
+ */
+export function runnerEnv(npmPrefix: string): NodeJS.ProcessEnv {
+  return {
+    PATH: `${path.join(npmPrefix, 'bin')}:${path.dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`,
+    HOME: process.env.HOME,
+    LANG: 'C.UTF-8',
+    CI: 'true',
+    // `npm install --global` into the runner's prefix, from npm's warm cache (after `npm ci`).
+    npm_config_prefix: npmPrefix,
+    npm_config_prefer_offline: 'true',
+    npm_config_update_notifier: 'false',
+  };
+}
+
+/** A tarball of the working tree as `npm pack` makes it (dist/ must be built). */
+export async function packWorkingTree(into: string): Promise<string> {
+  const result = await bash(
+    `npm pack --ignore-scripts --silent --pack-destination '${into}'`,
+    repoRoot,
+    {
+      ...process.env,
+    },
+    'npm pack',
+  );
+  if (result.code !== 0) throw new Error(`npm pack failed: ${result.stderr}`);
+  return path.join(into, result.stdout.trim().split('\n').pop() as string);
+}
+
+/** Replaces `${{ expr }}` by the map's value; an expression the test did not give fails. */
+function substitute(value: unknown, expressions: Record<string, string>, where: string): string {
+  return String(value).replace(/\$\{\{\s*([^}]+?)\s*\}\}/g, (_all, expr: string) => {
+    const found = expressions[expr];
+    if (found === undefined) throw new Error(`${where}: no value for the expression \${{ ${expr} }}`);
+    return found;
+  });
+}
+
+// ─── GitHub Actions ─────────────────────────────────────────────────────────────────────────────
+
+interface GitHubStep {
+  name?: string;
+  id?: string;
+  uses?: string;
+  run?: string;
+  if?: string;
+  with?: Record<string, unknown>;
+  env?: Record<string, string>;
+}
+
+interface GitHubWorkflow {
+  on: Record<string, unknown>;
+  env?: Record<string, string>;
+  defaults?: { run?: { shell?: string } };
+  jobs: Record<string, { env?: Record<string, string>; steps: GitHubStep[] }>;
+}
+
+export function loadWorkflow(file: string): GitHubWorkflow {
+  return yaml.load(readFileSync(path.join(repoRoot, file), 'utf8')) as GitHubWorkflow;
+}
+
+export interface GitHubRun {
+  workflow: string;
+  job: string;
+  workspace: string;
+  /** The event payload (GITHUB_EVENT_PATH). */
+  event: unknown;
+  /** GITHUB_* variables: GITHUB_SHA, GITHUB_EVENT_NAME, GITHUB_API_URL, GITHUB_REPOSITORY… */
+  variables: Record<string, string>;
+  /** `vars.*`, `secrets.*` values. */
+  expressions: Record<string, string>;
+  npmPrefix: string;
+  /** The clone URL for actions/checkout. */
+  remote: string;
+  /** Only these run steps, by name (actions still run); default all. */
+  only?: string[];
+  /** Steps already run once for this test file (the install), by name: not run again. */
+  skip?: string[];
+}
+
+/** `if:` as the recipes write it: `steps.<id>.outputs.<name> (==|!=) '<text>'`. */
+function githubCondition(
+  expr: string | undefined,
+  outputs: Map<string, Record<string, string>>,
+  failed: boolean,
+) {
+  if (expr === undefined) return !failed;
+  const m = /^steps\.([\w-]+)\.outputs\.([\w-]+) (==|!=) '([^']*)'$/.exec(expr.trim());
+  if (!m) throw new Error(`if: ${expr}: not a condition this runner knows`);
+  const value = outputs.get(m[1] as string)?.[m[2] as string] ?? '';
+  return !failed && (m[3] === '==' ? value === m[4] : value !== m[4]);
+}
+
+export async function runGitHubJob(run: GitHubRun): Promise<JobResult> {
+  const workflow = loadWorkflow(run.workflow);
+  if (workflow.defaults?.run?.shell !== 'bash')
+    throw new Error(`${run.workflow}: run steps must use shell: bash`);
+  const job = workflow.jobs[run.job];
+  if (!job) throw new Error(`${run.workflow}: no job ${run.job}`);
+  mkdirSync(run.workspace, { recursive: true });
+  const eventPath = path.join(run.workspace, '..', 'event.json');
+  writeFileSync(eventPath, JSON.stringify(run.event));
+  const outputs = new Map<string, Record<string, string>>();
+  const steps: StepResult[] = [];
+  let failed = false;
+  for (const [index, step] of job.steps.entries()) {
+    const name = step.name ?? step.uses ?? `step ${index + 1}`;
+    if (!githubCondition(step.if, outputs, failed)) continue;
+    if (step.uses !== undefined) {
+      await runAction(step, run);
+      continue;
+    }
+    if (run.skip?.includes(name) || (run.only !== undefined && !run.only.includes(name))) continue;
+    const env: NodeJS.ProcessEnv = { ...runnerEnv(run.npmPrefix), ...run.variables };
+    for (const [key, value] of Object.entries({ ...workflow.env, ...job.env, ...step.env })) {
+      env[key] = substitute(value, run.expressions, `${run.workflow} env.${key}`);
+    }
+    const outputFile = path.join(run.workspace, '..', `output-${index}`);
+    writeFileSync(outputFile, '');
+    Object.assign(env, {
+      GITHUB_EVENT_PATH: eventPath,
+      GITHUB_OUTPUT: outputFile,
+      GITHUB_WORKSPACE: run.workspace,
+      GITHUB_ACTIONS: 'true',
+      RUNNER_TEMP: path.join(run.workspace, '..'),
+    });
+    const result = await bash(String(step.run), run.workspace, env, name);
+    steps.push(result);
+    const written = Object.fromEntries(
+      readFileSync(outputFile, 'utf8')
+        .split('\n')
+        .filter((line) => line.includes('='))
+        .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+    );
+    if (step.id) outputs.set(step.id, written);
+    if (result.code !== 0) failed = true;
+  }
+  return { code: failed ? 1 : 0, steps, workspace: run.workspace };
+}
+
+/** The two actions the recipes use, done as they would be. */
+async function runAction(step: GitHubStep, run: GitHubRun): Promise<void> {
+  const action = String(step.uses);
+  if (action === 'actions/setup-node@v4') {
+    if (String(step.with?.['node-version']) !== '20') throw new Error(`${action}: node-version 20 expected`);
+    if (!process.version.startsWith('v20.')) throw new Error(`Node 20 expected, this is ${process.version}`);
+    return;
+  }
+  if (action === 'actions/checkout@v4') {
+    await checkout(run.remote, run.variables.GITHUB_SHA as string, run.workspace);
+    return;
+  }
+  throw new Error(`${run.workflow}: an action this runner does not know: ${action}`);
+}
+
+/** A clone of `remote` at `sha` (detached), in `dir`. */
+async function checkout(remote: string, sha: string, dir: string): Promise<void> {
+  await git(path.dirname(dir), 'clone', '-q', remote, dir);
+  await git(dir, 'fetch', '-q', 'origin', '+refs/pull/*:refs/remotes/pull/*');
+  await git(dir, 'checkout', '-q', '--detach', sha);
+}
+
+// ─── GitLab CI ──────────────────────────────────────────────────────────────────────────────────
+
+interface GitLabJob {
+  extends?: string;
+  image?: string;
+  stage?: string;
+  variables?: Record<string, string>;
+  rules?: { if?: string; changes?: string[] }[];
+  before_script?: string[];
+  script?: string[];
+}
+
+export function loadGitLab(file: string): {
+  variables: Record<string, string>;
+  jobs: Record<string, GitLabJob>;
+} {
+  const doc = yaml.load(readFileSync(path.join(repoRoot, file), 'utf8')) as Record<string, unknown>;
+  const { variables, stages: _stages, ...jobs } = doc;
+  return { variables: (variables ?? {}) as Record<string, string>, jobs: jobs as Record<string, GitLabJob> };
+}
+
+/** A job with its `extends` (one hidden job) folded in, as GitLab merges them. */
+export function resolvedJob(file: string, name: string): GitLabJob {
+  const { jobs } = loadGitLab(file);
+  const job = jobs[name];
+  if (!job) throw new Error(`${file}: no job ${name}`);
+  const base = job.extends ? jobs[job.extends] : {};
+  if (!base) throw new Error(`${file}: ${name} extends ${job.extends}, which is not there`);
+  return { ...base, ...job, variables: { ...base.variables, ...job.variables } };
+}
+
+/**
+ * Whether a job's rules let it run: `if:` expressions of the forms the recipe uses (`$A == "x"`,
+ * `$A == $B`, joined by `&&`). `changes:` is not evaluated (every test pipeline changes the file).
+ */
+export function gitlabRulesMatch(job: GitLabJob, variables: Record<string, string>): boolean {
+  const value = (token: string) =>
+    token.startsWith('$') ? (variables[token.slice(1)] ?? '') : /^"(.*)"$/.exec(token)?.[1];
+  return (job.rules ?? []).some((rule) =>
+    (rule.if ?? '').split('&&').every((clause) => {
+      const m = /^\s*(\S+)\s*==\s*(\S+)\s*$/.exec(clause);
+      if (!m) throw new Error(`rules: if: ${rule.if}: not a form this runner knows`);
+      const [left, right] = [value(m[1] as string), value(m[2] as string)];
+      if (left === undefined || right === undefined) throw new Error(`rules: if: ${rule.if}: a bad operand`);
+      return left === right;
+    }),
+  );
+}
+
+export interface GitLabRun {
+  file: string;
+  job: string;
+  workspace: string;
+  /** CI_* variables and the project's CI/CD variables (CUTOVER_SERVER, GITLAB_TOKEN…). */
+  variables: Record<string, string>;
+  npmPrefix: string;
+  remote: string;
+  /** before_script (the install, run once per test file), script, or both (default). */
+  part?: 'before_script' | 'script' | 'all';
+}
+
+export async function runGitLabJob(run: GitLabRun): Promise<JobResult> {
+  const job = resolvedJob(run.file, run.job);
+  const { variables: global } = loadGitLab(run.file);
+  const variables: Record<string, string> = {
+    ...global,
+    ...job.variables,
+    ...run.variables,
+    CI_PROJECT_DIR: run.workspace,
+  };
+  if (!gitlabRulesMatch(job, variables))
+    throw new Error(`${run.job}: its rules do not run it in this pipeline`);
+  if (variables.GIT_STRATEGY === 'none') mkdirSync(run.workspace, { recursive: true });
+  else await checkout(run.remote, variables.CI_COMMIT_SHA as string, run.workspace);
+  // The runner runs before_script and script in one shell, each entry as written, in order.
+  const part = run.part ?? 'all';
+  const lines = [
+    ...(part === 'script' ? [] : (job.before_script ?? [])),
+    ...(part === 'before_script' ? [] : (job.script ?? [])),
+  ];
+  const result = await bash(
+    lines.join('\n'),
+    run.workspace,
+    { ...runnerEnv(run.npmPrefix), ...variables },
+    run.job,
+  );
+  return { code: result.code, steps: [result], workspace: run.workspace };
+}
