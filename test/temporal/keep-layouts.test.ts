@@ -34,7 +34,7 @@ describe('CUTOVER_KEEP_LAYOUTS in Temporal mode', () => {
     const bad = await cli(['topology', 'migrate', '--yes'], '0');
     expect(bad.code).toBe(1);
     expect(bad.stderr).toContain('CUTOVER_KEEP_LAYOUTS=0: not a whole number of at least 1');
-    const nothing = await cli(['topology', 'migration', 'list', '--json'], '1');
+    const nothing = await cli(['topology', 'migration', 'list', '--environment', environment, '--json'], '1');
     expect(JSON.parse(nothing.stdout).items).toEqual([]);
 
     for (const version of ['1', '2', '3']) {

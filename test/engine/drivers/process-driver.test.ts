@@ -272,10 +272,12 @@ describe('process driver', () => {
 
   it('fails permanently when a replica exits at once, quoting its log, and stops the others', async () => {
     const ws = await workspace();
+    // A shell, not node: it exits within milliseconds even on a loaded machine, well inside the
+    // start-up grace (a node program can take longer than that just to boot under load).
     const crashFirst = [
-      node,
-      '-e',
-      "if (process.env.CUTOVER_REPLICA === '0') { console.log('booting'); console.error('bad config: DATABASE_URL missing'); process.exit(3); } setInterval(() => {}, 1000);",
+      'sh',
+      '-c',
+      'if [ "$CUTOVER_REPLICA" = 0 ]; then echo booting; echo "bad config: DATABASE_URL missing" >&2; exit 3; fi; exec sleep 1000',
     ];
     const ctx = context(ws, spec({ run: { command: crashFirst }, replicas: 2 }));
     const error = await driver.provision(ctx, 'green', callOptions()).catch((e: unknown) => e);
