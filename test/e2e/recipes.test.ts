@@ -63,13 +63,15 @@ beforeAll(async () => {
       },
       npmPrefix: npmPrefix.github,
       remote: '',
-      only: ['Install cutover'],
+      // The install alone: no repository to check out yet.
+      only: ['actions/setup-node@v4', 'Install cutover'],
     }),
     runGitLabJob({
       file: gitlabFile,
       job: 'cutover-apply',
       workspace: path.join(dir, 'install-gitlab', 'ws'),
-      variables: { ...gitlabPush('0'.repeat(40)), CUTOVER_PACKAGE: tarball },
+      // The install alone: no repository to check out yet.
+      variables: { ...gitlabPush('0'.repeat(40)), CUTOVER_PACKAGE: tarball, GIT_STRATEGY: 'none' },
       npmPrefix: npmPrefix.gitlab,
       remote: '',
       part: 'before_script',
@@ -246,6 +248,25 @@ for (const kind of ['github', 'gitlab'] as const) {
         } finally {
           await world.revert('smuggle');
         }
+      },
+      scenarioTimeoutMs,
+    );
+
+    it(
+      'refuses the shown plan when the merge holds a later push that was never planned',
+      async () => {
+        const head = await world.branch('late', (text) => setVersion(text, 'api', '4'));
+        const { job } = await world.plan(5, 'late', head);
+        expect(job.code, transcript(job)).toBe(0);
+        const shown = savedPlanIn(world.planComment(5));
+        // Pushed, and merged before its plan job ran: the comment still shows api 4.
+        await world.push('late', (text) => setVersion(text, 'api', '5'));
+        const refused = await world.apply(5, await world.merge(5, 'late'));
+        expect(refused.code).toBe(1);
+        const outcome = world.host.commentsOn(5).at(-1) as HostComment;
+        expect(outcome.body).toContain(`cutover did not apply \`${topology}\`: refused (PLAN_MISMATCH)`);
+        expect(outcome.body).toContain(`${topology} is not the topology`);
+        expect((await world.migrations()).map((m) => m.planId)).not.toContain(shown.plan.planId);
       },
       scenarioTimeoutMs,
     );
