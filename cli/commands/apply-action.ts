@@ -1,6 +1,12 @@
-import { readFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { CutoverError, environmentFault } from '../../core/errors.js';
-import { parseSavedPlan, type SavedPlan, topologyDigest } from '../../core/plan/saved-plan.js';
+import {
+  maxSavedPlanBytes,
+  parseSavedPlan,
+  type SavedPlan,
+  savedPlanTooLarge,
+  topologyDigest,
+} from '../../core/plan/saved-plan.js';
 import { baseDirOf, readTopology, refuseStaleSavedPlan, validateTopologyText } from '../../engine/api.js';
 import { type ServerOption, withService } from '../service.js';
 import { migrateTo } from './migrate-action.js';
@@ -53,8 +59,16 @@ export async function runApply(planFile: string, options: ApplyOptions): Promise
 
 async function readPlanFile(file: string): Promise<string> {
   try {
-    return await readFile(file, 'utf8');
+    const handle = await open(file, 'r');
+    try {
+      const { size } = await handle.stat();
+      if (size > maxSavedPlanBytes) throw savedPlanTooLarge(file, size);
+      return await handle.readFile('utf8');
+    } finally {
+      await handle.close();
+    }
   } catch (error) {
+    if (error instanceof CutoverError) throw error;
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
       throw new CutoverError(
         'USAGE',

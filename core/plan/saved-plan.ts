@@ -78,6 +78,23 @@ export function savedPlanOf(parts: {
   };
 }
 
+/**
+ * The largest saved plan read, in bytes: the largest topology (64 MiB) with its plan and room to
+ * spare, well under the longest string Node can hold (about 512 MiB), which a larger file would
+ * crash on before it could be refused.
+ */
+export const maxSavedPlanBytes = 256 * 1024 * 1024;
+
+/** PLAN_INVALID for a file over maxSavedPlanBytes, refused by its size before it is read. */
+export function savedPlanTooLarge(file: string, bytes: number): CutoverError {
+  const mib = (n: number) => `${Math.ceil(n / (1024 * 1024))} MiB`;
+  return notASavedPlan(
+    file,
+    `it is ${mib(bytes)}, and the largest saved plan this cutover reads is ${mib(maxSavedPlanBytes)}`,
+    makeOne(file),
+  );
+}
+
 function notASavedPlan(file: string, what: string, remedy: string): CutoverError {
   return new CutoverError('PLAN_INVALID', `${file} is not a saved plan: ${what}; ${remedy}`);
 }

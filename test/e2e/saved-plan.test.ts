@@ -5,6 +5,7 @@
  * topology (-f), not a saved plan, and a `--plan-id` that is no plan of this topology. The audit
  * (who started a migration, from which commit, with which plan) shows in `migration show` and the API.
  */
+import { truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { osUserName } from '../../platform/os-user.js';
@@ -148,6 +149,24 @@ describe('saved plans, locally', () => {
     expect(json.code).toBe(1);
     expect(JSON.parse(json.stdout).error).toMatchObject({ code: 'PLAN_INVALID' });
     expect(JSON.parse((await cli('topology', 'migration', 'list', '--json')).stdout).items).toEqual([]);
+  });
+
+  it('apply refuses a plan file too large to be a saved plan before reading it, in one line', async () => {
+    const repo = await initRepo();
+    const cli = cliIn(repo);
+    // Sparse: no disk used. Larger than any string Node can hold, so reading it whole would crash.
+    const huge = path.join(repo.dir, 'huge.json');
+    writeFileSync(huge, '');
+    truncateSync(huge, 600 * 1024 * 1024);
+    const refused = await cli('topology', 'apply', 'huge.json', '--yes');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim()).toMatch(
+      /^cutover: huge\.json is not a saved plan: it is 600 MiB, and the largest saved plan this cutover reads is \d+ MiB; make one with `cutover topology plan --out huge\.json`$/,
+    );
+    const json = await cli('topology', 'apply', 'huge.json', '--yes', '--json');
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout).error).toMatchObject({ code: 'PLAN_INVALID' });
+    expect(json.stderr).toBe('');
   });
 
   it('migrate --plan-id with an id of no plan of this topology says so, not "the file changed"', async () => {
