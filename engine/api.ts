@@ -22,7 +22,7 @@ import type { StateDir } from './store/state-dir.js';
 
 export { TopologyInvalidError } from '../core/errors.js';
 export { checkSecretsFile } from './secrets/secret-source.js';
-export { shortPlanId } from './services/migration-common.js';
+export { refuseStaleSavedPlan, shortPlanId } from './services/migration-common.js';
 export { parseRollbackTarget, type RollbackTarget } from './services/rollback-source.js';
 export { commitOfFile } from './sources/file-commit.js';
 export type {

@@ -1,7 +1,13 @@
-import { readFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { CutoverError, environmentFault } from '../../core/errors.js';
-import { parseSavedPlan, type SavedPlan, topologyDigest } from '../../core/plan/saved-plan.js';
-import { baseDirOf, readTopology, validateTopologyText } from '../../engine/api.js';
+import {
+  maxSavedPlanBytes,
+  parseSavedPlan,
+  type SavedPlan,
+  savedPlanTooLarge,
+  topologyDigest,
+} from '../../core/plan/saved-plan.js';
+import { baseDirOf, readTopology, refuseStaleSavedPlan, validateTopologyText } from '../../engine/api.js';
 import { type ServerOption, withService } from '../service.js';
 import { migrateTo } from './migrate-action.js';
 
@@ -19,11 +25,17 @@ export interface ApplyOptions extends ServerOption {
  */
 export async function runApply(planFile: string, options: ApplyOptions): Promise<void> {
   const saved = parseSavedPlan(await readPlanFile(planFile), planFile);
-  if (options.file !== undefined) await refuseOtherTopology(saved, options.file, planFile);
+  const mismatch = options.file === undefined ? null : await otherTopology(saved, options.file, planFile);
   const topologyFile = options.file ?? saved.topology.file;
   const desired = { text: saved.topology.text, file: saved.topology.file };
-  await withService({ ...options, file: topologyFile }, (service) =>
-    migrateTo(
+  await withService({ ...options, file: topologyFile }, async (service) => {
+    if (mismatch !== null) {
+      // Stale first: when the live layout moved, that is why the file moved on too (another change
+      // merged first), and the reason a reviewer needs.
+      refuseStaleSavedPlan(saved, (await service.planLive(desired)).against);
+      throw mismatch;
+    }
+    return migrateTo(
       service,
       {
         // What the saved topology plans to now: when it is not the saved plan, the pinned start
@@ -41,14 +53,22 @@ export async function runApply(planFile: string, options: ApplyOptions): Promise
           }),
       },
       { ...options, planId: saved.plan.planId },
-    ),
-  );
+    );
+  });
 }
 
 async function readPlanFile(file: string): Promise<string> {
   try {
-    return await readFile(file, 'utf8');
+    const handle = await open(file, 'r');
+    try {
+      const { size } = await handle.stat();
+      if (size > maxSavedPlanBytes) throw savedPlanTooLarge(file, size);
+      return await handle.readFile('utf8');
+    } finally {
+      await handle.close();
+    }
   } catch (error) {
+    if (error instanceof CutoverError) throw error;
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
       throw new CutoverError(
         'USAGE',
@@ -59,12 +79,12 @@ async function readPlanFile(file: string): Promise<string> {
   }
 }
 
-/** `-f FILE`: the file must be the topology the plan was made of (same normalised model). */
-async function refuseOtherTopology(saved: SavedPlan, file: string, planFile: string): Promise<void> {
+/** `-f FILE`: null when the file is the topology the plan was made of (same normalised model). */
+async function otherTopology(saved: SavedPlan, file: string, planFile: string): Promise<CutoverError | null> {
   const loaded = validateTopologyText(await readTopology(file));
-  if (loaded.ok && topologyDigest(loaded.topology) === saved.digest) return;
+  if (loaded.ok && topologyDigest(loaded.topology) === saved.digest) return null;
   const why = loaded.ok ? 'its content differs' : 'it does not load';
-  throw new CutoverError(
+  return new CutoverError(
     'PLAN_MISMATCH',
     `${file} is not the topology ${planFile} was planned from (${why}; saved from ${saved.topology.file}${saved.commit ? ` at ${saved.commit.slice(0, 12)}` : ''}): plan ${file} again with --out and review, or apply without -f`,
   );

@@ -23,8 +23,10 @@ with what runs observed as migrate does, and the migration starts only if that g
 saved plan. Otherwise it is refused (exit 1), saying which case it is; plan again and review:
   PLAN_STALE     the live layout moved since it was planned (another migration committed first),
                  or what runs changed (drift)
-  PLAN_MISMATCH  -f FILE is not the topology that was planned, or re-planning gives another plan
-  PLAN_INVALID   the file is not a saved plan (not JSON, a plan rendering, an unknown version)
+  PLAN_MISMATCH  -f FILE is not the topology that was planned (checked after staleness), or
+                 re-planning gives another plan
+  PLAN_INVALID   the file is not a saved plan (not JSON, a plan rendering, an unknown version,
+                 over 256 MiB), or a part of it was edited after it was saved
 The migration records who started it (the OS user, or a server's token name) and the commit.
 
 Exit codes: 0 completed (or nothing to do, or detached), 1 refused, failed, rolled back or cancelled.

@@ -3,7 +3,7 @@ import type { CurrentLayout } from '../layout.js';
 import { own } from '../records.js';
 import { formatDuration } from '../topology/duration.js';
 import type { Topology } from '../topology/types.js';
-import { canonicalJson, sha256Digest } from './canonical-json.js';
+import { sha256Digest } from './canonical-json.js';
 import {
   type Classification,
   type ComponentFate,
@@ -23,6 +23,7 @@ import {
 } from './describe-actions.js';
 import { describeChange, diffValues } from './diff-values.js';
 import { findDrift, type PlanInputs, replacementRequested } from './drift.js';
+import { planIdOf } from './plan-id.js';
 import { restartActionId, restartableInPlace, restartReason } from './restart-in-place.js';
 import type { Action, Change, Drift, Plan, ResourceChange, Stage } from './types.js';
 
@@ -70,7 +71,7 @@ export function buildPlan(current: CurrentLayout, desired: Topology, inputs: Pla
     ...(drift.length > 0 ? { drift } : {}),
     actions,
   };
-  const planId = sha256Digest(canonicalJson(body));
+  const planId = planIdOf(body);
   const { formatVersion, baseSerial, desiredDigest, summary } = body;
   return {
     formatVersion,

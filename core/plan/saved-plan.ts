@@ -6,8 +6,11 @@
  * Its JSON Schema is schemas/saved-plan.v1.json.
  */
 import { CutoverError } from '../errors.js';
+import { formatDiagnostic } from '../topology/diagnostic.js';
+import { loadTopology } from '../topology/load-topology.js';
 import type { Topology } from '../topology/types.js';
 import { sha256Digest } from './canonical-json.js';
+import { planIdOf } from './plan-id.js';
 import type { Plan } from './types.js';
 
 export const savedPlanKind = 'cutover/SavedPlan';
@@ -76,16 +79,39 @@ export function savedPlanOf(parts: {
 }
 
 /**
- * Reads a saved plan from its text, or refuses with PLAN_INVALID naming `file` and what is wrong:
- * not JSON, a plan rendering rather than a saved plan, an unknown format version, a missing field.
+ * The largest saved plan read, in bytes: the largest topology (64 MiB) with its plan and room to
+ * spare, well under the longest string Node can hold (about 512 MiB), which a larger file would
+ * crash on before it could be refused.
  */
-export function parseSavedPlan(
-  text: string,
-  file: string,
-  remedy = `make one with \`cutover topology plan --out ${file}\``,
-): SavedPlan {
-  const invalid = (what: string) =>
-    new CutoverError('PLAN_INVALID', `${file} is not a saved plan: ${what}; ${remedy}`);
+export const maxSavedPlanBytes = 256 * 1024 * 1024;
+
+/** PLAN_INVALID for a file over maxSavedPlanBytes, refused by its size before it is read. */
+export function savedPlanTooLarge(file: string, bytes: number): CutoverError {
+  const mib = (n: number) => `${Math.ceil(n / (1024 * 1024))} MiB`;
+  return notASavedPlan(
+    file,
+    `it is ${mib(bytes)}, and the largest saved plan this cutover reads is ${mib(maxSavedPlanBytes)}`,
+    makeOne(file),
+  );
+}
+
+function notASavedPlan(file: string, what: string, remedy: string): CutoverError {
+  return new CutoverError('PLAN_INVALID', `${file} is not a saved plan: ${what}; ${remedy}`);
+}
+
+function makeOne(file: string): string {
+  return `make one with \`cutover topology plan --out ${file}\``;
+}
+
+/**
+ * Reads a saved plan from its text, or refuses with PLAN_INVALID naming `file` and what is wrong:
+ * not JSON, a plan rendering rather than a saved plan, an unknown format version, a missing field,
+ * or a part edited after it was saved. Invariant of what it returns: the plan's content hashes to
+ * its planId and the topology text loads to the model of its digest, so the file says what apply
+ * will run (apply re-plans that text and starts only the saved plan id).
+ */
+export function parseSavedPlan(text: string, file: string, remedy = makeOne(file)): SavedPlan {
+  const invalid = (what: string) => notASavedPlan(file, what, remedy);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -97,11 +123,10 @@ export function parseSavedPlan(
   if (value.kind === undefined && typeof value.planId === 'string' && Array.isArray(value.actions)) {
     throw invalid('it is a plan rendering (plan --format json), not a saved plan: save one with --out');
   }
-  if (value.kind !== savedPlanKind)
-    throw invalid(`kind is ${JSON.stringify(value.kind)}, not "${savedPlanKind}"`);
+  if (value.kind !== savedPlanKind) throw invalid(`kind is ${shown(value.kind)}, not "${savedPlanKind}"`);
   if (value.formatVersion !== savedPlanFormatVersion) {
     throw invalid(
-      `formatVersion ${JSON.stringify(value.formatVersion)} is unknown (this cutover reads ${savedPlanFormatVersion})`,
+      `formatVersion ${shown(value.formatVersion)} is unknown (this cutover reads ${savedPlanFormatVersion})`,
     );
   }
   const plan = value.plan;
@@ -110,6 +135,9 @@ export function parseSavedPlan(
   }
   if (typeof plan.environment !== 'string' || typeof plan.baseSerial !== 'number') {
     throw invalid('plan.environment or plan.baseSerial is missing');
+  }
+  if (!Number.isSafeInteger(plan.baseSerial) || plan.baseSerial < 0) {
+    throw invalid(`baseSerial must be a whole number of 0 or more, not ${shown(plan.baseSerial)}`);
   }
   const topology = value.topology;
   if (!isObject(topology) || typeof topology.text !== 'string' || typeof topology.file !== 'string') {
@@ -125,7 +153,37 @@ export function parseSavedPlan(
   }
   if (value.commit !== null && typeof value.commit !== 'string')
     throw invalid('commit must be a string or null');
-  return value as unknown as SavedPlan;
+  const saved = value as unknown as SavedPlan;
+  const edited = editedPart(saved);
+  if (edited !== null) throw invalid(edited);
+  return saved;
+}
+
+/**
+ * What was edited after the plan was saved, or null: the plan's content against its id, the
+ * topology text against the digest. Apply runs what the text plans to, pinned to the id, so without
+ * this an edited file could show one thing and be refused for a misleading reason, or run another.
+ */
+function editedPart(saved: SavedPlan): string | null {
+  if (planIdOf(saved.plan) !== saved.plan.planId) {
+    return `plan was edited after it was saved (its content is not plan ${saved.plan.planId.slice(0, 19)})`;
+  }
+  const loaded = loadTopology(saved.topology.text, { file: saved.topology.file });
+  if (!loaded.ok) {
+    const first = loaded.diagnostics[0];
+    return `topology.text does not load${first === undefined ? '' : ` (${formatDiagnostic(first)})`}`;
+  }
+  if (topologyDigest(loaded.topology) !== saved.digest) {
+    return `topology.text was edited after the plan was saved (it is not the topology of digest ${saved.digest.slice(0, 19)})`;
+  }
+  return null;
+}
+
+/** A value as a message names it: JSON, cut short, so an absurd one does not flood the line. */
+function shown(value: unknown): string {
+  const maxShownChars = 24;
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length <= maxShownChars ? text : `${text.slice(0, maxShownChars - 3)}…`;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -8,9 +8,11 @@ import { CutoverError } from '../../core/errors.js';
 import type { CurrentLayout } from '../../core/layout.js';
 import type { MigrationSpec } from '../../core/migration/types.js';
 import type { PlanInputs } from '../../core/plan/drift.js';
+import type { SavedPlan } from '../../core/plan/saved-plan.js';
 import type { Plan } from '../../core/plan/types.js';
 import { own } from '../../core/records.js';
 import type { Topology } from '../../core/topology/types.js';
+import type { LivePlan } from './service-types.js';
 
 const nextUlid = monotonicFactory();
 
@@ -111,7 +113,7 @@ export function shortPlanId(planId: string): string {
 export function refuseMovedLayout(
   pinned: string,
   plannedSerial: number | undefined,
-  current: CurrentLayout,
+  current: Pick<CurrentLayout, 'environment' | 'serial' | 'migrationId' | 'committedAt'>,
 ): void {
   if (plannedSerial === undefined || plannedSerial === current.serial) return;
   const by = current.migrationId === undefined ? '' : ` by ${current.migrationId}`;
@@ -121,6 +123,19 @@ export function refuseMovedLayout(
     'PLAN_STALE',
     `plan ${shortPlanId(pinned)} is stale: the live layout of ${current.environment} has moved since it was planned, from serial ${plannedSerial} to serial ${current.serial}${recorded}; plan again against the live layout and review the new plan`,
   );
+}
+
+/**
+ * refuseMovedLayout for a saved plan, given what the live layout is now as a plan against it says
+ * (every mode answers that, a server too): PLAN_STALE when it moved since the plan was saved.
+ */
+export function refuseStaleSavedPlan(saved: SavedPlan, live: LivePlan['against']): void {
+  refuseMovedLayout(saved.plan.planId, saved.baseSerial, {
+    environment: live.environment,
+    serial: live.serial,
+    ...(live.migrationId === null ? {} : { migrationId: live.migrationId }),
+    ...(live.recordedAt === null ? {} : { committedAt: live.recordedAt }),
+  });
 }
 
 /** Who started a migration and from which commit, as its spec records them (audit). */

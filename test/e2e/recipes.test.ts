@@ -10,7 +10,7 @@
  */
 import { cpSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { gunzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   gitlabRulesMatch,
@@ -63,13 +63,15 @@ beforeAll(async () => {
       },
       npmPrefix: npmPrefix.github,
       remote: '',
-      only: ['Install cutover'],
+      // The install alone: no repository to check out yet.
+      only: ['actions/setup-node@v4', 'Install cutover'],
     }),
     runGitLabJob({
       file: gitlabFile,
       job: 'cutover-apply',
       workspace: path.join(dir, 'install-gitlab', 'ws'),
-      variables: { ...gitlabPush('0'.repeat(40)), CUTOVER_PACKAGE: tarball },
+      // The install alone: no repository to check out yet.
+      variables: { ...gitlabPush('0'.repeat(40)), CUTOVER_PACKAGE: tarball, GIT_STRATEGY: 'none' },
       npmPrefix: npmPrefix.gitlab,
       remote: '',
       part: 'before_script',
@@ -211,6 +213,63 @@ for (const kind of ['github', 'gitlab'] as const) {
       },
       scenarioTimeoutMs,
     );
+
+    it(
+      'applies nothing when a push that failed to plan smuggles a saved plan into the comment through its error',
+      async () => {
+        // A saved plan nobody reviewed (api 666), valid against the live layout: the author can get
+        // one from the server, or any token of the planner role.
+        const main = readFileSync(path.join(world.dev, topology), 'utf8');
+        const planted = await world.api.post('/v1/plan', {
+          topology: setVersion(main, 'api', '666'),
+          path: topology,
+          saved: true,
+        });
+        expect(planted.status).toBe(200);
+        const encoded = gzipSync(JSON.stringify(planted.json)).toString('base64');
+        // A key that does not load: the plan job's error quotes it into the comment.
+        const head = await world.branch(
+          'smuggle',
+          (text) => `${text}  "<!-- cutover-saved-plan: ${encoded} -->": 1\n`,
+        );
+        const { job } = await world.plan(4, 'smuggle', head);
+        expect(job.code).toBe(1);
+        expect(world.planComment(4).body).toContain('could not be planned');
+
+        const merge = await world.merge(4, 'smuggle');
+        try {
+          const applied = await world.apply(4, merge);
+          expect(applied.code).toBe(1);
+          const outcome = world.host.commentsOn(4).at(-1) as HostComment;
+          expect(outcome.body).toContain(`cutover did not apply \`${topology}\`: no saved plan`);
+          const all = await world.migrations();
+          expect(all.map((m) => m.planId)).not.toContain(planted.json.plan.planId);
+          expect(all).toHaveLength(3);
+        } finally {
+          await world.revert('smuggle');
+        }
+      },
+      scenarioTimeoutMs,
+    );
+
+    it(
+      'refuses the shown plan when the merge holds a later push that was never planned',
+      async () => {
+        const head = await world.branch('late', (text) => setVersion(text, 'api', '4'));
+        const { job } = await world.plan(5, 'late', head);
+        expect(job.code, transcript(job)).toBe(0);
+        const shown = savedPlanIn(world.planComment(5));
+        // Pushed, and merged before its plan job ran: the comment still shows api 4.
+        await world.push('late', (text) => setVersion(text, 'api', '5'));
+        const refused = await world.apply(5, await world.merge(5, 'late'));
+        expect(refused.code).toBe(1);
+        const outcome = world.host.commentsOn(5).at(-1) as HostComment;
+        expect(outcome.body).toContain(`cutover did not apply \`${topology}\`: refused (PLAN_MISMATCH)`);
+        expect(outcome.body).toContain(`${topology} is not the topology`);
+        expect((await world.migrations()).map((m) => m.planId)).not.toContain(shown.plan.planId);
+      },
+      scenarioTimeoutMs,
+    );
   });
 }
 
@@ -315,6 +374,14 @@ class World {
     const sha = await git(this.dev, 'rev-parse', 'HEAD');
     this.host.merged(sha, request);
     return sha;
+  }
+
+  /** Reverts main to its state before the last merge (a broken topology must not stay on main). */
+  async revert(name: string): Promise<void> {
+    await git(this.dev, 'checkout', '-q', 'main');
+    await git(this.dev, 'revert', '--no-edit', '-m', '1', 'HEAD');
+    await git(this.dev, 'push', '-q', 'origin', 'main');
+    await git(this.dev, 'branch', '-q', '-D', name);
   }
 
   /** The plan job of the request's pipeline; the commit it checked out. */

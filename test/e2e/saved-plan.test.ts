@@ -5,6 +5,7 @@
  * topology (-f), not a saved plan, and a `--plan-id` that is no plan of this topology. The audit
  * (who started a migration, from which commit, with which plan) shows in `migration show` and the API.
  */
+import { truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { osUserName } from '../../platform/os-user.js';
@@ -118,6 +119,11 @@ describe('saved plans, locally', () => {
     repo.write(rendering.stdout, 'rendering.json');
     expect((await cli('topology', 'plan', '--out', 'plan.json')).code).toBe(0);
     repo.write(repo.read('plan.json').replace('"formatVersion": "1"', '"formatVersion": "7"'), 'future.json');
+    // Its topology edited by hand, keeping the digest and the plan id: what apply would run is not the plan.
+    const edited = JSON.parse(repo.read('plan.json'));
+    edited.topology.text = edited.topology.text.replace(/version: "1"/, 'version: "666"');
+    expect(edited.topology.text).toContain('"666"');
+    repo.write(JSON.stringify(edited), 'edited.json');
 
     const cases: [string, RegExp][] = [
       [
@@ -129,13 +135,38 @@ describe('saved plans, locally', () => {
         /^cutover: rendering\.json is not a saved plan: it is a plan rendering .*save one with --out/,
       ],
       ['future.json', /^cutover: future\.json is not a saved plan: formatVersion "7" is unknown/],
+      [
+        'edited.json',
+        /^cutover: edited\.json is not a saved plan: topology\.text was edited after the plan was saved \(it is not the topology of digest sha256:[0-9a-f]{12}\); make one/,
+      ],
     ];
     for (const [file, message] of cases) {
       const refused = await cli('topology', 'apply', file, '--yes');
       expect(refused.code, file).toBe(1);
       expect(refused.stderr.trim(), file).toMatch(message);
     }
+    const json = await cli('topology', 'apply', 'edited.json', '--yes', '--json');
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout).error).toMatchObject({ code: 'PLAN_INVALID' });
     expect(JSON.parse((await cli('topology', 'migration', 'list', '--json')).stdout).items).toEqual([]);
+  });
+
+  it('apply refuses a plan file too large to be a saved plan before reading it, in one line', async () => {
+    const repo = await initRepo();
+    const cli = cliIn(repo);
+    // Sparse: no disk used. Larger than any string Node can hold, so reading it whole would crash.
+    const huge = path.join(repo.dir, 'huge.json');
+    writeFileSync(huge, '');
+    truncateSync(huge, 600 * 1024 * 1024);
+    const refused = await cli('topology', 'apply', 'huge.json', '--yes');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim()).toMatch(
+      /^cutover: huge\.json is not a saved plan: it is 600 MiB, and the largest saved plan this cutover reads is \d+ MiB; make one with `cutover topology plan --out huge\.json`$/,
+    );
+    const json = await cli('topology', 'apply', 'huge.json', '--yes', '--json');
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout).error).toMatchObject({ code: 'PLAN_INVALID' });
+    expect(json.stderr).toBe('');
   });
 
   it('migrate --plan-id with an id of no plan of this topology says so, not "the file changed"', async () => {
@@ -213,6 +244,17 @@ describe('saved plans through a cutover server', () => {
     expect(invalidProblem.code).toBe('PLAN_INVALID');
     expect(invalidProblem.detail).toMatch(
       /^plan is not a saved plan: it is a plan rendering .*POST \/v1\/plan with `saved: true`/,
+    );
+
+    // Edited by hand after it was saved (the digest and id kept): 422 PLAN_INVALID, not a mismatch.
+    const edited = {
+      ...saved,
+      topology: { file: 'topology.yaml', text: repo.read().replace(/version: "1"/, 'version: "666"') },
+    };
+    const tampered = await api('POST', '/v1/apply', { plan: edited });
+    expect(tampered.status).toBe(422);
+    expect(((await tampered.json()) as { detail: string }).detail).toMatch(
+      /^plan is not a saved plan: topology\.text was edited after the plan was saved/,
     );
 
     // POST /v1/plan {saved: true} answers the saved plan itself.

@@ -124,7 +124,7 @@ export interface GitHubRun {
   npmPrefix: string;
   /** The clone URL for actions/checkout. */
   remote: string;
-  /** Only these run steps, by name (actions still run); default all. */
+  /** Only these steps, by name (an action's name is its `uses:` unless it has one); default all. */
   only?: string[];
   /** Steps already run once for this test file (the install), by name: not run again. */
   skip?: string[];
@@ -158,11 +158,12 @@ export async function runGitHubJob(run: GitHubRun): Promise<JobResult> {
   for (const [index, step] of job.steps.entries()) {
     const name = step.name ?? step.uses ?? `step ${index + 1}`;
     if (!githubCondition(step.if, outputs, failed)) continue;
+    if (run.only !== undefined && !run.only.includes(name)) continue;
     if (step.uses !== undefined) {
       await runAction(step, run);
       continue;
     }
-    if (run.skip?.includes(name) || (run.only !== undefined && !run.only.includes(name))) continue;
+    if (run.skip?.includes(name)) continue;
     const env: NodeJS.ProcessEnv = { ...runnerEnv(run.npmPrefix), ...run.variables };
     for (const [key, value] of Object.entries({ ...workflow.env, ...job.env, ...step.env })) {
       env[key] = substitute(value, run.expressions, `${run.workflow} env.${key}`);
