@@ -9,19 +9,13 @@ import { own } from '../../core/records.js';
 import { componentDriverFor, type DriverSet, routeDriverFor } from '../drivers/driver-set.js';
 import { stopRouterIfIdle } from '../drivers/router-driver.js';
 import type { ComponentCallContext, DriverCallOptions, RouteCallContext } from '../drivers/types.js';
-import {
-  type ActiveClaim,
-  claimEnvironment,
-  downClaimId,
-  readClaim,
-  releaseEnvironment,
-} from '../runner/active-claim.js';
+import { type ActiveClaim, downClaimId, readClaim, releaseEnvironment } from '../runner/active-claim.js';
 import { resolveComponentEnv } from '../secrets/resolve-secrets.js';
 import { secretSource } from '../secrets/secret-source.js';
 import { keptLayouts, readCurrentLayout, recordEmptyLayout } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 import { isFinished } from './migration-records.js';
-import { conflictError, inFlightMigration } from './migrations.js';
+import { conflictError, holdEnvironment } from './migrations.js';
 
 export type { DownPart };
 
@@ -50,22 +44,9 @@ export async function takeDown(
   // down holds the environment's claim, as a migration does, for its whole run: a migration (or a
   // self-heal repair) started meanwhile is refused rather than run beside it, which left processes
   // running that the empty layout recorded after it does not know.
-  const claim = claimEnvironment(
-    stateDir,
-    environment,
-    downClaimId,
-    (other) => isFinished(stateDir, environment, other),
-    () => inFlightMigration(stateDir, environment),
+  holdEnvironment(stateDir, environment, downClaimId, (holder) =>
+    downConflict(stateDir, environment, holder),
   );
-  if (!claim.ok) {
-    if (claim.holder === null) {
-      throw new CutoverError(
-        'MIGRATION_CONFLICT',
-        `environment ${environment} is being claimed by another process right now (${stateDir.activeFile(environment)}); try again`,
-      );
-    }
-    throw downConflict(stateDir, environment, claim.holder);
-  }
   try {
     return await takeDownClaimed(stateDir, environment, drivers, options);
   } finally {

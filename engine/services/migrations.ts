@@ -98,23 +98,8 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
   const { stateDir } = request;
   const id = newMigrationId();
   const claim = stateDirWrite(stateDir, `claiming environment ${environment}`, () =>
-    claimEnvironment(
-      stateDir,
-      environment,
-      id,
-      (other) => isFinished(stateDir, environment, other),
-      () => inFlightMigration(stateDir, environment),
-    ),
+    holdEnvironment(stateDir, environment, id, (holder) => conflictError(stateDir, environment, holder)),
   );
-  if (!claim.ok) {
-    if (claim.holder === null) {
-      throw new CutoverError(
-        'MIGRATION_CONFLICT',
-        `environment ${environment} is being claimed by another process right now (${stateDir.activeFile(environment)}); try again`,
-      );
-    }
-    throw conflictError(stateDir, environment, claim.holder);
-  }
   const paths = stateDir.migration(environment, id);
   try {
     const base = await readCurrentLayout(stateDir, environment);
@@ -180,6 +165,34 @@ function stateDirWrite<T>(stateDir: StateDir, doing: string, write: () => T): T 
     if (error instanceof CutoverError) throw error;
     throw environmentFault(error, `${doing} in the state directory ${stateDir.root}`);
   }
+}
+
+/**
+ * Claims the environment for `id` (a migration, or `down`), as one process at a time may hold it,
+ * or throws: `held(holder)` when another migration or take-down holds it, MIGRATION_CONFLICT when
+ * another process is claiming it at this very moment.
+ */
+export function holdEnvironment(
+  stateDir: StateDir,
+  environment: string,
+  id: string,
+  held: (holder: ActiveClaim) => Error,
+): { notice?: string } {
+  const claim = claimEnvironment(
+    stateDir,
+    environment,
+    id,
+    (other) => isFinished(stateDir, environment, other),
+    () => inFlightMigration(stateDir, environment),
+  );
+  if (claim.ok) return claim;
+  if (claim.holder === null) {
+    throw new CutoverError(
+      'MIGRATION_CONFLICT',
+      `environment ${environment} is being claimed by another process right now (${stateDir.activeFile(environment)}); try again`,
+    );
+  }
+  throw held(claim.holder);
 }
 
 /** A migration of the environment whose journal says it has not ended (for a damaged claim). */
