@@ -5,6 +5,7 @@ import { own, setOwn } from '../records.js';
 import { formatDuration } from '../topology/duration.js';
 import { defaults, type Topology } from '../topology/types.js';
 import { commandFor, isAbortedOnFailure, isCancellable, retryBackoffMs, undoSteps } from './commands.js';
+import { lowerBound, planIndex, sortedHas } from './plan-index.js';
 import { refuseResolve, stepsToResolve } from './resolve-policy.js';
 import type {
   ActionRun,
@@ -170,10 +171,11 @@ function setRun(t: Transition, run: ActionRun): void {
 /** The action of `run` is done: it leaves `running`, joins `done`, and the cursor moves past what is done. */
 function finishRun(t: Transition, index: number): void {
   const s = t.state;
-  const done = [...s.done, index].sort((a, b) => a - b);
-  const doneSet = new Set(done);
+  const done = [...s.done];
+  done.splice(lowerBound(done, index), 0, index);
+  // Every index below the cursor is done, so done[cursor] === cursor exactly when the cursor's is.
   let cursor = s.cursor;
-  while (doneSet.has(cursor)) cursor++;
+  while (done[cursor] === cursor) cursor++;
   t.state = { ...s, running: s.running.filter((r) => r.index !== index), done, cursor };
 }
 
@@ -183,8 +185,7 @@ function currentAction(s: MigrationState): Action | undefined {
 
 /** Index of the first commit-stage action (or the number of actions when there is none). */
 export function commitIndex(spec: MigrationSpec): number {
-  const i = spec.plan.actions.findIndex((a) => a.stage === 'commit');
-  return i === -1 ? spec.plan.actions.length : i;
+  return planIndex(spec.plan).stageRange.get('commit')?.[0] ?? spec.plan.actions.length;
 }
 
 /** The stage a migration is in, for people: the current action's stage, `bake`, or none. */
@@ -685,12 +686,12 @@ function scheduleActions(t: Transition, at: number, to: number): void {
     if (t.state.inflight.length >= limit) return;
     if (run.command === null) issueAction(t, at, run.index);
   }
-  const actions = t.state.spec.plan.actions;
-  const doneIds = new Set(t.state.done.map((i) => (actions[i] as Action).id));
-  const started = new Set([...t.state.done, ...t.state.running.map((r) => r.index)]);
+  const plan = t.state.spec.plan;
+  const { byId } = planIndex(plan);
+  const isDone = (id: string) => sortedHas(t.state.done, byId.get(id) ?? -1);
   for (let i = t.state.cursor; i < to && t.state.inflight.length < limit; i++) {
-    if (started.has(i)) continue;
-    if (!prerequisites(actions, i).every((id) => doneIds.has(id))) continue;
+    if (sortedHas(t.state.done, i) || t.state.running.some((r) => r.index === i)) continue;
+    if (!prerequisites(plan.actions, i).every(isDone)) continue;
     startAction(t, at, i);
   }
 }
@@ -700,9 +701,10 @@ function startAction(t: Transition, at: number, index: number): void {
   const actions = s.spec.plan.actions;
   const action = actions[index] as Action;
   // The first action of a stage to start enters it (the commit stage is entered by `committing`).
-  const entered = [...s.done, ...s.running.map((r) => r.index)].some(
-    (i) => actions[i]?.stage === action.stage,
-  );
+  const [first, end] = planIndex(s.spec.plan).stageRange.get(action.stage) as [number, number];
+  const entered =
+    (s.done[lowerBound(s.done, first)] ?? end) < end ||
+    s.running.some((r) => r.index >= first && r.index < end);
   if (!entered && action.stage !== 'commit') {
     notice(t, at, 'stage_entered', 'info', `stage ${action.stage}`, action.stage);
   }
@@ -721,7 +723,7 @@ function issueAction(t: Transition, at: number, index: number): void {
     notice(t, at, 'action_started', 'info', `${action.id}: ${action.reason}`, action.stage, action.id);
   }
   if (command.kind === 'provision' && !s.provisioned.includes(command.component)) {
-    t.state = { ...s, provisioned: inPlanOrder(s, [...s.provisioned, command.component]) };
+    t.state = { ...s, provisioned: withProvisioned(s, command.component) };
   }
   if (
     (command.kind === 'apply_route' || command.kind === 'remove_route') &&
@@ -738,10 +740,16 @@ function issueAction(t: Transition, at: number, index: number): void {
   issue(t, command, index);
 }
 
-/** Components in the order of their provisions in the plan (dependencies first), whatever order they started in. */
-function inPlanOrder(s: MigrationState, components: string[]): string[] {
-  const at = (c: string) => s.spec.plan.actions.findIndex((a) => a.type === 'provision' && a.component === c);
-  return components.sort((a, b) => at(a) - at(b));
+/** `provisioned` with one more, in the order of their provisions in the plan (dependencies first), whatever order they started in. */
+function withProvisioned(s: MigrationState, component: string): string[] {
+  const { provisionOf } = planIndex(s.spec.plan);
+  const at = (c: string) => provisionOf.get(c) ?? -1;
+  const out = [...s.provisioned];
+  // Provisions mostly start in plan order: walk back from the end to the place of this one.
+  let i = out.length;
+  while (i > 0 && at(out[i - 1] as string) > at(component)) i--;
+  out.splice(i, 0, component);
+  return out;
 }
 
 /** Numbers a command and puts it in flight; `runIndex` names the action it belongs to. */
