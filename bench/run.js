@@ -16,6 +16,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import * as logStreamBench from './log-stream-bench.js';
 import * as migrationBench from './migration-bench.js';
+import * as parallelBench from './parallel-bench.js';
 import * as planBench from './plan-bench.js';
 import * as routerBench from './router-bench.js';
 import * as routerClientBench from './router-client-bench.js';
@@ -27,6 +28,7 @@ import * as watchBench from './watch-bench.js';
 const benches = [
   planBench,
   migrationBench,
+  parallelBench,
   routerBench,
   routerClientBench,
   serverBench,

@@ -95,8 +95,8 @@ function commandsOf(
 ): [MigrationState, Command][] {
   const driver = new Driver(specOf(before, after, 'mig_test', inputs));
   const seen: [MigrationState, Command][] = [];
-  for (let i = 0; i < 500 && driver.state.inflight; i++) {
-    seen.push([driver.state, driver.state.inflight]);
+  for (let i = 0; i < 500 && driver.state.inflight[0]; i++) {
+    seen.push([driver.state, driver.state.inflight[0]]);
     driver.complete(outcome);
   }
   return seen;

@@ -116,20 +116,20 @@ describe('the migration step function', () => {
     expect(t?.commands).toEqual([]);
     expect(d.state.lifecycle).toBe('paused');
     d.verb('resume');
-    expect(d.state.inflight?.kind).toBe('provision');
+    expect(d.state.inflight[0]?.kind).toBe('provision');
     d.run();
     expect(d.state.lifecycle).toBe('completed');
   });
 
   it('stops the health gate clock while paused and gives it the rest of its deadline on resume', () => {
-    const d = new Driver(bumpSpec()).run((s) => s.inflight?.kind === 'check_health');
-    const gate = d.state.inflight as Extract<Command, { kind: 'check_health' }>;
+    const d = new Driver(bumpSpec()).run((s) => s.inflight[0]?.kind === 'check_health');
+    const gate = d.state.inflight[0] as Extract<Command, { kind: 'check_health' }>;
     const t = d.verb('pause');
     expect(t.cancels).toEqual([gate.id]);
     d.event({ type: 'command_cancelled', commandId: gate.id, elapsedMs: 30_000 });
     expect(d.state.lifecycle).toBe('paused');
     d.verb('resume');
-    expect(d.state.inflight).toMatchObject({ kind: 'check_health', deadlineMs: gate.deadlineMs - 30_000 });
+    expect(d.state.inflight[0]).toMatchObject({ kind: 'check_health', deadlineMs: gate.deadlineMs - 30_000 });
   });
 
   it('rolls back after drain, before commit: traffic to blue first, then green retired', () => {
@@ -176,8 +176,8 @@ describe('the migration step function', () => {
   });
 
   it('waits the bake time before an auto commit', () => {
-    const d = new Driver(bumpSpec('auto', '30s')).run((s) => s.inflight?.kind === 'wait');
-    expect(d.state.inflight).toMatchObject({ kind: 'wait', ms: 30_000, purpose: 'bake' });
+    const d = new Driver(bumpSpec('auto', '30s')).run((s) => s.inflight[0]?.kind === 'wait');
+    expect(d.state.inflight[0]).toMatchObject({ kind: 'wait', ms: 30_000, purpose: 'bake' });
     expect(d.state.lifecycle).toBe('running');
     d.run();
     expect(d.state.lifecycle).toBe('completed');
@@ -196,7 +196,7 @@ describe('the migration step function', () => {
     const d = new Driver(bumpSpec());
     const before = d.state;
     const t = step(before, { type: 'command_succeeded', at: 5, commandId: 'c999' });
-    expect(t.state.inflight).toEqual(before.inflight);
+    expect(t.state.inflight[0]).toEqual(before.inflight[0]);
     expect(t.commands).toEqual([]);
   });
 
@@ -205,10 +205,10 @@ describe('the migration step function', () => {
     const events: MigrationEvent[] = [{ type: 'created', at: spec.createdAt, spec }];
     let state: MigrationState = replay(events);
     let at = 2_000;
-    while (state.inflight) {
-      const event: MigrationEvent = { type: 'command_succeeded', at: at++, commandId: state.inflight.id };
-      if (state.inflight.kind === 'provision')
-        event.output = { component: state.inflight.component, slot: 'green', version: 'x', addresses: [] };
+    while (state.inflight[0]) {
+      const event: MigrationEvent = { type: 'command_succeeded', at: at++, commandId: state.inflight[0].id };
+      if (state.inflight[0].kind === 'provision')
+        event.output = { component: state.inflight[0].component, slot: 'green', version: 'x', addresses: [] };
       events.push(event);
       state = step(state, event).state;
     }

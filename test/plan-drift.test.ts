@@ -104,7 +104,14 @@ describe('drift in plans', () => {
       const plan = buildPlan(layoutOf(doc), load(doc), { observed: observed({}, { public: state }) });
       expect(plan.drift).toEqual([{ kind: 'route', name: 'public', reason: why }]);
       expect(plan.actions).toEqual([
-        { id: 'cutover:route:public', stage: 'cutover', type: 'update_route', route: 'public', reason: why },
+        {
+          id: 'cutover:route:public',
+          stage: 'cutover',
+          type: 'update_route',
+          route: 'public',
+          reason: why,
+          after: [],
+        },
       ]);
       expect(plan.resources).toMatchObject([
         { kind: 'route', name: 'public', change: 'update', reason: why },

@@ -90,7 +90,14 @@ function actionMark(state: MigrationState, index: number, style: Style): string 
     state.lifecycle === 'rolled_back' ||
     state.lifecycle === 'cancelled' ||
     state.lifecycle === 'failed';
-  if (index < state.cursor) return rolledBack ? style.yellow('↺') : style.green('✓');
+  // Actions run concurrently: done ones may follow one still running, so ask the state, not the cursor.
+  if (state.done.includes(index)) return rolledBack ? style.yellow('↺') : style.green('✓');
+  const running = state.running.some((r) => r.index === index);
+  if (running && !rolledBack) {
+    return state.lifecycle === 'running' || state.lifecycle === 'committing'
+      ? style.yellow('▶')
+      : style.yellow('‖');
+  }
   if (index === state.cursor && !rolledBack && state.lifecycle !== 'completed') {
     return state.lifecycle === 'running' || state.lifecycle === 'committing'
       ? style.yellow('▶')
@@ -118,11 +125,11 @@ export function renderLiveView(state: MigrationState, recent: readonly LogLine[]
   const stageMarks = stages.map((stage) => {
     const indexes = actions.map((a, i) => (a.stage === stage ? i : -1)).filter((i) => i >= 0);
     if (indexes.length === 0) return style.dim(`${stage} –`);
-    const done = indexes.filter((i) => i < state.cursor).length;
+    const done = indexes.filter((i) => state.done.includes(i)).length;
     const mark =
       done === indexes.length
         ? style.green('✓')
-        : indexes.includes(state.cursor)
+        : indexes.includes(state.cursor) || state.running.some((r) => indexes.includes(r.index))
           ? style.yellow('▶')
           : style.dim('·');
     return `${mark} ${stage} ${done}/${indexes.length}`;
@@ -133,8 +140,16 @@ export function renderLiveView(state: MigrationState, recent: readonly LogLine[]
   const lines = [
     `${style.bold(state.spec.id)}  ${state.spec.environment}  ${style.bold(state.lifecycle.replace('_', ' '))}`,
     `  ${stageMarks.join('   ')}`,
-    `  ${bake ? 'bake time' : current && state.lifecycle !== 'rolling_back' ? `now: ${current.id}` : ''}`,
+    `  ${bake ? 'bake time' : current && state.lifecycle !== 'rolling_back' ? `now: ${nowRunning(state, current.id)}` : ''}`,
     ...recent.slice(-6).map((l) => `  ${renderLogLine(l, style)}`),
   ];
   return lines.join('\n');
+}
+
+/** The actions in progress, for the live view: "provision_green:db, provision_green:cache (+3 more)". */
+function nowRunning(state: MigrationState, fallback: string): string {
+  const ids = state.running.map((r) => state.spec.plan.actions[r.index]?.id as string);
+  if (ids.length === 0) return fallback;
+  const shown = ids.slice(0, 3).join(', ');
+  return ids.length > 3 ? `${shown} (+${ids.length - 3} more)` : shown;
 }

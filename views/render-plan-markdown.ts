@@ -1,3 +1,4 @@
+import { describeWaves } from '../core/plan/plan-edges.js';
 import { describePlannedAgainst, type PlannedAgainst } from '../core/plan/saved-plan.js';
 import { isEmptyPlan, type Plan, type ResourceChange } from '../core/plan/types.js';
 import { changeSymbol, changeVerb, countsLine, formatChangeValue, formatValue } from './symbols.js';
@@ -110,6 +111,7 @@ function actionsSection(plan: Plan): string {
   plan.actions.forEach((a, i) => {
     lines.push(`${i + 1}. <code>${cell(a.id)}</code> — ${cell(a.reason)}`);
   });
+  lines.push('', `Waves (each runs at once, up to the parallelism): ${cell(describeWaves(plan.actions))}`);
   lines.push('', '</details>', '');
   return lines.join('\n');
 }

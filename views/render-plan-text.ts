@@ -1,3 +1,4 @@
+import { describeWaves } from '../core/plan/plan-edges.js';
 import { describePlannedAgainst, type PlannedAgainst } from '../core/plan/saved-plan.js';
 import { isEmptyPlan, type Plan } from '../core/plan/types.js';
 import { sensitiveText } from '../core/topology/secret-refs.js';
@@ -71,6 +72,9 @@ export function renderPlanText(plan: Plan, { style, against }: TextOptions): str
       const n = String(i + 1).padStart(String(plan.actions.length).length);
       lines.push(`  ${style.dim(n)}. ${a.id.padEnd(idWidth)}  ${a.reason}`);
     });
+    lines.push('');
+    // What runs at once (up to the parallelism): each wave waits only for earlier ones.
+    lines.push(`${style.bold('Waves:')} ${describeWaves(plan.actions)}`);
     lines.push('');
   }
   lines.push(style.bold(countsLine(plan.summary, plan.actions.length)));

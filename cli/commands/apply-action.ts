@@ -16,6 +16,8 @@ export interface ApplyOptions extends ServerOption {
   yes?: boolean;
   detach?: boolean;
   json?: boolean;
+  /** `--parallelism N`: how many driver calls run at once. */
+  parallelism?: number;
 }
 
 /**
@@ -50,6 +52,7 @@ export async function runApply(planFile: string, options: ApplyOptions): Promise
             baseSerial: saved.baseSerial,
             commit: saved.commit,
             attach: pin.attach,
+            ...(options.parallelism === undefined ? {} : { parallelism: options.parallelism }),
           }),
       },
       { ...options, planId: saved.plan.planId },

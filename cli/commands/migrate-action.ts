@@ -21,6 +21,8 @@ export interface MigrateOptions extends ServerOption {
   planId?: string;
   json?: boolean;
   replace?: string[];
+  /** `--parallelism N`: how many driver calls run at once. */
+  parallelism?: number;
   /** The Git commit the topology comes from, recorded with the migration (audit). */
   commit?: string;
 }
@@ -46,6 +48,7 @@ async function migrate(options: MigrateOptions, service: MigrationService): Prom
     baseDir: baseDirOf(options.file),
     ...(replace.length > 0 ? { replace } : {}),
     ...(options.commit === undefined ? {} : { commit: options.commit }),
+    ...(options.parallelism === undefined ? {} : { parallelism: options.parallelism }),
   };
   await migrateTo(
     service,

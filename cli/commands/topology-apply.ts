@@ -1,9 +1,10 @@
 import type { Command } from 'commander';
+import { addParallelismOption } from '../parallelism-option.js';
 import { addServerOption } from '../service.js';
 import type { ApplyOptions } from './apply-action.js';
 
 export function registerApply(topology: Command): void {
-  addServerOption(topology.command('apply'))
+  addParallelismOption(addServerOption(topology.command('apply')))
     .description(
       'apply exactly a saved plan (from `plan --out`): refused when the live layout moved since it was planned',
     )
@@ -35,7 +36,8 @@ Examples:
   $ cutover topology plan -f topology.yaml --out plan.json --format markdown > plan.md
   $ cutover topology apply plan.json
   $ cutover topology apply plan.json --yes --json --server https://cutover.internal:7400
-  $ cutover topology apply plan.json -f topology.yaml --yes --detach`,
+  $ cutover topology apply plan.json -f topology.yaml --yes --detach
+  $ cutover topology apply plan.json --parallelism 4 --yes`,
     )
     .action(async (planFile: string, options: ApplyOptions) =>
       (await import('./apply-action.js')).runApply(planFile, options),

@@ -1,10 +1,11 @@
 import type { Command } from 'commander';
+import { addParallelismOption } from '../parallelism-option.js';
 import { addServerOption } from '../service.js';
 import type { MigrateOptions } from './migrate-action.js';
 import { collectNames } from './topology-plan.js';
 
 export function registerMigrate(topology: Command): void {
-  addServerOption(topology.command('migrate'))
+  addParallelismOption(addServerOption(topology.command('migrate')))
     .description('apply the topology as a green-blue migration: plan, confirm, then run it stage by stage')
     .option('-f, --file <file>', 'the desired topology file', 'topology.yaml')
     .option('-y, --yes', 'do not ask for confirmation (required when not on a terminal)')
@@ -26,6 +27,7 @@ export function registerMigrate(topology: Command): void {
       `
 Before planning, migrate observes what runs, so drift (a dead replica, a route not served) is
 repaired: a drifted component is replaced green-blue, a drifted route applied again.
+Actions whose dependencies are done run at once, up to --parallelism driver calls (the plan's waves).
 
 Exit codes: 0 completed (or nothing to do, or detached), 1 failed, rolled back, cancelled or error.
 From another terminal: cutover topology migration list|show|logs|pause|resume|rollback|cancel|commit.
@@ -33,7 +35,8 @@ From another terminal: cutover topology migration list|show|logs|pause|resume|ro
 Examples:
   $ cutover topology migrate -f examples/exec-demo/topology.yaml
   $ cutover topology migrate --yes --plan-id sha256:3f1c… --detach
-  $ cutover topology migrate --replace api --yes`,
+  $ cutover topology migrate --replace api --yes
+  $ cutover topology migrate --parallelism 4 --yes`,
     )
     .action(async (options: MigrateOptions) => (await import('./migrate-action.js')).runMigrate(options));
 }

@@ -1,12 +1,16 @@
 import { assertNever, InvariantError } from '../errors.js';
 import type { Action } from '../plan/types.js';
 import { has, own } from '../records.js';
-import type { Command, MigrationState } from './types.js';
+import type { ActionRun, Command, MigrationState } from './types.js';
 
 type Unnumbered<C> = C extends Command ? Omit<C, 'id'> : never;
 
-/** The driver call that carries out (one step of) an action. */
-export function commandFor(s: MigrationState, action: Action): Unnumbered<Command> {
+/** The driver call that carries out (one step of) an action, at the step `run` is at. */
+export function commandFor(
+  s: MigrationState,
+  action: Action,
+  run: Pick<ActionRun, 'subStep' | 'gateRemainingMs'>,
+): Unnumbered<Command> {
   const component = action.component as string;
   const route = action.route as string;
   switch (action.type) {
@@ -20,7 +24,7 @@ export function commandFor(s: MigrationState, action: Action): Unnumbered<Comman
       const gate = {
         kind: 'check_health' as const,
         component,
-        deadlineMs: s.gateRemainingMs ?? healthDeadlineMs(s, component),
+        deadlineMs: run.gateRemainingMs ?? healthDeadlineMs(s, component),
       };
       // A restarted component has no green slot: the gate checks the live one it restarted.
       return restartsInPlace(s, component) ? { ...gate, slot: 'blue' } : gate;
@@ -38,17 +42,17 @@ export function commandFor(s: MigrationState, action: Action): Unnumbered<Comman
     case 'shift_traffic': {
       const spec = own(s.spec.desired.routes, route);
       if (!spec) throw new InvariantError(`route ${route} of ${action.id} is not in the desired topology`);
-      if (s.subStep % 2 === 1) {
+      if (run.subStep % 2 === 1) {
         return {
           kind: 'check_health',
           component: spec.to,
-          deadlineMs: s.gateRemainingMs ?? healthDeadlineMs(s, spec.to),
+          deadlineMs: run.gateRemainingMs ?? healthDeadlineMs(s, spec.to),
         };
       }
       return {
         kind: 'apply_route',
         route,
-        greenPercent: spec.shift[s.subStep / 2] as number,
+        greenPercent: spec.shift[run.subStep / 2] as number,
         restore: false,
       };
     }
@@ -87,6 +91,20 @@ export function isCancellable(command: Command): boolean {
   return command.kind === 'wait' || command.kind === 'check_health' || command.kind === 'drain';
 }
 
+/**
+ * What a failure aborts in flight, beyond what is cancellable: driver calls that stand something up
+ * (the exec driver kills its process group). What they may have started is undone by the rollback,
+ * which retires every green slot issued. Route changes and the commit's steps are never cut short.
+ */
+export function isAbortedOnFailure(command: Command): boolean {
+  return (
+    isCancellable(command) ||
+    command.kind === 'provision' ||
+    command.kind === 'replicate' ||
+    command.kind === 'restart'
+  );
+}
+
 /** 0.5 s, 1 s, 2 s, … capped at 10 s. */
 export function retryBackoffMs(attempt: number): number {
   return Math.min(10_000, 500 * 2 ** Math.max(0, attempt - 1));
@@ -105,6 +123,7 @@ export function undoSteps(s: MigrationState): Unnumbered<Command>[] {
     if (has(liveRoutes, route)) steps.push({ kind: 'apply_route', route, greenPercent: 0, restore: true });
     else steps.push({ kind: 'remove_route', route });
   }
+  // `provisioned` is in plan order (dependencies first): reversed, dependents are retired first.
   for (const component of [...s.provisioned].reverse()) {
     steps.push({ kind: 'retire', component, slot: 'green' });
   }

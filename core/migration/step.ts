@@ -1,10 +1,14 @@
 import { assertNever, InvariantError } from '../errors.js';
+import { prerequisites } from '../plan/plan-edges.js';
 import type { Action, Stage } from '../plan/types.js';
 import { own, setOwn } from '../records.js';
 import { formatDuration } from '../topology/duration.js';
-import { commandFor, isCancellable, retryBackoffMs, undoSteps } from './commands.js';
+import { defaults, type Topology } from '../topology/types.js';
+import { commandFor, isAbortedOnFailure, isCancellable, retryBackoffMs, undoSteps } from './commands.js';
+import { lowerBound, planIndex, sortedHas } from './plan-index.js';
 import { refuseResolve, stepsToResolve } from './resolve-policy.js';
 import type {
+  ActionRun,
   Command,
   MigrationEvent,
   MigrationSpec,
@@ -28,25 +32,29 @@ export const maxAttemptsPerUndoStep = 5;
  * time comes in on events. Both runners (local and Temporal) drive this same function, and a
  * journal replayed through it rebuilds the state exactly.
  *
- * It runs the plan's actions one at a time, in plan order; after the last action before `commit`
- * it waits the bake time, then commits (auto) or waits for an operator (manual). A failed action
- * rolls back: traffic back to blue first, then green retired.
+ * It runs the plan as a graph: an action starts once the actions of its `after` are done, up to
+ * `spec.parallelism` commands in flight, in plan order among those ready (so parallelism 1 runs the
+ * plan one action at a time, in plan order). After the last action before `commit` it waits the
+ * bake time, then commits (auto) or waits for an operator (manual). A failed action stops new
+ * starts, aborts what is in flight, then rolls back: traffic back to blue first, then green retired.
+ * The state depends on the events only, never on when they arrived: the same journal replays to the
+ * same state, and completions of independent actions in any order lead to the same end state.
  */
 export function start(spec: MigrationSpec): Transition {
   const state: MigrationState = {
     spec,
     lifecycle: 'running',
     cursor: 0,
-    subStep: 0,
+    done: [],
+    running: [],
     attempt: 1,
     pauseRequested: false,
-    inflight: null,
-    cancelling: null,
+    inflight: [],
+    cancelling: [],
     nextCommand: 1,
     slots: initialSlots(spec),
     touchedRoutes: [],
     provisioned: [],
-    gateRemainingMs: null,
     bakeRemainingMs: null,
     bakeDone: false,
     layoutRecorded: false,
@@ -67,9 +75,6 @@ export function start(spec: MigrationSpec): Transition {
     'info',
     `migration ${spec.id} started: ${n} action${n === 1 ? '' : 's'}`,
   );
-  const first = spec.plan.actions[0];
-  if (first && first.stage !== 'commit')
-    notice(t, spec.createdAt, 'stage_entered', 'info', `stage ${first.stage}`, first.stage);
   advance(t, spec.createdAt);
   return t;
 }
@@ -85,18 +90,24 @@ export function step(previous: MigrationState, event: MigrationEvent): Transitio
     case 'resolve':
       onResolve(t, event.at, event.how, event.step, event.by);
       break;
-    case 'command_succeeded':
-      if (!takeResult(t, event.commandId)) return t;
-      onSucceeded(t, event.commandId, event.at, event.output);
+    case 'command_succeeded': {
+      const command = takeResult(t, event.commandId);
+      if (!command) return t;
+      onSucceeded(t, command, event.at, event.output);
       break;
-    case 'command_failed':
-      if (!takeResult(t, event.commandId)) return t;
-      onFailed(t, event.at, event.error.message, event.error.retryable);
+    }
+    case 'command_failed': {
+      const command = takeResult(t, event.commandId);
+      if (!command) return t;
+      onFailed(t, command, event.at, event.error.message, event.error.retryable);
       break;
-    case 'command_cancelled':
-      if (!takeResult(t, event.commandId)) return t;
-      onCancelled(t, event.at, event.elapsedMs);
+    }
+    case 'command_cancelled': {
+      const command = takeResult(t, event.commandId);
+      if (!command) return t;
+      onCancelled(t, command, event.elapsedMs);
       break;
+    }
     default:
       assertNever(event, 'event');
   }
@@ -123,12 +134,49 @@ function initialSlots(spec: MigrationSpec): MigrationState['slots'] {
   return slots;
 }
 
-/** The in-flight command's result arrived; false when it belongs to a command no longer awaited. */
-function takeResult(t: Transition, commandId: string): boolean {
+/** An in-flight command's result arrived: it is no longer in flight. Null for a command not awaited. */
+function takeResult(t: Transition, commandId: string): Command | null {
   const s = t.state;
-  if (s.inflight?.id !== commandId) return false;
-  t.state = { ...s, cancelling: s.cancelling === commandId ? null : s.cancelling };
-  return true;
+  const command = s.inflight.find((c) => c.id === commandId);
+  if (!command) return null;
+  t.state = {
+    ...s,
+    inflight: s.inflight.filter((c) => c !== command),
+    cancelling: s.cancelling.includes(commandId)
+      ? s.cancelling.filter((id) => id !== commandId)
+      : s.cancelling,
+  };
+  return command;
+}
+
+/** The bound a new migration runs under: `--parallelism`, else the topology's, else the default. */
+export function migrationParallelism(desired: Topology, requested?: number): number {
+  return requested ?? desired.strategy.parallelism ?? defaults.parallelism;
+}
+
+/** How many commands may be in flight at once; 1 for a spec from before the bound existed. */
+export function parallelismOf(spec: MigrationSpec): number {
+  return Math.max(1, spec.parallelism ?? 1);
+}
+
+/** The action whose command (driver call or retry wait) this is, if any. */
+function runOf(s: MigrationState, commandId: string): ActionRun | undefined {
+  return s.running.find((r) => r.command === commandId);
+}
+
+function setRun(t: Transition, run: ActionRun): void {
+  t.state = { ...t.state, running: t.state.running.map((r) => (r.index === run.index ? run : r)) };
+}
+
+/** The action of `run` is done: it leaves `running`, joins `done`, and the cursor moves past what is done. */
+function finishRun(t: Transition, index: number): void {
+  const s = t.state;
+  const done = [...s.done];
+  done.splice(lowerBound(done, index), 0, index);
+  // Every index below the cursor is done, so done[cursor] === cursor exactly when the cursor's is.
+  let cursor = s.cursor;
+  while (done[cursor] === cursor) cursor++;
+  t.state = { ...s, running: s.running.filter((r) => r.index !== index), done, cursor };
 }
 
 function currentAction(s: MigrationState): Action | undefined {
@@ -137,8 +185,7 @@ function currentAction(s: MigrationState): Action | undefined {
 
 /** Index of the first commit-stage action (or the number of actions when there is none). */
 export function commitIndex(spec: MigrationSpec): number {
-  const i = spec.plan.actions.findIndex((a) => a.stage === 'commit');
-  return i === -1 ? spec.plan.actions.length : i;
+  return planIndex(spec.plan).stageRange.get('commit')?.[0] ?? spec.plan.actions.length;
 }
 
 /** The stage a migration is in, for people: the current action's stage, `bake`, or none. */
@@ -155,16 +202,18 @@ function onOperator(t: Transition, verb: Verb, at: number, by?: string): void {
   if (refuseVerb(s, verb) !== null) return;
   const who = by ? ` by ${by}` : '';
   switch (verb) {
-    case 'pause':
-      if (s.inflight && isCancellable(s.inflight)) {
-        t.state = { ...s, pauseRequested: true, cancelling: s.inflight.id };
-        t.cancels.push(s.inflight.id);
-      } else {
-        t.state = { ...s, pauseRequested: true };
-      }
-      if (s.inflight)
+    case 'pause': {
+      // Waits and probes stop now (a gate goes on later with the deadline it had left); driver
+      // calls finish; no new action starts. Paused once nothing is in flight.
+      const cancel = s.inflight
+        .filter((c) => isCancellable(c) && !s.cancelling.includes(c.id))
+        .map((c) => c.id);
+      t.state = { ...s, pauseRequested: true, cancelling: [...s.cancelling, ...cancel] };
+      t.cancels.push(...cancel);
+      if (s.inflight.length > 0)
         notice(t, at, 'paused', 'info', `pause requested${who}; it takes effect after the current step`);
       return;
+    }
     case 'resume':
       t.state = { ...s, lifecycle: 'running', pauseRequested: false };
       notice(t, at, 'resumed', 'info', `resumed${who}`);
@@ -230,37 +279,36 @@ function onResolve(t: Transition, at: number, how: ResolveHow, step: string | un
   );
 }
 
-function onSucceeded(t: Transition, commandId: string, at: number, output: unknown): void {
+function onSucceeded(t: Transition, command: Command, at: number, output: unknown): void {
   const s = t.state;
-  const command = s.inflight as Command;
-  t.state = { ...s, inflight: null, lastError: null };
-  if (s.lifecycle === 'rolling_back' && s.ending && s.ending.steps[s.ending.cursor]?.id !== commandId) {
-    // The action that was running when the rollback began finished; its effect is undone below.
-    recordEffect(t, command, output);
-    return;
-  }
+  t.state = { ...s, lastError: null };
   recordEffect(t, command, output);
-  switch (t.state.lifecycle) {
-    case 'rolling_back': {
-      const ending = t.state.ending as NonNullable<MigrationState['ending']>;
-      notice(t, at, 'rollback_step', 'info', `undo: ${describeCommand(command)} done`);
-      // A step a person asked to retry is resolved once it succeeds.
-      const skipped = ending.skipped.map((s): SkippedStep => {
-        if (s.retrying?.as !== commandId) return s;
-        const { retrying, ...rest } = s;
-        return { ...rest, resolved: { how: 'retried', at, ...(retrying.by ? { by: retrying.by } : {}) } };
-      });
-      t.state = { ...t.state, attempt: 1, ending: { ...ending, cursor: ending.cursor + 1, skipped } };
+  if (s.lifecycle === 'rolling_back') {
+    const ending = s.ending as NonNullable<MigrationState['ending']>;
+    if (ending.steps[ending.cursor]?.id !== command.id) {
+      // An action that was in flight when the rollback began finished; its effect is undone below.
+      detachRun(t, command.id);
       return;
     }
-    case 'committing':
-    case 'running':
-    case 'paused':
-      completeStep(t, command, at);
-      return;
-    default:
-      return;
+    notice(t, at, 'rollback_step', 'info', `undo: ${describeCommand(command)} done`);
+    // A step a person asked to retry is resolved once it succeeds.
+    const skipped = ending.skipped.map((s): SkippedStep => {
+      if (s.retrying?.as !== command.id) return s;
+      const { retrying, ...rest } = s;
+      return { ...rest, resolved: { how: 'retried', at, ...(retrying.by ? { by: retrying.by } : {}) } };
+    });
+    t.state = { ...t.state, attempt: 1, ending: { ...ending, cursor: ending.cursor + 1, skipped } };
+    return;
   }
+  if (s.lifecycle === 'committing' || s.lifecycle === 'running' || s.lifecycle === 'paused') {
+    completeStep(t, command, at);
+  }
+}
+
+/** An action's command ended after the rollback began: the action will not go on. */
+function detachRun(t: Transition, commandId: string): void {
+  const run = runOf(t.state, commandId);
+  if (run) setRun(t, { ...run, command: null });
 }
 
 /** Keeps what a command did, whatever happens next, so that a rollback can undo it. */
@@ -291,19 +339,23 @@ function recordEffect(t: Transition, command: Command, output: unknown): void {
 
 function completeStep(t: Transition, command: Command, at: number): void {
   const s = t.state;
-  if (command.kind === 'wait') {
-    if (command.purpose === 'bake') {
+  const run = runOf(s, command.id);
+  if (!run) {
+    // The bake, the commit's steps, and the waits before retrying them belong to no action.
+    if (command.kind === 'wait' && command.purpose === 'bake') {
       t.state = { ...s, bakeDone: true, bakeRemainingMs: null };
       notice(t, at, 'stage_entered', 'info', 'bake time over', 'bake');
+    } else if (command.kind === 'apply_route' && command.promote) {
+      t.state = { ...s, routesPromoted: s.routesPromoted + 1 };
     }
     return;
   }
-  if (command.kind === 'record_layout') return;
-  if (command.kind === 'apply_route' && command.promote) {
-    t.state = { ...s, routesPromoted: s.routesPromoted + 1 };
+  if (command.kind === 'wait') {
+    // The wait before a retry is over: the action's call is issued again.
+    setRun(t, { ...run, command: null });
     return;
   }
-  const action = currentAction(s) as Action;
+  const action = s.spec.plan.actions[run.index] as Action;
   const steps = subStepCount(s, action);
   if (command.kind === 'check_health' && action.type === 'check_health') {
     notice(
@@ -316,27 +368,27 @@ function completeStep(t: Transition, command: Command, at: number): void {
       action.id,
     );
   }
-  if (s.subStep + 1 < steps) {
-    t.state = { ...s, subStep: s.subStep + 1, attempt: 1, gateRemainingMs: null };
+  if (run.subStep + 1 < steps) {
+    setRun(t, { ...run, subStep: run.subStep + 1, attempt: 1, gateRemainingMs: null, command: null });
     return;
   }
   notice(t, at, 'action_succeeded', 'info', `${action.id} done`, action.stage, action.id);
-  t.state = { ...s, cursor: s.cursor + 1, subStep: 0, attempt: 1, gateRemainingMs: null };
-  const next = currentAction(t.state);
-  if (next && next.stage !== action.stage && next.stage !== 'commit') {
-    notice(t, at, 'stage_entered', 'info', `stage ${next.stage}`, next.stage);
-  }
+  finishRun(t, run.index);
 }
 
-function onFailed(t: Transition, at: number, message: string, retryable: boolean): void {
+function onFailed(t: Transition, command: Command, at: number, message: string, retryable: boolean): void {
   const s = t.state;
-  const command = s.inflight as Command;
-  t.state = { ...s, inflight: null, lastError: message };
+  t.state = { ...s, lastError: message };
   const what = describeCommand(command);
+  const run = runOf(s, command.id);
   if (s.lifecycle === 'rolling_back') {
     const ending = s.ending as NonNullable<MigrationState['ending']>;
     const undoing = ending.steps[ending.cursor]?.id === command.id;
-    if (!undoing) return; // the interrupted action failed: its undo step is already planned
+    if (!undoing) {
+      // An interrupted action failed: its undo step is already planned.
+      detachRun(t, command.id);
+      return;
+    }
     if (s.attempt < maxAttemptsPerUndoStep) {
       notice(t, at, 'action_retry', 'warn', `undo: ${what} failed (${message}); retrying`);
       retryLater(t, s.attempt);
@@ -364,48 +416,61 @@ function onFailed(t: Transition, at: number, message: string, retryable: boolean
   if (s.lifecycle === 'committing') {
     // Past the point of no return: a commit step is retried until it succeeds, never undone.
     notice(t, at, 'action_retry', 'warn', `commit step ${what} failed (${message}); retrying`);
-    retryLater(t, Math.min(s.attempt, 6));
+    if (run) retryRunLater(t, run, Math.min(run.attempt, 6));
+    else retryLater(t, Math.min(s.attempt, 6));
     return;
   }
-  if (command.kind === 'wait') return;
-  const action = currentAction(s) as Action;
-  if (retryable && s.attempt < maxAttemptsPerCall) {
+  if (!run) return; // the bake's wait: issued again
+  if (command.kind === 'wait') {
+    setRun(t, { ...run, command: null });
+    return;
+  }
+  const action = s.spec.plan.actions[run.index] as Action;
+  if (retryable && run.attempt < maxAttemptsPerCall) {
     notice(
       t,
       at,
       'action_retry',
       'warn',
-      `${action.id}: ${message}; retry ${s.attempt + 1} of ${maxAttemptsPerCall}`,
+      `${action.id}: ${message}; retry ${run.attempt + 1} of ${maxAttemptsPerCall}`,
       action.stage,
       action.id,
     );
-    retryLater(t, s.attempt);
+    retryRunLater(t, run, run.attempt);
     return;
   }
+  setRun(t, { ...run, command: null });
   const kind = command.kind === 'check_health' ? 'gate_failed' : 'action_failed';
   const reason =
     command.kind === 'check_health'
       ? `health gate failed for ${action.component}: ${message}`
       : `${action.id} failed: ${message}`;
   notice(t, at, kind, 'error', reason, action.stage, action.id);
-  beginEnding(t, at, 'failed', reason);
+  beginEnding(t, at, 'failed', reason, undefined, true);
 }
 
+/** A command of no action failed: wait, then it is issued again (attempt counted on the state). */
 function retryLater(t: Transition, attempt: number): void {
   t.state = { ...t.state, attempt: attempt + 1 };
   issue(t, { kind: 'wait', ms: retryBackoffMs(attempt), purpose: 'retry' });
 }
 
-function onCancelled(t: Transition, at: number, elapsedMs: number): void {
-  const s = t.state;
-  const command = s.inflight as Command;
-  t.state = { ...s, inflight: null };
-  if (command.kind === 'check_health') {
-    t.state.gateRemainingMs = Math.max(0, command.deadlineMs - elapsedMs);
+/** An action's call failed: its wait before the retry is the action's command in flight. */
+function retryRunLater(t: Transition, run: ActionRun, attempt: number): void {
+  setRun(t, { ...run, attempt: attempt + 1 });
+  issue(t, { kind: 'wait', ms: retryBackoffMs(attempt), purpose: 'retry' }, run.index);
+}
+
+function onCancelled(t: Transition, command: Command, elapsedMs: number): void {
+  const run = runOf(t.state, command.id);
+  if (run) {
+    // A gate goes on later with the deadline it had left; any other call is issued again.
+    const gateRemainingMs =
+      command.kind === 'check_health' ? Math.max(0, command.deadlineMs - elapsedMs) : run.gateRemainingMs;
+    setRun(t, { ...run, command: null, gateRemainingMs });
   } else if (command.kind === 'wait' && command.purpose === 'bake') {
-    t.state.bakeRemainingMs = Math.max(0, command.ms - elapsedMs);
+    t.state = { ...t.state, bakeRemainingMs: Math.max(0, command.ms - elapsedMs) };
   }
-  void at;
 }
 
 /**
@@ -413,7 +478,14 @@ function onCancelled(t: Transition, at: number, elapsedMs: number): void {
  * how the migration will have ended; `cause` opens the notice (a failure's reason was just given in
  * its own notice, gate_failed or action_failed, so it has none).
  */
-function beginEnding(t: Transition, at: number, outcome: Outcome, reason: string, cause?: string): void {
+function beginEnding(
+  t: Transition,
+  at: number,
+  outcome: Outcome,
+  reason: string,
+  cause?: string,
+  abortDriverCalls = false,
+): void {
   const s = t.state;
   const steps = undoSteps(s).map((command) => ({ ...command, id: '' }) as Command);
   let next = s.nextCommand;
@@ -426,10 +498,13 @@ function beginEnding(t: Transition, at: number, outcome: Outcome, reason: string
     nextCommand: next,
     ending: { outcome, reason, steps, cursor: 0, skipped: [] },
   };
-  if (s.inflight && isCancellable(s.inflight)) {
-    t.state.cancelling = s.inflight.id;
-    t.cancels.push(s.inflight.id);
-  }
+  // What is in flight is stopped where that leaves nothing half done (waits, probes, drains); after a
+  // failure, calls standing green up are aborted too (the undo retires what they may have started).
+  // The undo steps start once nothing is in flight any more.
+  const stop = abortDriverCalls ? isAbortedOnFailure : isCancellable;
+  const cancel = s.inflight.filter((c) => stop(c) && !s.cancelling.includes(c.id)).map((c) => c.id);
+  t.state.cancelling = [...s.cancelling, ...cancel];
+  t.cancels.push(...cancel);
   notice(
     t,
     at,
@@ -441,7 +516,9 @@ function beginEnding(t: Transition, at: number, outcome: Outcome, reason: string
 
 /** A restart in place already issued is not undone (see undoSteps): say so. */
 function restartsKept(s: MigrationState): string {
-  const issued = s.spec.plan.actions.slice(0, s.cursor + 1).some((a) => a.type === 'restart');
+  const actions = s.spec.plan.actions;
+  const started = [...s.done, ...s.running.map((r) => r.index)];
+  const issued = started.some((i) => actions[i]?.type === 'restart');
   return issued ? ' (replicas restarted in place were down before; they stay)' : '';
 }
 
@@ -466,9 +543,9 @@ function beginCommit(t: Transition, at: number, why: string): void {
  */
 type Advanced = 'settled' | 'again';
 
-/** Issues the next command when nothing is in flight, or moves to the next lifecycle state. */
+/** Issues the commands that may start now, or moves to the next lifecycle state. */
 function advance(t: Transition, at: number): void {
-  while (!t.state.inflight && advanceState(t, at) === 'again') {
+  while (advanceState(t, at) === 'again') {
     // A state moved on (running → committing): advance the new one.
   }
 }
@@ -502,14 +579,17 @@ function advanceState(t: Transition, at: number): Advanced {
 function advanceRunning(t: Transition, at: number): Advanced {
   const s = t.state;
   if (s.pauseRequested) {
+    if (s.inflight.length > 0) return 'settled'; // paused once what is in flight has ended
     t.state = { ...s, lifecycle: 'paused', pauseRequested: false };
     notice(t, at, 'paused', 'info', `paused${describePosition(t.state)}`);
     return 'settled';
   }
-  if (s.cursor < commitIndex(s.spec)) {
-    issueAction(t, at);
+  const commitAt = commitIndex(s.spec);
+  if (s.cursor < commitAt) {
+    scheduleActions(t, at, commitAt);
     return 'settled';
   }
+  if (s.inflight.length > 0) return 'settled';
   if (!s.bakeDone && s.spec.desired.strategy.bake > 0) {
     const ms = s.bakeRemainingMs ?? s.spec.desired.strategy.bake;
     if (s.bakeRemainingMs === null) {
@@ -536,20 +616,23 @@ function advanceRunning(t: Transition, at: number): Advanced {
 /** Committing: record the layout, promote the routes, finish the actions after the commit; then done. */
 function advanceCommitting(t: Transition, at: number): Advanced {
   const s = t.state;
+  // Recording the layout and promoting the routes run alone, one after the other.
   if (!s.layoutRecorded) {
-    issue(t, { kind: 'record_layout' });
+    if (s.inflight.length === 0) issue(t, { kind: 'record_layout' });
     return 'settled';
   }
   const promote = routesToPromote(s);
   if (s.routesPromoted < promote.length) {
     const route = promote[s.routesPromoted] as string;
-    issue(t, { kind: 'apply_route', route, greenPercent: 0, restore: false, promote: true });
+    if (s.inflight.length === 0)
+      issue(t, { kind: 'apply_route', route, greenPercent: 0, restore: false, promote: true });
     return 'settled';
   }
   if (s.cursor < s.spec.plan.actions.length) {
-    issueAction(t, at);
+    scheduleActions(t, at, s.spec.plan.actions.length);
     return 'settled';
   }
+  if (s.inflight.length > 0) return 'settled';
   t.state = { ...s, lifecycle: 'completed', endedAt: at };
   notice(t, at, 'completed', 'info', `completed: environment ${s.spec.environment} is at the new layout`);
   return 'settled';
@@ -558,11 +641,12 @@ function advanceCommitting(t: Transition, at: number): Advanced {
 /** Rolling back (or ending another way): the next undo step, then the outcome. Waits while cancelling. */
 function advanceRollingBack(t: Transition, at: number): Advanced {
   const s = t.state;
-  if (s.cancelling) return 'settled';
+  // Undo steps run one at a time, once what was in flight when the rollback began has ended.
+  if (s.inflight.length > 0) return 'settled';
   const ending = s.ending as NonNullable<MigrationState['ending']>;
   const next = ending.steps[ending.cursor];
   if (next) {
-    t.state = { ...s, inflight: next };
+    t.state = { ...s, inflight: [next] };
     t.commands.push(next);
     return 'settled';
   }
@@ -589,15 +673,57 @@ function advanceRollingBack(t: Transition, at: number): Advanced {
   return 'settled';
 }
 
-function issueAction(t: Transition, at: number): void {
+/**
+ * Issues what may start now, up to the parallelism, before plan index `to`: first the actions
+ * started and between two commands (a retry after its wait, the next step of a stepped shift, a gate
+ * after a pause), then new actions whose prerequisites are done, in plan order. Nothing starts
+ * while a pause is requested.
+ */
+function scheduleActions(t: Transition, at: number, to: number): void {
+  if (t.state.pauseRequested) return;
+  const limit = parallelismOf(t.state.spec);
+  for (const run of t.state.running) {
+    if (t.state.inflight.length >= limit) return;
+    if (run.command === null) issueAction(t, at, run.index);
+  }
+  const plan = t.state.spec.plan;
+  const { byId } = planIndex(plan);
+  const isDone = (id: string) => sortedHas(t.state.done, byId.get(id) ?? -1);
+  for (let i = t.state.cursor; i < to && t.state.inflight.length < limit; i++) {
+    if (sortedHas(t.state.done, i) || t.state.running.some((r) => r.index === i)) continue;
+    if (!prerequisites(plan.actions, i).every(isDone)) continue;
+    startAction(t, at, i);
+  }
+}
+
+function startAction(t: Transition, at: number, index: number): void {
   const s = t.state;
-  const action = currentAction(s) as Action;
-  const command = commandFor(s, action);
-  if (s.subStep === 0 && s.attempt === 1 && s.gateRemainingMs === null) {
+  const actions = s.spec.plan.actions;
+  const action = actions[index] as Action;
+  // The first action of a stage to start enters it (the commit stage is entered by `committing`).
+  const [first, end] = planIndex(s.spec.plan).stageRange.get(action.stage) as [number, number];
+  const entered =
+    (s.done[lowerBound(s.done, first)] ?? end) < end ||
+    s.running.some((r) => r.index >= first && r.index < end);
+  if (!entered && action.stage !== 'commit') {
+    notice(t, at, 'stage_entered', 'info', `stage ${action.stage}`, action.stage);
+  }
+  const run: ActionRun = { index, subStep: 0, attempt: 1, gateRemainingMs: null, command: null };
+  const running = [...s.running, run].sort((a, b) => a.index - b.index);
+  t.state = { ...s, running };
+  issueAction(t, at, index);
+}
+
+function issueAction(t: Transition, at: number, index: number): void {
+  const s = t.state;
+  const run = s.running.find((r) => r.index === index) as ActionRun;
+  const action = s.spec.plan.actions[index] as Action;
+  const command = commandFor(s, action, run);
+  if (run.subStep === 0 && run.attempt === 1 && run.gateRemainingMs === null) {
     notice(t, at, 'action_started', 'info', `${action.id}: ${action.reason}`, action.stage, action.id);
   }
   if (command.kind === 'provision' && !s.provisioned.includes(command.component)) {
-    t.state = { ...s, provisioned: [...s.provisioned, command.component] };
+    t.state = { ...s, provisioned: withProvisioned(s, command.component) };
   }
   if (
     (command.kind === 'apply_route' || command.kind === 'remove_route') &&
@@ -611,13 +737,30 @@ function issueAction(t: Transition, at: number): void {
     const previews = previewRoutes(s, command.component).filter((r) => !t.state.touchedRoutes.includes(r));
     if (previews.length > 0) t.state = { ...t.state, touchedRoutes: [...t.state.touchedRoutes, ...previews] };
   }
-  issue(t, command);
+  issue(t, command, index);
 }
 
-function issue(t: Transition, command: Omit<Command, 'id'> | Command): void {
+/** `provisioned` with one more, in the order of their provisions in the plan (dependencies first), whatever order they started in. */
+function withProvisioned(s: MigrationState, component: string): string[] {
+  const { provisionOf } = planIndex(s.spec.plan);
+  const at = (c: string) => provisionOf.get(c) ?? -1;
+  const out = [...s.provisioned];
+  // Provisions mostly start in plan order: walk back from the end to the place of this one.
+  let i = out.length;
+  while (i > 0 && at(out[i - 1] as string) > at(component)) i--;
+  out.splice(i, 0, component);
+  return out;
+}
+
+/** Numbers a command and puts it in flight; `runIndex` names the action it belongs to. */
+function issue(t: Transition, command: Omit<Command, 'id'> | Command, runIndex?: number): void {
   const s = t.state;
   const withId = { ...command, id: `c${s.nextCommand}` } as Command;
-  t.state = { ...s, inflight: withId, nextCommand: s.nextCommand + 1 };
+  const running =
+    runIndex === undefined
+      ? s.running
+      : s.running.map((r) => (r.index === runIndex ? { ...r, command: withId.id } : r));
+  t.state = { ...s, inflight: [...s.inflight, withId], nextCommand: s.nextCommand + 1, running };
   t.commands.push(withId);
 }
 
@@ -632,7 +775,7 @@ export function previewRoutes(s: MigrationState, component: string): string[] {
 }
 
 /** Routes that serve a green slot now: at the commit, that slot becomes the route's live one. */
-function routesToPromote(s: MigrationState): string[] {
+export function routesToPromote(s: MigrationState): string[] {
   return Object.keys(s.spec.desired.routes)
     .filter((name) => own(s.slots, own(s.spec.desired.routes, name)?.to as string)?.green !== undefined)
     .sort();

@@ -59,7 +59,7 @@ export function summaryOf(state: MigrationState, runner: RunnerSeen = { state: '
     planId: state.spec.plan.planId,
     startedBy: state.spec.startedBy ?? null,
     commit: state.spec.commit ?? null,
-    actionsDone: Math.min(state.cursor, state.spec.plan.actions.length),
+    actionsDone: state.done.length,
     actionsTotal: state.spec.plan.actions.length,
     startedAt: state.startedAt,
     updatedAt: state.updatedAt,

@@ -45,6 +45,12 @@ export interface MigrationSpec {
   startedBy?: string;
   /** The Git commit its topology came from (audit): a saved plan's, or `migrate --commit`; null when unknown. */
   commit?: string | null;
+  /**
+   * How many commands may be in flight at once (`--parallelism`, else the topology's
+   * `strategy.parallelism`, else 10). Absent in journals written before it: those ran one at a
+   * time, and replaying them must issue the same commands, so absent means 1.
+   */
+  parallelism?: number;
 }
 
 /** A command for the edge: a driver call or a wait. Serialisable; results come back as events. */
@@ -148,27 +154,45 @@ export interface SkippedStep {
   resolved?: { how: 'retried' | 'skipped'; at: number; by?: string };
 }
 
-export interface MigrationState {
-  spec: MigrationSpec;
-  lifecycle: Lifecycle;
-  /** Index in spec.plan.actions of the action being run, or next. */
-  cursor: number;
+/** An action started and not done yet. */
+export interface ActionRun {
+  /** Index in spec.plan.actions. */
+  index: number;
   /** Position inside a multi-step action (the steps of a stepped shift). */
   subStep: number;
   attempt: number;
+  /** Deadline left of a health gate interrupted by a pause. */
+  gateRemainingMs: number | null;
+  /** Its command in flight (the driver call, or the wait before retrying it); null between two. */
+  command: string | null;
+}
+
+export interface MigrationState {
+  spec: MigrationSpec;
+  lifecycle: Lifecycle;
+  /** Index in spec.plan.actions of the first action not done (every action before it is done). */
+  cursor: number;
+  /** Indexes in spec.plan.actions of the actions done, ascending. */
+  done: number[];
+  /** Actions started and not done, by index ascending. */
+  running: ActionRun[];
+  /** Attempt of the one command that belongs to no action (the commit's steps, an undo step). */
+  attempt: number;
   pauseRequested: boolean;
-  /** The command the edge is executing; at most one at a time. */
-  inflight: Command | null;
-  /** Commands of this migration that were cancelled and whose result must be ignored. */
-  cancelling: string | null;
+  /**
+   * The commands the edge is executing, in the order issued; at most `spec.parallelism` of them.
+   * Each is an action's command (see `running`), or the one command of the bake, the commit's
+   * steps or the rollback, which run alone.
+   */
+  inflight: Command[];
+  /** Commands of this migration that were cancelled and whose result is awaited. */
+  cancelling: string[];
   nextCommand: number;
   slots: Record<string, SlotPair>;
   /** Routes this migration changed, in order, so a rollback can put them back. */
   touchedRoutes: string[];
-  /** Components whose green slot was (or may have been) started, in order. */
+  /** Components whose green slot was (or may have been) started, in plan order. */
   provisioned: string[];
-  /** Deadline left of a health gate interrupted by a pause. */
-  gateRemainingMs: number | null;
   bakeRemainingMs: number | null;
   bakeDone: boolean;
   layoutRecorded: boolean;

@@ -24,6 +24,7 @@ import {
 import { describeChange, diffValues } from './diff-values.js';
 import { findDrift, type PlanInputs, replacementRequested } from './drift.js';
 import { planIdOf } from './plan-id.js';
+import { withEdges } from './plan-edges.js';
 import { restartActionId, restartableInPlace, restartReason } from './restart-in-place.js';
 import type { Action, Change, Drift, Plan, ResourceChange, Stage } from './types.js';
 
@@ -49,11 +50,15 @@ export function buildPlan(current: CurrentLayout, desired: Topology, inputs: Pla
   const forced = forcedBy(drift, inputs, current, desired);
   const secrets = current.slots || inputs.secrets ? { slots: current.slots, digests: inputs.secrets } : {};
   const c = classify(current.topology, desired, forced, secrets);
-  const actions = [...buildUpActions(c), ...cutoverActions(c), ...teardownActions(c, current.topology)];
+  const actions = withEdges(
+    [...buildUpActions(c), ...cutoverActions(c), ...teardownActions(c, current.topology)],
+    current.topology,
+    desired,
+  );
   const resources = resourceChanges(c, actions);
   const settings = settingsChanges(current.topology, desired, c.usedDrivers);
   const body = {
-    formatVersion: '1.0' as const,
+    formatVersion: '1.1' as const,
     environment,
     baseSerial: current.serial,
     // The model's keys are in canonical order by construction (normalize.ts), so plain JSON is canonical.

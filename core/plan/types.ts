@@ -63,6 +63,11 @@ export interface Action {
   route?: string;
   reason: string;
   changes?: Change[];
+  /**
+   * The ids of the actions this one waits for (plan-edges.ts), all earlier in the plan: actions
+   * whose `after` are done may run at once. Absent in plans of format 1.0, which ran in order.
+   */
+  after?: string[];
 }
 
 /** `restart`: replicas started again in the live slot (no green slot, no traffic moved). */
@@ -107,7 +112,8 @@ export interface PlanStrategy {
 }
 
 export interface Plan {
-  formatVersion: '1.0';
+  /** 1.1: actions carry `after` (their dependency edges). 1.0 (older journals): none, run in order. */
+  formatVersion: '1.0' | '1.1';
   environment: string;
   /** `sha256:` of the canonical JSON of everything below except planId itself. */
   planId: string;

@@ -6,7 +6,7 @@ export interface TopologyFile {
   drivers?: Record<string, DriverFile>;
   components: Record<string, ComponentFile>;
   routes?: Record<string, RouteFile>;
-  strategy?: { bake?: string; commit?: 'auto' | 'manual' };
+  strategy?: { bake?: string; commit?: 'auto' | 'manual'; parallelism?: number };
 }
 
 export type DriverFile =

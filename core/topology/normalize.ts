@@ -29,6 +29,7 @@ export function normalizeTopology(file: TopologyFile): Topology {
     strategy: {
       bake: duration(file.strategy?.bake, defaults.bakeMs),
       commit: file.strategy?.commit ?? defaults.commit,
+      ...(file.strategy?.parallelism === undefined ? {} : { parallelism: file.strategy.parallelism }),
     },
   };
 }

@@ -22,7 +22,11 @@ export function topologyFileOf(model: Topology): TopologyFile {
     drivers: mapValues(model.drivers, driverFile),
     components: mapValues(model.components, componentFile),
     routes: mapValues(model.routes, routeFile),
-    strategy: { bake: formatDuration(model.strategy.bake), commit: model.strategy.commit },
+    strategy: {
+      bake: formatDuration(model.strategy.bake),
+      commit: model.strategy.commit,
+      ...(model.strategy.parallelism === undefined ? {} : { parallelism: model.strategy.parallelism }),
+    },
   };
 }
 

@@ -99,6 +99,11 @@ export interface Route {
 export interface Strategy {
   bake: DurationMs;
   commit: 'auto' | 'manual';
+  /**
+   * How many driver calls a migration runs at once (`defaults.parallelism` when absent). Kept only
+   * when the file sets it, so layouts recorded before it existed plan no settings change.
+   */
+  parallelism?: number;
 }
 
 export const defaults = {
@@ -118,4 +123,6 @@ export const defaults = {
   drainTimeoutMs: 30_000,
   bakeMs: 0,
   commit: 'auto',
+  /** Driver calls a migration runs at once, like Terraform's default of 10 operations. */
+  parallelism: 10,
 } as const;

@@ -79,8 +79,8 @@ export class LocalRunner {
   }
 
   /**
-   * Picks up a migration whose runner died: replays its journal and re-issues the command that was
-   * in flight (drivers are idempotent), or finishes one that was being cancelled.
+   * Picks up a migration whose runner died: replays its journal and re-issues every command that
+   * was in flight (drivers are idempotent), or finishes those that were being cancelled.
    */
   static recover(stateDir: StateDir, environment: string, id: string, deps: RunnerDeps): LocalRunner {
     const paths = stateDir.migration(environment, id);
@@ -104,11 +104,12 @@ export class LocalRunner {
       runner.finish();
       return runner;
     }
-    const inflight = state.inflight;
-    if (inflight && state.cancelling === inflight.id) {
-      runner.record({ type: 'command_cancelled', at: runner.now(), commandId: inflight.id, elapsedMs: 0 });
-    } else if (inflight) {
-      runner.dispatch(inflight);
+    // Every call that was in flight runs again (drivers are idempotent); one being cancelled ends
+    // as cancelled. Calls first: recording a cancellation may issue new commands.
+    const cancelling = state.inflight.filter((c) => state.cancelling.includes(c.id));
+    for (const command of state.inflight) if (!cancelling.includes(command)) runner.dispatch(command);
+    for (const command of cancelling) {
+      runner.record({ type: 'command_cancelled', at: runner.now(), commandId: command.id, elapsedMs: 0 });
     }
     return runner;
   }

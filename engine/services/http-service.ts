@@ -141,6 +141,7 @@ export function httpService(url: string, token: string | undefined): MigrationSe
       }),
     async start(request) {
       if (request.replace !== undefined && request.replace.length > 0) throw notHere('--replace');
+      if (request.parallelism !== undefined) throw notHere('--parallelism');
       return startBy('/v1/apply', {
         topology: request.text,
         path: request.file,

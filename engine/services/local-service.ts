@@ -57,6 +57,7 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
         ...(request.startedBy === undefined ? {} : { startedBy: request.startedBy }),
         ...(request.commit === undefined ? {} : { commit: request.commit }),
         ...(request.replace === undefined ? {} : { replace: request.replace }),
+        ...(request.parallelism === undefined ? {} : { parallelism: request.parallelism }),
       });
       if (!created.created) return { created: false, planId: created.plan.planId };
       const { id, environment } = created.spec;

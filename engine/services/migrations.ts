@@ -9,6 +9,7 @@ import { open } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CutoverError, environmentFault, TopologyInvalidError } from '../../core/errors.js';
+import { migrationParallelism } from '../../core/migration/step.js';
 import { describeLifecycle } from '../../core/migration/summary.js';
 import type { LogLine } from '../../core/migration/types.js';
 import { isFinal, type MigrationSpec, type MigrationState, type Verb } from '../../core/migration/types.js';
@@ -74,6 +75,8 @@ export interface CreateRequest {
   commit?: string | null;
   /** Components to replace green-blue with no change (`migrate --replace`). */
   replace?: readonly string[];
+  /** How many driver calls run at once (`--parallelism`); default: the topology's strategy.parallelism. */
+  parallelism?: number;
   now?: number;
 }
 
@@ -138,6 +141,7 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
       baseDir,
       createdAt: request.now ?? Date.now(),
       ...auditOf(request, osUserName),
+      parallelism: migrationParallelism(desired, request.parallelism),
     };
     stateDirWrite(stateDir, `creating ${id}`, () => {
       makeDir(paths.dir);

@@ -66,6 +66,8 @@ export interface StartRequest extends TopologyText {
   startedBy?: string;
   /** Components to replace green-blue with no change (`migrate --replace`). */
   replace?: readonly string[];
+  /** How many driver calls run at once (`--parallelism`); default: the topology's strategy.parallelism. */
+  parallelism?: number;
   /**
    * The caller drives it itself with `attach` (the CLI's `migrate` without --detach). Only a local
    * migration runs in the caller's process; elsewhere it runs where it always does.

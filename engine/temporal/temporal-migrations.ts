@@ -26,6 +26,7 @@ import {
   type MigrationState,
   type Verb,
 } from '../../core/migration/types.js';
+import { upgradeState } from '../../core/migration/upgrade-state.js';
 import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
 import type { ObservedLayout } from '../../core/observed.js';
 import { buildPlan } from '../../core/plan/build-plan.js';
@@ -469,9 +470,11 @@ export class TemporalMigrations {
   private async status(located: Located, afterSeq: number): Promise<MigrationStatus> {
     if (located.running && !(await this.temporal.workerPolls()))
       throw this.temporal.noWorker('the status of a running migration');
-    return this.temporal.call('for the migration status', () =>
+    const status = await this.temporal.call('for the migration status', () =>
       located.running ? located.handle.query(statusQuery, afterSeq) : located.handle.result(),
     );
+    // A workflow of an earlier version keeps its state in the older shape (one command in flight).
+    return { ...status, state: upgradeState(status.state) };
   }
 
   async show(id: string): Promise<{ summary: MigrationSummary; state: MigrationState }> {
@@ -575,7 +578,7 @@ export class TemporalMigrations {
         const state = await this.temporal.call(`to ${verb}`, () =>
           located.handle.executeUpdate(verbUpdate, { args: [verb, by] }),
         );
-        return { summary: summaryOf(state), recovered: false };
+        return { summary: summaryOf(upgradeState(state)), recovered: false };
       } catch (error) {
         if (error instanceof WorkflowUpdateFailedError) {
           const cause = (error.cause as Error | undefined)?.message ?? error.message;

@@ -37,6 +37,7 @@ import {
   type Transition,
   type Verb,
 } from '../../core/migration/types.js';
+import { upgradeState } from '../../core/migration/upgrade-state.js';
 import { refuseVerb } from '../../core/migration/verb-policy.js';
 import type { ObservedLayout } from '../../core/observed.js';
 import type { CutoverActivities, ObserveInput } from './activities.js';
@@ -125,8 +126,12 @@ function activitiesFor(command: Command): CutoverActivities {
 }
 
 export async function migrationWorkflow(input: MigrationInput): Promise<MigrationStatus> {
+  // For now the workflow runs one command at a time (parallelism 1), as before the plan was a
+  // graph: running activities concurrently is a later change, which must version it (patched()).
+  const spec: MigrationSpec = { ...input.spec, parallelism: 1 };
+  // A run continued from an earlier version's run carries the state in its older shape.
   let state: MigrationState = input.resume
-    ? { ...input.resume.state, spec: input.spec }
+    ? upgradeState({ ...input.resume.state, spec } as MigrationState)
     : (null as unknown as MigrationState);
   let logs: SeqLine[] = input.resume?.logs ?? [];
   let seq = input.resume?.seq ?? 0;
@@ -264,14 +269,13 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
   );
 
   if (input.resume) {
-    const inflight = state.inflight;
-    if (inflight && state.cancelling === inflight.id) {
-      record({ type: 'command_cancelled', at: Date.now(), commandId: inflight.id, elapsedMs: 0 });
-    } else if (inflight) {
-      dispatch(inflight);
+    const cancelling = state.inflight.filter((c) => state.cancelling.includes(c.id));
+    for (const command of state.inflight) if (!cancelling.includes(command)) dispatch(command);
+    for (const command of cancelling) {
+      record({ type: 'command_cancelled', at: Date.now(), commandId: command.id, elapsedMs: 0 });
     }
   } else {
-    const t = start(input.spec);
+    const t = start(spec);
     state = t.state;
     apply(t, null);
   }

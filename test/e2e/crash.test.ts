@@ -330,7 +330,7 @@ describe.concurrent('SIGKILL of the runner at every journal boundary, then resum
       expect(instantNext.has(k) ? [k, k + 1] : [k]).toContain(killedAt);
       const atKill = journalState(sb, id);
       if (killedAt < totalEvents) {
-        expect(atKill.inflight ? describeCommand(atKill.inflight) : null).toBe(sequence[killedAt - 1]);
+        expect(atKill.inflight[0] ? describeCommand(atKill.inflight[0]) : null).toBe(sequence[killedAt - 1]);
         await restart(expect, sb, id, { SLOW_MS: 50 });
       } else {
         // It had ended: there is nothing to pick up, and resume says so.
@@ -421,7 +421,7 @@ describe.concurrent('SIGKILL of the runner during a rollback, then resume', () =
     expect(killedAt).toBe(9);
     const atKill = journalState(sb, id);
     expect(atKill.lifecycle).toBe('rolling_back');
-    expect(atKill.inflight ? describeCommand(atKill.inflight) : null).toBe('retire green b');
+    expect(atKill.inflight[0] ? describeCommand(atKill.inflight[0]) : null).toBe('retire green b');
     await restart(expect, sb, id, { CRASH_UNHEALTHY: 'c', SLOW_MS: 50 });
     const shown = await waitFinal(sb, id);
     expect(checkRolledBack(expect, sb, id, shown, 'failed')).toHaveLength(11);
@@ -459,6 +459,39 @@ describe.concurrent('SIGKILL of the runner during a rollback, then resume', () =
     const shown = await waitFinal(sb, id);
     checkRolledBack(expect, sb, id, shown, 'rolled_back', { drainedBlue: true });
     expect([...shown.state.provisioned].sort()).toEqual(['a', 'b', 'c']);
+  });
+});
+
+describe.concurrent('SIGKILL of the runner with several calls in flight, then resume', () => {
+  // parallel.yaml: the same migration, calls in parallel; replicate a runs beside provision b.
+  const parallelFile = path.join(path.dirname(targetFile), 'parallel.yaml');
+  const inFlight = ['provision:b:green', 'replicate:a:green'];
+
+  it('runs every call that was in flight again, and completes', async (ctx) => {
+    const { expect } = ctx;
+    const sb = await prepared(ctx);
+    const id = await sb.migrateDetached(
+      { SLOW_MS: 5000, SLOW_ONLY: inFlight.join(','), OTHER_MS: 30 },
+      parallelFile,
+    );
+    const started = (call: string) => {
+      const [stage, component, slot] = call.split(':');
+      return sb
+        .calls()
+        .filter(
+          (c) => c.phase === 'start' && c.stage === stage && c.component === component && c.slot === slot,
+        );
+    };
+    await waitFor('both calls to be in flight', () =>
+      inFlight.every((c) => started(c).length > 0) ? true : undefined,
+    );
+    await killAndWait(runnerOf(sb, id));
+    const atKill = journalState(sb, id);
+    expect(atKill.inflight.map(describeCommand).sort()).toEqual(['provision green b', 'replicate a']);
+    await restart(expect, sb, id, { SLOW_MS: 30 });
+    // Same commands as the one-at-a-time run (one result each), in another order.
+    checkCompleted(expect, sb, id, await waitFinal(sb, id));
+    for (const call of inFlight) expect(started(call).length, call).toBeGreaterThanOrEqual(2);
   });
 });
 

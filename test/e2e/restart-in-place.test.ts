@@ -84,8 +84,13 @@ describe('drift repaired in place where no traffic depends on it', () => {
         type: 'restart',
         component: 'worker',
         reason: 'restart 2 of 2 replicas in place (no traffic depends on worker)',
+        after: [],
       },
-      expect.objectContaining({ id: 'health_gate:worker', type: 'check_health' }),
+      expect.objectContaining({
+        id: 'health_gate:worker',
+        type: 'check_health',
+        after: ['provision_green:restart:worker'],
+      }),
     ]);
 
     const repaired = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);

@@ -217,6 +217,27 @@ describe('buildPlan', () => {
     );
   });
 
+  it('gives every action edges to earlier actions only, and a green dependency before its dependent', () => {
+    fc.assert(
+      fc.property(pairArb, fc.boolean(), ({ before, after }, fromScratch) => {
+        const b = load(before);
+        const a = load(after);
+        const plan = buildPlan(layout(fromScratch ? null : b, b.metadata.name), a);
+        const seen = new Set<string>();
+        for (const action of plan.actions) {
+          for (const id of action.after ?? []) expect(seen.has(id), `${action.id} after ${id}`).toBe(true);
+          seen.add(action.id);
+          if (action.type !== 'provision') continue;
+          for (const dep of a.components[action.component as string]?.dependsOn ?? []) {
+            const depProvision = `provision_green:${dep}`;
+            if (seen.has(depProvision)) expect(action.after).toContain(depProvision);
+          }
+        }
+      }),
+      { numRuns: 150 },
+    );
+  });
+
   it('plans, without throwing, any topology the loader accepts', () => {
     fc.assert(
       fc.property(

@@ -96,7 +96,7 @@ export class Driver {
   complete(
     outcome: (c: Command) => 'ok' | 'fail' | 'fail-permanent' | 'cancelled' = () => 'ok',
   ): Transition | null {
-    const c = this.state.inflight;
+    const c = this.state.inflight[0];
     if (!c) return null;
     const o = outcome(c);
     if (o === 'ok') {
@@ -124,7 +124,7 @@ export class Driver {
     outcome?: Parameters<Driver['complete']>[0],
     maxSteps = 500,
   ): this {
-    for (let i = 0; i < maxSteps && this.state.inflight && !until(this.state); i++) this.complete(outcome);
+    for (let i = 0; i < maxSteps && this.state.inflight[0] && !until(this.state); i++) this.complete(outcome);
     return this;
   }
 }

@@ -109,7 +109,7 @@ export async function waitForState(
     await sleep(pollMs);
   }
   throw new Error(
-    `timed out after ${timeoutMs} ms; last state: ${last ? `${last.lifecycle} (inflight ${last.inflight?.kind ?? 'none'})` : 'none'}${lastError ? `; last error: ${(lastError as Error).message}` : ''}`,
+    `timed out after ${timeoutMs} ms; last state: ${last ? `${last.lifecycle} (inflight ${last.inflight[0]?.kind ?? 'none'})` : 'none'}${lastError ? `; last error: ${(lastError as Error).message}` : ''}`,
   );
 }
 
@@ -118,7 +118,8 @@ export const isFinalState = (s: MigrationState) =>
 
 /** The health gate's driver call is running (for the component, when given). */
 export const inGate = (component?: string) => (s: MigrationState) =>
-  s.inflight?.kind === 'check_health' && (component === undefined || s.inflight.component === component);
+  s.inflight[0]?.kind === 'check_health' &&
+  (component === undefined || s.inflight[0].component === component);
 
 /** `cutover topology migrate -f FILE --yes --detach` on Temporal: the migration id. */
 export async function migrateDetached(t: TemporalTarget, file: string): Promise<string> {

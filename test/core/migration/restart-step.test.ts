@@ -52,8 +52,8 @@ function drive(fail: (c: Command) => boolean = () => false): { d: Driver; journa
   const spec = specOf(doc, doc, 'mig_restart', { observed: workerDown(doc) });
   const d = new Driver(spec);
   const journal: MigrationEvent[] = [{ type: 'created', at: spec.createdAt, spec }];
-  for (let i = 0; i < 50 && d.state.inflight; i++) {
-    const c = d.state.inflight;
+  for (let i = 0; i < 50 && d.state.inflight[0]; i++) {
+    const c = d.state.inflight[0];
     const event = fail(c)
       ? ({ type: 'command_failed', commandId: c.id, error: { message: 'boom', retryable: false } } as const)
       : c.kind === 'restart'

@@ -56,6 +56,7 @@ describe('restart in place', () => {
         type: 'restart',
         component: 'worker',
         reason,
+        after: [],
       },
       {
         id: 'health_gate:worker',
@@ -63,6 +64,7 @@ describe('restart in place', () => {
         type: 'check_health',
         component: 'worker',
         reason: 'restarted replicas must start and stay up (no health check configured)',
+        after: ['provision_green:restart:worker'],
       },
     ]);
     expect(plan.resources).toEqual([

@@ -58,9 +58,9 @@ describe('driver calls of a migration whose layouts come from different director
     const driver = new Driver(spec);
     const drivers: DriverSet = { component: { exec: createExecDriver() }, route: {} } as DriverSet;
     const ran: Command['kind'][] = [];
-    for (let i = 0; i < 100 && driver.state.inflight; i++) {
+    for (let i = 0; i < 100 && driver.state.inflight[0]; i++) {
       const state: MigrationState = driver.state;
-      const command = driver.state.inflight;
+      const command = driver.state.inflight[0];
       if (command.kind === 'drain' || (command.kind === 'retire' && command.slot === 'blue')) {
         const result = await executeCommand(state, command, {
           stateDir: StateDir.at(path.join(root, 'state')),
