@@ -5,7 +5,7 @@ import type { LogLine } from '../../core/migration/types.js';
 import type { PlannedAgainst } from '../../core/plan/saved-plan.js';
 import type { Plan } from '../../core/plan/types.js';
 import { isEmptyPlan } from '../../core/plan/types.js';
-import { baseDirOf, readTopology } from '../../engine/api.js';
+import { baseDirOf, readTopology, shortPlanId } from '../../engine/api.js';
 import type { MigrationService, StartResult } from '../../engine/services/migration-service.js';
 import { summaryJson } from '../../views/migration-json.js';
 import { renderLiveView, renderLogLine } from '../../views/render-migration.js';
@@ -84,21 +84,28 @@ export async function migrateTo(
   const style = styleFor(process.stderr);
   const plan = await run.plan();
   const attach = options.detach !== true;
+  let started: StartResult | null = null;
   if (options.planId !== undefined && options.planId !== plan.planId) {
     // Refused with the reason (the plan is stale, or differs) before anything is shown or asked,
-    // even when there is nothing to do now: the pinned plan is not what would run.
-    await run.start({ attach, planId: options.planId });
+    // even when there is nothing to do now: the pinned plan is not what would run. Planned again
+    // under the environment's claim, the pinned plan can be what runs after all (what runs changed
+    // back between the two looks): then it has started, as the reviewed plan it is.
+    started = await run.start({ attach, planId: options.planId });
+    if (started.created)
+      process.stderr.write(`The reviewed plan ${shortPlanId(options.planId)} is what runs now.\n`);
   }
-  if (!options.json)
-    process.stderr.write(renderPlanText(plan, { style, ...(run.against ? { against: run.against } : {}) }));
-  if (isEmptyPlan(plan)) {
-    if (options.json) printJson({ summary: null, planId: plan.planId });
-    process.exitCode = 0;
-    return;
+  if (started === null) {
+    if (!options.json)
+      process.stderr.write(renderPlanText(plan, { style, ...(run.against ? { against: run.against } : {}) }));
+    if (isEmptyPlan(plan)) {
+      if (options.json) printJson({ summary: null, planId: plan.planId });
+      process.exitCode = 0;
+      return;
+    }
+    if (!(await confirmed(options, question(plan.environment)))) return;
+    // Pin the plan that was shown: if the layout moved meanwhile, this refuses rather than surprises.
+    started = await run.start({ attach, planId: options.planId ?? plan.planId });
   }
-  if (!(await confirmed(options, question(plan.environment)))) return;
-  // Pin the plan that was shown: if the layout moved meanwhile, this refuses rather than surprises.
-  const started = await run.start({ attach, planId: options.planId ?? plan.planId });
   if (!started.created) return;
   if (started.notice) process.stderr.write(`cutover: ${started.notice}\n`);
   const { id } = started.summary;

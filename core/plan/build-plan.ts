@@ -23,8 +23,8 @@ import {
 } from './describe-actions.js';
 import { describeChange, diffValues } from './diff-values.js';
 import { findDrift, type PlanInputs, replacementRequested } from './drift.js';
-import { planIdOf } from './plan-id.js';
 import { withEdges } from './plan-edges.js';
+import { planIdOf } from './plan-id.js';
 import { restartActionId, restartableInPlace, restartReason } from './restart-in-place.js';
 import type { Action, Change, Drift, Plan, ResourceChange, Stage } from './types.js';
 
