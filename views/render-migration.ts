@@ -1,3 +1,4 @@
+import { sortedHas } from '../core/migration/plan-index.js';
 import { commitIndex } from '../core/migration/step.js';
 import type { MigrationSummary } from '../core/migration/summary.js';
 import type { LogLine, MigrationState } from '../core/migration/types.js';
@@ -91,7 +92,7 @@ function actionMark(state: MigrationState, index: number, style: Style): string 
     state.lifecycle === 'cancelled' ||
     state.lifecycle === 'failed';
   // Actions run concurrently: done ones may follow one still running, so ask the state, not the cursor.
-  if (state.done.includes(index)) return rolledBack ? style.yellow('↺') : style.green('✓');
+  if (sortedHas(state.done, index)) return rolledBack ? style.yellow('↺') : style.green('✓');
   const running = state.running.some((r) => r.index === index);
   if (running && !rolledBack) {
     return state.lifecycle === 'running' || state.lifecycle === 'committing'
@@ -125,7 +126,7 @@ export function renderLiveView(state: MigrationState, recent: readonly LogLine[]
   const stageMarks = stages.map((stage) => {
     const indexes = actions.map((a, i) => (a.stage === stage ? i : -1)).filter((i) => i >= 0);
     if (indexes.length === 0) return style.dim(`${stage} –`);
-    const done = indexes.filter((i) => state.done.includes(i)).length;
+    const done = indexes.filter((i) => sortedHas(state.done, i)).length;
     const mark =
       done === indexes.length
         ? style.green('✓')

@@ -23,6 +23,7 @@ import {
   replicaLaunch,
   type SlotTarget,
   type Started,
+  slotRecord,
   startReplica,
   startupFailure,
   startupGraceMs,
@@ -87,19 +88,17 @@ export async function restartProcessSlot(
 
   const started: Started[] = [];
   const replicas = [...kept];
+  const startedAt = record?.startedAt ?? new Date().toISOString();
   const save = () =>
-    writeSlot(slotDir, {
-      formatVersion: 1,
-      environment: ctx.environment,
-      component: ctx.component,
-      slot: target.slot,
-      slotId: target.slotId,
-      version: ctx.spec.version,
-      command,
-      cwd,
-      startedAt: record?.startedAt ?? new Date().toISOString(),
-      replicas: [...replicas].sort((a, b) => a.index - b.index),
-    });
+    writeSlot(
+      slotDir,
+      slotRecord(
+        ctx,
+        target,
+        { command, cwd, startedAt },
+        [...replicas].sort((a, b) => a.index - b.index),
+      ),
+    );
   try {
     for (const { index, port: recorded } of down) {
       options.signal.throwIfAborted();

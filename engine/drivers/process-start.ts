@@ -55,18 +55,7 @@ export async function startReplicas(
   }
   const dataDir = path.join(target.slotDir, 'data');
   await mkdir(dataDir, { recursive: true });
-  const record: SlotRecord = {
-    formatVersion: 1,
-    environment: ctx.environment,
-    component: ctx.component,
-    slot: target.slot,
-    slotId: target.slotId,
-    version: ctx.spec.version,
-    command,
-    cwd,
-    startedAt: new Date().toISOString(),
-    replicas: [],
-  };
+  const record = slotRecord(ctx, target, { command, cwd, startedAt: new Date().toISOString() }, []);
   await writeSlot(target.slotDir, record);
 
   const started: Started[] = [];
@@ -103,6 +92,27 @@ export interface ReplicaLaunch {
   log: string;
   index: number;
   port: number;
+}
+
+/** The record of a slot (`slot.json`): what runs in it and how it was started. */
+export function slotRecord(
+  ctx: ComponentCallContext,
+  target: SlotTarget,
+  run: { command: string[]; cwd: string; startedAt: string },
+  replicas: ReplicaRecord[],
+): SlotRecord {
+  return {
+    formatVersion: 1,
+    environment: ctx.environment,
+    component: ctx.component,
+    slot: target.slot,
+    slotId: target.slotId,
+    version: ctx.spec.version,
+    command: run.command,
+    cwd: run.cwd,
+    startedAt: run.startedAt,
+    replicas,
+  };
 }
 
 /** Replica `index` of the slot on `port`: its environment and log file, the same at every start. */
