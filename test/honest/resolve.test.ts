@@ -27,7 +27,8 @@ describe('resolve: undo steps left for a person', () => {
   it('are listed by show, retried one by one with --retry --step, and marked done with --skip', async () => {
     const ws = await bakingWorkspace();
     spaces.push(ws);
-    const id = await startAndWaitFor(ws, /action_started.*health_gate/);
+    // api's gate starts once both green slots stand (db's gate may run beside api's provision).
+    const id = await startAndWaitFor(ws, /action_started.*health_gate:api/);
     expect(greenSlots(ws)).toHaveLength(2); // green db and api
     writeFileSync(path.join(ws.stateDir, 'fail-retire'), '');
     const rolled = await runCli(['topology', 'migration', 'rollback', id, '-f', ws.file]);
