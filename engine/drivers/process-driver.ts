@@ -12,7 +12,7 @@
  *   topology file), each in its own process group with cutover's environment, the component's `env`,
  *   `PORT`, `HOST=127.0.0.1` and CUTOVER_ENVIRONMENT, CUTOVER_COMPONENT, CUTOVER_SLOT,
  *   CUTOVER_SLOT_ID, CUTOVER_VERSION, CUTOVER_REPLICA, CUTOVER_DATA_DIR. A replica that exits within
- *   startupGraceMs is a permanent failure quoting its log. Provisioning a slot again stops the
+ *   the start-up grace (300 ms unless the driver is made with another) is a permanent failure quoting its log. Provisioning a slot again stops the
  *   processes the earlier attempt recorded, then starts afresh.
  * - replicate runs `replicate.command` (argv, no shell; CUTOVER_FROM_DATA_DIR, CUTOVER_DATA_DIR,
  *   CUTOVER_FROM_SLOT_ID, CUTOVER_SLOT_ID; exit 75 retried, other failures permanent) or else copies
@@ -36,7 +36,7 @@ import { runCommand } from './process-command.js';
 import { observeProcessSlot } from './process-observe.js';
 import { restartProcessSlot } from './process-restart.js';
 import { readSlot, recordedReplicas, slotDirOf, slotIdOf, stopSlotProcesses } from './process-slot.js';
-import { startReplicas } from './process-start.js';
+import { defaultStartupGraceMs, startReplicas } from './process-start.js';
 import { spawnFailure } from './spawn-failure.js';
 import {
   type ComponentCallContext,
@@ -48,7 +48,13 @@ import {
 
 export { readSlot, stopSlotProcesses } from './process-slot.js';
 
-export function createProcessDriver(): ComponentDriver {
+export interface ProcessDriverOptions {
+  /** A replica that exits within this long of starting fails the call (default 300 ms). */
+  startupGraceMs?: number;
+}
+
+export function createProcessDriver(driverOptions: ProcessDriverOptions = {}): ComponentDriver {
+  const startupGraceMs = driverOptions.startupGraceMs ?? defaultStartupGraceMs;
   return {
     async provision(ctx, slot, options) {
       options.signal.throwIfAborted();
@@ -59,7 +65,11 @@ export function createProcessDriver(): ComponentDriver {
         options.log(`stopping what an earlier attempt started in slot ${slotId}`);
         await stopSlotProcesses(slotDir, { stopTimeoutMs, log: options.log, signal: options.signal });
       }
-      const replicas = await startReplicas(ctx, { slot, slotId, slotDir, stopTimeoutMs }, options);
+      const replicas = await startReplicas(
+        ctx,
+        { slot, slotId, slotDir, stopTimeoutMs, startupGraceMs },
+        options,
+      );
       return {
         component: ctx.component,
         slot,
@@ -98,7 +108,7 @@ export function createProcessDriver(): ComponentDriver {
     },
 
     async restart(ctx, slot, options) {
-      return restartProcessSlot(ctx, slot, stopTimeoutOf(ctx), options);
+      return restartProcessSlot(ctx, slot, { stopTimeoutMs: stopTimeoutOf(ctx), startupGraceMs }, options);
     },
 
     observe: observeProcessSlot,

@@ -26,7 +26,6 @@ import {
   slotRecord,
   startReplica,
   startupFailure,
-  startupGraceMs,
 } from './process-start.js';
 import {
   type ComponentCallContext,
@@ -45,9 +44,10 @@ import {
 export async function restartProcessSlot(
   ctx: ComponentCallContext,
   slot: SlotInfo,
-  stopTimeoutMs: number,
+  timing: { stopTimeoutMs: number; startupGraceMs: number },
   options: DriverCallOptions,
 ): Promise<SlotInfo> {
+  const { stopTimeoutMs, startupGraceMs } = timing;
   options.signal.throwIfAborted();
   const command = ctx.spec.run?.command ?? [];
   if (command.length === 0) {
@@ -64,6 +64,7 @@ export async function restartProcessSlot(
     slotId: slotIdOf(ctx, slot),
     slotDir,
     stopTimeoutMs,
+    startupGraceMs,
   };
   await mkdir(path.join(slotDir, 'data'), { recursive: true });
   const known = latestByIndex(record?.replicas.length ? record.replicas : recordedReplicas(slot));
@@ -122,7 +123,7 @@ export async function restartProcessSlot(
         ...started.map((s) => s.exited),
       ]);
       const failed = started.find((s) => s.exit);
-      if (failed) throw await startupFailure(ctx.component, command, failed);
+      if (failed) throw await startupFailure(ctx.component, command, failed, startupGraceMs);
     }
   } catch (error) {
     await Promise.all(started.map((s) => stopProcessGroup(s.record, stopTimeoutMs)));

@@ -17,7 +17,8 @@ import {
 } from './types.js';
 
 /** A replica that exits this soon after it started failed to start (bad command, port, config). */
-export const startupGraceMs = 300;
+/** How long a started replica must keep running to count as started, unless the driver is told otherwise. */
+export const defaultStartupGraceMs = 300;
 const logTailLines = 10;
 const loopback = '127.0.0.1';
 
@@ -26,6 +27,8 @@ export interface SlotTarget {
   slotId: string;
   slotDir: string;
   stopTimeoutMs: number;
+  /** A replica that exits within this long of starting is a permanent failure. */
+  startupGraceMs: number;
 }
 
 /** A replica started by this call, with how it exited if it did. */
@@ -38,7 +41,7 @@ export interface Started {
 
 /**
  * Starts the component's replicas in the slot, recording each in slot.json as it starts, and checks
- * that none exits within startupGraceMs. On any failure, what it started is stopped before it throws.
+ * that none exits within target.startupGraceMs. On any failure, what it started is stopped before it throws.
  */
 export async function startReplicas(
   ctx: ComponentCallContext,
@@ -73,11 +76,11 @@ export async function startReplicas(
       );
     }
     await Promise.race([
-      sleep(startupGraceMs, undefined, { signal: options.signal }),
+      sleep(target.startupGraceMs, undefined, { signal: options.signal }),
       ...started.map((s) => s.exited),
     ]);
     const failed = started.find((s) => s.exit);
-    if (failed) throw await startupFailure(ctx.component, command, failed);
+    if (failed) throw await startupFailure(ctx.component, command, failed, target.startupGraceMs);
     return record.replicas;
   } catch (error) {
     await stopSlotProcesses(target.slotDir, { stopTimeoutMs: target.stopTimeoutMs, log: options.log });
@@ -182,7 +185,12 @@ export async function startReplica(launch: ReplicaLaunch, component: string): Pr
   return replica;
 }
 
-export async function startupFailure(component: string, command: string[], failed: Started): Promise<Error> {
+export async function startupFailure(
+  component: string,
+  command: string[],
+  failed: Started,
+  graceMs: number,
+): Promise<Error> {
   const { code, signal } = failed.exit ?? { code: null, signal: null };
   const how = code === null ? `was killed by ${signal}` : `exited with code ${code}`;
   const text = await readFile(failed.record.log)
@@ -194,7 +202,7 @@ export async function startupFailure(component: string, command: string[], faile
       ? `; last lines of ${failed.record.log}:\n${lines.slice(-logTailLines).join('\n')}`
       : `; nothing in ${failed.record.log}`;
   return new PermanentDriverError(
-    `${component} replica ${failed.record.index} (${command.join(' ')}) ${how} within ${formatDuration(startupGraceMs)} of starting${tail}`,
+    `${component} replica ${failed.record.index} (${command.join(' ')}) ${how} within ${formatDuration(graceMs)} of starting${tail}`,
   );
 }
 
