@@ -113,6 +113,10 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
     logs(id, options) {
       return readLog(ref(id), options);
     },
+    async *events(options) {
+      const { followEvents } = await import('../notify/event-feed.js');
+      yield* followEvents(stateDir, options);
+    },
     async verb(id, verb, by) {
       const r = ref(id);
       const outcome = await operate(r, verb, by);
