@@ -5,7 +5,7 @@
  * nothing here touches the disk. Paths are joined with `/` (cutover runs on POSIX systems).
  *
  *   environments/<env>/layout.json, layouts/<serial>.json, active.json
- *   environments/<env>/migrations/<id>/journal.ndjson, log.ndjson, runner.json, runner.out, processes/
+ *   environments/<env>/migrations/<id>/journal.ndjson, log.ndjson, notifications.ndjson, runner.json, runner.out, processes/
  *   environments/<env>/slots/<slot id>/
  *   router/routes.json, router/router.json, router/router.out
  *   server/idempotency/, server/hook-deliveries/
@@ -20,6 +20,8 @@ export interface MigrationPaths {
   journal: string;
   /** Notices, one JSON object per line: what `migration logs` shows. */
   log: string;
+  /** The result of every notification delivery, one JSON object per line (engine/notify/). */
+  notifications: string;
   /** The process driving the migration: pid and control address. */
   runner: string;
   /** Output of a detached runner (crashes included). */
@@ -79,6 +81,7 @@ export class StateLayout {
       dir,
       journal: `${dir}/journal.ndjson`,
       log: `${dir}/log.ndjson`,
+      notifications: `${dir}/notifications.ndjson`,
       runner: `${dir}/runner.json`,
       runnerOutput: `${dir}/runner.out`,
       processes: `${dir}/processes`,

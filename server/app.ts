@@ -16,6 +16,7 @@ import { createMetrics, type ServerMetrics } from './metrics.js';
 import { clientErrorResponse, HttpProblem, toProblem } from './problems.js';
 import { type RouteContext, routeSchema, type ServerOptions } from './route-context.js';
 import { registerEnvironmentRoutes } from './routes/environments.js';
+import { registerEventRoutes } from './routes/events.js';
 import { registerHookRoutes } from './routes/hooks.js';
 import { registerMigrationRoutes } from './routes/migrations.js';
 import { registerOperationRoutes } from './routes/operations.js';
@@ -90,6 +91,7 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
   registerMigrationRoutes(app, context);
   registerEnvironmentRoutes(app, context);
   registerHookRoutes(app, context);
+  registerEventRoutes(app, context);
 
   await app.ready();
   return {

@@ -1,4 +1,5 @@
 import { describeWaves } from '../core/plan/plan-edges.js';
+import { describeNotifyTargets } from '../core/plan/plan-notify.js';
 import { describePlannedAgainst, type PlannedAgainst } from '../core/plan/saved-plan.js';
 import { isEmptyPlan, type Plan } from '../core/plan/types.js';
 import { sensitiveText } from '../core/topology/secret-refs.js';
@@ -27,7 +28,7 @@ export function renderPlanText(plan: Plan, { style, against }: TextOptions): str
   if (isEmptyPlan(plan)) {
     lines.push(`${style.green('No changes.')} The topology matches the current layout.`);
     lines.push('');
-    lines.push(strategyLine(plan));
+    lines.push(strategyLine(plan), ...notifyLines(plan));
     lines.push(style.dim(`plan id ${plan.planId}`));
     return `${lines.join('\n')}\n`;
   }
@@ -78,7 +79,7 @@ export function renderPlanText(plan: Plan, { style, against }: TextOptions): str
     lines.push('');
   }
   lines.push(style.bold(countsLine(plan.summary, plan.actions.length)));
-  lines.push(strategyLine(plan));
+  lines.push(strategyLine(plan), ...notifyLines(plan));
   lines.push(style.dim(`plan id ${plan.planId}`));
   return `${lines.join('\n')}\n`;
 }
@@ -90,4 +91,9 @@ function strategyLine({ strategy }: Plan): string {
       ? 'commit manual (run `cutover topology migration commit` when it awaits)'
       : 'commit auto';
   return `Strategy: ${commit}, bake ${strategy.bake}.`;
+}
+
+/** Where the migration's events go, when the topology has targets (never a secret). */
+function notifyLines({ notify }: Plan): string[] {
+  return notify && notify.length > 0 ? [`Notify: ${describeNotifyTargets(notify)}.`] : [];
 }

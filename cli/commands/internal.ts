@@ -26,5 +26,7 @@ export function registerInternal(program: Command): void {
       process.once('SIGINT', stop);
       const final = await hosted.runner.done();
       process.stdout.write(`${new Date().toISOString()} ${id}: ${final.lifecycle}\n`);
+      // The migration has ended (its claim released): stay up, within a bound, for its last notifications.
+      await hosted.runner.deliveries();
     });
 }

@@ -219,7 +219,8 @@ export interface Transition {
 export interface LogLine {
   at: number;
   level: Notice['level'];
-  kind: Notice['kind'] | 'driver';
+  /** driver: a line a driver printed; notify: a notification delivery's result (engine/notify/). */
+  kind: Notice['kind'] | 'driver' | 'notify';
   message: string;
   stage?: string;
   actionId?: string;

@@ -25,6 +25,7 @@ import { describeChange, diffValues } from './diff-values.js';
 import { findDrift, type PlanInputs, replacementRequested } from './drift.js';
 import { withEdges } from './plan-edges.js';
 import { planIdOf } from './plan-id.js';
+import { planNotifyTargets } from './plan-notify.js';
 import { restartActionId, restartableInPlace, restartReason } from './restart-in-place.js';
 import type { Action, Change, Drift, Plan, ResourceChange, Stage } from './types.js';
 
@@ -86,6 +87,7 @@ export function buildPlan(current: CurrentLayout, desired: Topology, inputs: Pla
     desiredDigest,
     summary,
     strategy: { commit: desired.strategy.commit, bake: formatDuration(desired.strategy.bake) },
+    ...(desired.notify === undefined ? {} : { notify: planNotifyTargets(desired.notify) }),
     resources,
     settings,
     ...(drift.length > 0 ? { drift } : {}),
@@ -383,6 +385,12 @@ function settingsChanges(current: Topology | null, desired: Topology, used: Read
   if (!current) return [];
   const unused = (drivers: Topology['drivers']) =>
     Object.fromEntries(Object.entries(drivers).filter(([name]) => !used.has(name)));
-  const pick = (t: Topology) => ({ metadata: t.metadata, strategy: t.strategy, drivers: unused(t.drivers) });
+  const pick = (t: Topology) => ({
+    metadata: t.metadata,
+    strategy: t.strategy,
+    drivers: unused(t.drivers),
+    // Only when set on a side, so plans of topologies without targets keep their ids.
+    ...(t.notify === undefined ? {} : { notify: t.notify }),
+  });
   return diffValues(pick(current), pick(desired));
 }

@@ -1,3 +1,5 @@
+import type { PlanNotifyTarget } from './plan-notify.js';
+
 /**
  * A plan is data: what apply will do, in order, and why. It is computed by `buildPlan` alone and
  * must never be used to re-decide at apply time; apply executes the actions as they are.
@@ -127,6 +129,8 @@ export interface Plan {
    * already covers, so ids reviewed before this field existed stay valid.
    */
   strategy: PlanStrategy;
+  /** Where the migration's events go (plan-notify.ts), when the topology has targets; as `strategy`, not hashed. */
+  notify?: PlanNotifyTarget[];
   resources: ResourceChange[];
   /** Changes to environment-wide settings (strategy, metadata, unused drivers): no action needed.
    * A used driver's change is not repeated here: it shows as the replacement of its components. */

@@ -7,7 +7,22 @@ export interface TopologyFile {
   components: Record<string, ComponentFile>;
   routes?: Record<string, RouteFile>;
   strategy?: { bake?: string; commit?: 'auto' | 'manual'; parallelism?: number };
+  notify?: Record<string, NotifyTargetFile>;
 }
+
+interface NotifyFilterFile {
+  severity?: 'info' | 'warning' | 'error';
+  events?: string[];
+  timeout?: string;
+  retries?: number;
+}
+
+type UrlFile = string | { secret: string };
+
+export type NotifyTargetFile =
+  | (NotifyFilterFile & { type: 'webhook'; url: UrlFile; signingSecret: { secret: string } })
+  | (NotifyFilterFile & { type: 'slack'; url: UrlFile })
+  | (NotifyFilterFile & { type: 'command'; command: string[] });
 
 export type DriverFile =
   | { type: 'process'; stopTimeout?: string }

@@ -1,8 +1,25 @@
 import { InvariantError } from '../errors.js';
+import type { NotifyEventName } from '../notify/types.js';
 import { setOwn } from '../records.js';
 import { parseDuration } from './duration.js';
-import type { ComponentFile, DriverFile, HealthFile, RouteFile, TopologyFile } from './file-types.js';
-import type { Component, DriverSpec, EnvValue, Health, Route, Topology } from './types.js';
+import type {
+  ComponentFile,
+  DriverFile,
+  HealthFile,
+  NotifyTargetFile,
+  RouteFile,
+  TopologyFile,
+} from './file-types.js';
+import type {
+  Component,
+  DriverSpec,
+  EnvValue,
+  Health,
+  NotifyTarget,
+  NotifyUrl,
+  Route,
+  Topology,
+} from './types.js';
 import { defaults } from './types.js';
 
 /**
@@ -25,6 +42,7 @@ export function normalizeTopology(file: TopologyFile): Topology {
     drivers: mapSorted(file.drivers ?? {}, normalizeDriver),
     kind: 'Topology',
     metadata,
+    ...(file.notify === undefined ? {} : { notify: mapSorted(file.notify, normalizeNotifyTarget) }),
     routes: mapSorted(file.routes ?? {}, normalizeRoute),
     strategy: {
       bake: duration(file.strategy?.bake, defaults.bakeMs),
@@ -127,6 +145,23 @@ function normalizeRoute(r: RouteFile): Route {
   if (r.upstreamTimeout !== undefined) out.upstreamTimeout = duration(r.upstreamTimeout, 0);
   if (r.bodyTimeout !== undefined) out.bodyTimeout = duration(r.bodyTimeout, 0);
   if (r.queueTimeout !== undefined) out.queueTimeout = duration(r.queueTimeout, 0);
+  return out;
+}
+
+function normalizeNotifyTarget(t: NotifyTargetFile): NotifyTarget {
+  const url = (u: string | { secret: string }): NotifyUrl =>
+    typeof u === 'string' ? u : { secret: u.secret };
+  const out = {} as NotifyTarget;
+  if (t.type === 'command') (out as { command: string[] }).command = [...t.command];
+  // Events in the order of their names (a set, not a sequence): equal filters, equal models.
+  if (t.events !== undefined) out.events = [...(t.events as NotifyEventName[])].sort();
+  out.retries = t.retries ?? defaults.notifyRetries;
+  out.severity = t.severity ?? defaults.notifySeverity;
+  if (t.type === 'webhook')
+    (out as { signingSecret: { secret: string } }).signingSecret = { secret: t.signingSecret.secret };
+  out.timeout = duration(t.timeout, defaults.notifyTimeoutMs);
+  out.type = t.type;
+  if (t.type !== 'command') (out as { url: NotifyUrl }).url = url(t.url);
   return out;
 }
 

@@ -1,7 +1,14 @@
 import { setOwn } from '../records.js';
 import { formatDuration } from './duration.js';
-import type { ComponentFile, DriverFile, HealthFile, RouteFile, TopologyFile } from './file-types.js';
-import type { Component, DriverSpec, Health, Route, Topology } from './types.js';
+import type {
+  ComponentFile,
+  DriverFile,
+  HealthFile,
+  NotifyTargetFile,
+  RouteFile,
+  TopologyFile,
+} from './file-types.js';
+import type { Component, DriverSpec, Health, NotifyTarget, Route, Topology } from './types.js';
 
 /**
  * The model → a topology file that loads back to the same model: the way a recorded layout (kept
@@ -27,7 +34,17 @@ export function topologyFileOf(model: Topology): TopologyFile {
       commit: model.strategy.commit,
       ...(model.strategy.parallelism === undefined ? {} : { parallelism: model.strategy.parallelism }),
     },
+    ...(model.notify === undefined ? {} : { notify: mapValues(model.notify, notifyTargetFile) }),
   };
+}
+
+function notifyTargetFile(t: NotifyTarget): NotifyTargetFile {
+  const { timeout, events, ...rest } = t;
+  return {
+    ...rest,
+    ...(events === undefined ? {} : { events: [...events] }),
+    timeout: formatDuration(timeout),
+  } as NotifyTargetFile;
 }
 
 /**

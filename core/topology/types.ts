@@ -1,3 +1,4 @@
+import type { NotifyEventName, Severity } from '../notify/types.js';
 import type { DurationMs } from './duration.js';
 
 /**
@@ -13,6 +14,8 @@ export interface Topology {
   components: Record<string, Component>;
   routes: Record<string, Route>;
   strategy: Strategy;
+  /** Notification targets by name; absent when the file has none, so older models and plans stay as they were. */
+  notify?: Record<string, NotifyTarget>;
 }
 
 export interface Metadata {
@@ -106,6 +109,26 @@ export interface Strategy {
   parallelism?: number;
 }
 
+/** A target's URL, or a secret reference when the URL is itself a credential (a Slack webhook). */
+export type NotifyUrl = string | SecretRef;
+
+/** Fields every target has; fields in alphabetical order (see normalize.ts). */
+interface NotifyFilter {
+  /** Only these events; absent: all. */
+  events?: NotifyEventName[];
+  /** Attempts after the first. */
+  retries: number;
+  /** The least severity sent. */
+  severity: Severity;
+  /** One attempt's timeout. */
+  timeout: DurationMs;
+}
+
+export type NotifyTarget =
+  | (NotifyFilter & { type: 'webhook'; url: NotifyUrl; signingSecret: SecretRef })
+  | (NotifyFilter & { type: 'slack'; url: NotifyUrl })
+  | (NotifyFilter & { type: 'command'; command: string[] });
+
 export const defaults = {
   replicas: 1,
   processStopTimeoutMs: 10_000,
@@ -125,4 +148,7 @@ export const defaults = {
   commit: 'auto',
   /** Driver calls a migration runs at once, like Terraform's default of 10 operations. */
   parallelism: 10,
+  notifySeverity: 'info',
+  notifyTimeoutMs: 5_000,
+  notifyRetries: 3,
 } as const;

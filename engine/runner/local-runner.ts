@@ -12,6 +12,9 @@ import {
   type Verb,
 } from '../../core/migration/types.js';
 import { refuseVerb } from '../../core/migration/verb-policy.js';
+import { notificationsOf } from '../../core/notify/migration-events.js';
+import { Notifier } from '../notify/notifier.js';
+import { secretSource } from '../secrets/secret-source.js';
 import type { MigrationPaths, StateDir } from '../store/state-dir.js';
 import { releaseEnvironment } from './active-claim.js';
 import { type DriverSet, executeCommand } from './execute-command.js';
@@ -48,18 +51,36 @@ export class LocalRunner {
   private readonly now: () => number;
   private closed = false;
   private readonly trackProcess: (pid: number) => () => void;
+  /** Delivers the notifications beside the migration; null when its topology has no targets. */
+  private readonly notifier: Notifier | null;
+  /** Events in the journal: the sequence number of the last one (1 = created). */
+  private seq: number;
 
   private constructor(
     private readonly deps: RunnerDeps,
     state: MigrationState,
     journal: JournalWriter,
+    seq: number,
   ) {
     this.state = state;
     this.journal = journal;
+    this.seq = seq;
     this.now = deps.now ?? Date.now;
     this.paths = deps.stateDir.migration(state.spec.environment, state.spec.id);
     this.trackProcess = processTracker(this.paths.processes);
     if (deps.onLine) this.listeners.add(deps.onLine);
+    const { notify } = state.spec.desired;
+    this.notifier =
+      notify === undefined || Object.keys(notify).length === 0
+        ? null
+        : new Notifier({
+            targets: notify,
+            secrets: secretSource(process.env, state.spec.baseDir),
+            baseDir: state.spec.baseDir,
+            recordFile: this.paths.notifications,
+            log: (level, message) => this.log({ at: this.now(), level, kind: 'notify', message }),
+            now: this.now,
+          });
     this.finished = new Promise((resolve, reject) => {
       this.resolveFinished = resolve;
       this.rejectFinished = reject;
@@ -73,8 +94,9 @@ export class LocalRunner {
     const event: MigrationEvent = { type: 'created', at: spec.createdAt, spec };
     const journal = JournalWriter.create(paths.journal, event);
     const t = start(spec);
-    const runner = new LocalRunner(deps, t.state, journal);
+    const runner = new LocalRunner(deps, t.state, journal, 1);
     runner.apply(t);
+    runner.notify(null, event);
     return runner;
   }
 
@@ -89,13 +111,14 @@ export class LocalRunner {
     const contents = readJournal(paths.journal);
     const state = replay(contents.events);
     const journal = JournalWriter.resume(paths.journal, contents);
-    const runner = new LocalRunner(deps, state, journal);
+    const runner = new LocalRunner(deps, state, journal, contents.events.length);
     for (const pid of stopLeftoverProcesses(paths.processes)) {
       const message = `stopped process group ${pid}, left running by the previous runner, before running its step again`;
       runner.log({ at: runner.now(), level: 'warn', kind: 'driver', message });
     }
     if (contents.events.length === 1) {
       for (const notice of start(state.spec).notices) runner.log({ ...notice });
+      runner.notify(null, contents.events[0] as MigrationEvent);
     } else if (!isFinal(state.lifecycle)) {
       const message = `runner (pid ${process.pid}) picked the migration up from its journal`;
       runner.log({ at: runner.now(), level: 'warn', kind: 'driver', message });
@@ -128,6 +151,14 @@ export class LocalRunner {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * Resolves once the notifications queued have been delivered or given up, or after a grace
+   * period that bounds how long a process ending with its migration stays up for them.
+   */
+  deliveries(graceMs?: number): Promise<void> {
+    return this.notifier?.settle(graceMs) ?? Promise.resolve();
+  }
+
   /** Applies an operator verb: refused with a sentence, or journaled (durable) before it returns. */
   verb(verb: Verb, by?: string): VerbResult {
     const refusal = refuseVerb(this.state, verb);
@@ -150,7 +181,17 @@ export class LocalRunner {
       this.fail(error);
       throw error;
     }
-    this.apply(step(this.state, event));
+    this.seq++;
+    const before = this.state;
+    this.apply(step(before, event));
+    this.notify(before, event);
+  }
+
+  /** Queues the notifications of the event just applied; they never hold the migration up. */
+  private notify(before: MigrationState | null, event: MigrationEvent): void {
+    if (!this.notifier) return;
+    for (const cloudEvent of notificationsOf(before, event, this.state, this.seq))
+      this.notifier.publish(cloudEvent);
   }
 
   private apply(t: Transition): void {

@@ -179,6 +179,10 @@ export function httpService(url: string, token: string | undefined): MigrationSe
       return { summary: reached(summaryFromWire(body.summary)), state: stateFromWire(body.state) };
     },
     /** Log lines; with `follow`, as they are written (Server-Sent Events), until the migration ends. */
+    // biome-ignore lint/correctness/useYield: refuses before the first event
+    async *events() {
+      throw notHere('following the event stream (GET /v1/events) from the CLI');
+    },
     async *logs(id, options) {
       if (!options.follow) {
         for (const line of (await remote.text(`/v1/migrations/${id}/logs`)).split('\n')) {

@@ -2,6 +2,7 @@
  * The MigrationService of this machine: migrations in a state directory, each driven by a runner
  * process of its own (or by the caller's process, with `attach`).
  */
+import { attachedGraceMs } from '../notify/notifier.js';
 import { readCurrentLayout, readLayoutAt } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 import {
@@ -78,7 +79,12 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
       const { defaultDrivers } = await import('../drivers/default-drivers.js');
       const hosted = await hostMigration(stateDir, r.environment, r.id, defaultDrivers(), onLine);
       return {
-        done: async () => summarize(r, await hosted.runner.done(), reachAgain),
+        async done() {
+          const final = await hosted.runner.done();
+          // Its last notifications, within a small bound: the caller may exit once this returns.
+          await hosted.runner.deliveries(attachedGraceMs);
+          return summarize(r, final, reachAgain);
+        },
         async leave() {
           // The migration must not die with this process: hand it to a background runner.
           await hosted.stop();
@@ -106,6 +112,10 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
     },
     logs(id, options) {
       return readLog(ref(id), options);
+    },
+    async *events(options) {
+      const { followEvents } = await import('../notify/event-feed.js');
+      yield* followEvents(stateDir, options);
     },
     async verb(id, verb, by) {
       const r = ref(id);

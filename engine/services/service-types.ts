@@ -4,10 +4,12 @@
  * ask which it is; a verb that cannot work in a mode is refused here, with NOT_SUPPORTED.
  * (The implementations import this file; migration-service.ts picks one of them.)
  */
+
 import type { EnvironmentStatus, EnvironmentSummary } from '../../core/environment-status.js';
 import type { CurrentLayout } from '../../core/layout.js';
 import type { MigrationSummary } from '../../core/migration/summary.js';
 import type { Lifecycle, LogLine, MigrationState, ResolveHow, Verb } from '../../core/migration/types.js';
+import type { CloudEvent } from '../../core/notify/types.js';
 import type { ObservedLayout } from '../../core/observed.js';
 import type { PlannedAgainst } from '../../core/plan/saved-plan.js';
 import type { Plan } from '../../core/plan/types.js';
@@ -173,6 +175,11 @@ export interface MigrationService {
   find(prefix: string): Promise<string>;
   show(id: string): Promise<{ summary: MigrationSummary; state: MigrationState }>;
   logs(id: string, options: { follow: boolean; signal?: AbortSignal }): AsyncGenerator<LogLine>;
+  /**
+   * The notifications of every migration, as CloudEvents, from now on until `signal` aborts; with
+   * `after` (the id of the last event a client got), first those that came after it.
+   */
+  events(options: { signal: AbortSignal; after?: string }): AsyncGenerator<CloudEvent>;
   verb(id: string, verb: Verb, by?: string): Promise<{ summary: MigrationSummary; recovered: boolean }>;
   /**
    * Resolves undo steps left for a person (all, or `step`): `retry` runs them again (the migration

@@ -1,0 +1,181 @@
+import { start, step } from '../migration/step.js';
+import type { Command, MigrationEvent, MigrationSpec, MigrationState } from '../migration/types.js';
+import {
+  type AnalysisFailure,
+  type CloudEvent,
+  cloudEventTypePrefix,
+  type NotificationData,
+  type NotifyEventName,
+  type Severity,
+} from './types.js';
+
+/** The severity of each event: what a target's `severity` filter compares. */
+export const eventSeverity: Record<NotifyEventName, Severity> = {
+  started: 'info',
+  step_reached: 'info',
+  analysis_failed: 'error',
+  rolled_back: 'warning',
+  cancelled: 'warning',
+  awaiting_commit: 'info',
+  awaiting_promotion: 'info',
+  completed: 'info',
+  failed: 'error',
+};
+
+/** What one event adds to the common data. */
+export interface EventDetail {
+  message: string;
+  route?: string;
+  weight?: number;
+  reason?: string;
+  analysis?: AnalysisFailure;
+  serial?: number;
+}
+
+/**
+ * The notifications one journaled event causes, from the state before it (null for `created`) and
+ * after it. Pure and deterministic: `seq` is the event's line in the journal (1 = created), so a
+ * replay of the same journal gives the same events with the same ids, wherever it runs (the runner
+ * that delivers, the server that streams).
+ *
+ * Derived from transitions, never from inside the step function: a lifecycle reached (awaiting
+ * commit, completed, rolled back, cancelled, failed) or a traffic step applied (a route's green
+ * share raised while running forward).
+ */
+export function notificationsOf(
+  before: MigrationState | null,
+  event: MigrationEvent,
+  after: MigrationState,
+  seq: number,
+): CloudEvent[] {
+  const spec = after.spec;
+  const found: Array<[NotifyEventName, EventDetail]> = [];
+  if (event.type === 'created' || before === null) {
+    found.push(['started', { message: `migration ${spec.id} of ${spec.environment} started` }]);
+  } else {
+    const step = event.type === 'command_succeeded' ? stepApplied(before, event.commandId) : null;
+    if (step) {
+      found.push([
+        'step_reached',
+        {
+          message: `route ${step.route}: ${step.greenPercent} % of traffic on green`,
+          route: step.route,
+          weight: step.greenPercent,
+        },
+      ]);
+    }
+    if (before.lifecycle !== after.lifecycle) {
+      const reached = lifecycleEvent(after);
+      if (reached) found.push(reached);
+    }
+  }
+  return found.map(([name, detail], index) => cloudEvent(spec, name, seq, index, event.at, detail));
+}
+
+/** A traffic step applied going forward: not the undo (`restore`), not the commit's promotion. */
+function stepApplied(
+  before: MigrationState,
+  commandId: string,
+): Extract<Command, { kind: 'apply_route' }> | null {
+  if (before.lifecycle === 'rolling_back' || before.lifecycle === 'committing') return null;
+  const command = before.inflight.find((c) => c.id === commandId);
+  if (command?.kind !== 'apply_route' || command.restore || command.promote) return null;
+  return command.greenPercent > 0 ? command : null;
+}
+
+function lifecycleEvent(after: MigrationState): [NotifyEventName, EventDetail] | null {
+  const { id, environment } = after.spec;
+  const reason = after.ending?.reason ?? after.lastError ?? 'unknown reason';
+  switch (after.lifecycle) {
+    case 'awaiting_commit':
+      return [
+        'awaiting_commit',
+        { message: `${id} awaits its commit: cutover topology migration commit ${id}` },
+      ];
+    case 'completed':
+      return [
+        'completed',
+        {
+          message: `${id} completed: environment ${environment} is at the new layout`,
+          serial: after.spec.base.serial + 1,
+        },
+      ];
+    case 'rolled_back':
+      return ['rolled_back', { message: `${id} rolled back: ${reason}`, reason }];
+    case 'cancelled':
+      return ['cancelled', { message: `${id} cancelled: ${reason}`, reason }];
+    case 'failed':
+      return ['failed', { message: `${id} failed and rolled back: ${reason}`, reason }];
+    case 'running':
+    case 'paused':
+    case 'committing':
+    case 'rolling_back':
+      return null;
+    default: {
+      const unknown: never = after.lifecycle;
+      return unknown;
+    }
+  }
+}
+
+/**
+ * One event as CloudEvents 1.0 JSON. Exported for what lands later and emits its own events
+ * (`analysis_failed` from the step analysis, `awaiting_promotion` from a manual hold): they give
+ * the journal sequence of the event that caused them, and `index` past those above.
+ */
+export function cloudEvent(
+  spec: MigrationSpec,
+  name: NotifyEventName,
+  seq: number,
+  index: number,
+  at: number,
+  detail: EventDetail,
+): CloudEvent {
+  const data: NotificationData = {
+    environment: spec.environment,
+    migration: spec.id,
+    event: name,
+    severity: eventSeverity[name],
+    planId: spec.plan.planId,
+    baseSerial: spec.base.serial,
+    versions: versionsOf(spec),
+    ...detail,
+  };
+  return {
+    specversion: '1.0',
+    id: `${spec.id}.${seq}.${index}`,
+    source: `cutover/${spec.environment}`,
+    type: `${cloudEventTypePrefix}${name}`,
+    subject: spec.id,
+    time: new Date(at).toISOString(),
+    datacontenttype: 'application/json',
+    data,
+  };
+}
+
+/** Version of each component the plan touches: blue's (null when new) → green's (null when removed). */
+function versionsOf(spec: MigrationSpec): NotificationData['versions'] {
+  const out: NotificationData['versions'] = {};
+  for (const resource of spec.plan.resources) {
+    if (resource.kind !== 'component') continue;
+    const from = spec.base.topology?.components[resource.name]?.version ?? null;
+    const to = spec.desired.components[resource.name]?.version ?? null;
+    out[resource.name] = { from, to };
+  }
+  return out;
+}
+
+/** Every notification of a journal, in order: what a reader replays from the first line. */
+export function notificationsOfJournal(events: readonly MigrationEvent[]): CloudEvent[] {
+  const out: CloudEvent[] = [];
+  let state: MigrationState | null = null;
+  for (const [index, event] of events.entries()) {
+    const next: MigrationState =
+      state === null
+        ? start((event as Extract<MigrationEvent, { type: 'created' }>).spec).state
+        : step(state, event).state;
+    out.push(...notificationsOf(state, event, next, index + 1));
+    state = next;
+  }
+  return out;
+}

@@ -1,0 +1,109 @@
+/**
+ * The notifications of every migration of a state directory, as they happen: what the server's
+ * `GET /v1/events` streams. Read from the journals (the one record), derived by the same pure
+ * function as the runner's deliveries, so the ids, types and data are the same.
+ */
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { start, step } from '../../core/migration/step.js';
+import { isFinal, type MigrationEvent, type MigrationState } from '../../core/migration/types.js';
+import { notificationsOf } from '../../core/notify/migration-events.js';
+import type { CloudEvent } from '../../core/notify/types.js';
+import { allMigrations } from '../services/migration-records.js';
+import type { StateDir } from '../store/state-dir.js';
+
+/** How often the journals are looked at for new lines. */
+export const eventFeedPollMs = 200;
+
+interface Followed {
+  offset: number;
+  pending: string;
+  state: MigrationState | null;
+  seq: number;
+  /** Ended: no more events will come (a resolve of undo steps may follow; rare, and seen on restart). */
+  ended: boolean;
+}
+
+/** A resume point: the id of the last event a client got (`<migration>.<seq>.<index>`). */
+function parseEventId(id: string | undefined): { migration: string; seq: number; index: number } | null {
+  const match = id === undefined ? null : /^(mig_[a-z0-9]+)\.(\d+)\.(\d+)$/.exec(id);
+  return match ? { migration: match[1] as string, seq: Number(match[2]), index: Number(match[3]) } : null;
+}
+
+/**
+ * Events from now on, across every environment; with `after` (a Last-Event-ID), first the events
+ * that came after that one (migrations started later included). Ends when `signal` aborts.
+ */
+export async function* followEvents(
+  stateDir: StateDir,
+  options: { signal: AbortSignal; after?: string; pollMs?: number },
+): AsyncGenerator<CloudEvent> {
+  const resume = parseEventId(options.after);
+  const followed = new Map<string, Followed>();
+  let first = true;
+  while (!options.signal.aborted) {
+    for (const ref of allMigrations(stateDir)) {
+      const key = `${ref.environment}/${ref.id}`;
+      let f = followed.get(key);
+      if (!f) {
+        f = { offset: 0, pending: '', state: null, seq: 0, ended: false };
+        followed.set(key, f);
+      }
+      if (f.ended) continue;
+      // On the first look, what is already journaled is history: told only after a resume point.
+      const told = (e: CloudEvent) => !first || isAfter(e, resume);
+      for (const event of newEvents(stateDir.migration(ref.environment, ref.id).journal, f)) {
+        const next: MigrationState =
+          f.state === null
+            ? start((event as Extract<MigrationEvent, { type: 'created' }>).spec).state
+            : step(f.state, event).state;
+        f.seq += 1;
+        const out = notificationsOf(f.state, event, next, f.seq);
+        f.state = next;
+        for (const e of out) if (told(e)) yield e;
+      }
+      if (f.state && isFinal(f.state.lifecycle)) f.ended = true;
+    }
+    first = false;
+    try {
+      await sleep(options.pollMs ?? eventFeedPollMs, undefined, { signal: options.signal });
+    } catch {
+      return;
+    }
+  }
+}
+
+function isAfter(e: CloudEvent, resume: ReturnType<typeof parseEventId>): boolean {
+  if (resume === null) return false;
+  const id = parseEventId(e.id);
+  if (id === null) return false;
+  if (id.migration !== resume.migration) return id.migration > resume.migration; // ULIDs sort by time
+  return id.seq > resume.seq || (id.seq === resume.seq && id.index > resume.index);
+}
+
+/** The whole lines appended to a journal since the last look (a line being written waits). */
+function newEvents(file: string, f: Followed): MigrationEvent[] {
+  if (!existsSync(file)) return [];
+  const size = statSync(file).size;
+  if (size <= f.offset) return [];
+  const buffer = Buffer.alloc(size - f.offset);
+  const fd = openSync(file, 'r');
+  try {
+    readSync(fd, buffer, 0, buffer.length, f.offset);
+  } finally {
+    closeSync(fd);
+  }
+  f.offset = size;
+  const lines = (f.pending + buffer.toString('utf8')).split('\n');
+  f.pending = lines.pop() ?? '';
+  const events: MigrationEvent[] = [];
+  for (const line of lines) {
+    if (line.trim() === '') continue;
+    try {
+      events.push(JSON.parse(line) as MigrationEvent);
+    } catch {
+      return events; // a damaged journal: `migration show` names it; the feed stops reading it
+    }
+  }
+  return events;
+}

@@ -1,0 +1,86 @@
+/**
+ * `GET /v1/events`: the notifications of every migration of every environment, as Server-Sent
+ * Events carrying the same CloudEvents JSON that webhooks get. Counted with the log streams
+ * against the same limits.
+ */
+import type { FastifyInstance } from 'fastify';
+import { HttpProblem } from '../problems.js';
+import { type RouteContext, routeSchema } from '../route-context.js';
+
+/** A comment line on an idle event stream, so that proxies and clients do not time it out. */
+const heartbeatMs = 15_000;
+
+export function registerEventRoutes(app: FastifyInstance, context: RouteContext): void {
+  const { service } = context;
+  app.get(
+    '/v1/events',
+    routeSchema('viewer', {
+      summary: 'The events of every migration, as they happen',
+      description:
+        "Server-Sent Events (text/event-stream) across all environments: one event per migration notification (started, step_reached, analysis_failed, rolled_back, cancelled, awaiting_commit, awaiting_promotion, completed, failed), its SSE `event:` the CloudEvents type (`dev.cutover.migration.completed`) and its `data:` the CloudEvents 1.0 JSON that webhook targets get (schema CloudEvent). Each carries `id:` the CloudEvent's id (`<migration>.<journal line>.<index>`); a client that reconnects with `Last-Event-ID` first gets the events after that one. Needs `Accept: text/event-stream` (406 NOT_ACCEPTABLE otherwise). Local mode only (NOT_SUPPORTED otherwise). Counted against the log stream limits (429 TOO_MANY_LOG_STREAMS).",
+      tags: ['migrations'],
+      response: { 200: { description: 'An event stream of CloudEvent', type: 'string' } },
+    }),
+    async (request, reply) => {
+      // An event stream never ends: a client that did not ask for one (a plain GET) is told so
+      // rather than left waiting for a body.
+      if (!String(request.headers.accept ?? '').includes('text/event-stream')) {
+        throw new HttpProblem(
+          'NOT_ACCEPTABLE',
+          'GET /v1/events is an event stream that does not end: send Accept: text/event-stream (curl -N -H "Accept: text/event-stream" …)',
+        );
+      }
+      const reader = new AbortController();
+      const stop = () => reader.abort();
+      context.shutdown.addEventListener('abort', stop, { once: true });
+      reply.raw.on('close', stop);
+      const out = reply.raw;
+      let release = () => {};
+      let heartbeat: NodeJS.Timeout | undefined;
+      let hijacked = false;
+      const header = request.headers['last-event-id'];
+      const after = Array.isArray(header) ? header[0] : header;
+      try {
+        release = context.logStreams.acquire(context.clientOf(request));
+        const events = service.events(
+          after === undefined ? { signal: reader.signal } : { signal: reader.signal, after },
+        );
+        // The first step refuses (NOT_SUPPORTED) before anything is written, as a problem+json.
+        const first = events.next();
+        const early = await Promise.race([first, firstLook()]);
+        reply.hijack();
+        hijacked = true;
+        if (context.shutdown.aborted) stop();
+        if (out.destroyed) return;
+        out.writeHead(200, {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache',
+          connection: 'keep-alive',
+          'x-accel-buffering': 'no',
+        });
+        out.write(': cutover event stream\n\n');
+        heartbeat = setInterval(() => out.write(': keep-alive\n\n'), heartbeatMs);
+        try {
+          for (let next = early ?? (await first); !next.done; next = await events.next()) {
+            const e = next.value;
+            out.write(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
+          }
+          if (context.shutdown.aborted) out.write('event: shutdown\ndata: {}\n\n');
+        } finally {
+          await events.return(undefined);
+        }
+      } finally {
+        clearInterval(heartbeat);
+        context.shutdown.removeEventListener('abort', stop);
+        out.off('close', stop);
+        release();
+        if (hijacked) out.end();
+      }
+    },
+  );
+}
+
+/** Long enough for a refusal (thrown at the first step) to arrive before the stream is opened. */
+function firstLook(): Promise<null> {
+  return new Promise((resolve) => setTimeout(() => resolve(null), 50));
+}
