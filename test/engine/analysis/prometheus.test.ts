@@ -4,6 +4,7 @@
  * for a green failing 5 % of its requests and for a healthy one. One router, one Prometheus.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { quantileMs } from '../../../core/analysis/traffic.js';
 import type { AnalysisChecks } from '../../../core/analysis/verdict.js';
 import {
   judgeMeasurement,
@@ -111,6 +112,20 @@ describe('analysis: the built-in verdict and a real Prometheus decide alike', ()
 
     const check = await runPrometheusCheck({ url: prometheus.url, query: errorRatio('healthy'), max: 0.01 });
     expect(check).toMatchObject({ outcome: 'pass', value: 0 });
+
+    // The router's p99 reads as Prometheus's histogram_quantile reads the same buckets.
+    const all = await routerClient(stateDir).traffic(`${environment}/healthy`);
+    const series = `{route="healthy",slot="green"}`;
+    await eventually(
+      async () =>
+        (await prometheus.query(`cutover_route_requests_total${series}`)) === all.slots.green.requests,
+      20_000,
+    );
+    const p99 = await prometheus.query(
+      `histogram_quantile(0.99, sum by (le) (cutover_route_request_duration_seconds_bucket${series}))`,
+    );
+    expect(p99).toBeGreaterThan(0);
+    expect((p99 ?? Number.NaN) * 1000).toBeCloseTo(quantileMs(all.slots.green, 0.99) ?? Number.NaN, 6);
   }, 60_000);
 
   it('a check that cannot be evaluated fails, in one line with the cause and what to do', async () => {
