@@ -148,14 +148,16 @@ class ProxiedRequest implements ExchangeHandler, BodyReader {
     res.on('error', ignore);
     res.once('close', () => {
       this.lease?.release();
-      // Counted on the slot that answered (after any failover), once, when the client's response is over.
-      this.deps.metrics.record(
-        this.route.key,
-        this.slot,
-        res.statusCode,
-        performance.now() - this.arrivedMs,
-        this.cut,
-      );
+      // Counted on the slot that answered (after any failover), once, when the client's response is
+      // over. Only the main listener's: what users get is judged, not the gate's preview probes.
+      if (this.binding.kind === 'main')
+        this.deps.metrics.record(
+          this.route.key,
+          this.slot,
+          res.statusCode,
+          performance.now() - this.arrivedMs,
+          this.cut,
+        );
       if (!res.writableFinished) this.current?.abort();
       this.body?.close();
       this.listener.responseClosed();

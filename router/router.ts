@@ -17,6 +17,8 @@
  * - Requests are counted in flight, per route and per upstream address, until their response to the
  *   client is finished; that is what `waitDrained` watches.
  * - One router per state directory, recorded in `<stateDir>/router/router.json` (router-record.ts).
+ * - Every response of a route is counted once, when it ends, on the slot that answered it
+ *   (slot-metrics.ts): counters only grow while the router runs, and restart from zero with it.
  */
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';

@@ -18,9 +18,10 @@ interface SlotCounters {
 type RouteCounters = Record<Slot, SlotCounters>;
 
 /**
- * Per route and per slot: requests, 5xx responses and a latency histogram, counted when each
- * response to the client is over (a request is counted on the slot that answered it, after any
- * failover).
+ * Per route and per slot: requests, 5xx responses and a latency histogram of the route's main
+ * listener (not its preview listener: the gate's probes are not users' traffic), counted when each
+ * response to the client is over, on the slot that answered it (after any failover). A client that
+ * leaves before its answer counts as a request with the time it waited, not as a 5xx.
  *
  * Invariants:
  * - Counters only grow while the router runs (Prometheus counters): they start at zero when the

@@ -8,6 +8,7 @@ import { routerClient } from '../../router/client.js';
 import {
   environment,
   eventually,
+  freeListen,
   freePort,
   load,
   resourcesPerTest,
@@ -103,5 +104,24 @@ describe('router: per-slot metrics', () => {
     // Blue answers at once: well under green's, even on a loaded machine.
     expect(quantileMs(slots.blue, 0.99)).toBeLessThan(100);
     expect(slots.green.durationSumMs / slots.green.requests).toBeGreaterThanOrEqual(150);
+  });
+});
+
+describe('router: per-slot metrics leave the preview listener out', () => {
+  it("does not count the gate's requests to the preview listener in green's traffic", async () => {
+    const blue = await startUpstream(resources, 'blue');
+    const green = await startUpstream(resources, 'green', { failOneIn: 1 });
+    const preview = await freeListen();
+    const { router, listen } = await routerWithRoute(resources, {
+      blue: [blue.address],
+      green: [green.address],
+      greenPercent: 0,
+      preview,
+    });
+    expect((await load(preview, 10, 1)).statuses).toEqual({ 500: 10 });
+    expect((await load(listen, 10, 1)).statuses).toEqual({ 200: 10 });
+    const client = routerClient(router.stateDir);
+    await eventually(async () => (await client.traffic(key)).slots.blue.requests === 10);
+    expect((await client.traffic(key)).slots.green).toMatchObject({ requests: 0, errors5xx: 0 });
   });
 });
