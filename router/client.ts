@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { RouteTraffic } from '../core/analysis/traffic.js';
 import { CutoverError, isErrorCode } from '../core/errors.js';
 import { jsonOr, type LoopbackAnswer, loopbackRequest } from '../platform/loopback-http.js';
 import type { InFlightAnswer, ReloadResult, RoutesSnapshot } from './control-types.js';
@@ -15,6 +16,11 @@ export interface RouterClient {
   routes(): Promise<RoutesSnapshot>;
   /** Requests of a route in flight to any of `addresses`. */
   inFlight(routeKey: string, addresses: readonly string[]): Promise<number>;
+  /**
+   * A route's cumulative requests, 5xx and latency per slot; a window's traffic is the difference of
+   * two of these (core/analysis/traffic.ts). Rejects with RUNNER_UNREACHABLE for a route not served.
+   */
+  traffic(routeKey: string): Promise<RouteTraffic>;
 }
 
 /**
@@ -36,6 +42,7 @@ export function routerClient(stateDir: string): RouterClient {
       for (const address of addresses) query.append('address', address);
       return (await call<InFlightAnswer>('GET', `/in-flight?${query}`)).inFlight;
     },
+    traffic: (routeKey) => call<RouteTraffic>('GET', `/traffic?${new URLSearchParams({ route: routeKey })}`),
   };
 }
 

@@ -1,13 +1,17 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { RouteTraffic } from '../core/analysis/traffic.js';
 import { CutoverError } from '../core/errors.js';
 import type { InFlightAnswer, ReloadResult, RoutesSnapshot } from './control-types.js';
+import { prometheusTextType } from './metrics-text.js';
 
-/** What the control API drives: the router, seen through the three things it can be asked. */
+/** What the control API drives: the router, seen through the things it can be asked. */
 export interface ControlTarget {
   reload(): Promise<ReloadResult>;
   routes(): RoutesSnapshot;
   inFlight(routeKey: string, addresses: readonly string[]): number;
+  traffic(routeKey: string): RouteTraffic | null;
+  metricsText(): string;
 }
 
 export interface ControlServer {
@@ -21,6 +25,12 @@ export interface ControlServer {
  * (mode 0600).
  *
  * - `GET /healthz` (no token) → 200 `{ ok: true, pid }`
+ * - `GET /metrics` (no token) → per-slot requests, 5xx and latency in Prometheus's text format.
+ *   No token, so that Prometheus scrapes it as it scrapes anything: it tells counts and durations
+ *   per environment, route and slot, never an address, a header or the token, and it changes
+ *   nothing; the listener is on 127.0.0.1 only, as for the rest of the API.
+ * - `GET /traffic?route=<env/route>` → `RouteTraffic`, the same counters as JSON for the engine's
+ *   analysis (404 for a route the router does not serve)
  * - `POST /reload` → re-reads the table; answers `ReloadResult` once the new state is live
  * - `GET /routes` → `RoutesSnapshot`: each route's split, addresses and requests in flight
  * - `GET /in-flight?route=<env/route>&address=<a>&address=<b>` → `InFlightAnswer`
@@ -32,6 +42,12 @@ export async function startRouterControl(target: ControlTarget): Promise<Control
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     if (req.method === 'GET' && url.pathname === '/healthz')
       return send(res, 200, { ok: true, pid: process.pid });
+    if (req.method === 'GET' && url.pathname === '/metrics') {
+      const text = target.metricsText();
+      res.writeHead(200, { 'content-type': prometheusTextType, 'content-length': Buffer.byteLength(text) });
+      res.end(text);
+      return;
+    }
     const auth = Buffer.from(req.headers.authorization ?? '');
     if (auth.length !== expected.length || !timingSafeEqual(auth, expected))
       return send(res, 401, { error: 'unauthorized' });
@@ -76,6 +92,14 @@ function route(target: ControlTarget, req: IncomingMessage, res: ServerResponse,
         };
         send(res, 200, answer);
       }
+      return;
+    }
+    case 'GET /traffic': {
+      const routeKey = url.searchParams.get('route');
+      const traffic = routeKey ? target.traffic(routeKey) : null;
+      if (!routeKey) send(res, 400, { error: 'route= is required' });
+      else if (!traffic) send(res, 404, { error: `the router does not serve route ${routeKey}` });
+      else send(res, 200, traffic);
       return;
     }
     default:

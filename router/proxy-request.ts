@@ -20,6 +20,7 @@ import {
   type RouteState,
   type Slot,
 } from './routing-state.js';
+import type { SlotMetrics } from './slot-metrics.js';
 import {
   type ExchangeHandler,
   queueTimeoutCode,
@@ -44,6 +45,8 @@ export interface ProxyDeps {
   inFlight: InFlightRegistry;
   /** Memory for request bodies read before they go upstream, shared by the router's requests. */
   bodies: BodyBudget;
+  /** Requests, 5xx and latency per route and slot, counted as each response ends. */
+  metrics: SlotMetrics;
 }
 
 /** The listener a request came in on, as the proxy sees it (route-listeners.ts). */
@@ -123,6 +126,10 @@ class ProxiedRequest implements ExchangeHandler, BodyReader {
   private firstBodyChunk = true;
   /** A 'drain' listener is on the response: reading the upstream resumes when the client drains. */
   private awaitingDrain = false;
+  /** When the request arrived (performance.now(), ms): its duration ends when the response does. */
+  private readonly arrivedMs = performance.now();
+  /** The answer was cut after it began: a failure for the client, whatever its status said. */
+  private cut = false;
 
   constructor(
     private readonly deps: ProxyDeps,
@@ -141,6 +148,16 @@ class ProxiedRequest implements ExchangeHandler, BodyReader {
     res.on('error', ignore);
     res.once('close', () => {
       this.lease?.release();
+      // Counted on the slot that answered (after any failover), once, when the client's response is
+      // over. Only the main listener's: what users get is judged, not the gate's preview probes.
+      if (this.binding.kind === 'main')
+        this.deps.metrics.record(
+          this.route.key,
+          this.slot,
+          res.statusCode,
+          performance.now() - this.arrivedMs,
+          this.cut,
+        );
       if (!res.writableFinished) this.current?.abort();
       this.body?.close();
       this.listener.responseClosed();
@@ -277,6 +294,7 @@ class ProxiedRequest implements ExchangeHandler, BodyReader {
     const { res } = this;
     // Part of the answer went out: the client must see it cut, never a clean end.
     if (res.headersSent) {
+      this.cut = true;
       res.destroy();
       return;
     }

@@ -17,13 +17,17 @@
  * - Requests are counted in flight, per route and per upstream address, until their response to the
  *   client is finished; that is what `waitDrained` watches.
  * - One router per state directory, recorded in `<stateDir>/router/router.json` (router-record.ts).
+ * - Every response of a route is counted once, when it ends, on the slot that answered it
+ *   (slot-metrics.ts): counters only grow while the router runs, and restart from zero with it.
  */
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import type { RouteTraffic } from '../core/analysis/traffic.js';
 import { CutoverError } from '../core/errors.js';
 import { type ControlServer, startRouterControl } from './control.js';
 import type { ListenFailure, ReloadResult, RoutesSnapshot } from './control-types.js';
 import { InFlightRegistry } from './in-flight.js';
+import { renderMetricsText } from './metrics-text.js';
 import { type ProxyDeps, proxyRequest, sendText } from './proxy-request.js';
 import { BodyBudget } from './replayable-body.js';
 import { RouteListeners } from './route-listeners.js';
@@ -36,6 +40,7 @@ import {
   type RouteState,
   type RoutingState,
 } from './routing-state.js';
+import { SlotMetrics } from './slot-metrics.js';
 import { UpstreamPools } from './upstream-pool.js';
 import { type TableWatch, watchTable } from './watch-table.js';
 
@@ -57,6 +62,10 @@ export interface Router {
   routes(): RoutesSnapshot;
   /** Requests of a route in flight to any of `addresses`. */
   inFlight(routeKey: string, addresses: readonly string[]): number;
+  /** A route's requests, 5xx and latency per slot since the router started (or the route entered the table). */
+  traffic(routeKey: string): RouteTraffic | null;
+  /** Every route's traffic in Prometheus's text format. */
+  metricsText(): string;
   /** Stops accepting, lets requests in flight finish (up to `routerCloseGraceMs`), releases the record. */
   close(): Promise<void>;
 }
@@ -80,6 +89,7 @@ class TableRouter implements Router {
   private lastTableText: string | null | undefined = undefined;
   private readonly inFlightRegistry = new InFlightRegistry();
   private readonly pools = new UpstreamPools();
+  private readonly metrics = new SlotMetrics();
   private readonly listeners: RouteListeners;
   private control: ControlServer | null = null;
   private claimed = false;
@@ -100,6 +110,7 @@ class TableRouter implements Router {
       pools: this.pools,
       inFlight: this.inFlightRegistry,
       bodies: new BodyBudget(),
+      metrics: this.metrics,
     };
     this.listeners = new RouteListeners((listener, client, req, res) => {
       const state = this.state;
@@ -187,6 +198,7 @@ class TableRouter implements Router {
     const previous = this.state;
     this.listeners.stopUnwanted(next.bindings);
     this.state = next; // the switch
+    this.metrics.keepRoutes(next.routes.keys());
     const unbound = await this.listeners.openMissing(next.bindings);
     this.logChanges(previous, next);
     const inUse = addressesInUse(next);
@@ -234,6 +246,14 @@ class TableRouter implements Router {
 
   inFlight(routeKey: string, addresses: readonly string[]): number {
     return this.inFlightRegistry.count(routeKey, addresses);
+  }
+
+  traffic(routeKey: string): RouteTraffic | null {
+    return this.metrics.traffic(routeKey);
+  }
+
+  metricsText(): string {
+    return renderMetricsText(this.metrics.all(), this.metrics.startedAt);
   }
 
   async close(): Promise<void> {

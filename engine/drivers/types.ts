@@ -1,3 +1,4 @@
+import type { RouteTraffic } from '../../core/analysis/traffic.js';
 import type { Slot, SlotInfo } from '../../core/layout.js';
 import type { ObservedReplica, ObservedRoute } from '../../core/observed.js';
 import type { Component, DriverSpec, Route } from '../../core/topology/types.js';
@@ -107,6 +108,12 @@ export interface RouteDriver {
     timeoutMs: number,
     options: DriverCallOptions,
   ): Promise<DrainResult | null>;
+  /**
+   * The route's cumulative requests, 5xx and latency per slot, as the traffic layer counts them
+   * (engine/analysis/measure-window.ts takes the difference of two). Absent: this driver does not
+   * see the traffic (analysis uses Prometheus checks instead).
+   */
+  traffic?(ctx: RouteCallContext, route: string, options: DriverCallOptions): Promise<RouteTraffic>;
   /** Whether the route is served as recorded now. Reads only; absent: `unknown`. */
   observe?(
     ctx: RouteCallContext,

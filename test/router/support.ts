@@ -42,22 +42,37 @@ export interface Upstream {
 /** Milliseconds a `/slow` request takes at an upstream. */
 export const slowRequestMs = 3_000;
 
+/** How a test upstream misbehaves: every `failOneIn`-th request answers 500; every answer waits `delayMs`. */
+export interface UpstreamBehaviour {
+  failOneIn?: number;
+  delayMs?: number;
+}
+
 /**
  * An upstream that answers its own name; `/slow` after `slowRequestMs` (or `/slow?ms=N` after N
- * ms); a POST with its name and the body it received (`name:body`).
+ * ms); a POST with its name and the body it received (`name:body`). With `behaviour`, a share of
+ * failures (deterministic: 1 in N) or added latency, for the analysis of a bad green.
  */
-export async function startUpstream(resources: Resources, name: string): Promise<Upstream> {
+export async function startUpstream(
+  resources: Resources,
+  name: string,
+  behaviour: UpstreamBehaviour = {},
+): Promise<Upstream> {
+  let served = 0;
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const answer = () => {
+        served++;
+        if (behaviour.failOneIn !== undefined && served % behaviour.failOneIn === 0) res.statusCode = 500;
         res.setHeader('x-upstream', name);
         res.setHeader('x-seen-forwarded-for', String(req.headers['x-forwarded-for'] ?? ''));
         res.end(req.method === 'POST' ? `${name}:${Buffer.concat(chunks).toString()}` : name);
       };
       const url = new URL(req.url ?? '/', 'http://upstream');
       if (url.pathname === '/slow') setTimeout(answer, Number(url.searchParams.get('ms') ?? slowRequestMs));
+      else if (behaviour.delayMs !== undefined) setTimeout(answer, behaviour.delayMs);
       else answer();
     });
   });
