@@ -43,6 +43,8 @@ interface Options {
   version: string;
   /** Extra environment of a component's replicas (e.g. UNHEALTHY, HOLD_FILE). */
   env?: Partial<Record<'db' | 'api' | 'web', Record<string, string>>>;
+  /** Failed probes in a row that fail a component's gate (default 3). */
+  failureThreshold?: Partial<Record<'db' | 'api' | 'web', number>>;
 }
 
 let dir = '';
@@ -53,7 +55,7 @@ const appDir = () => path.join(dir, 'app');
 const ports = {} as Record<Route, number>;
 const url = (route: Route) => `http://127.0.0.1:${ports[route]}/`;
 
-function topology({ version, env = {} }: Options): string {
+function topology({ version, env = {}, failureThreshold = {} }: Options): string {
   const component = (name: 'db' | 'api' | 'web', replicas: number, dependsOn: string[]) => {
     const extra = Object.entries(env[name] ?? {})
       .map(([k, v]) => `${k}: ${JSON.stringify(v)}`)
@@ -65,12 +67,12 @@ function topology({ version, env = {} }: Options): string {
     replicas: ${replicas}
     dependsOn: [${dependsOn.join(', ')}]
     env: { ${extra} }
-    health:
+    health: # deadline: a held replica refuses connections, not counted within 10 % of it (12 s)
       http: { path: /healthz }
       interval: 200ms
       successThreshold: 2
-      failureThreshold: 3
-      deadline: 20s
+      failureThreshold: ${failureThreshold[name] ?? 3}
+      deadline: 2m
 `;
   };
   const route = (name: Route) => `  ${name}:
@@ -330,6 +332,34 @@ describe('several components and routes under load, calls in flight side by side
     expect(green.map((s) => s.slotId).sort()).toEqual([`api-${id}`, `db-${id}`, `web-${id}`]);
     expect(green.flatMap((s) => s.pids).filter(running)).toEqual([]);
     expect(journalKinds(id).some((e) => e.type === 'command_cancelled')).toBe(true);
+    await expectNoOrphans(id);
+  }, 60_000);
+
+  it("a gate that fails late in web, after api's passed (and its route may have moved): zero failed, every route back on blue", async () => {
+    // 15 failures in a row at 200 ms: api's gate passes well before web's fails. A runner that
+    // shifts each route once its own component passed has moved route api to green by then.
+    write({ version: '2.0.0', env: { web: { UNHEALTHY: '1' } }, failureThreshold: { web: 15 } });
+    let endedAt = 0;
+    let stdout = '';
+    const loads = await underLoad(async () => {
+      const result = await runCli(['topology', 'migrate', '-f', file, '--yes']);
+      endedAt = Date.now();
+      expect(result.code).toBe(1);
+      stdout = result.stdout;
+    });
+    expect(stdout).toMatch(/^mig_\w+: failed: health gate failed for web: .*\(15 failures in a row\)/m);
+    const id = /^(mig_\w+): failed/m.exec(stdout)?.[1] as string;
+    expectNoFailures(loads);
+    expect(loads.find((l) => l.route === 'public')?.records.some((r) => r.version === 'web@2.0.0')).toBe(
+      false,
+    );
+    expectServed(loads, endedAt, '1.0.0');
+    expect(
+      slots()
+        .filter((s) => s.slotId.endsWith(id))
+        .flatMap((s) => s.pids)
+        .filter(running),
+    ).toEqual([]);
     await expectNoOrphans(id);
   }, 60_000);
 
