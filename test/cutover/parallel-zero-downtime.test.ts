@@ -7,7 +7,9 @@
  *
  * One layout serves the scenarios in order, each starting where the one before ended (1.0.0):
  * migrate to 2.0.0, roll back to the previous layout, a failing gate in one component while
- * another's is held in flight, then SIGKILL of the runner with two gates in flight and `resume`.
+ * another's is held in flight, one that fails after another passed (its route may have moved),
+ * then SIGKILL of the runner with two gates in flight and `resume`. Linux: processes are looked up
+ * in /proc.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -237,6 +239,8 @@ async function expectNoOrphans(id: string): Promise<void> {
     10_000,
     () => `runners of ${id} still run`,
   );
+  // One router serves the state directory (two routes created at once each made sure one ran).
+  expect(processes({ text: `proxy\0--state-dir\0${stateDir}\0` })).toHaveLength(1);
 }
 
 function journalKinds(id: string): { type: string; commandId?: string }[] {
