@@ -383,7 +383,8 @@ describe('several components and routes under load, calls in flight side by side
     let inflightAtKill: string[] = [];
     const loads = await underLoad(async () => {
       id = await migrateDetached(ws());
-      // The event: both gates are in flight together (the journal's state), their replicas held.
+      // The event: both gates are in flight together (the journal's state), and all four of their
+      // replicas are held (each wrote its marker beside the hold file).
       let runnerPid = 0;
       let inflight: MigrationState['inflight'] = [];
       await eventually(async () => {
@@ -391,7 +392,10 @@ describe('several components and routes under load, calls in flight side by side
         runnerPid = summary.runnerPid ?? 0;
         inflight = state.inflight;
         const what = inflight.map(describeCommand).sort().join();
-        return what === 'health check of green api,health check of green web' && runnerPid > 0;
+        const held = readdirSync(dir).filter((f) => f.startsWith(`${path.basename(hold)}.`));
+        return (
+          what === 'health check of green api,health check of green web' && runnerPid > 0 && held.length === 4
+        );
       }, 30_000);
       inflightAtKill = inflight.map((c) => c.id);
       process.kill(runnerPid, 'SIGKILL');
@@ -399,6 +403,7 @@ describe('several components and routes under load, calls in flight side by side
       writeFileSync(hold, '');
       const resumed = await runCli(['topology', 'migration', 'resume', id, '-f', file]);
       expect(resumed.code, resumed.stderr).toBe(0);
+      expect(resumed.stderr).toContain(`${id} had no running process; a new one picked it up.`);
       const final = await waitFor(
         ws(),
         id,
