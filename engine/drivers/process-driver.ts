@@ -13,14 +13,16 @@
  *   `PORT`, `HOST=127.0.0.1` and CUTOVER_ENVIRONMENT, CUTOVER_COMPONENT, CUTOVER_SLOT,
  *   CUTOVER_SLOT_ID, CUTOVER_VERSION, CUTOVER_REPLICA, CUTOVER_DATA_DIR. A replica that exits within
  *   the start-up grace (300 ms unless the driver is made with another) is a permanent failure quoting its log. Provisioning a slot again stops the
- *   processes the earlier attempt recorded, then starts afresh.
+ *   processes the earlier attempt recorded (and, on Linux, one it started but had not recorded when
+ *   it was killed: found by CUTOVER_DATA_DIR), then starts afresh.
  * - replicate runs `replicate.command` (argv, no shell; CUTOVER_FROM_DATA_DIR, CUTOVER_DATA_DIR,
  *   CUTOVER_FROM_SLOT_ID, CUTOVER_SLOT_ID; exit 75 retried, other failures permanent) or else copies
  *   `data/<replicate.dataDir>` of blue into green's (`.` for all of it). A copy is of files as they
  *   are while blue runs: for state that must be consistent, use a command.
  * - drain does nothing: the router drains traffic, the processes serve until retired.
- * - retire sends SIGTERM to each replica's process group, SIGKILL after the driver's `stopTimeout`,
- *   waits until they are gone and marks the slot retired; the directory and logs stay.
+ * - retire sends SIGTERM to each replica's process group (recorded or found as above), SIGKILL after
+ *   the driver's `stopTimeout`, waits until they are gone and marks the slot retired; the directory
+ *   and logs stay.
  * - observe reports each replica: running (pid alive, port accepting), not_answering, not_running.
  * - restart (a restart in place, process-restart.ts) starts again the live slot's replicas that are
  *   down, on their recorded ports if free, else new ones, appending to their logs and slot.json.

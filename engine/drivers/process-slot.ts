@@ -5,12 +5,15 @@ import { defaults } from '../../core/topology/types.js';
 import type { ProcessIdentity } from '../../platform/process-identity.js';
 import { writeJsonAtomic } from '../store/layout-store.js';
 import { type StopOutcome, stopProcessGroup } from './process-group.js';
+import { unrecordedReplicas } from './process-strays.js';
 import type { ComponentCallContext, Slot, SlotInfo } from './types.js';
 
 /**
  * A slot of a component on the process driver, as recorded in `<slot dir>/slot.json`. The record is
- * written before each replica starts and after, so whoever comes next (a retry, a runner that took
- * over, `topology down`) finds every process the slot may have left running.
+ * written before the replicas start and after each one, so whoever comes next (a retry, a runner
+ * that took over, `topology down`) finds the processes the slot left running; one started just
+ * before its starter was killed is not in it yet, and stopping the slot looks for it too
+ * (process-strays.ts).
  */
 export interface SlotRecord {
   formatVersion: 1;
@@ -85,14 +88,21 @@ export async function stopSlotProcesses(
 ): Promise<StoppedReplica[]> {
   const record = await readSlot(slotDir);
   const replicas = uniqueReplicas([...(options.replicas ?? []), ...(record?.replicas ?? [])]);
+  const strays = unrecordedReplicas(slotDir, new Set(replicas.map((r) => r.pid))).map(
+    (identity): ReplicaRecord => ({ ...identity, index: unrecordedIndex, port: 0, log: '' }),
+  );
   const graceMs = options.stopTimeoutMs ?? defaults.processStopTimeoutMs;
   const stopped = await Promise.all(
-    replicas.map(async (replica) => {
+    [...replicas, ...strays].map(async (replica) => {
       const outcome = await stopProcessGroup(replica, graceMs, options.signal);
       if (outcome !== 'not-running') {
         const how = outcome === 'killed' ? `killed after ${formatDuration(graceMs)}` : 'stopped';
-        const name = record ? `${record.component} replica ${replica.index}` : `replica ${replica.index}`;
-        options.log?.(`${how} ${name} (pid ${replica.pid})`);
+        const name = `${record ? `${record.component} ` : ''}replica`;
+        const which =
+          replica.index === unrecordedIndex
+            ? ` (pid ${replica.pid}), which slot.json did not record`
+            : ` ${replica.index} (pid ${replica.pid})`;
+        options.log?.(`${how} ${name}${which}`);
       }
       return { replica, outcome };
     }),
@@ -102,6 +112,9 @@ export async function stopSlotProcesses(
   }
   return stopped;
 }
+
+/** The index of a replica found running but not in slot.json (its number was never recorded). */
+const unrecordedIndex = -1;
 
 function uniqueReplicas(replicas: ReplicaRecord[]): ReplicaRecord[] {
   const seen = new Map<string, ReplicaRecord>();

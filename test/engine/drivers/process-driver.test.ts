@@ -8,6 +8,7 @@ import type { Component } from '../../../core/topology/types.js';
 import { createProcessDriver, readSlot, stopSlotProcesses } from '../../../engine/drivers/process-driver.js';
 import { groupRunning } from '../../../engine/drivers/process-group.js';
 import type { ReplicaRecord } from '../../../engine/drivers/process-slot.js';
+import { freePorts, replicaLaunch, startReplica } from '../../../engine/drivers/process-start.js';
 import {
   type ComponentCallContext,
   type DriverCallOptions,
@@ -269,6 +270,39 @@ describe('process driver', () => {
       replicasOf(second).map((r) => r.pid),
     );
   });
+
+  // A runner SIGKILLed between starting a replica and recording it in slot.json (startReplicas
+  // spawns, then writes) left that replica running with nothing to stop it: the next provision of
+  // the slot (resume runs it again) and retire stopped only the recorded ones.
+  for (const next of ['provision', 'retire'] as const) {
+    it(`${next} stops a replica of the slot that slot.json does not record (its starter was killed)`, async () => {
+      const ws = await workspace();
+      const ctx = context(ws, spec({ replicas: 2 }));
+      const first = await driver.provision(ctx, 'green', callOptions());
+      const slotDir = first.details?.slotDir as string;
+      // Replica 2 as the killed call started it: spawned the driver's way, never recorded.
+      const [port] = await freePorts(1);
+      const launch = replicaLaunch(
+        ctx,
+        { slot: 'green', slotId: 'api-m1', slotDir, stopTimeoutMs: 5_000, startupGraceMs: 300 },
+        { command: ctx.spec.run?.command as string[], cwd: ws.base, index: 2, port: port as number },
+      );
+      const stray = (await startReplica(launch, 'api')).record;
+      cleanups.push(() => kill(stray));
+      expect((await readSlot(slotDir))?.replicas.map((r) => r.pid)).not.toContain(stray.pid);
+      expect(await getVersion(`127.0.0.1:${port}`)).toMatchObject({ pid: stray.pid });
+
+      const options = callOptions();
+      if (next === 'provision') await driver.provision(ctx, 'green', options);
+      else await driver.retire(ctx, first, options);
+
+      expect(groupRunning(stray)).toBe(false);
+      expect(options.lines).toContain(
+        `stopped api replica (pid ${stray.pid}), which slot.json did not record`,
+      );
+      for (const replica of replicasOf(first)) expect(groupRunning(replica)).toBe(false);
+    });
+  }
 
   it('fails permanently when a replica exits at once, quoting its log, and stops the others', async () => {
     const ws = await workspace();
