@@ -20,7 +20,12 @@
  *
  * completed … environment were recorded by the workflow that ran one command at a time (before the
  * 'parallel-activities' patch); parallel and parallel-rolled-back by the one that runs every
- * command in flight at once.
+ * command in flight at once. parallel-before-patch was recorded with the workflow from before the
+ * patch built in place (engine/temporal/workflows.ts of 8981588, `npm run build`) and today's
+ * client, whose spec says parallelism 10: it replays one call at a time. (Temporal's replayer
+ * matches commands by type and order, not by the workflow task that issued them, so a history of
+ * runCommand activities alone would replay even without the guard; the guard keeps the state the
+ * workflow rebuilds the one it had.)
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -51,6 +56,8 @@ const histories = {
   parallel: 'four independent components provisioned at once (parallelism 10), completed',
   'parallel-rolled-back':
     'four independent components provisioned at once, an operator rollback at the held gate',
+  'parallel-before-patch':
+    'the workflow from before the patch, started by a client that sets parallelism 10 (an old worker, a new client): one call at a time',
 } as const;
 type Name = keyof typeof histories;
 
@@ -225,6 +232,13 @@ async function recordAll(only: Set<Name> | null): Promise<void> {
       const id = await s.detach();
       expect((await s.waitFor(id, s.ended)).lifecycle).toBe('completed');
       await save('parallel', `cutover-migration-${s.environment}`);
+    }
+    if (want('parallel-before-patch')) {
+      const s = await scenario('parallel-before-patch', independent);
+      gate(true);
+      const id = await s.detach();
+      expect((await s.waitFor(id, s.ended)).lifecycle).toBe('completed');
+      await save('parallel-before-patch', `cutover-migration-${s.environment}`);
     }
     if (want('parallel-rolled-back')) {
       const s = await scenario('parallel-rolled-back', independent);
