@@ -1,8 +1,9 @@
 /**
  * The Temporal workflows of cutover's distributed mode (`WORKFLOW_HOST`). Deterministic code only:
  * the migration workflow drives the same pure step function as the local runner; driver calls are
- * activities, waits are durable timers, operator verbs are Updates with validators, and the status
- * (state and recent log lines) is a Query. The environment workflow keeps the current layout.
+ * activities (as many at once as the step function has in flight), waits are durable timers,
+ * operator verbs are Updates with validators, and the status (state and recent log lines) is a
+ * Query. The environment workflow keeps the current layout.
  */
 import {
   ActivityCancellationType,
