@@ -17,6 +17,7 @@ import {
   uniqueTaskQueue,
   type WorkerProcess,
 } from '../support/temporal-worker.js';
+import { eventually } from '../support/wait.js';
 
 let worker: WorkerProcess;
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -115,6 +116,28 @@ describe('Temporal mode: activities in flight at once', () => {
     writeFileSync(file, readFileSync(file, 'utf8').replaceAll('version: "1"', 'version: "2"'));
     expect((await migrate()).state.spec.parallelism).toBe(2);
   }, 60_000);
+
+  it('a pause with three provisions in flight takes effect once they end; a cancel then rolls back', async () => {
+    const release = (rv: string) => `${rv}/release`;
+    const { rv, cli } = await layout((rv) => rendezvous(rv, 40, `-e "${release(rv)}"`));
+    const detached = await cli('topology', 'migrate', '--yes', '--detach');
+    expect(detached.code, detached.stderr).toBe(0);
+    const id = detached.stdout.trim();
+    const started = (c: string) => existsSync(path.join(rv, `started-${c}`));
+    await eventually(() => ['a', 'b', 'c'].every(started), 20_000);
+    const summary = async () =>
+      (JSON.parse((await cli('topology', 'migration', 'show', id, '--json')).stdout) as Shown).summary;
+    const pause = await cli('topology', 'migration', 'pause', id);
+    expect(pause.code, pause.stderr).toBe(0);
+    // Driver calls finish (as in local mode): not paused while the three provisions run.
+    expect((await summary()).lifecycle).toBe('running');
+    writeFileSync(release(rv), '');
+    await eventually(async () => (await summary()).lifecycle === 'paused', 20_000);
+    const cancel = await cli('topology', 'migration', 'cancel', id);
+    expect(cancel.code, cancel.stderr).toBe(0);
+    await eventually(async () => (await summary()).lifecycle === 'cancelled', 20_000);
+    for (const c of ['a', 'b', 'c']) expect(existsSync(path.join(rv, `retired-${c}-green`))).toBe(true);
+  }, 90_000);
 
   it('a failed provision cancels the two in flight and rolls back', async () => {
     const { rv, cli } = await layout(
