@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import * as logStreamBench from './log-stream-bench.js';
 import * as migrationBench from './migration-bench.js';
 import * as parallelBench from './parallel-bench.js';
+import * as parallelTemporalBench from './parallel-temporal-bench.js';
 import * as planBench from './plan-bench.js';
 import * as routerBench from './router-bench.js';
 import * as routerClientBench from './router-client-bench.js';
@@ -35,6 +36,7 @@ const benches = [
   logStreamBench,
   watchBench,
   temporalBench,
+  parallelTemporalBench,
 ];
 
 const args = process.argv.slice(2);

@@ -144,6 +144,7 @@ function payloadSizes(value, out = []) {
 
 // ---------------------------------------------------------------------------------------------
 // A dev server of the bench's own (the same start as test/support/temporal.ts, in plain JS).
+// (Also started by bench/parallel-temporal-bench.js.)
 
 function listening(port) {
   return new Promise((resolve) => {
@@ -156,7 +157,7 @@ function listening(port) {
   });
 }
 
-async function startDevServer() {
+export async function startDevServer() {
   const binary = temporalBinary();
   if (!binary)
     throw new Error(

@@ -141,7 +141,6 @@ export function httpService(url: string, token: string | undefined): MigrationSe
       }),
     async start(request) {
       if (request.replace !== undefined && request.replace.length > 0) throw notHere('--replace');
-      if (request.parallelism !== undefined) throw notHere('--parallelism');
       return startBy('/v1/apply', {
         topology: request.text,
         path: request.file,
@@ -149,6 +148,7 @@ export function httpService(url: string, token: string | undefined): MigrationSe
         ...(request.baseSerial === undefined ? {} : { baseSerial: request.baseSerial }),
         // Who starts it is the server's to say (the token's name), never the client's.
         ...(request.commit === undefined ? {} : { commit: request.commit }),
+        ...(request.parallelism === undefined ? {} : { parallelism: request.parallelism }),
       });
     },
     attach: async (id, onLine) => followElsewhere(service, id, runs, onLine),

@@ -66,13 +66,7 @@ export function temporalService(settings: TemporalSettings, stateDir?: StateDir)
       return t.observe(await t.currentLayout(environment));
     },
     async start(request) {
-      if (request.parallelism !== undefined && request.parallelism !== 1) {
-        throw new CutoverError(
-          'NOT_SUPPORTED',
-          `--parallelism ${request.parallelism}: Temporal mode runs one driver call at a time for now; drop --parallelism, or migrate in local mode`,
-        );
-      }
-      const { attach: _attach, parallelism: _parallelism, ...create } = request;
+      const { attach: _attach, ...create } = request;
       const created = await (await temporal()).create(
         stateDir ? { ...create, secretsFrom: stateDir } : create,
       );

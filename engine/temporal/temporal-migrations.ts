@@ -17,6 +17,7 @@ import { downFailed, refuseUnknownEnvironment } from '../../core/down-parts.js';
 import { CutoverError } from '../../core/errors.js';
 import { type CurrentLayout, emptyLayout } from '../../core/layout.js';
 import { refuseResolve } from '../../core/migration/resolve-policy.js';
+import { migrationParallelism } from '../../core/migration/step.js';
 import { describeLifecycle, type MigrationSummary, summaryOf } from '../../core/migration/summary.js';
 import type { LogLine } from '../../core/migration/types.js';
 import {
@@ -78,6 +79,8 @@ export interface TemporalCreateRequest {
   commit?: string | null;
   /** Components to replace green-blue with no change (`migrate --replace`). */
   replace?: readonly string[];
+  /** How many driver calls run at once (`--parallelism`); default: the topology's strategy.parallelism, else 10. */
+  parallelism?: number;
   now?: number;
   /**
    * The state directory whose key hashes the secrets for this plan (read in this process): given,
@@ -245,6 +248,7 @@ export class TemporalMigrations {
       baseDir: request.baseDir,
       createdAt: request.now ?? Date.now(),
       ...auditOf(request, osUserName),
+      parallelism: migrationParallelism(desired, request.parallelism),
     };
     await refuseOversizedSpec(spec);
     await this.temporal.call('to start the environment workflow', () =>

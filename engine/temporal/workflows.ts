@@ -1,8 +1,9 @@
 /**
  * The Temporal workflows of cutover's distributed mode (`WORKFLOW_HOST`). Deterministic code only:
  * the migration workflow drives the same pure step function as the local runner; driver calls are
- * activities, waits are durable timers, operator verbs are Updates with validators, and the status
- * (state and recent log lines) is a Query. The environment workflow keeps the current layout.
+ * activities (as many at once as the step function has in flight), waits are durable timers,
+ * operator verbs are Updates with validators, and the status (state and recent log lines) is a
+ * Query. The environment workflow keeps the current layout.
  */
 import {
   ActivityCancellationType,
@@ -14,6 +15,7 @@ import {
   defineUpdate,
   getExternalWorkflowHandle,
   isCancellation,
+  patched,
   proxyActivities,
   setHandler,
   sleep,
@@ -125,10 +127,18 @@ function activitiesFor(command: Command): CutoverActivities {
   });
 }
 
+/**
+ * The marker of runs that start an activity for every command in flight (spec.parallelism); runs
+ * recorded without it ran one command at a time and replay so.
+ */
+export const parallelActivitiesPatch = 'parallel-activities';
+
 export async function migrationWorkflow(input: MigrationInput): Promise<MigrationStatus> {
-  // For now the workflow runs one command at a time (parallelism 1), as before the plan was a
-  // graph: running activities concurrently is a later change, which must version it (patched()).
-  const spec: MigrationSpec = { ...input.spec, parallelism: 1 };
+  // Every command the step function puts in flight runs as its own activity (or timer), at most
+  // `spec.parallelism` at once; each completion is fed back as its event when it comes. A run whose
+  // history was recorded by the workflow from before (no marker) replays as it ran: one at a time.
+  const parallel = patched(parallelActivitiesPatch);
+  const spec: MigrationSpec = parallel ? input.spec : { ...input.spec, parallelism: 1 };
   // A run continued from an earlier version's run carries the state in its older shape.
   let state: MigrationState = input.resume
     ? upgradeState({ ...input.resume.state, spec } as MigrationState)
@@ -150,15 +160,20 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
     for (const notice of t.notices) log({ ...notice });
     for (const id of t.cancels) scopes.get(id)?.cancel();
     if (state.lifecycle !== before) publish();
-    const idle = scopes.size === 0;
     if (
-      idle &&
       !isFinal(state.lifecycle) &&
       (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > maxHistoryEvents)
     ) {
-      // Go on in a fresh run, between two commands: the next one is re-issued there from `state.inflight`.
-      continuing = true;
-      return;
+      if (scopes.size === 0) {
+        // Go on in a fresh run, between two commands: what is in `state.inflight` and not yet run
+        // is issued there.
+        continuing = true;
+        return;
+      }
+      // With several calls in flight there may never be a moment with none: new commands wait (in
+      // `state.inflight`, for the next run) while those running end. A run of the workflow from
+      // before ran them at once, and so replays.
+      if (parallel) return;
     }
     for (const command of t.commands) dispatch(command);
   };

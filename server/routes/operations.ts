@@ -30,6 +30,8 @@ interface ApplyBody {
   plan?: unknown;
   baseSerial?: number;
   commit?: string | null;
+  /** `--parallelism`: the schema bounds it to 1..1000. */
+  parallelism?: number;
 }
 
 export function registerOperationRoutes(app: FastifyInstance, context: RouteContext): void {
@@ -166,6 +168,7 @@ export function registerOperationRoutes(app: FastifyInstance, context: RouteCont
 async function startApply(context: RouteContext, body: ApplyBody, principal: string | undefined) {
   const { workdir } = context.options;
   const startedBy = principal === undefined ? {} : { startedBy: principal };
+  const parallelism = body.parallelism === undefined ? {} : { parallelism: body.parallelism };
   if (body.plan !== undefined) {
     if (body.topology !== undefined || body.planId !== undefined || body.baseSerial !== undefined) {
       throw new HttpProblem(
@@ -187,6 +190,7 @@ async function startApply(context: RouteContext, body: ApplyBody, principal: str
         planId: saved.plan.planId,
         baseSerial: saved.baseSerial,
         commit: saved.commit,
+        ...parallelism,
         ...startedBy,
       }),
     );
@@ -200,6 +204,7 @@ async function startApply(context: RouteContext, body: ApplyBody, principal: str
       ...(body.planId === undefined ? {} : { planId: body.planId }),
       ...(body.baseSerial === undefined ? {} : { baseSerial: body.baseSerial }),
       ...(body.commit === undefined ? {} : { commit: body.commit }),
+      ...parallelism,
       ...startedBy,
     }),
   );

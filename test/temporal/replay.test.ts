@@ -15,6 +15,17 @@
  *
  * Recording drives the real CLI against a `cutover worker` child process, then fetches each
  * workflow's history with `client.workflow.getHandle(id, runId).fetchHistory()`.
+ * RECORD_HISTORIES=parallel,parallel-rolled-back records only those (comma-separated names): a
+ * history recorded by an earlier workflow is kept, to show that runs it started still replay.
+ *
+ * completed … environment were recorded by the workflow that ran one command at a time (before the
+ * 'parallel-activities' patch); parallel and parallel-rolled-back by the one that runs every
+ * command in flight at once. parallel-before-patch was recorded with the workflow from before the
+ * patch built in place (engine/temporal/workflows.ts of 8981588, `npm run build`) and today's
+ * client, whose spec says parallelism 10: it replays one call at a time. (Temporal's replayer
+ * matches commands by type and order, not by the workflow task that issued them, so a history of
+ * runCommand activities alone would replay even without the guard; the guard keeps the state the
+ * workflow rebuilds the one it had.)
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -42,6 +53,11 @@ const histories = {
   failed: 'a failed health gate, rolled back by itself',
   'manual-commit': 'commit: manual, awaiting commit, then the commit verb',
   environment: "the environment workflow, after two migrations' commits recorded their layouts",
+  parallel: 'four independent components provisioned at once (parallelism 10), completed',
+  'parallel-rolled-back':
+    'four independent components provisioned at once, an operator rollback at the held gate',
+  'parallel-before-patch':
+    'the workflow from before the patch, started by a client that sets parallelism 10 (an old worker, a new client): one call at a time',
 } as const;
 type Name = keyof typeof histories;
 
@@ -71,7 +87,9 @@ describe('Temporal workflow replay (determinism)', () => {
     } catch {
       // installed already
     }
-    if (process.env.RECORD_HISTORIES === '1') await recordAll();
+    const record = process.env.RECORD_HISTORIES;
+    if (record === '1') await recordAll(null);
+    else if (record) await recordAll(new Set(record.split(',') as Name[]));
   }, 180_000);
 
   for (const [name, what] of Object.entries(histories) as [Name, string][]) {
@@ -88,8 +106,9 @@ describe('Temporal workflow replay (determinism)', () => {
   }
 });
 
-/** Runs each scenario through the CLI against a worker, and saves the histories. */
-async function recordAll(): Promise<void> {
+/** Runs each scenario (those of `only`; null: all) through the CLI against a worker, and saves the histories. */
+async function recordAll(only: Set<Name> | null): Promise<void> {
+  const want = (name: Name) => only === null || only.has(name);
   const address = temporalAddress();
   const worker = await startWorkerProcess({ address, taskQueue: uniqueTaskQueue('cutover-record') });
   const connection = await Connection.connect({ address });
@@ -150,7 +169,7 @@ async function recordAll(): Promise<void> {
       writeFileSync(file(name), `${JSON.stringify(recorded)}\n`);
     };
 
-    {
+    if (want('completed')) {
       const s = await scenario('completed');
       gate(true);
       const r = await s.cli('topology', 'migrate', '--yes');
@@ -162,7 +181,7 @@ async function recordAll(): Promise<void> {
       if (again.code !== 0) throw new Error(`completed (again): ${again.stderr}`);
       await save('environment', `cutover-environment-${s.environment}`);
     }
-    {
+    if (want('rolled-back')) {
       const s = await scenario('rolled-back');
       gate(false);
       const id = await s.detach();
@@ -171,7 +190,7 @@ async function recordAll(): Promise<void> {
       expect((await s.waitFor(id, s.ended)).lifecycle).toBe('rolled_back');
       await save('rolled-back', `cutover-migration-${s.environment}`);
     }
-    {
+    if (want('paused-resumed')) {
       const s = await scenario('paused-resumed');
       gate(false);
       const id = await s.detach();
@@ -183,14 +202,14 @@ async function recordAll(): Promise<void> {
       expect((await s.waitFor(id, s.ended)).lifecycle).toBe('completed');
       await save('paused-resumed', `cutover-migration-${s.environment}`);
     }
-    {
+    if (want('failed')) {
       const s = await scenario('failed', (y) => y.replace('failureThreshold: 100', 'failureThreshold: 1'));
       gate(false);
       const id = await s.detach();
       expect((await s.waitFor(id, s.ended)).lifecycle).toBe('failed');
       await save('failed', `cutover-migration-${s.environment}`);
     }
-    {
+    if (want('manual-commit')) {
       const s = await scenario('manual-commit', (y) => y.replace('commit: auto', 'commit: manual'));
       gate(true);
       const id = await s.detach();
@@ -198,6 +217,37 @@ async function recordAll(): Promise<void> {
       await s.verb('commit', id);
       expect((await s.waitFor(id, s.ended)).lifecycle).toBe('completed');
       await save('manual-commit', `cutover-migration-${s.environment}`);
+    }
+    // The gated layout with api independent of db, and two more components: four provisions at once.
+    const independent = (y: string) =>
+      y
+        .replace(/^\s*dependsOn: \[db\]\n/m, '')
+        .replace(
+          /^routes:/m,
+          '  cache: { driver: infra, version: "1" }\n  queue: { driver: infra, version: "1" }\nroutes:',
+        );
+    if (want('parallel')) {
+      const s = await scenario('parallel', independent);
+      gate(true);
+      const id = await s.detach();
+      expect((await s.waitFor(id, s.ended)).lifecycle).toBe('completed');
+      await save('parallel', `cutover-migration-${s.environment}`);
+    }
+    if (want('parallel-before-patch')) {
+      const s = await scenario('parallel-before-patch', independent);
+      gate(true);
+      const id = await s.detach();
+      expect((await s.waitFor(id, s.ended)).lifecycle).toBe('completed');
+      await save('parallel-before-patch', `cutover-migration-${s.environment}`);
+    }
+    if (want('parallel-rolled-back')) {
+      const s = await scenario('parallel-rolled-back', independent);
+      gate(false);
+      const id = await s.detach();
+      await s.waitFor(id, s.atGate);
+      await s.verb('rollback', id);
+      expect((await s.waitFor(id, s.ended)).lifecycle).toBe('rolled_back');
+      await save('parallel-rolled-back', `cutover-migration-${s.environment}`);
     }
   } finally {
     await connection.close();

@@ -64,7 +64,12 @@ async function migrateAll(
 }
 
 describe('Temporal mode: many environments at once', () => {
-  it(`${count} environments migrate at once on one worker, all complete (twice: add, then replace)`, async () => {
+  // Two rounds, each held to its own bound, plus the worker's start (vitest's default 30 s cut a
+  // loaded machine's run short of the bound the test states).
+  const timeout = 2 * boundMs + 20_000;
+  it(`${count} environments migrate at once on one worker, all complete (twice: add, then replace)`, {
+    timeout,
+  }, async () => {
     const t: TemporalTarget = { address: sharedTemporal(), taskQueue: uniqueName('rb-many') };
     const { dir, cleanup } = await tempDir();
     cleanups.push(cleanup);
