@@ -148,11 +148,11 @@ export async function startReplica(launch: ReplicaLaunch, component: string): Pr
   const handle = await open(launch.log, 'a');
   let child: ChildProcess;
   let spawnError: Promise<Error>;
-  let logOffset: number;
+  let replica: Started | undefined;
   try {
     const header = `--- ${new Date().toISOString()} cutover: starting ${component} replica ${launch.index} on ${loopback}:${launch.port}: ${launch.command.join(' ')}\n`;
     await handle.write(header);
-    logOffset = (await handle.stat()).size;
+    const logOffset = (await handle.stat()).size;
     const [file = '', ...args] = launch.command;
     child = spawn(file, args, {
       cwd: launch.cwd,
@@ -162,25 +162,31 @@ export async function startReplica(launch: ReplicaLaunch, component: string): Pr
     });
     // Emitted on the next tick when the spawn failed: listen before anything else is awaited.
     spawnError = new Promise<Error>((resolve) => child.once('error', resolve));
+    if (child.pid !== undefined) {
+      // Its identity and its exit are taken before anything is awaited: a replica that exits at
+      // once (a shell, in milliseconds) is reaped on the next turn of the event loop, and an 'exit'
+      // with no listener yet was lost, so the start-up check waited out its grace and passed.
+      const started: Started = {
+        record: { ...processIdentity(child.pid), index: launch.index, port: launch.port, log: launch.log },
+        logOffset,
+        exited: new Promise((resolve) => {
+          child.once('exit', (code, signal) => {
+            started.exit = { code, signal };
+            resolve();
+          });
+        }),
+      };
+      replica = started;
+    }
   } finally {
     await handle.close();
   }
-  if (child.pid === undefined) {
+  if (replica === undefined) {
     const error = await spawnError;
     throw new PermanentDriverError(
       `cannot run ${launch.command.join(' ')}: ${spawnFailure(error, launch.cwd)}`,
     );
   }
-  const replica: Started = {
-    record: { ...processIdentity(child.pid), index: launch.index, port: launch.port, log: launch.log },
-    logOffset,
-    exited: new Promise((resolve) => {
-      child.once('exit', (code, signal) => {
-        replica.exit = { code, signal };
-        resolve();
-      });
-    }),
-  };
   child.unref();
   return replica;
 }
