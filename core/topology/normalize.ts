@@ -2,6 +2,7 @@ import { InvariantError } from '../errors.js';
 import { setOwn } from '../records.js';
 import { parseDuration } from './duration.js';
 import type { ComponentFile, DriverFile, HealthFile, RouteFile, TopologyFile } from './file-types.js';
+import { normalizeHooks } from './normalize-hooks.js';
 import type { Component, DriverSpec, EnvValue, Health, Route, Topology } from './types.js';
 import { defaults } from './types.js';
 
@@ -26,11 +27,17 @@ export function normalizeTopology(file: TopologyFile): Topology {
     kind: 'Topology',
     metadata,
     routes: mapSorted(file.routes ?? {}, normalizeRoute),
-    strategy: {
-      bake: duration(file.strategy?.bake, defaults.bakeMs),
-      commit: file.strategy?.commit ?? defaults.commit,
-      ...(file.strategy?.parallelism === undefined ? {} : { parallelism: file.strategy.parallelism }),
-    },
+    strategy: normalizeStrategy(file.strategy),
+  };
+}
+
+function normalizeStrategy(s: TopologyFile['strategy']): Topology['strategy'] {
+  const hooks = normalizeHooks(s?.hooks);
+  return {
+    bake: duration(s?.bake, defaults.bakeMs),
+    commit: s?.commit ?? defaults.commit,
+    ...(hooks === undefined ? {} : { hooks }),
+    ...(s?.parallelism === undefined ? {} : { parallelism: s.parallelism }),
   };
 }
 

@@ -1,4 +1,5 @@
 import type { DurationMs } from './duration.js';
+import type { Hooks } from './hook-types.js';
 
 /**
  * The validated, normalised model of a topology file: defaults applied, durations in milliseconds,
@@ -104,6 +105,11 @@ export interface Strategy {
    * when the file sets it, so layouts recorded before it existed plan no settings change.
    */
   parallelism?: number;
+  /**
+   * Hooks run at fixed points of the migration (core/topology/hook-types.ts). Absent when the file
+   * has none, so models, digests and plans of topologies without hooks stay as they were.
+   */
+  hooks?: Hooks;
 }
 
 export const defaults = {
