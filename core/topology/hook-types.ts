@@ -1,5 +1,5 @@
 import type { DurationMs } from './duration.js';
-import type { EnvValue, SecretRef } from './types.js';
+import type { EnvValue, SecretRef } from './env-value.js';
 
 /**
  * The points of a migration where hooks run, in the order a migration reaches them:

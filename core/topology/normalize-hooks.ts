@@ -1,6 +1,7 @@
 import { InvariantError } from '../errors.js';
 import { setOwn } from '../records.js';
 import { parseDuration } from './duration.js';
+import type { EnvValue } from './env-value.js';
 import {
   type Hook,
   type HookFile,
@@ -10,7 +11,6 @@ import {
   hookDefaults,
   hookPoints,
 } from './hook-types.js';
-import type { EnvValue } from './types.js';
 
 /**
  * `strategy.hooks` of a checked file → the model: defaults applied, durations in milliseconds, keys

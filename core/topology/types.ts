@@ -1,5 +1,8 @@
 import type { DurationMs } from './duration.js';
+import type { EnvValue } from './env-value.js';
 import type { Hooks } from './hook-types.js';
+
+export type { EnvValue, SecretRef } from './env-value.js';
 
 /**
  * The validated, normalised model of a topology file: defaults applied, durations in milliseconds,
@@ -44,17 +47,6 @@ export interface Component {
   health?: Health;
   stateful: boolean;
   replicate?: Replicate;
-}
-
-/** An `env` value: the value itself, or a reference to a secret read where the migration runs. */
-export type EnvValue = string | SecretRef;
-
-/**
- * A secret by name. Invariant: the model holds only the name, never the value, so topologies,
- * plans, journals and layouts (all built from the model) cannot carry a secret's value.
- */
-export interface SecretRef {
-  secret: string;
 }
 
 /** Exactly one probe is set; the model keeps the file's shape so plan changes show familiar paths. */
