@@ -1,4 +1,5 @@
 import { describeWaves } from '../core/plan/plan-edges.js';
+import { describePlanHooks } from '../core/plan/plan-hooks.js';
 import { describePlannedAgainst, type PlannedAgainst } from '../core/plan/saved-plan.js';
 import { isEmptyPlan, type Plan, type ResourceChange } from '../core/plan/types.js';
 import { changeSymbol, changeVerb, countsLine, formatChangeValue, formatValue } from './symbols.js';
@@ -25,6 +26,9 @@ export function renderPlanMarkdown(
     '',
     `Strategy: commit **${plan.strategy.commit}**, bake **${cell(plan.strategy.bake)}**.`,
     '',
+    ...(plan.strategy.hooks && plan.strategy.hooks.length > 0
+      ? [`Hooks: ${cell(describePlanHooks(plan.strategy.hooks))}.`, '']
+      : []),
     // In words, never a bare "base serial 0", which reads as "planned against an empty environment".
     `<sub>Planned ${cell(describePlannedAgainst(plan, against))} · plan id <code>${cell(plan.planId)}</code></sub>`,
     '',

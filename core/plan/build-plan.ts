@@ -2,6 +2,7 @@ import { CutoverError } from '../errors.js';
 import type { CurrentLayout } from '../layout.js';
 import { own } from '../records.js';
 import { formatDuration } from '../topology/duration.js';
+import { hooksShown } from '../topology/hook-types.js';
 import type { Topology } from '../topology/types.js';
 import { sha256Digest } from './canonical-json.js';
 import {
@@ -24,6 +25,7 @@ import {
 import { describeChange, diffValues } from './diff-values.js';
 import { findDrift, type PlanInputs, replacementRequested } from './drift.js';
 import { withEdges } from './plan-edges.js';
+import { planHooks } from './plan-hooks.js';
 import { planIdOf } from './plan-id.js';
 import { restartActionId, restartableInPlace, restartReason } from './restart-in-place.js';
 import type { Action, Change, Drift, Plan, ResourceChange, Stage } from './types.js';
@@ -85,7 +87,11 @@ export function buildPlan(current: CurrentLayout, desired: Topology, inputs: Pla
     baseSerial,
     desiredDigest,
     summary,
-    strategy: { commit: desired.strategy.commit, bake: formatDuration(desired.strategy.bake) },
+    strategy: {
+      commit: desired.strategy.commit,
+      bake: formatDuration(desired.strategy.bake),
+      ...(desired.strategy.hooks ? { hooks: planHooks(desired.strategy.hooks) } : {}),
+    },
     resources,
     settings,
     ...(drift.length > 0 ? { drift } : {}),
@@ -383,6 +389,15 @@ function settingsChanges(current: Topology | null, desired: Topology, used: Read
   if (!current) return [];
   const unused = (drivers: Topology['drivers']) =>
     Object.fromEntries(Object.entries(drivers).filter(([name]) => !used.has(name)));
-  const pick = (t: Topology) => ({ metadata: t.metadata, strategy: t.strategy, drivers: unused(t.drivers) });
+  const pick = (t: Topology) => ({
+    metadata: t.metadata,
+    strategy: shownStrategy(t.strategy),
+    drivers: unused(t.drivers),
+  });
   return diffValues(pick(current), pick(desired));
+}
+
+/** The strategy as plans may show it: a hook's URL without its credentials or query. */
+function shownStrategy(strategy: Topology['strategy']): Topology['strategy'] {
+  return strategy.hooks ? { ...strategy, hooks: hooksShown(strategy.hooks) } : strategy;
 }

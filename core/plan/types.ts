@@ -1,3 +1,5 @@
+import type { PlanHook } from './plan-hooks.js';
+
 /**
  * A plan is data: what apply will do, in order, and why. It is computed by `buildPlan` alone and
  * must never be used to re-decide at apply time; apply executes the actions as they are.
@@ -109,6 +111,8 @@ export interface PlanStrategy {
   commit: 'auto' | 'manual';
   /** The bake time as a duration (`30s`, `0s`). */
   bake: string;
+  /** The hooks the migration runs (plan-hooks.ts); absent without any, so older plans read the same. */
+  hooks?: PlanHook[];
 }
 
 export interface Plan {

@@ -75,6 +75,17 @@ export function describeHookTarget(hook: Hook): string {
   return isHttpHook(hook) ? `POST ${shownUrl(hook.http.url)}` : hook.command.join(' ');
 }
 
+/** The hooks with every URL as describeHookTarget shows it: what a plan's settings diff compares. */
+export function hooksShown(hooks: Hooks): Hooks {
+  const out: Hooks = {};
+  for (const [point, list] of Object.entries(hooks) as [HookPoint, Hook[]][]) {
+    out[point] = list.map((hook) =>
+      isHttpHook(hook) ? { ...hook, http: { ...hook.http, url: shownUrl(hook.http.url) } } : hook,
+    );
+  }
+  return out;
+}
+
 function shownUrl(text: string): string {
   try {
     const url = new URL(text);
