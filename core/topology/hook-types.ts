@@ -1,4 +1,4 @@
-import type { DurationMs } from './duration.js';
+import { type DurationMs, formatDuration } from './duration.js';
 import type { EnvValue, SecretRef } from './env-value.js';
 
 /**
@@ -93,4 +93,24 @@ function shownUrl(text: string): string {
   } catch {
     return text;
   }
+}
+
+/** The model's hooks as a file has them (every default written out): for a recorded layout. */
+export function hooksFileOf(hooks: Hooks): HooksFile {
+  const out: HooksFile = {};
+  for (const [point, list] of Object.entries(hooks) as [HookPoint, Hook[]][]) {
+    out[point] = list.map((hook) => {
+      const base = {
+        name: hook.name,
+        timeout: formatDuration(hook.timeout),
+        retries: hook.retries,
+        retryDelay: formatDuration(hook.retryDelay),
+      };
+      if (isHttpHook(hook)) return { ...base, http: hook.http };
+      return hook.env
+        ? { ...base, command: hook.command, env: hook.env }
+        : { ...base, command: hook.command };
+    });
+  }
+  return out;
 }

@@ -1,6 +1,7 @@
 import { setOwn } from '../records.js';
 import { formatDuration } from './duration.js';
 import type { ComponentFile, DriverFile, HealthFile, RouteFile, TopologyFile } from './file-types.js';
+import { hooksFileOf } from './hook-types.js';
 import type { Component, DriverSpec, Health, Route, Topology } from './types.js';
 
 /**
@@ -26,6 +27,7 @@ export function topologyFileOf(model: Topology): TopologyFile {
       bake: formatDuration(model.strategy.bake),
       commit: model.strategy.commit,
       ...(model.strategy.parallelism === undefined ? {} : { parallelism: model.strategy.parallelism }),
+      ...(model.strategy.hooks === undefined ? {} : { hooks: hooksFileOf(model.strategy.hooks) }),
     },
   };
 }

@@ -1,6 +1,7 @@
 /** `strategy.hooks`: the model, the defaults, and located errors for what is wrong. */
 import { describe, expect, it } from 'vitest';
 import { loadTopology } from '../../../core/topology/load-topology.js';
+import { topologyText } from '../../../core/topology/render-topology.js';
 
 const file = (hooks: string) => `apiVersion: cutover/v1
 kind: Topology
@@ -107,5 +108,26 @@ describe('strategy.hooks', () => {
       '22:9 strategy.hooks.rollout[1].env: is for command hooks; an http hook takes http.headers',
       '23:21 strategy.hooks.rollout[1].retryDelay: is too long: at most 24h',
     ]);
+  });
+});
+
+describe('strategy.hooks written back', () => {
+  it('a recorded layout with hooks renders to a file that loads back to the same model', () => {
+    const result = load(`    rollout:
+      - name: smoke-test
+        http:
+          url: http://127.0.0.1:8089/check
+          headers: { Authorization: { secret: SMOKE_TOKEN }, X-Team: shop }
+          signingSecret: { secret: HOOK_KEY }
+        retries: 0
+    postRollout:
+      - name: announce
+        command: [./announce.sh]
+        env: { TOKEN: { secret: T } }
+        timeout: 1m30s
+        retryDelay: 1s500ms`);
+    if (!result.ok) throw new Error(JSON.stringify(result.diagnostics));
+    const again = loadTopology(topologyText(result.topology, 'recorded layout'), { file: 'layout.json' });
+    expect(again.ok ? again.topology : again.diagnostics).toEqual(result.topology);
   });
 });
