@@ -49,7 +49,14 @@ export async function runHook(
   }
   const maxAttempts = hook.retries + 1;
   for (let attempt = 1; ; attempt++) {
-    const outcome = await attemptOnce(hook, attempt, context, secrets, options);
+    const outcome = await attemptOnce(hook, attempt, context, secrets, options).catch(
+      // What Node refuses before anything is sent: a header or env value with a control character.
+      (error: Error): AttemptOutcome => ({
+        ok: false,
+        retry: false,
+        what: `could not run: ${error.message}`,
+      }),
+    );
     if (outcome.ok) return { ok: true, attempts: attempt, ms: ms() };
     if (outcome.aborted) return aborted(prefix, attempt, ms());
     const tries = attempt > 1 ? ` after ${attempt} attempts` : '';
@@ -76,14 +83,14 @@ function aborted(prefix: string, attempts: number, ms: number): HookResult {
   };
 }
 
-function attemptOnce(
+async function attemptOnce(
   hook: Hook,
   attempt: number,
   context: HookContext,
   secrets: ReadonlyMap<string, string>,
   options: RunHookOptions,
 ): Promise<AttemptOutcome> {
-  if (options.signal.aborted) return Promise.resolve({ ok: false, aborted: true });
+  if (options.signal.aborted) return { ok: false, aborted: true };
   const payload = hookPayload(hook.name, attempt, context);
   if (isHttpHook(hook)) {
     const signingKey = hook.http.signingSecret ? secrets.get(hook.http.signingSecret.secret) : undefined;

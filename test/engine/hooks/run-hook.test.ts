@@ -304,3 +304,18 @@ async function closedPort(): Promise<number> {
   await new Promise((resolve) => probe.close(resolve));
   return port;
 }
+
+describe('values Node refuses', () => {
+  it('fails with the reason, not a rejection, for a header secret holding a line break', async () => {
+    const { options: o } = options();
+    o.secrets = secretSource({ CUTOVER_SECRET_TOKEN: 'two\nlines' }, dir);
+    const hook = httpHook('smoke-test', '/never-sent');
+    if ('http' in hook) delete hook.http.signingSecret;
+    const result = await runHook(hook, context, o);
+    expect(result).toMatchObject({ ok: false, attempts: 1 });
+    expect(!result.ok && result.reason).toMatch(
+      /^hook smoke-test \(POST .*\/never-sent\) could not run: .*header/i,
+    );
+    expect(!result.ok && result.reason).not.toContain('two');
+  });
+});
