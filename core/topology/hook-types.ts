@@ -1,3 +1,4 @@
+import { assertNever } from '../errors.js';
 import { type DurationMs, formatDuration } from './duration.js';
 import type { EnvValue, SecretRef } from './env-value.js';
 
@@ -113,4 +114,21 @@ export function hooksFileOf(hooks: Hooks): HooksFile {
     });
   }
   return out;
+}
+
+/**
+ * Whether a failed hook at `point` rolls the migration back. Every point before the commit does;
+ * postRollout cannot (the commit is the point of no return): its failure is a warning.
+ */
+export function hookFailureRollsBack(point: HookPoint): boolean {
+  switch (point) {
+    case 'preRollout':
+    case 'rollout':
+    case 'confirmPromotion':
+      return true;
+    case 'postRollout':
+      return false;
+    default:
+      return assertNever(point, 'hook point');
+  }
 }

@@ -10,9 +10,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Hook } from '../../../core/topology/hook-types.js';
+import { type Hook, hookFailureRollsBack } from '../../../core/topology/hook-types.js';
 import type { HookContext } from '../../../engine/hooks/hook-context.js';
 import { runHook } from '../../../engine/hooks/run-hook.js';
+import { runHookPoint } from '../../../engine/hooks/run-hook-point.js';
 import { secretSource } from '../../../engine/secrets/secret-source.js';
 import { procStat } from '../../../platform/process-identity.js';
 
@@ -317,5 +318,40 @@ describe('values Node refuses', () => {
       /^hook smoke-test \(POST .*\/never-sent\) could not run: .*header/i,
     );
     expect(!result.ok && result.reason).not.toContain('two');
+  });
+});
+
+describe('a hook point', () => {
+  it('runs its hooks in order and stops at the first failure, which is the point’s reason', async () => {
+    const order = path.join(dir, 'order.txt');
+    const first = script('first.sh', `echo "first $CUTOVER_HOOK_POINT" >> ${order}`);
+    const failing = script('failing.sh', `echo "second" >> ${order}; echo "bad gate" >&2; exit 3`);
+    const third = script('third.sh', `echo "third" >> ${order}`);
+    const hooks = {
+      confirmPromotion: [
+        commandHook('first', [first]),
+        commandHook('gate', [failing]),
+        commandHook('never', [third]),
+      ],
+    };
+    const { options: o, lines } = options();
+    const { point: _, ...rest } = context;
+    const result = await runHookPoint(hooks, 'confirmPromotion', rest, o);
+    expect(result).toMatchObject({
+      ok: false,
+      failed: 'gate',
+      reason: `hook gate (${failing}) exited with code 3; last lines: bad gate`,
+    });
+    expect(result.ran.map((r) => r.name)).toEqual(['first', 'gate']);
+    expect(readFileSync(order, 'utf8')).toBe('first confirmPromotion\nsecond\n');
+    expect(lines[0]).toMatch(new RegExp(`^hook first \\(${first}\\) passed in \\d+ ms$`));
+    expect(hookFailureRollsBack('confirmPromotion')).toBe(true);
+    expect(hookFailureRollsBack('postRollout')).toBe(false);
+  });
+
+  it('passes when the point has no hooks', async () => {
+    const { options: o } = options();
+    const { point: _, ...rest } = context;
+    expect(await runHookPoint(undefined, 'preRollout', rest, o)).toEqual({ ok: true, ran: [] });
   });
 });
