@@ -5,8 +5,11 @@ import { Ajv } from 'ajv';
 import standaloneCode from 'ajv/dist/standalone/index.js';
 import { ajvOptions } from '../dist/core/topology/ajv-options.js';
 
-const schema = JSON.parse(readFileSync(new URL('../schemas/topology.v1.json', import.meta.url), 'utf8'));
+const read = (name) => JSON.parse(readFileSync(new URL(`../schemas/${name}`, import.meta.url), 'utf8'));
+const schema = read('topology.v1.json');
 const ajv = new Ajv({ ...ajvOptions, code: { source: true } });
+// strategy.hooks is a fragment of its own, referred to by its $id; the generated code holds both.
+ajv.addSchema(read('topology-hooks.v1.json'));
 const validate = ajv.compile(schema);
 const out = new URL('../dist/core/topology/topology-validator.generated.cjs', import.meta.url);
 writeFileSync(

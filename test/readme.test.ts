@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadTopology } from '../core/topology/load-topology.js';
-import { topologySchema } from '../core/topology/validate-schema.js';
+import { topologyHooksSchema, topologySchema } from '../core/topology/validate-schema.js';
 import { repoRoot } from './support/cli.js';
 
 const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
@@ -16,13 +16,21 @@ type SchemaNode = {
 
 /** Every field path the schema allows, e.g. `components.<name>.health.http.path`. */
 function schemaPaths(): string[] {
-  const definitions = (topologySchema as unknown as { definitions: Record<string, SchemaNode> }).definitions;
+  // A $ref is `#/definitions/x` in the same file, or `<file>#/definitions/x` in another:
+  // `strategy.hooks` is defined in its own file, topology-hooks.v1.json.
+  const definitionsOf = (schema: unknown) =>
+    (schema as { definitions: Record<string, SchemaNode> }).definitions;
+  const files: Record<string, Record<string, SchemaNode>> = {
+    'topology.v1.json': definitionsOf(topologySchema),
+    'topology-hooks.v1.json': definitionsOf(topologyHooksSchema),
+  };
   const out = new Set<string>();
-  const walk = (node: SchemaNode, at: string, depth: number) => {
+  const walk = (node: SchemaNode, at: string, depth: number, file: string) => {
     if (depth > 12) return;
     if (node.$ref) {
-      const target = definitions[node.$ref.split('/').pop() as string] as SchemaNode;
-      walk(target, at, depth + 1);
+      const [refFile, pointer = ''] = node.$ref.split('#');
+      const target = refFile || file;
+      walk(files[target]?.[pointer.split('/').pop() as string] as SchemaNode, at, depth + 1, target);
       return;
     }
     const branches = [node, ...(node.allOf ?? []).map((b) => b.then ?? {})];
@@ -30,15 +38,15 @@ function schemaPaths(): string[] {
       for (const [key, child] of Object.entries(branch.properties ?? {})) {
         const p = at ? `${at}.${key}` : key;
         out.add(p);
-        if (typeof child === 'object') walk(child, p, depth + 1);
+        if (typeof child === 'object') walk(child, p, depth + 1, file);
       }
     }
     const extra = node.additionalProperties;
     if (typeof extra === 'object' && extra.$ref && /(component|route|driver)$/.test(extra.$ref)) {
-      walk(extra, `${at}.<name>`, depth + 1);
+      walk(extra, `${at}.<name>`, depth + 1, file);
     }
   };
-  walk(topologySchema as unknown as SchemaNode, '', 0);
+  walk(topologySchema as unknown as SchemaNode, '', 0, 'topology.v1.json');
   return [...out].sort();
 }
 

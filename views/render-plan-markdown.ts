@@ -1,4 +1,5 @@
 import { describeWaves } from '../core/plan/plan-edges.js';
+import { describePlanHooks } from '../core/plan/plan-hooks.js';
 import { describeNotifyTargets } from '../core/plan/plan-notify.js';
 import { describePlannedAgainst, type PlannedAgainst } from '../core/plan/saved-plan.js';
 import { isEmptyPlan, type Plan, type ResourceChange } from '../core/plan/types.js';
@@ -28,6 +29,9 @@ export function renderPlanMarkdown(
     '',
     ...(plan.notify && plan.notify.length > 0
       ? [`Notify: ${cell(describeNotifyTargets(plan.notify))}.`, '']
+      : []),
+    ...(plan.strategy.hooks && plan.strategy.hooks.length > 0
+      ? [`Hooks: ${cell(describePlanHooks(plan.strategy.hooks))}.`, '']
       : []),
     // In words, never a bare "base serial 0", which reads as "planned against an empty environment".
     `<sub>Planned ${cell(describePlannedAgainst(plan, against))} · plan id <code>${cell(plan.planId)}</code></sub>`,

@@ -1,4 +1,5 @@
 import { describeWaves } from '../core/plan/plan-edges.js';
+import { describePlanHooks } from '../core/plan/plan-hooks.js';
 import { describeNotifyTargets } from '../core/plan/plan-notify.js';
 import { describePlannedAgainst, type PlannedAgainst } from '../core/plan/saved-plan.js';
 import { isEmptyPlan, type Plan } from '../core/plan/types.js';
@@ -90,7 +91,9 @@ function strategyLine({ strategy }: Plan): string {
     strategy.commit === 'manual'
       ? 'commit manual (run `cutover topology migration commit` when it awaits)'
       : 'commit auto';
-  return `Strategy: ${commit}, bake ${strategy.bake}.`;
+  const hooks =
+    strategy.hooks && strategy.hooks.length > 0 ? ` Hooks: ${describePlanHooks(strategy.hooks)}.` : '';
+  return `Strategy: ${commit}, bake ${strategy.bake}.${hooks}`;
 }
 
 /** Where the migration's events go, when the topology has targets (never a secret). */

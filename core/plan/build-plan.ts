@@ -2,6 +2,7 @@ import { CutoverError } from '../errors.js';
 import type { CurrentLayout } from '../layout.js';
 import { own } from '../records.js';
 import { formatDuration } from '../topology/duration.js';
+import { hooksShown } from '../topology/hook-types.js';
 import type { Topology } from '../topology/types.js';
 import { sha256Digest } from './canonical-json.js';
 import {
@@ -24,6 +25,7 @@ import {
 import { describeChange, diffValues } from './diff-values.js';
 import { findDrift, type PlanInputs, replacementRequested } from './drift.js';
 import { withEdges } from './plan-edges.js';
+import { planHooks } from './plan-hooks.js';
 import { planIdOf } from './plan-id.js';
 import { planNotifyTargets } from './plan-notify.js';
 import { restartActionId, restartableInPlace, restartReason } from './restart-in-place.js';
@@ -86,7 +88,11 @@ export function buildPlan(current: CurrentLayout, desired: Topology, inputs: Pla
     baseSerial,
     desiredDigest,
     summary,
-    strategy: { commit: desired.strategy.commit, bake: formatDuration(desired.strategy.bake) },
+    strategy: {
+      commit: desired.strategy.commit,
+      bake: formatDuration(desired.strategy.bake),
+      ...(desired.strategy.hooks ? { hooks: planHooks(desired.strategy.hooks) } : {}),
+    },
     ...(desired.notify === undefined ? {} : { notify: planNotifyTargets(desired.notify) }),
     resources,
     settings,
@@ -387,10 +393,15 @@ function settingsChanges(current: Topology | null, desired: Topology, used: Read
     Object.fromEntries(Object.entries(drivers).filter(([name]) => !used.has(name)));
   const pick = (t: Topology) => ({
     metadata: t.metadata,
-    strategy: t.strategy,
+    strategy: shownStrategy(t.strategy),
     drivers: unused(t.drivers),
     // Only when set on a side, so plans of topologies without targets keep their ids.
     ...(t.notify === undefined ? {} : { notify: t.notify }),
   });
   return diffValues(pick(current), pick(desired));
+}
+
+/** The strategy as plans may show it: a hook's URL without its credentials or query. */
+function shownStrategy(strategy: Topology['strategy']): Topology['strategy'] {
+  return strategy.hooks ? { ...strategy, hooks: hooksShown(strategy.hooks) } : strategy;
 }

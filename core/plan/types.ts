@@ -1,3 +1,4 @@
+import type { PlanHook } from './plan-hooks.js';
 import type { PlanNotifyTarget } from './plan-notify.js';
 
 /**
@@ -111,6 +112,8 @@ export interface PlanStrategy {
   commit: 'auto' | 'manual';
   /** The bake time as a duration (`30s`, `0s`). */
   bake: string;
+  /** The hooks the migration runs (plan-hooks.ts); absent without any, so older plans read the same. */
+  hooks?: PlanHook[];
 }
 
 export interface Plan {

@@ -1,5 +1,6 @@
 import { maxPort, minPort, splitHostPort } from '../host-port.js';
 import { has, own } from '../records.js';
+import { checkHooks } from './check-hooks.js';
 import type { PathProblem } from './diagnostic.js';
 import { parseDuration } from './duration.js';
 import type { ComponentFile, TopologyFile } from './file-types.js';
@@ -20,6 +21,7 @@ export function checkTopology(file: TopologyFile): PathProblem[] {
   checkRoutes(file, problems);
   checkCycles(edges, problems);
   checkDurations(file, problems, durationProblems);
+  problems.push(...checkHooks(file.strategy?.hooks));
   return problems;
 }
 

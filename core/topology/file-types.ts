@@ -1,3 +1,5 @@
+import type { HooksFile } from './hook-types.js';
+
 /** The shape of a topology file once it passed the JSON Schema: optional fields, durations as text. */
 export interface TopologyFile {
   apiVersion: 'cutover/v1';
@@ -6,7 +8,7 @@ export interface TopologyFile {
   drivers?: Record<string, DriverFile>;
   components: Record<string, ComponentFile>;
   routes?: Record<string, RouteFile>;
-  strategy?: { bake?: string; commit?: 'auto' | 'manual'; parallelism?: number };
+  strategy?: { bake?: string; commit?: 'auto' | 'manual'; parallelism?: number; hooks?: HooksFile };
   notify?: Record<string, NotifyTargetFile>;
 }
 

@@ -10,6 +10,7 @@ import type {
   RouteFile,
   TopologyFile,
 } from './file-types.js';
+import { normalizeHooks } from './normalize-hooks.js';
 import type {
   Component,
   DriverSpec,
@@ -44,11 +45,17 @@ export function normalizeTopology(file: TopologyFile): Topology {
     metadata,
     ...(file.notify === undefined ? {} : { notify: mapSorted(file.notify, normalizeNotifyTarget) }),
     routes: mapSorted(file.routes ?? {}, normalizeRoute),
-    strategy: {
-      bake: duration(file.strategy?.bake, defaults.bakeMs),
-      commit: file.strategy?.commit ?? defaults.commit,
-      ...(file.strategy?.parallelism === undefined ? {} : { parallelism: file.strategy.parallelism }),
-    },
+    strategy: normalizeStrategy(file.strategy),
+  };
+}
+
+function normalizeStrategy(s: TopologyFile['strategy']): Topology['strategy'] {
+  const hooks = normalizeHooks(s?.hooks);
+  return {
+    bake: duration(s?.bake, defaults.bakeMs),
+    commit: s?.commit ?? defaults.commit,
+    ...(hooks === undefined ? {} : { hooks }),
+    ...(s?.parallelism === undefined ? {} : { parallelism: s.parallelism }),
   };
 }
 

@@ -8,6 +8,7 @@ import type {
   RouteFile,
   TopologyFile,
 } from './file-types.js';
+import { hooksFileOf } from './hook-types.js';
 import type { Component, DriverSpec, Health, NotifyTarget, Route, Topology } from './types.js';
 
 /**
@@ -33,6 +34,7 @@ export function topologyFileOf(model: Topology): TopologyFile {
       bake: formatDuration(model.strategy.bake),
       commit: model.strategy.commit,
       ...(model.strategy.parallelism === undefined ? {} : { parallelism: model.strategy.parallelism }),
+      ...(model.strategy.hooks === undefined ? {} : { hooks: hooksFileOf(model.strategy.hooks) }),
     },
     ...(model.notify === undefined ? {} : { notify: mapValues(model.notify, notifyTargetFile) }),
   };

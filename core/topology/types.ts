@@ -1,5 +1,9 @@
 import type { NotifyEventName, Severity } from '../notify/types.js';
 import type { DurationMs } from './duration.js';
+import type { EnvValue, SecretRef } from './env-value.js';
+import type { Hooks } from './hook-types.js';
+
+export type { EnvValue, SecretRef } from './env-value.js';
 
 /**
  * The validated, normalised model of a topology file: defaults applied, durations in milliseconds,
@@ -46,17 +50,6 @@ export interface Component {
   health?: Health;
   stateful: boolean;
   replicate?: Replicate;
-}
-
-/** An `env` value: the value itself, or a reference to a secret read where the migration runs. */
-export type EnvValue = string | SecretRef;
-
-/**
- * A secret by name. Invariant: the model holds only the name, never the value, so topologies,
- * plans, journals and layouts (all built from the model) cannot carry a secret's value.
- */
-export interface SecretRef {
-  secret: string;
 }
 
 /** Exactly one probe is set; the model keeps the file's shape so plan changes show familiar paths. */
@@ -107,6 +100,11 @@ export interface Strategy {
    * when the file sets it, so layouts recorded before it existed plan no settings change.
    */
   parallelism?: number;
+  /**
+   * Hooks run at fixed points of the migration (core/topology/hook-types.ts). Absent when the file
+   * has none, so models, digests and plans of topologies without hooks stay as they were.
+   */
+  hooks?: Hooks;
 }
 
 /** A target's URL, or a secret reference when the URL is itself a credential (a Slack webhook). */

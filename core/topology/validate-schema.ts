@@ -1,10 +1,12 @@
 import { createRequire } from 'node:module';
 import type { Ajv as AjvClass, ErrorObject } from 'ajv';
 import topologySchema from '../../schemas/topology.v1.json' with { type: 'json' };
+import topologyHooksSchema from '../../schemas/topology-hooks.v1.json' with { type: 'json' };
 import { ajvOptions } from './ajv-options.js';
 import type { PathProblem } from './diagnostic.js';
 
-export { topologySchema };
+/** The topology schema, and the fragment it refers to for `strategy.hooks`. */
+export { topologyHooksSchema, topologySchema };
 
 type Validate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
 
@@ -21,7 +23,7 @@ function validator(): Validate {
       compiled = require('./topology-validator.generated.cjs') as Validate;
     } catch {
       const { Ajv } = require('ajv') as { Ajv: typeof AjvClass };
-      compiled = new Ajv(ajvOptions).compile(topologySchema) as Validate;
+      compiled = new Ajv(ajvOptions).addSchema(topologyHooksSchema).compile(topologySchema) as Validate;
     }
   }
   return compiled;
@@ -64,6 +66,7 @@ const patternMessages: Record<string, string> = {
 /** Patterns written in place rather than as a definition, by their text. */
 const inlinePatternMessages: Record<string, string> = {
   '^/': 'must start with /, e.g. /healthz',
+  '^https?://[^\\s]+$': 'must be an http:// or https:// URL',
 };
 
 function definitionOf(schemaPath: string): string | undefined {

@@ -24,6 +24,8 @@ export interface ScriptRun {
 
 export interface ScriptSpec {
   file: string;
+  /** Arguments after `file` (no shell); none for exec-driver stage scripts. */
+  args?: readonly string[];
   cwd: string;
   env: NodeJS.ProcessEnv;
   /** Written to the script's stdin, which is then closed. */
@@ -46,7 +48,12 @@ export function runScript(spec: ScriptSpec, options: DriverCallOptions): Promise
     stdoutOverflow: false,
     stderrTail: [],
   };
-  const child = spawn(spec.file, [], { cwd: spec.cwd, env: spec.env, stdio: 'pipe', detached: true });
+  const child = spawn(spec.file, spec.args ?? [], {
+    cwd: spec.cwd,
+    env: spec.env,
+    stdio: 'pipe',
+    detached: true,
+  });
   const pid = child.pid;
   // Recorded at the start, so a pid reused after the group is gone is never signalled.
   const leader: ProcessIdentity | undefined = pid !== undefined ? processIdentity(pid) : undefined;

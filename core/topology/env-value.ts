@@ -1,0 +1,10 @@
+/** An `env` value: the value itself, or a reference to a secret read where the migration runs. */
+export type EnvValue = string | SecretRef;
+
+/**
+ * A secret by name. Invariant: the model holds only the name, never the value, so topologies,
+ * plans, journals and layouts (all built from the model) cannot carry a secret's value.
+ */
+export interface SecretRef {
+  secret: string;
+}
