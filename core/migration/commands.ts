@@ -92,11 +92,11 @@ export function isCancellable(command: Command): boolean {
 }
 
 /**
- * What a failure aborts in flight, beyond what is cancellable: driver calls that stand something up
+ * What a failure, a rollback or a cancel aborts in flight, beyond what is cancellable: driver calls that stand something up
  * (the exec driver kills its process group). What they may have started is undone by the rollback,
  * which retires every green slot issued. Route changes and the commit's steps are never cut short.
  */
-export function isAbortedOnFailure(command: Command): boolean {
+export function isAbortedOnEnding(command: Command): boolean {
   return (
     isCancellable(command) ||
     command.kind === 'provision' ||

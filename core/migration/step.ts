@@ -4,7 +4,7 @@ import type { Action, Stage } from '../plan/types.js';
 import { own, setOwn } from '../records.js';
 import { formatDuration } from '../topology/duration.js';
 import { defaults, type Topology } from '../topology/types.js';
-import { commandFor, isAbortedOnFailure, isCancellable, retryBackoffMs, undoSteps } from './commands.js';
+import { commandFor, isAbortedOnEnding, isCancellable, retryBackoffMs, undoSteps } from './commands.js';
 import { lowerBound, planIndex, sortedHas } from './plan-index.js';
 import { refuseResolve, stepsToResolve } from './resolve-policy.js';
 import type {
@@ -220,6 +220,7 @@ function onOperator(t: Transition, verb: Verb, at: number, by?: string): void {
       return;
     case 'rollback':
       // The reason says why it ends (the outcome is said beside it): "rolling back (rollback requested by …)".
+      // Like a failure, it aborts the calls standing green up: the rollback retires what they started.
       beginEnding(t, at, 'rolled_back', `rollback requested${who}`, `rollback requested${who}`);
       return;
     case 'cancel':
@@ -446,7 +447,7 @@ function onFailed(t: Transition, command: Command, at: number, message: string, 
       ? `health gate failed for ${action.component}: ${message}`
       : `${action.id} failed: ${message}`;
   notice(t, at, kind, 'error', reason, action.stage, action.id);
-  beginEnding(t, at, 'failed', reason, undefined, true);
+  beginEnding(t, at, 'failed', reason);
 }
 
 /** A command of no action failed: wait, then it is issued again (attempt counted on the state). */
@@ -478,14 +479,7 @@ function onCancelled(t: Transition, command: Command, elapsedMs: number): void {
  * how the migration will have ended; `cause` opens the notice (a failure's reason was just given in
  * its own notice, gate_failed or action_failed, so it has none).
  */
-function beginEnding(
-  t: Transition,
-  at: number,
-  outcome: Outcome,
-  reason: string,
-  cause?: string,
-  abortDriverCalls = false,
-): void {
+function beginEnding(t: Transition, at: number, outcome: Outcome, reason: string, cause?: string): void {
   const s = t.state;
   const steps = undoSteps(s).map((command) => ({ ...command, id: '' }) as Command);
   let next = s.nextCommand;
@@ -499,10 +493,11 @@ function beginEnding(
     ending: { outcome, reason, steps, cursor: 0, skipped: [] },
   };
   // What is in flight is stopped where that leaves nothing half done (waits, probes, drains); after a
-  // failure, calls standing green up are aborted too (the undo retires what they may have started).
-  // The undo steps start once nothing is in flight any more.
-  const stop = abortDriverCalls ? isAbortedOnFailure : isCancellable;
-  const cancel = s.inflight.filter((c) => stop(c) && !s.cancelling.includes(c.id)).map((c) => c.id);
+  // failure or an operator's rollback or cancel, calls standing green up are aborted too (the undo
+  // retires what they may have started). The undo steps start once nothing is in flight any more.
+  const cancel = s.inflight
+    .filter((c) => isAbortedOnEnding(c) && !s.cancelling.includes(c.id))
+    .map((c) => c.id);
   t.state.cancelling = [...s.cancelling, ...cancel];
   t.cancels.push(...cancel);
   notice(
