@@ -4,7 +4,15 @@ import type { Action, Stage } from '../plan/types.js';
 import { own, setOwn } from '../records.js';
 import { formatDuration } from '../topology/duration.js';
 import { defaults, type Topology } from '../topology/types.js';
-import { commandFor, isAbortedOnEnding, isCancellable, retryBackoffMs, undoSteps } from './commands.js';
+import {
+  commandFor,
+  isAbortedOnEnding,
+  isCancellable,
+  retryBackoffMs,
+  routesTogether,
+  shiftOf,
+  undoSteps,
+} from './commands.js';
 import { lowerBound, planIndex, sortedHas } from './plan-index.js';
 import { refuseResolve, stepsToResolve } from './resolve-policy.js';
 import type {
@@ -348,6 +356,8 @@ function completeStep(t: Transition, command: Command, at: number): void {
       notice(t, at, 'stage_entered', 'info', 'bake time over', 'bake');
     } else if (command.kind === 'apply_route' && command.promote) {
       t.state = { ...s, routesPromoted: s.routesPromoted + 1 };
+    } else if (command.kind === 'shift_routes' && command.promote) {
+      t.state = { ...s, routesPromoted: s.routesPromoted + command.routes.length };
     }
     return;
   }
@@ -519,7 +529,7 @@ function restartsKept(s: MigrationState): string {
 
 /** What a rollback will do, in the order it does it. */
 function describeUndo(steps: readonly Command[]): string {
-  const routes = steps.some((c) => c.kind === 'apply_route' || c.kind === 'remove_route');
+  const routes = steps.some((c) => isRouteCommand(c));
   const green = steps.some((c) => c.kind === 'retire');
   if (routes && green) return 'routes back to blue first, then green retired';
   if (routes) return 'routes back to blue';
@@ -618,9 +628,14 @@ function advanceCommitting(t: Transition, at: number): Advanced {
   }
   const promote = routesToPromote(s);
   if (s.routesPromoted < promote.length) {
-    const route = promote[s.routesPromoted] as string;
-    if (s.inflight.length === 0)
+    // Format 1.2: every route in one command, as its shift steps were; before it, one at a time.
+    if (s.inflight.length > 0) return 'settled';
+    if (routesTogether(s)) {
+      issue(t, { kind: 'shift_routes', routes: promote, greenPercent: 0, restore: false, promote: true });
+    } else {
+      const route = promote[s.routesPromoted] as string;
       issue(t, { kind: 'apply_route', route, greenPercent: 0, restore: false, promote: true });
+    }
     return 'settled';
   }
   if (s.cursor < s.spec.plan.actions.length) {
@@ -654,9 +669,7 @@ function advanceRollingBack(t: Transition, at: number): Advanced {
   const level = ending.outcome === 'failed' || incomplete ? 'error' : 'info';
   // A route whose undo failed may still send traffic to green (or nowhere): blue serving is then
   // not known, and the last line of the log must not say it is.
-  const routeLeft = left.some(
-    (step) => step.command.kind === 'apply_route' || step.command.kind === 'remove_route',
-  );
+  const routeLeft = left.some((step) => isRouteCommand(step.command));
   const serving = routeLeft ? 'blue may not be serving: not every route is back on it' : 'blue is serving';
   notice(
     t,
@@ -720,12 +733,8 @@ function issueAction(t: Transition, at: number, index: number): void {
   if (command.kind === 'provision' && !s.provisioned.includes(command.component)) {
     t.state = { ...s, provisioned: withProvisioned(s, command.component) };
   }
-  if (
-    (command.kind === 'apply_route' || command.kind === 'remove_route') &&
-    !s.touchedRoutes.includes(command.route)
-  ) {
-    t.state = { ...t.state, touchedRoutes: [...t.state.touchedRoutes, command.route] };
-  }
+  const routes = routesOf(command).filter((r) => !s.touchedRoutes.includes(r));
+  if (routes.length > 0) t.state = { ...t.state, touchedRoutes: [...t.state.touchedRoutes, ...routes] };
   if (command.kind === 'check_health') {
     // The gate checks green through the preview listeners of its routes, which it opens to green
     // (at 0 % of real traffic): a rollback must put those routes back too.
@@ -776,11 +785,25 @@ export function routesToPromote(s: MigrationState): string[] {
     .sort();
 }
 
-/** A stepped shift is several steps: set a weight, check health, set the next weight, … */
+/**
+ * A stepped shift is several steps: set the weight, check the health of each component its routes
+ * send to, set the next weight, …, ending on the last weight.
+ */
 export function subStepCount(s: MigrationState, action: Action): number {
   if (action.type !== 'shift_traffic') return 1;
-  const route = own(s.spec.desired.routes, action.route as string);
-  return (route?.shift.length ?? 1) * 2 - 1;
+  const { steps, targets } = shiftOf(s, action);
+  return steps.length * (1 + targets.length) - targets.length;
+}
+
+/** The routes a command changes (numbered or not yet). */
+function routesOf(command: { kind: Command['kind']; route?: unknown; routes?: unknown }): string[] {
+  if (command.kind === 'apply_route' || command.kind === 'remove_route') return [command.route as string];
+  if (command.kind === 'shift_routes') return command.routes as string[];
+  return [];
+}
+
+function isRouteCommand(command: Command): boolean {
+  return routesOf(command).length > 0;
 }
 
 function describePosition(s: MigrationState): string {
@@ -802,6 +825,11 @@ export function describeCommand(c: Command): string {
     case 'apply_route':
       if (c.promote) return `route ${c.route}: green is its live slot`;
       return c.restore ? `route ${c.route} back to blue` : `route ${c.route} at ${c.greenPercent}% green`;
+    case 'shift_routes': {
+      const routes = `route${c.routes.length === 1 ? '' : 's'} ${c.routes.join(', ')}`;
+      if (c.promote) return `${routes}: green is the live slot`;
+      return c.restore ? `${routes} back to blue` : `${routes} at ${c.greenPercent}% green`;
+    }
     case 'remove_route':
       return `remove route ${c.route}`;
     case 'drain':

@@ -70,6 +70,19 @@ export type Command =
       restore: boolean;
       promote?: boolean;
     }
+  /**
+   * Several routes set at once, all at `greenPercent` (one router reload, one nginx reload per
+   * driver): a step of a shift of format 1.2, or, with restore, every route put back on blue; with
+   * promote, green is each route's live slot after the commit.
+   */
+  | {
+      id: string;
+      kind: 'shift_routes';
+      routes: string[];
+      greenPercent: number;
+      restore: boolean;
+      promote?: boolean;
+    }
   | { id: string; kind: 'remove_route'; route: string }
   | { id: string; kind: 'drain'; component: string; timeoutMs: number }
   | { id: string; kind: 'retire'; component: string; slot: 'blue' | 'green' }
