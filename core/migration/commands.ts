@@ -89,11 +89,12 @@ export function shiftOf(s: MigrationState, action: Action): ShiftOf {
 }
 
 /**
- * Whether a migration's routes move as one (plan format 1.2): its shift steps, its undo of routes
- * and its commit's promotion are each one multi-route command. Older journals keep the commands
- * they were journaled with, one per route, so they replay and resume as they ran.
+ * Whether a migration's plan is of format 1.2 or later: its routes move as one (its shift steps, its
+ * undo of routes and its commit's promotion are each one multi-route command), and its undo steps
+ * run as a graph, several at once. Older journals keep the commands they were journaled with, one
+ * per route and one undo step at a time, so they replay and resume as they ran.
  */
-export function routesTogether(s: MigrationState): boolean {
+export function sinceFormat12(s: MigrationState): boolean {
   const format = s.spec.plan.formatVersion;
   return format !== '1.0' && format !== '1.1';
 }
@@ -151,7 +152,7 @@ export function undoSteps(s: MigrationState): Unnumbered<Command>[] {
   const steps: Unnumbered<Command>[] = [];
   const liveRoutes = s.spec.base.topology?.routes ?? {};
   const touched = [...s.touchedRoutes].reverse();
-  if (routesTogether(s)) {
+  if (sinceFormat12(s)) {
     // Every live route back on blue in one command (one reload per driver), then the new ones removed.
     const live = touched.filter((route) => has(liveRoutes, route));
     if (live.length > 0) steps.push({ kind: 'shift_routes', routes: live, greenPercent: 0, restore: true });

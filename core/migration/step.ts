@@ -9,8 +9,8 @@ import {
   isAbortedOnEnding,
   isCancellable,
   retryBackoffMs,
-  routesTogether,
   shiftOf,
+  sinceFormat12,
   undoSteps,
 } from './commands.js';
 import { lowerBound, planIndex, sortedHas } from './plan-index.js';
@@ -18,6 +18,7 @@ import { refuseResolve, stepsToResolve } from './resolve-policy.js';
 import type {
   ActionRun,
   Command,
+  Ending,
   MigrationEvent,
   MigrationSpec,
   MigrationState,
@@ -26,8 +27,10 @@ import type {
   ResolveHow,
   SkippedStep,
   Transition,
+  UndoRun,
   Verb,
 } from './types.js';
+import { undoPrerequisites } from './undo-order.js';
 import { refuseVerb } from './verb-policy.js';
 
 /** Attempts of one driver call before its action fails (transient errors only). */
@@ -277,7 +280,13 @@ function onResolve(t: Transition, at: number, how: ResolveHow, step: string | un
     endedAt: null,
     attempt: 1,
     nextCommand: next,
-    ending: { ...ending, steps: [...ending.steps, ...retried], cursor: ending.steps.length, skipped },
+    ending: {
+      ...ending,
+      steps: [...ending.steps, ...retried],
+      cursor: ending.steps.length,
+      skipped,
+      ...(ending.running ? { running: [] } : {}),
+    },
   };
   notice(
     t,
@@ -294,6 +303,10 @@ function onSucceeded(t: Transition, command: Command, at: number, output: unknow
   recordEffect(t, command, output);
   if (s.lifecycle === 'rolling_back') {
     const ending = s.ending as NonNullable<MigrationState['ending']>;
+    if (ending.running) {
+      onUndoSucceeded(t, command, at);
+      return;
+    }
     if (ending.steps[ending.cursor]?.id !== command.id) {
       // An action that was in flight when the rollback began finished; its effect is undone below.
       detachRun(t, command.id);
@@ -394,6 +407,10 @@ function onFailed(t: Transition, command: Command, at: number, message: string, 
   const run = runOf(s, command.id);
   if (s.lifecycle === 'rolling_back') {
     const ending = s.ending as NonNullable<MigrationState['ending']>;
+    if (ending.running) {
+      onUndoFailed(t, command, at, message);
+      return;
+    }
     const undoing = ending.steps[ending.cursor]?.id === command.id;
     if (!undoing) {
       // An interrupted action failed: its undo step is already planned.
@@ -500,7 +517,14 @@ function beginEnding(t: Transition, at: number, outcome: Outcome, reason: string
     pauseRequested: false,
     attempt: 1,
     nextCommand: next,
-    ending: { outcome, reason, steps, cursor: 0, skipped: [] },
+    ending: {
+      outcome,
+      reason,
+      steps,
+      cursor: 0,
+      skipped: [],
+      ...(sinceFormat12(s) ? { finished: [], running: [] } : {}),
+    },
   };
   // What is in flight is stopped where that leaves nothing half done (waits, probes, drains); after a
   // failure or an operator's rollback or cancel, calls standing green up are aborted too (the undo
@@ -630,7 +654,7 @@ function advanceCommitting(t: Transition, at: number): Advanced {
   if (s.routesPromoted < promote.length) {
     // Format 1.2: every route in one command, as its shift steps were; before it, one at a time.
     if (s.inflight.length > 0) return 'settled';
-    if (routesTogether(s)) {
+    if (sinceFormat12(s)) {
       issue(t, { kind: 'shift_routes', routes: promote, greenPercent: 0, restore: false, promote: true });
     } else {
       const route = promote[s.routesPromoted] as string;
@@ -651,16 +675,20 @@ function advanceCommitting(t: Transition, at: number): Advanced {
 /** Rolling back (or ending another way): the next undo step, then the outcome. Waits while cancelling. */
 function advanceRollingBack(t: Transition, at: number): Advanced {
   const s = t.state;
-  // Undo steps run one at a time, once what was in flight when the rollback began has ended.
-  if (s.inflight.length > 0) return 'settled';
   const ending = s.ending as NonNullable<MigrationState['ending']>;
-  const next = ending.steps[ending.cursor];
-  if (next) {
-    t.state = { ...s, inflight: [next] };
-    t.commands.push(next);
-    return 'settled';
+  if (ending.running) {
+    if (scheduleUndo(t)) return 'settled';
+  } else {
+    // Undo steps run one at a time, once what was in flight when the rollback began has ended.
+    if (s.inflight.length > 0) return 'settled';
+    const next = ending.steps[ending.cursor];
+    if (next) {
+      t.state = { ...s, inflight: [next] };
+      t.commands.push(next);
+      return 'settled';
+    }
   }
-  t.state = { ...s, lifecycle: ending.outcome, endedAt: at };
+  t.state = { ...t.state, lifecycle: ending.outcome, endedAt: at };
   const left = ending.skipped.filter((step) => step.resolved === undefined);
   const incomplete =
     left.length > 0
@@ -679,6 +707,133 @@ function advanceRollingBack(t: Transition, at: number): Advanced {
     `${ending.outcome.replace('_', ' ')}: ${serving} (${ending.reason})${incomplete}`,
   );
   return 'settled';
+}
+
+/**
+ * Undo steps as a graph (format 1.2): once the calls in flight when the rollback began have ended,
+ * issues every step whose prerequisites (undo-order.ts) are finished, up to the parallelism, in
+ * step order; a step whose retry wait is over is issued again first. False once every step is
+ * finished (the ending is over); true while something is in flight or waits.
+ */
+function scheduleUndo(t: Transition): boolean {
+  const ending = t.state.ending as Ending;
+  const running = ending.running as UndoRun[];
+  const finished = ending.finished as number[];
+  const undoCommands = new Set(running.map((r) => r.command));
+  if (t.state.inflight.some((c) => !undoCommands.has(c.id))) return true;
+  if (finished.length === ending.steps.length) return false;
+  const limit = parallelismOf(t.state.spec);
+  const issueStep = (run: UndoRun) => {
+    const command = ending.steps[run.index] as Command;
+    t.state = { ...t.state, inflight: [...t.state.inflight, command] };
+    t.commands.push(command);
+    return { ...run, command: command.id };
+  };
+  let runs = running.map((run) =>
+    run.command === null && t.state.inflight.length < limit ? issueStep(run) : run,
+  );
+  const prerequisites = undoPrerequisites(ending.steps, t.state.spec.desired);
+  const isFinished = (i: number) => sortedHas(finished, i);
+  for (let i = ending.cursor; i < ending.steps.length && t.state.inflight.length < limit; i++) {
+    if (isFinished(i) || runs.some((r) => r.index === i)) continue;
+    if (!(prerequisites[i] ?? []).every(isFinished)) continue;
+    runs = [...runs, issueStep({ index: i, attempt: 1, command: null })];
+  }
+  t.state = { ...t.state, ending: { ...(t.state.ending as Ending), running: runs } };
+  return true;
+}
+
+/** The undo run whose command (the step, or its retry wait) this is. */
+function undoRunOf(ending: Ending, commandId: string): UndoRun | undefined {
+  return ending.running?.find((r) => r.command === commandId);
+}
+
+function setUndoRuns(t: Transition, running: UndoRun[], extra: Partial<Ending> = {}): void {
+  t.state = { ...t.state, ending: { ...(t.state.ending as Ending), running, ...extra } };
+}
+
+/** An undo step is finished (done, or left for a person): it leaves `running`, joins `finished`. */
+function finishUndo(t: Transition, run: UndoRun, skipped: SkippedStep[]): void {
+  const ending = t.state.ending as Ending;
+  const finished = [...(ending.finished as number[])];
+  finished.splice(lowerBound(finished, run.index), 0, run.index);
+  let cursor = ending.cursor;
+  while (finished[cursor] === cursor) cursor++;
+  const running = (ending.running as UndoRun[]).filter((r) => r !== run);
+  setUndoRuns(t, running, { finished, cursor, skipped });
+}
+
+function onUndoSucceeded(t: Transition, command: Command, at: number): void {
+  const ending = t.state.ending as Ending;
+  const run = undoRunOf(ending, command.id);
+  if (!run) {
+    // An action that was in flight when the rollback began finished; its effect is undone by the steps.
+    detachRun(t, command.id);
+    return;
+  }
+  const running = ending.running as UndoRun[];
+  if (command.kind === 'wait') {
+    // The wait before a retry is over: the step is issued again.
+    setUndoRuns(
+      t,
+      running.map((r) => (r === run ? { ...r, command: null } : r)),
+    );
+    return;
+  }
+  notice(t, at, 'rollback_step', 'info', `undo: ${describeCommand(command)} done`);
+  // A step a person asked to retry is resolved once it succeeds.
+  const skipped = ending.skipped.map((entry): SkippedStep => {
+    if (entry.retrying?.as !== command.id) return entry;
+    const { retrying, ...rest } = entry;
+    return { ...rest, resolved: { how: 'retried', at, ...(retrying.by ? { by: retrying.by } : {}) } };
+  });
+  finishUndo(t, run, skipped);
+}
+
+function onUndoFailed(t: Transition, command: Command, at: number, message: string): void {
+  const ending = t.state.ending as Ending;
+  const run = undoRunOf(ending, command.id);
+  if (!run) {
+    detachRun(t, command.id); // an interrupted action failed: its undo step is already planned
+    return;
+  }
+  const running = ending.running as UndoRun[];
+  const what = describeCommand(command);
+  if (command.kind === 'wait' || run.attempt < maxAttemptsPerUndoStep) {
+    if (command.kind !== 'wait')
+      notice(t, at, 'action_retry', 'warn', `undo: ${what} failed (${message}); retrying`);
+    const attempt = command.kind === 'wait' ? run.attempt : run.attempt + 1;
+    const wait = {
+      id: `c${t.state.nextCommand}`,
+      kind: 'wait',
+      ms: retryBackoffMs(run.attempt),
+      purpose: 'retry',
+    } as const;
+    t.state = { ...t.state, inflight: [...t.state.inflight, wait], nextCommand: t.state.nextCommand + 1 };
+    t.commands.push(wait);
+    setUndoRuns(
+      t,
+      running.map((r) => (r === run ? { ...r, attempt, command: wait.id } : r)),
+    );
+    return;
+  }
+  notice(
+    t,
+    at,
+    'action_failed',
+    'error',
+    `undo: ${what} failed ${run.attempt} times (${message}); skipped, needs a person`,
+  );
+  // A retried step that fails again is left for a person again: the same entry, not a second one.
+  const again = ending.skipped.some((entry) => entry.retrying?.as === command.id);
+  const skipped = again
+    ? ending.skipped.map((entry): SkippedStep => {
+        if (entry.retrying?.as !== command.id) return entry;
+        const { retrying: _retrying, ...rest } = entry;
+        return { ...rest, error: message };
+      })
+    : [...ending.skipped, { command, what, error: message }];
+  finishUndo(t, run, skipped);
 }
 
 /**

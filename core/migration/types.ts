@@ -148,9 +148,24 @@ export interface Ending {
   reason: string;
   /** Undo steps, in order: traffic back to blue first, then green removed. */
   steps: Command[];
+  /** Index of the first step not finished (every step before it is finished). */
   cursor: number;
+  /**
+   * Plan format 1.2: the steps run as a graph (undo-order.ts), up to `spec.parallelism` at once.
+   * Indexes of the steps finished (done, or skipped for a person), ascending. Absent in journals
+   * before it: their steps run one at a time, at `cursor`, with the state's `attempt`.
+   */
+  finished?: number[];
+  /** Steps started and not finished, with their attempt and their command in flight (the step, or the wait before retrying it; null between two). */
+  running?: UndoRun[];
   /** Steps that kept failing and were skipped: they need a person (until resolved). */
   skipped: SkippedStep[];
+}
+
+export interface UndoRun {
+  index: number;
+  attempt: number;
+  command: string | null;
 }
 
 /** An undo step that kept failing, left for a person. */

@@ -1,7 +1,7 @@
 /**
  * Operator verbs with several commands in flight: a pause stops the probes and lets driver calls
- * finish, then nothing new starts until resume; a rollback waits for what is in flight and retires
- * every green slot started, dependents first.
+ * finish, then nothing new starts until resume; a rollback aborts what is in flight and retires
+ * every green slot started, dependents first, independent ones at once.
  */
 import { describe, expect, it } from 'vitest';
 import type { Command } from '../../../core/migration/types.js';
@@ -84,7 +84,12 @@ describe('verbs with several commands in flight', () => {
     expect(inflightKinds(d)).toEqual(['provision b']); // still no undo step, and nothing new
     // A call that finished before its abort reached it counts as done: its slot is retired too.
     d.event({ type: 'command_succeeded', commandId: find(d, 'provision', 'b').id, output: provisioned('b') });
+    // Independent undo steps run together: b's and c's green slots; a's waits for c, which depends on it.
+    expect(inflightKinds(d)).toEqual(['retire b', 'retire c']);
+    d.event({ type: 'command_succeeded', commandId: find(d, 'retire', 'b').id });
     expect(inflightKinds(d)).toEqual(['retire c']);
+    d.event({ type: 'command_succeeded', commandId: find(d, 'retire', 'c').id });
+    expect(inflightKinds(d)).toEqual(['retire a']);
     d.run();
     expect(d.state.lifecycle).toBe('rolled_back');
     const retired = d.log
