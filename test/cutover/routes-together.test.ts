@@ -77,4 +77,47 @@ describe('several routes in one migration', () => {
     const [at10, at50, at100] = steps as [number, number, number];
     expect([at50 - at10, at100 - at50]).toEqual([1, 1]);
   });
+  it('roll back together: both routes back on blue in one generation', { timeout: 90_000 }, async () => {
+    const w = await twoRoutes();
+    const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
+    expect(first.code, first.stderr).toBe(0);
+    const client = routerClient(w.stateDir);
+    const blue = (await client.routes()).routes['live-demo/www']?.blue;
+    // Version 2, committed by hand: it waits at 100 % green for the rollback.
+    const text = readFileSync(w.file, 'utf8').replace('version: "1.0.0"', 'version: "2.0.0"');
+    writeFileSync(w.file, `${text}strategy:\n  commit: manual\n`);
+    const id = await migrateDetached(w);
+    await waitFor(w, id, (s) => s.lifecycle === 'awaiting_commit', 60_000);
+    const before = await client.routes();
+    expect(before.routes['live-demo/www']?.greenPercent).toBe(100);
+
+    let ended = false;
+    const rollback = runCli(['topology', 'migration', 'rollback', id, '-f', w.file]).finally(() => {
+      ended = true;
+    });
+    const samples: Sample[] = [];
+    while (!ended) {
+      const snapshot = await client.routes();
+      const www = snapshot.routes['live-demo/www'];
+      const api = snapshot.routes['live-demo/api'];
+      if (www && api) samples.push({ generation: snapshot.generation as number, www, api });
+    }
+    expect((await rollback).code).toBe(0);
+    expect((await waitFor(w, id, isFinal)).lifecycle).toBe('rolled_back');
+    const after = await client.routes();
+    samples.push({
+      generation: after.generation as number,
+      www: after.routes['live-demo/www'] as Sample['www'],
+      api: after.routes['live-demo/api'] as Sample['api'],
+    });
+    const differing = samples.filter((s) => JSON.stringify(split(s.www)) !== JSON.stringify(split(s.api)));
+    expect(differing.slice(0, 3)).toEqual([]);
+    expect(split(after.routes['live-demo/www'] as Sample['www'])).toEqual({
+      greenPercent: 0,
+      blue,
+      green: [],
+    });
+    // One table for both: the generation after the rollback is the next one.
+    expect(after.generation).toBe((before.generation as number) + 1);
+  });
 });
