@@ -5,6 +5,12 @@ import type { RouteInFlight } from './in-flight.js';
 export interface ReloadResult {
   /** The newest `updatedAt` in the table now live. */
   version: number;
+  /**
+   * How many different tables the router has applied since it started: one table write that
+   * changes several routes is one generation, so every route's change went live at once. (Absent
+   * from an older router.)
+   */
+  generation?: number;
   routes: number;
   /** Table entries left out and listeners that could not be opened; empty when all is served. */
   problems: string[];
@@ -38,6 +44,8 @@ export interface RouteSnapshot {
 
 export interface RoutesSnapshot {
   version: number;
+  /** As in ReloadResult: the generation of the routing state these routes were read from. */
+  generation?: number;
   routes: Record<string, RouteSnapshot>;
   problems: string[];
   /** Listeners of the table the router does not hold now (another program has the address). */

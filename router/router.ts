@@ -87,6 +87,8 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
 class TableRouter implements Router {
   private state: RoutingState = emptyRoutingState;
   private lastTableText: string | null | undefined = undefined;
+  /** How many tables that differ from the one before this router has applied since it started. */
+  private generation = 0;
   private readonly inFlightRegistry = new InFlightRegistry();
   private readonly pools = new UpstreamPools();
   private readonly metrics = new SlotMetrics();
@@ -193,6 +195,7 @@ class TableRouter implements Router {
       }
       next = buildRoutingState(table, this.state);
       this.lastTableText = text;
+      this.generation++;
     }
     if (this.closed) throw new CutoverError('USAGE', 'the router is closed');
     const previous = this.state;
@@ -211,7 +214,13 @@ class TableRouter implements Router {
     for (const problem of problems) this.report(problem);
     this.reported = new Set(problems);
     this.unbound = unbound;
-    return { version: next.version, routes: next.routes.size, problems, unbound };
+    return {
+      version: next.version,
+      generation: this.generation,
+      routes: next.routes.size,
+      problems,
+      unbound,
+    };
   }
 
   routes(): RoutesSnapshot {
@@ -241,7 +250,13 @@ class TableRouter implements Router {
         opening: true,
       };
     });
-    return { version: state.version, routes, problems: [...state.problems], unbound };
+    return {
+      version: state.version,
+      generation: this.generation,
+      routes,
+      problems: [...state.problems],
+      unbound,
+    };
   }
 
   inFlight(routeKey: string, addresses: readonly string[]): number {

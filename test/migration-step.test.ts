@@ -1,15 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import { replay, step } from '../core/migration/step.js';
-import type { Command, Lifecycle, MigrationEvent, MigrationState, Verb } from '../core/migration/types.js';
+import type {
+  Command,
+  Lifecycle,
+  MigrationEvent,
+  MigrationSpec,
+  MigrationState,
+  Verb,
+} from '../core/migration/types.js';
 import { verbs } from '../core/migration/types.js';
 import { refuseVerb, verbTable } from '../core/migration/verb-policy.js';
-import { bumpSpec, Driver } from './support/migration-builders.js';
+import { clone, shopDoc } from './support/builders.js';
+import { bumpSpec, Driver, specOf } from './support/migration-builders.js';
 
 const kinds = (commands: readonly Command[]) =>
   commands.map((c) =>
     c.kind === 'retire'
       ? `retire:${c.slot}:${c.component}`
-      : `${c.kind}${'component' in c ? `:${c.component}` : 'route' in c ? `:${c.route}` : ''}`,
+      : `${c.kind}${'component' in c ? `:${c.component}` : 'route' in c ? `:${c.route}` : 'routes' in c ? `:${c.routes.join('+')}` : ''}`,
   );
 
 /** A migration brought to each lifecycle state, through the step function itself. */
@@ -62,11 +70,11 @@ describe('the migration step function', () => {
       'provision:web',
       'check_health:api',
       'check_health:web',
-      'apply_route:public',
+      'shift_routes:public',
       'drain:web',
       'drain:api',
       'record_layout',
-      'apply_route:public',
+      'shift_routes:public',
       'retire:blue:web',
       'retire:blue:api',
     ]);
@@ -139,7 +147,7 @@ describe('the migration step function', () => {
     d.verb('rollback');
     d.run();
     expect(d.state.lifecycle).toBe('rolled_back');
-    expect(kinds(d.log.slice(from))).toEqual(['apply_route:public', 'retire:green:web', 'retire:green:api']);
+    expect(kinds(d.log.slice(from))).toEqual(['shift_routes:public', 'retire:green:web', 'retire:green:api']);
     expect(d.log.slice(from)[0]).toMatchObject({ restore: true, greenPercent: 0 });
     expect(d.log.some((c) => c.kind === 'retire' && c.slot === 'blue')).toBe(false);
     expect(d.notices.find((n) => n.kind === 'rollback_started')?.message).toBe(
@@ -157,7 +165,7 @@ describe('the migration step function', () => {
     expect(d.state.ending?.reason).toBe('health gate failed for api: boom');
     // Both green slots were up (provision_green runs before health_gate); both go, newest first.
     expect(kinds(d.log.filter((c) => c.kind === 'retire'))).toEqual(['retire:green:web', 'retire:green:api']);
-    expect(d.log.some((c) => c.kind === 'apply_route')).toBe(false);
+    expect(d.log.some((c) => c.kind === 'apply_route' || c.kind === 'shift_routes')).toBe(false);
     // The reason in the gate's own notice, then what the rollback does: no traffic had moved.
     expect(d.notices.filter((n) => n.message.includes('boom')).map((n) => n.kind)).toContain('gate_failed');
     expect(d.notices.find((n) => n.kind === 'rollback_started')?.message).toBe(
@@ -214,5 +222,88 @@ describe('the migration step function', () => {
     }
     expect(replay(events)).toEqual(state);
     expect(state.lifecycle).toBe('awaiting_commit');
+  });
+});
+
+/** shopDoc with a second route, to api, and stepped shifts: web's route [10, 100], api's [50, 100]. */
+function twoRouteSpec(): MigrationSpec {
+  const before = shopDoc();
+  before.routes = {
+    public: { listen: '127.0.0.1:18080', to: 'web', shift: [10, 100] },
+    internal: { listen: '127.0.0.1:18081', to: 'api', shift: [50, 100] },
+  };
+  const after = clone(before);
+  after.components.api = { ...after.components.api, version: '2.1.0' };
+  return specOf(before, after);
+}
+
+/** The same spec as a plan of format 1.1 (a journal from before routes moved together): a shift per route. */
+function asFormat11(spec: MigrationSpec): MigrationSpec {
+  const actions = spec.plan.actions.flatMap((a) => {
+    if (a.type !== 'shift_traffic') return [a];
+    return (a.routes ?? []).map((route) => {
+      const { routes: _routes, ...rest } = a;
+      const to = spec.desired.routes[route]?.to as string;
+      return { ...rest, id: `cutover:route:${route}`, route, after: [`health_gate:${to}`] };
+    });
+  });
+  const perRoute = (id: string) =>
+    id === 'cutover:shift' ? ['cutover:route:internal', 'cutover:route:public'] : [id];
+  const plan = {
+    ...spec.plan,
+    formatVersion: '1.1' as const,
+    actions: actions.map((a) => ({ ...a, after: (a.after ?? []).flatMap(perRoute) })),
+  };
+  return { ...spec, plan };
+}
+
+describe('routes shift together', () => {
+  it('sets every route at each step in one command, and checks each component between steps', () => {
+    const d = new Driver(twoRouteSpec()).run();
+    expect(d.state.lifecycle).toBe('completed');
+    const cutover = d.log.filter((c) => c.kind === 'shift_routes' || c.kind === 'check_health').slice(2);
+    expect(
+      cutover.map((c) =>
+        c.kind === 'shift_routes' ? `${c.routes.join('+')}@${c.greenPercent}` : c.component,
+      ),
+    ).toEqual([
+      'internal+public@10',
+      'api',
+      'web',
+      'internal+public@50',
+      'api',
+      'web',
+      'internal+public@100',
+      'internal+public@0', // the commit: green is each route's live slot, in one command too
+    ]);
+    expect(d.log.filter((c) => c.kind === 'shift_routes').at(-1)).toMatchObject({ promote: true });
+    expect(d.log.some((c) => c.kind === 'apply_route')).toBe(false);
+  });
+
+  it('puts every route back on blue in one undo step', () => {
+    const d = new Driver(twoRouteSpec()).run((s) => s.inflight.some((c) => c.kind === 'drain'));
+    d.verb('rollback');
+    d.run();
+    expect(d.state.lifecycle).toBe('rolled_back');
+    const undo = d.log.filter((c) => c.kind === 'shift_routes' && c.restore);
+    expect(undo).toEqual([expect.objectContaining({ routes: ['public', 'internal'], greenPercent: 0 })]);
+  });
+
+  it('runs a journal of format 1.1 as it ran: a shift and an undo per route, replayed to the same state', () => {
+    const d = new Driver(asFormat11(twoRouteSpec())).run((s) => s.inflight.some((c) => c.kind === 'drain'));
+    d.verb('rollback');
+    d.run();
+    expect(d.state.lifecycle).toBe('rolled_back');
+    expect(d.log.some((c) => c.kind === 'shift_routes')).toBe(false);
+    // Each route in its own steps, by its own action: public 10 → 100, internal 50 → 100.
+    const shifted = d.log.flatMap((c) =>
+      c.kind === 'apply_route' && !c.restore ? [`${c.route}@${c.greenPercent}`] : [],
+    );
+    expect(shifted.sort()).toEqual(['internal@100', 'internal@50', 'public@10', 'public@100']);
+    expect(kinds(d.log.filter((c) => c.kind === 'apply_route' && c.restore))).toEqual([
+      'apply_route:public',
+      'apply_route:internal',
+    ]);
+    expect(replay(d.events)).toEqual(d.state);
   });
 });

@@ -26,7 +26,7 @@ describe('planning', () => {
       'provision_green:web',
       'health_gate:api',
       'health_gate:web',
-      'cutover:route:public',
+      'cutover:shift',
       'drain_blue:web',
       'drain_blue:api',
       'commit:web',

@@ -41,6 +41,9 @@ export function commandView(state: MigrationState, command: Command): MigrationS
     case 'remove_route':
       routes.add(command.route);
       break;
+    case 'shift_routes':
+      for (const name of command.routes) routes.add(name);
+      break;
     case 'wait':
       break;
     case 'record_layout':

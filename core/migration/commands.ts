@@ -1,4 +1,5 @@
 import { assertNever, InvariantError } from '../errors.js';
+import { shiftSteps } from '../plan/shift-steps.js';
 import type { Action } from '../plan/types.js';
 import { has, own } from '../records.js';
 import type { ActionRun, Command, MigrationState } from './types.js';
@@ -40,21 +41,21 @@ export function commandFor(
       };
     }
     case 'shift_traffic': {
-      const spec = own(s.spec.desired.routes, route);
-      if (!spec) throw new InvariantError(`route ${route} of ${action.id} is not in the desired topology`);
-      if (run.subStep % 2 === 1) {
+      const shift = shiftOf(s, action);
+      // Each step sets the weight, then checks every component the routes send to before the next.
+      const period = 1 + shift.targets.length;
+      const target = shift.targets[(run.subStep % period) - 1];
+      if (target !== undefined) {
         return {
           kind: 'check_health',
-          component: spec.to,
-          deadlineMs: run.gateRemainingMs ?? healthDeadlineMs(s, spec.to),
+          component: target,
+          deadlineMs: run.gateRemainingMs ?? healthDeadlineMs(s, target),
         };
       }
-      return {
-        kind: 'apply_route',
-        route,
-        greenPercent: spec.shift[run.subStep / 2] as number,
-        restore: false,
-      };
+      const greenPercent = shift.steps[Math.floor(run.subStep / period)] as number;
+      // A shift of one route per action (plans before 1.2, in older journals) sets its route alone.
+      if (action.route !== undefined) return { kind: 'apply_route', route, greenPercent, restore: false };
+      return { kind: 'shift_routes', routes: shift.routes, greenPercent, restore: false };
     }
     case 'remove_route':
       return { kind: 'remove_route', route };
@@ -66,6 +67,36 @@ export function commandFor(
     default:
       return assertNever(action.type, 'action type');
   }
+}
+
+/** What a shift moves: its routes, their steps (together), and the components they send to. */
+export interface ShiftOf {
+  routes: string[];
+  steps: number[];
+  /** Sorted, each once. */
+  targets: string[];
+}
+
+export function shiftOf(s: MigrationState, action: Action): ShiftOf {
+  const routes = action.routes ?? [action.route as string];
+  const specs = routes.map((name) => {
+    const spec = own(s.spec.desired.routes, name);
+    if (!spec) throw new InvariantError(`route ${name} of ${action.id} is not in the desired topology`);
+    return spec;
+  });
+  const targets = [...new Set(specs.map((r) => r.to))].sort();
+  return { routes, steps: shiftSteps(specs), targets };
+}
+
+/**
+ * Whether a migration's plan is of format 1.2 or later: its routes move as one (its shift steps, its
+ * undo of routes and its commit's promotion are each one multi-route command), and its undo steps
+ * run as a graph, several at once. Older journals keep the commands they were journaled with, one
+ * per route and one undo step at a time, so they replay and resume as they ran.
+ */
+export function sinceFormat12(s: MigrationState): boolean {
+  const format = s.spec.plan.formatVersion;
+  return format !== '1.0' && format !== '1.1';
 }
 
 /** Whether the plan restarts the component in place (then it has no green slot). */
@@ -92,11 +123,11 @@ export function isCancellable(command: Command): boolean {
 }
 
 /**
- * What a failure aborts in flight, beyond what is cancellable: driver calls that stand something up
+ * What a failure, a rollback or a cancel aborts in flight, beyond what is cancellable: driver calls that stand something up
  * (the exec driver kills its process group). What they may have started is undone by the rollback,
  * which retires every green slot issued. Route changes and the commit's steps are never cut short.
  */
-export function isAbortedOnFailure(command: Command): boolean {
+export function isAbortedOnEnding(command: Command): boolean {
   return (
     isCancellable(command) ||
     command.kind === 'provision' ||
@@ -112,16 +143,25 @@ export function retryBackoffMs(attempt: number): number {
 
 /**
  * The steps that undo what a migration did before its commit, in order: every route it touched
- * back to its blue settings (or removed, if the migration created it), newest first; then every
+ * back to its blue settings (all in one command, format 1.2), or removed if the migration created
+ * it, newest first; then every
  * green slot it started retired, newest first. Blue was never modified but for a restart in place,
  * which is not undone: it started replicas that were down, and stopping them again helps no one.
  */
 export function undoSteps(s: MigrationState): Unnumbered<Command>[] {
   const steps: Unnumbered<Command>[] = [];
   const liveRoutes = s.spec.base.topology?.routes ?? {};
-  for (const route of [...s.touchedRoutes].reverse()) {
-    if (has(liveRoutes, route)) steps.push({ kind: 'apply_route', route, greenPercent: 0, restore: true });
-    else steps.push({ kind: 'remove_route', route });
+  const touched = [...s.touchedRoutes].reverse();
+  if (sinceFormat12(s)) {
+    // Every live route back on blue in one command (one reload per driver), then the new ones removed.
+    const live = touched.filter((route) => has(liveRoutes, route));
+    if (live.length > 0) steps.push({ kind: 'shift_routes', routes: live, greenPercent: 0, restore: true });
+    for (const route of touched) if (!has(liveRoutes, route)) steps.push({ kind: 'remove_route', route });
+  } else {
+    for (const route of touched) {
+      if (has(liveRoutes, route)) steps.push({ kind: 'apply_route', route, greenPercent: 0, restore: true });
+      else steps.push({ kind: 'remove_route', route });
+    }
   }
   // `provisioned` is in plan order (dependencies first): reversed, dependents are retired first.
   for (const component of [...s.provisioned].reverse()) {

@@ -4,12 +4,21 @@ import type { Action, Stage } from '../plan/types.js';
 import { own, setOwn } from '../records.js';
 import { formatDuration } from '../topology/duration.js';
 import { defaults, type Topology } from '../topology/types.js';
-import { commandFor, isAbortedOnFailure, isCancellable, retryBackoffMs, undoSteps } from './commands.js';
+import {
+  commandFor,
+  isAbortedOnEnding,
+  isCancellable,
+  retryBackoffMs,
+  shiftOf,
+  sinceFormat12,
+  undoSteps,
+} from './commands.js';
 import { lowerBound, planIndex, sortedHas } from './plan-index.js';
 import { refuseResolve, stepsToResolve } from './resolve-policy.js';
 import type {
   ActionRun,
   Command,
+  Ending,
   MigrationEvent,
   MigrationSpec,
   MigrationState,
@@ -18,8 +27,10 @@ import type {
   ResolveHow,
   SkippedStep,
   Transition,
+  UndoRun,
   Verb,
 } from './types.js';
+import { undoPrerequisites } from './undo-order.js';
 import { refuseVerb } from './verb-policy.js';
 
 /** Attempts of one driver call before its action fails (transient errors only). */
@@ -220,6 +231,7 @@ function onOperator(t: Transition, verb: Verb, at: number, by?: string): void {
       return;
     case 'rollback':
       // The reason says why it ends (the outcome is said beside it): "rolling back (rollback requested by …)".
+      // Like a failure, it aborts the calls standing green up: the rollback retires what they started.
       beginEnding(t, at, 'rolled_back', `rollback requested${who}`, `rollback requested${who}`);
       return;
     case 'cancel':
@@ -268,7 +280,13 @@ function onResolve(t: Transition, at: number, how: ResolveHow, step: string | un
     endedAt: null,
     attempt: 1,
     nextCommand: next,
-    ending: { ...ending, steps: [...ending.steps, ...retried], cursor: ending.steps.length, skipped },
+    ending: {
+      ...ending,
+      steps: [...ending.steps, ...retried],
+      cursor: ending.steps.length,
+      skipped,
+      ...(ending.running ? { running: [] } : {}),
+    },
   };
   notice(
     t,
@@ -285,6 +303,10 @@ function onSucceeded(t: Transition, command: Command, at: number, output: unknow
   recordEffect(t, command, output);
   if (s.lifecycle === 'rolling_back') {
     const ending = s.ending as NonNullable<MigrationState['ending']>;
+    if (ending.running) {
+      onUndoSucceeded(t, command, at);
+      return;
+    }
     if (ending.steps[ending.cursor]?.id !== command.id) {
       // An action that was in flight when the rollback began finished; its effect is undone below.
       detachRun(t, command.id);
@@ -347,6 +369,8 @@ function completeStep(t: Transition, command: Command, at: number): void {
       notice(t, at, 'stage_entered', 'info', 'bake time over', 'bake');
     } else if (command.kind === 'apply_route' && command.promote) {
       t.state = { ...s, routesPromoted: s.routesPromoted + 1 };
+    } else if (command.kind === 'shift_routes' && command.promote) {
+      t.state = { ...s, routesPromoted: s.routesPromoted + command.routes.length };
     }
     return;
   }
@@ -383,6 +407,10 @@ function onFailed(t: Transition, command: Command, at: number, message: string, 
   const run = runOf(s, command.id);
   if (s.lifecycle === 'rolling_back') {
     const ending = s.ending as NonNullable<MigrationState['ending']>;
+    if (ending.running) {
+      onUndoFailed(t, command, at, message);
+      return;
+    }
     const undoing = ending.steps[ending.cursor]?.id === command.id;
     if (!undoing) {
       // An interrupted action failed: its undo step is already planned.
@@ -446,7 +474,7 @@ function onFailed(t: Transition, command: Command, at: number, message: string, 
       ? `health gate failed for ${action.component}: ${message}`
       : `${action.id} failed: ${message}`;
   notice(t, at, kind, 'error', reason, action.stage, action.id);
-  beginEnding(t, at, 'failed', reason, undefined, true);
+  beginEnding(t, at, 'failed', reason);
 }
 
 /** A command of no action failed: wait, then it is issued again (attempt counted on the state). */
@@ -478,14 +506,7 @@ function onCancelled(t: Transition, command: Command, elapsedMs: number): void {
  * how the migration will have ended; `cause` opens the notice (a failure's reason was just given in
  * its own notice, gate_failed or action_failed, so it has none).
  */
-function beginEnding(
-  t: Transition,
-  at: number,
-  outcome: Outcome,
-  reason: string,
-  cause?: string,
-  abortDriverCalls = false,
-): void {
+function beginEnding(t: Transition, at: number, outcome: Outcome, reason: string, cause?: string): void {
   const s = t.state;
   const steps = undoSteps(s).map((command) => ({ ...command, id: '' }) as Command);
   let next = s.nextCommand;
@@ -496,13 +517,21 @@ function beginEnding(
     pauseRequested: false,
     attempt: 1,
     nextCommand: next,
-    ending: { outcome, reason, steps, cursor: 0, skipped: [] },
+    ending: {
+      outcome,
+      reason,
+      steps,
+      cursor: 0,
+      skipped: [],
+      ...(sinceFormat12(s) ? { finished: [], running: [] } : {}),
+    },
   };
   // What is in flight is stopped where that leaves nothing half done (waits, probes, drains); after a
-  // failure, calls standing green up are aborted too (the undo retires what they may have started).
-  // The undo steps start once nothing is in flight any more.
-  const stop = abortDriverCalls ? isAbortedOnFailure : isCancellable;
-  const cancel = s.inflight.filter((c) => stop(c) && !s.cancelling.includes(c.id)).map((c) => c.id);
+  // failure or an operator's rollback or cancel, calls standing green up are aborted too (the undo
+  // retires what they may have started). The undo steps start once nothing is in flight any more.
+  const cancel = s.inflight
+    .filter((c) => isAbortedOnEnding(c) && !s.cancelling.includes(c.id))
+    .map((c) => c.id);
   t.state.cancelling = [...s.cancelling, ...cancel];
   t.cancels.push(...cancel);
   notice(
@@ -524,7 +553,7 @@ function restartsKept(s: MigrationState): string {
 
 /** What a rollback will do, in the order it does it. */
 function describeUndo(steps: readonly Command[]): string {
-  const routes = steps.some((c) => c.kind === 'apply_route' || c.kind === 'remove_route');
+  const routes = steps.some((c) => isRouteCommand(c));
   const green = steps.some((c) => c.kind === 'retire');
   if (routes && green) return 'routes back to blue first, then green retired';
   if (routes) return 'routes back to blue';
@@ -623,9 +652,14 @@ function advanceCommitting(t: Transition, at: number): Advanced {
   }
   const promote = routesToPromote(s);
   if (s.routesPromoted < promote.length) {
-    const route = promote[s.routesPromoted] as string;
-    if (s.inflight.length === 0)
+    // Format 1.2: every route in one command, as its shift steps were; before it, one at a time.
+    if (s.inflight.length > 0) return 'settled';
+    if (sinceFormat12(s)) {
+      issue(t, { kind: 'shift_routes', routes: promote, greenPercent: 0, restore: false, promote: true });
+    } else {
+      const route = promote[s.routesPromoted] as string;
       issue(t, { kind: 'apply_route', route, greenPercent: 0, restore: false, promote: true });
+    }
     return 'settled';
   }
   if (s.cursor < s.spec.plan.actions.length) {
@@ -641,16 +675,20 @@ function advanceCommitting(t: Transition, at: number): Advanced {
 /** Rolling back (or ending another way): the next undo step, then the outcome. Waits while cancelling. */
 function advanceRollingBack(t: Transition, at: number): Advanced {
   const s = t.state;
-  // Undo steps run one at a time, once what was in flight when the rollback began has ended.
-  if (s.inflight.length > 0) return 'settled';
   const ending = s.ending as NonNullable<MigrationState['ending']>;
-  const next = ending.steps[ending.cursor];
-  if (next) {
-    t.state = { ...s, inflight: [next] };
-    t.commands.push(next);
-    return 'settled';
+  if (ending.running) {
+    if (scheduleUndo(t)) return 'settled';
+  } else {
+    // Undo steps run one at a time, once what was in flight when the rollback began has ended.
+    if (s.inflight.length > 0) return 'settled';
+    const next = ending.steps[ending.cursor];
+    if (next) {
+      t.state = { ...s, inflight: [next] };
+      t.commands.push(next);
+      return 'settled';
+    }
   }
-  t.state = { ...s, lifecycle: ending.outcome, endedAt: at };
+  t.state = { ...t.state, lifecycle: ending.outcome, endedAt: at };
   const left = ending.skipped.filter((step) => step.resolved === undefined);
   const incomplete =
     left.length > 0
@@ -659,9 +697,7 @@ function advanceRollingBack(t: Transition, at: number): Advanced {
   const level = ending.outcome === 'failed' || incomplete ? 'error' : 'info';
   // A route whose undo failed may still send traffic to green (or nowhere): blue serving is then
   // not known, and the last line of the log must not say it is.
-  const routeLeft = left.some(
-    (step) => step.command.kind === 'apply_route' || step.command.kind === 'remove_route',
-  );
+  const routeLeft = left.some((step) => isRouteCommand(step.command));
   const serving = routeLeft ? 'blue may not be serving: not every route is back on it' : 'blue is serving';
   notice(
     t,
@@ -671,6 +707,133 @@ function advanceRollingBack(t: Transition, at: number): Advanced {
     `${ending.outcome.replace('_', ' ')}: ${serving} (${ending.reason})${incomplete}`,
   );
   return 'settled';
+}
+
+/**
+ * Undo steps as a graph (format 1.2): once the calls in flight when the rollback began have ended,
+ * issues every step whose prerequisites (undo-order.ts) are finished, up to the parallelism, in
+ * step order; a step whose retry wait is over is issued again first. False once every step is
+ * finished (the ending is over); true while something is in flight or waits.
+ */
+function scheduleUndo(t: Transition): boolean {
+  const ending = t.state.ending as Ending;
+  const running = ending.running as UndoRun[];
+  const finished = ending.finished as number[];
+  const undoCommands = new Set(running.map((r) => r.command));
+  if (t.state.inflight.some((c) => !undoCommands.has(c.id))) return true;
+  if (finished.length === ending.steps.length) return false;
+  const limit = parallelismOf(t.state.spec);
+  const issueStep = (run: UndoRun) => {
+    const command = ending.steps[run.index] as Command;
+    t.state = { ...t.state, inflight: [...t.state.inflight, command] };
+    t.commands.push(command);
+    return { ...run, command: command.id };
+  };
+  let runs = running.map((run) =>
+    run.command === null && t.state.inflight.length < limit ? issueStep(run) : run,
+  );
+  const prerequisites = undoPrerequisites(ending.steps, t.state.spec.desired);
+  const isFinished = (i: number) => sortedHas(finished, i);
+  for (let i = ending.cursor; i < ending.steps.length && t.state.inflight.length < limit; i++) {
+    if (isFinished(i) || runs.some((r) => r.index === i)) continue;
+    if (!(prerequisites[i] ?? []).every(isFinished)) continue;
+    runs = [...runs, issueStep({ index: i, attempt: 1, command: null })];
+  }
+  t.state = { ...t.state, ending: { ...(t.state.ending as Ending), running: runs } };
+  return true;
+}
+
+/** The undo run whose command (the step, or its retry wait) this is. */
+function undoRunOf(ending: Ending, commandId: string): UndoRun | undefined {
+  return ending.running?.find((r) => r.command === commandId);
+}
+
+function setUndoRuns(t: Transition, running: UndoRun[], extra: Partial<Ending> = {}): void {
+  t.state = { ...t.state, ending: { ...(t.state.ending as Ending), running, ...extra } };
+}
+
+/** An undo step is finished (done, or left for a person): it leaves `running`, joins `finished`. */
+function finishUndo(t: Transition, run: UndoRun, skipped: SkippedStep[]): void {
+  const ending = t.state.ending as Ending;
+  const finished = [...(ending.finished as number[])];
+  finished.splice(lowerBound(finished, run.index), 0, run.index);
+  let cursor = ending.cursor;
+  while (finished[cursor] === cursor) cursor++;
+  const running = (ending.running as UndoRun[]).filter((r) => r !== run);
+  setUndoRuns(t, running, { finished, cursor, skipped });
+}
+
+function onUndoSucceeded(t: Transition, command: Command, at: number): void {
+  const ending = t.state.ending as Ending;
+  const run = undoRunOf(ending, command.id);
+  if (!run) {
+    // An action that was in flight when the rollback began finished; its effect is undone by the steps.
+    detachRun(t, command.id);
+    return;
+  }
+  const running = ending.running as UndoRun[];
+  if (command.kind === 'wait') {
+    // The wait before a retry is over: the step is issued again.
+    setUndoRuns(
+      t,
+      running.map((r) => (r === run ? { ...r, command: null } : r)),
+    );
+    return;
+  }
+  notice(t, at, 'rollback_step', 'info', `undo: ${describeCommand(command)} done`);
+  // A step a person asked to retry is resolved once it succeeds.
+  const skipped = ending.skipped.map((entry): SkippedStep => {
+    if (entry.retrying?.as !== command.id) return entry;
+    const { retrying, ...rest } = entry;
+    return { ...rest, resolved: { how: 'retried', at, ...(retrying.by ? { by: retrying.by } : {}) } };
+  });
+  finishUndo(t, run, skipped);
+}
+
+function onUndoFailed(t: Transition, command: Command, at: number, message: string): void {
+  const ending = t.state.ending as Ending;
+  const run = undoRunOf(ending, command.id);
+  if (!run) {
+    detachRun(t, command.id); // an interrupted action failed: its undo step is already planned
+    return;
+  }
+  const running = ending.running as UndoRun[];
+  const what = describeCommand(command);
+  if (command.kind === 'wait' || run.attempt < maxAttemptsPerUndoStep) {
+    if (command.kind !== 'wait')
+      notice(t, at, 'action_retry', 'warn', `undo: ${what} failed (${message}); retrying`);
+    const attempt = command.kind === 'wait' ? run.attempt : run.attempt + 1;
+    const wait = {
+      id: `c${t.state.nextCommand}`,
+      kind: 'wait',
+      ms: retryBackoffMs(run.attempt),
+      purpose: 'retry',
+    } as const;
+    t.state = { ...t.state, inflight: [...t.state.inflight, wait], nextCommand: t.state.nextCommand + 1 };
+    t.commands.push(wait);
+    setUndoRuns(
+      t,
+      running.map((r) => (r === run ? { ...r, attempt, command: wait.id } : r)),
+    );
+    return;
+  }
+  notice(
+    t,
+    at,
+    'action_failed',
+    'error',
+    `undo: ${what} failed ${run.attempt} times (${message}); skipped, needs a person`,
+  );
+  // A retried step that fails again is left for a person again: the same entry, not a second one.
+  const again = ending.skipped.some((entry) => entry.retrying?.as === command.id);
+  const skipped = again
+    ? ending.skipped.map((entry): SkippedStep => {
+        if (entry.retrying?.as !== command.id) return entry;
+        const { retrying: _retrying, ...rest } = entry;
+        return { ...rest, error: message };
+      })
+    : [...ending.skipped, { command, what, error: message }];
+  finishUndo(t, run, skipped);
 }
 
 /**
@@ -725,12 +888,8 @@ function issueAction(t: Transition, at: number, index: number): void {
   if (command.kind === 'provision' && !s.provisioned.includes(command.component)) {
     t.state = { ...s, provisioned: withProvisioned(s, command.component) };
   }
-  if (
-    (command.kind === 'apply_route' || command.kind === 'remove_route') &&
-    !s.touchedRoutes.includes(command.route)
-  ) {
-    t.state = { ...t.state, touchedRoutes: [...t.state.touchedRoutes, command.route] };
-  }
+  const routes = routesOf(command).filter((r) => !s.touchedRoutes.includes(r));
+  if (routes.length > 0) t.state = { ...t.state, touchedRoutes: [...t.state.touchedRoutes, ...routes] };
   if (command.kind === 'check_health') {
     // The gate checks green through the preview listeners of its routes, which it opens to green
     // (at 0 % of real traffic): a rollback must put those routes back too.
@@ -781,11 +940,25 @@ export function routesToPromote(s: MigrationState): string[] {
     .sort();
 }
 
-/** A stepped shift is several steps: set a weight, check health, set the next weight, … */
+/**
+ * A stepped shift is several steps: set the weight, check the health of each component its routes
+ * send to, set the next weight, …, ending on the last weight.
+ */
 export function subStepCount(s: MigrationState, action: Action): number {
   if (action.type !== 'shift_traffic') return 1;
-  const route = own(s.spec.desired.routes, action.route as string);
-  return (route?.shift.length ?? 1) * 2 - 1;
+  const { steps, targets } = shiftOf(s, action);
+  return steps.length * (1 + targets.length) - targets.length;
+}
+
+/** The routes a command changes (numbered or not yet). */
+function routesOf(command: { kind: Command['kind']; route?: unknown; routes?: unknown }): string[] {
+  if (command.kind === 'apply_route' || command.kind === 'remove_route') return [command.route as string];
+  if (command.kind === 'shift_routes') return command.routes as string[];
+  return [];
+}
+
+function isRouteCommand(command: Command): boolean {
+  return routesOf(command).length > 0;
 }
 
 function describePosition(s: MigrationState): string {
@@ -807,6 +980,11 @@ export function describeCommand(c: Command): string {
     case 'apply_route':
       if (c.promote) return `route ${c.route}: green is its live slot`;
       return c.restore ? `route ${c.route} back to blue` : `route ${c.route} at ${c.greenPercent}% green`;
+    case 'shift_routes': {
+      const routes = `route${c.routes.length === 1 ? '' : 's'} ${c.routes.join(', ')}`;
+      if (c.promote) return `${routes}: green is the live slot`;
+      return c.restore ? `${routes} back to blue` : `${routes} at ${c.greenPercent}% green`;
+    }
     case 'remove_route':
       return `remove route ${c.route}`;
     case 'drain':

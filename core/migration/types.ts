@@ -70,6 +70,19 @@ export type Command =
       restore: boolean;
       promote?: boolean;
     }
+  /**
+   * Several routes set at once, all at `greenPercent` (one router reload, one nginx reload per
+   * driver): a step of a shift of format 1.2, or, with restore, every route put back on blue; with
+   * promote, green is each route's live slot after the commit.
+   */
+  | {
+      id: string;
+      kind: 'shift_routes';
+      routes: string[];
+      greenPercent: number;
+      restore: boolean;
+      promote?: boolean;
+    }
   | { id: string; kind: 'remove_route'; route: string }
   | { id: string; kind: 'drain'; component: string; timeoutMs: number }
   | { id: string; kind: 'retire'; component: string; slot: 'blue' | 'green' }
@@ -135,9 +148,24 @@ export interface Ending {
   reason: string;
   /** Undo steps, in order: traffic back to blue first, then green removed. */
   steps: Command[];
+  /** Index of the first step not finished (every step before it is finished). */
   cursor: number;
+  /**
+   * Plan format 1.2: the steps run as a graph (undo-order.ts), up to `spec.parallelism` at once.
+   * Indexes of the steps finished (done, or skipped for a person), ascending. Absent in journals
+   * before it: their steps run one at a time, at `cursor`, with the state's `attempt`.
+   */
+  finished?: number[];
+  /** Steps started and not finished, with their attempt and their command in flight (the step, or the wait before retrying it; null between two). */
+  running?: UndoRun[];
   /** Steps that kept failing and were skipped: they need a person (until resolved). */
   skipped: SkippedStep[];
+}
+
+export interface UndoRun {
+  index: number;
+  attempt: number;
+  command: string | null;
 }
 
 /** An undo step that kept failing, left for a person. */

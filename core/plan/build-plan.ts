@@ -21,6 +21,7 @@ import {
   replicateReason,
   restartHealthReason,
   shiftReason,
+  shiftTogetherReason,
 } from './describe-actions.js';
 import { describeChange, diffValues } from './diff-values.js';
 import { findDrift, type PlanInputs, replacementRequested } from './drift.js';
@@ -61,7 +62,7 @@ export function buildPlan(current: CurrentLayout, desired: Topology, inputs: Pla
   const resources = resourceChanges(c, actions);
   const settings = settingsChanges(current.topology, desired, c.usedDrivers);
   const body = {
-    formatVersion: '1.1' as const,
+    formatVersion: '1.2' as const,
     environment,
     baseSerial: current.serial,
     // The model's keys are in canonical order by construction (normalize.ts), so plain JSON is canonical.
@@ -205,7 +206,11 @@ function buildUpActions(c: Classification): Action[] {
   return [...provision, ...replicate, ...gate];
 }
 
-/** cutover: new routes, routes moving to a green slot, routes whose settings changed. */
+/**
+ * cutover: new routes, routes whose settings changed, and one shift of every route moving to a green
+ * slot: they move together, at the same weight at each step, so a layout with several routes cuts
+ * over as one. The shift takes the place of the first route it moves.
+ */
 function cutoverActions(c: Classification): Action[] {
   const touched = [...c.routes].filter(([, f]) => f.fate === 'add' || f.fate === 'update');
   touched.sort(
@@ -213,22 +218,51 @@ function cutoverActions(c: Classification): Action[] {
       (c.desiredDepths.get(routeTarget(fa)) ?? 0) - (c.desiredDepths.get(routeTarget(fb)) ?? 0) ||
       compareNames(a, b),
   );
-  return touched.map(([name, fate]) => {
+  const shifted = touched.filter(
+    (entry): entry is [string, Extract<RouteFate, { fate: 'update' }>] =>
+      entry[1].fate === 'update' && entry[1].toGreen,
+  );
+  const actions: Action[] = [];
+  for (const [name, fate] of touched) {
     if (fate.fate === 'add') {
-      return routeAction(
-        'cutover',
-        'create_route',
-        name,
-        `new route ${fate.route.listen} → ${fate.route.to}`,
+      actions.push(
+        routeAction('cutover', 'create_route', name, `new route ${fate.route.listen} → ${fate.route.to}`),
       );
+    } else if (fate.fate === 'update' && !fate.toGreen) {
+      actions.push(routeAction('cutover', 'update_route', name, routeUpdateReason(fate), fate.changes));
+    } else if (name === shifted[0]?.[0]) {
+      actions.push(shiftAction(shifted));
     }
-    const u = fate as Extract<RouteFate, { fate: 'update' }>;
-    if (u.toGreen) {
-      const more = u.changes.length > 0 || u.drift !== undefined ? `; ${routeUpdateReason(u)}` : '';
-      return routeAction('cutover', 'shift_traffic', name, `${shiftReason(u.route)}${more}`, u.changes);
-    }
-    return routeAction('cutover', 'update_route', name, routeUpdateReason(u), u.changes);
-  });
+  }
+  return actions;
+}
+
+/** The one shift of format 1.2: `cutover:shift`, with the routes it moves. */
+function shiftAction(shifted: readonly [string, Extract<RouteFate, { fate: 'update' }>][]): Action {
+  const more = (u: Extract<RouteFate, { fate: 'update' }>) =>
+    u.changes.length > 0 || u.drift !== undefined ? routeUpdateReason(u) : '';
+  const [only] = shifted;
+  let reason: string;
+  let changes: Change[];
+  if (shifted.length === 1 && only) {
+    const [, u] = only;
+    reason = `${shiftReason(u.route)}${more(u) ? `; ${more(u)}` : ''}`;
+    changes = u.changes;
+  } else {
+    const extra = shifted.filter(([, u]) => more(u)).map(([name, u]) => `; ${name}: ${more(u)}`);
+    reason = `${shiftTogetherReason(shifted.map(([name, u]) => [name, u.route]))}${extra.join('')}`;
+    // Each change named by its route: one action carries the changes of several.
+    changes = shifted.flatMap(([name, u]) => u.changes.map((ch) => ({ ...ch, path: `${name}.${ch.path}` })));
+  }
+  const action: Action = {
+    id: 'cutover:shift',
+    stage: 'cutover',
+    type: 'shift_traffic',
+    routes: shifted.map(([name]) => name),
+    reason,
+  };
+  if (changes.length > 0) action.changes = changes;
+  return action;
 }
 
 /** The changed fields, then the drift that makes the route be applied again. */
@@ -291,11 +325,14 @@ function drainTimeoutsByComponent(current: Topology | null): Map<string, number>
 function resourceChanges(c: Classification, actions: readonly Action[]): ResourceChange[] {
   const byComponent = new Map<string, string[]>();
   const byRoute = new Map<string, string[]>();
-  for (const a of actions) {
-    const [map, key] = a.component !== undefined ? [byComponent, a.component] : [byRoute, a.route as string];
+  const add = (map: Map<string, string[]>, key: string, id: string) => {
     const list = map.get(key);
-    if (list) list.push(a.id);
-    else map.set(key, [a.id]);
+    if (list) list.push(id);
+    else map.set(key, [id]);
+  };
+  for (const a of actions) {
+    if (a.component !== undefined) add(byComponent, a.component, a.id);
+    else for (const route of a.routes ?? [a.route as string]) add(byRoute, route, a.id);
   }
   const out: ResourceChange[] = [];
   const touched: string[] = []; // kept components have no resource change: leave them out before sorting

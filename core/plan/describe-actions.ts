@@ -1,5 +1,6 @@
 import { formatDuration } from '../topology/duration.js';
 import type { Component, Route } from '../topology/types.js';
+import { shiftSteps } from './shift-steps.js';
 
 /** One-line reasons for actions whose reason is not a list of changes. */
 
@@ -39,8 +40,17 @@ function probeReason(h: NonNullable<Component['health']>): string {
 }
 
 export function shiftReason(route: Route): string {
-  const steps = route.shift.length === 1 ? 'all at once' : route.shift.map((p) => `${p}%`).join(' → ');
-  return `shift ${route.listen} to green ${route.to}: ${steps}`;
+  return `shift ${route.listen} to green ${route.to}: ${describeSteps(route.shift)}`;
+}
+
+/** Several routes moved as one: "shift www (127.0.0.1:80 → web), api (… → api) to green together: 10% → 100%". */
+export function shiftTogetherReason(routes: readonly [string, Route][]): string {
+  const which = routes.map(([name, r]) => `${name} (${r.listen} → ${r.to})`).join(', ');
+  return `shift ${which} to green together: ${describeSteps(shiftSteps(routes.map(([, r]) => r)))}`;
+}
+
+function describeSteps(steps: readonly number[]): string {
+  return steps.length === 1 ? 'all at once' : steps.map((p) => `${p}%`).join(' → ');
 }
 
 export function drainReason(name: string, drainTimeoutMs: number | undefined, removed: boolean): string {

@@ -14,7 +14,7 @@ import type { Action } from './types.js';
  * - a green provision (or a restart in place) waits for its dependencies' provisions;
  * - a replication waits for its own provision;
  * - a health gate waits for its own provision (or restart) and replication, and its dependencies' gates;
- * - a cutover action waits for the gate of the component it routes to;
+ * - a cutover action waits for the gate of the component it routes to (the shift: of every route's);
  * - a route removed waits for every cutover action (the new routes serve before an old one goes);
  * - a blue drain waits for the routes that sent it traffic, its green's gate and its dependents' drains;
  * - a blue retirement (commit stage) waits for its drain and its dependents' retirements. Commit-stage
@@ -23,7 +23,9 @@ import type { Action } from './types.js';
 export function withEdges(actions: readonly Action[], current: Topology | null, desired: Topology): Action[] {
   const ids = new Set(actions.map((a) => a.id));
   const byKey = new Map<string, string>();
-  for (const a of actions) byKey.set(key(a.type, a.component ?? a.route ?? ''), a.id);
+  for (const a of actions) {
+    for (const subject of a.routes ?? [a.component ?? a.route ?? '']) byKey.set(key(a.type, subject), a.id);
+  }
   const provisionOf = (c: string) => byKey.get(key('provision', c)) ?? byKey.get(key('restart', c));
   const cutoverIds = actions.filter((a) => a.stage === 'cutover').map((a) => a.id);
   const currentRoutes = current?.routes ?? {};
@@ -60,7 +62,10 @@ export function withEdges(actions: readonly Action[], current: Topology | null, 
       case 'create_route':
       case 'shift_traffic':
       case 'update_route':
-        after = [byKey.get(key('check_health', own(desired.routes, a.route as string)?.to ?? ''))];
+        // A shift of several routes waits for the gates of all their components.
+        after = (a.routes ?? [a.route as string]).map((r) =>
+          byKey.get(key('check_health', own(desired.routes, r)?.to ?? '')),
+        );
         break;
       case 'remove_route':
         after = cutoverIds;
@@ -156,7 +161,7 @@ export function describeWaves(actions: readonly Action[]): string {
       const groups = new Map<string, string[]>();
       for (const a of wave) {
         const verb = verbs[a.type];
-        const subject = a.component ?? (a.route as string);
+        const subject = a.component ?? a.route ?? (a.routes ?? []).join(' + ');
         const list = groups.get(verb);
         if (list) list.push(subject);
         else groups.set(verb, [subject]);

@@ -29,7 +29,10 @@ export type ActionType =
   | 'check_health'
   /** cutover: create a new route. */
   | 'create_route'
-  /** cutover: move a route's traffic to its component's green slot, in the route's steps. */
+  /**
+   * cutover: move routes' traffic to their components' green slots. Format 1.2: one action for every
+   * such route (`routes`), all at the same weight at each step. 1.0 and 1.1: one per route (`route`).
+   */
   | 'shift_traffic'
   /** cutover: change a route's settings without moving it to a green slot. */
   | 'update_route'
@@ -55,7 +58,8 @@ export interface Change {
 
 export interface Action {
   /**
-   * Stable and unique: `<stage>:<component>`, `<stage>:route:<route>`, or for a restart in place
+   * Stable and unique: `<stage>:<component>`, `<stage>:route:<route>`, `cutover:shift` (the routes
+   * shifted together, format 1.2), or for a restart in place
    * `provision_green:restart:<component>` (a component is either provisioned or restarted, never
    * both, and the id says which).
    */
@@ -64,6 +68,8 @@ export interface Action {
   type: ActionType;
   component?: string;
   route?: string;
+  /** A shift of format 1.2: the routes that move together, in plan order. */
+  routes?: string[];
   reason: string;
   changes?: Change[];
   /**
@@ -117,8 +123,12 @@ export interface PlanStrategy {
 }
 
 export interface Plan {
-  /** 1.1: actions carry `after` (their dependency edges). 1.0 (older journals): none, run in order. */
-  formatVersion: '1.0' | '1.1';
+  /**
+   * 1.2: one `shift_traffic` action moves every route to green together (`routes`); 1.1: actions
+   * carry `after` (their dependency edges), one shift per route; 1.0 (older journals): no edges,
+   * run in order. A migration runs its plan by the plan's own format.
+   */
+  formatVersion: '1.0' | '1.1' | '1.2';
   environment: string;
   /** `sha256:` of the canonical JSON of everything below except planId itself. */
   planId: string;

@@ -50,25 +50,33 @@ export function createNginxDriver(settings: NginxDriverSettings = {}): RouteDriv
     );
     return next;
   };
-  return {
-    apply(ctx: RouteCallContext, state: RouteState, options: DriverCallOptions) {
-      const driver = nginxSpec(ctx, state.route);
-      const files = nginxFiles(ctx.baseDir, driver);
-      return serialised(files.config, async () => {
-        const sidecar = await readSidecar(files.sidecar);
-        const key = sidecarKey(ctx.environment, state.route);
+  // Several routes of one driver (one file): one sidecar write, one file, one test, one reload.
+  const applyAll = (ctx: RouteCallContext, states: readonly RouteState[], options: DriverCallOptions) => {
+    const driver = nginxSpec(ctx, states[0]?.route ?? '');
+    const files = nginxFiles(ctx.baseDir, driver);
+    return serialised(files.config, async () => {
+      const sidecar = await readSidecar(files.sidecar);
+      const routes = { ...sidecar.routes };
+      const entries = states.map((state) => {
         const entry = sidecarEntry(ctx.environment, state);
-        refuseListenClash(sidecar, key, entry);
-        const next: Sidecar = { version: 1, routes: { ...sidecar.routes, [key]: entry } };
-        const config = await writeAndReload(files, driver, ctx.baseDir, next, options);
-        const live = (served: Served) =>
-          typeof served === 'object' && served.generation === config.generation;
-        await waitLive(entry.listen, live, liveTimeoutMs, options.signal);
+        routes[sidecarKey(ctx.environment, state.route)] = entry;
+        return entry;
+      });
+      const next: Sidecar = { version: 1, routes };
+      for (const entry of entries) refuseListenClash(next, sidecarKey(ctx.environment, entry.route), entry);
+      const config = await writeAndReload(files, driver, ctx.baseDir, next, options);
+      const live = (served: Served) => typeof served === 'object' && served.generation === config.generation;
+      await Promise.all(entries.map((entry) => waitLive(entry.listen, live, liveTimeoutMs, options.signal)));
+      for (const state of states) {
         options.log(
           `route ${state.route}: nginx ${files.config}: ${describeTraffic(state)}, live (generation ${config.generation})`,
         );
-      });
-    },
+      }
+    });
+  };
+  return {
+    apply: (ctx, state, options) => applyAll(ctx, [state], options),
+    applyAll,
     remove(ctx: RouteCallContext, route: string, options: DriverCallOptions) {
       const driver = nginxSpec(ctx, route);
       const files = nginxFiles(ctx.baseDir, driver);

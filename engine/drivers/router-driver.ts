@@ -36,17 +36,28 @@ export const routerStartTimeoutMs = 15_000;
  */
 export function createRouterDriver(): RouteDriver {
   const table = createRouteTableDriver();
-  return {
-    async apply(ctx: RouteCallContext, state: RouteState, options: DriverCallOptions) {
-      await table.apply(ctx, state, options);
-      await ensureRouter(ctx.stateDir, options.log);
-      const result = await routerClient(ctx.stateDir.root).reload();
-      // The table is written, but traffic goes where the route's listeners are open: a listener the
-      // router could not open (another program holds the address) is a step that did not happen.
+  // Every route in one table write and one reload: the router swaps its whole routing state at once,
+  // so all of them go live in the same generation.
+  const applyAll = async (
+    ctx: RouteCallContext,
+    states: readonly RouteState[],
+    options: DriverCallOptions,
+  ) => {
+    await table.applyAll(ctx, states, options);
+    await ensureRouter(ctx.stateDir, options.log);
+    const result = await routerClient(ctx.stateDir.root).reload();
+    // The table is written, but traffic goes where the route's listeners are open: a listener the
+    // router could not open (another program holds the address) is a step that did not happen.
+    const problems = states.flatMap((state) => {
       const key = routeKey(ctx.environment, state.route);
       const unbound = (result.unbound ?? []).filter((failure) => failure.routeKey === key);
-      if (unbound.length > 0) throw new PermanentDriverError(unboundMessage(state.route, unbound));
-    },
+      return unbound.length > 0 ? [unboundMessage(state.route, unbound)] : [];
+    });
+    if (problems.length > 0) throw new PermanentDriverError(problems.join('; '));
+  };
+  return {
+    apply: (ctx, state, options) => applyAll(ctx, [state], options),
+    applyAll,
     async remove(ctx: RouteCallContext, route: string, options: DriverCallOptions) {
       await table.remove(ctx, route, options);
       if (liveRouterRecord(ctx.stateDir.root)) await routerClient(ctx.stateDir.root).reload();
@@ -185,7 +196,8 @@ export async function stopRouterIfIdle(stateDir: StateDir, log: (line: string) =
  * The table half of the router driver: writes a route's entry into the routing table, without
  * making a router apply it (the router's tests drive a router of their own with it).
  */
-export function createRouteTableDriver(): Pick<RouteDriver, 'apply' | 'remove'> {
+export function createRouteTableDriver(): Pick<RouteDriver, 'apply' | 'remove'> &
+  Required<Pick<RouteDriver, 'applyAll'>> {
   // Table updates are read-modify-write of one file: one at a time.
   let queue: Promise<unknown> = Promise.resolve();
   const serialised = <T>(f: () => Promise<T>): Promise<T> => {
@@ -193,29 +205,19 @@ export function createRouteTableDriver(): Pick<RouteDriver, 'apply' | 'remove'> 
     queue = next.catch(() => undefined);
     return next;
   };
+  const applyAll = (ctx: RouteCallContext, states: readonly RouteState[], options: DriverCallOptions) =>
+    serialised(async () => {
+      const table = await readRoutingTable(ctx.stateDir.root);
+      const updatedAt = Date.now();
+      for (const state of states)
+        table.routes[routeKey(ctx.environment, state.route)] = entryOf(ctx, state, updatedAt);
+      // One write: the router reads every route's new entry, or none of them.
+      await writeRoutingTable(ctx.stateDir.root, table);
+      for (const state of states) options.log(`route ${state.route}: ${describeTraffic(state)}`);
+    });
   return {
-    apply(ctx: RouteCallContext, state: RouteState, options: DriverCallOptions) {
-      return serialised(async () => {
-        const table = await readRoutingTable(ctx.stateDir.root);
-        const entry: RoutingEntry = {
-          environment: ctx.environment,
-          listen: state.spec.listen,
-          component: state.spec.to,
-          blue: state.blue?.addresses ?? [],
-          green: state.green?.addresses ?? [],
-          greenPercent: state.greenPercent,
-          drainTimeoutMs: state.spec.drain.timeout,
-          updatedAt: Date.now(),
-        };
-        if (state.spec.preview !== undefined) entry.preview = state.spec.preview;
-        if (state.spec.upstreamTimeout !== undefined) entry.upstreamTimeoutMs = state.spec.upstreamTimeout;
-        if (state.spec.bodyTimeout !== undefined) entry.bodyTimeoutMs = state.spec.bodyTimeout;
-        if (state.spec.queueTimeout !== undefined) entry.queueTimeoutMs = state.spec.queueTimeout;
-        table.routes[routeKey(ctx.environment, state.route)] = entry;
-        await writeRoutingTable(ctx.stateDir.root, table);
-        options.log(`route ${state.route}: ${describeTraffic(state)}`);
-      });
-    },
+    apply: (ctx, state, options) => applyAll(ctx, [state], options),
+    applyAll,
     remove(ctx: RouteCallContext, route: string, options: DriverCallOptions) {
       return serialised(async () => {
         const table = await readRoutingTable(ctx.stateDir.root);
@@ -225,4 +227,22 @@ export function createRouteTableDriver(): Pick<RouteDriver, 'apply' | 'remove'> 
       });
     },
   };
+}
+
+function entryOf(ctx: RouteCallContext, state: RouteState, updatedAt: number): RoutingEntry {
+  const entry: RoutingEntry = {
+    environment: ctx.environment,
+    listen: state.spec.listen,
+    component: state.spec.to,
+    blue: state.blue?.addresses ?? [],
+    green: state.green?.addresses ?? [],
+    greenPercent: state.greenPercent,
+    drainTimeoutMs: state.spec.drain.timeout,
+    updatedAt,
+  };
+  if (state.spec.preview !== undefined) entry.preview = state.spec.preview;
+  if (state.spec.upstreamTimeout !== undefined) entry.upstreamTimeoutMs = state.spec.upstreamTimeout;
+  if (state.spec.bodyTimeout !== undefined) entry.bodyTimeoutMs = state.spec.bodyTimeout;
+  if (state.spec.queueTimeout !== undefined) entry.queueTimeoutMs = state.spec.queueTimeout;
+  return entry;
 }

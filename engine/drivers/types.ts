@@ -94,6 +94,11 @@ export interface RouteCallContext {
 /** Realises routes: sets the split of traffic between slots, removes routes. Every call idempotent. */
 export interface RouteDriver {
   apply(ctx: RouteCallContext, state: RouteState, options: DriverCallOptions): Promise<void>;
+  /**
+   * Sets several routes of this driver at once: all of them go live together, or none does (a
+   * failure leaves the routes as they were). Absent: the engine applies them one by one.
+   */
+  applyAll?(ctx: RouteCallContext, states: readonly RouteState[], options: DriverCallOptions): Promise<void>;
   remove(ctx: RouteCallContext, route: string, options: DriverCallOptions): Promise<void>;
   /**
    * Waits until no request of `route` is in flight to any of `addresses` (blue, once traffic left

@@ -14,6 +14,7 @@ import {
   type DriverCallOptions,
   PermanentDriverError,
   type RouteCallContext,
+  type RouteState,
   type SlotInfo,
 } from '../drivers/types.js';
 import { HealthGateFailedError, waitHealthy } from '../health/check-health.js';
@@ -146,30 +147,14 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
     }
     case 'apply_route': {
       const side: LayoutSide = c.restore ? 'base' : 'desired';
-      const topology = topologyOf(s, side);
-      const spec = own(topology.routes, c.route);
-      if (!spec)
-        throw new PermanentDriverError(
-          `route ${c.route} is not in the ${c.restore ? 'live' : 'desired'} topology`,
-        );
-      const pair = own(s.slots, spec.to);
-      // Undo: everything on the live slot. Promote (after the commit): green is the live slot now.
-      const blue = c.promote ? (pair?.green ?? pair?.blue ?? null) : (pair?.blue ?? null);
-      const green = c.restore || c.promote ? null : (pair?.green ?? null);
-      await routeDriverFor(o.drivers, topology, spec.driver).apply(
-        routeContext(s, o, side, spec.driver),
-        {
-          route: c.route,
-          spec,
-          blue,
-          green,
-          greenPercent: c.greenPercent,
-          ...(c.promote ? { promoted: true } : {}),
-        },
-        call,
-      );
+      const state = routeStateOf(s, c.route, c);
+      const driver = routeDriverFor(o.drivers, topologyOf(s, side), state.spec.driver);
+      await driver.apply(routeContext(s, o, side, state.spec.driver), state, call);
       return undefined;
     }
+    case 'shift_routes':
+      await applyRoutes(s, o, call, c);
+      return undefined;
     case 'remove_route': {
       const side: LayoutSide = own(s.spec.base.topology?.routes, c.route) ? 'base' : 'desired';
       const topology = topologyOf(s, side);
@@ -209,6 +194,65 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
     default:
       return assertNever(c, 'command');
   }
+}
+
+type RouteSetting = Pick<Extract<Command, { kind: 'apply_route' }>, 'greenPercent' | 'restore' | 'promote'>;
+
+/** A route's spec on the side a setting reads: the live topology to restore it, else the desired one. */
+function routeSpec(s: MigrationState, route: string, restore: boolean): Route {
+  const spec = own(topologyOf(s, restore ? 'base' : 'desired').routes, route);
+  if (!spec)
+    throw new PermanentDriverError(`route ${route} is not in the ${restore ? 'live' : 'desired'} topology`);
+  return spec;
+}
+
+/** What a route's driver is asked to serve for a setting of the step function. */
+function routeStateOf(s: MigrationState, route: string, setting: RouteSetting): RouteState {
+  const spec = routeSpec(s, route, setting.restore);
+  const pair = own(s.slots, spec.to);
+  // Undo: everything on the live slot. Promote (after the commit): green is the live slot now.
+  const blue = setting.promote ? (pair?.green ?? pair?.blue ?? null) : (pair?.blue ?? null);
+  const green = setting.restore || setting.promote ? null : (pair?.green ?? null);
+  return {
+    route,
+    spec,
+    blue,
+    green,
+    greenPercent: setting.greenPercent,
+    ...(setting.promote ? { promoted: true } : {}),
+  };
+}
+
+/**
+ * Several routes set at once: one call per route driver, carrying all of that driver's routes (the
+ * router writes one table and reloads once; nginx writes one file and reloads once), the drivers
+ * called side by side so their switches land as close together as they can. Routes on different
+ * drivers are not switched atomically together: each driver's are.
+ */
+async function applyRoutes(
+  s: MigrationState,
+  o: ExecuteOptions,
+  call: DriverCallOptions,
+  c: Extract<Command, { kind: 'shift_routes' }>,
+): Promise<void> {
+  const side: LayoutSide = c.restore ? 'base' : 'desired';
+  const topology = topologyOf(s, side);
+  const byDriver = new Map<string | undefined, RouteState[]>();
+  for (const route of c.routes) {
+    const state = routeStateOf(s, route, c);
+    const list = byDriver.get(state.spec.driver);
+    if (list) list.push(state);
+    else byDriver.set(state.spec.driver, [state]);
+  }
+  await Promise.all(
+    [...byDriver].map(async ([driverName, states]) => {
+      const driver = routeDriverFor(o.drivers, topology, driverName);
+      const ctx = routeContext(s, o, side, driverName);
+      if (driver.applyAll) return driver.applyAll(ctx, states, call);
+      // A driver that cannot set several routes in one call sets them one after the other.
+      for (const state of states) await driver.apply(ctx, state, call);
+    }),
+  );
 }
 
 /**

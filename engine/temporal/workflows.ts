@@ -109,7 +109,7 @@ function activitiesFor(command: Command): CutoverActivities {
   const startToCloseMs =
     command.kind === 'check_health'
       ? command.deadlineMs + 60_000
-      : command.kind === 'apply_route' || command.kind === 'remove_route'
+      : command.kind === 'apply_route' || command.kind === 'shift_routes' || command.kind === 'remove_route'
         ? 120_000
         : 2 * 60 * 60_000;
   return proxyActivities<CutoverActivities>({

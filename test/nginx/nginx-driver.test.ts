@@ -354,6 +354,44 @@ describe('nginx route driver (real nginx)', () => {
     expect([received, requests]).toEqual(['', 0]);
   });
 
+  it('sets several routes in one call: one file, one reload, both live in the same generation', async () => {
+    const nginx = await startNginx();
+    const [blue, green] = [await startSlot('blue'), await startSlot('green')];
+    const [one, two] = [await freeListen(), await freeListen()];
+    // The reload command, wrapped to record each time it runs (the config test runs through it too).
+    const calls = path.join(nginx.dir, 'reload-calls');
+    const reload = (nginx.ctx.driver as { reload: string[] }).reload;
+    const wrapped = ['sh', '-c', `echo "$*" >> ${calls}; exec "$@"`, 'sh', ...reload];
+    const ctx: RouteCallContext = {
+      ...nginx.ctx,
+      driver: { type: 'nginx', configFile: 'routes.conf', reload: wrapped },
+    };
+    const log: string[] = [];
+    const states = (greenPercent: number) =>
+      [
+        ['one', one],
+        ['two', two],
+      ].map(([route, listen]) => ({
+        route: route as string,
+        spec: routeSpec(listen as string),
+        blue,
+        green,
+        greenPercent,
+      }));
+    const driver = createNginxDriver();
+    await driver.applyAll?.(ctx, states(50), callOptions(log));
+
+    const reloads = (await readFile(calls, 'utf8')).split('\n').filter((line) => line.endsWith('-s reload'));
+    expect(reloads).toHaveLength(1);
+    const live = log.filter((line) => /live \(generation \w+\)/.test(line));
+    expect(live.map((line) => line.split(':')[0])).toEqual(['route one', 'route two']);
+    const generations = live.map((line) => /live \(generation (\w+)\)/.exec(line)?.[1]);
+    expect(generations[1]).toBe(generations[0]);
+    // Both at 50 %: each answers from blue and from green (nginx's workers each keep their own rotation).
+    for (const listen of [one, two])
+      expect(Object.keys(await versionsOf(listen, 12)).sort()).toEqual(['blue', 'green']);
+  });
+
   it('removes a route: its listener closes, the other routes of the file stay', async () => {
     const nginx = await startNginx();
     const blue = await startSlot('blue');

@@ -134,6 +134,7 @@ describe('router: listeners follow the table', () => {
     const client = routerClient(stateDir);
     expect(await client.reload()).toEqual({
       version: table.routes['test/web']?.updatedAt,
+      generation: 1,
       routes: 1,
       problems: [],
       unbound: [],

@@ -67,9 +67,12 @@ export class Driver {
   readonly log: Command[] = [];
   /** Every notice the step function gave, in order: what a user reads in the migration's log. */
   readonly notices: Notice[] = [];
+  /** The journal: the created event, then every event given. */
+  readonly events: MigrationEvent[] = [];
   clock = 1_000;
 
   constructor(spec: MigrationSpec) {
+    this.events.push({ type: 'created', at: spec.createdAt, spec });
     const t = start(spec);
     this.state = t.state;
     this.log.push(...t.commands);
@@ -85,7 +88,9 @@ export class Driver {
 
   event(event: EventInput): Transition {
     this.clock += 10;
-    return this.apply(step(this.state, { at: this.clock, ...event } as MigrationEvent));
+    const full = { at: this.clock, ...event } as MigrationEvent;
+    this.events.push(full);
+    return this.apply(step(this.state, full));
   }
 
   verb(verb: Verb): Transition {

@@ -2,7 +2,8 @@
  * The step function running the plan as a graph, several commands in flight: whatever order the
  * completions arrive in, the journal replays to the state the runner had, the migration ends in the
  * same state, no action starts before what it waits for is done, and the bound holds. A failure
- * stops new starts, aborts the calls in flight and rolls back dependents first.
+ * stops new starts, aborts the calls in flight and rolls back dependents first, independent undo
+ * steps at once under the same bound.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -65,6 +66,11 @@ interface Run {
   notices: Notice[];
   issued: Command[];
   maxInFlight: number;
+  /** The event count at which each command was issued, and at which its result came. */
+  issuedAt: Map<string, number>;
+  endedAt: Map<string, number>;
+  /** The most retirements in flight at once. */
+  maxRetiring: number;
 }
 
 /**
@@ -79,6 +85,9 @@ function drive(spec: MigrationSpec, choices: readonly number[], fail?: (c: Comma
     notices: [...t.notices],
     issued: [...t.commands],
     maxInFlight: t.state.inflight.length,
+    issuedAt: new Map(t.commands.map((c) => [c.id, 0])),
+    endedAt: new Map(),
+    maxRetiring: 0,
   };
   let at = spec.createdAt;
   for (let i = 0; i < 2_000 && run.state.inflight.length > 0; i++) {
@@ -106,7 +115,11 @@ function drive(spec: MigrationSpec, choices: readonly number[], fail?: (c: Comma
     run.state = next.state;
     run.notices.push(...next.notices);
     run.issued.push(...next.commands);
+    run.endedAt.set(c.id, i + 1);
+    for (const issued of next.commands) run.issuedAt.set(issued.id, i + 1);
     run.maxInFlight = Math.max(run.maxInFlight, run.state.inflight.length);
+    const retiring = run.state.inflight.filter((x) => x.kind === 'retire').length;
+    run.maxRetiring = Math.max(run.maxRetiring, retiring);
   }
   return run;
 }
@@ -196,17 +209,44 @@ describe('the step function with several commands in flight', () => {
             .filter((c) => c.kind === 'retire')
             .map((c) => (c as { component: string }).component);
           expect([...retired].sort()).toEqual([...before.provisioned].sort());
+          // Retirements run at once where safe, and still dependents first: a component's green is
+          // retired only after the retirement of every component depending on it has ended.
+          const retireOf = new Map(
+            run.issued.flatMap((c) => (c.kind === 'retire' ? [[c.component, c.id] as const] : [])),
+          );
           deps.forEach((ds, i) => {
+            const dependent = retireOf.get(`c${i}`);
             for (const d of ds) {
-              const at = retired.indexOf(`c${d}`);
-              const dependentAt = retired.indexOf(`c${i}`);
-              if (at >= 0 && dependentAt >= 0) expect(dependentAt).toBeLessThan(at);
+              const dependency = retireOf.get(`c${d}`);
+              if (dependency === undefined || dependent === undefined) continue;
+              expect(run.issuedAt.get(dependency)).toBeGreaterThanOrEqual(
+                run.endedAt.get(dependent) as number,
+              );
             }
           });
+          expect(run.maxInFlight).toBeLessThanOrEqual(parallelism);
           expect(replay(run.journal)).toEqual(run.state);
         },
       ),
       { numRuns: 200 },
     );
+  });
+  it('retires independent green slots together after a failure, up to the bound', () => {
+    const deps = Array.from({ length: 8 }, () => [] as number[]);
+    const spec = specFor(deps, [100], 3);
+    // Every provision succeeds; the last component's gate fails: eight green slots to retire.
+    const run = drive(spec, [], (c) => c.kind === 'check_health' && c.component === 'c7');
+    expect(run.state.lifecycle).toBe('failed');
+    expect(run.issued.filter((c) => c.kind === 'retire')).toHaveLength(8);
+    expect(run.maxRetiring).toBe(3);
+    expect(replay(run.journal)).toEqual(run.state);
+    // A journal from before (format 1.1) retires one at a time, as it did.
+    const older = drive(
+      { ...spec, plan: { ...spec.plan, formatVersion: '1.1' } },
+      [],
+      (c) => c.kind === 'check_health' && c.component === 'c7',
+    );
+    expect(older.state.lifecycle).toBe('failed');
+    expect(older.maxRetiring).toBe(1);
   });
 });

@@ -1,7 +1,7 @@
 /**
  * Operator verbs with several commands in flight: a pause stops the probes and lets driver calls
- * finish, then nothing new starts until resume; a rollback waits for what is in flight and retires
- * every green slot started, dependents first.
+ * finish, then nothing new starts until resume; a rollback aborts what is in flight and retires
+ * every green slot started, dependents first, independent ones at once.
  */
 import { describe, expect, it } from 'vitest';
 import type { Command } from '../../../core/migration/types.js';
@@ -70,17 +70,26 @@ describe('verbs with several commands in flight', () => {
     expect(d.state.lifecycle).toBe('completed');
   });
 
-  it('rollback: waits for the calls in flight, then retires every green slot, dependents first', () => {
+  it('rollback: aborts the calls in flight, then retires every green slot, dependents first', () => {
     const d = new Driver({ ...specOf(null, doc()), parallelism: 10 });
     d.event({ type: 'command_succeeded', commandId: find(d, 'provision', 'a').id, output: provisioned('a') });
     const t = d.verb('rollback');
-    expect(t.cancels).toEqual([find(d, 'check_health', 'a').id]);
-    expect(t.commands).toEqual([]); // no undo step while b's and c's provisions run
+    // Like a failure: probes stop and the provisions still running are aborted (their process groups killed).
+    expect([...t.cancels].sort()).toEqual(
+      [find(d, 'check_health', 'a').id, find(d, 'provision', 'b').id, find(d, 'provision', 'c').id].sort(),
+    );
+    expect(t.commands).toEqual([]); // no undo step until the aborted calls have answered
     d.event({ type: 'command_cancelled', commandId: find(d, 'check_health', 'a').id, elapsedMs: 5 });
-    d.event({ type: 'command_succeeded', commandId: find(d, 'provision', 'c').id, output: provisioned('c') });
+    d.event({ type: 'command_cancelled', commandId: find(d, 'provision', 'c').id, elapsedMs: 5 });
     expect(inflightKinds(d)).toEqual(['provision b']); // still no undo step, and nothing new
+    // A call that finished before its abort reached it counts as done: its slot is retired too.
     d.event({ type: 'command_succeeded', commandId: find(d, 'provision', 'b').id, output: provisioned('b') });
+    // Independent undo steps run together: b's and c's green slots; a's waits for c, which depends on it.
+    expect(inflightKinds(d)).toEqual(['retire b', 'retire c']);
+    d.event({ type: 'command_succeeded', commandId: find(d, 'retire', 'b').id });
     expect(inflightKinds(d)).toEqual(['retire c']);
+    d.event({ type: 'command_succeeded', commandId: find(d, 'retire', 'c').id });
+    expect(inflightKinds(d)).toEqual(['retire a']);
     d.run();
     expect(d.state.lifecycle).toBe('rolled_back');
     const retired = d.log

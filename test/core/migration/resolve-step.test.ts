@@ -89,14 +89,14 @@ describe('the end of a rollback whose route could not be put back', () => {
   it('does not claim that blue is serving', () => {
     // Traffic moved to green, then the route fails for good: neither the shift nor its undo holds.
     const d = new Driver(bumpSpec()).run(undefined, (c) =>
-      c.kind === 'apply_route' ? 'fail-permanent' : 'ok',
+      c.kind === 'shift_routes' ? 'fail-permanent' : 'ok',
     );
     expect(d.state.lifecycle).toBe('failed');
-    expect(d.state.ending?.skipped.map((s) => s.command.kind)).toContain('apply_route');
+    expect(d.state.ending?.skipped.map((s) => s.command.kind)).toContain('shift_routes');
     const ended = d.notices.at(-1)?.message ?? '';
     expect(ended).not.toContain('blue is serving');
     expect(ended).toMatch(
-      /^failed: blue may not be serving: not every route is back on it \(.+\); undo steps that failed: route \w+ back to blue: /,
+      /^failed: blue may not be serving: not every route is back on it \(.+\); undo steps that failed: routes? [\w, ]+ back to blue: /,
     );
   });
 

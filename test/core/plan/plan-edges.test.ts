@@ -35,10 +35,10 @@ function expectTopological(plan: Plan): void {
   }
 }
 
-describe('the plan as a graph (format 1.1)', () => {
+describe('the plan as a graph (format 1.2)', () => {
   it('brings green up dependencies first, gates after their own provision and their dependencies gates', () => {
     const plan = buildPlan(empty(), load(threeTier()));
-    expect(plan.formatVersion).toBe('1.1');
+    expect(plan.formatVersion).toBe('1.2');
     expectTopological(plan);
     expect(afterOf(plan, 'provision_green:db')).toEqual([]);
     expect(afterOf(plan, 'provision_green:cache')).toEqual([]);
@@ -61,7 +61,7 @@ describe('the plan as a graph (format 1.1)', () => {
     const plan = buildPlan(layoutOf(before), load(after));
     expectTopological(plan);
     expect(afterOf(plan, 'replicate:db')).toBeUndefined();
-    expect(afterOf(plan, 'drain_blue:api')).toEqual(['health_gate:api', 'cutover:route:public']);
+    expect(afterOf(plan, 'drain_blue:api')).toEqual(['health_gate:api', 'cutover:shift']);
     expect(afterOf(plan, 'drain_blue:db')).toEqual(['health_gate:db', 'drain_blue:api']);
     expect(afterOf(plan, 'commit:api')).toEqual(['drain_blue:api']);
     expect(afterOf(plan, 'commit:db')).toEqual(['drain_blue:db', 'commit:api']);
@@ -92,5 +92,28 @@ describe('the plan as a graph (format 1.1)', () => {
     const plan = buildPlan(empty(), load(threeTier()));
     const old = plan.actions.map(({ after: _after, ...rest }) => rest);
     expect(planWaves(old).map((w) => w.length)).toEqual(old.map(() => 1));
+  });
+  it('shifts every route moving to green in one action, after the gates of all their components', () => {
+    const before = threeTier();
+    before.routes = {
+      public: { listen: '127.0.0.1:18080', to: 'api', shift: [10, 50, 100] },
+      admin: { listen: '127.0.0.1:18081', to: 'db', shift: [50, 100] },
+      status: { listen: '127.0.0.1:18082', to: 'cache' },
+    };
+    const after = clone(before);
+    for (const c of ['api', 'db']) (after.components[c] as { version: string }).version = '2';
+    const plan = buildPlan(layoutOf(before), load(after));
+    expectTopological(plan);
+    const shifts = plan.actions.filter((a) => a.type === 'shift_traffic');
+    expect(shifts.map((a) => [a.id, a.routes, a.route])).toEqual([
+      ['cutover:shift', ['admin', 'public'], undefined],
+    ]);
+    expect(afterOf(plan, 'cutover:shift')).toEqual(['health_gate:db', 'health_gate:api']);
+    expect(shifts[0]?.reason).toBe(
+      'shift admin (127.0.0.1:18081 → db), public (127.0.0.1:18080 → api) to green together: 10% → 50% → 100%',
+    );
+    // The drains of what the routes sent traffic to wait for it.
+    expect(afterOf(plan, 'drain_blue:db')).toContain('cutover:shift');
+    expect(describeWaves(plan.actions)).toContain('route admin + public');
   });
 });
