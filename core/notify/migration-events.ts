@@ -25,7 +25,10 @@ export const eventSeverity: Record<NotifyEventName, Severity> = {
 /** What one event adds to the common data. */
 export interface EventDetail {
   message: string;
+  /** A traffic step: the route, when one moved (a 1.0/1.1 plan moves one route per command). */
   route?: string;
+  /** A traffic step: every route that moved together (plan format 1.2 moves them in one step). */
+  routes?: string[];
   weight?: number;
   reason?: string;
   analysis?: AnalysisFailure;
@@ -55,11 +58,13 @@ export function notificationsOf(
   } else {
     const step = event.type === 'command_succeeded' ? stepApplied(before, event.commandId) : null;
     if (step) {
+      const names = step.routes.join(', ');
       found.push([
         'step_reached',
         {
-          message: `route ${step.route}: ${step.greenPercent} % of traffic on green`,
-          route: step.route,
+          message: `${step.routes.length === 1 ? 'route' : 'routes'} ${names}: ${step.greenPercent} % of traffic on green`,
+          ...(step.routes.length === 1 ? { route: step.routes[0] } : {}),
+          routes: step.routes,
           weight: step.greenPercent,
         },
       ]);
@@ -72,15 +77,20 @@ export function notificationsOf(
   return found.map(([name, detail], index) => cloudEvent(spec, name, seq, index, event.at, detail));
 }
 
-/** A traffic step applied going forward: not the undo (`restore`), not the commit's promotion. */
+/**
+ * A traffic step applied going forward: not the undo (`restore`), not the commit's promotion. One
+ * route per command in plans before format 1.2, every moving route at once from 1.2 on.
+ */
 function stepApplied(
   before: MigrationState,
   commandId: string,
-): Extract<Command, { kind: 'apply_route' }> | null {
+): { routes: string[]; greenPercent: number } | null {
   if (before.lifecycle === 'rolling_back' || before.lifecycle === 'committing') return null;
   const command = before.inflight.find((c) => c.id === commandId);
-  if (command?.kind !== 'apply_route' || command.restore || command.promote) return null;
-  return command.greenPercent > 0 ? command : null;
+  if (command?.kind !== 'apply_route' && command?.kind !== 'shift_routes') return null;
+  if (command.restore || command.promote || command.greenPercent <= 0) return null;
+  const routes = command.kind === 'apply_route' ? [command.route] : command.routes;
+  return { routes, greenPercent: command.greenPercent };
 }
 
 function lifecycleEvent(after: MigrationState): [NotifyEventName, EventDetail] | null {
