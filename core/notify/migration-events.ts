@@ -1,5 +1,5 @@
 import { start, step } from '../migration/step.js';
-import type { Command, MigrationEvent, MigrationSpec, MigrationState } from '../migration/types.js';
+import type { MigrationEvent, MigrationSpec, MigrationState } from '../migration/types.js';
 import {
   type AnalysisFailure,
   type CloudEvent,
