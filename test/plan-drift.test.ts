@@ -62,7 +62,7 @@ describe('drift in plans', () => {
     const actions = [
       'provision_green:web',
       'health_gate:web',
-      'cutover:route:public',
+      'cutover:shift',
       'drain_blue:web',
       'commit:web',
     ];
@@ -75,7 +75,7 @@ describe('drift in plans', () => {
         change: 'replace',
         reason: '1 of 1 replica not running',
         changes: [],
-        actions: actions.filter((id) => id !== 'cutover:route:public'),
+        actions: actions.filter((id) => id !== 'cutover:shift'),
       },
     ]);
     expect(plan.summary).toEqual({ add: 0, change: 1, remove: 0 });
@@ -91,7 +91,7 @@ describe('drift in plans', () => {
     ]);
     expect(reason(plan, 'provision_green:api')).toBe('2 of 2 replicas not running (1 not answering)');
     expect(reason(plan, 'provision_green:web')).toBe('dependency api is replaced');
-    expect(ids(plan)).toContain('cutover:route:public');
+    expect(ids(plan)).toContain('cutover:shift');
   });
 
   it('re-applies a route that is not served, or whose address another program holds, when its component is kept', () => {

@@ -82,7 +82,7 @@ describe('cutover server adopts orphaned migrations', () => {
   it('adopts a paused migration too, which stays paused under its new runner', async () => {
     const ws = await bakingWorkspace('3s');
     spaces.push(ws);
-    const id = await startAndWaitFor(ws, /action_started.*health_gate/);
+    const id = await startAndWaitFor(ws, /action_started.*health_gate:api/);
     const { runCli } = await import('../support/cli.js');
     const paused = await runCli(['topology', 'migration', 'pause', id, '-f', ws.file]);
     expect(paused.code, paused.stderr).toBe(0);

@@ -34,7 +34,7 @@ async function heldAtGate(): Promise<{ ws: Workspace; id: string }> {
   const ws = await bakingWorkspace();
   spaces.push(ws);
   // The gate is held (no release-gate file): the migration stays `running (health_gate)`.
-  const id = await startAndWaitFor(ws, /action_started.*health_gate/);
+  const id = await startAndWaitFor(ws, /action_started.*health_gate:api/);
   return { ws, id };
 }
 

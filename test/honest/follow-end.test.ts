@@ -19,7 +19,7 @@ afterEach(async () => {
 async function heldAtGate(): Promise<{ ws: Workspace; id: string }> {
   const ws = await bakingWorkspace('1s');
   spaces.push(ws);
-  const id = await startAndWaitFor(ws, /action_started.*health_gate/);
+  const id = await startAndWaitFor(ws, /action_started.*health_gate:api/);
   return { ws, id };
 }
 
