@@ -62,6 +62,7 @@ export function createContainerDriver(driverOptions: ContainerDriverOptions = {}
         slot,
         version: ctx.spec.version,
         addresses: serving ? started.replicas.map((r) => `127.0.0.1:${r.hostPorts[0]}`) : [],
+        imageId: started.imageId,
         details: {
           slotId,
           engine: engine.name,

@@ -34,6 +34,7 @@ import { buildPlan } from '../../core/plan/build-plan.js';
 import { loadTopology } from '../../core/topology/load-topology.js';
 import { osUserName } from '../../platform/os-user.js';
 import { TopologyInvalidError } from '../api.js';
+import { imageDigestsFor } from '../drivers/container-images.js';
 import { planSecrets } from '../secrets/resolve-secrets.js';
 import {
   auditOf,
@@ -217,10 +218,12 @@ export class TemporalMigrations {
     const secrets = request.secretsFrom
       ? await planSecrets(desired, request.secretsFrom, request.baseDir)
       : undefined;
+    const images = await imageDigestsFor(desired, request.baseDir);
     const inputs = {
       observed,
       ...(request.replace === undefined ? {} : { replace: request.replace }),
       ...(secrets === undefined ? {} : { secrets }),
+      ...(images === undefined ? {} : { images }),
     };
     const plan = buildPlan(base, desired, inputs);
     if (request.planId !== undefined && request.planId !== plan.planId) {
