@@ -14,20 +14,22 @@
  *   fixed) and fails, quoting the log, when one is not running after the start-up grace. Addresses
  *   are `127.0.0.1:<host port of the first port>`: health probes and the router go through them.
  * - retire stops (SIGTERM, SIGKILL after stopTimeout) and removes the slot's containers. Volumes
- *   stay, for `topology down --volumes`. Idempotent.
+ *   stay; `topology down --volumes` removes the component's (found by label). Idempotent.
  * - observe reads the slot's containers by label: running (and its port accepting), not_answering,
  *   or not_running (exited, or removed by hand).
  * - drain does nothing: the router drains traffic. replicate: only a component with nothing to copy.
  */
 import type { ObservedReplica } from '../../core/observed.js';
 import { tcpProbe } from '../health/probes.js';
-import { runEngine } from './container-engine.js';
+import { engineOk, runEngine } from './container-engine.js';
 import {
   type ContainerReplica,
   containerSlotId,
   containersLabelled,
   engineFor,
   inspectContainers,
+  labelFilters,
+  labels,
   recordedContainers,
   slotSelector,
   stopTimeoutMsOf,
@@ -95,6 +97,31 @@ export function createContainerDriver(driverOptions: ContainerDriverOptions = {}
 
     async observe(ctx, slot, options) {
       return observeContainerSlot(ctx, slot, options);
+    },
+
+    async removeVolumes(ctx, options) {
+      const { engine } = engineFor(ctx);
+      const selector = { [labels.environment]: ctx.environment, [labels.component]: ctx.component };
+      const out = await engineOk(
+        engine,
+        ['volume', 'ls', ...labelFilters(selector), '--format', '{{.Name}}'],
+        { signal: options.signal },
+        'listing volumes',
+      );
+      const names = out
+        .split('\n')
+        .map((line) => line.trim())
+        .filter((line) => line !== '')
+        .sort();
+      if (names.length > 0) {
+        await engineOk(
+          engine,
+          ['volume', 'rm', '-f', ...names],
+          { signal: options.signal },
+          `removing volumes ${names.join(', ')}`,
+        );
+      }
+      return names;
     },
   };
 }

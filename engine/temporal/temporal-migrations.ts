@@ -293,8 +293,14 @@ export class TemporalMigrations {
    */
   async down(
     environment: string,
-    options: { fallbackBaseDir: string; log: (line: string) => void },
+    options: { fallbackBaseDir: string; log: (line: string) => void; volumes?: boolean },
   ): Promise<{ components: string[]; routes: string[] }> {
+    if (options.volumes) {
+      throw new CutoverError(
+        'NOT_SUPPORTED',
+        `topology down --volumes is not supported in Temporal mode yet; take ${environment} down without it, then remove its volumes with the engine (podman volume rm, label dev.cutover.environment=${environment})`,
+      );
+    }
     // Refused while a migration is in flight, even before its first commit (nothing to take down yet).
     if ((await this.inFlight(environment)) !== null) throw await this.conflict(environment);
     const layout = await this.currentLayout(environment);

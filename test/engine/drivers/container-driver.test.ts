@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +11,8 @@ import {
   type SlotInfo,
 } from '../../../engine/drivers/types.js';
 import { StateDir } from '../../../engine/store/state-dir.js';
+import { runCli } from '../../support/cli.js';
+import { freePort, killRunners } from '../../support/migrations.js';
 import { type PodmanFixture, podmanFixture } from '../../support/podman.js';
 
 let fx: PodmanFixture;
@@ -217,3 +219,112 @@ describe('container driver (real podman)', () => {
     await driver.retire(ctx, slot, call);
   }, 60_000);
 });
+
+describe('a migration of container components through the router (real podman, the CLI)', () => {
+  const e2e = () => `${fx.prefix}-e2e`;
+  let dir: string;
+  let file: string;
+  let listen: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'cutover-container-e2e-'));
+    file = path.join(dir, 'topology.yaml');
+    listen = `127.0.0.1:${await freePort()}`;
+    await fx.build('e2e', 'build-one');
+  }, 120_000);
+
+  afterAll(async () => {
+    killRunners(path.join(dir, '.cutover'));
+    await fx.cleanup([e2e()]);
+    await rm(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  const topology = (version: string) => `apiVersion: cutover/v1
+kind: Topology
+metadata: { name: ${e2e()} }
+drivers:
+  ctr: { type: container, engine: podman, runtime: runc, config: ${JSON.stringify(fx.config)}, stopTimeout: 2s }
+components:
+  web:
+    driver: ctr
+    version: "${version}"
+    image: ${fx.image('e2e')}
+    pull: never
+    replicas: 2
+    ports: [{ container: 8080 }]
+    env: { VERSION: "${version}" }
+    volumes: [data:/data]
+    health: { http: { path: /health }, interval: 100ms, deadline: 30s }
+routes:
+  public: { listen: "${listen}", to: web }
+`;
+
+  async function cli(args: string[]) {
+    const result = await runCli(args, { cwd: dir });
+    if (result.code !== 0)
+      throw new Error(`cutover ${args.join(' ')} exited ${result.code}: ${result.stderr}`);
+    return result;
+  }
+
+  const volumes = async () =>
+    (
+      await fx.podman([
+        'volume',
+        'ls',
+        '--filter',
+        `label=dev.cutover.environment=${e2e()}`,
+        '--format',
+        '{{.Name}}',
+      ])
+    ).stdout
+      .split('\n')
+      .filter((n) => n !== '')
+      .sort();
+
+  it('migrates, replaces the component when its tag moves to a new build, and down --volumes removes it all', async () => {
+    await writeFile(file, topology('1'));
+    await cli(['topology', 'migrate', '-f', file, '--yes']);
+    expect(await get(listen, '/version')).toBe('1 build-one');
+
+    // Same file, same tag, a new build behind it: a change the plan shows, with both image ids.
+    const rebuilt = await fx.build('e2e', 'build-two');
+    const plan = JSON.parse((await cli(['topology', 'plan', '-f', file, '--json'])).stdout) as {
+      resources: { name: string; change: string; changes: { path: string; after: string }[] }[];
+    };
+    const web = plan.resources.find((r) => r.name === 'web');
+    expect(web?.change).toBe('replace');
+    expect(web?.changes).toEqual([
+      expect.objectContaining({
+        path: 'image',
+        after: `${fx.image('e2e')} (${rebuilt.slice(0, 'sha256:'.length + 12)})`,
+      }),
+    ]);
+    await cli(['topology', 'migrate', '-f', file, '--yes']);
+    expect(await get(listen, '/version')).toBe('1 build-two');
+    // Blue was retired: only green's two replicas are left; the two slots' volumes stay until down --volumes.
+    expect((await containersOfEnvironment(e2e())).length).toBe(2);
+    expect(await volumes()).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(new RegExp(`^cutover-${e2e()}-web-mig_[0-9a-z]+-data$`)),
+      ]),
+    );
+    expect(await volumes()).toHaveLength(2);
+
+    const down = await cli(['topology', 'down', '-f', file, '--yes', '--volumes']);
+    expect(down.stdout).toBe(`${e2e()}: stopped 1 component and 1 route\n`);
+    expect(await containersOfEnvironment(e2e())).toEqual([]);
+    expect(await volumes()).toEqual([]);
+  }, 120_000);
+});
+
+async function containersOfEnvironment(env: string): Promise<string[]> {
+  const out = await fx.podman([
+    'ps',
+    '-a',
+    '--filter',
+    `label=dev.cutover.environment=${env}`,
+    '--format',
+    '{{.Names}}',
+  ]);
+  return out.stdout.split('\n').filter((n) => n !== '');
+}
