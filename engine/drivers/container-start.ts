@@ -48,6 +48,15 @@ const engineOwnVariables = new Set([
   'CONTAINER_HOST',
   'DOCKER_HOST',
   'DOCKER_CONFIG',
+  'SSH_AUTH_SOCK',
+  'LD_PRELOAD',
+  'LD_LIBRARY_PATH',
+  'HTTP_PROXY',
+  'HTTPS_PROXY',
+  'NO_PROXY',
+  'http_proxy',
+  'https_proxy',
+  'no_proxy',
 ]);
 
 export interface StartTarget {
