@@ -50,6 +50,12 @@ export function engineOf(driverName: string, spec: ContainerDriverSpec, baseDir:
   const runArgs: string[] = [];
   if (spec.config !== undefined) env.CONTAINERS_CONF = path.resolve(baseDir, spec.config);
   if (name === 'podman') {
+    // podman --url is podman-remote, which has no --runtime: the remote service runs its own.
+    if (spec.runtime !== undefined && spec.host !== undefined) {
+      throw new PermanentDriverError(
+        `driver ${driverName}: runtime ${spec.runtime} cannot be chosen for a remote podman (host ${spec.host}): the remote service uses its own runtime; set it in that machine's containers.conf ([engine] runtime) and leave drivers.${driverName}.runtime out`,
+      );
+    }
     if (spec.runtime !== undefined) globalArgs.push('--runtime', spec.runtime);
     if (spec.host !== undefined) globalArgs.push('--url', spec.host);
   } else {

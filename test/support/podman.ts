@@ -7,11 +7,13 @@
  * ("cgroups in hybrid mode not supported") → `runtime: runc`; podman's default ulimits need
  * CAP_SYS_RESOURCE → a containers.conf of the test's own with `default_ulimits = []` (`config:`).
  */
-import { execFile } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export const busyboxPath = '/bin/busybox';
 
@@ -41,6 +43,11 @@ export interface PodmanFixture {
   image(tag: string): string;
   /** `podman` with the fixture's runtime and config. */
   podman(args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
+  /**
+   * Serves this Podman's API on a unix socket in the fixture's directory (`podman system service`),
+   * for the docker CLI: the driver's `engine: docker` with `host: unix://…`. Stopped by cleanup.
+   */
+  dockerSocket(): Promise<string>;
   /** Removes this run's containers (by the environments' labels), volumes and images; then the dir. */
   cleanup(environments: string[]): Promise<void>;
 }
@@ -79,6 +86,7 @@ export async function podmanFixture(): Promise<PodmanFixture> {
       );
     });
   const image = (tag: string) => `localhost/${prefix}-app:${tag}`;
+  const services: ChildProcess[] = [];
   return {
     prefix,
     dir,
@@ -95,6 +103,25 @@ export async function podmanFixture(): Promise<PodmanFixture> {
       ids.add(id.stdout.trim());
       return `sha256:${id.stdout.trim()}`;
     },
+    async dockerSocket() {
+      const socket = path.join(dir, 'podman.sock');
+      const service = spawn(
+        'podman',
+        ['--runtime', 'runc', 'system', 'service', '--time=0', `unix://${socket}`],
+        {
+          env: { ...process.env, CONTAINERS_CONF: config },
+          stdio: 'ignore',
+        },
+      );
+      services.push(service);
+      const deadline = Date.now() + 20_000;
+      while (!existsSync(socket)) {
+        if (Date.now() > deadline || service.exitCode !== null)
+          throw new Error('podman system service did not start');
+        await sleep(20);
+      }
+      return socket;
+    },
     async cleanup(environments) {
       for (const environment of environments) {
         const filter = ['--filter', `label=dev.cutover.environment=${environment}`];
@@ -110,6 +137,12 @@ export async function podmanFixture(): Promise<PodmanFixture> {
       // Images by name, then by the ids this run built (a rebuilt tag leaves its earlier image untagged).
       for (const name of images) await podman(['rmi', '-f', name]);
       for (const id of ids) await podman(['rmi', '-f', id]);
+      for (const service of services) {
+        if (service.exitCode !== null) continue;
+        const gone = new Promise((resolve) => service.once('exit', resolve));
+        service.kill('SIGTERM');
+        await gone;
+      }
       await rm(dir, { recursive: true, force: true });
     },
   };

@@ -212,6 +212,34 @@ describe('container driver (real podman)', () => {
     }
   });
 
+  it('drives the docker CLI too, against a remote engine given as host (the API socket of this podman)', async () => {
+    const socket = await fx.dockerSocket();
+    const ctx = context(spec({ replicas: 2 }), 'mig_docker');
+    ctx.driver = { type: 'container', engine: 'docker', host: `unix://${socket}`, stopTimeout: 2_000 };
+    const slot = await driver.provision(ctx, 'green', call);
+    expect(slot.details).toMatchObject({ engine: 'docker' });
+    expect(await getWhenUp(slot.addresses[1] as string, '/version')).toBe('1.0.0 build-one');
+    expect((await containersOf('mig_docker')).map((c) => c.name)).toEqual([
+      `cutover-${environment()}-web-mig_docker-0`,
+      `cutover-${environment()}-web-mig_docker-1`,
+    ]);
+    expect((await driver.observe?.(ctx, slot, call))?.map((r) => r.state)).toEqual(['running', 'running']);
+    await driver.retire(ctx, slot, call);
+    expect(await containersOf('mig_docker')).toEqual([]);
+
+    // podman itself as a remote client (podman --url): the service's runtime applies, none may be chosen.
+    const remote = context(spec(), 'mig_remote');
+    remote.driver = { type: 'container', engine: 'podman', host: `unix://${socket}`, stopTimeout: 2_000 };
+    const served = await driver.provision(remote, 'green', call);
+    expect(await getWhenUp(served.addresses[0] as string, '/version')).toBe('1.0.0 build-one');
+    await driver.retire(remote, served, call);
+    expect(await containersOf('mig_remote')).toEqual([]);
+    remote.driver = { ...remote.driver, runtime: 'runc' };
+    await expect(driver.provision(remote, 'green', call)).rejects.toThrow(
+      `driver ctr: runtime runc cannot be chosen for a remote podman (host unix://${socket}): the remote service uses its own runtime; set it in that machine's containers.conf ([engine] runtime) and leave drivers.ctr.runtime out`,
+    );
+  }, 60_000);
+
   it('on the host network gives the container its host port in PORT', async () => {
     const ctx = context(spec({ network: 'host' }), 'mig_host');
     const slot: SlotInfo = await driver.provision(ctx, 'green', call);
