@@ -240,6 +240,23 @@ describe('container driver (real podman)', () => {
     );
   }, 60_000);
 
+  it("passes env (secrets' values) to the container without putting them on the engine's command line", async () => {
+    const ctx = context(spec({ env: { VERSION: { secret: 'WEB_VERSION' } } }), 'mig_secret');
+    ctx.env = { VERSION: 'v-from-secret-77' };
+    const slot = await driver.provision(ctx, 'green', call);
+    expect(await getWhenUp(slot.addresses[0] as string, '/version')).toBe('v-from-secret-77 build-one');
+    // podman records the command that created a container (inspect .Config.CreateCommand): no value there.
+    const created = await fx.podman([
+      'inspect',
+      '--format',
+      '{{.Config.CreateCommand}}',
+      `cutover-${environment()}-web-mig_secret-0`,
+    ]);
+    expect(created.stdout).toContain('--env VERSION ');
+    expect(created.stdout).not.toContain('v-from-secret-77');
+    await driver.retire(ctx, slot, call);
+  }, 60_000);
+
   it('on the host network gives the container its host port in PORT', async () => {
     const ctx = context(spec({ network: 'host' }), 'mig_host');
     const slot: SlotInfo = await driver.provision(ctx, 'green', call);
@@ -313,6 +330,16 @@ routes:
     await writeFile(file, topology('1'));
     await cli(['topology', 'migrate', '-f', file, '--yes']);
     expect(await get(listen, '/version')).toBe('1 build-one');
+
+    // A replica removed by hand is drift, seen by the plan through the containers' labels.
+    const [first] = await containersOfEnvironment(e2e());
+    expect((await fx.podman(['rm', '-f', '-t', '0', first as string])).code).toBe(0);
+    const drifted = JSON.parse((await cli(['topology', 'plan', '-f', file, '--json'])).stdout) as {
+      drift?: { name: string; reason: string }[];
+    };
+    expect(drifted.drift).toEqual([
+      { kind: 'component', name: 'web', reason: '1 of 2 replicas not running' },
+    ]);
 
     // Same file, same tag, a new build behind it: a change the plan shows, with both image ids.
     const rebuilt = await fx.build('e2e', 'build-two');
