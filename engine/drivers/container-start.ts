@@ -15,6 +15,7 @@ import {
   containerName,
   inspectContainers,
   labels,
+  stopTimeoutMsOf,
   volumeName,
 } from './container-names.js';
 import { freePorts } from './process-start.js';
@@ -257,7 +258,7 @@ function runArgs(ctx: ComponentCallContext, target: StartTarget, r: ReplicaRun):
   if (spec.resources?.memory !== undefined) args.push('--memory', spec.resources.memory);
   if (spec.user !== undefined) args.push('--user', spec.user);
   args.push(...r.volumeArgs);
-  const stopSeconds = Math.ceil((spec.stopTimeout ?? target.driver.stopTimeout) / 1000);
+  const stopSeconds = Math.ceil(stopTimeoutMsOf(ctx, target.driver) / 1000);
   args.push('--stop-timeout', String(stopSeconds));
   args.push(r.imageId, ...(spec.command ?? []));
   return args;
