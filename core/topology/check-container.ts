@@ -67,3 +67,26 @@ export function checkContainerFields(
   }
   return problems;
 }
+
+/**
+ * A container driver's settings that cannot go together: podman-remote (`host`) has no
+ * `--runtime`, and `config` is podman's containers.conf, which docker does not read.
+ */
+export function checkContainerDriver(name: string, driver: DriverFile): PathProblem[] {
+  if (driver.type !== 'container') return [];
+  const problems: PathProblem[] = [];
+  if (driver.engine === 'podman' && driver.host !== undefined && driver.runtime !== undefined) {
+    problems.push({
+      path: ['drivers', name, 'runtime'],
+      message:
+        "cannot be chosen for a remote podman (host): the remote service uses its own runtime; set it in that machine's containers.conf and leave runtime out",
+    });
+  }
+  if (driver.engine === 'docker' && driver.config !== undefined) {
+    problems.push({
+      path: ['drivers', name, 'config'],
+      message: "is podman's containers.conf, which docker does not read; leave it out, or use engine: podman",
+    });
+  }
+  return problems;
+}

@@ -1,6 +1,6 @@
 import { maxPort, minPort, splitHostPort } from '../host-port.js';
 import { has, own } from '../records.js';
-import { checkContainerFields } from './check-container.js';
+import { checkContainerDriver, checkContainerFields } from './check-container.js';
 import { checkHooks } from './check-hooks.js';
 import type { PathProblem } from './diagnostic.js';
 import { parseDuration } from './duration.js';
@@ -20,6 +20,7 @@ export function checkTopology(file: TopologyFile): PathProblem[] {
   const edges = new Map<string, string[]>();
   walkComponents(file, problems, durationProblems, edges);
   checkRoutes(file, problems);
+  forEachEntry(file.drivers, (name, driver) => problems.push(...checkContainerDriver(name, driver)));
   checkCycles(edges, problems);
   checkDurations(file, problems, durationProblems);
   problems.push(...checkHooks(file.strategy?.hooks));

@@ -17,7 +17,6 @@ ${web}
 `;
 
 const fullDriver = `    type: container
-    engine: podman
     host: ssh://deploy@10.0.0.5
     runtime: runc
     config: ./containers.conf
@@ -49,7 +48,6 @@ describe('container driver fields', () => {
     const model = result.topology;
     expect(model.drivers.ctr).toEqual({
       config: './containers.conf',
-      engine: 'podman',
       host: 'ssh://deploy@10.0.0.5',
       network: 'host',
       runtime: 'runc',
@@ -118,5 +116,21 @@ describe('container driver fields', () => {
         '    driver: ctr\n    version: "1"\n    image: web:1',
       )[0],
     ).toMatch(/^8 drivers\.ctr\.engine: must be one of: podman, docker$/);
+    expect(
+      problems(
+        '    type: container\n    engine: docker\n    config: ./c.conf',
+        '    driver: ctr\n    version: "1"\n    image: web:1',
+      ),
+    ).toEqual([
+      "9 drivers.ctr.config: is podman's containers.conf, which docker does not read; leave it out, or use engine: podman",
+    ]);
+    expect(
+      problems(
+        '    type: container\n    engine: podman\n    host: ssh://a@b\n    runtime: runc',
+        '    driver: ctr\n    version: "1"\n    image: web:1',
+      ),
+    ).toEqual([
+      "10 drivers.ctr.runtime: cannot be chosen for a remote podman (host): the remote service uses its own runtime; set it in that machine's containers.conf and leave runtime out",
+    ]);
   });
 });
