@@ -39,6 +39,11 @@ export interface SlotInfo {
    * recorded at its provision: how the next plan tells that a secret changed without its value.
    */
   secretDigests?: Record<string, string>;
+  /**
+   * The image the slot runs (`sha256:<hex>`), for a container component: what its tag named at
+   * provision, so the next plan sees a tag moved to another image as a change.
+   */
+  imageId?: string;
 }
 
 export type Slot = 'blue' | 'green';

@@ -11,6 +11,7 @@ import type { Plan } from '../core/plan/types.js';
 import type { Diagnostic } from '../core/topology/diagnostic.js';
 import { type LoadResult, loadTopology } from '../core/topology/load-topology.js';
 import type { Topology } from '../core/topology/types.js';
+import { imageDigestsFor } from './drivers/container-images.js';
 import { observeLayout } from './observe/observe-layout.js';
 import { planSecrets } from './secrets/resolve-secrets.js';
 import { checkReplace } from './services/migration-common.js';
@@ -129,7 +130,12 @@ export async function planTopologyText(
   if (against.kind === 'recorded') {
     const layout = await readCurrentLayout(against.stateDir, model.metadata.name);
     const secrets = await planSecrets(model, against.stateDir, baseDirOf(desired.file));
-    const known = { ...replace, ...(secrets === undefined ? {} : { secrets }) };
+    const images = await imageDigestsFor(model, baseDirOf(desired.file));
+    const known = {
+      ...replace,
+      ...(secrets === undefined ? {} : { secrets }),
+      ...(images === undefined ? {} : { images }),
+    };
     if (options.refresh === false) return buildPlan(layout, model, known);
     const observed = await observeEnvironmentLayout(against.stateDir, layout, baseDirOf(desired.file));
     return buildPlan(layout, model, { ...known, observed });
@@ -140,7 +146,12 @@ export async function planTopologyText(
     const secrets = against.stateDir
       ? await planSecrets(model, against.stateDir, baseDirOf(desired.file))
       : undefined;
-    const known = { ...replace, ...(secrets === undefined ? {} : { secrets }) };
+    const images = await imageDigestsFor(model, baseDirOf(desired.file));
+    const known = {
+      ...replace,
+      ...(secrets === undefined ? {} : { secrets }),
+      ...(images === undefined ? {} : { images }),
+    };
     if (options.refresh === false || !against.observe) return buildPlan(layout, model, known);
     const observed = await against.observe(layout, baseDirOf(desired.file));
     return buildPlan(layout, model, { ...known, observed });

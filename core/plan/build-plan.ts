@@ -52,7 +52,10 @@ export function buildPlan(current: CurrentLayout, desired: Topology, inputs: Pla
   }
   const drift = findDrift(inputs.observed);
   const forced = forcedBy(drift, inputs, current, desired);
-  const secrets = current.slots || inputs.secrets ? { slots: current.slots, digests: inputs.secrets } : {};
+  const secrets =
+    current.slots || inputs.secrets || inputs.images
+      ? { slots: current.slots, digests: inputs.secrets, images: inputs.images }
+      : {};
   const c = classify(current.topology, desired, forced, secrets);
   const actions = withEdges(
     [...buildUpActions(c), ...cutoverActions(c), ...teardownActions(c, current.topology)],

@@ -4,6 +4,7 @@ import { secretRefsOf } from '../topology/secret-refs.js';
 import type { Component, Route, Topology } from '../topology/types.js';
 import { byDepth, dependencyDepths } from './dependency-order.js';
 import { deepEqual, describeChange, diffValues } from './diff-values.js';
+import { type ImageDigests, imageChange, spliceChange } from './image-changes.js';
 import { envChanges, type SecretDigests, spliceEnvChanges } from './secret-changes.js';
 import type { Change } from './types.js';
 
@@ -67,6 +68,8 @@ const nothingForced: Forced = { components: new Map(), routes: new Map() };
 export interface SecretEvidence {
   slots?: Readonly<Record<string, SlotInfo>>;
   digests?: SecretDigests;
+  /** The images container components' tags name now, compared with the slots' `imageId`. */
+  images?: ImageDigests;
 }
 
 export function classify(
@@ -92,11 +95,14 @@ export function classify(
       continue;
     }
     usedDrivers.add(old.driver);
-    const recorded = own(secrets.slots ?? {}, name)?.secretDigests;
-    const changes = componentChanges(current as Topology, desired, old, component, driverChanged, {
+    const liveSlot = own(secrets.slots ?? {}, name);
+    const recorded = liveSlot?.secretDigests;
+    let changes = componentChanges(current as Topology, desired, old, component, driverChanged, {
       recorded,
       digests: secrets.digests,
     });
+    const image = imageChange(old, component, liveSlot?.imageId, own(secrets.images ?? {}, name));
+    if (image) changes = spliceChange(changes, image);
     const replacedDeps: string[] = [];
     for (const dep of component.dependsOn) {
       const f = components.get(dep)?.fate;

@@ -1,5 +1,6 @@
 import { assertNever } from '../errors.js';
 import type { ObservedComponent, ObservedLayout, ObservedRoute } from '../observed.js';
+import type { ImageDigests } from './image-changes.js';
 import type { SecretDigests } from './secret-changes.js';
 import type { Drift } from './types.js';
 
@@ -14,6 +15,8 @@ export interface PlanInputs {
    * be seen, and only changes of the file count.
    */
   secrets?: SecretDigests;
+  /** The image each container component's tag names now (see ImageDigests); absent: not compared. */
+  images?: ImageDigests;
 }
 
 /** The reason a component is replaced when the operator asked for it and nothing else changed. */

@@ -1,5 +1,6 @@
 import { maxPort, minPort, splitHostPort } from '../host-port.js';
 import { has, own } from '../records.js';
+import { checkContainerDriver, checkContainerFields } from './check-container.js';
 import { checkHooks } from './check-hooks.js';
 import type { PathProblem } from './diagnostic.js';
 import { parseDuration } from './duration.js';
@@ -19,6 +20,7 @@ export function checkTopology(file: TopologyFile): PathProblem[] {
   const edges = new Map<string, string[]>();
   walkComponents(file, problems, durationProblems, edges);
   checkRoutes(file, problems);
+  forEachEntry(file.drivers, (name, driver) => problems.push(...checkContainerDriver(name, driver)));
   checkCycles(edges, problems);
   checkDurations(file, problems, durationProblems);
   problems.push(...checkHooks(file.strategy?.hooks));
@@ -45,6 +47,7 @@ function checkDurations(file: TopologyFile, problems: PathProblem[], componentPr
   forEachEntry(file.drivers, (name, d) => {
     if (d.type === 'process') check(d.stopTimeout, () => ['drivers', name, 'stopTimeout']);
     if (d.type === 'exec') check(d.timeout, () => ['drivers', name, 'timeout']);
+    if (d.type === 'container') check(d.stopTimeout, () => ['drivers', name, 'stopTimeout']);
   });
   for (const p of componentProblems) problems.push(p);
   forEachEntry(file.routes, (name, r) => check(r.drain?.timeout, () => ['routes', name, 'drain', 'timeout']));
@@ -65,6 +68,9 @@ function componentDurations(name: string, c: ComponentFile, out: PathProblem[]):
         });
       }
     }
+  }
+  if (isTooLong(c.stopTimeout)) {
+    out.push({ path: ['components', name, 'stopTimeout'], message: 'is too long: at most 8760h (a year)' });
   }
   const replicate = c.replicate;
   if (replicate !== undefined && replicate !== null) {
@@ -130,10 +136,10 @@ function checkComponent(
       path: ['components', name, 'driver'],
       message: unknownName('driver', component.driver, Object.keys(drivers)),
     });
-  } else if (driver.type !== 'process' && driver.type !== 'exec') {
+  } else if (driver.type !== 'process' && driver.type !== 'exec' && driver.type !== 'container') {
     problems.push({
       path: ['components', name, 'driver'],
-      message: `driver "${component.driver}" is of type ${driver.type}; components need a process or exec driver`,
+      message: `driver "${component.driver}" is of type ${driver.type}; components need a process, exec or container driver`,
     });
   } else if (driver.type === 'process' && !component.run) {
     problems.push({
@@ -141,6 +147,7 @@ function checkComponent(
       message: 'is required for a component on a process driver',
     });
   }
+  if (driver) problems.push(...checkContainerFields(name, component, driver.type));
   const dependsOn = component.dependsOn ?? [];
   // Not a list: the rest of this entry is left unchecked, as `dependsOn.forEach` throwing left it.
   if (!Array.isArray(dependsOn)) throw new TypeError('dependsOn is not a list');

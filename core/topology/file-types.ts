@@ -29,6 +29,15 @@ export type NotifyTargetFile =
 export type DriverFile =
   | { type: 'process'; stopTimeout?: string }
   | { type: 'exec'; dir: string; timeout?: string }
+  | {
+      type: 'container';
+      engine?: 'podman' | 'docker';
+      host?: string;
+      runtime?: string;
+      config?: string;
+      network?: string;
+      stopTimeout?: string;
+    }
   | { type: 'router' }
   | { type: 'nginx'; configFile: string; reload?: string[] };
 
@@ -36,6 +45,15 @@ export interface ComponentFile {
   driver: string;
   version: string;
   run?: { command: string[]; cwd?: string };
+  image?: string;
+  command?: string[];
+  ports?: { container: number; host?: number }[];
+  volumes?: string[];
+  resources?: { cpus?: number; memory?: string };
+  user?: string;
+  network?: string;
+  pull?: 'never' | 'missing' | 'always';
+  stopTimeout?: string;
   env?: Record<string, string | { secret: string }>;
   replicas?: number;
   placement?: { labels?: Record<string, string> };

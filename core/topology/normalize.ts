@@ -13,6 +13,7 @@ import type {
 import { normalizeHooks } from './normalize-hooks.js';
 import type {
   Component,
+  ContainerDriverSpec,
   DriverSpec,
   EnvValue,
   Health,
@@ -65,6 +66,17 @@ function normalizeDriver(driver: DriverFile): DriverSpec {
       return { stopTimeout: duration(driver.stopTimeout, defaults.processStopTimeoutMs), type: 'process' };
     case 'exec':
       return { dir: driver.dir, timeout: duration(driver.timeout, defaults.execTimeoutMs), type: 'exec' };
+    case 'container': {
+      const out = {} as ContainerDriverSpec;
+      if (driver.config !== undefined) out.config = driver.config;
+      if (driver.engine !== undefined) out.engine = driver.engine;
+      if (driver.host !== undefined) out.host = driver.host;
+      if (driver.network !== undefined) out.network = driver.network;
+      if (driver.runtime !== undefined) out.runtime = driver.runtime;
+      out.stopTimeout = duration(driver.stopTimeout, defaults.containerStopTimeoutMs);
+      out.type = 'container';
+      return out;
+    }
     case 'router':
       return { type: 'router' };
     case 'nginx':
@@ -82,22 +94,40 @@ function normalizeDriver(driver: DriverFile): DriverSpec {
 function normalizeComponent(c: ComponentFile): Component {
   const stateful = c.stateful ?? false;
   const out = {} as Component;
+  if (c.command) out.command = [...c.command];
   const dependsOn = c.dependsOn;
   out.dependsOn =
     dependsOn === undefined ? [] : dependsOn.length > 1 ? [...dependsOn].sort() : [...dependsOn];
   out.driver = c.driver;
   out.env = normalizeEnv(c.env ?? {});
   if (c.health) out.health = normalizeHealth(c.health);
+  if (c.image !== undefined) out.image = c.image;
+  if (c.network !== undefined) out.network = c.network;
   out.placement = { labels: sortedRecord(c.placement?.labels ?? {}) };
+  // Ports keep the file's order: the first one serves the component's traffic.
+  if (c.ports)
+    out.ports = c.ports.map((p) =>
+      p.host !== undefined ? { container: p.container, host: p.host } : { container: p.container },
+    );
+  if (c.image !== undefined) out.pull = c.pull ?? defaults.imagePull;
   out.replicas = c.replicas ?? defaults.replicas;
   if (c.replicate || stateful) out.replicate = normalizeReplicate(c.replicate ?? {});
+  if (c.resources) {
+    const resources: NonNullable<Component['resources']> = {};
+    if (c.resources.cpus !== undefined) resources.cpus = c.resources.cpus;
+    if (c.resources.memory !== undefined) resources.memory = c.resources.memory;
+    out.resources = resources;
+  }
   if (c.run)
     out.run =
       c.run.cwd !== undefined
         ? { command: [...c.run.command], cwd: c.run.cwd }
         : { command: [...c.run.command] };
   out.stateful = stateful;
+  if (c.stopTimeout !== undefined) out.stopTimeout = duration(c.stopTimeout, 0);
+  if (c.user !== undefined) out.user = c.user;
   out.version = c.version;
+  if (c.volumes) out.volumes = [...c.volumes];
   return out;
 }
 

@@ -63,6 +63,10 @@ function driverFile(driver: DriverSpec): DriverFile {
       return { type: 'process', stopTimeout: formatDuration(driver.stopTimeout) };
     case 'exec':
       return { type: 'exec', dir: driver.dir, timeout: formatDuration(driver.timeout) };
+    case 'container': {
+      const { stopTimeout, ...rest } = driver;
+      return { ...rest, stopTimeout: formatDuration(stopTimeout) };
+    }
     case 'router':
       return { type: 'router' };
     case 'nginx':
@@ -81,6 +85,15 @@ function componentFile(c: Component): ComponentFile {
     stateful: c.stateful,
   };
   if (c.run) out.run = c.run;
+  if (c.image !== undefined) out.image = c.image;
+  if (c.command) out.command = c.command;
+  if (c.ports) out.ports = c.ports;
+  if (c.volumes) out.volumes = c.volumes;
+  if (c.resources) out.resources = c.resources;
+  if (c.user !== undefined) out.user = c.user;
+  if (c.network !== undefined) out.network = c.network;
+  if (c.pull !== undefined) out.pull = c.pull;
+  if (c.stopTimeout !== undefined) out.stopTimeout = formatDuration(c.stopTimeout);
   if (c.health) out.health = healthFile(c.health);
   if (c.replicate) {
     const r = c.replicate;

@@ -33,16 +33,63 @@ export type DriverType = DriverSpec['type'];
 export type DriverSpec =
   | { type: 'process'; stopTimeout: DurationMs }
   | { type: 'exec'; dir: string; timeout: DurationMs }
+  | ContainerDriverSpec
   | { type: 'router' }
   | { type: 'nginx'; configFile: string; reload: string[] };
 
-export type ComponentDriverType = 'process' | 'exec';
+export type ComponentDriverType = 'process' | 'exec' | 'container';
+
+/**
+ * A container engine's settings (engine/drivers/container-*.ts). Fields in alphabetical order (see
+ * normalize.ts); optional ones are kept only when set. `engine` absent: chosen where the runner runs
+ * (podman if on the PATH, else docker), never in the model, which must not depend on the machine.
+ */
+export interface ContainerDriverSpec {
+  /** A containers.conf (podman's CONTAINERS_CONF), relative to the topology file. */
+  config?: string;
+  engine?: 'podman' | 'docker';
+  /** A remote engine: ssh://, tcp:// or unix:// (CONTAINER_HOST / DOCKER_HOST). */
+  host?: string;
+  /** The network of components that name none; absent: the engine's default. */
+  network?: string;
+  /** The OCI runtime (podman --runtime). */
+  runtime?: string;
+  stopTimeout: DurationMs;
+  type: 'container';
+}
+
+export type ImagePull = 'never' | 'missing' | 'always';
+
+/** A published port: `container` inside, `host` on 127.0.0.1 when fixed (else free, per replica). */
+export interface ContainerPort {
+  container: number;
+  host?: number;
+}
+
+export interface ContainerResources {
+  cpus?: number;
+  memory?: string;
+}
 export type RouteDriverType = 'router' | 'nginx';
 
 export interface Component {
   driver: string;
   version: string;
   run?: { command: string[]; cwd?: string };
+  // Container driver fields (absent on other drivers, so their models and plans stay as they were).
+  /** Image tag or `name@sha256:` digest. */
+  image?: string;
+  /** argv replacing the image's command. */
+  command?: string[];
+  ports?: ContainerPort[];
+  /** `source:/path[:ro|rw]`: a host directory (starts with / or .) or a volume of the slot. */
+  volumes?: string[];
+  resources?: ContainerResources;
+  user?: string;
+  network?: string;
+  /** Set (default `missing`) on every component with an image. */
+  pull?: ImagePull;
+  stopTimeout?: DurationMs;
   env: Record<string, EnvValue>;
   replicas: number;
   placement: { labels: Record<string, string> };
@@ -130,6 +177,8 @@ export type NotifyTarget =
 export const defaults = {
   replicas: 1,
   processStopTimeoutMs: 10_000,
+  containerStopTimeoutMs: 10_000,
+  imagePull: 'missing',
   execTimeoutMs: 300_000,
   nginxReload: ['nginx', '-s', 'reload'],
   healthIntervalMs: 1_000,

@@ -1,5 +1,5 @@
 import { own } from '../../core/records.js';
-import type { Topology } from '../../core/topology/types.js';
+import type { ComponentDriverType, Topology } from '../../core/topology/types.js';
 import {
   type ComponentCallContext,
   type ComponentDriver,
@@ -9,14 +9,14 @@ import {
 
 /** The drivers a runner uses, by driver type. Injected, so tests and Temporal activities share them. */
 export interface DriverSet {
-  component: Partial<Record<'process' | 'exec', ComponentDriver>>;
+  component: Partial<Record<ComponentDriverType, ComponentDriver>>;
   route: Partial<Record<'router' | 'nginx', RouteDriver>>;
 }
 
 /** The driver of a component, or a permanent error saying why there is none. */
 export function componentDriverFor(drivers: DriverSet, ctx: ComponentCallContext): ComponentDriver {
   const type = ctx.driver.type;
-  if (type !== 'process' && type !== 'exec')
+  if (type !== 'process' && type !== 'exec' && type !== 'container')
     throw new PermanentDriverError(`driver ${ctx.spec.driver} (${type}) cannot run components`);
   const driver = drivers.component[type];
   if (!driver)

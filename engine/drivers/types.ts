@@ -65,6 +65,11 @@ export interface ComponentDriver {
    * Absent, or a replica it cannot judge: `unknown`, which is never drift.
    */
   observe?(ctx: ComponentCallContext, slot: SlotInfo, options: DriverCallOptions): Promise<ObservedReplica[]>;
+  /**
+   * Removes the volumes the driver made for the component in the environment, every slot's, and
+   * returns their names (`topology down --volumes`). Idempotent. Absent: the driver has no volumes.
+   */
+  removeVolumes?(ctx: ComponentCallContext, options: DriverCallOptions): Promise<string[]>;
 }
 
 /** The traffic of one route: its settings and how it splits between the slots of its component. */

@@ -8,7 +8,12 @@ import type { CurrentLayout } from '../../core/layout.js';
 import { own } from '../../core/records.js';
 import { componentDriverFor, type DriverSet, routeDriverFor } from '../drivers/driver-set.js';
 import { stopRouterIfIdle } from '../drivers/router-driver.js';
-import type { ComponentCallContext, DriverCallOptions, RouteCallContext } from '../drivers/types.js';
+import type {
+  ComponentCallContext,
+  ComponentDriver,
+  DriverCallOptions,
+  RouteCallContext,
+} from '../drivers/types.js';
 import { type ActiveClaim, downClaimId, readClaim, releaseEnvironment } from '../runner/active-claim.js';
 import { resolveComponentEnv } from '../secrets/resolve-secrets.js';
 import { secretSource } from '../secrets/secret-source.js';
@@ -16,6 +21,7 @@ import { keptLayouts, readCurrentLayout, recordEmptyLayout } from '../store/layo
 import type { StateDir } from '../store/state-dir.js';
 import { isFinished } from './migration-records.js';
 import { conflictError, holdEnvironment } from './migrations.js';
+import type { DownOptions } from './service-types.js';
 
 export type { DownPart };
 
@@ -29,7 +35,7 @@ export async function takeDown(
   stateDir: StateDir,
   environment: string,
   drivers: DriverSet,
-  options: { fallbackBaseDir: string; log: (line: string) => void },
+  options: DownOptions,
 ): Promise<DownResult> {
   // A first migration in flight is named before "never migrated"; an unknown environment is refused
   // before anything is claimed (a claim would make its directory).
@@ -67,7 +73,7 @@ async function takeDownClaimed(
   stateDir: StateDir,
   environment: string,
   drivers: DriverSet,
-  options: { fallbackBaseDir: string; log: (line: string) => void },
+  options: DownOptions,
 ): Promise<DownResult> {
   // Refused before anything stops, rather than ignored when the empty layout is recorded.
   const keep = keptLayouts();
@@ -75,12 +81,22 @@ async function takeDownClaimed(
   refuseUnknownEnvironment(layout, stateDir.root);
   const parts = downParts(layout);
   if (!layout.topology) return { before: layout, components: [], routes: [] };
+  const withVolumes = options.volumes ? volumeOwners(layout, drivers, options.fallbackBaseDir, stateDir) : [];
   const call = { signal: new AbortController().signal, log: options.log };
   for (const part of parts.order) {
     try {
       await takeDownPart({ stateDir, layout, part, drivers, fallbackBaseDir: options.fallbackBaseDir, call });
     } catch (error) {
       throw downFailed(environment, part, error);
+    }
+  }
+  // Before the empty layout is recorded: a down that failed here is run again and finds them.
+  for (const { ctx, driver } of withVolumes) {
+    try {
+      const removed = await driver.removeVolumes?.(ctx, call);
+      if (removed && removed.length > 0) options.log(`removed volumes ${removed.join(', ')}`);
+    } catch (error) {
+      throw downFailed(environment, { component: ctx.component }, error);
     }
   }
   await recordEmptyLayout(stateDir, layout, keep);
@@ -131,4 +147,45 @@ export async function takeDownPart(request: {
   if (resolved) ctx.env = resolved.env;
   await componentDriverFor(drivers, ctx).retire(ctx, slot, call);
   call.log(`component ${name} stopped`);
+}
+
+/**
+ * `--volumes`: the components whose drivers keep volumes, each with the context to remove them.
+ * Refused before anything stops when no component of the environment has such a driver, rather
+ * than reporting a take-down that removed none.
+ */
+function volumeOwners(
+  layout: CurrentLayout,
+  drivers: DriverSet,
+  fallbackBaseDir: string,
+  stateDir: StateDir,
+): { ctx: ComponentCallContext; driver: ComponentDriver }[] {
+  const topology = layout.topology;
+  if (!topology) return [];
+  const owners: { ctx: ComponentCallContext; driver: ComponentDriver }[] = [];
+  const types = new Set<string>();
+  for (const name of Object.keys(topology.components).sort()) {
+    const spec = own(topology.components, name);
+    const driverSpec = spec ? own(topology.drivers, spec.driver) : undefined;
+    if (!spec || !driverSpec) continue;
+    types.add(driverSpec.type);
+    const ctx: ComponentCallContext = {
+      environment: layout.environment,
+      migrationId: 'down',
+      component: name,
+      spec,
+      driver: driverSpec,
+      baseDir: layout.baseDir ?? fallbackBaseDir,
+      stateDir,
+    };
+    const driver = componentDriverFor(drivers, ctx);
+    if (driver.removeVolumes) owners.push({ ctx, driver });
+  }
+  if (owners.length === 0) {
+    throw new CutoverError(
+      'USAGE',
+      `--volumes: environment ${layout.environment} has no component on a driver with volumes (its drivers: ${[...types].sort().join(', ')}); only container drivers keep volumes: run topology down without --volumes`,
+    );
+  }
+  return owners;
 }

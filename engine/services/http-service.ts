@@ -265,7 +265,8 @@ export function httpService(url: string, token: string | undefined): MigrationSe
       return (await remote.json<{ items: EnvironmentSummary[] }>('GET', '/v1/environments')).body.items;
     },
     // The server logs the take-down's lines itself.
-    async down(environment) {
+    async down(environment, options) {
+      if (options.volumes) throw notHere('topology down --volumes');
       return (
         await remote.json<{ components: string[]; routes: string[] }>(
           'POST',

@@ -64,6 +64,7 @@ export async function pinError(
   const replace = {
     ...(inputs.replace === undefined ? {} : { replace: inputs.replace }),
     ...(inputs.secrets === undefined ? {} : { secrets: inputs.secrets }),
+    ...(inputs.images === undefined ? {} : { images: inputs.images }),
   };
   // The newest earlier layout no longer kept (only the last few are): a stale plan may be one of those.
   let gone = 0;

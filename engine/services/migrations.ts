@@ -17,6 +17,7 @@ import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
 import { isEmptyPlan } from '../../core/plan/types.js';
 import { osUserName } from '../../platform/os-user.js';
 import { cutoverCliPath } from '../../platform/package-path.js';
+import { imageDigestsFor } from '../drivers/container-images.js';
 import {
   type ActiveClaim,
   claimEnvironment,
@@ -111,10 +112,12 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
     const { observeEnvironmentLayout } = await import('../api.js');
     const baseDir = request.baseDir ?? path.dirname(path.resolve(request.file));
     const secrets = await planSecrets(desired, stateDir, baseDir);
+    const images = await imageDigestsFor(desired, baseDir);
     const inputs = {
       observed: await observeEnvironmentLayout(stateDir, base, baseDir),
       ...(request.replace === undefined ? {} : { replace: request.replace }),
       ...(secrets === undefined ? {} : { secrets }),
+      ...(images === undefined ? {} : { images }),
     };
     const plan = buildPlan(base, desired, inputs);
     if (request.planId !== undefined && request.planId !== plan.planId) {

@@ -237,6 +237,8 @@ export interface DownOptions {
   /** Where relative paths resolve when the layout records no directory (the topology file's). */
   fallbackBaseDir: string;
   log: (line: string) => void;
+  /** Remove the volumes drivers made for the components too (`--volumes`); else they are kept. */
+  volumes?: boolean;
 }
 
 /**

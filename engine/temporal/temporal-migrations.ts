@@ -34,6 +34,7 @@ import { buildPlan } from '../../core/plan/build-plan.js';
 import { loadTopology } from '../../core/topology/load-topology.js';
 import { osUserName } from '../../platform/os-user.js';
 import { TopologyInvalidError } from '../api.js';
+import { imageDigestsFor } from '../drivers/container-images.js';
 import { planSecrets } from '../secrets/resolve-secrets.js';
 import {
   auditOf,
@@ -217,10 +218,12 @@ export class TemporalMigrations {
     const secrets = request.secretsFrom
       ? await planSecrets(desired, request.secretsFrom, request.baseDir)
       : undefined;
+    const images = await imageDigestsFor(desired, request.baseDir);
     const inputs = {
       observed,
       ...(request.replace === undefined ? {} : { replace: request.replace }),
       ...(secrets === undefined ? {} : { secrets }),
+      ...(images === undefined ? {} : { images }),
     };
     const plan = buildPlan(base, desired, inputs);
     if (request.planId !== undefined && request.planId !== plan.planId) {
@@ -290,8 +293,14 @@ export class TemporalMigrations {
    */
   async down(
     environment: string,
-    options: { fallbackBaseDir: string; log: (line: string) => void },
+    options: { fallbackBaseDir: string; log: (line: string) => void; volumes?: boolean },
   ): Promise<{ components: string[]; routes: string[] }> {
+    if (options.volumes) {
+      throw new CutoverError(
+        'NOT_SUPPORTED',
+        `topology down --volumes is not supported in Temporal mode yet; take ${environment} down without it, then remove its volumes with the engine (podman volume rm, label dev.cutover.environment=${environment})`,
+      );
+    }
     // Refused while a migration is in flight, even before its first commit (nothing to take down yet).
     if ((await this.inFlight(environment)) !== null) throw await this.conflict(environment);
     const layout = await this.currentLayout(environment);

@@ -1,0 +1,199 @@
+/**
+ * The container driver: components realised as containers of a Podman or Docker engine, one per
+ * replica, driven through the engine's CLI (container-engine.ts).
+ *
+ * Contract (for the README):
+ *
+ * - A slot's id is the migration that provisioned it (`details.slotId`). Its replicas are named
+ *   `cutover-<environment>-<component>-<slot id>-<n>` and labelled `dev.cutover.environment`,
+ *   `.component`, `.slot`, `.version`, `.migration`, `.replica`; every later call finds them by
+ *   those labels, so a container a killed runner started but never reported is found too.
+ * - provision removes the containers an earlier attempt left in the slot, checks the image (pull:
+ *   never refuses a missing one; missing pulls it; always pulls), creates the slot's named volumes,
+ *   runs the replicas detached (ports published on 127.0.0.1, a free host port per replica unless
+ *   fixed) and fails, quoting the log, when one is not running after the start-up grace. Addresses
+ *   are `127.0.0.1:<host port of the first port>`: health probes and the router go through them.
+ * - retire stops (SIGTERM, SIGKILL after stopTimeout) and removes the slot's containers. Volumes
+ *   stay; `topology down --volumes` removes the component's (found by label). Idempotent.
+ * - observe reads the slot's containers by label: running (and its port accepting), not_answering,
+ *   or not_running (exited, or removed by hand).
+ * - drain does nothing: the router drains traffic. replicate: only a component with nothing to copy.
+ */
+import type { ObservedReplica } from '../../core/observed.js';
+import { tcpProbe } from '../health/probes.js';
+import { engineOk, runEngine } from './container-engine.js';
+import {
+  type ContainerReplica,
+  containerSlotId,
+  containersLabelled,
+  engineFor,
+  inspectContainers,
+  labelFilters,
+  labels,
+  recordedContainers,
+  slotSelector,
+  stopTimeoutMsOf,
+} from './container-names.js';
+import { defaultContainerGraceMs, startContainers } from './container-start.js';
+import { replicaConnectTimeoutMs } from './process-observe.js';
+import {
+  type ComponentCallContext,
+  type ComponentDriver,
+  type DriverCallOptions,
+  PermanentDriverError,
+  type SlotInfo,
+} from './types.js';
+
+export interface ContainerDriverOptions {
+  /** A replica not running this long after `run` returned fails the call (default 500 ms). */
+  startupGraceMs?: number;
+}
+
+export function createContainerDriver(driverOptions: ContainerDriverOptions = {}): ComponentDriver {
+  const graceMs = driverOptions.startupGraceMs ?? defaultContainerGraceMs;
+  return {
+    async provision(ctx, slot, options) {
+      options.signal.throwIfAborted();
+      const { engine, driver } = engineFor(ctx);
+      const slotId = containerSlotId(ctx);
+      await removeSlotContainers(ctx, slotId, options, 'an earlier attempt left');
+      const started = await startContainers(ctx, { engine, driver, slot, slotId, graceMs }, options);
+      const serving = (ctx.spec.ports ?? []).length > 0;
+      return {
+        component: ctx.component,
+        slot,
+        version: ctx.spec.version,
+        addresses: serving ? started.replicas.map((r) => `127.0.0.1:${r.hostPorts[0]}`) : [],
+        imageId: started.imageId,
+        details: {
+          slotId,
+          engine: engine.name,
+          image: ctx.spec.image,
+          imageId: started.imageId,
+          ...(started.network === undefined ? {} : { network: started.network }),
+          replicas: started.replicas,
+        },
+      };
+    },
+
+    async replicate(ctx, _from, _to, options) {
+      const replicate = ctx.spec.replicate;
+      if (replicate?.command || replicate?.dataDir !== undefined) {
+        throw new PermanentDriverError(
+          `component ${ctx.component}: the container driver cannot replicate state yet (replicate.command, replicate.dataDir); run the component on the process driver or copy its volume by hand`,
+        );
+      }
+      options.log(`${ctx.component}: no replicate command; nothing to copy`);
+    },
+
+    async drain() {
+      // The router drains traffic; the containers keep serving until retire stops them.
+    },
+
+    async retire(ctx, slot, options) {
+      options.signal.throwIfAborted();
+      await removeSlotContainers(ctx, containerSlotId(ctx, slot), options, 'retiring');
+    },
+
+    async observe(ctx, slot, options) {
+      return observeContainerSlot(ctx, slot, options);
+    },
+
+    async removeVolumes(ctx, options) {
+      const { engine } = engineFor(ctx);
+      const selector = { [labels.environment]: ctx.environment, [labels.component]: ctx.component };
+      const out = await engineOk(
+        engine,
+        ['volume', 'ls', ...labelFilters(selector), '--format', '{{.Name}}'],
+        { signal: options.signal },
+        'listing volumes',
+      );
+      const names = out
+        .split('\n')
+        .map((line) => line.trim())
+        .filter((line) => line !== '')
+        .sort();
+      if (names.length > 0) {
+        await engineOk(
+          engine,
+          ['volume', 'rm', '-f', ...names],
+          { signal: options.signal },
+          `removing volumes ${names.join(', ')}`,
+        );
+      }
+      return names;
+    },
+  };
+}
+
+/**
+ * Stops (SIGTERM, SIGKILL after the stop timeout) and removes every container of the slot, found
+ * by its labels. Idempotent: a slot with none left is done.
+ */
+export async function removeSlotContainers(
+  ctx: ComponentCallContext,
+  slotId: string,
+  options: DriverCallOptions,
+  why: string,
+): Promise<string[]> {
+  const { engine, driver } = engineFor(ctx);
+  const names = await containersLabelled(engine, slotSelector(ctx, slotId), options.signal);
+  if (names.length === 0) return [];
+  options.log(`${why}: stopping and removing ${names.join(', ')}`);
+  const seconds = Math.ceil(stopTimeoutMsOf(ctx, driver) / 1000);
+  const call = { signal: options.signal, timeoutMs: (seconds + 60) * 1000 };
+  // stop may fail for one already gone; rm -f then removes whatever is left.
+  await runEngine(engine, ['stop', '-t', String(seconds), ...names], call);
+  const removed = await runEngine(engine, ['rm', '-f', ...names], call);
+  if (removed.code !== 0) {
+    const left = await containersLabelled(engine, slotSelector(ctx, slotId), options.signal);
+    if (left.length > 0) {
+      throw new Error(`${engine.label}: cannot remove ${left.join(', ')}: ${removed.stderr.trim()}`);
+    }
+  }
+  return names;
+}
+
+/**
+ * Each recorded replica: `running` when its container runs and its first port accepts a TCP
+ * connection on 127.0.0.1, `not_answering` when it runs but refuses, `not_running` when it exited
+ * or is gone. Replicas come from the slot's details, else from the containers labelled with it.
+ */
+export async function observeContainerSlot(
+  ctx: ComponentCallContext,
+  slot: SlotInfo,
+  options: DriverCallOptions,
+): Promise<ObservedReplica[]> {
+  const { engine } = engineFor(ctx);
+  const slotId = containerSlotId(ctx, slot);
+  let replicas: ContainerReplica[] = recordedContainers(slot);
+  if (replicas.length === 0) {
+    const names = await containersLabelled(engine, slotSelector(ctx, slotId), options.signal);
+    replicas = names.map((name, index) => ({ index, name, hostPorts: [] }));
+  }
+  const seen = await inspectContainers(
+    engine,
+    replicas.map((r) => r.name),
+    options.signal,
+  );
+  return Promise.all(
+    replicas.map(async (replica): Promise<ObservedReplica> => {
+      const port = replica.hostPorts[0];
+      const address = port === undefined ? null : `127.0.0.1:${port}`;
+      const container = seen.get(replica.name);
+      if (!container) return { address, state: 'not_running', detail: `container ${replica.name} is gone` };
+      if (!container.running) {
+        return {
+          address,
+          state: 'not_running',
+          detail: `container ${replica.name} ${container.status} (exit code ${container.exitCode})`,
+        };
+      }
+      if (address === null) return { address, state: 'running' };
+      const probe = await tcpProbe(address).run(replicaConnectTimeoutMs, options.signal);
+      if (!probe) return { address, state: 'unknown', detail: 'observation stopped' };
+      if (probe.ok) return { address, state: 'running' };
+      return { address, state: 'not_answering', detail: probe.summary };
+    }),
+  );
+}

@@ -1,0 +1,152 @@
+/**
+ * What the container driver names and labels, and how it finds its containers again. The labels
+ * are the truth: observe, retire, a re-provision and `topology down` all find containers by them,
+ * so one that a crashed runner started but never reported is found too.
+ */
+import { own } from '../../core/records.js';
+import type { ContainerDriverSpec } from '../../core/topology/types.js';
+import { type Engine, engineOf, engineOk, runEngine } from './container-engine.js';
+import { type ComponentCallContext, PermanentDriverError, type SlotInfo } from './types.js';
+
+export const labelPrefix = 'dev.cutover';
+export const labels = {
+  environment: `${labelPrefix}.environment`,
+  component: `${labelPrefix}.component`,
+  slot: `${labelPrefix}.slot`,
+  version: `${labelPrefix}.version`,
+  migration: `${labelPrefix}.migration`,
+  replica: `${labelPrefix}.replica`,
+} as const;
+
+/**
+ * A slot's id is the migration that provisioned it: the two slots of a component (blue from an
+ * earlier migration, green from this one) differ, and provisioning the same slot again (a retry,
+ * a resumed migration) finds and replaces the earlier attempt's containers by the same name.
+ */
+export function containerSlotId(ctx: ComponentCallContext, slot?: SlotInfo): string {
+  const id = slot?.details?.slotId;
+  return typeof id === 'string' && id !== '' ? id : ctx.migrationId;
+}
+
+/** `cutover-<environment>-<component>-<slot id>-<replica>`. */
+export function containerName(ctx: ComponentCallContext, slotId: string, replica: number): string {
+  return `cutover-${ctx.environment}-${ctx.component}-${slotId}-${replica}`;
+}
+
+/** A named volume of the slot: `cutover-<environment>-<component>-<slot id>-<name>`. */
+export function volumeName(ctx: ComponentCallContext, slotId: string, name: string): string {
+  return `cutover-${ctx.environment}-${ctx.component}-${slotId}-${name}`;
+}
+
+/** `--filter label=…` flags selecting the containers (or volumes) of an environment, component, slot. */
+export function labelFilters(selector: Record<string, string>): string[] {
+  return Object.entries(selector).flatMap(([key, value]) => ['--filter', `label=${key}=${value}`]);
+}
+
+export function slotSelector(ctx: ComponentCallContext, slotId: string): Record<string, string> {
+  return {
+    [labels.environment]: ctx.environment,
+    [labels.component]: ctx.component,
+    [labels.slot]: slotId,
+  };
+}
+
+/** Names of the containers, running or not, that carry all the labels of `selector`. */
+export async function containersLabelled(
+  engine: Engine,
+  selector: Record<string, string>,
+  signal: AbortSignal,
+): Promise<string[]> {
+  const out = await engineOk(
+    engine,
+    ['ps', '-a', ...labelFilters(selector), '--format', '{{.Names}}'],
+    { signal },
+    'listing containers',
+  );
+  return out
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '')
+    .sort();
+}
+
+/** A container as `inspect` shows it (the fields both podman and docker give). */
+export interface InspectedContainer {
+  name: string;
+  running: boolean;
+  status: string;
+  exitCode: number;
+  image: string;
+}
+
+/** `inspect` of the named containers; those that do not exist are left out, not an error. */
+export async function inspectContainers(
+  engine: Engine,
+  names: readonly string[],
+  signal: AbortSignal,
+): Promise<Map<string, InspectedContainer>> {
+  const found = new Map<string, InspectedContainer>();
+  if (names.length === 0) return found;
+  // inspect exits non-zero when one of the names is missing, but still prints the others.
+  const result = await runEngine(engine, ['container', 'inspect', ...names], { signal });
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(result.stdout.trim() === '' ? '[]' : result.stdout);
+  } catch {
+    throw new Error(`${engine.label}: container inspect printed no JSON: ${result.stderr.trim()}`);
+  }
+  for (const entry of Array.isArray(parsed) ? parsed : []) {
+    const e = entry as {
+      Name?: string;
+      State?: { Running?: boolean; Status?: string; ExitCode?: number };
+      Image?: string;
+    };
+    const name = (e.Name ?? '').replace(/^\//, '');
+    found.set(name, {
+      name,
+      running: e.State?.Running === true,
+      status: e.State?.Status ?? 'unknown',
+      exitCode: e.State?.ExitCode ?? 0,
+      image: e.Image ?? '',
+    });
+  }
+  return found;
+}
+
+/** The engine of the component's driver, or a permanent error when it is not a container driver. */
+export function engineFor(ctx: ComponentCallContext): { engine: Engine; driver: ContainerDriverSpec } {
+  const driver = ctx.driver;
+  if (driver.type !== 'container') {
+    throw new PermanentDriverError(
+      `component ${ctx.component}: the container driver got a ${driver.type} driver`,
+    );
+  }
+  return { engine: engineOf(ctx.spec.driver, driver, ctx.baseDir), driver };
+}
+
+/** SIGTERM to SIGKILL for a replica: the component's, else the driver's. */
+export function stopTimeoutMsOf(ctx: ComponentCallContext, driver: ContainerDriverSpec): number {
+  return ctx.spec.stopTimeout ?? driver.stopTimeout;
+}
+
+/** One replica of a slot, as provision records it in the slot's details. */
+export interface ContainerReplica {
+  index: number;
+  name: string;
+  /** Host port of each of the component's `ports`, in order. */
+  hostPorts: number[];
+}
+
+/** The replicas the slot's details recorded; a malformed entry is passed over. */
+export function recordedContainers(slot: SlotInfo): ContainerReplica[] {
+  const replicas = own(slot.details ?? {}, 'replicas');
+  if (!Array.isArray(replicas)) return [];
+  return replicas.filter(
+    (r): r is ContainerReplica =>
+      typeof r === 'object' &&
+      r !== null &&
+      typeof r.name === 'string' &&
+      Number.isSafeInteger(r.index) &&
+      Array.isArray(r.hostPorts),
+  );
+}

@@ -1,0 +1,149 @@
+/**
+ * A real Podman for the container driver's tests, isolated by name: every image, container and
+ * volume a test file makes carries its own random prefix, and cleanup removes those by name (and
+ * by the environment label it chose), never by a broad pattern.
+ *
+ * This machine's quirks are settings of the driver, as a user would write them: crun fails here
+ * ("cgroups in hybrid mode not supported") → `runtime: runc`; podman's default ulimits need
+ * CAP_SYS_RESOURCE → a containers.conf of the test's own with `default_ulimits = []` (`config:`).
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export const busyboxPath = '/bin/busybox';
+
+/**
+ * The test app: busybox httpd on $PORT (8080 when unset) serving /version ($VERSION, then the
+ * image's own mark) and /health; SIGTERM ends it at once (as PID 1 a shell has no default handler).
+ */
+const appScript = `#!/bin/sh
+mkdir -p /www
+echo "\${VERSION:-none} $(cat /image-mark)" > /www/version
+echo ok > /www/health
+httpd -f -p "\${PORT:-8080}" -h /www &
+trap 'kill $! 2>/dev/null; exit 0' TERM INT
+wait
+`;
+
+export interface PodmanFixture {
+  /** Unique per test file run: `ctest<hex>`, a valid environment name and name prefix. */
+  prefix: string;
+  dir: string;
+  /** The containers.conf the driver settings name. */
+  config: string;
+  /** `drivers.<name>` for the tests' topologies and contexts. */
+  driver: { type: 'container'; engine: 'podman'; runtime: string; config: string; stopTimeout: number };
+  /** Builds (again) `localhost/<prefix>-app:<tag>` with `mark` in /image-mark; returns the image id. */
+  build(tag: string, mark: string): Promise<string>;
+  image(tag: string): string;
+  /** `podman` with the fixture's runtime and config. */
+  podman(args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
+  /**
+   * Serves this Podman's API on a unix socket in the fixture's directory (`podman system service`),
+   * for the docker CLI: the driver's `engine: docker` with `host: unix://…`. Stopped by cleanup.
+   */
+  dockerSocket(): Promise<string>;
+  /** Removes this run's containers (by the environments' labels), volumes and images; then the dir. */
+  cleanup(environments: string[]): Promise<void>;
+}
+
+export async function podmanFixture(): Promise<PodmanFixture> {
+  const prefix = `ctest${randomBytes(4).toString('hex')}`;
+  const dir = await mkdtemp(path.join(tmpdir(), `cutover-${prefix}-`));
+  const config = path.join(dir, 'containers.conf');
+  await writeFile(config, '[containers]\ndefault_ulimits = []\n');
+  await copyFile(busyboxPath, path.join(dir, 'busybox'));
+  await writeFile(path.join(dir, 'app.sh'), appScript, { mode: 0o755 });
+  await writeFile(
+    path.join(dir, 'Containerfile'),
+    [
+      'FROM scratch',
+      'COPY busybox /bin/busybox',
+      'RUN ["/bin/busybox", "--install", "-s", "/bin"]',
+      'COPY app.sh /app.sh',
+      'COPY image-mark /image-mark',
+      'CMD ["/app.sh"]',
+      '',
+    ].join('\n'),
+  );
+  const images = new Set<string>();
+  const ids = new Set<string>();
+  const podman = (args: string[]) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      execFile(
+        'podman',
+        ['--runtime', 'runc', ...args],
+        { env: { ...process.env, CONTAINERS_CONF: config }, timeout: 120_000 },
+        (error, stdout, stderr) => {
+          const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+          resolve({ code, stdout, stderr });
+        },
+      );
+    });
+  const image = (tag: string) => `localhost/${prefix}-app:${tag}`;
+  const services: ChildProcess[] = [];
+  return {
+    prefix,
+    dir,
+    config,
+    driver: { type: 'container', engine: 'podman', runtime: 'runc', config, stopTimeout: 5_000 },
+    image,
+    podman,
+    async build(tag, mark) {
+      await writeFile(path.join(dir, 'image-mark'), `${mark}\n`);
+      const built = await podman(['build', '-q', '-t', image(tag), dir]);
+      if (built.code !== 0) throw new Error(`podman build failed: ${built.stderr}`);
+      images.add(image(tag));
+      const id = await podman(['image', 'inspect', '--format', '{{.Id}}', image(tag)]);
+      ids.add(id.stdout.trim());
+      return `sha256:${id.stdout.trim()}`;
+    },
+    async dockerSocket() {
+      const socket = path.join(dir, 'podman.sock');
+      const service = spawn(
+        'podman',
+        ['--runtime', 'runc', 'system', 'service', '--time=0', `unix://${socket}`],
+        {
+          env: { ...process.env, CONTAINERS_CONF: config },
+          stdio: 'ignore',
+        },
+      );
+      services.push(service);
+      const deadline = Date.now() + 20_000;
+      while (!existsSync(socket)) {
+        if (Date.now() > deadline || service.exitCode !== null)
+          throw new Error('podman system service did not start');
+        await sleep(20);
+      }
+      return socket;
+    },
+    async cleanup(environments) {
+      for (const environment of environments) {
+        const filter = ['--filter', `label=dev.cutover.environment=${environment}`];
+        const names = (await podman(['ps', '-a', ...filter, '--format', '{{.Names}}'])).stdout
+          .split('\n')
+          .filter((n) => n.startsWith(`cutover-${environment}-`));
+        if (names.length > 0) await podman(['rm', '-f', '-t', '0', ...names]);
+        const volumes = (await podman(['volume', 'ls', ...filter, '--format', '{{.Name}}'])).stdout
+          .split('\n')
+          .filter((n) => n.startsWith(`cutover-${environment}-`));
+        if (volumes.length > 0) await podman(['volume', 'rm', '-f', ...volumes]);
+      }
+      // Images by name, then by the ids this run built (a rebuilt tag leaves its earlier image untagged).
+      for (const name of images) await podman(['rmi', '-f', name]);
+      for (const id of ids) await podman(['rmi', '-f', id]);
+      for (const service of services) {
+        if (service.exitCode !== null) continue;
+        const gone = new Promise((resolve) => service.once('exit', resolve));
+        service.kill('SIGTERM');
+        await gone;
+      }
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
