@@ -50,6 +50,7 @@ export function commandFor(
           kind: 'check_health',
           component: target,
           deadlineMs: run.gateRemainingMs ?? healthDeadlineMs(s, target),
+          betweenSteps: true,
         };
       }
       const greenPercent = shift.steps[Math.floor(run.subStep / period)] as number;

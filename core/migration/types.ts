@@ -60,7 +60,18 @@ export type Command =
   /** Start again the replicas of the component's live slot that are down (a restart in place). */
   | { id: string; kind: 'restart'; component: string }
   /** slot: `blue`, the live slot, after a restart in place; absent: the green slot. */
-  | { id: string; kind: 'check_health'; component: string; deadlineMs: number; slot?: 'blue' }
+  /**
+   * betweenSteps: the check between two shift steps, with real traffic already on green; the gate's
+   * look through each preview listener (which opens the route to green at 0 %) is not repeated.
+   */
+  | {
+      id: string;
+      kind: 'check_health';
+      component: string;
+      deadlineMs: number;
+      slot?: 'blue';
+      betweenSteps?: true;
+    }
   /** restore: the live settings, all on blue (undo). promote: after the commit, green is the live slot. */
   | {
       id: string;

@@ -141,8 +141,10 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
         signal: o.signal,
         log: o.log,
       });
-      // No route sends to a component restarted in place: it has no preview to check through.
-      if (!live) await checkThroughPreviews(s, o, call, c.component, ctx);
+      // No route sends to a component restarted in place: it has no preview to check through. Between
+      // two shift steps the gate has looked through the previews already, and opening a route at
+      // 0 % again would take its step's traffic back off green.
+      if (!live && !c.betweenSteps) await checkThroughPreviews(s, o, call, c.component, ctx);
       return undefined;
     }
     case 'apply_route': {

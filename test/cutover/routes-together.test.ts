@@ -120,4 +120,40 @@ describe('several routes in one migration', () => {
     // One table for both: the generation after the rollback is the next one.
     expect(after.generation).toBe((before.generation as number) + 1);
   });
+
+  it('a route with a preview keeps its step weight between steps, never back to 0 %', {
+    timeout: 90_000,
+  }, async () => {
+    const previewPort = await freePort();
+    const w = await liveWorkspace((yaml) =>
+      yaml.replace('shift: [10, 50, 100]', `shift: [10, 50, 100]\n    preview: 127.0.0.1:${previewPort}`),
+    );
+    spaces.push(w);
+    const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
+    expect(first.code, first.stderr).toBe(0);
+    writeFileSync(w.file, readFileSync(w.file, 'utf8').replace('version: "1.0.0"', 'version: "2.0.0"'));
+
+    const id = await migrateDetached(w);
+    const client = routerClient(w.stateDir);
+    const seen: { generation: number; percent: number }[] = [];
+    let ended = false;
+    const watcher = waitFor(w, id, isFinal, 60_000).finally(() => {
+      ended = true;
+    });
+    while (!ended) {
+      const snapshot = await client.routes();
+      const www = snapshot.routes['live-demo/www'];
+      if (www && www.green.length > 0)
+        seen.push({ generation: snapshot.generation as number, percent: www.greenPercent });
+    }
+    expect((await watcher).lifecycle).toBe('completed');
+    // The check between two steps went through the preview by opening the route at 0 % again:
+    // 10 → 0 → 50 → 0 → 100, two generations a step. Once traffic moved, it only goes up.
+    const moved = seen.slice(seen.findIndex((s) => s.percent > 0));
+    const drops = moved.filter((s, i) => i > 0 && s.percent < (moved[i - 1] as { percent: number }).percent);
+    expect(drops).toEqual([]);
+    const firstAt = (percent: number) => moved.find((s) => s.percent === percent)?.generation;
+    const [at10, at50, at100] = [10, 50, 100].map(firstAt) as [number, number, number];
+    expect([at50 - at10, at100 - at50]).toEqual([1, 1]);
+  });
 });
