@@ -246,7 +246,9 @@ async function applyRoutes(
     if (list) list.push(state);
     else byDriver.set(state.spec.driver, [state]);
   }
-  await Promise.all(
+  // Every driver's call settles before the command does: a retry or an undo that starts while
+  // another driver still writes its file would race it (nginx's sidecar is read-modify-write).
+  const settled = await Promise.allSettled(
     [...byDriver].map(async ([driverName, states]) => {
       const driver = routeDriverFor(o.drivers, topology, driverName);
       const ctx = routeContext(s, o, side, driverName);
@@ -255,6 +257,8 @@ async function applyRoutes(
       for (const state of states) await driver.apply(ctx, state, call);
     }),
   );
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 /**
