@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Ajv as AjvClass, ErrorObject } from 'ajv';
+import analysisSchema from '../../schemas/analysis.v1.json' with { type: 'json' };
 import topologySchema from '../../schemas/topology.v1.json' with { type: 'json' };
 import topologyHooksSchema from '../../schemas/topology-hooks.v1.json' with { type: 'json' };
 import { ajvOptions } from './ajv-options.js';
@@ -23,7 +24,10 @@ function validator(): Validate {
       compiled = require('./topology-validator.generated.cjs') as Validate;
     } catch {
       const { Ajv } = require('ajv') as { Ajv: typeof AjvClass };
-      compiled = new Ajv(ajvOptions).addSchema(topologyHooksSchema).compile(topologySchema) as Validate;
+      compiled = new Ajv(ajvOptions)
+        .addSchema(topologyHooksSchema)
+        .addSchema(analysisSchema)
+        .compile(topologySchema) as Validate;
     }
   }
   return compiled;
