@@ -487,6 +487,13 @@ function completeStep(t: Transition, command: Command, at: number): void {
   }
   const action = s.spec.plan.actions[run.index] as Action;
   const steps = subStepCount(s, action);
+  if (
+    action.type === 'shift_traffic' &&
+    (command.kind === 'shift_routes' || command.kind === 'apply_route')
+  ) {
+    // Each step of a shift in the log: what a person watching a progressive rollout looks for.
+    notice(t, at, 'traffic_step', 'info', `${describeCommand(command)}`, action.stage, action.id);
+  }
   if (command.kind === 'check_health' && action.type === 'check_health') {
     notice(
       t,
@@ -610,7 +617,8 @@ function onHookFailed(
     return;
   }
   if (run) setRun(t, { ...run, command: null });
-  const reason = `hook ${command.name} (${hookWhere(command)}) failed: ${message}`;
+  // runHook's reason names the hook and its target already: say where it ran in front of it.
+  const reason = `${hookWhere(command)}: ${message}`;
   notice(t, at, 'hook_failed', 'error', reason, 'cutover');
   beginEnding(t, at, 'rolled_back', reason);
 }

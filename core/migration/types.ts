@@ -185,6 +185,7 @@ export type NoticeKind =
   | 'gate_failed'
   | 'paused'
   | 'resumed'
+  | 'traffic_step'
   | 'awaiting_promotion'
   | 'promoted'
   | 'analysis_passed'

@@ -202,7 +202,7 @@ describe('hooks in the flow', () => {
     const d = new Driver(holdSpec([10, 100], { hooks }));
     d.run(undefined, (c) => (c.kind === 'hook' && c.point === 'rollout' ? 'fail-permanent' : 'ok'));
     expect(d.state.lifecycle).toBe('rolled_back');
-    expect(d.state.ending?.reason).toBe('hook smoke (rollout at 10 %) failed: boom');
+    expect(d.state.ending?.reason).toBe('rollout at 10 %: boom');
     expect(shown(d.log).filter((k) => k.startsWith('shift:'))).toEqual(['shift:10']);
   });
 
