@@ -1,11 +1,15 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { replay } from '../../../core/migration/step.js';
 import type { Command } from '../../../core/migration/types.js';
 import { notificationsOfJournal } from '../../../core/notify/migration-events.js';
 import { renderPlanText } from '../../../views/render-plan-text.js';
 import { plainStyle } from '../../../views/style.js';
-import { load, shopDoc } from '../../support/builders.js';
-import { Driver, holdSpec } from '../../support/migration-builders.js';
+import { clone, load, shopDoc, type TopologyDoc } from '../../support/builders.js';
+import { repoRoot } from '../../support/cli.js';
+import { Driver, holdSpec, specOf } from '../../support/migration-builders.js';
 
 /** The commands a migration issued, as `kind` plus what tells them apart. */
 const shown = (commands: readonly Command[]) =>
@@ -79,6 +83,27 @@ describe('shift steps that hold', () => {
     expect(text).toContain(
       '10 % for 2m, then 50 % for 5m (analysis: success ≥ 99 %, p99 ≤ 500ms), then 100 %',
     );
+  });
+
+  it('examples/progressive plans its holds, analysis and manual step, and runs them in order', () => {
+    const file = path.join(repoRoot, 'examples', 'progressive', 'topology.yaml');
+    const before = parse(readFileSync(file, 'utf8')) as TopologyDoc;
+    const after = clone(before);
+    after.components.web = { ...after.components.web, version: '1.1.0' };
+    const spec = specOf(before, after);
+    const shift = spec.plan.actions.find((a) => a.id === 'cutover:shift');
+    expect(shift?.reason).toContain(
+      "10 % for 1m (analysis: success ≥ 99 %, p99 ≤ 500ms, p99 ≤ 2× blue's), then 50 % until promoted, then 100 %",
+    );
+    const d = new Driver(spec).run();
+    expect(d.state.lifecycle).toBe('awaiting_promotion');
+    expect(shown(d.log).filter((k) => /^(shift|analyze|hook)/.test(k))).toEqual([
+      'shift:10',
+      'hook:rollout:smoke@10',
+      'analyze:10:60000',
+      'shift:50',
+      'hook:rollout:smoke@50',
+    ]);
   });
 
   it('a pause during a hold goes on with the time it had left', () => {
