@@ -163,9 +163,13 @@ describe('progressive delivery under load', { timeout: 90_000 }, () => {
 
   it('manual holds wait for promote; promote --full skips the steps left', async () => {
     release({}, '[{ weight: 10, hold: manual }, { weight: 30, hold: manual }, 60, 100]');
-    const id = await migrateDetached(w);
+    // migrate --json answers once the migration waits for a person, as at a manual commit.
+    const started = await runCli(['topology', 'migrate', '-f', w.file, '--yes', '--json']);
+    expect(started.code, started.stderr).toBe(0);
+    expect(started.stderr).toMatch(/awaiting promotion: run `cutover topology migration promote mig_\w+/);
+    const { id, lifecycle } = (JSON.parse(started.stdout) as { summary: Summary }).summary;
+    expect(lifecycle).toBe('awaiting_promotion');
     const at = (s: Summary) => s.lifecycle === 'awaiting_promotion';
-    await waitFor(w, id, at, 30_000);
     const before = await detail(id);
     expect(before.summary.status).toBe('awaiting promotion');
     const promote = await runCli(['topology', 'migration', 'promote', id, '-f', w.file]);
