@@ -17,6 +17,7 @@ import { type Load, startLoad } from '../../bench/load.js';
 import { runCli } from '../support/cli.js';
 import {
   isFinal,
+  killSlots,
   migrateDetached,
   type Summary,
   type Workspace,
@@ -41,6 +42,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await runCli(['topology', 'down', '-f', w.file, '--yes']).catch(() => undefined);
+  // A test that failed half way may leave a migration in flight, which down refuses: its slots too.
+  killSlots(w.stateDir);
   await w.cleanup();
 }, 60_000);
 
