@@ -57,6 +57,32 @@ describe('shift steps that hold', () => {
     expect(() => load(doc)).toThrow(/routes\.public\.shift\[0\]\.analysis.*needs a hold of a duration/s);
   });
 
+  it('names what is wrong with a step once, not every branch a step could have been', () => {
+    const doc = shopDoc();
+    doc.routes = {
+      public: {
+        listen: '127.0.0.1:18080',
+        to: 'web',
+        shift: [{ weight: 10, hold: 'soon' }, { wieght: 50 }, 'ten', 0, 100],
+      },
+    };
+    let message = '';
+    try {
+      load(doc);
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    const listed = JSON.parse(message.slice(message.indexOf('['))) as { path: string; message: string }[];
+    const problems = listed.map((p) => `${p.path}: ${p.message}`);
+    expect(problems).toEqual([
+      'routes.public.shift[0].hold: must be a duration such as 500ms, 30s, 2m or 1m30s, or manual',
+      'routes.public.shift[1].weight: is required',
+      'routes.public.shift[1].wieght: unknown key; did you mean "weight"? (allowed here: weight, hold, analysis)',
+      'routes.public.shift[2]: must be a percentage, e.g. 10, or a step such as { weight: 10, hold: 2m }',
+      'routes.public.shift[3]: must be >= 1',
+    ]);
+  });
+
   it('waits at each step that holds, after its weight and health checks, then goes on', () => {
     const d = new Driver(holdSpec([{ weight: 10, hold: '2m' }, { weight: 50, hold: '5s' }, 100])).run();
     expect(d.state.lifecycle).toBe('completed');
