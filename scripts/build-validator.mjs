@@ -10,6 +10,8 @@ const schema = read('topology.v1.json');
 const ajv = new Ajv({ ...ajvOptions, code: { source: true } });
 // strategy.hooks is a fragment of its own, referred to by its $id; the generated code holds both.
 ajv.addSchema(read('topology-hooks.v1.json'));
+// A shift step's analysis is a fragment too (schemas/analysis.v1.json).
+ajv.addSchema(read('analysis.v1.json'));
 const validate = ajv.compile(schema);
 const out = new URL('../dist/core/topology/topology-validator.generated.cjs', import.meta.url);
 writeFileSync(

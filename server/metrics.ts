@@ -20,6 +20,7 @@ interface LogFigures {
 const lifecycles: readonly Lifecycle[] = [
   'running',
   'paused',
+  'awaiting_promotion',
   'awaiting_commit',
   'committing',
   'rolling_back',

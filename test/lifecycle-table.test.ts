@@ -6,7 +6,14 @@ import type { Lifecycle, Verb } from '../core/migration/types.js';
 import { verbs } from '../core/migration/types.js';
 import { lifecycleTransitions, verbTable } from '../core/migration/verb-policy.js';
 import { repoRoot } from './support/cli.js';
-import { bumpSpec, Driver } from './support/migration-builders.js';
+import { bumpSpec, Driver, holdSpec } from './support/migration-builders.js';
+
+const everyHookPoint = Object.fromEntries(
+  ['preRollout', 'rollout', 'confirmPromotion', 'postRollout'].map((point) => [
+    point,
+    [{ name: point.toLowerCase(), command: ['true'] }],
+  ]),
+);
 
 const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
 
@@ -48,10 +55,22 @@ describe('the lifecycle table', () => {
     );
     fc.assert(
       fc.property(
-        fc.constantFrom<'auto' | 'manual'>('auto', 'manual'),
+        fc.constantFrom<'auto' | 'manual' | 'holds'>('auto', 'manual', 'holds'),
         fc.array(move, { maxLength: 60 }),
         (commit, moves) => {
-          const d = new Driver(bumpSpec(commit, commit === 'auto' ? '5s' : '0s'));
+          // holds: a manual hold, a hold with analysis and hooks at every point, on top of the plan.
+          const d = new Driver(
+            commit === 'holds'
+              ? holdSpec(
+                  [
+                    { weight: 10, hold: 'manual' },
+                    { weight: 50, hold: '1s', analysis: { successRate: { min: 99 } } },
+                    100,
+                  ],
+                  { hooks: everyHookPoint },
+                )
+              : bumpSpec(commit, commit === 'auto' ? '5s' : '0s'),
+          );
           for (const m of moves) {
             const before = d.state.lifecycle;
             if ('verb' in m) d.verb(m.verb);

@@ -11,7 +11,7 @@ import type {
 import { verbs } from '../core/migration/types.js';
 import { refuseVerb, verbTable } from '../core/migration/verb-policy.js';
 import { clone, shopDoc } from './support/builders.js';
-import { bumpSpec, Driver, specOf } from './support/migration-builders.js';
+import { bumpSpec, Driver, holdSpec, specOf } from './support/migration-builders.js';
 
 const kinds = (commands: readonly Command[]) =>
   commands.map((c) =>
@@ -33,6 +33,8 @@ function inState(lifecycle: Lifecycle): Driver {
     }
     case 'awaiting_commit':
       return new Driver(bumpSpec('manual')).run();
+    case 'awaiting_promotion':
+      return new Driver(holdSpec([{ weight: 10, hold: 'manual' }, 100])).run();
     case 'committing':
       return new Driver(bumpSpec()).run((s) => s.lifecycle === 'committing');
     case 'rolling_back': {
@@ -92,7 +94,7 @@ describe('the migration step function', () => {
       expect(refusal === null).toBe(verbTable[lifecycle][verb] === null);
       const t = d.verb(verb);
       if (refusal !== null) {
-        expect(refusal).toMatch(/^cannot (pause|resume|roll back|cancel|commit) mig_test: /);
+        expect(refusal).toMatch(/^cannot (pause|resume|roll back|cancel|commit|promote) mig_test: /);
         expect(t.state.lifecycle).toBe(before.lifecycle);
         expect(t.commands).toEqual([]);
         return;
@@ -103,6 +105,7 @@ describe('the migration step function', () => {
         rollback: ['rolling_back'],
         cancel: ['rolling_back'],
         commit: ['committing'],
+        promote: ['running'],
       };
       expect(expected[verb]).toContain(t.state.lifecycle);
       if (verb === 'pause' && t.state.lifecycle === 'running') expect(t.state.pauseRequested).toBe(true);

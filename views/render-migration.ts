@@ -49,11 +49,27 @@ export function renderMigration(summary: MigrationSummary, state: MigrationState
   if (summary.endedAt !== null) lines.push(`  ended:     ${time(summary.endedAt)} UTC`);
   if (summary.runnerPid !== null) lines.push(`  runner:    pid ${summary.runnerPid}`);
   lines.push(...renderSkippedSteps(state, style));
+  lines.push(...renderAnalyses(state, style));
   lines.push('', style.bold('Actions:'));
   state.spec.plan.actions.forEach((action, i) => {
     lines.push(`  ${actionMark(state, i, style)} ${action.id.padEnd(32)} ${style.dim(action.reason)}`);
   });
   return `${lines.join('\n')}\n`;
+}
+
+/** The analyses of shift holds, one line each: the step, the verdict and its figures. */
+export function renderAnalyses(state: MigrationState, style: Style): string[] {
+  const analyses = state.analyses ?? [];
+  if (analyses.length === 0) return [];
+  return [
+    '',
+    style.bold('Analyses:'),
+    ...analyses.map((a) => {
+      const mark =
+        a.outcome === 'pass' ? style.green('✓') : a.outcome === 'breach' ? style.red('✗') : style.yellow('?');
+      return `  ${mark} ${`${a.weight} %`.padEnd(6)} ${a.outcome.padEnd(12)} ${a.reason}`;
+    }),
+  ];
 }
 
 /**

@@ -133,6 +133,12 @@ export async function migrateTo(
     reachedAwaitingCommit = () => resolve('awaiting_commit');
   });
   const attached = await service.attach(id, (line, state) => {
+    // A manual hold waits for a person as a manual commit does: --json answers there too.
+    if (line.kind === 'awaiting_promotion' && options.json) {
+      process.stderr.write(`awaiting promotion: run \`cutover topology migration promote ${id}${hint}\`\n`);
+      reachedAwaitingCommit();
+      return;
+    }
     if (line.kind === 'awaiting_commit') {
       // The log's own line names no options; this one reaches the migration again from here.
       if (viewed) update?.done();
@@ -169,8 +175,8 @@ export async function migrateTo(
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   const ended = attached.done();
-  // With --json the caller wants an answer, and a manual commit may never come: return once the
-  // migration waits for it, and let it wait without this process.
+  // With --json the caller wants an answer, and a manual commit (or promotion) may never come:
+  // return once the migration waits for it, and let it wait without this process.
   const first = options.json ? await Promise.race([ended, awaitingCommit]) : await ended;
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
@@ -178,8 +184,10 @@ export async function migrateTo(
   if (first === 'awaiting_commit') {
     ended.catch(() => {}); // the follow stops with leave(); its end is no news
     const where = await attached.leave();
-    process.stderr.write(`${id} goes on ${where}, awaiting its commit.\n`);
-    printJson({ summary: (await service.show(id)).summary, planId: started.planId });
+    const { summary } = await service.show(id);
+    const awaiting = summary.lifecycle === 'awaiting_promotion' ? 'promotion' : 'commit';
+    process.stderr.write(`${id} goes on ${where}, awaiting its ${awaiting}.\n`);
+    printJson({ summary, planId: started.planId });
     process.exitCode = 0;
     return;
   }

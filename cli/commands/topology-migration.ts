@@ -30,6 +30,8 @@ const verbHelp: Record<Verb, string> = {
     'roll back a migration in flight: traffic back to blue first, then green retired (any time before its commit; after a commit, `cutover topology rollback --to previous` migrates back to the earlier layout)',
   cancel: 'abort an in-flight migration: the same safe end as rollback, recorded as cancelled',
   commit: 'commit a migration that waits for it (manual strategy): the point of no return',
+  promote:
+    'move a migration waiting at a shift step with `hold: manual` on to its next step (--full: straight to 100 %, skipping the steps between)',
 };
 
 export function registerMigration(topology: Command): void {
@@ -186,19 +188,26 @@ Examples:
       .option('--json', 'print the resulting state as JSON');
     const ends = endOf[verb];
     if (ends) command.option('--no-wait', 'return once the migration took the verb, not when it has ended');
+    if (verb === 'promote')
+      command.option('--full', 'skip the remaining shift steps: straight to 100 % green');
+    const example =
+      verb === 'promote'
+        ? `\nExample:\n  $ cutover topology migration promote mig_01jd3x\n  $ cutover topology migration promote mig_01jd3x --full`
+        : `\nExample:\n  $ cutover topology migration ${verb} mig_01jd3x`;
     command
       .addHelpText(
         'after',
         ends
-          ? `\nWaits until the migration has ended, printing its steps; exits 0 when it is ${ends.replace('_', ' ')}.\n\nExample:\n  $ cutover topology migration ${verb} mig_01jd3x`
-          : `\nExample:\n  $ cutover topology migration ${verb} mig_01jd3x`,
+          ? `\nWaits until the migration has ended, printing its steps; exits 0 when it is ${ends.replace('_', ' ')}.\n${example}`
+          : example,
       )
-      .action(async (id: string, options: Options & { json?: boolean; wait?: boolean }) => {
+      .action(async (id: string, options: Options & { json?: boolean; wait?: boolean; full?: boolean }) => {
         const wait = ends !== undefined && options.wait !== false;
         await withService(options, async (service) => {
           const full = await service.find(id);
           await runVerb(verb, full, options.json === true, wait, {
-            verb: () => service.verb(full, verb, process.env.USER),
+            verb: () =>
+              service.verb(full, verb, process.env.USER, options.full === true ? { full: true } : {}),
             logs: (follow) => service.logs(full, { follow }),
             summary: async () => (await service.show(full)).summary,
             hint: service.reachAgain,

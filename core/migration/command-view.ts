@@ -44,10 +44,14 @@ export function commandView(state: MigrationState, command: Command): MigrationS
     case 'shift_routes':
       for (const name of command.routes) routes.add(name);
       break;
+    case 'analyze':
+      for (const { route } of command.routes) routes.add(route);
+      break;
     case 'wait':
       break;
     case 'record_layout':
-      return state; // the layout is the whole state's business
+    case 'hook':
+      return state; // the layout, and a hook's context (every green slot), are the whole state's business
   }
   // A route's call needs the slots of its target in either topology.
   const slotsOf = new Set(components);

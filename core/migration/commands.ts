@@ -1,7 +1,8 @@
 import { assertNever, InvariantError } from '../errors.js';
-import { shiftSteps } from '../plan/shift-steps.js';
+import { type StepDwell, shiftDwells, shiftSteps } from '../plan/shift-steps.js';
 import type { Action } from '../plan/types.js';
 import { has, own } from '../records.js';
+import type { HookPoint } from '../topology/hook-types.js';
 import type { ActionRun, Command, MigrationState } from './types.js';
 
 type Unnumbered<C> = C extends Command ? Omit<C, 'id'> : never;
@@ -41,22 +42,37 @@ export function commandFor(
       };
     }
     case 'shift_traffic': {
-      const shift = shiftOf(s, action);
-      // Each step sets the weight, then checks every component the routes send to before the next.
-      const period = 1 + shift.targets.length;
-      const target = shift.targets[(run.subStep % period) - 1];
-      if (target !== undefined) {
-        return {
-          kind: 'check_health',
-          component: target,
-          deadlineMs: run.gateRemainingMs ?? healthDeadlineMs(s, target),
-          betweenSteps: true,
-        };
+      const part = shiftParts(s, action)[run.subStep];
+      if (!part) throw new InvariantError(`${action.id} has no step ${run.subStep}`);
+      switch (part.kind) {
+        case 'health':
+          return {
+            kind: 'check_health',
+            component: part.component,
+            deadlineMs: run.gateRemainingMs ?? healthDeadlineMs(s, part.component),
+            // After a step's weight is set: real traffic is on green, the previews were looked through.
+            betweenSteps: true,
+          };
+        case 'weight': {
+          const greenPercent = part.percent;
+          // A shift of one route per action (plans before 1.2, in older journals) sets its route alone.
+          if (action.route !== undefined) return { kind: 'apply_route', route, greenPercent, restore: false };
+          return { kind: 'shift_routes', routes: shiftOf(s, action).routes, greenPercent, restore: false };
+        }
+        case 'hook':
+          return hookCommand(s, part.point, part.index, part.weight);
+        case 'hold': {
+          const { dwell } = part;
+          if (dwell.hold === 'manual')
+            throw new InvariantError(`${action.id}: a manual hold issues no command (it awaits promote)`);
+          // A hold cut by a pause goes on with what it had left; an analysis measures a whole window again.
+          if (dwell.analyses.length > 0)
+            return { kind: 'analyze', weight: dwell.weight, ms: dwell.hold, routes: dwell.analyses };
+          return { kind: 'wait', ms: run.gateRemainingMs ?? dwell.hold, purpose: 'hold' };
+        }
+        default:
+          return assertNever(part, 'shift part');
       }
-      const greenPercent = shift.steps[Math.floor(run.subStep / period)] as number;
-      // A shift of one route per action (plans before 1.2, in older journals) sets its route alone.
-      if (action.route !== undefined) return { kind: 'apply_route', route, greenPercent, restore: false };
-      return { kind: 'shift_routes', routes: shift.routes, greenPercent, restore: false };
     }
     case 'remove_route':
       return { kind: 'remove_route', route };
@@ -76,6 +92,58 @@ export interface ShiftOf {
   steps: number[];
   /** Sorted, each once. */
   targets: string[];
+  /** The steps that hold, by weight ascending. */
+  dwells: StepDwell[];
+}
+
+/**
+ * One sub-step of a shift, in order: the preRollout hooks (before any traffic moves); then at each
+ * step its weight, the rollout hooks (the weight set), the health of every component the routes
+ * send to (but after the last step), and the step's hold, if it has one. Without hooks and holds
+ * this is the layout journals were written with (weight, health…, weight, …), so they replay alike.
+ */
+export type ShiftPart =
+  | { kind: 'hook'; point: 'preRollout' | 'rollout'; index: number; weight?: number }
+  | { kind: 'weight'; percent: number }
+  | { kind: 'health'; component: string }
+  | { kind: 'hold'; dwell: StepDwell };
+
+export function shiftParts(s: MigrationState, action: Action): ShiftPart[] {
+  const shift = shiftOf(s, action);
+  const hooks = s.spec.desired.strategy.hooks ?? {};
+  const parts: ShiftPart[] = [];
+  // preRollout belongs to the one shift of format 1.2 (plans before it have a shift per route).
+  if (action.routes !== undefined) {
+    (hooks.preRollout ?? []).forEach((_, index) => {
+      parts.push({ kind: 'hook', point: 'preRollout', index });
+    });
+  }
+  const dwells = new Map(shift.dwells.map((d) => [d.weight, d]));
+  shift.steps.forEach((percent, i) => {
+    parts.push({ kind: 'weight', percent });
+    (hooks.rollout ?? []).forEach((_, index) => {
+      parts.push({ kind: 'hook', point: 'rollout', index, weight: percent });
+    });
+    if (i < shift.steps.length - 1) {
+      for (const component of shift.targets) parts.push({ kind: 'health', component });
+    }
+    const dwell = dwells.get(percent);
+    if (dwell) parts.push({ kind: 'hold', dwell });
+  });
+  return parts;
+}
+
+/** The command that runs hook `index` of `point`. */
+export function hookCommand(
+  s: MigrationState,
+  point: HookPoint,
+  index: number,
+  weight?: number,
+): Unnumbered<Command> {
+  const hook = s.spec.desired.strategy.hooks?.[point]?.[index];
+  if (!hook) throw new InvariantError(`no hook ${index} at ${point}`);
+  const command = { kind: 'hook' as const, point, index, name: hook.name };
+  return weight === undefined ? command : { ...command, weight };
 }
 
 export function shiftOf(s: MigrationState, action: Action): ShiftOf {
@@ -86,7 +154,8 @@ export function shiftOf(s: MigrationState, action: Action): ShiftOf {
     return spec;
   });
   const targets = [...new Set(specs.map((r) => r.to))].sort();
-  return { routes, steps: shiftSteps(specs), targets };
+  const dwells = shiftDwells(routes.map((name, i) => [name, specs[i] as (typeof specs)[number]] as const));
+  return { routes, steps: shiftSteps(specs), targets, dwells };
 }
 
 /**
@@ -120,7 +189,12 @@ function drainTimeoutMs(s: MigrationState, component: string): number {
 
 /** Waits and probes can stop at any moment without leaving anything half done. */
 export function isCancellable(command: Command): boolean {
-  return command.kind === 'wait' || command.kind === 'check_health' || command.kind === 'drain';
+  return (
+    command.kind === 'wait' ||
+    command.kind === 'check_health' ||
+    command.kind === 'drain' ||
+    command.kind === 'analyze'
+  );
 }
 
 /**
@@ -133,7 +207,9 @@ export function isAbortedOnEnding(command: Command): boolean {
     isCancellable(command) ||
     command.kind === 'provision' ||
     command.kind === 'replicate' ||
-    command.kind === 'restart'
+    command.kind === 'restart' ||
+    // A hook's verdict no longer matters once the migration ends; runHook stops it at once.
+    command.kind === 'hook'
   );
 }
 

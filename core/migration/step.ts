@@ -3,13 +3,15 @@ import { prerequisites } from '../plan/plan-edges.js';
 import type { Action, Stage } from '../plan/types.js';
 import { own, setOwn } from '../records.js';
 import { formatDuration } from '../topology/duration.js';
+import { hookFailureRollsBack } from '../topology/hook-types.js';
 import { defaults, type Topology } from '../topology/types.js';
 import {
   commandFor,
+  hookCommand,
   isAbortedOnEnding,
   isCancellable,
   retryBackoffMs,
-  shiftOf,
+  shiftParts,
   sinceFormat12,
   undoSteps,
 } from './commands.js';
@@ -17,6 +19,7 @@ import { lowerBound, planIndex, sortedHas } from './plan-index.js';
 import { refuseResolve, stepsToResolve } from './resolve-policy.js';
 import type {
   ActionRun,
+  AnalysisResult,
   Command,
   Ending,
   MigrationEvent,
@@ -96,7 +99,7 @@ export function step(previous: MigrationState, event: MigrationEvent): Transitio
     case 'created':
       throw new InvariantError('a migration is created once');
     case 'operator':
-      onOperator(t, event.verb, event.at, event.by);
+      onOperator(t, event.verb, event.at, event.by, event.full === true);
       break;
     case 'resolve':
       onResolve(t, event.at, event.how, event.step, event.by);
@@ -104,7 +107,7 @@ export function step(previous: MigrationState, event: MigrationEvent): Transitio
     case 'command_succeeded': {
       const command = takeResult(t, event.commandId);
       if (!command) return t;
-      onSucceeded(t, command, event.at, event.output);
+      onSucceeded(t, command, event.at, event.output, event.analysis);
       break;
     }
     case 'command_failed': {
@@ -207,7 +210,7 @@ export function currentStage(s: MigrationState): Stage | 'bake' | null {
   return action?.stage ?? null;
 }
 
-function onOperator(t: Transition, verb: Verb, at: number, by?: string): void {
+function onOperator(t: Transition, verb: Verb, at: number, by?: string, full = false): void {
   const s = t.state;
   // A runner checks verbs before journaling them; one refused here is ignored, never half-applied.
   if (refuseVerb(s, verb) !== null) return;
@@ -239,6 +242,9 @@ function onOperator(t: Transition, verb: Verb, at: number, by?: string): void {
       return;
     case 'commit':
       beginCommit(t, at, `commit requested${who}`);
+      return;
+    case 'promote':
+      promote(t, at, who, full);
       return;
     default:
       assertNever(verb, 'verb');
@@ -297,7 +303,13 @@ function onResolve(t: Transition, at: number, how: ResolveHow, step: string | un
   );
 }
 
-function onSucceeded(t: Transition, command: Command, at: number, output: unknown): void {
+function onSucceeded(
+  t: Transition,
+  command: Command,
+  at: number,
+  output: unknown,
+  analysis?: AnalysisResult,
+): void {
   const s = t.state;
   t.state = { ...s, lastError: null };
   recordEffect(t, command, output);
@@ -323,8 +335,100 @@ function onSucceeded(t: Transition, command: Command, at: number, output: unknow
     return;
   }
   if (s.lifecycle === 'committing' || s.lifecycle === 'running' || s.lifecycle === 'paused') {
+    if (command.kind === 'analyze' && onAnalysis(t, command, at, analysis)) return;
+    if (command.kind === 'hook') {
+      notice(t, at, 'hook_passed', 'info', `hook ${command.name} (${hookWhere(command)}) passed`);
+    }
     completeStep(t, command, at);
   }
+}
+
+/**
+ * An analysis ended: it is kept (status, show, the API) and said in the log. A breach rolls back
+ * at once, with the figures in the reason; true then (the step does not go on).
+ */
+function onAnalysis(
+  t: Transition,
+  command: Extract<Command, { kind: 'analyze' }>,
+  at: number,
+  analysis: AnalysisResult | undefined,
+): boolean {
+  const result: AnalysisResult = analysis ?? {
+    outcome: 'inconclusive',
+    reason: 'the analysis gave no result',
+    routes: [],
+  };
+  const record = { ...result, at, weight: command.weight };
+  t.state = { ...t.state, analyses: [...(t.state.analyses ?? []), record] };
+  if (result.outcome === 'breach') {
+    const reason = `analysis failed: ${result.reason}`;
+    notice(t, at, 'analysis_failed', 'error', reason, 'cutover');
+    const run = runOf(t.state, command.id);
+    if (run) setRun(t, { ...run, command: null });
+    beginEnding(t, at, 'rolled_back', reason);
+    return true;
+  }
+  const level = result.outcome === 'pass' ? 'info' : 'warn';
+  const what =
+    result.outcome === 'pass'
+      ? `analysis passed at the ${command.weight} % step: ${result.reason}`
+      : `analysis inconclusive at the ${command.weight} % step, passed with a warning: ${result.reason}`;
+  notice(t, at, 'analysis_passed', level, what, 'cutover');
+  return false;
+}
+
+/** Where a hook ran, for people: "rollout at 10 %". */
+function hookWhere(command: Extract<Command, { kind: 'hook' }>): string {
+  return command.weight === undefined ? command.point : `${command.point} at ${command.weight} %`;
+}
+
+/**
+ * `promote`: the shift waiting at a manual hold goes on, to its next step, or (`full`) straight to
+ * its last step (100 %), skipping the steps between.
+ */
+function promote(t: Transition, at: number, who: string, full: boolean): void {
+  const run = t.state.running.find((r) => isParked(t.state, r));
+  if (!run) return; // refused before journaling (verb-policy): nothing waits for it
+  const action = t.state.spec.plan.actions[run.index] as Action;
+  const parts = shiftParts(t.state, action);
+  let next = run.subStep + 1;
+  if (full) {
+    const last = parts.findLastIndex((p) => p.kind === 'weight');
+    next = Math.max(next, last);
+  }
+  t.state = { ...t.state, lifecycle: 'running' };
+  notice(
+    t,
+    at,
+    'promoted',
+    'info',
+    `promoted${who}${full ? ': straight to 100 %, the steps between skipped' : ''}`,
+    action.stage,
+    action.id,
+  );
+  if (next >= parts.length) {
+    notice(t, at, 'action_succeeded', 'info', `${action.id} done`, action.stage, action.id);
+    finishRun(t, run.index);
+    return;
+  }
+  setRun(t, { ...run, subStep: next, attempt: 1, gateRemainingMs: null, command: null });
+}
+
+/** Whether the action of `run` waits at a manual hold (for `promote`): it issues nothing there. */
+export function isParked(s: MigrationState, run: ActionRun): boolean {
+  const action = s.spec.plan.actions[run.index] as Action;
+  if (action.type !== 'shift_traffic' || run.command !== null) return false;
+  const part = shiftParts(s, action)[run.subStep];
+  return part?.kind === 'hold' && part.dwell.hold === 'manual';
+}
+
+/** A confirmPromotion or postRollout hook ran (passed, or postRollout failed): the next one is due. */
+function countHook(t: Transition, point: string): void {
+  const run = t.state.hooksRun ?? { confirmPromotion: 0, postRollout: 0 };
+  if (point === 'confirmPromotion')
+    t.state = { ...t.state, hooksRun: { ...run, confirmPromotion: run.confirmPromotion + 1 } };
+  if (point === 'postRollout')
+    t.state = { ...t.state, hooksRun: { ...run, postRollout: run.postRollout + 1 } };
 }
 
 /** An action's command ended after the rollback began: the action will not go on. */
@@ -371,16 +475,25 @@ function completeStep(t: Transition, command: Command, at: number): void {
       t.state = { ...s, routesPromoted: s.routesPromoted + 1 };
     } else if (command.kind === 'shift_routes' && command.promote) {
       t.state = { ...s, routesPromoted: s.routesPromoted + command.routes.length };
+    } else if (command.kind === 'hook') {
+      countHook(t, command.point);
     }
     return;
   }
-  if (command.kind === 'wait') {
+  if (command.kind === 'wait' && command.purpose !== 'hold') {
     // The wait before a retry is over: the action's call is issued again.
     setRun(t, { ...run, command: null });
     return;
   }
   const action = s.spec.plan.actions[run.index] as Action;
   const steps = subStepCount(s, action);
+  if (
+    action.type === 'shift_traffic' &&
+    (command.kind === 'shift_routes' || command.kind === 'apply_route')
+  ) {
+    // Each step of a shift in the log: what a person watching a progressive rollout looks for.
+    notice(t, at, 'traffic_step', 'info', `${describeCommand(command)}`, action.stage, action.id);
+  }
   if (command.kind === 'check_health' && action.type === 'check_health') {
     notice(
       t,
@@ -441,6 +554,10 @@ function onFailed(t: Transition, command: Command, at: number, message: string, 
     t.state = { ...t.state, attempt: 1, ending: { ...ending, cursor: ending.cursor + 1, skipped } };
     return;
   }
+  if (command.kind === 'hook') {
+    onHookFailed(t, command, at, message);
+    return;
+  }
   if (s.lifecycle === 'committing') {
     // Past the point of no return: a commit step is retried until it succeeds, never undone.
     notice(t, at, 'action_retry', 'warn', `commit step ${what} failed (${message}); retrying`);
@@ -477,6 +594,35 @@ function onFailed(t: Transition, command: Command, at: number, message: string, 
   beginEnding(t, at, 'failed', reason);
 }
 
+/**
+ * A hook failed (runHook made its attempts): before the commit it rolls back with its reason;
+ * postRollout, after the commit, cannot: a warning, and the migration completes.
+ */
+function onHookFailed(
+  t: Transition,
+  command: Extract<Command, { kind: 'hook' }>,
+  at: number,
+  message: string,
+): void {
+  const run = runOf(t.state, command.id);
+  if (!hookFailureRollsBack(command.point)) {
+    notice(
+      t,
+      at,
+      'hook_failed',
+      'warn',
+      `hook ${command.name} (${command.point}) failed, after the commit: ${message}`,
+    );
+    countHook(t, command.point);
+    return;
+  }
+  if (run) setRun(t, { ...run, command: null });
+  // runHook's reason names the hook and its target already: say where it ran in front of it.
+  const reason = `${hookWhere(command)}: ${message}`;
+  notice(t, at, 'hook_failed', 'error', reason, 'cutover');
+  beginEnding(t, at, 'rolled_back', reason);
+}
+
 /** A command of no action failed: wait, then it is issued again (attempt counted on the state). */
 function retryLater(t: Transition, attempt: number): void {
   t.state = { ...t.state, attempt: attempt + 1 };
@@ -493,8 +639,13 @@ function onCancelled(t: Transition, command: Command, elapsedMs: number): void {
   const run = runOf(t.state, command.id);
   if (run) {
     // A gate goes on later with the deadline it had left; any other call is issued again.
+    // A hold goes on with the time it had left, as a gate does.
     const gateRemainingMs =
-      command.kind === 'check_health' ? Math.max(0, command.deadlineMs - elapsedMs) : run.gateRemainingMs;
+      command.kind === 'check_health'
+        ? Math.max(0, command.deadlineMs - elapsedMs)
+        : command.kind === 'wait' && command.purpose === 'hold'
+          ? Math.max(0, command.ms - elapsedMs)
+          : run.gateRemainingMs;
     setRun(t, { ...run, command: null, gateRemainingMs });
   } else if (command.kind === 'wait' && command.purpose === 'bake') {
     t.state = { ...t.state, bakeRemainingMs: Math.max(0, command.ms - elapsedMs) };
@@ -590,8 +741,9 @@ function advanceState(t: Transition, at: number): Advanced {
     case 'rolling_back':
       return advanceRollingBack(t, at);
     case 'paused':
+    case 'awaiting_promotion':
     case 'awaiting_commit':
-      // Waiting for a verb (resume, commit, rollback, cancel): onOperator moves them on.
+      // Waiting for a verb (resume, promote, commit, rollback, cancel): onOperator moves them on.
       return 'settled';
     case 'completed':
     case 'rolled_back':
@@ -616,6 +768,7 @@ function advanceRunning(t: Transition, at: number): Advanced {
   const commitAt = commitIndex(s.spec);
   if (s.cursor < commitAt) {
     scheduleActions(t, at, commitAt);
+    awaitPromotion(t, at);
     return 'settled';
   }
   if (s.inflight.length > 0) return 'settled';
@@ -625,6 +778,13 @@ function advanceRunning(t: Transition, at: number): Advanced {
       notice(t, at, 'stage_entered', 'info', `bake: waiting ${formatDuration(ms)} before the commit`, 'bake');
     }
     issue(t, { kind: 'wait', ms, purpose: 'bake' });
+    return 'settled';
+  }
+  // confirmPromotion: the last gate, once bake is over, one hook after the other.
+  const confirm = s.spec.desired.strategy.hooks?.confirmPromotion ?? [];
+  const confirmed = s.hooksRun?.confirmPromotion ?? 0;
+  if (confirmed < confirm.length) {
+    issue(t, hookCommand(s, 'confirmPromotion', confirmed));
     return 'settled';
   }
   if (s.spec.desired.strategy.commit === 'manual') {
@@ -640,6 +800,30 @@ function advanceRunning(t: Transition, at: number): Advanced {
   }
   beginCommit(t, at, 'all stages passed');
   return 'again';
+}
+
+/**
+ * Nothing in flight and a shift waits at a manual hold: the migration awaits `promote` (or a
+ * rollback or cancel). Other actions ready would have been issued first: it waits only when idle.
+ */
+function awaitPromotion(t: Transition, at: number): void {
+  const s = t.state;
+  if (s.inflight.length > 0) return;
+  const run = s.running.find((r) => isParked(s, r));
+  if (!run) return;
+  const action = s.spec.plan.actions[run.index] as Action;
+  const weight = [...shiftParts(s, action).slice(0, run.subStep)].reverse().find((p) => p.kind === 'weight');
+  const at100 = weight?.kind === 'weight' ? ` at ${weight.percent} %` : '';
+  t.state = { ...s, lifecycle: 'awaiting_promotion' };
+  notice(
+    t,
+    at,
+    'awaiting_promotion',
+    'info',
+    `awaiting promotion${at100}: run \`cutover topology migration promote ${s.spec.id}\` for the next step (--full: straight to 100 %)`,
+    action.stage,
+    action.id,
+  );
 }
 
 /** Committing: record the layout, promote the routes, finish the actions after the commit; then done. */
@@ -667,6 +851,13 @@ function advanceCommitting(t: Transition, at: number): Advanced {
     return 'settled';
   }
   if (s.inflight.length > 0) return 'settled';
+  // postRollout: after the commit, one hook after the other; a failure is a warning (onHookFailed).
+  const post = s.spec.desired.strategy.hooks?.postRollout ?? [];
+  const ran = s.hooksRun?.postRollout ?? 0;
+  if (ran < post.length) {
+    issue(t, hookCommand(s, 'postRollout', ran));
+    return 'settled';
+  }
   t.state = { ...s, lifecycle: 'completed', endedAt: at };
   notice(t, at, 'completed', 'info', `completed: environment ${s.spec.environment} is at the new layout`);
   return 'settled';
@@ -880,6 +1071,7 @@ function startAction(t: Transition, at: number, index: number): void {
 function issueAction(t: Transition, at: number, index: number): void {
   const s = t.state;
   const run = s.running.find((r) => r.index === index) as ActionRun;
+  if (isParked(s, run)) return; // at a manual hold: `promote` moves it on
   const action = s.spec.plan.actions[index] as Action;
   const command = commandFor(s, action, run);
   if (run.subStep === 0 && run.attempt === 1 && run.gateRemainingMs === null) {
@@ -946,8 +1138,7 @@ export function routesToPromote(s: MigrationState): string[] {
  */
 export function subStepCount(s: MigrationState, action: Action): number {
   if (action.type !== 'shift_traffic') return 1;
-  const { steps, targets } = shiftOf(s, action);
-  return steps.length * (1 + targets.length) - targets.length;
+  return shiftParts(s, action).length;
 }
 
 /** The routes a command changes (numbered or not yet). */
@@ -992,7 +1183,11 @@ export function describeCommand(c: Command): string {
     case 'retire':
       return `retire ${c.slot} ${c.component}`;
     case 'wait':
-      return `wait ${formatDuration(c.ms)}`;
+      return c.purpose === 'hold' ? `hold ${formatDuration(c.ms)}` : `wait ${formatDuration(c.ms)}`;
+    case 'analyze':
+      return `analysis of ${c.routes.map((r) => r.route).join(', ')} over ${formatDuration(c.ms)} at ${c.weight} %`;
+    case 'hook':
+      return `hook ${c.name} (${hookWhere(c)})`;
     case 'record_layout':
       return 'record the new layout';
     default:

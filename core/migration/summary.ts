@@ -1,4 +1,10 @@
+import type { VerdictOutcome } from '../analysis/verdict.js';
 import { isFinal, type MigrationState } from './types.js';
+
+function lastAnalysis(state: MigrationState): Pick<MigrationSummary, 'analysis'> {
+  const last = state.analyses?.at(-1);
+  return last ? { analysis: { outcome: last.outcome, weight: last.weight, reason: last.reason } } : {};
+}
 
 /** What a listing shows of one migration, the same in every mode (local, Temporal, a server). */
 export interface MigrationSummary {
@@ -21,6 +27,8 @@ export interface MigrationSummary {
   reason: string | null;
   /** pid of the live process driving it, if any. */
   runnerPid: number | null;
+  /** The last analysis of a shift hold, when one ran (every one is in the state's `analyses`). */
+  analysis?: { outcome: VerdictOutcome; weight: number; reason: string };
   /**
    * Whether a process drives it, read when asked: `alive`; `dead` (in flight, and the process that
    * drove it is gone: `resumeWith` picks it up); `starting` (just created, its runner not up yet);
@@ -68,6 +76,7 @@ export function summaryOf(state: MigrationState, runner: RunnerSeen = { state: '
     reason: state.ending?.reason ?? null,
     runnerPid: runner.state === 'alive' ? runner.pid : null,
     runner: runner.state,
+    ...lastAnalysis(state),
     ...(dead ? { resumeWith: dead.resumeWith } : {}),
     ...(dead && dead.pid !== null ? { deadRunnerPid: dead.pid } : {}),
   };

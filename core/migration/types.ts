@@ -1,15 +1,22 @@
+import type { SlotFigures, VerdictOutcome } from '../analysis/verdict.js';
 import type { CurrentLayout, SlotInfo } from '../layout.js';
+import type { RouteAnalysis } from '../plan/shift-steps.js';
 import type { Plan, Stage } from '../plan/types.js';
+
+export type { RouteAnalysis };
+
+import type { HookPoint } from '../topology/hook-types.js';
 import type { Topology } from '../topology/types.js';
 
 /**
- * Lifecycle of a migration. `running`, `paused`, `awaiting_commit`, `committing` and
- * `rolling_back` are in flight; `completed`, `rolled_back`, `cancelled` and `failed` are final.
+ * Lifecycle of a migration. `running`, `paused`, `awaiting_promotion` (a shift step with
+ * `hold: manual`), `awaiting_commit`, `committing` and `rolling_back` are in flight; `completed`, `rolled_back`, `cancelled` and `failed` are final.
  * `committing` is past the point of no return.
  */
 export type Lifecycle =
   | 'running'
   | 'paused'
+  | 'awaiting_promotion'
   | 'awaiting_commit'
   | 'committing'
   | 'rolling_back'
@@ -24,8 +31,13 @@ export function isFinal(lifecycle: Lifecycle): boolean {
   return finalLifecycles.includes(lifecycle);
 }
 
-export type Verb = 'pause' | 'resume' | 'rollback' | 'cancel' | 'commit';
-export const verbs: readonly Verb[] = ['pause', 'resume', 'rollback', 'cancel', 'commit'];
+export type Verb = 'pause' | 'resume' | 'rollback' | 'cancel' | 'commit' | 'promote';
+export const verbs: readonly Verb[] = ['pause', 'resume', 'rollback', 'cancel', 'commit', 'promote'];
+
+/** What a verb may carry besides who gave it: `promote --full`. */
+export interface VerbOptions {
+  full?: boolean;
+}
 
 /** How a migration that does not complete ends. */
 export type Outcome = 'rolled_back' | 'cancelled' | 'failed';
@@ -97,10 +109,44 @@ export type Command =
   | { id: string; kind: 'remove_route'; route: string }
   | { id: string; kind: 'drain'; component: string; timeoutMs: number }
   | { id: string; kind: 'retire'; component: string; slot: 'blue' | 'green' }
-  | { id: string; kind: 'wait'; ms: number; purpose: 'bake' | 'retry' }
+  /** hold: a shift step's dwell (`hold: 2m`), the weight set, before the next step. */
+  | { id: string; kind: 'wait'; ms: number; purpose: 'bake' | 'retry' | 'hold' }
+  /**
+   * A shift step's hold with analysis: `ms` of each route's traffic measured (through its route
+   * driver, or its Prometheus checks) and judged; the result comes back on the event (`analysis`).
+   */
+  | { id: string; kind: 'analyze'; weight: number; ms: number; routes: RouteAnalysis[] }
+  /** The hook `index` of `strategy.hooks[point]` (named `name`), run once to a verdict (runHook). */
+  | { id: string; kind: 'hook'; point: HookPoint; index: number; name: string; weight?: number }
   | { id: string; kind: 'record_layout' };
 
 export type CommandKind = Command['kind'];
+
+/** One route's verdict over a hold. */
+export interface RouteVerdict {
+  route: string;
+  outcome: VerdictOutcome;
+  reason: string;
+  green?: SlotFigures;
+  blue?: SlotFigures;
+}
+
+/**
+ * What an `analyze` command found. Invariant: `breach` when any route breached; else
+ * `inconclusive` when any route had too little traffic (the hold was extended once and it still
+ * had); else `pass`. `reason` names each route's verdict with its figures.
+ */
+export interface AnalysisResult {
+  outcome: VerdictOutcome;
+  reason: string;
+  routes: RouteVerdict[];
+}
+
+/** An analysis as the migration keeps it (status, show, the API): its result, when, at which step. */
+export interface AnalysisRecord extends AnalysisResult {
+  at: number;
+  weight: number;
+}
 
 export interface CommandError {
   message: string;
@@ -111,10 +157,18 @@ export interface CommandError {
 /** What happened. The journal is a list of these; the state is a fold over them. */
 export type MigrationEvent =
   | { type: 'created'; at: number; spec: MigrationSpec }
-  | { type: 'command_succeeded'; at: number; commandId: string; output?: SlotInfo }
+  | {
+      type: 'command_succeeded';
+      at: number;
+      commandId: string;
+      output?: SlotInfo;
+      /** An `analyze` command's result. */
+      analysis?: AnalysisResult;
+    }
   | { type: 'command_failed'; at: number; commandId: string; error: CommandError }
   | { type: 'command_cancelled'; at: number; commandId: string; elapsedMs: number }
-  | { type: 'operator'; at: number; verb: Verb; by?: string }
+  /** full: a `promote --full`, straight to the last step (100 %). */
+  | { type: 'operator'; at: number; verb: Verb; by?: string; full?: boolean }
   /** A person resolves undo steps left for them (all, or the one `step` names): see resolve-policy.ts. */
   | { type: 'resolve'; at: number; how: ResolveHow; step?: string; by?: string };
 
@@ -142,6 +196,13 @@ export type NoticeKind =
   | 'gate_failed'
   | 'paused'
   | 'resumed'
+  | 'traffic_step'
+  | 'awaiting_promotion'
+  | 'promoted'
+  | 'analysis_passed'
+  | 'analysis_failed'
+  | 'hook_passed'
+  | 'hook_failed'
   | 'awaiting_commit'
   | 'committing'
   | 'completed'
@@ -237,6 +298,10 @@ export interface MigrationState {
   layoutRecorded: boolean;
   /** Routes whose green slot was made their live slot during the commit. */
   routesPromoted: number;
+  /** The analyses of shift holds, in the order they ended (absent in states from before them). */
+  analyses?: AnalysisRecord[];
+  /** How many confirmPromotion hooks passed, and how many postRollout hooks ran (absent: none). */
+  hooksRun?: { confirmPromotion: number; postRollout: number };
   ending: Ending | null;
   startedAt: number;
   updatedAt: number;

@@ -12,6 +12,7 @@ export const verbTable: Record<Lifecycle, Record<Verb, string | null>> = {
     rollback: null,
     cancel: null,
     commit: 'it is not awaiting commit',
+    promote: 'it is not awaiting promotion (no shift step with hold: manual is waiting)',
   },
   paused: {
     pause: 'it is already paused',
@@ -19,6 +20,15 @@ export const verbTable: Record<Lifecycle, Record<Verb, string | null>> = {
     rollback: null,
     cancel: null,
     commit: 'it is not awaiting commit',
+    promote: 'it is paused, not awaiting promotion',
+  },
+  awaiting_promotion: {
+    pause: 'it is waiting for promotion; there is nothing to pause',
+    resume: 'it is not paused (it awaits promote)',
+    rollback: null,
+    cancel: null,
+    commit: 'it is awaiting promotion: promote it (--full for straight to 100 %) before the commit',
+    promote: null,
   },
   awaiting_commit: {
     pause: 'it is waiting for commit; there is nothing to pause',
@@ -26,6 +36,7 @@ export const verbTable: Record<Lifecycle, Record<Verb, string | null>> = {
     rollback: null,
     cancel: null,
     commit: null,
+    promote: 'it is awaiting commit: every shift step is done',
   },
   committing: {
     pause: 'it is committing',
@@ -33,6 +44,7 @@ export const verbTable: Record<Lifecycle, Record<Verb, string | null>> = {
     rollback: 'the commit has started: it is past the point of no return',
     cancel: 'the commit has started: it is past the point of no return',
     commit: 'it is already committing',
+    promote: 'it is committing',
   },
   rolling_back: {
     pause: 'it is rolling back',
@@ -40,6 +52,7 @@ export const verbTable: Record<Lifecycle, Record<Verb, string | null>> = {
     rollback: 'it is already rolling back',
     cancel: 'it is already rolling back',
     commit: 'it is rolling back',
+    promote: 'it is rolling back',
   },
   completed: {
     pause: 'it has completed',
@@ -47,6 +60,7 @@ export const verbTable: Record<Lifecycle, Record<Verb, string | null>> = {
     rollback: 'it is committed',
     cancel: 'it is committed',
     commit: 'it is already committed',
+    promote: 'it has completed',
   },
   rolled_back: {
     pause: 'it was rolled back',
@@ -54,6 +68,7 @@ export const verbTable: Record<Lifecycle, Record<Verb, string | null>> = {
     rollback: 'it was already rolled back',
     cancel: 'it was rolled back',
     commit: 'it was rolled back',
+    promote: 'it was rolled back',
   },
   cancelled: {
     pause: 'it was cancelled',
@@ -61,6 +76,7 @@ export const verbTable: Record<Lifecycle, Record<Verb, string | null>> = {
     rollback: 'it was cancelled (and rolled back)',
     cancel: 'it was already cancelled',
     commit: 'it was cancelled',
+    promote: 'it was cancelled',
   },
   failed: {
     pause: 'it failed',
@@ -68,6 +84,7 @@ export const verbTable: Record<Lifecycle, Record<Verb, string | null>> = {
     rollback: 'it failed and was rolled back automatically',
     cancel: 'it failed and was rolled back automatically',
     commit: 'it failed',
+    promote: 'it failed',
   },
 };
 
@@ -110,6 +127,8 @@ export function verbText(verb: Verb): string {
       return 'cancel';
     case 'commit':
       return 'commit';
+    case 'promote':
+      return 'promote';
     default:
       return assertNever(verb, 'verb');
   }
@@ -123,7 +142,18 @@ export const lifecycleTransitions: readonly { from: Lifecycle; to: Lifecycle; on
   { from: 'running', to: 'paused', on: 'pause (at the next step boundary)' },
   { from: 'running', to: 'awaiting_commit', on: 'last step before commit done, bake over, commit: manual' },
   { from: 'running', to: 'committing', on: 'last step before commit done, bake over, commit: auto' },
-  { from: 'running', to: 'rolling_back', on: 'rollback, cancel, or a step failed (after retries)' },
+  {
+    from: 'running',
+    to: 'rolling_back',
+    on: 'rollback, cancel, a step failed (after retries), an analysis breached, or a hook failed',
+  },
+  {
+    from: 'running',
+    to: 'awaiting_promotion',
+    on: 'a shift step with hold: manual reached, nothing else in flight',
+  },
+  { from: 'awaiting_promotion', to: 'running', on: 'promote (the next step, or --full: 100 %)' },
+  { from: 'awaiting_promotion', to: 'rolling_back', on: 'rollback or cancel' },
   { from: 'paused', to: 'running', on: 'resume' },
   { from: 'paused', to: 'rolling_back', on: 'rollback or cancel' },
   { from: 'awaiting_commit', to: 'committing', on: 'commit' },

@@ -69,6 +69,8 @@ export function notificationsOf(
         },
       ]);
     }
+    const failed = analysisFailed(before, after);
+    if (failed) found.push(failed);
     if (before.lifecycle !== after.lifecycle) {
       const reached = lifecycleEvent(after);
       if (reached) found.push(reached);
@@ -93,6 +95,30 @@ function stepApplied(
   return { routes, greenPercent: command.greenPercent };
 }
 
+/** An analysis that breached was just recorded (it rolls back: `rolled_back` follows at the end). */
+function analysisFailed(
+  before: MigrationState,
+  after: MigrationState,
+): [NotifyEventName, EventDetail] | null {
+  const analyses = after.analyses ?? [];
+  if (analyses.length === (before.analyses ?? []).length) return null;
+  const last = analyses[analyses.length - 1];
+  if (last?.outcome !== 'breach') return null;
+  const route = last.routes.find((r) => r.outcome === 'breach');
+  const analysis: AnalysisFailure = { check: route?.reason ?? last.reason, weight: last.weight };
+  if (route) analysis.route = route.route;
+  if (route?.green) analysis.requests = route.green.requests;
+  return [
+    'analysis_failed',
+    {
+      message: `${after.spec.id}: analysis failed at the ${last.weight} % step: ${last.reason}; rolling back`,
+      reason: last.reason,
+      weight: last.weight,
+      analysis,
+    },
+  ];
+}
+
 function lifecycleEvent(after: MigrationState): [NotifyEventName, EventDetail] | null {
   const { id, environment } = after.spec;
   const reason = after.ending?.reason ?? after.lastError ?? 'unknown reason';
@@ -101,6 +127,13 @@ function lifecycleEvent(after: MigrationState): [NotifyEventName, EventDetail] |
       return [
         'awaiting_commit',
         { message: `${id} awaits its commit: cutover topology migration commit ${id}` },
+      ];
+    case 'awaiting_promotion':
+      return [
+        'awaiting_promotion',
+        {
+          message: `${id} awaits promotion at a manual hold: cutover topology migration promote ${id} (--full: straight to 100 %)`,
+        },
       ];
     case 'completed':
       return [

@@ -1,6 +1,7 @@
+import { type AnalysisSettings, defaultMinRequests } from '../analysis/analysis-settings.js';
 import { formatDuration } from '../topology/duration.js';
 import type { Component, Route } from '../topology/types.js';
-import { shiftSteps } from './shift-steps.js';
+import { type StepDwell, shiftDwells, shiftSteps } from './shift-steps.js';
 
 /** One-line reasons for actions whose reason is not a list of changes. */
 
@@ -40,17 +41,53 @@ function probeReason(h: NonNullable<Component['health']>): string {
 }
 
 export function shiftReason(route: Route): string {
-  return `shift ${route.listen} to green ${route.to}: ${describeSteps(route.shift)}`;
+  return `shift ${route.listen} to green ${route.to}: ${describeSteps(route.shift, shiftDwells([['', route]]))}`;
 }
 
 /** Several routes moved as one: "shift www (127.0.0.1:80 → web), api (… → api) to green together: 10% → 100%". */
 export function shiftTogetherReason(routes: readonly [string, Route][]): string {
   const which = routes.map(([name, r]) => `${name} (${r.listen} → ${r.to})`).join(', ');
-  return `shift ${which} to green together: ${describeSteps(shiftSteps(routes.map(([, r]) => r)))}`;
+  const steps = shiftSteps(routes.map(([, r]) => r));
+  return `shift ${which} to green together: ${describeSteps(steps, shiftDwells(routes), routes.length > 1)}`;
 }
 
-function describeSteps(steps: readonly number[]): string {
-  return steps.length === 1 ? 'all at once' : steps.map((p) => `${p}%`).join(' → ');
+/**
+ * "10% → 50% → 100%"; with holds, "10 % for 2m, then 50 % for 5m (analysis: success ≥ 99 %, p99 ≤
+ * 500ms), then 100 %". Routes without holds read as they always did (plan reasons stay the same).
+ */
+function describeSteps(steps: readonly number[], dwells: readonly StepDwell[] = [], named = false): string {
+  if (dwells.length === 0) return steps.length === 1 ? 'all at once' : steps.map((p) => `${p}%`).join(' → ');
+  const byWeight = new Map(dwells.map((d) => [d.weight, d]));
+  return steps
+    .map((weight) => {
+      const dwell = byWeight.get(weight);
+      if (!dwell) return `${weight} %`;
+      const hold = dwell.hold === 'manual' ? 'until promoted' : `for ${formatDuration(dwell.hold)}`;
+      const analyses = dwell.analyses.map(
+        (a) => `${named ? `${a.route}: ` : ''}${describeAnalysis(a.analysis)}`,
+      );
+      return `${weight} % ${hold}${analyses.length > 0 ? ` (analysis: ${analyses.join('; ')})` : ''}`;
+    })
+    .join(', then ');
+}
+
+/** "success ≥ 99 %, p99 ≤ 500ms, p99 ≤ 2× blue's, prometheus `…` ≤ 0.01". */
+export function describeAnalysis(settings: AnalysisSettings): string {
+  const { checks } = settings;
+  const parts: string[] = [];
+  if (checks.successRate) parts.push(`success ≥ ${checks.successRate.min} %`);
+  if (checks.latency?.p99) parts.push(`p99 ≤ ${formatDuration(checks.latency.p99.maxMs)}`);
+  const blue = checks.compareWithBlue;
+  if (blue?.p99) parts.push(`p99 ≤ ${blue.p99.maxRatio}× blue's`);
+  if (blue?.successRate) parts.push(`success ≥ blue's − ${blue.successRate.maxDrop} points`);
+  for (const check of settings.prometheus) {
+    const bounds = [
+      check.min === undefined ? '' : `≥ ${check.min}`,
+      check.max === undefined ? '' : `≤ ${check.max}`,
+    ].filter(Boolean);
+    parts.push(`prometheus \`${check.query}\` ${bounds.join(' and ')}`);
+  }
+  return `${parts.join(', ')}${checks.minRequests !== defaultMinRequests ? ` over ≥ ${checks.minRequests} requests` : ''}`;
 }
 
 export function drainReason(name: string, drainTimeoutMs: number | undefined, removed: boolean): string {

@@ -6,6 +6,7 @@ import type { PathProblem } from './diagnostic.js';
 import { parseDuration } from './duration.js';
 import type { ComponentFile, TopologyFile } from './file-types.js';
 import { findCycles } from './find-cycles.js';
+import { checkShiftSteps } from './shift-holds.js';
 import { suggest } from './validate-schema.js';
 
 /**
@@ -269,17 +270,7 @@ function checkRoutes(file: TopologyFile, problems: PathProblem[]): void {
         else listeners.set(listener.port, [listener]);
       }
     }
-    const shift = route.shift;
-    if (shift) {
-      for (let i = 1; i < shift.length; i++) {
-        if ((shift[i] as number) <= (shift[i - 1] as number)) {
-          problems.push({ path: [...at, 'shift', i], message: 'steps must increase' });
-        }
-      }
-      if (shift[shift.length - 1] !== 100) {
-        problems.push({ path: [...at, 'shift', shift.length - 1], message: 'the last step must be 100' });
-      }
-    }
+    if (route.shift) checkShiftSteps(route.shift, [...at, 'shift'], problems);
   });
 }
 

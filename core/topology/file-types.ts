@@ -79,9 +79,21 @@ export interface RouteFile {
   to: string;
   driver?: string;
   preview?: string;
-  shift?: number[];
+  shift?: (number | ShiftStepFile)[];
   drain?: { timeout?: string };
   upstreamTimeout?: string;
   bodyTimeout?: string;
   queueTimeout?: string;
+}
+
+/** A shift step written as an object: its weight, and how it dwells. */
+export interface ShiftStepFile {
+  weight: number;
+  hold?: string;
+  analysis?: unknown;
+}
+
+/** The weight of a shift step as written (a number, or an object's `weight`). */
+export function stepWeight(step: number | ShiftStepFile): number {
+  return typeof step === 'number' ? step : step.weight;
 }

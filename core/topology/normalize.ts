@@ -11,6 +11,7 @@ import type {
   TopologyFile,
 } from './file-types.js';
 import { normalizeHooks } from './normalize-hooks.js';
+import { normalizeShift } from './shift-holds.js';
 import type {
   Component,
   ContainerDriverSpec,
@@ -175,9 +176,11 @@ function normalizeRoute(r: RouteFile): Route {
   const out = {} as Route;
   out.drain = { timeout: duration(r.drain?.timeout, defaults.drainTimeoutMs) };
   if (r.driver !== undefined) out.driver = r.driver;
+  const { shift, holds } = normalizeShift(r.shift ?? defaults.shift);
+  if (holds) out.holds = holds;
   out.listen = r.listen.toLowerCase();
   if (r.preview !== undefined) out.preview = r.preview.toLowerCase();
-  out.shift = [...(r.shift ?? defaults.shift)];
+  out.shift = shift;
   out.to = r.to;
   if (r.upstreamTimeout !== undefined) out.upstreamTimeout = duration(r.upstreamTimeout, 0);
   if (r.bodyTimeout !== undefined) out.bodyTimeout = duration(r.bodyTimeout, 0);

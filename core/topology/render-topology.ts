@@ -9,6 +9,7 @@ import type {
   TopologyFile,
 } from './file-types.js';
 import { hooksFileOf } from './hook-types.js';
+import { shiftFileOf } from './shift-holds.js';
 import type { Component, DriverSpec, Health, NotifyTarget, Route, Topology } from './types.js';
 
 /**
@@ -122,7 +123,7 @@ function routeFile(r: Route): RouteFile {
   const out: RouteFile = {
     listen: r.listen,
     to: r.to,
-    shift: r.shift,
+    shift: shiftFileOf(r),
     drain: { timeout: formatDuration(r.drain.timeout) },
   };
   if (r.driver !== undefined) out.driver = r.driver;

@@ -1,3 +1,4 @@
+import type { AnalysisSettings } from '../analysis/analysis-settings.js';
 import type { NotifyEventName, Severity } from '../notify/types.js';
 import type { DurationMs } from './duration.js';
 import type { EnvValue, SecretRef } from './env-value.js';
@@ -126,6 +127,11 @@ export interface Route {
   preview?: string;
   /** Percentages of traffic on green, increasing, ending at 100. */
   shift: number[];
+  /**
+   * The steps of `shift` that dwell, by weight ascending (`{ weight, hold, analysis }` in the file).
+   * Absent when no step holds, so models, digests and plans of routes without holds stay as they were.
+   */
+  holds?: StepHold[];
   drain: { timeout: DurationMs };
   /**
    * Longest silence of an upstream while its answer is awaited; undefined: the route driver's
@@ -137,6 +143,17 @@ export interface Route {
   bodyTimeout?: DurationMs;
   /** Longest wait for a free connection to an upstream whose connections are all busy (503 then); as upstreamTimeout. */
   queueTimeout?: DurationMs;
+}
+
+/**
+ * A shift step that dwells: `hold` long (or until `promote`, manual) before the next step. With
+ * `analysis`, the hold is a measured window of the route's traffic, judged by its checks.
+ * Invariant (check-topology): analysis only with a hold of a duration.
+ */
+export interface StepHold {
+  weight: number;
+  hold: DurationMs | 'manual';
+  analysis?: AnalysisSettings;
 }
 
 export interface Strategy {

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Ajv as AjvClass, ErrorObject } from 'ajv';
+import analysisSchema from '../../schemas/analysis.v1.json' with { type: 'json' };
 import topologySchema from '../../schemas/topology.v1.json' with { type: 'json' };
 import topologyHooksSchema from '../../schemas/topology-hooks.v1.json' with { type: 'json' };
 import { ajvOptions } from './ajv-options.js';
@@ -23,7 +24,10 @@ function validator(): Validate {
       compiled = require('./topology-validator.generated.cjs') as Validate;
     } catch {
       const { Ajv } = require('ajv') as { Ajv: typeof AjvClass };
-      compiled = new Ajv(ajvOptions).addSchema(topologyHooksSchema).compile(topologySchema) as Validate;
+      compiled = new Ajv(ajvOptions)
+        .addSchema(topologyHooksSchema)
+        .addSchema(analysisSchema)
+        .compile(topologySchema) as Validate;
     }
   }
   return compiled;
@@ -43,7 +47,7 @@ export function validateAgainstSchema(value: unknown): PathProblem[] {
   }
   const problems: PathProblem[] = [];
   const seen = new Set<string>();
-  for (const error of validate.errors ?? []) {
+  for (const error of relevantErrors(validate.errors ?? [])) {
     const problem = toProblem(error, value);
     if (!problem) continue;
     const key = `${problem.path.join('\u0000')}\u0001${problem.message}`;
@@ -52,6 +56,33 @@ export function validateAgainstSchema(value: unknown): PathProblem[] {
     problems.push(problem);
   }
   return problems;
+}
+
+/**
+ * A shift step is a number or an object, and a hold a duration or `manual` (anyOf): ajv reports
+ * every branch that failed. The branch the value was meant for is the one with errors of its own
+ * (a bad key, a bad duration); "must be an integer" for an object, "must be \"manual\"" beside a
+ * bad duration and "must match a schema in anyOf" only add noise then, so they are left out.
+ */
+function relevantErrors(errors: readonly ErrorObject[]): ErrorObject[] {
+  const branchOnly = (e: ErrorObject) =>
+    e.keyword === 'anyOf' ||
+    ((e.schemaPath.includes('/anyOf/') || isShiftStepType(e)) &&
+      (e.keyword === 'type' || e.keyword === 'const'));
+  return errors.filter((error) => {
+    if (!branchOnly(error)) return true;
+    const within = (other: ErrorObject) =>
+      other.instancePath === error.instancePath || other.instancePath.startsWith(`${error.instancePath}/`);
+    const specific = errors.some((other) => !branchOnly(other) && within(other));
+    if (specific) return false;
+    // Nothing more specific: keep the branches' own words, not the anyOf summary.
+    return error.keyword !== 'anyOf' || !errors.some((other) => other !== error && within(other));
+  });
+}
+
+/** A type error of a shift step (of its number branch, or of its object branch, reached through $ref). */
+function isShiftStepType(e: ErrorObject): boolean {
+  return e.keyword === 'type' && /^\/routes\/[^/]+\/shift\/\d+$/.test(e.instancePath);
 }
 
 const patternMessages: Record<string, string> = {
@@ -108,6 +139,9 @@ function toProblem(error: ErrorObject, root: unknown): PathProblem | undefined {
         };
       }
       const def = definitionOf(error.schemaPath);
+      // A shift step's hold is a duration or manual (see relevantErrors).
+      if (path[path.length - 1] === 'hold')
+        return { path, message: `${patternMessages.duration}, or manual` };
       const message =
         patternMessages[def ?? ''] ??
         inlinePatternMessages[String(params.pattern)] ??
@@ -120,6 +154,8 @@ function toProblem(error: ErrorObject, root: unknown): PathProblem | undefined {
       return { path, message: `must be ${JSON.stringify(params.allowedValue)}` };
     case 'type': {
       const expected = String(params.type);
+      if (isShiftStepType(error))
+        return { path, message: 'must be a percentage, e.g. 10, or a step such as { weight: 10, hold: 2m }' };
       if (expected === 'string' && typeof error.data === 'number') {
         const duration = definitionOf(error.schemaPath) === 'duration';
         const what = duration ? 'a duration with a unit' : 'a string';

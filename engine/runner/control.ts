@@ -1,7 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { CutoverError } from '../../core/errors.js';
-import { type MigrationState, type Verb, verbs } from '../../core/migration/types.js';
+import { type MigrationState, type Verb, type VerbOptions, verbs } from '../../core/migration/types.js';
 import { type LoopbackAnswer, loopbackRequest } from '../../platform/loopback-http.js';
 import type { LocalRunner } from './local-runner.js';
 import type { RunnerRecord } from './runner-claim.js';
@@ -38,16 +38,16 @@ export async function startControlServer(
       if (body.length > 4096) req.destroy();
     });
     req.on('end', () => {
-      let request: { verb?: Verb; by?: string };
+      let request: { verb?: Verb; by?: string; full?: boolean };
       try {
-        request = JSON.parse(body) as { verb?: Verb; by?: string };
+        request = JSON.parse(body) as { verb?: Verb; by?: string; full?: boolean };
       } catch {
         return send(400, { error: 'body is not JSON' });
       }
       if (!request.verb || !verbs.includes(request.verb)) return send(400, { error: 'unknown verb' });
       let result: ReturnType<LocalRunner['verb']>;
       try {
-        result = runner.verb(request.verb, request.by);
+        result = runner.verb(request.verb, request.by, { full: request.full === true });
       } catch (error) {
         // Not journaled (the disk refused): not taken. The runner has stopped; say why.
         return send(503, { error: (error as Error).message });
@@ -75,6 +75,7 @@ export async function sendVerbToRunner(
   record: RunnerRecord,
   verb: Verb,
   by?: string,
+  options: VerbOptions = {},
 ): Promise<RemoteVerbResult> {
   let answer: LoopbackAnswer;
   try {
@@ -84,7 +85,7 @@ export async function sendVerbToRunner(
       port: record.port,
       path: '/verb',
       headers: { authorization: `Bearer ${record.token}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ verb, by }),
+      body: JSON.stringify(options.full ? { verb, by, full: true } : { verb, by }),
       timeoutMs: controlTimeoutMs,
     });
   } catch (error) {

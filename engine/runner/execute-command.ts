@@ -3,10 +3,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { assertNever, CutoverError, environmentFault } from '../../core/errors.js';
 import { type HostPort, parseHostPort } from '../../core/host-port.js';
 import { previewRoutes } from '../../core/migration/step.js';
-import type { Command, CommandError, MigrationState } from '../../core/migration/types.js';
+import type { AnalysisResult, Command, CommandError, MigrationState } from '../../core/migration/types.js';
 import { own } from '../../core/records.js';
 import type { Route, Topology } from '../../core/topology/types.js';
 import { loopbackRequest } from '../../platform/loopback-http.js';
+import { analyzeHold, type RouteReader } from '../analysis/analyze-hold.js';
 import { componentEnv } from '../drivers/component-env.js';
 import { componentDriverFor, type DriverSet, routeDriverFor } from '../drivers/driver-set.js';
 import {
@@ -18,6 +19,7 @@ import {
   type SlotInfo,
 } from '../drivers/types.js';
 import { HealthGateFailedError, waitHealthy } from '../health/check-health.js';
+import { runHookCommand } from '../hooks/hook-command.js';
 import { resolveComponentEnv } from '../secrets/resolve-secrets.js';
 import { secretHasher } from '../secrets/secret-key.js';
 import { type SecretSource, secretSource } from '../secrets/secret-source.js';
@@ -27,7 +29,7 @@ import type { StateDir } from '../store/state-dir.js';
 export type { DriverSet };
 
 export type CommandResult =
-  | { type: 'command_succeeded'; output?: SlotInfo }
+  | { type: 'command_succeeded'; output?: SlotInfo; analysis?: AnalysisResult }
   | { type: 'command_failed'; error: CommandError }
   | { type: 'command_cancelled'; elapsedMs: number };
 
@@ -59,6 +61,9 @@ const ownTimeout = new Set<Command['kind']>([
   'retire',
   'check_health',
   'wait',
+  // A hold's window and a hook (its timeout and retries) bound themselves.
+  'analyze',
+  'hook',
 ]);
 
 export async function executeCommand(
@@ -70,6 +75,28 @@ export async function executeCommand(
   const timeout = ownTimeout.has(command.kind) ? null : AbortSignal.timeout(defaultCallTimeoutMs);
   const signal = timeout ? AbortSignal.any([options.signal, timeout]) : options.signal;
   try {
+    if (command.kind === 'analyze') {
+      const analysis = await analyzeHold(
+        command,
+        (route) => routeReader(state, options, route, signal),
+        signal,
+        options.log,
+      );
+      return { type: 'command_succeeded', analysis };
+    }
+    if (command.kind === 'hook') {
+      const secrets = options.secrets ?? secretSource(process.env, state.spec.baseDir);
+      const hookOptions = { signal, log: options.log, secrets };
+      const result = await runHookCommand(
+        state,
+        command,
+        options.trackProcess ? { ...hookOptions, trackProcess: options.trackProcess } : hookOptions,
+      );
+      if (result.ok) return { type: 'command_succeeded' };
+      if (result.aborted) return { type: 'command_cancelled', elapsedMs: Date.now() - started };
+      // runHook made the hook's attempts: its failure is final.
+      return { type: 'command_failed', error: { message: result.reason, retryable: false } };
+    }
     const output = await run(state, command, { ...options, signal });
     return output ? { type: 'command_succeeded', output } : { type: 'command_succeeded' };
   } catch (error) {
@@ -193,9 +220,23 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
     case 'record_layout':
       await recordLayout(o.stateDir, s);
       return undefined;
+    case 'analyze':
+    case 'hook':
+      throw new PermanentDriverError(`${c.kind} is run by executeCommand itself`);
     default:
       return assertNever(c, 'command');
   }
+}
+
+/** How an analysis reads a route's traffic: through its driver in the desired topology. */
+function routeReader(s: MigrationState, o: ExecuteOptions, route: string, signal: AbortSignal): RouteReader {
+  const spec = routeSpec(s, route, false);
+  const driver = routeDriverFor(o.drivers, s.spec.desired, spec.driver);
+  const name = spec.driver === undefined ? 'built-in router' : `driver ${spec.driver}`;
+  if (!driver.traffic) return { traffic: null, driver: name };
+  const ctx = routeContext(s, o, 'desired', spec.driver);
+  const read = driver.traffic.bind(driver);
+  return { traffic: () => read(ctx, route, { signal, log: o.log }), driver: name };
 }
 
 type RouteSetting = Pick<Extract<Command, { kind: 'apply_route' }>, 'greenPercent' | 'restore' | 'promote'>;

@@ -10,6 +10,7 @@ import {
   type MigrationState,
   type Transition,
   type Verb,
+  type VerbOptions,
 } from '../../core/migration/types.js';
 import { refuseVerb } from '../../core/migration/verb-policy.js';
 import { notificationsOf } from '../../core/notify/migration-events.js';
@@ -160,11 +161,12 @@ export class LocalRunner {
   }
 
   /** Applies an operator verb: refused with a sentence, or journaled (durable) before it returns. */
-  verb(verb: Verb, by?: string): VerbResult {
+  verb(verb: Verb, by?: string, options: VerbOptions = {}): VerbResult {
     const refusal = refuseVerb(this.state, verb);
     if (refusal !== null) return { ok: false, refusal, state: this.state };
     const event: MigrationEvent = { type: 'operator', at: this.now(), verb };
     if (by !== undefined) event.by = by;
+    if (verb === 'promote' && options.full) event.full = true;
     this.record(event);
     return { ok: true, state: this.state };
   }

@@ -229,10 +229,11 @@ export function httpService(url: string, token: string | undefined): MigrationSe
       }
     },
     // `by`: the server records the caller its token names.
-    async verb(id, verb) {
+    async verb(id, verb, _by, options) {
       const answer = await remote.json<{ summary: WireSummary; recovered: boolean }>(
         'POST',
         `/v1/migrations/${id}/${verb}`,
+        options?.full ? { full: true } : undefined,
       );
       return { summary: reached(summaryFromWire(answer.body.summary)), recovered: answer.body.recovered };
     },

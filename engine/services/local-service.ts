@@ -117,9 +117,9 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
       const { followEvents } = await import('../notify/event-feed.js');
       yield* followEvents(stateDir, options);
     },
-    async verb(id, verb, by) {
+    async verb(id, verb, by, options) {
       const r = ref(id);
-      const outcome = await operate(r, verb, by);
+      const outcome = await operate(r, verb, by, options);
       return { summary: summarize(r, outcome.state, reachAgain), recovered: outcome.recovered };
     },
     async resolve(id, request, by) {

@@ -12,7 +12,13 @@ import { CutoverError, environmentFault, TopologyInvalidError } from '../../core
 import { migrationParallelism } from '../../core/migration/step.js';
 import { describeLifecycle } from '../../core/migration/summary.js';
 import type { LogLine } from '../../core/migration/types.js';
-import { isFinal, type MigrationSpec, type MigrationState, type Verb } from '../../core/migration/types.js';
+import {
+  isFinal,
+  type MigrationSpec,
+  type MigrationState,
+  type Verb,
+  type VerbOptions,
+} from '../../core/migration/types.js';
 import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
 import { isEmptyPlan } from '../../core/plan/types.js';
 import { osUserName } from '../../platform/os-user.js';
@@ -391,7 +397,12 @@ export interface VerbOutcome {
  * allow it; otherwise sent to the runner, which journals it before answering. A migration whose
  * runner died gets a new one first (that is also what `resume` does for a running migration).
  */
-export async function operate(ref: MigrationRef, verb: Verb, by?: string): Promise<VerbOutcome> {
+export async function operate(
+  ref: MigrationRef,
+  verb: Verb,
+  by?: string,
+  options: VerbOptions = {},
+): Promise<VerbOutcome> {
   const paths = ref.stateDir.migration(ref.environment, ref.id);
   let state = loadState(ref.stateDir, ref.environment, ref.id);
   if (isFinal(state.lifecycle)) throw refused(state, verb);
@@ -407,7 +418,7 @@ export async function operate(ref: MigrationRef, verb: Verb, by?: string): Promi
     if (verb === 'resume' && state.lifecycle !== 'paused' && !state.pauseRequested)
       return { state, recovered };
   }
-  const result = await sendVerbToRunner(runner, verb, by).catch((error: unknown) => {
+  const result = await sendVerbToRunner(runner, verb, by, options).catch((error: unknown) => {
     // The runner exits once the migration has ended: a verb that reached it as it did (another
     // operator's commit or cancel just ended it) is answered from the journal, like any verb
     // given after the end, not as a runner that does not answer.

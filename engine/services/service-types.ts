@@ -8,7 +8,14 @@
 import type { EnvironmentStatus, EnvironmentSummary } from '../../core/environment-status.js';
 import type { CurrentLayout } from '../../core/layout.js';
 import type { MigrationSummary } from '../../core/migration/summary.js';
-import type { Lifecycle, LogLine, MigrationState, ResolveHow, Verb } from '../../core/migration/types.js';
+import type {
+  Lifecycle,
+  LogLine,
+  MigrationState,
+  ResolveHow,
+  Verb,
+  VerbOptions,
+} from '../../core/migration/types.js';
 import type { CloudEvent } from '../../core/notify/types.js';
 import type { ObservedLayout } from '../../core/observed.js';
 import type { PlannedAgainst } from '../../core/plan/saved-plan.js';
@@ -180,7 +187,13 @@ export interface MigrationService {
    * `after` (the id of the last event a client got), first those that came after it.
    */
   events(options: { signal: AbortSignal; after?: string }): AsyncGenerator<CloudEvent>;
-  verb(id: string, verb: Verb, by?: string): Promise<{ summary: MigrationSummary; recovered: boolean }>;
+  /** options.full: `promote --full` (straight to 100 %); the other verbs take no option. */
+  verb(
+    id: string,
+    verb: Verb,
+    by?: string,
+    options?: VerbOptions,
+  ): Promise<{ summary: MigrationSummary; recovered: boolean }>;
   /**
    * Resolves undo steps left for a person (all, or `step`): `retry` runs them again (the migration
    * rolls back again until they are done), `skip` marks them resolved by `by`. Journaled like a verb.

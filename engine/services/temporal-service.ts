@@ -89,7 +89,7 @@ export function temporalService(settings: TemporalSettings, stateDir?: StateDir)
     async *logs(id, options) {
       yield* (await temporal()).logs(id, options);
     },
-    verb: async (id, verb, by) => (await temporal()).verb(id, verb, by),
+    verb: async (id, verb, by, options) => (await temporal()).verb(id, verb, by, options),
     async resolve(id, request, by) {
       const state = await (await temporal()).resolve(id, request, by);
       return { summary: summaryOf(state), state };

@@ -26,6 +26,7 @@ import {
   type MigrationSpec,
   type MigrationState,
   type Verb,
+  type VerbOptions,
 } from '../../core/migration/types.js';
 import { upgradeState } from '../../core/migration/upgrade-state.js';
 import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
@@ -579,6 +580,7 @@ export class TemporalMigrations {
     id: string,
     verb: Verb,
     by?: string,
+    options: VerbOptions = {},
   ): Promise<{ summary: MigrationSummary; recovered: boolean }> {
     for (let attempt = 1; ; attempt++) {
       const located = await this.locate(id);
@@ -589,7 +591,10 @@ export class TemporalMigrations {
       if (!(await this.temporal.workerPolls())) throw this.temporal.noWorker(`to ${verb} a migration`);
       try {
         const state = await this.temporal.call(`to ${verb}`, () =>
-          located.handle.executeUpdate(verbUpdate, { args: [verb, by] }),
+          // The third argument only when given: updates of workflows started before it take two.
+          located.handle.executeUpdate(verbUpdate, {
+            args: options.full ? [verb, by, { full: true }] : [verb, by],
+          }),
         );
         return { summary: summaryOf(upgradeState(state)), recovered: false };
       } catch (error) {

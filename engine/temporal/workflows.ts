@@ -38,6 +38,7 @@ import {
   type ResolveHow,
   type Transition,
   type Verb,
+  type VerbOptions,
 } from '../../core/migration/types.js';
 import { upgradeState } from '../../core/migration/upgrade-state.js';
 import { refuseVerb } from '../../core/migration/verb-policy.js';
@@ -79,7 +80,8 @@ export interface ResolveArgs {
   by?: string;
 }
 
-export const verbUpdate = defineUpdate<MigrationState, [Verb, string | undefined]>('verb');
+/** The options (`promote --full`) are a third argument, absent from callers before them. */
+export const verbUpdate = defineUpdate<MigrationState, [Verb, string | undefined, VerbOptions?]>('verb');
 /** Undo steps left for a person: run again or marked done (core/migration/resolve-policy.ts). */
 export const resolveUpdate = defineUpdate<MigrationState, [ResolveArgs]>('resolve');
 /**
@@ -242,14 +244,15 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
   }));
   setHandler(
     verbUpdate,
-    (verb: Verb, by: string | undefined) => {
+    (verb: Verb, by: string | undefined, options?: VerbOptions) => {
       const event: MigrationEvent = { type: 'operator', at: Date.now(), verb };
       if (by !== undefined) event.by = by;
+      if (verb === 'promote' && options?.full) event.full = true;
       record(event);
       return state;
     },
     {
-      validator: (verb: Verb, _by: string | undefined) => {
+      validator: (verb: Verb, _by: string | undefined, _options?: VerbOptions) => {
         const refusal = continuing
           ? 'the migration is moving to a new workflow run; retry'
           : refuseVerb(state, verb);

@@ -10,6 +10,13 @@ import { type RouteContext, routeSchema } from '../route-context.js';
 import { ref } from '../schemas.js';
 import { idempotencyHeader, idempotent } from './operations.js';
 
+/** `POST /v1/migrations/{id}/promote`: `{ "full": true }` skips the remaining steps; no body, the next step. */
+const promoteBody = {
+  type: ['object', 'null'],
+  additionalProperties: false,
+  properties: { full: { type: 'boolean', description: 'Straight to 100 %, skipping the remaining steps.' } },
+};
+
 const idParams = {
   type: 'object',
   required: ['id'],
@@ -22,6 +29,8 @@ const verbText: Record<Verb, string> = {
   rollback: 'Roll back: traffic back to blue first, then green retired (any time before commit)',
   cancel: 'Abort: the same safe end as rollback, recorded as cancelled',
   commit: 'Commit a migration awaiting it (manual strategy): the point of no return',
+  promote:
+    'Promote a migration waiting at a shift step with `hold: manual`: on to the next step, or with `{ "full": true }` straight to 100 %',
 };
 
 /** The position a reconnecting client got to: its Last-Event-ID header; 0 (the start) when absent or not a count. */
@@ -204,8 +213,8 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
       }),
   );
 
-  for (const verb of ['pause', 'resume', 'rollback', 'commit', 'cancel'] as const) {
-    app.post<{ Params: { id: string } }>(
+  for (const verb of ['pause', 'resume', 'rollback', 'commit', 'cancel', 'promote'] as const) {
+    app.post<{ Params: { id: string }; Body: { full?: boolean } | undefined }>(
       `/v1/migrations/:id/${verb}`,
       routeSchema('operator', {
         summary: verbText[verb],
@@ -214,12 +223,14 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
         tags: ['migrations'],
         headers: idempotencyHeader,
         params: idParams,
+        ...(verb === 'promote' ? { body: promoteBody } : {}),
         response: { 202: ref('VerbResponse') },
       }),
       async (request, reply) =>
         idempotent(context, request, reply, async () => {
           const id = await service.find(request.params.id);
-          const outcome = await service.verb(id, verb, request.principal?.name);
+          const full = verb === 'promote' && request.body?.full === true;
+          const outcome = await service.verb(id, verb, request.principal?.name, full ? { full: true } : {});
           return {
             status: 202,
             headers: { location: `/v1/migrations/${id}` },

@@ -1,6 +1,7 @@
 import { emptyLayout } from '../../core/layout.js';
 import { start, step } from '../../core/migration/step.js';
 import type {
+  AnalysisResult,
   Command,
   MigrationEvent,
   MigrationSpec,
@@ -59,6 +60,22 @@ export function bumpSpec(commit: 'auto' | 'manual' = 'auto', bake = '0s'): Migra
 }
 
 /**
+ * bumpSpec with the route's shift steps (numbers or `{ weight, hold, analysis }`) and hooks
+ * (`strategy.hooks` as a file writes them).
+ */
+export function holdSpec(
+  shift: unknown[],
+  options: { commit?: 'auto' | 'manual'; hooks?: Record<string, unknown> } = {},
+): MigrationSpec {
+  const before = shopDoc();
+  const after = clone(before);
+  after.components.api = { ...after.components.api, version: '2.1.0' };
+  after.routes = { public: { ...(after.routes?.public ?? {}), shift } };
+  after.strategy = { commit: options.commit ?? 'auto', ...(options.hooks ? { hooks: options.hooks } : {}) };
+  return specOf(before, after);
+}
+
+/**
  * Drives a migration with scripted results: every command succeeds (driver calls return a slot)
  * unless `outcome` says otherwise. Stops when nothing is in flight, or after `maxSteps`.
  */
@@ -70,6 +87,12 @@ export class Driver {
   /** The journal: the created event, then every event given. */
   readonly events: MigrationEvent[] = [];
   clock = 1_000;
+  /** What an `analyze` command finds (default: a pass). */
+  analysisOf: (c: Extract<Command, { kind: 'analyze' }>) => AnalysisResult = () => ({
+    outcome: 'pass',
+    reason: 'green 5xx 0 % ≤ 1 % over 500 requests',
+    routes: [],
+  });
 
   constructor(spec: MigrationSpec) {
     this.events.push({ type: 'created', at: spec.createdAt, spec });
@@ -93,8 +116,8 @@ export class Driver {
     return this.apply(step(this.state, full));
   }
 
-  verb(verb: Verb): Transition {
-    return this.event({ type: 'operator', verb });
+  verb(verb: Verb, full?: boolean): Transition {
+    return this.event(full ? { type: 'operator', verb, full } : { type: 'operator', verb });
   }
 
   /** Completes the in-flight command the way `outcome` says (default: success). */
@@ -104,6 +127,9 @@ export class Driver {
     const c = this.state.inflight[0];
     if (!c) return null;
     const o = outcome(c);
+    if (o === 'ok' && c.kind === 'analyze') {
+      return this.event({ type: 'command_succeeded', commandId: c.id, analysis: this.analysisOf(c) });
+    }
     if (o === 'ok') {
       const output =
         c.kind === 'provision'

@@ -1,0 +1,144 @@
+/**
+ * The `analyze` command: a shift step's hold, measured and judged, route by route (side by side).
+ * A route's built-in checks read the router's per-slot counters through its route driver
+ * (`RouteDriver.traffic`, measureWindow); its Prometheus checks are queried at the window's end.
+ *
+ * Inconclusive (green had fewer than `minRequests`): the hold is extended once, by its own length,
+ * and judged over the whole extended window; still too little traffic then passes with a warning
+ * (the step goes on, the warning is in the log and the analysis record). This is Flagger's choice
+ * of not failing a step for want of traffic, bounded: a step never waits more than twice its hold.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { AnalysisSettings } from '../../core/analysis/analysis-settings.js';
+import { type RouteTraffic, trafficBetween } from '../../core/analysis/traffic.js';
+import { type AnalysisVerdict, judgeWindow } from '../../core/analysis/verdict.js';
+import type { AnalysisResult, Command, RouteVerdict } from '../../core/migration/types.js';
+import { formatDuration } from '../../core/topology/duration.js';
+import { PermanentDriverError } from '../drivers/types.js';
+import {
+  analysisSampleIntervalMs,
+  judgeMeasurement,
+  measureWindow,
+  type TrafficReader,
+} from './measure-window.js';
+import { runPrometheusCheck } from './prometheus.js';
+
+/** Looks at a window at least this often (or 5 s): a short hold still stops early on a breach. */
+const minSampleIntervalMs = 500;
+
+export interface RouteReader {
+  /** The route's driver reads its traffic (null: it cannot, e.g. nginx). */
+  traffic: TrafficReader | null;
+  /** What the driver is, for a message: "nginx driver edge". */
+  driver: string;
+}
+
+export async function analyzeHold(
+  command: Extract<Command, { kind: 'analyze' }>,
+  readerOf: (route: string) => RouteReader,
+  signal: AbortSignal,
+  log: (line: string) => void,
+): Promise<AnalysisResult> {
+  const routes = await Promise.all(
+    command.routes.map(({ route, analysis }) =>
+      analyzeRoute(route, analysis, readerOf(route), command, signal, log),
+    ),
+  );
+  const breached = routes.filter((r) => r.outcome === 'breach');
+  const inconclusive = routes.filter((r) => r.outcome === 'inconclusive');
+  const named = (list: RouteVerdict[]) =>
+    list.map((r) => (routes.length > 1 ? `route ${r.route}: ${r.reason}` : r.reason)).join('; ');
+  if (breached.length > 0) return { outcome: 'breach', reason: named(breached), routes };
+  if (inconclusive.length > 0) return { outcome: 'inconclusive', reason: named(inconclusive), routes };
+  return { outcome: 'pass', reason: named(routes), routes };
+}
+
+function hasBuiltInChecks(analysis: AnalysisSettings): boolean {
+  const { checks } = analysis;
+  return (
+    checks.successRate !== undefined || checks.latency !== undefined || checks.compareWithBlue !== undefined
+  );
+}
+
+async function analyzeRoute(
+  route: string,
+  analysis: AnalysisSettings,
+  reader: RouteReader,
+  command: Extract<Command, { kind: 'analyze' }>,
+  signal: AbortSignal,
+  log: (line: string) => void,
+): Promise<RouteVerdict> {
+  let builtIn: AnalysisVerdict | null = null;
+  if (hasBuiltInChecks(analysis)) {
+    if (!reader.traffic)
+      throw new PermanentDriverError(
+        `route ${route}: its ${reader.driver} cannot measure traffic per slot; use prometheus checks in its analysis, or route it through the built-in router`,
+      );
+    builtIn = await measureBuiltIn(reader.traffic, analysis, command, signal, log, route);
+  } else {
+    await sleep(command.ms, undefined, { signal });
+  }
+  const reasons: string[] = builtIn ? [builtIn.reason] : [];
+  let outcome = builtIn?.outcome ?? 'pass';
+  // Prometheus checks are judged at the window's end (unless the built-in checks already breached).
+  if (outcome !== 'breach') {
+    for (const check of analysis.prometheus) {
+      const verdict = await runPrometheusCheck(check, { signal });
+      signal.throwIfAborted();
+      if (verdict.outcome === 'breach') {
+        outcome = 'breach';
+        reasons.splice(0, reasons.length, verdict.reason);
+        break;
+      }
+      if (verdict.outcome === 'inconclusive') outcome = 'inconclusive';
+      reasons.push(verdict.reason);
+    }
+  }
+  const out: RouteVerdict = { route, outcome, reason: reasons.join('; ') };
+  if (builtIn) {
+    out.green = builtIn.green;
+    if (builtIn.blue) out.blue = builtIn.blue;
+  }
+  return out;
+}
+
+/** The built-in checks over the hold; inconclusive, extended once and judged over both windows. */
+async function measureBuiltIn(
+  read: TrafficReader,
+  analysis: AnalysisSettings,
+  command: Extract<Command, { kind: 'analyze' }>,
+  signal: AbortSignal,
+  log: (line: string) => void,
+  route: string,
+): Promise<AnalysisVerdict> {
+  let first: RouteTraffic | undefined;
+  let last: RouteTraffic | undefined;
+  const recording: TrafficReader = async () => {
+    const traffic = await read();
+    first ??= traffic;
+    last = traffic;
+    return traffic;
+  };
+  const options = {
+    checks: analysis.checks,
+    weight: command.weight,
+    sampleIntervalMs: Math.max(minSampleIntervalMs, Math.min(analysisSampleIntervalMs, command.ms / 5)),
+  };
+  const window = await measureWindow(recording, command.ms, signal, options);
+  const verdict = judgeMeasurement(window, analysis.checks, command.weight);
+  if (verdict.outcome !== 'inconclusive') return verdict;
+  log(`route ${route}: ${verdict.reason}; the hold is extended once, by ${formatDuration(command.ms)}`);
+  const again = await measureWindow(recording, command.ms, signal, options);
+  if (again.endedEarly) return again.endedEarly;
+  const start = first as RouteTraffic;
+  const end = last as RouteTraffic;
+  // Both windows, unless the router restarted in between (its counters began again): then the second.
+  const whole =
+    start.startedAt === end.startedAt
+      ? {
+          green: trafficBetween(start.slots.green, end.slots.green),
+          blue: trafficBetween(start.slots.blue, end.slots.blue),
+        }
+      : again;
+  return judgeWindow(whole, analysis.checks, { weight: command.weight });
+}
