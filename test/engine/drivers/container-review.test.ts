@@ -3,13 +3,18 @@
  * cannot be reached is never "gone", the component's env never reaches the engine's CLI or its
  * command line, and a `run` that fails after creating its container leaves nothing behind.
  */
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Component, ContainerDriverSpec } from '../../../core/topology/types.js';
 import { createContainerDriver } from '../../../engine/drivers/container-driver.js';
-import type { ComponentCallContext, DriverCallOptions } from '../../../engine/drivers/types.js';
+import {
+  type ComponentCallContext,
+  type DriverCallOptions,
+  PermanentDriverError,
+} from '../../../engine/drivers/types.js';
 import { StateDir } from '../../../engine/store/state-dir.js';
 import { type PodmanFixture, podmanFixture } from '../../support/podman.js';
 
@@ -106,5 +111,52 @@ describe('container driver, review fixes (real podman)', () => {
     } finally {
       await driver.retire(ctx, slot, call);
     }
+  }, 60_000);
+
+  it("passes the component's env in a file the engine reads and removes: no value on its command line, none changes the engine", async () => {
+    const ctx = context(spec(), 'mig_envfile');
+    ctx.env = {
+      VERSION: 'a=b  c',
+      // Variables the engine's CLI reads itself: as component env they reach only the container.
+      CONTAINER_CONNECTION: 'prod',
+      CONTAINER_HOST: 'tcp://127.0.0.1:1',
+      HTTP_PROXY: 'http://user:proxy-secret-91@127.0.0.1:1',
+    };
+    const slot = await driver.provision(ctx, 'green', call);
+    try {
+      expect(await getWhenUp(slot.addresses[0] as string, '/version')).toBe('a=b  c build-one');
+      const name = `cutover-${environment()}-web-mig_envfile-0`;
+      const inside = await fx.podman(['exec', name, 'env']);
+      expect(inside.stdout).toContain('CONTAINER_CONNECTION=prod\n');
+      expect(inside.stdout).toContain('HTTP_PROXY=http://user:proxy-secret-91@127.0.0.1:1\n');
+      // podman records the command that created the container: no value of the component's env there.
+      const created = (await fx.podman(['inspect', '--format', '{{json .Config.CreateCommand}}', name]))
+        .stdout;
+      const argv = JSON.parse(created) as string[];
+      expect(argv.join(' ')).not.toContain('proxy-secret-91');
+      expect(argv.join(' ')).not.toContain('a=b');
+      const file = argv[argv.indexOf('--env-file') + 1] as string;
+      expect(argv).toContain('--env-file');
+      expect(existsSync(file)).toBe(false);
+    } finally {
+      await driver.retire(ctx, slot, call);
+    }
+  }, 60_000);
+
+  it('refuses a value with a line break, naming the variable (the env file cannot carry it)', async () => {
+    const ctx = context(spec(), 'mig_newline');
+    ctx.env = { VERSION: '1', CERT: 'line one\nline two' };
+    const error = await driver.provision(ctx, 'green', call).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PermanentDriverError);
+    expect((error as Error).message).toMatch(/^component web: env\.CERT has a line break/);
+    expect(await namesOf('mig_newline')).toEqual([]);
+  }, 60_000);
+
+  it('a run that fails after creating its container (no such command) leaves no container behind', async () => {
+    const ctx = context(spec({ command: ['/no/such/program'] }), 'mig_created');
+    const error = await driver.provision(ctx, 'green', call).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PermanentDriverError);
+    expect((error as Error).message).toMatch(/run of cutover-.*-web-mig_created-0 .* failed/);
+    expect(await namesOf('mig_created')).toEqual([]);
   }, 60_000);
 });
