@@ -41,6 +41,14 @@ export function checkContainerFields(
   if (component.image === undefined) {
     problems.push({ path: at('image'), message: 'is required for a component on a container driver' });
   }
+  // The image is an argument of `pull`, `image inspect` and `run`: one starting with "-" is a flag there.
+  if (component.image?.startsWith('-')) {
+    problems.push({
+      path: at('image'),
+      message:
+        'starts with "-", which the engine\'s CLI would read as a flag; name the image (registry/name:tag or name@sha256:…)',
+    });
+  }
   if (component.run !== undefined) {
     problems.push({
       path: at('run'),

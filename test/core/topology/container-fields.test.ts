@@ -100,6 +100,12 @@ describe('container driver fields', () => {
     ).toEqual([
       '15 components.web.ports[0].host: is fixed, but green starts while blue still holds its ports, so every migration after the first would fail (address already in use); leave host out (a free port per replica) and give clients routes.<name>.listen as the stable address',
     ]);
+    // An image the engine's CLI would read as a flag (`pull --help`, `image inspect -q`).
+    expect(
+      problems('    type: container', '    driver: ctr\n    version: "1"\n    image: "--privileged"'),
+    ).toEqual([
+      '13 components.web.image: starts with "-", which the engine\'s CLI would read as a flag; name the image (registry/name:tag or name@sha256:…)',
+    ]);
     // One replica, or the host network, fails the same way: blue and green overlap.
     for (const extra of ['', '\n    network: host']) {
       expect(
