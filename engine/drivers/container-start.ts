@@ -136,8 +136,10 @@ function refuseLineBreaks(ctx: ComponentCallContext, env: Record<string, string>
 }
 
 /**
- * The image's id, pulled first when `pull` says: `always` pulls, `missing` pulls only when the
- * engine does not have it, `never` refuses a missing image with what to do.
+ * The image's id. The plan's (ctx.plannedImageId) when it resolved one: that exact image runs, or
+ * none, so a tag moved since the plan never puts an unreviewed build live. Otherwise pulled first
+ * when `pull` says: `always` pulls, `missing` pulls only when the engine does not have it, `never`
+ * refuses a missing image with what to do.
  */
 async function ensureImage(
   ctx: ComponentCallContext,
@@ -145,6 +147,7 @@ async function ensureImage(
   image: string,
   options: DriverCallOptions,
 ): Promise<string> {
+  if (ctx.plannedImageId !== undefined) return plannedImage(ctx, engine, image, ctx.plannedImageId, options);
   const pull = ctx.spec.pull ?? 'missing';
   const inspect = () =>
     runEngine(engine, ['image', 'inspect', '--format', '{{.Id}}', image], { signal: options.signal });
@@ -170,6 +173,25 @@ async function ensureImage(
   if (found.code !== 0)
     throw new Error(`${engine.label}: image inspect ${image} failed: ${lastLine(found.stderr)}`);
   return normaliseId(found.stdout.trim());
+}
+
+/** The planned image id, checked present in the engine's store; a permanent error when it is not. */
+async function plannedImage(
+  ctx: ComponentCallContext,
+  engine: Engine,
+  image: string,
+  planned: string,
+  options: DriverCallOptions,
+): Promise<string> {
+  const found = await runEngine(engine, ['image', 'inspect', '--format', '{{.Id}}', planned], {
+    signal: options.signal,
+  });
+  if (found.code === 0 && normaliseId(found.stdout.trim()) === planned) return planned;
+  // Absent, or the engine failed: a listing that throws on an engine failure tells them apart.
+  await engineOk(engine, ['image', 'ls', '-q'], { signal: options.signal }, 'listing images');
+  throw new PermanentDriverError(
+    `component ${ctx.component}: image ${image} was ${planned.slice(0, 'sha256:'.length + 12)} when planned, which ${engine.label} no longer has (the tag moved since the plan); plan again and review the new image`,
+  );
 }
 
 /** Image ids as `sha256:<hex>` whichever engine gave them (podman prints the bare hex). */

@@ -8,8 +8,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadTopology } from '../../../core/topology/load-topology.js';
 import type { Component, ContainerDriverSpec } from '../../../core/topology/types.js';
 import { createContainerDriver } from '../../../engine/drivers/container-driver.js';
+import { imageDigestsFor } from '../../../engine/drivers/container-images.js';
 import {
   type ComponentCallContext,
   type DriverCallOptions,
@@ -158,5 +160,54 @@ describe('container driver, review fixes (real podman)', () => {
     expect(error).toBeInstanceOf(PermanentDriverError);
     expect((error as Error).message).toMatch(/run of cutover-.*-web-mig_created-0 .* failed/);
     expect(await namesOf('mig_created')).toEqual([]);
+  }, 60_000);
+});
+
+describe('the image the plan resolved is the one that runs (real podman)', () => {
+  const driver = createContainerDriver();
+
+  it('provision runs the planned image id even when the tag moved since; refuses one no longer present', async () => {
+    const planned = await fx.build('moving', 'build-one');
+    await fx.build('moving', 'build-two'); // the tag moves; the planned build stays, untagged
+    const ctx = context(spec({ image: fx.image('moving'), pull: 'missing' }), 'mig_planned');
+    ctx.plannedImageId = planned;
+    const slot = await driver.provision(ctx, 'green', call);
+    try {
+      expect(await getWhenUp(slot.addresses[0] as string, '/version')).toBe('1.0.0 build-one');
+      expect(slot.details).toMatchObject({ imageId: planned });
+    } finally {
+      await driver.retire(ctx, slot, call);
+    }
+
+    const gone = context(spec({ image: fx.image('moving'), pull: 'missing' }), 'mig_gone');
+    gone.plannedImageId = `sha256:${'0'.repeat(64)}`;
+    const error = await driver.provision(gone, 'green', call).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PermanentDriverError);
+    expect((error as Error).message).toBe(
+      `component web: image ${fx.image('moving')} was sha256:000000000000 when planned, which driver ctr (podman) no longer has (the tag moved since the plan); plan again and review the new image`,
+    );
+    expect(await namesOf('mig_gone')).toEqual([]);
+  }, 60_000);
+
+  it('planning resolves from the local store and never pulls: pull: always is left unknown (pulled at provision)', async () => {
+    const id = await fx.build('local', 'build-one');
+    const topology = (pull: string) =>
+      loadTopology(
+        `apiVersion: cutover/v1
+kind: Topology
+metadata: { name: ${environment()} }
+drivers:
+  ctr: { type: container, engine: podman, runtime: runc, config: ${JSON.stringify(fx.config)} }
+components:
+  web: { driver: ctr, version: "1", image: ${fx.image('local')}, pull: ${pull} }
+  absent: { driver: ctr, version: "1", image: "localhost/${fx.prefix}-absent:1", pull: ${pull} }
+`,
+        { file: 'topology.yaml' },
+      );
+    const missing = topology('missing');
+    const always = topology('always');
+    if (!missing.ok || !always.ok) throw new Error('topology did not load');
+    expect(await imageDigestsFor(missing.topology, base)).toEqual({ web: id });
+    expect(await imageDigestsFor(always.topology, base)).toEqual({});
   }, 60_000);
 });
