@@ -3,8 +3,9 @@
  * cannot be reached is never "gone", the component's env never reaches the engine's CLI or its
  * command line, and a `run` that fails after creating its container leaves nothing behind.
  */
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,6 +19,8 @@ import {
   PermanentDriverError,
 } from '../../../engine/drivers/types.js';
 import { StateDir } from '../../../engine/store/state-dir.js';
+import { runCli } from '../../support/cli.js';
+import { killRunners } from '../../support/migrations.js';
 import { type PodmanFixture, podmanFixture } from '../../support/podman.js';
 
 let fx: PodmanFixture;
@@ -210,4 +213,76 @@ components:
     expect(await imageDigestsFor(missing.topology, base)).toEqual({ web: id });
     expect(await imageDigestsFor(always.topology, base)).toEqual({});
   }, 60_000);
+});
+
+describe('container components through the CLI when the engine goes away, or the tag moves (real podman)', () => {
+  const e2e = () => `${fx.prefix}-cli`;
+  let dir: string;
+  let service: ChildProcess | undefined;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'cutover-container-review-cli-'));
+  });
+
+  afterAll(async () => {
+    if (service && service.exitCode === null) {
+      const gone = new Promise((resolve) => service?.once('exit', resolve));
+      service.kill('SIGTERM');
+      await gone;
+    }
+    killRunners(path.join(dir, '.cutover'));
+    await fx.cleanup([e2e()]);
+    await rm(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  async function cli(args: string[]) {
+    const result = await runCli(args, { cwd: dir });
+    if (result.code !== 0)
+      throw new Error(`cutover ${args.join(' ')} exited ${result.code}: ${result.stderr}`);
+    return result;
+  }
+
+  it('an engine that stops answering is unknown in the plan, not drift that replaces the component', async () => {
+    // This podman served on a socket of the test's own, so the test can take the engine away.
+    const socket = path.join(dir, 'engine.sock');
+    service = spawn('podman', ['--runtime', 'runc', 'system', 'service', '--time=0', `unix://${socket}`], {
+      env: { ...process.env, CONTAINERS_CONF: fx.config },
+      stdio: 'ignore',
+    });
+    const deadline = Date.now() + 20_000;
+    while (!existsSync(socket)) {
+      if (Date.now() > deadline || service.exitCode !== null)
+        throw new Error('podman system service did not start');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const file = path.join(dir, 'topology.yaml');
+    await writeFile(
+      file,
+      `apiVersion: cutover/v1
+kind: Topology
+metadata: { name: ${e2e()} }
+drivers:
+  ctr: { type: container, engine: podman, host: "unix://${socket}", stopTimeout: 2s }
+components:
+  web:
+    driver: ctr
+    version: "1"
+    image: ${fx.image('1')}
+    pull: never
+    ports: [{ container: 8080 }]
+    env: { VERSION: "1" }
+    health: { http: { path: /health }, interval: 100ms, deadline: 30s }
+`,
+    );
+    await cli(['topology', 'migrate', '-f', file, '--yes']);
+    const gone = new Promise((resolve) => service?.once('exit', resolve));
+    service.kill('SIGTERM');
+    await gone;
+    const plan = JSON.parse((await cli(['topology', 'plan', '-f', file, '--json'])).stdout) as {
+      drift?: unknown[];
+      actions: unknown[];
+    };
+    expect(plan.drift).toBeUndefined();
+    expect(plan.actions).toEqual([]);
+  }, 120_000);
 });
