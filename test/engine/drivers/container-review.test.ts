@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,7 +34,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await fx?.cleanup([environment()]);
+  // Every describe's environment: the CLI ones leave their containers to this one cleanup.
+  await fx?.cleanup([environment(), `${fx.prefix}-cli`, `${fx.prefix}-tag`]);
   if (base) await rm(base, { recursive: true, force: true });
 }, 120_000);
 
@@ -231,7 +232,6 @@ describe('container components through the CLI when the engine goes away, or the
       await gone;
     }
     killRunners(path.join(dir, '.cutover'));
-    await fx.cleanup([e2e()]);
     await rm(dir, { recursive: true, force: true });
   }, 120_000);
 
@@ -284,5 +284,82 @@ components:
     };
     expect(plan.drift).toBeUndefined();
     expect(plan.actions).toEqual([]);
+  }, 120_000);
+});
+
+describe('a tag moved during a migration (real podman, the CLI)', () => {
+  const e2e = () => `${fx.prefix}-tag`;
+  let dir: string;
+  let file: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'cutover-container-review-tag-'));
+    file = path.join(dir, 'topology.yaml');
+  });
+
+  afterAll(async () => {
+    await runCli(['topology', 'down', '-f', file, '--yes'], { cwd: dir }).catch(() => undefined);
+    killRunners(path.join(dir, '.cutover'));
+    await rm(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  it('runs the build the plan resolved, and the next plan shows the newer one as a change', async () => {
+    const planned = await fx.build('race', 'build-one');
+    const newer = await fx.build('race-next', 'build-two');
+    // web waits for `retag`, an exec component whose provision moves web's tag to the newer build:
+    // after the migration resolved it, before web's provision.
+    await mkdir(path.join(dir, 'retag'));
+    await writeFile(
+      path.join(dir, 'retag', 'provision'),
+      `#!/bin/sh\nexec podman --runtime runc tag ${fx.image('race-next')} ${fx.image('race')} >&2\n`,
+      { mode: 0o755 },
+    );
+    await writeFile(
+      file,
+      `apiVersion: cutover/v1
+kind: Topology
+metadata: { name: ${e2e()} }
+drivers:
+  infra: { type: exec, dir: ./retag }
+  ctr: { type: container, engine: podman, runtime: runc, config: ${JSON.stringify(fx.config)}, stopTimeout: 2s }
+components:
+  retag:
+    driver: infra
+    version: "1"
+    env: { CONTAINERS_CONF: ${JSON.stringify(fx.config)} }
+  web:
+    driver: ctr
+    version: "1"
+    image: ${fx.image('race')}
+    pull: never
+    dependsOn: [retag]
+    ports: [{ container: 8080 }]
+    env: { VERSION: "1" }
+    health: { http: { path: /health }, interval: 100ms, deadline: 30s }
+`,
+    );
+    const migrated = await runCli(['topology', 'migrate', '-f', file, '--yes'], { cwd: dir });
+    expect(migrated.code, migrated.stderr).toBe(0);
+    const ran = await fx.podman([
+      'ps',
+      '--filter',
+      `label=dev.cutover.environment=${e2e()}`,
+      '--format',
+      '{{.ImageID}}',
+    ]);
+    const shown = 'sha256:'.length + 12;
+    expect(`sha256:${ran.stdout.trim()}`.slice(0, shown)).toBe(planned.slice(0, shown));
+    // The tag names the newer build now: a change to review, not something already live.
+    const plan = JSON.parse(
+      (await runCli(['topology', 'plan', '-f', file, '--json'], { cwd: dir })).stdout,
+    ) as { resources: { name: string; change: string; changes: { path: string; after: string }[] }[] };
+    const web = plan.resources.find((r) => r.name === 'web');
+    expect(web?.change).toBe('replace');
+    expect(web?.changes).toEqual([
+      expect.objectContaining({
+        path: 'image',
+        after: `${fx.image('race')} (${newer.slice(0, 'sha256:'.length + 12)})`,
+      }),
+    ]);
   }, 120_000);
 });
