@@ -1,5 +1,6 @@
 import type { SlotFigures, VerdictOutcome } from '../analysis/verdict.js';
 import type { CurrentLayout, SlotInfo } from '../layout.js';
+import type { ImageDigests } from '../plan/image-changes.js';
 import type { RouteAnalysis } from '../plan/shift-steps.js';
 import type { Plan, Stage } from '../plan/types.js';
 
@@ -63,6 +64,12 @@ export interface MigrationSpec {
    * time, and replaying them must issue the same commands, so absent means 1.
    */
   parallelism?: number;
+  /**
+   * The image id each container component's `image` named when the plan was computed (see
+   * ImageDigests): provision runs that image, never what the tag names later. Absent in older
+   * journals and for images not resolved (not in the engine's store, `pull: always`).
+   */
+  images?: ImageDigests;
 }
 
 /** A command for the edge: a driver call or a wait. Serialisable; results come back as events. */

@@ -16,7 +16,7 @@ const containerFields = [
 
 /**
  * The container fields of one component against its driver's type: on a container driver it needs
- * an `image` and no `run`, and a fixed host port can serve one replica only; on any other driver
+ * an `image`, no `run` and no fixed host port; on any other driver
  * the container fields are refused rather than ignored (a `ports` on a process component would
  * otherwise be silently meaningless).
  */
@@ -41,29 +41,30 @@ export function checkContainerFields(
   if (component.image === undefined) {
     problems.push({ path: at('image'), message: 'is required for a component on a container driver' });
   }
+  // The image is an argument of `pull`, `image inspect` and `run`: one starting with "-" is a flag there.
+  if (component.image?.startsWith('-')) {
+    problems.push({
+      path: at('image'),
+      message:
+        'starts with "-", which the engine\'s CLI would read as a flag; name the image (registry/name:tag or name@sha256:…)',
+    });
+  }
   if (component.run !== undefined) {
     problems.push({
       path: at('run'),
       message: 'is for the process driver; a container runs its image, or `command` given beside it',
     });
   }
-  const replicas = component.replicas ?? 1;
-  const hostPorts = new Map<number, number>();
+  // A green-blue migration starts green while blue still holds its ports, on every network (the
+  // host network too): a fixed host port would make every migration after the first fail with
+  // "address already in use". The stable address clients use is the route's listen address.
   for (const [i, port] of (component.ports ?? []).entries()) {
     if (port.host === undefined) continue;
-    if (replicas > 1) {
-      problems.push({
-        path: at('ports', i, 'host'),
-        message: `is fixed, but replicas is ${replicas}: a fixed host port serves one replica; leave host out to get a free port per replica`,
-      });
-    }
-    const earlier = hostPorts.get(port.host);
-    if (earlier !== undefined) {
-      problems.push({
-        path: at('ports', i, 'host'),
-        message: `port ${port.host} is already ports[${earlier}].host`,
-      });
-    } else hostPorts.set(port.host, i);
+    problems.push({
+      path: at('ports', i, 'host'),
+      message:
+        'is fixed, but green starts while blue still holds its ports, so every migration after the first would fail (address already in use); leave host out (a free port per replica) and give clients routes.<name>.listen as the stable address',
+    });
   }
   return problems;
 }

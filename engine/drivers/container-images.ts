@@ -6,13 +6,16 @@
 import type { ImageDigests } from '../../core/plan/image-changes.js';
 import { own } from '../../core/records.js';
 import type { Topology } from '../../core/topology/types.js';
-import { engineOf, enginePullTimeoutMs, runEngine } from './container-engine.js';
+import { engineOf, runEngine } from './container-engine.js';
 import { normaliseId } from './container-start.js';
 
 /**
- * By component name, the id of the image its tag names in its engine now; `pull: always` pulls
- * first (what provision would run). A component whose image the engine does not have, or whose
- * engine cannot be asked, is left out: unknown, not a change (provision then pulls or refuses it).
+ * By component name, the id of the image its tag names in its engine's local store now; the
+ * migration's provision runs exactly that id (MigrationSpec.images). Planning never pulls: `plan`,
+ * `watch` and `migrate` (which holds the environment's claim meanwhile) would otherwise wait on a
+ * registry. A component whose image the store does not have, whose engine cannot be asked, or
+ * with `pull: always` (what provision will pull cannot be known without pulling) is left out:
+ * unknown, never a change; its provision pulls (or refuses) and records the image it ran.
  * undefined when the topology has no container component, so other plans are made as before.
  */
 export async function imageDigestsFor(
@@ -27,11 +30,9 @@ export async function imageDigestsFor(
     const driver = component ? own(topology.drivers, component.driver) : undefined;
     if (!component?.image || driver?.type !== 'container') continue;
     any = true;
+    if (component.pull === 'always') continue;
     try {
       const engine = engineOf(component.driver, driver, baseDir);
-      if (component.pull === 'always') {
-        await runEngine(engine, ['pull', component.image], { signal, timeoutMs: enginePullTimeoutMs });
-      }
       const found = await runEngine(engine, ['image', 'inspect', '--format', '{{.Id}}', component.image], {
         signal,
       });

@@ -5,7 +5,7 @@
  */
 import { own } from '../../core/records.js';
 import type { ContainerDriverSpec } from '../../core/topology/types.js';
-import { type Engine, engineOf, engineOk, runEngine } from './container-engine.js';
+import { type Engine, engineOf, engineOk, lastLine, runEngine } from './container-engine.js';
 import { type ComponentCallContext, PermanentDriverError, type SlotInfo } from './types.js';
 
 export const labelPrefix = 'dev.cutover';
@@ -79,7 +79,12 @@ export interface InspectedContainer {
   image: string;
 }
 
-/** `inspect` of the named containers; those that do not exist are left out, not an error. */
+/**
+ * `inspect` of the named containers; those that do not exist are left out, not an error. An engine
+ * that fails (unreachable, its storage broken) rejects with its own line: a container is reported
+ * missing only when a listing of the engine confirms it, because "gone" is drift that a plan
+ * replaces and self-heal acts on, while an engine failure is only "unknown".
+ */
 export async function inspectContainers(
   engine: Engine,
   names: readonly string[],
@@ -95,6 +100,7 @@ export async function inspectContainers(
   } catch {
     throw new Error(`${engine.label}: container inspect printed no JSON: ${result.stderr.trim()}`);
   }
+  if (result.code !== 0) await confirmMissing(engine, names, parsed, result.stderr, signal);
   for (const entry of Array.isArray(parsed) ? parsed : []) {
     const e = entry as {
       Name?: string;
@@ -111,6 +117,39 @@ export async function inspectContainers(
     });
   }
   return found;
+}
+
+/**
+ * After an `inspect` that exited non-zero: each name it did not show must be absent from the
+ * engine's listing (which throws when the engine fails); otherwise the inspect itself failed.
+ */
+async function confirmMissing(
+  engine: Engine,
+  names: readonly string[],
+  parsed: unknown,
+  stderr: string,
+  signal: AbortSignal,
+): Promise<void> {
+  const shown = new Set(
+    (Array.isArray(parsed) ? parsed : []).map((e) =>
+      String((e as { Name?: string }).Name ?? '').replace(/^\//, ''),
+    ),
+  );
+  const missing = names.filter((name) => !shown.has(name));
+  if (missing.length === 0) return;
+  const listed = await engineOk(
+    engine,
+    ['ps', '-a', ...missing.flatMap((name) => ['--filter', `name=^${name}$`]), '--format', '{{.Names}}'],
+    { signal },
+    'listing containers',
+  );
+  const present = listed.split('\n').map((line) => line.trim());
+  const unexplained = missing.filter((name) => present.includes(name));
+  if (unexplained.length > 0) {
+    throw new Error(
+      `${engine.label}: container inspect of ${unexplained.join(', ')} failed: ${lastLine(stderr)}`,
+    );
+  }
 }
 
 /** The engine of the component's driver, or a permanent error when it is not a container driver. */

@@ -4,6 +4,8 @@
  * start-up grace. On any failure what this call started is removed before it throws.
  */
 
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { formatDuration } from '../../core/topology/duration.js';
@@ -30,35 +32,6 @@ import {
 export const defaultContainerGraceMs = 500;
 /** Lines of a failed replica's log quoted in the error. */
 const logTailLines = 10;
-
-/**
- * Environment variables the engine's CLI itself reads. The component's other variables reach the
- * container as `--env KEY`, the value in the engine's environment, never on its command line (where
- * `ps` shows it); these would change how the CLI itself runs, so they go on the command line.
- */
-const engineOwnVariables = new Set([
-  'PATH',
-  'HOME',
-  'TMPDIR',
-  'XDG_RUNTIME_DIR',
-  'XDG_CONFIG_HOME',
-  'XDG_DATA_HOME',
-  'CONTAINERS_CONF',
-  'CONTAINERS_STORAGE_CONF',
-  'CONTAINERS_REGISTRIES_CONF',
-  'CONTAINER_HOST',
-  'DOCKER_HOST',
-  'DOCKER_CONFIG',
-  'SSH_AUTH_SOCK',
-  'LD_PRELOAD',
-  'LD_LIBRARY_PATH',
-  'HTTP_PROXY',
-  'HTTPS_PROXY',
-  'NO_PROXY',
-  'http_proxy',
-  'https_proxy',
-  'no_proxy',
-]);
 
 export interface StartTarget {
   engine: Engine;
@@ -88,28 +61,18 @@ export async function startContainers(
   const network = ctx.spec.network ?? target.driver.network;
   const ports = ctx.spec.ports ?? [];
   const free = await freePorts(ports.filter((p) => p.host === undefined).length * ctx.spec.replicas);
-  const volumeArgs = await slotVolumes(ctx, engine, slotId, options);
   const env = componentEnv(ctx);
+  refuseLineBreaks(ctx, env);
+  const volumeArgs = await slotVolumes(ctx, engine, slotId, options);
   const started: string[] = [];
   const replicas: ContainerReplica[] = [];
   try {
     for (let index = 0; index < ctx.spec.replicas; index++) {
       const name = containerName(ctx, slotId, index);
       const hostPorts = ports.map((p) => p.host ?? (free.shift() as number));
-      const args = runArgs(ctx, target, { name, index, hostPorts, network, env, volumeArgs, imageId });
-      options.log(`starting container ${name} (${image})`);
-      const passed = Object.fromEntries(Object.entries(env).filter(([key]) => !engineOwnVariables.has(key)));
-      const result = await runEngine(engine, args, {
-        signal: options.signal,
-        env: passed,
-        timeoutMs: enginePullTimeoutMs,
-      });
-      if (result.code !== 0) {
-        throw new PermanentDriverError(
-          `component ${ctx.component}: ${engine.name} run of ${name} (${image}) failed: ${lastLine(result.stderr)}`,
-        );
-      }
+      // A run that fails after creating its container leaves it `Created`: the catch removes it.
       started.push(name);
+      await runReplica(ctx, target, { name, index, hostPorts, network, env, volumeArgs, imageId }, options);
       replicas.push({ index, name, hostPorts });
     }
     await checkStillRunning(ctx, engine, started, target.graceMs, options);
@@ -125,8 +88,58 @@ export async function startContainers(
 }
 
 /**
- * The image's id, pulled first when `pull` says: `always` pulls, `missing` pulls only when the
- * engine does not have it, `never` refuses a missing image with what to do.
+ * `run -d` of one replica, its environment (the component's and cutover's) in a 0600 file the
+ * engine's CLI reads (`--env-file`, read client-side by podman, podman-remote and docker alike) and
+ * that is removed as soon as `run` returns: no value is on the engine's command line (which `ps`
+ * and podman's CreateCommand show), and none is in the CLI's own environment, where variables like
+ * CONTAINER_CONNECTION, DOCKER_CONTEXT or LD_PRELOAD would change how the CLI itself runs.
+ */
+async function runReplica(
+  ctx: ComponentCallContext,
+  target: StartTarget,
+  r: ReplicaRun,
+  options: DriverCallOptions,
+): Promise<void> {
+  const { engine } = target;
+  const dir = await mkdtemp(path.join(tmpdir(), 'cutover-env-'));
+  try {
+    const envFile = path.join(dir, 'env');
+    const lines = Object.entries(replicaEnv(ctx, target, r)).map(([key, value]) => `${key}=${value}\n`);
+    await writeFile(envFile, lines.join(''), { mode: 0o600 });
+    options.log(`starting container ${r.name} (${ctx.spec.image})`);
+    const result = await runEngine(engine, runArgs(ctx, target, r, envFile), {
+      signal: options.signal,
+      timeoutMs: enginePullTimeoutMs,
+    });
+    if (result.code !== 0) {
+      throw new PermanentDriverError(
+        `component ${ctx.component}: ${engine.name} run of ${r.name} (${ctx.spec.image}) failed: ${lastLine(result.stderr)}`,
+      );
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The env file holds one `KEY=value` a line, the value taken literally up to the line's end (both
+ * engines split at the first `=`), so a value may hold `=`, `#` and spaces but no line break.
+ */
+function refuseLineBreaks(ctx: ComponentCallContext, env: Record<string, string>): void {
+  for (const [key, value] of Object.entries(env)) {
+    if (/[\r\n]/.test(value)) {
+      throw new PermanentDriverError(
+        `component ${ctx.component}: env.${key} has a line break, which the container engine's env file cannot carry; put the value in a file and mount it (volumes), or encode it (e.g. base64)`,
+      );
+    }
+  }
+}
+
+/**
+ * The image's id. The plan's (ctx.plannedImageId) when it resolved one: that exact image runs, or
+ * none, so a tag moved since the plan never puts an unreviewed build live. Otherwise pulled first
+ * when `pull` says: `always` pulls, `missing` pulls only when the engine does not have it, `never`
+ * refuses a missing image with what to do.
  */
 async function ensureImage(
   ctx: ComponentCallContext,
@@ -134,6 +147,7 @@ async function ensureImage(
   image: string,
   options: DriverCallOptions,
 ): Promise<string> {
+  if (ctx.plannedImageId !== undefined) return plannedImage(ctx, engine, image, ctx.plannedImageId, options);
   const pull = ctx.spec.pull ?? 'missing';
   const inspect = () =>
     runEngine(engine, ['image', 'inspect', '--format', '{{.Id}}', image], { signal: options.signal });
@@ -159,6 +173,25 @@ async function ensureImage(
   if (found.code !== 0)
     throw new Error(`${engine.label}: image inspect ${image} failed: ${lastLine(found.stderr)}`);
   return normaliseId(found.stdout.trim());
+}
+
+/** The planned image id, checked present in the engine's store; a permanent error when it is not. */
+async function plannedImage(
+  ctx: ComponentCallContext,
+  engine: Engine,
+  image: string,
+  planned: string,
+  options: DriverCallOptions,
+): Promise<string> {
+  const found = await runEngine(engine, ['image', 'inspect', '--format', '{{.Id}}', planned], {
+    signal: options.signal,
+  });
+  if (found.code === 0 && normaliseId(found.stdout.trim()) === planned) return planned;
+  // Absent, or the engine failed: a listing that throws on an engine failure tells them apart.
+  await engineOk(engine, ['image', 'ls', '-q'], { signal: options.signal }, 'listing images');
+  throw new PermanentDriverError(
+    `component ${ctx.component}: image ${image} was ${planned.slice(0, 'sha256:'.length + 12)} when planned, which ${engine.label} no longer has (the tag moved since the plan); plan again and review the new image`,
+  );
 }
 
 /** Image ids as `sha256:<hex>` whichever engine gave them (podman prints the bare hex). */
@@ -228,13 +261,35 @@ interface ReplicaRun {
  * `PORT_<container port>` for each port) and must listen there, as a process component does.
  * The image runs by its id, so every replica of the slot runs the image that was checked.
  */
-function runArgs(ctx: ComponentCallContext, target: StartTarget, r: ReplicaRun): string[] {
+function runArgs(ctx: ComponentCallContext, target: StartTarget, r: ReplicaRun, envFile: string): string[] {
   const spec = ctx.spec;
   const ports = spec.ports ?? [];
   const host = r.network === 'host';
   const args = ['run', '-d', '--name', r.name, ...target.engine.runArgs, ...labelArgs(ctx, target.slotId)];
   args.push('--label', `${labels.replica}=${r.index}`);
   if (r.network !== undefined) args.push('--network', r.network);
+  args.push('--env-file', envFile);
+  ports.forEach((port, i) => {
+    if (!host) args.push('-p', `127.0.0.1:${r.hostPorts[i] as number}:${port.container}`);
+  });
+  if (spec.resources?.cpus !== undefined) args.push('--cpus', String(spec.resources.cpus));
+  if (spec.resources?.memory !== undefined) args.push('--memory', spec.resources.memory);
+  if (spec.user !== undefined) args.push('--user', spec.user);
+  args.push(...r.volumeArgs);
+  const stopSeconds = Math.ceil(stopTimeoutMsOf(ctx, target.driver) / 1000);
+  args.push('--stop-timeout', String(stopSeconds));
+  args.push(r.imageId, ...(spec.command ?? []));
+  return args;
+}
+
+/**
+ * cutover's variables, then the component's `env` (which may override them, as before): on the
+ * host network the container gets the host port cutover chose in `PORT` and `PORT_<container port>`.
+ */
+function replicaEnv(ctx: ComponentCallContext, target: StartTarget, r: ReplicaRun): Record<string, string> {
+  const spec = ctx.spec;
+  const ports = spec.ports ?? [];
+  const host = r.network === 'host';
   const cutoverEnv: Record<string, string> = {
     CUTOVER_ENVIRONMENT: ctx.environment,
     CUTOVER_COMPONENT: ctx.component,
@@ -244,24 +299,11 @@ function runArgs(ctx: ComponentCallContext, target: StartTarget, r: ReplicaRun):
     CUTOVER_REPLICA: String(r.index),
   };
   ports.forEach((port, i) => {
-    const hostPort = r.hostPorts[i] as number;
-    if (host) cutoverEnv[`PORT_${port.container}`] = String(hostPort);
-    else args.push('-p', `127.0.0.1:${hostPort}:${port.container}`);
+    if (host) cutoverEnv[`PORT_${port.container}`] = String(r.hostPorts[i] as number);
   });
   const first = ports[0];
   if (first) cutoverEnv.PORT = String(host ? (r.hostPorts[0] as number) : first.container);
-  for (const [key, value] of Object.entries(cutoverEnv)) args.push('--env', `${key}=${value}`);
-  for (const [key, value] of Object.entries(r.env)) {
-    args.push('--env', engineOwnVariables.has(key) ? `${key}=${value}` : key);
-  }
-  if (spec.resources?.cpus !== undefined) args.push('--cpus', String(spec.resources.cpus));
-  if (spec.resources?.memory !== undefined) args.push('--memory', spec.resources.memory);
-  if (spec.user !== undefined) args.push('--user', spec.user);
-  args.push(...r.volumeArgs);
-  const stopSeconds = Math.ceil(stopTimeoutMsOf(ctx, target.driver) / 1000);
-  args.push('--stop-timeout', String(stopSeconds));
-  args.push(r.imageId, ...(spec.command ?? []));
-  return args;
+  return { ...cutoverEnv, ...r.env };
 }
 
 /** A replica that stopped within the grace fails the call, quoting its log and exit code. */

@@ -23,6 +23,12 @@ export interface ComponentCallContext {
    * runs (engine/secrets/). Never journaled or recorded: it lives for one call.
    */
   env?: Record<string, string>;
+  /**
+   * provision only: the image id (`sha256:…`) the migration's plan resolved the component's `image`
+   * to (MigrationSpec.images). A container driver runs exactly this image, so a tag moved between
+   * the plan and the provision cannot put another build live unreviewed.
+   */
+  plannedImageId?: string;
 }
 
 export interface DriverCallOptions {

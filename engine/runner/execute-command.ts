@@ -127,6 +127,8 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
   switch (c.kind) {
     case 'provision': {
       const { ctx, secretDigests } = await componentContext(s, o, c.component, 'desired');
+      const planned = own(s.spec.images ?? {}, c.component);
+      if (planned !== undefined) ctx.plannedImageId = planned;
       const slot = await componentDriverFor(o.drivers, ctx).provision(ctx, 'green', call);
       // Recorded with the slot (journaled, then kept in the layout): the next plan compares them.
       return secretDigests ? { ...slot, secretDigests } : slot;

@@ -151,6 +151,7 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
       createdAt: request.now ?? Date.now(),
       ...auditOf(request, osUserName),
       parallelism: migrationParallelism(desired, request.parallelism),
+      ...(images === undefined ? {} : { images }),
     };
     stateDirWrite(stateDir, `creating ${id}`, () => {
       makeDir(paths.dir);

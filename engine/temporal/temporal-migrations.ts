@@ -253,6 +253,7 @@ export class TemporalMigrations {
       createdAt: request.now ?? Date.now(),
       ...auditOf(request, osUserName),
       parallelism: migrationParallelism(desired, request.parallelism),
+      ...(images === undefined ? {} : { images }),
     };
     await refuseOversizedSpec(spec);
     await this.temporal.call('to start the environment workflow', () =>

@@ -27,7 +27,7 @@ const fullWeb = `    driver: ctr
     version: "1.4.0"
     image: registry.example/web:1.4.0
     command: [/app, --serve]
-    ports: [{ container: 8080 }, { container: 9090, host: 19090 }]
+    ports: [{ container: 8080 }, { container: 9090 }]
     env: { MODE: live, TOKEN: { secret: WEB_TOKEN } }
     volumes: [data:/var/lib/web, ./static:/static:ro]
     resources: { cpus: 0.5, memory: 256m }
@@ -57,7 +57,7 @@ describe('container driver fields', () => {
     expect(model.components.web).toMatchObject({
       image: 'registry.example/web:1.4.0',
       command: ['/app', '--serve'],
-      ports: [{ container: 8080 }, { container: 9090, host: 19090 }],
+      ports: [{ container: 8080 }, { container: 9090 }],
       volumes: ['data:/var/lib/web', './static:/static:ro'],
       resources: { cpus: 0.5, memory: '256m' },
       user: '1000:1000',
@@ -85,7 +85,7 @@ describe('container driver fields', () => {
     expect(minimal.topology.components.worker).not.toHaveProperty('pull');
   });
 
-  it('refuses, by line and field: no image, a run on a container driver, a fixed host port with replicas, container fields elsewhere', () => {
+  it('refuses, by line and field: no image, a run on a container driver, a fixed host port, container fields elsewhere', () => {
     expect(
       problems('    type: container', '    driver: ctr\n    version: "1"\n    run: { command: [x] }'),
     ).toEqual([
@@ -98,8 +98,25 @@ describe('container driver fields', () => {
         '    driver: ctr\n    version: "1"\n    image: web:1\n    replicas: 2\n    ports: [{ container: 80, host: 8081 }]',
       ),
     ).toEqual([
-      '15 components.web.ports[0].host: is fixed, but replicas is 2: a fixed host port serves one replica; leave host out to get a free port per replica',
+      '15 components.web.ports[0].host: is fixed, but green starts while blue still holds its ports, so every migration after the first would fail (address already in use); leave host out (a free port per replica) and give clients routes.<name>.listen as the stable address',
     ]);
+    // An image the engine's CLI would read as a flag (`pull --help`, `image inspect -q`).
+    expect(
+      problems('    type: container', '    driver: ctr\n    version: "1"\n    image: "--privileged"'),
+    ).toEqual([
+      '13 components.web.image: starts with "-", which the engine\'s CLI would read as a flag; name the image (registry/name:tag or name@sha256:…)',
+    ]);
+    // One replica, or the host network, fails the same way: blue and green overlap.
+    for (const extra of ['', '\n    network: host']) {
+      expect(
+        problems(
+          '    type: container',
+          `    driver: ctr\n    version: "1"\n    image: web:1\n    ports: [{ container: 80 }, { container: 81, host: 8081 }]${extra}`,
+        ),
+      ).toEqual([
+        '14 components.web.ports[1].host: is fixed, but green starts while blue still holds its ports, so every migration after the first would fail (address already in use); leave host out (a free port per replica) and give clients routes.<name>.listen as the stable address',
+      ]);
+    }
     const onProcess = loadTopology(
       file(
         '    type: container',

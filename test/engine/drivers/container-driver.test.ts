@@ -252,7 +252,7 @@ describe('container driver (real podman)', () => {
       '{{.Config.CreateCommand}}',
       `cutover-${environment()}-web-mig_secret-0`,
     ]);
-    expect(created.stdout).toContain('--env VERSION ');
+    expect(created.stdout).toContain('--env-file ');
     expect(created.stdout).not.toContain('v-from-secret-77');
     await driver.retire(ctx, slot, call);
   }, 60_000);
