@@ -125,8 +125,11 @@ describe('progressive delivery gated by a real Prometheus', { timeout: 90_000 },
     expect(value, run.end.reason ?? '').not.toBeNull();
     expect(Number(value?.[1])).toBeGreaterThan(0.03);
     expect(Number(value?.[1])).toBeLessThan(0.07);
-    // The blast radius, as with the built-in check: 10 % of the hold's requests, 5 % of those.
-    expect(run.failed).toBeLessThanOrEqual(Math.ceil(0.1 * 0.05 * rate * holdSeconds));
+    // The blast radius: 10 % of the requests, 5 % of those. The query is judged once, at the
+    // hold's end (it has no minRequests to judge a part of the window on), so green serves the
+    // whole hold, and the query and the rollback after it (well under the 1 s allowed here); the
+    // built-in check, looked at every fifth of the hold, usually stops sooner.
+    expect(run.failed).toBeLessThanOrEqual(Math.ceil(0.1 * 0.05 * rate * (holdSeconds + 1)));
     const { state } = await detail(run.id);
     expect(state.analyses?.map((a) => [a.weight, a.outcome])).toEqual([[10, 'breach']]);
   });
