@@ -3,15 +3,16 @@
  * A route's built-in checks read the router's per-slot counters through its route driver
  * (`RouteDriver.traffic`, measureWindow); its Prometheus checks are queried at the window's end.
  *
- * Inconclusive (green had fewer than `minRequests`): the hold is extended once, by its own length,
- * and judged over the whole extended window; still too little traffic then passes with a warning
+ * Inconclusive (green had fewer than `minRequests`; or, for a route judged by Prometheus alone, a
+ * query gave NaN): the hold is extended once, by its own length, and judged again (the built-in
+ * checks over the whole extended window); still too little traffic then passes with a warning
  * (the step goes on, the warning is in the log and the analysis record). This is Flagger's choice
  * of not failing a step for want of traffic, bounded: a step never waits more than twice its hold.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AnalysisSettings } from '../../core/analysis/analysis-settings.js';
 import { type RouteTraffic, trafficBetween } from '../../core/analysis/traffic.js';
-import { type AnalysisVerdict, judgeWindow } from '../../core/analysis/verdict.js';
+import { type AnalysisVerdict, judgeWindow, type VerdictOutcome } from '../../core/analysis/verdict.js';
 import type { AnalysisResult, Command, RouteVerdict } from '../../core/migration/types.js';
 import { formatDuration } from '../../core/topology/duration.js';
 import { PermanentDriverError } from '../drivers/types.js';
@@ -81,18 +82,23 @@ async function analyzeRoute(
   const reasons: string[] = builtIn ? [builtIn.reason] : [];
   let outcome = builtIn?.outcome ?? 'pass';
   // Prometheus checks are judged at the window's end (unless the built-in checks already breached).
-  if (outcome !== 'breach') {
-    for (const check of analysis.prometheus) {
-      const verdict = await runPrometheusCheck(check, { signal });
-      signal.throwIfAborted();
-      if (verdict.outcome === 'breach') {
-        outcome = 'breach';
-        reasons.splice(0, reasons.length, verdict.reason);
-        break;
-      }
-      if (verdict.outcome === 'inconclusive') outcome = 'inconclusive';
-      reasons.push(verdict.reason);
+  if (outcome !== 'breach' && analysis.prometheus.length > 0) {
+    let judged = await judgePrometheus(analysis.prometheus, signal);
+    // Only Prometheus judges this route: NaN (0/0, no traffic over the query's range) extends the
+    // hold once, as too few requests do for the built-in checks, and the queries are judged again
+    // at the extension's end; without it a green nobody sent traffic to went on unlooked at. With
+    // built-in checks the router saw the traffic itself (they extended already if it was short),
+    // so a NaN there is the query's own selection, which waiting does not change.
+    if (!builtIn && judged.outcome === 'inconclusive') {
+      log(
+        `route ${route}: ${judged.reasons.join('; ')}; the hold is extended once, by ${formatDuration(command.ms)}`,
+      );
+      await sleep(command.ms, undefined, { signal });
+      judged = await judgePrometheus(analysis.prometheus, signal);
     }
+    if (judged.outcome === 'breach') reasons.splice(0, reasons.length, ...judged.reasons);
+    else reasons.push(...judged.reasons);
+    if (judged.outcome !== 'pass') outcome = judged.outcome;
   }
   const out: RouteVerdict = { route, outcome, reason: reasons.join('; ') };
   if (builtIn) {
@@ -100,6 +106,26 @@ async function analyzeRoute(
     if (builtIn.blue) out.blue = builtIn.blue;
   }
   return out;
+}
+
+/**
+ * A route's Prometheus checks, in order: the first breach is the verdict (its reason alone);
+ * otherwise inconclusive if any gave NaN, with every check's reason.
+ */
+async function judgePrometheus(
+  checks: AnalysisSettings['prometheus'],
+  signal: AbortSignal,
+): Promise<{ outcome: VerdictOutcome; reasons: string[] }> {
+  const reasons: string[] = [];
+  let outcome: VerdictOutcome = 'pass';
+  for (const check of checks) {
+    const verdict = await runPrometheusCheck(check, { signal });
+    signal.throwIfAborted();
+    if (verdict.outcome === 'breach') return { outcome: 'breach', reasons: [verdict.reason] };
+    if (verdict.outcome === 'inconclusive') outcome = 'inconclusive';
+    reasons.push(verdict.reason);
+  }
+  return { outcome, reasons };
 }
 
 /** The built-in checks over the hold; inconclusive, extended once and judged over both windows. */

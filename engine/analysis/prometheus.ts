@@ -11,6 +11,9 @@
 import type { PrometheusCheckSpec } from '../../core/analysis/analysis-settings.js';
 import type { VerdictOutcome } from '../../core/analysis/verdict.js';
 
+/** A PromQL range selector, e.g. `[4s]` or `[1m30s]` (subqueries `[5m:1m]` included). */
+const rangeSelector = /\[\d+(ms|s|m|h|d|w|y)[^\]]*\]/;
+
 /** Longest a query may take to answer before the check fails. */
 export const prometheusQueryTimeoutMs = 10_000;
 
@@ -71,10 +74,17 @@ export async function runPrometheusCheck(
       `${where} refused the query ${q} (HTTP ${status}, ${answer.errorType ?? 'error'}): ${answer.error ?? 'no reason given'}; fix the query (try it in Prometheus's expression browser)`,
     );
   const value = firstSample(answer.data);
-  if (value === undefined)
+  if (value === undefined) {
+    // rate()/increase() need two samples in their range: a range as short as the hold, under a
+    // scrape interval longer than half of it, selects nothing however healthy green is.
+    const range = rangeSelector.exec(check.query)?.[0];
+    const cause = range
+      ? `its range ${range} may hold fewer than two scrapes; make it at least twice Prometheus's scrape interval (and the hold as long), or`
+      : 'the series may not be scraped yet or';
     return failed(
-      `the query ${q} selected no sample at ${where}: the series may not be scraped yet or a label does not match; try it in Prometheus's expression browser`,
+      `the query ${q} selected no sample at ${where}: ${cause} a label does not match; try it in Prometheus's expression browser`,
     );
+  }
   if (Number.isNaN(value))
     return {
       outcome: 'inconclusive',

@@ -105,4 +105,44 @@ describe('analyzeHold', () => {
     expect(result.outcome).toBe('breach');
     expect(result.reason).toMatch(/error_ratio.*0\.2.*0\.05/);
   });
+
+  it('Prometheus alone: NaN (no traffic) extends the hold once, and the queries are judged again', async () => {
+    // Answers NaN, then each value in turn; the count of queries asked is the test's evidence.
+    const scripted = async (values: string[]) => {
+      let asked = 0;
+      const server = createServer((_req, res) => {
+        const value = values[Math.min(asked, values.length - 1)] as string;
+        asked += 1;
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            status: 'success',
+            data: { resultType: 'vector', result: [{ metric: {}, value: [0, value] }] },
+          }),
+        );
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      closers.push(() => server.close());
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const lines: string[] = [];
+      const result = await analyzeHold(
+        command({ checks: { minRequests: 50 }, prometheus: [{ url, query: 'error_ratio', max: 0.05 }] }, 200),
+        () => ({ traffic: null, driver: 'driver edge' }),
+        new AbortController().signal,
+        (line) => lines.push(line),
+      );
+      return { result, lines, asked: () => asked };
+    };
+    const late = await scripted(['NaN', '0.2']);
+    expect(late.lines.join('\n')).toMatch(
+      /^route www: the query `error_ratio` gave NaN .*; the hold is extended once, by 200ms$/,
+    );
+    expect(late.result).toMatchObject({ outcome: 'breach' });
+    expect(late.result.reason).toMatch(/^prometheus `error_ratio` = 0\.2 > max 0\.05$/);
+    expect(late.asked()).toBe(2);
+    // Bounded: still NaN after the extension is inconclusive (the step passes with a warning).
+    const never = await scripted(['NaN']);
+    expect(never.result.outcome).toBe('inconclusive');
+    expect(never.asked()).toBe(2);
+  });
 });

@@ -150,6 +150,16 @@ describe('analysis: the built-in verdict and a real Prometheus decide alike', ()
     });
     expect(empty).toMatchObject({ outcome: 'breach', failed: true });
     expect(empty.reason).toContain('selected no sample');
-    for (const answer of [down, bad, empty]) expect(answer.reason).not.toContain('\n');
+    // A range shorter than two scrapes (here 1 s) holds at most one sample: increase() gives nothing.
+    const short = await runPrometheusCheck({
+      url: prometheus.url,
+      query: 'sum(increase(cutover_route_requests_total[500ms]))',
+      max: 1,
+    });
+    expect(short).toMatchObject({ outcome: 'breach', failed: true });
+    expect(short.reason).toMatch(
+      /selected no sample .*: its range \[500ms\] may hold fewer than two scrapes; make it at least twice Prometheus's scrape interval/,
+    );
+    for (const answer of [down, bad, empty, short]) expect(answer.reason).not.toContain('\n');
   });
 });
