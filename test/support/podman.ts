@@ -19,12 +19,25 @@ export const busyboxPath = '/bin/busybox';
 
 /**
  * The test app: busybox httpd on $PORT (8080 when unset) serving /version ($VERSION, then the
- * image's own mark) and /health; SIGTERM ends it at once (as PID 1 a shell has no default handler).
+ * image's own mark), / (the same as JSON `{"version", "mark"}`, what bench/load.js reads) and
+ * /health; SIGTERM ends it at once (as PID 1 a shell has no default handler). Two ways to fail or
+ * hold its health check: an image built with a mark containing `unhealthy` never serves /health
+ * (404: a broken build); with HOLD_FILE set, /health appears only once that file exists (a gate
+ * the test holds and releases).
  */
 const appScript = `#!/bin/sh
 mkdir -p /www
-echo "\${VERSION:-none} $(cat /image-mark)" > /www/version
-echo ok > /www/health
+mark="$(cat /image-mark)"
+echo "\${VERSION:-none} $mark" > /www/version
+echo "{\\"version\\":\\"\${VERSION:-none}\\",\\"mark\\":\\"$mark\\"}" > /www/index.html
+case "$mark" in
+  *unhealthy*) ;;
+  *) if [ -n "$HOLD_FILE" ]; then
+       ( while [ ! -e "$HOLD_FILE" ]; do sleep 0.1; done; echo ok > /www/health ) &
+     else
+       echo ok > /www/health
+     fi ;;
+esac
 httpd -f -p "\${PORT:-8080}" -h /www &
 trap 'kill $! 2>/dev/null; exit 0' TERM INT
 wait
