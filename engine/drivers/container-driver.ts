@@ -17,7 +17,8 @@
  *   stay; `topology down --volumes` removes the component's (found by label). Idempotent.
  * - observe reads the slot's containers by label: running (and its port accepting), not_answering,
  *   or not_running (exited, or removed by hand).
- * - drain does nothing: the router drains traffic. replicate: only a component with nothing to copy.
+ * - drain does nothing: the router drains traffic. replicate copies blue's named volumes into
+ *   green's, or runs replicate.command, in a helper container of green's image (container-replicate.ts).
  */
 import type { ObservedReplica } from '../../core/observed.js';
 import { tcpProbe } from '../health/probes.js';
@@ -34,13 +35,13 @@ import {
   slotSelector,
   stopTimeoutMsOf,
 } from './container-names.js';
+import { replicateContainerSlot } from './container-replicate.js';
 import { defaultContainerGraceMs, startContainers } from './container-start.js';
 import { replicaConnectTimeoutMs } from './process-observe.js';
 import {
   type ComponentCallContext,
   type ComponentDriver,
   type DriverCallOptions,
-  PermanentDriverError,
   type SlotInfo,
 } from './types.js';
 
@@ -76,14 +77,8 @@ export function createContainerDriver(driverOptions: ContainerDriverOptions = {}
       };
     },
 
-    async replicate(ctx, _from, _to, options) {
-      const replicate = ctx.spec.replicate;
-      if (replicate?.command || replicate?.dataDir !== undefined) {
-        throw new PermanentDriverError(
-          `component ${ctx.component}: the container driver cannot replicate state yet (replicate.command, replicate.dataDir); run the component on the process driver or copy its volume by hand`,
-        );
-      }
-      options.log(`${ctx.component}: no replicate command; nothing to copy`);
+    async replicate(ctx, from, to, options) {
+      await replicateContainerSlot(ctx, from, to, options);
     },
 
     async drain() {
