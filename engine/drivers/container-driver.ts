@@ -38,11 +38,12 @@ import {
 import { replicateContainerSlot } from './container-replicate.js';
 import { defaultContainerGraceMs, startContainers } from './container-start.js';
 import { replicaConnectTimeoutMs } from './process-observe.js';
-import {
-  type ComponentCallContext,
-  type ComponentDriver,
-  type DriverCallOptions,
-  type SlotInfo,
+import type {
+  ComponentCallContext,
+  ComponentDriver,
+  DriverCallOptions,
+  ReplicaLog,
+  SlotInfo,
 } from './types.js';
 
 export interface ContainerDriverOptions {
@@ -92,6 +93,10 @@ export function createContainerDriver(driverOptions: ContainerDriverOptions = {}
 
     async observe(ctx, slot, options) {
       return observeContainerSlot(ctx, slot, options);
+    },
+
+    async logs(ctx, slot, lines, options) {
+      return containerLogs(ctx, slot, lines, options);
     },
 
     async removeVolumes(ctx, options) {
@@ -191,4 +196,29 @@ export async function observeContainerSlot(
       return { address, state: 'not_answering', detail: probe.summary };
     }),
   );
+}
+
+/**
+ * `logs --tail N` of each recorded replica (stdout and stderr together, as the engine keeps them).
+ * A container already gone has no lines: it is left out.
+ */
+export async function containerLogs(
+  ctx: ComponentCallContext,
+  slot: SlotInfo,
+  lines: number,
+  options: DriverCallOptions,
+): Promise<ReplicaLog[]> {
+  const { engine } = engineFor(ctx);
+  const out: ReplicaLog[] = [];
+  for (const replica of recordedContainers(slot)) {
+    const result = await runEngine(engine, ['logs', '--tail', String(lines), replica.name], {
+      signal: options.signal,
+    });
+    if (result.code !== 0) continue;
+    // The engine writes the container's stdout to its stdout and its stderr to its stderr: the
+    // order between the two is lost, stdout first is the honest best.
+    const text = `${result.stdout}${result.stderr}`.split('\n').filter((l) => l.trim() !== '');
+    out.push({ replica: replica.index, name: replica.name, lines: text.slice(-lines) });
+  }
+  return out;
 }

@@ -191,11 +191,20 @@ describe('zero-downtime cutover of container components through the router (real
   it('a broken image whose health check fails: rolled back, zero failed, no request reached it, its containers gone', async () => {
     const before = await containers();
     write({ version: '3.0.0', tag: 'broken' });
+    let id = '';
     const run = await underLoad(async () => {
       const result = await runCli(['topology', 'migrate', '-f', file, '--yes']);
       expect(result.code).toBe(1);
       expect(result.stdout).toMatch(/failed: health gate failed for web: .*GET \/health → 404/);
+      id = idOf(result.stdout);
     });
+    // What the failed replicas wrote is in the migration's log, where one looks first.
+    const logs = await runCli(['topology', 'migration', 'logs', id, '-f', file]);
+    expect(logs.stdout).toContain(
+      `output of green web replica 0 (cutover-${environment()}-web-${id}-0), last lines:`,
+    );
+    expect(logs.stdout).toMatch(/\[web green\/1\] app 3\.0\.0 \(unhealthy\) listening on 8080/);
+    expect(logs.stdout).toContain('[web green/1] no /health: this build cannot reach its database');
     expectNoFailures(run);
     expect(Object.keys(run.versions)).toEqual(['1.0.0']);
     expect(run.records.filter((r) => r.slot === 'green')).toEqual([]);

@@ -30,8 +30,9 @@ mkdir -p /www
 mark="$(cat /image-mark)"
 echo "\${VERSION:-none} $mark" > /www/version
 echo "{\\"version\\":\\"\${VERSION:-none}\\",\\"mark\\":\\"$mark\\"}" > /www/index.html
+echo "app \${VERSION:-none} ($mark) listening on \${PORT:-8080}"
 case "$mark" in
-  *unhealthy*) ;;
+  *unhealthy*) echo "no /health: this build cannot reach its database" >&2 ;;
   *) if [ -n "$HOLD_FILE" ]; then
        ( while [ ! -e "$HOLD_FILE" ]; do sleep 0.1; done; echo ok > /www/health ) &
      else
