@@ -1,5 +1,7 @@
 import type { PathProblem } from './diagnostic.js';
 import type { ComponentFile, DriverFile } from './file-types.js';
+import { describeHosts, hostsMatching } from './placement.js';
+import type { ContainerHost } from './types.js';
 
 /** The component fields only the container driver reads. */
 const containerFields = [
@@ -75,6 +77,7 @@ export function checkContainerFields(
 export function checkContainerDriver(name: string, driver: DriverFile): PathProblem[] {
   if (driver.type !== 'container') return [];
   const problems: PathProblem[] = [];
+  if (driver.hosts !== undefined) return [...problems, ...checkHosts(name, driver)];
   if (driver.engine === 'podman' && driver.host !== undefined && driver.runtime !== undefined) {
     problems.push({
       path: ['drivers', name, 'runtime'],
@@ -89,4 +92,58 @@ export function checkContainerDriver(name: string, driver: DriverFile): PathProb
     });
   }
   return problems;
+}
+
+type ContainerDriverFile = Extract<DriverFile, { type: 'container' }>;
+
+/**
+ * `hosts` replaces `host`; on each podman host with an engine URL (podman-remote) no runtime may be
+ * chosen, its own or the driver's; a docker host reads no containers.conf.
+ */
+function checkHosts(name: string, driver: ContainerDriverFile): PathProblem[] {
+  const problems: PathProblem[] = [];
+  if (driver.host !== undefined) {
+    problems.push({
+      path: ['drivers', name, 'host'],
+      message:
+        'cannot go beside hosts: give each host its engine URL in hosts.<host>.host, or leave hosts out',
+    });
+  }
+  for (const [hostName, host] of Object.entries(driver.hosts ?? {})) {
+    const runtime = host.runtime ?? driver.runtime;
+    if (driver.engine === 'podman' && host.host !== undefined && runtime !== undefined) {
+      problems.push({
+        path: ['drivers', name, 'hosts', hostName, host.runtime === undefined ? 'host' : 'runtime'],
+        message: `is a remote podman, where runtime ${runtime}${host.runtime === undefined ? " (the driver's)" : ''} cannot be chosen: the remote service uses its own; set runtime per host, on the local ones only`,
+      });
+    }
+    if (driver.engine === 'docker' && (host.config ?? driver.config) !== undefined) {
+      problems.push({
+        path: ['drivers', name, 'hosts', hostName, 'config'],
+        message:
+          "is podman's containers.conf, which docker does not read; leave it out, or use engine: podman",
+      });
+    }
+  }
+  return problems;
+}
+
+/** A component on a container driver with `hosts` must match one of them by its placement labels. */
+export function checkPlacement(
+  name: string,
+  component: ComponentFile,
+  driver: DriverFile | undefined,
+): PathProblem[] {
+  const wanted = component.placement?.labels ?? {};
+  if (driver?.type !== 'container' || driver.hosts === undefined) return [];
+  const hosts = Object.fromEntries(
+    Object.entries(driver.hosts).map(([n, h]) => [n, { labels: h.labels ?? {} } as ContainerHost]),
+  );
+  if (hostsMatching(hosts, wanted).length > 0) return [];
+  return [
+    {
+      path: ['components', name, 'placement', 'labels'],
+      message: `match no host of driver ${component.driver} (hosts: ${describeHosts(hosts)}); change the labels, or a host's`,
+    },
+  ];
 }

@@ -17,12 +17,15 @@
  *   stay; `topology down --volumes` removes the component's (found by label). Idempotent.
  * - observe reads the slot's containers by label: running (and its port accepting), not_answering,
  *   or not_running (exited, or removed by hand).
+ * - With `hosts`, a slot runs on the host its component's placement labels choose at provision
+ *   (`details.host`); every later call on the slot goes to that host (container-names.ts).
+ * - logs: `logs --tail N` of each replica, quoted in the migration log when the gate fails.
  * - drain does nothing: the router drains traffic. replicate copies blue's named volumes into
  *   green's, or runs replicate.command, in a helper container of green's image (container-replicate.ts).
  */
 import type { ObservedReplica } from '../../core/observed.js';
 import { tcpProbe } from '../health/probes.js';
-import { engineOk, runEngine } from './container-engine.js';
+import { type Engine, engineOk, runEngine } from './container-engine.js';
 import {
   type ContainerReplica,
   containerSlotId,
@@ -31,6 +34,7 @@ import {
   inspectContainers,
   labelFilters,
   labels,
+  placedEngine,
   recordedContainers,
   slotSelector,
   stopTimeoutMsOf,
@@ -56,7 +60,7 @@ export function createContainerDriver(driverOptions: ContainerDriverOptions = {}
   return {
     async provision(ctx, slot, options) {
       options.signal.throwIfAborted();
-      const { engine, driver } = engineFor(ctx);
+      const { engine, driver, hostName } = engineFor(ctx);
       const slotId = containerSlotId(ctx);
       await removeSlotContainers(ctx, slotId, options, 'an earlier attempt left');
       const started = await startContainers(ctx, { engine, driver, slot, slotId, graceMs }, options);
@@ -70,6 +74,7 @@ export function createContainerDriver(driverOptions: ContainerDriverOptions = {}
         details: {
           slotId,
           engine: engine.name,
+          ...(hostName === undefined ? {} : { host: hostName }),
           image: ctx.spec.image,
           imageId: started.imageId,
           ...(started.network === undefined ? {} : { network: started.network }),
@@ -88,7 +93,7 @@ export function createContainerDriver(driverOptions: ContainerDriverOptions = {}
 
     async retire(ctx, slot, options) {
       options.signal.throwIfAborted();
-      await removeSlotContainers(ctx, containerSlotId(ctx, slot), options, 'retiring');
+      await removeSlotContainers(ctx, containerSlotId(ctx, slot), options, 'retiring', slot);
     },
 
     async observe(ctx, slot, options) {
@@ -100,30 +105,49 @@ export function createContainerDriver(driverOptions: ContainerDriverOptions = {}
     },
 
     async removeVolumes(ctx, options) {
-      const { engine } = engineFor(ctx);
-      const selector = { [labels.environment]: ctx.environment, [labels.component]: ctx.component };
-      const out = await engineOk(
-        engine,
-        ['volume', 'ls', ...labelFilters(selector), '--format', '{{.Name}}'],
-        { signal: options.signal },
-        'listing volumes',
-      );
-      const names = out
-        .split('\n')
-        .map((line) => line.trim())
-        .filter((line) => line !== '')
-        .sort();
-      if (names.length > 0) {
-        await engineOk(
-          engine,
-          ['volume', 'rm', '-f', ...names],
-          { signal: options.signal },
-          `removing volumes ${names.join(', ')}`,
-        );
-      }
-      return names;
+      // Every host of the driver: a component moved by its placement left volumes where it ran.
+      const removed: string[] = [];
+      for (const engine of enginesOf(ctx)) removed.push(...(await removeVolumesOn(engine, ctx, options)));
+      return removed.sort();
     },
   };
+}
+
+/** The engine of each host of the component's driver (its one engine without `hosts`). */
+function enginesOf(ctx: ComponentCallContext): Engine[] {
+  const driver = ctx.driver;
+  if (driver.type !== 'container' || driver.hosts === undefined) return [engineFor(ctx).engine];
+  return Object.keys(driver.hosts).map(
+    (name) => placedEngine(ctx.spec.driver, driver, {}, ctx.baseDir, name).engine,
+  );
+}
+
+async function removeVolumesOn(
+  engine: Engine,
+  ctx: ComponentCallContext,
+  options: DriverCallOptions,
+): Promise<string[]> {
+  const selector = { [labels.environment]: ctx.environment, [labels.component]: ctx.component };
+  const out = await engineOk(
+    engine,
+    ['volume', 'ls', ...labelFilters(selector), '--format', '{{.Name}}'],
+    { signal: options.signal },
+    'listing volumes',
+  );
+  const names = out
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '')
+    .sort();
+  if (names.length > 0) {
+    await engineOk(
+      engine,
+      ['volume', 'rm', '-f', ...names],
+      { signal: options.signal },
+      `removing volumes ${names.join(', ')}`,
+    );
+  }
+  return names;
 }
 
 /**
@@ -135,8 +159,9 @@ export async function removeSlotContainers(
   slotId: string,
   options: DriverCallOptions,
   why: string,
+  slot?: SlotInfo,
 ): Promise<string[]> {
-  const { engine, driver } = engineFor(ctx);
+  const { engine, driver } = engineFor(ctx, slot);
   const names = await containersLabelled(engine, slotSelector(ctx, slotId), options.signal);
   if (names.length === 0) return [];
   options.log(`${why}: stopping and removing ${names.join(', ')}`);
@@ -164,7 +189,7 @@ export async function observeContainerSlot(
   slot: SlotInfo,
   options: DriverCallOptions,
 ): Promise<ObservedReplica[]> {
-  const { engine } = engineFor(ctx);
+  const { engine } = engineFor(ctx, slot);
   const slotId = containerSlotId(ctx, slot);
   let replicas: ContainerReplica[] = recordedContainers(slot);
   if (replicas.length === 0) {
@@ -208,7 +233,7 @@ export async function containerLogs(
   lines: number,
   options: DriverCallOptions,
 ): Promise<ReplicaLog[]> {
-  const { engine } = engineFor(ctx);
+  const { engine } = engineFor(ctx, slot);
   const out: ReplicaLog[] = [];
   for (const replica of recordedContainers(slot)) {
     const result = await runEngine(engine, ['logs', '--tail', String(lines), replica.name], {

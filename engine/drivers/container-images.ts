@@ -6,7 +6,8 @@
 import type { ImageDigests } from '../../core/plan/image-changes.js';
 import { own } from '../../core/records.js';
 import type { Topology } from '../../core/topology/types.js';
-import { engineOf, enginePullTimeoutMs, runEngine } from './container-engine.js';
+import { enginePullTimeoutMs, runEngine } from './container-engine.js';
+import { placedEngine } from './container-names.js';
 import { normaliseId } from './container-start.js';
 
 /**
@@ -28,7 +29,7 @@ export async function imageDigestsFor(
     if (!component?.image || driver?.type !== 'container') continue;
     any = true;
     try {
-      const engine = engineOf(component.driver, driver, baseDir);
+      const { engine } = placedEngine(component.driver, driver, component.placement.labels, baseDir);
       if (component.pull === 'always') {
         await runEngine(engine, ['pull', component.image], { signal, timeoutMs: enginePullTimeoutMs });
       }

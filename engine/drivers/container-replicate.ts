@@ -60,7 +60,13 @@ export async function replicateContainerSlot(
       `component ${ctx.component}: replicate.dataDir is for the process driver; a container component's named volumes are copied without it (remove replicate.dataDir), or set replicate.command`,
     );
   }
-  const { engine } = engineFor(ctx);
+  const { engine, hostName } = engineFor(ctx, to);
+  const blueHost = engineFor(ctx, from).hostName;
+  if (blueHost !== hostName) {
+    throw new PermanentDriverError(
+      `component ${ctx.component}: blue runs on host ${blueHost} and green on host ${hostName}: replicate mounts both slots' volumes in one container, on one host; keep the component's placement for this migration and move it in a later one, or copy the data by hand`,
+    );
+  }
   const fromId = containerSlotId(ctx, from);
   const toId = containerSlotId(ctx, to);
   const image = imageOf(to) ?? ctx.spec.image;
