@@ -49,6 +49,13 @@ export function checkContainerFields(
       message: 'is for the process driver; a container runs its image, or `command` given beside it',
     });
   }
+  if (component.replicate?.dataDir !== undefined) {
+    problems.push({
+      path: at('replicate', 'dataDir'),
+      message:
+        "is for the process driver; a container component's named volumes are copied from blue to green without it: remove it, or set replicate.command",
+    });
+  }
   const replicas = component.replicas ?? 1;
   const hostPorts = new Map<number, number>();
   for (const [i, port] of (component.ports ?? []).entries()) {

@@ -3,7 +3,7 @@
  * into green's by a helper container of green's image, or `replicate.command` run in a container of
  * green's image with blue's volumes mounted read-only under /cutover/from.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +16,8 @@ import {
   type SlotInfo,
 } from '../../../engine/drivers/types.js';
 import { StateDir } from '../../../engine/store/state-dir.js';
+import { runCli } from '../../support/cli.js';
+import { killRunners } from '../../support/migrations.js';
 import { type PodmanFixture, podmanFixture } from '../../support/podman.js';
 
 let fx: PodmanFixture;
@@ -32,7 +34,8 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await fx?.cleanup([environment()]);
+  if (base) killRunners(path.join(base, '.cutover'));
+  await fx?.cleanup([environment(), `${fx.prefix}-repcli`]);
   if (base) await rm(base, { recursive: true, force: true });
 }, 120_000);
 
@@ -143,4 +146,79 @@ describe('replicate of a container component (real podman)', () => {
     await driver.retire(greenCtx, green, call);
     await driver.retire(blueCtx, blue, call);
   }, 90_000);
+
+  it("runs in a migration of a stateful component: green starts with blue's data (the CLI, the runner)", async () => {
+    const file = path.join(base, 'topology.yaml');
+    const write = (version: string) =>
+      writeFile(
+        file,
+        `apiVersion: cutover/v1
+kind: Topology
+metadata: { name: ${fx.prefix}-repcli }
+drivers:
+  ctr: { type: container, engine: podman, runtime: runc, config: ${JSON.stringify(fx.config)}, stopTimeout: 2s }
+components:
+  db:
+    driver: ctr
+    version: "${version}"
+    image: ${fx.image('1')}
+    pull: never
+    stateful: true
+    ports: [{ container: 8080 }]
+    env: { VERSION: "${version}" }
+    volumes: [data:/data]
+    health: { http: { path: /health }, interval: 100ms, deadline: 30s }
+`,
+      );
+    const live = async () => {
+      const out = await fx.podman([
+        'ps',
+        '--filter',
+        `label=dev.cutover.environment=${fx.prefix}-repcli`,
+        '--format',
+        '{{.Names}}',
+      ]);
+      return out.stdout.trim().split('\n');
+    };
+    await write('1');
+    const first = await runCli(['topology', 'migrate', '-f', file, '--yes']);
+    expect(first.code, first.stderr).toBe(0);
+    const [blue] = await live();
+    expect((await fx.podman(['exec', blue as string, 'sh', '-c', 'echo from-blue > /data/rows'])).code).toBe(
+      0,
+    );
+    await write('2');
+    const second = await runCli(['topology', 'migrate', '-f', file, '--yes']);
+    expect(second.code, second.stderr).toBe(0);
+    expect(second.stderr).toMatch(/copied volume cutover-.*-db-mig_\w+-data into cutover-.*-db-mig_\w+-data/);
+    const [green] = await live();
+    expect(green).not.toBe(blue);
+    expect((await fx.podman(['exec', green as string, 'cat', '/data/rows'])).stdout.trim()).toBe('from-blue');
+    expect((await runCli(['topology', 'down', '-f', file, '--yes', '--volumes'])).code).toBe(0);
+  }, 90_000);
+
+  it('refuses replicate.dataDir on a container component when the topology is checked, by file:line', async () => {
+    const file = path.join(base, 'datadir.yaml');
+    await writeFile(
+      file,
+      `apiVersion: cutover/v1
+kind: Topology
+metadata: { name: datadir }
+drivers:
+  ctr: { type: container }
+components:
+  db:
+    driver: ctr
+    version: "1"
+    image: app:1
+    stateful: true
+    replicate: { dataDir: pgdata }
+`,
+    );
+    const result = await runCli(['topology', 'validate', '-f', file]);
+    expect(result.code).toBe(1);
+    expect(result.stderr + result.stdout).toMatch(
+      /datadir\.yaml:12:.*components\.db\.replicate\.dataDir: is for the process driver; a container component's named volumes are copied from blue to green without it: remove it, or set replicate\.command/,
+    );
+  });
 });
