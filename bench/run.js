@@ -14,6 +14,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import * as containerBench from './container-bench.js';
 import * as logStreamBench from './log-stream-bench.js';
 import * as migrationBench from './migration-bench.js';
 import * as parallelBench from './parallel-bench.js';
@@ -37,6 +38,7 @@ const benches = [
   watchBench,
   temporalBench,
   parallelTemporalBench,
+  containerBench,
 ];
 
 const args = process.argv.slice(2);

@@ -1,5 +1,7 @@
 import type { PathProblem } from './diagnostic.js';
 import type { ComponentFile, DriverFile } from './file-types.js';
+import { describeHosts, hostsMatching } from './placement.js';
+import type { ContainerHost } from './types.js';
 
 /** The component fields only the container driver reads. */
 const containerFields = [
@@ -55,6 +57,13 @@ export function checkContainerFields(
       message: 'is for the process driver; a container runs its image, or `command` given beside it',
     });
   }
+  if (component.replicate?.dataDir !== undefined) {
+    problems.push({
+      path: at('replicate', 'dataDir'),
+      message:
+        "is for the process driver; a container component's named volumes are copied from blue to green without it: remove it, or set replicate.command",
+    });
+  }
   // A green-blue migration starts green while blue still holds its ports, on every network (the
   // host network too): a fixed host port would make every migration after the first fail with
   // "address already in use". The stable address clients use is the route's listen address.
@@ -76,6 +85,7 @@ export function checkContainerFields(
 export function checkContainerDriver(name: string, driver: DriverFile): PathProblem[] {
   if (driver.type !== 'container') return [];
   const problems: PathProblem[] = [];
+  if (driver.hosts !== undefined) return [...problems, ...checkHosts(name, driver)];
   if (driver.engine === 'podman' && driver.host !== undefined && driver.runtime !== undefined) {
     problems.push({
       path: ['drivers', name, 'runtime'],
@@ -90,4 +100,58 @@ export function checkContainerDriver(name: string, driver: DriverFile): PathProb
     });
   }
   return problems;
+}
+
+type ContainerDriverFile = Extract<DriverFile, { type: 'container' }>;
+
+/**
+ * `hosts` replaces `host`; on each podman host with an engine URL (podman-remote) no runtime may be
+ * chosen, its own or the driver's; a docker host reads no containers.conf.
+ */
+function checkHosts(name: string, driver: ContainerDriverFile): PathProblem[] {
+  const problems: PathProblem[] = [];
+  if (driver.host !== undefined) {
+    problems.push({
+      path: ['drivers', name, 'host'],
+      message:
+        'cannot go beside hosts: give each host its engine URL in hosts.<host>.host, or leave hosts out',
+    });
+  }
+  for (const [hostName, host] of Object.entries(driver.hosts ?? {})) {
+    const runtime = host.runtime ?? driver.runtime;
+    if (driver.engine === 'podman' && host.host !== undefined && runtime !== undefined) {
+      problems.push({
+        path: ['drivers', name, 'hosts', hostName, host.runtime === undefined ? 'host' : 'runtime'],
+        message: `is a remote podman, where runtime ${runtime}${host.runtime === undefined ? " (the driver's)" : ''} cannot be chosen: the remote service uses its own; set runtime per host, on the local ones only`,
+      });
+    }
+    if (driver.engine === 'docker' && (host.config ?? driver.config) !== undefined) {
+      problems.push({
+        path: ['drivers', name, 'hosts', hostName, 'config'],
+        message:
+          "is podman's containers.conf, which docker does not read; leave it out, or use engine: podman",
+      });
+    }
+  }
+  return problems;
+}
+
+/** A component on a container driver with `hosts` must match one of them by its placement labels. */
+export function checkPlacement(
+  name: string,
+  component: ComponentFile,
+  driver: DriverFile | undefined,
+): PathProblem[] {
+  const wanted = component.placement?.labels ?? {};
+  if (driver?.type !== 'container' || driver.hosts === undefined) return [];
+  const hosts = Object.fromEntries(
+    Object.entries(driver.hosts).map(([n, h]) => [n, { labels: h.labels ?? {} } as ContainerHost]),
+  );
+  if (hostsMatching(hosts, wanted).length > 0) return [];
+  return [
+    {
+      path: ['components', name, 'placement', 'labels'],
+      message: `match no host of driver ${component.driver} (hosts: ${describeHosts(hosts)}); change the labels, or a host's`,
+    },
+  ];
 }

@@ -1,6 +1,6 @@
 import { maxPort, minPort, splitHostPort } from '../host-port.js';
 import { has, own } from '../records.js';
-import { checkContainerDriver, checkContainerFields } from './check-container.js';
+import { checkContainerDriver, checkContainerFields, checkPlacement } from './check-container.js';
 import { checkHooks } from './check-hooks.js';
 import type { PathProblem } from './diagnostic.js';
 import { parseDuration } from './duration.js';
@@ -149,6 +149,7 @@ function checkComponent(
     });
   }
   if (driver) problems.push(...checkContainerFields(name, component, driver.type));
+  problems.push(...checkPlacement(name, component, driver));
   const dependsOn = component.dependsOn ?? [];
   // Not a list: the rest of this entry is left unchecked, as `dependsOn.forEach` throwing left it.
   if (!Array.isArray(dependsOn)) throw new TypeError('dependsOn is not a list');

@@ -37,6 +37,10 @@ export type DriverFile =
       config?: string;
       network?: string;
       stopTimeout?: string;
+      hosts?: Record<
+        string,
+        { host?: string; runtime?: string; config?: string; labels?: Record<string, string> }
+      >;
     }
   | { type: 'router' }
   | { type: 'nginx'; configFile: string; reload?: string[] };

@@ -15,6 +15,7 @@ import { normalizeShift } from './shift-holds.js';
 import type {
   Component,
   ContainerDriverSpec,
+  ContainerHost,
   DriverSpec,
   EnvValue,
   Health,
@@ -61,6 +62,22 @@ function normalizeStrategy(s: TopologyFile['strategy']): Topology['strategy'] {
   };
 }
 
+function normalizeHosts(
+  hosts: NonNullable<Extract<DriverFile, { type: 'container' }>['hosts']>,
+): Record<string, ContainerHost> {
+  const out: Record<string, ContainerHost> = {};
+  for (const name of Object.keys(hosts).sort()) {
+    const h = hosts[name] as NonNullable<typeof hosts>[string];
+    const host = {} as ContainerHost;
+    if (h.config !== undefined) host.config = h.config;
+    if (h.host !== undefined) host.host = h.host;
+    host.labels = sortedRecord(h.labels ?? {});
+    if (h.runtime !== undefined) host.runtime = h.runtime;
+    out[name] = host;
+  }
+  return out;
+}
+
 function normalizeDriver(driver: DriverFile): DriverSpec {
   switch (driver.type) {
     case 'process':
@@ -72,6 +89,7 @@ function normalizeDriver(driver: DriverFile): DriverSpec {
       if (driver.config !== undefined) out.config = driver.config;
       if (driver.engine !== undefined) out.engine = driver.engine;
       if (driver.host !== undefined) out.host = driver.host;
+      if (driver.hosts !== undefined) out.hosts = normalizeHosts(driver.hosts);
       if (driver.network !== undefined) out.network = driver.network;
       if (driver.runtime !== undefined) out.runtime = driver.runtime;
       out.stopTimeout = duration(driver.stopTimeout, defaults.containerStopTimeoutMs);

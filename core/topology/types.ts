@@ -51,12 +51,23 @@ export interface ContainerDriverSpec {
   engine?: 'podman' | 'docker';
   /** A remote engine: ssh://, tcp:// or unix:// (CONTAINER_HOST / DOCKER_HOST). */
   host?: string;
+  /** Several engines by name, instead of `host`: components are placed by their labels (placement.ts). */
+  hosts?: Record<string, ContainerHost>;
   /** The network of components that name none; absent: the engine's default. */
   network?: string;
   /** The OCI runtime (podman --runtime). */
   runtime?: string;
   stopTimeout: DurationMs;
   type: 'container';
+}
+
+/** One engine of a driver's `hosts`: its connection, and the labels placement matches. */
+export interface ContainerHost {
+  config?: string;
+  /** Absent: the local engine. */
+  host?: string;
+  labels: Record<string, string>;
+  runtime?: string;
 }
 
 export type ImagePull = 'never' | 'missing' | 'always';

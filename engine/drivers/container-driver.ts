@@ -17,11 +17,15 @@
  *   stay; `topology down --volumes` removes the component's (found by label). Idempotent.
  * - observe reads the slot's containers by label: running (and its port accepting), not_answering,
  *   or not_running (exited, or removed by hand).
- * - drain does nothing: the router drains traffic. replicate: only a component with nothing to copy.
+ * - With `hosts`, a slot runs on the host its component's placement labels choose at provision
+ *   (`details.host`); every later call on the slot goes to that host (container-names.ts).
+ * - logs: `logs --tail N` of each replica, quoted in the migration log when the gate fails.
+ * - drain does nothing: the router drains traffic. replicate copies blue's named volumes into
+ *   green's, or runs replicate.command, in a helper container of green's image (container-replicate.ts).
  */
 import type { ObservedReplica } from '../../core/observed.js';
 import { tcpProbe } from '../health/probes.js';
-import { engineOk, runEngine } from './container-engine.js';
+import { type Engine, engineOk, runEngine } from './container-engine.js';
 import {
   type ContainerReplica,
   containerSlotId,
@@ -30,18 +34,20 @@ import {
   inspectContainers,
   labelFilters,
   labels,
+  placedEngine,
   recordedContainers,
   slotSelector,
   stopTimeoutMsOf,
 } from './container-names.js';
+import { replicateContainerSlot } from './container-replicate.js';
 import { defaultContainerGraceMs, startContainers } from './container-start.js';
 import { replicaConnectTimeoutMs } from './process-observe.js';
-import {
-  type ComponentCallContext,
-  type ComponentDriver,
-  type DriverCallOptions,
-  PermanentDriverError,
-  type SlotInfo,
+import type {
+  ComponentCallContext,
+  ComponentDriver,
+  DriverCallOptions,
+  ReplicaLog,
+  SlotInfo,
 } from './types.js';
 
 export interface ContainerDriverOptions {
@@ -54,7 +60,7 @@ export function createContainerDriver(driverOptions: ContainerDriverOptions = {}
   return {
     async provision(ctx, slot, options) {
       options.signal.throwIfAborted();
-      const { engine, driver } = engineFor(ctx);
+      const { engine, driver, hostName } = engineFor(ctx);
       const slotId = containerSlotId(ctx);
       await removeSlotContainers(ctx, slotId, options, 'an earlier attempt left');
       const started = await startContainers(ctx, { engine, driver, slot, slotId, graceMs }, options);
@@ -68,6 +74,7 @@ export function createContainerDriver(driverOptions: ContainerDriverOptions = {}
         details: {
           slotId,
           engine: engine.name,
+          ...(hostName === undefined ? {} : { host: hostName }),
           image: ctx.spec.image,
           imageId: started.imageId,
           ...(started.network === undefined ? {} : { network: started.network }),
@@ -76,14 +83,8 @@ export function createContainerDriver(driverOptions: ContainerDriverOptions = {}
       };
     },
 
-    async replicate(ctx, _from, _to, options) {
-      const replicate = ctx.spec.replicate;
-      if (replicate?.command || replicate?.dataDir !== undefined) {
-        throw new PermanentDriverError(
-          `component ${ctx.component}: the container driver cannot replicate state yet (replicate.command, replicate.dataDir); run the component on the process driver or copy its volume by hand`,
-        );
-      }
-      options.log(`${ctx.component}: no replicate command; nothing to copy`);
+    async replicate(ctx, from, to, options) {
+      await replicateContainerSlot(ctx, from, to, options);
     },
 
     async drain() {
@@ -92,38 +93,61 @@ export function createContainerDriver(driverOptions: ContainerDriverOptions = {}
 
     async retire(ctx, slot, options) {
       options.signal.throwIfAborted();
-      await removeSlotContainers(ctx, containerSlotId(ctx, slot), options, 'retiring');
+      await removeSlotContainers(ctx, containerSlotId(ctx, slot), options, 'retiring', slot);
     },
 
     async observe(ctx, slot, options) {
       return observeContainerSlot(ctx, slot, options);
     },
 
+    async logs(ctx, slot, lines, options) {
+      return containerLogs(ctx, slot, lines, options);
+    },
+
     async removeVolumes(ctx, options) {
-      const { engine } = engineFor(ctx);
-      const selector = { [labels.environment]: ctx.environment, [labels.component]: ctx.component };
-      const out = await engineOk(
-        engine,
-        ['volume', 'ls', ...labelFilters(selector), '--format', '{{.Name}}'],
-        { signal: options.signal },
-        'listing volumes',
-      );
-      const names = out
-        .split('\n')
-        .map((line) => line.trim())
-        .filter((line) => line !== '')
-        .sort();
-      if (names.length > 0) {
-        await engineOk(
-          engine,
-          ['volume', 'rm', '-f', ...names],
-          { signal: options.signal },
-          `removing volumes ${names.join(', ')}`,
-        );
-      }
-      return names;
+      // Every host of the driver: a component moved by its placement left volumes where it ran.
+      const removed: string[] = [];
+      for (const engine of enginesOf(ctx)) removed.push(...(await removeVolumesOn(engine, ctx, options)));
+      return removed.sort();
     },
   };
+}
+
+/** The engine of each host of the component's driver (its one engine without `hosts`). */
+function enginesOf(ctx: ComponentCallContext): Engine[] {
+  const driver = ctx.driver;
+  if (driver.type !== 'container' || driver.hosts === undefined) return [engineFor(ctx).engine];
+  return Object.keys(driver.hosts).map(
+    (name) => placedEngine(ctx.spec.driver, driver, {}, ctx.baseDir, name).engine,
+  );
+}
+
+async function removeVolumesOn(
+  engine: Engine,
+  ctx: ComponentCallContext,
+  options: DriverCallOptions,
+): Promise<string[]> {
+  const selector = { [labels.environment]: ctx.environment, [labels.component]: ctx.component };
+  const out = await engineOk(
+    engine,
+    ['volume', 'ls', ...labelFilters(selector), '--format', '{{.Name}}'],
+    { signal: options.signal },
+    'listing volumes',
+  );
+  const names = out
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '')
+    .sort();
+  if (names.length > 0) {
+    await engineOk(
+      engine,
+      ['volume', 'rm', '-f', ...names],
+      { signal: options.signal },
+      `removing volumes ${names.join(', ')}`,
+    );
+  }
+  return names;
 }
 
 /**
@@ -135,8 +159,9 @@ export async function removeSlotContainers(
   slotId: string,
   options: DriverCallOptions,
   why: string,
+  slot?: SlotInfo,
 ): Promise<string[]> {
-  const { engine, driver } = engineFor(ctx);
+  const { engine, driver } = engineFor(ctx, slot);
   const names = await containersLabelled(engine, slotSelector(ctx, slotId), options.signal);
   if (names.length === 0) return [];
   options.log(`${why}: stopping and removing ${names.join(', ')}`);
@@ -164,7 +189,7 @@ export async function observeContainerSlot(
   slot: SlotInfo,
   options: DriverCallOptions,
 ): Promise<ObservedReplica[]> {
-  const { engine } = engineFor(ctx);
+  const { engine } = engineFor(ctx, slot);
   const slotId = containerSlotId(ctx, slot);
   let replicas: ContainerReplica[] = recordedContainers(slot);
   if (replicas.length === 0) {
@@ -196,4 +221,29 @@ export async function observeContainerSlot(
       return { address, state: 'not_answering', detail: probe.summary };
     }),
   );
+}
+
+/**
+ * `logs --tail N` of each recorded replica (stdout and stderr together, as the engine keeps them).
+ * A container already gone has no lines: it is left out.
+ */
+export async function containerLogs(
+  ctx: ComponentCallContext,
+  slot: SlotInfo,
+  lines: number,
+  options: DriverCallOptions,
+): Promise<ReplicaLog[]> {
+  const { engine } = engineFor(ctx, slot);
+  const out: ReplicaLog[] = [];
+  for (const replica of recordedContainers(slot)) {
+    const result = await runEngine(engine, ['logs', '--tail', String(lines), replica.name], {
+      signal: options.signal,
+    });
+    if (result.code !== 0) continue;
+    // The engine writes the container's stdout to its stdout and its stderr to its stderr: the
+    // order between the two is lost, stdout first is the honest best.
+    const text = `${result.stdout}${result.stderr}`.split('\n').filter((l) => l.trim() !== '');
+    out.push({ replica: replica.index, name: replica.name, lines: text.slice(-lines) });
+  }
+  return out;
 }

@@ -6,7 +6,8 @@
 import type { ImageDigests } from '../../core/plan/image-changes.js';
 import { own } from '../../core/records.js';
 import type { Topology } from '../../core/topology/types.js';
-import { engineOf, runEngine } from './container-engine.js';
+import { runEngine } from './container-engine.js';
+import { placedEngine } from './container-names.js';
 import { normaliseId } from './container-start.js';
 
 /**
@@ -32,7 +33,7 @@ export async function imageDigestsFor(
     any = true;
     if (component.pull === 'always') continue;
     try {
-      const engine = engineOf(component.driver, driver, baseDir);
+      const { engine } = placedEngine(component.driver, driver, component.placement.labels, baseDir);
       const found = await runEngine(engine, ['image', 'inspect', '--format', '{{.Id}}', component.image], {
         signal,
       });

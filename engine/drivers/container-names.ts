@@ -4,6 +4,7 @@
  * so one that a crashed runner started but never reported is found too.
  */
 import { own } from '../../core/records.js';
+import { describeHosts, hostsMatching } from '../../core/topology/placement.js';
 import type { ContainerDriverSpec } from '../../core/topology/types.js';
 import { type Engine, engineOf, engineOk, lastLine, runEngine } from './container-engine.js';
 import { type ComponentCallContext, PermanentDriverError, type SlotInfo } from './types.js';
@@ -152,15 +153,30 @@ async function confirmMissing(
   }
 }
 
-/** The engine of the component's driver, or a permanent error when it is not a container driver. */
-export function engineFor(ctx: ComponentCallContext): { engine: Engine; driver: ContainerDriverSpec } {
+/**
+ * The engine of the component's driver, or a permanent error when it is not a container driver.
+ * With `hosts`: the host the slot recorded (it stays where it was started), else the one the
+ * component's placement labels choose now (placedEngine).
+ */
+export function engineFor(
+  ctx: ComponentCallContext,
+  slot?: SlotInfo,
+): { engine: Engine; driver: ContainerDriverSpec; hostName?: string } {
   const driver = ctx.driver;
   if (driver.type !== 'container') {
     throw new PermanentDriverError(
       `component ${ctx.component}: the container driver got a ${driver.type} driver`,
     );
   }
-  return { engine: engineOf(ctx.spec.driver, driver, ctx.baseDir), driver };
+  const recorded = slot?.details?.host;
+  const placed = placedEngine(
+    ctx.spec.driver,
+    driver,
+    ctx.spec.placement.labels,
+    ctx.baseDir,
+    typeof recorded === 'string' ? recorded : undefined,
+  );
+  return { ...placed, driver };
 }
 
 /** SIGTERM to SIGKILL for a replica: the component's, else the driver's. */
@@ -188,4 +204,37 @@ export function recordedContainers(slot: SlotInfo): ContainerReplica[] {
       Number.isSafeInteger(r.index) &&
       Array.isArray(r.hostPorts),
   );
+}
+
+/**
+ * The engine a component runs on: the driver's own, or with `hosts` the named host (`hostName`,
+ * recorded by an earlier provision) else the first whose labels match `labels` (core placement.ts).
+ * A host's runtime and config default to the driver's.
+ */
+export function placedEngine(
+  driverName: string,
+  driver: ContainerDriverSpec,
+  labels: Record<string, string>,
+  baseDir: string,
+  hostName?: string,
+): { engine: Engine; hostName?: string } {
+  const { hosts, ...rest } = driver;
+  if (hosts === undefined) return { engine: engineOf(driverName, driver, baseDir) };
+  const chosen = hostName !== undefined && own(hosts, hostName) ? hostName : hostsMatching(hosts, labels)[0];
+  const host = chosen === undefined ? undefined : own(hosts, chosen);
+  if (chosen === undefined || host === undefined) {
+    throw new PermanentDriverError(
+      `driver ${driverName}: no host matches placement labels ${JSON.stringify(labels)} (hosts: ${describeHosts(hosts)}); change the component's placement.labels or a host's labels`,
+    );
+  }
+  const spec: ContainerDriverSpec = { ...rest };
+  delete spec.host;
+  if (host.host !== undefined) spec.host = host.host;
+  if (host.runtime !== undefined) spec.runtime = host.runtime;
+  if (host.config !== undefined) spec.config = host.config;
+  const engine = engineOf(driverName, spec, baseDir);
+  return {
+    engine: { ...engine, label: `driver ${driverName} host ${chosen} (${engine.name})` },
+    hostName: chosen,
+  };
 }

@@ -76,6 +76,23 @@ export interface ComponentDriver {
    * returns their names (`topology down --volumes`). Idempotent. Absent: the driver has no volumes.
    */
   removeVolumes?(ctx: ComponentCallContext, options: DriverCallOptions): Promise<string[]>;
+  /**
+   * The last `lines` lines each replica of the slot wrote (stdout and stderr), oldest first; quoted
+   * in the migration log when the slot fails its health gate. Reads only. Absent: nothing to quote.
+   */
+  logs?(
+    ctx: ComponentCallContext,
+    slot: SlotInfo,
+    lines: number,
+    options: DriverCallOptions,
+  ): Promise<ReplicaLog[]>;
+}
+
+/** Recent output of one replica: `name` says where it came from (a container's name). */
+export interface ReplicaLog {
+  replica: number;
+  name: string;
+  lines: string[];
 }
 
 /** The traffic of one route: its settings and how it splits between the slots of its component. */

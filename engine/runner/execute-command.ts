@@ -25,6 +25,7 @@ import { secretHasher } from '../secrets/secret-key.js';
 import { type SecretSource, secretSource } from '../secrets/secret-source.js';
 import { recordLayout } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
+import { quoteReplicaLogs } from './replica-logs.js';
 
 export type { DriverSet };
 
@@ -161,15 +162,22 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       const live = c.slot === 'blue';
       const { ctx } = await componentContext(s, o, c.component, live ? 'base' : 'desired');
       const slot = own(s.slots, c.component)?.[live ? 'blue' : 'green'];
-      await waitHealthy({
-        health: ctx.spec.health,
-        addresses: slot?.addresses ?? [],
-        env: slotEnv(ctx, slot, live ? 'blue' : 'green'),
-        cwd: ctx.spec.run?.cwd ? path.resolve(ctx.baseDir, ctx.spec.run.cwd) : ctx.baseDir,
-        deadlineMs: c.deadlineMs,
-        signal: o.signal,
-        log: o.log,
-      });
+      try {
+        await waitHealthy({
+          health: ctx.spec.health,
+          addresses: slot?.addresses ?? [],
+          env: slotEnv(ctx, slot, live ? 'blue' : 'green'),
+          cwd: ctx.spec.run?.cwd ? path.resolve(ctx.baseDir, ctx.spec.run.cwd) : ctx.baseDir,
+          deadlineMs: c.deadlineMs,
+          signal: o.signal,
+          log: o.log,
+        });
+      } catch (error) {
+        if (error instanceof HealthGateFailedError && slot) {
+          await quoteReplicaLogs(componentDriverFor(o.drivers, ctx), ctx, slot, call);
+        }
+        throw error;
+      }
       // No route sends to a component restarted in place: it has no preview to check through. Between
       // two shift steps the gate has looked through the previews already, and opening a route at
       // 0 % again would take its step's traffic back off green.

@@ -19,16 +19,36 @@ export const busyboxPath = '/bin/busybox';
 
 /**
  * The test app: busybox httpd on $PORT (8080 when unset) serving /version ($VERSION, then the
- * image's own mark) and /health; SIGTERM ends it at once (as PID 1 a shell has no default handler).
+ * image's own mark), / (the same as JSON `{"version", "mark"}`, what bench/load.js reads) and
+ * /health; SIGTERM ends it at once (as PID 1 a shell has no default handler). Two ways to fail or
+ * hold its health check: an image built with a mark containing `unhealthy` never serves /health
+ * (404: a broken build); with HOLD_FILE set, /health appears only once that file exists (a gate
+ * the test holds and releases).
  */
 const appScript = `#!/bin/sh
 mkdir -p /www
-echo "\${VERSION:-none} $(cat /image-mark)" > /www/version
-echo ok > /www/health
+mark="$(cat /image-mark)"
+echo "\${VERSION:-none} $mark" > /www/version
+echo "{\\"version\\":\\"\${VERSION:-none}\\",\\"mark\\":\\"$mark\\"}" > /www/index.html
+echo "app \${VERSION:-none} ($mark) listening on \${PORT:-8080}"
+case "$mark" in
+  *unhealthy*) echo "no /health: this build cannot reach its database" >&2 ;;
+  *) if [ -n "$HOLD_FILE" ]; then
+       ( while [ ! -e "$HOLD_FILE" ]; do sleep 0.1; done; echo ok > /www/health ) &
+     else
+       echo ok > /www/health
+     fi ;;
+esac
 httpd -f -p "\${PORT:-8080}" -h /www &
 trap 'kill $! 2>/dev/null; exit 0' TERM INT
 wait
 `;
+
+export interface PodmanResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
 
 export interface PodmanFixture {
   /** Unique per test file run: `ctest<hex>`, a valid environment name and name prefix. */
@@ -48,6 +68,12 @@ export interface PodmanFixture {
    * for the docker CLI: the driver's `engine: docker` with `host: unix://…`. Stopped by cleanup.
    */
   dockerSocket(): Promise<string>;
+  /**
+   * A second engine, as a second host would be: `podman system service` on its own socket with its
+   * own storage root, run root and tmpdir (vfs storage: no overlay mount left behind), holding
+   * copies of `images`. `podman(args)` talks to it. Stopped and removed by cleanup.
+   */
+  secondHost(images: string[]): Promise<{ url: string; podman(args: string[]): Promise<PodmanResult> }>;
   /** Removes this run's containers (by the environments' labels), volumes and images; then the dir. */
   cleanup(environments: string[]): Promise<void>;
 }
@@ -73,11 +99,12 @@ export async function podmanFixture(): Promise<PodmanFixture> {
   );
   const images = new Set<string>();
   const ids = new Set<string>();
-  const podman = (args: string[]) =>
-    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+  // podman --url (a remote client) takes no --runtime: the service runs its own.
+  const podman = (args: string[], local = true) =>
+    new Promise<PodmanResult>((resolve) => {
       execFile(
         'podman',
-        ['--runtime', 'runc', ...args],
+        [...(local ? ['--runtime', 'runc'] : []), ...args],
         { env: { ...process.env, CONTAINERS_CONF: config }, timeout: 120_000 },
         (error, stdout, stderr) => {
           const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
@@ -87,6 +114,7 @@ export async function podmanFixture(): Promise<PodmanFixture> {
     });
   const image = (tag: string) => `localhost/${prefix}-app:${tag}`;
   const services: ChildProcess[] = [];
+  const secondHosts: ((args: string[]) => Promise<PodmanResult>)[] = [];
   return {
     prefix,
     dir,
@@ -122,6 +150,48 @@ export async function podmanFixture(): Promise<PodmanFixture> {
       }
       return socket;
     },
+    async secondHost(names) {
+      const root = path.join(dir, 'host-b');
+      const socket = path.join(root, 'b.sock');
+      const storage = [
+        '--root',
+        path.join(root, 'root'),
+        '--runroot',
+        path.join(root, 'run'),
+        '--tmpdir',
+        path.join(root, 'tmp'),
+        '--storage-driver',
+        'vfs',
+      ];
+      const service = spawn(
+        'podman',
+        ['--runtime', 'runc', ...storage, 'system', 'service', '--time=0', `unix://${socket}`],
+        {
+          env: { ...process.env, CONTAINERS_CONF: config },
+          stdio: 'ignore',
+        },
+      );
+      services.push(service);
+      const deadline = Date.now() + 20_000;
+      while (!existsSync(socket)) {
+        if (Date.now() > deadline || service.exitCode !== null)
+          throw new Error('second podman service did not start');
+        await sleep(20);
+      }
+      const url = `unix://${socket}`;
+      const remote = (args: string[]) => podman(['--url', url, ...args], false);
+      for (const name of names) {
+        const archive = path.join(root, 'image.tar');
+        const saved = await podman(['save', '-o', archive, name]);
+        if (saved.code !== 0) throw new Error(`podman save ${name} failed: ${saved.stderr}`);
+        const loaded = await remote(['load', '-i', archive]);
+        if (loaded.code !== 0) throw new Error(`podman load into the second host failed: ${loaded.stderr}`);
+        await rm(archive, { force: true });
+      }
+      // The host's store is this fixture's alone: cleanup empties all of it.
+      secondHosts.push(remote);
+      return { url, podman: remote };
+    },
     async cleanup(environments) {
       for (const environment of environments) {
         const filter = ['--filter', `label=dev.cutover.environment=${environment}`];
@@ -137,6 +207,10 @@ export async function podmanFixture(): Promise<PodmanFixture> {
       // Images by name, then by the ids this run built (a rebuilt tag leaves its earlier image untagged).
       for (const name of images) await podman(['rmi', '-f', name]);
       for (const id of ids) await podman(['rmi', '-f', id]);
+      for (const remote of secondHosts) {
+        await remote(['rm', '-f', '-t', '0', '--all']);
+        await remote(['volume', 'rm', '-f', '--all']);
+      }
       for (const service of services) {
         if (service.exitCode !== null) continue;
         const gone = new Promise((resolve) => service.once('exit', resolve));

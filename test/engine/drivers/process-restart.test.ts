@@ -129,10 +129,7 @@ describe('process driver restart in place', () => {
     const live = await liveSlot(ctx);
     const replicas = replicasOf(live);
     for (const replica of replicas) await kill(replica);
-    const squatter: Server = createServer();
-    await new Promise<void>((resolve) =>
-      squatter.listen((replicas[1] as ReplicaRecord).port, '127.0.0.1', resolve),
-    );
+    const squatter = await squat((replicas[1] as ReplicaRecord).port);
     cleanups.push(() => new Promise((resolve) => squatter.close(() => resolve())));
 
     const options = callOptions();
@@ -162,3 +159,21 @@ describe('process driver restart in place', () => {
     expect((await readSlot(live.details?.slotDir as string))?.replicas).toEqual([alive]);
   });
 });
+
+/**
+ * Listens on `port` as "another program". The port the killed replica let go of can be taken for a
+ * moment by another test's bind(0) on a busy machine (it failed so, unhandled EADDRINUSE, and hung):
+ * try again until that holder lets go.
+ */
+async function squat(port: number): Promise<Server> {
+  for (let attempt = 0; ; attempt++) {
+    const server: Server = createServer();
+    const error = await new Promise<NodeJS.ErrnoException | null>((resolve) => {
+      server.once('error', resolve);
+      server.listen(port, '127.0.0.1', () => resolve(null));
+    });
+    if (error === null) return server;
+    if (error.code !== 'EADDRINUSE' || attempt >= 100) throw error;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
