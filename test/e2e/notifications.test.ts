@@ -182,7 +182,7 @@ describe('notifications', () => {
     expect(all.every((r) => r.outcome === 'gave_up' || r.outcome === 'abandoned')).toBe(true);
     const logs = await runCli(['topology', 'migration', 'logs', withDead.id, '-f', w.file], { env });
     expect(logs.stdout).toMatch(
-      /notify gone \(slack http:\/\/127\.0\.0\.1:\d+\/hook\): gave up on migration\.started after 3 attempts: ECONNREFUSED/,
+      /notify gone \(slack http:\/\/127\.0\.0\.1:\d+\/…\): gave up on migration\.started after 3 attempts: ECONNREFUSED/,
     );
   }, 90_000);
 });
