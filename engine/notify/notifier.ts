@@ -109,6 +109,7 @@ export class Notifier {
           baseDir: this.options.baseDir,
           timeoutMs,
           now: this.now,
+          abandon: signal,
         }),
         aborted(signal),
       ]);
