@@ -91,6 +91,14 @@ export class Notifier {
     }
   }
 
+  /**
+   * Abandons every delivery at once (the process is stopping without waiting): requests destroyed,
+   * commands' process groups killed, each recorded as abandoned. Publishing after this abandons too.
+   */
+  abandonAll(): void {
+    this.abandon.abort();
+  }
+
   private async deliver(name: string, target: NotifyTarget, event: CloudEvent): Promise<void> {
     const started = this.now();
     const deadline = started + deliveryBudgetMs;

@@ -242,4 +242,44 @@ describe('notifications', () => {
       ['slow', 'abandoned'],
     ]);
   }, 90_000);
+
+  it('a background runner stopped by SIGTERM kills a notify command still running, rather than leave it behind', async () => {
+    const pidFile = path.join(w.dir, 'notify-command-2.pid');
+    const script = path.join(w.dir, 'hang2.sh');
+    writeFileSync(script, `#!/bin/sh\necho $$ > ${pidFile}\nexec sleep 120\n`);
+    chmodSync(script, 0o755);
+    // commit: manual keeps the migration (and its runner) up once its traffic has moved.
+    setFileVersion(w, '1.4.0', '1.5.0', (y) =>
+      withNotify(`  page:\n    type: command\n    command: [${script}]\n    timeout: 25s\n    retries: 0`)(
+        `${y.replace(/\nnotify:\n[\s\S]*$/, '\n')}\nstrategy:\n  commit: manual\n`,
+      ),
+    );
+    const started = await runCli(['topology', 'migrate', '-f', w.file, '--yes', '--json', '--detach'], {
+      env,
+    });
+    expect(started.code, started.stderr).toBe(0);
+    const { summary } = JSON.parse(started.stdout) as { summary: { id: string; runnerPid: number } };
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const commandPid = await until('the notify command to start', () =>
+      existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== ''
+        ? Number(readFileSync(pidFile, 'utf8').trim())
+        : undefined,
+    );
+    try {
+      process.kill(summary.runnerPid, 'SIGTERM');
+      await until('the runner to exit', () => (alive(summary.runnerPid) ? undefined : true), 15_000);
+      // Its process group is killed with the runner, well before the target's 25 s timeout.
+      await until('the notify command to be gone', () => (alive(commandPid) ? undefined : true), 10_000);
+    } finally {
+      if (alive(commandPid)) process.kill(-commandPid, 'SIGKILL'); // the test's own leftover, if it failed
+    }
+    expect(records(w, summary.id).find((r) => r.target === 'page')).toMatchObject({ outcome: 'abandoned' });
+  }, 90_000);
 });
