@@ -41,9 +41,10 @@ export async function* followEvents(
   const followed = new Map<string, Followed>();
   let first = true;
   while (!options.signal.aborted) {
-    // On the first look, what is already journaled is history: gathered from every migration and
-    // told (only after a resume point) in time order, as it happened across environments.
-    const history: CloudEvent[] = [];
+    // Each look gathers what every migration journaled since the last and tells it in time order
+    // (a client resumes by time: told out of order, an earlier event would be skipped). On the
+    // first look it is history, told only after a resume point.
+    const batch: CloudEvent[] = [];
     for (const ref of allMigrations(stateDir)) {
       const key = `${ref.environment}/${ref.id}`;
       let f = followed.get(key);
@@ -60,12 +61,11 @@ export async function* followEvents(
         f.seq += 1;
         const out = notificationsOf(f.state, event, next, f.seq);
         f.state = next;
-        if (first) history.push(...out);
-        else yield* out;
+        batch.push(...out);
       }
       if (f.state && isFinal(f.state.lifecycle)) f.ended = true;
     }
-    if (first) yield* historyAfter(history, options.after);
+    yield* first ? historyAfter(batch, options.after) : inTimeOrder(batch).map((k) => k.event);
     first = false;
     try {
       await sleep(options.pollMs ?? eventFeedPollMs, undefined, { signal: options.signal });
@@ -84,13 +84,17 @@ export async function* followEvents(
 function historyAfter(history: CloudEvent[], after: string | undefined): CloudEvent[] {
   const resume = parseEventId(after);
   if (resume === null) return [];
-  const keyed = history
-    .map((event) => ({ event, key: orderKey(event) }))
-    .filter((k): k is { event: CloudEvent; key: OrderKey } => k.key !== null)
-    .sort((x, y) => compareKeys(x.key, y.key));
+  const keyed = inTimeOrder(history);
   const named = keyed.find((k) => k.event.id === after);
   if (named) return keyed.filter((k) => compareKeys(k.key, named.key) > 0).map((k) => k.event);
   return keyed.filter((k) => k.key.id.migration > resume.migration).map((k) => k.event); // ULIDs sort by time
+}
+
+function inTimeOrder(events: CloudEvent[]): { event: CloudEvent; key: OrderKey }[] {
+  return events
+    .map((event) => ({ event, key: orderKey(event) }))
+    .filter((k): k is { event: CloudEvent; key: OrderKey } => k.key !== null)
+    .sort((x, y) => compareKeys(x.key, y.key));
 }
 
 interface OrderKey {
