@@ -70,13 +70,16 @@ export function parseAnalysisSettings(
   const checks: AnalysisChecks = { minRequests: written.minRequests ?? defaultMinRequests };
   if (written.successRate) checks.successRate = { min: written.successRate.min };
   if (written.latency) {
+    const top = `${maxLatencyBoundMs / 1000}s`; // written as a topology duration
     const maxMs = parseDuration(written.latency.p99.max) ?? 0;
     const path = [...at, 'latency', 'p99', 'max'];
     if (maxMs <= 0) problems.push({ path, message: 'must be longer than 0ms' });
-    else if (maxMs > maxLatencyBoundMs)
+    // quantileMs reads a p99 in the +Inf bucket as the top bound itself, so a bound at the top
+    // (or above it) is never exceeded: only a bound strictly below it can be breached.
+    else if (maxMs >= maxLatencyBoundMs)
       problems.push({
         path,
-        message: `must be at most 30s: the router's latency histogram ends there, so a longer p99 bound could never be breached`,
+        message: `must be below ${top}: the router's latency histogram ends there and reads any slower p99 as ${top}, so a bound of ${top} or more could never be breached`,
       });
     checks.latency = { p99: { maxMs } };
   }

@@ -1,5 +1,6 @@
+import { shownUrl } from '../topology/hook-types.js';
 import { sensitiveText } from '../topology/secret-refs.js';
-import type { NotifyTarget, NotifyUrl, Topology } from '../topology/types.js';
+import type { NotifyTarget, Topology } from '../topology/types.js';
 
 /**
  * A notification target as a plan shows it to reviewers: where events go and which, never a secret
@@ -19,14 +20,26 @@ export function planNotifyTargets(notify: NonNullable<Topology['notify']>): Plan
   return Object.entries(notify).map(([name, target]) => ({
     name,
     type: target.type,
-    to: target.type === 'command' ? target.command.join(' ') : shownUrl(target.url),
+    to: target.type === 'command' ? target.command.join(' ') : shownNotifyUrl(target),
     severity: target.severity,
     ...(target.events === undefined ? {} : { events: [...target.events] }),
   }));
 }
 
-function shownUrl(url: NotifyUrl): string {
-  return typeof url === 'string' ? url : sensitiveText;
+/**
+ * Where a URL target's events go, as a plan, a log and a delivery record name it: never a
+ * credential. A secret reference is `(sensitive)`; a written URL loses its user info and query
+ * (as a hook's does), and a Slack URL shows only its host, since its path is the token.
+ */
+export function shownNotifyUrl(target: Exclude<NotifyTarget, { type: 'command' }>): string {
+  if (typeof target.url !== 'string') return sensitiveText;
+  if (target.type !== 'slack') return shownUrl(target.url);
+  try {
+    const url = new URL(target.url);
+    return `${url.protocol}//${url.host}/…`;
+  } catch {
+    return sensitiveText; // not a URL: nothing is known to be safe to show
+  }
 }
 
 /** For reviewers: `ops (webhook http://…, warning and up: failed), page (command ./page.sh)`. */

@@ -87,7 +87,8 @@ export function hooksShown(hooks: Hooks): Hooks {
   return out;
 }
 
-function shownUrl(text: string): string {
+/** A URL without what may carry a credential: its user info and query (`https://host/path?…`). */
+export function shownUrl(text: string): string {
   try {
     const url = new URL(text);
     return `${url.protocol}//${url.host}${url.pathname}${url.search ? '?…' : ''}`;

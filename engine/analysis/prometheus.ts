@@ -121,7 +121,18 @@ function firstSample(data: QueryAnswer['data']): number | undefined {
   const pair: unknown =
     data?.resultType === 'scalar' ? result : (result[0] as { value?: unknown } | undefined)?.value;
   if (!Array.isArray(pair) || typeof pair[1] !== 'string') return undefined;
-  return Number(pair[1]);
+  return sampleValue(pair[1]);
+}
+
+/**
+ * A sample value as Prometheus writes it: a float in a string, with "+Inf" / "-Inf" for the
+ * infinities (e.g. a ratio dividing by zero), which Number() reads as NaN; they must reach the
+ * bound (a `max` breached by +Inf), only a real "NaN" is inconclusive.
+ */
+function sampleValue(text: string): number {
+  const infinity = /^([+-]?)inf$/i.exec(text.trim());
+  if (infinity) return infinity[1] === '-' ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY;
+  return Number(text);
 }
 
 function formatValue(value: number): string {

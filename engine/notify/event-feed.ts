@@ -38,10 +38,13 @@ export async function* followEvents(
   stateDir: StateDir,
   options: { signal: AbortSignal; after?: string; pollMs?: number },
 ): AsyncGenerator<CloudEvent> {
-  const resume = parseEventId(options.after);
   const followed = new Map<string, Followed>();
   let first = true;
   while (!options.signal.aborted) {
+    // Each look gathers what every migration journaled since the last and tells it in time order
+    // (a client resumes by time: told out of order, an earlier event would be skipped). On the
+    // first look it is history, told only after a resume point.
+    const batch: CloudEvent[] = [];
     for (const ref of allMigrations(stateDir)) {
       const key = `${ref.environment}/${ref.id}`;
       let f = followed.get(key);
@@ -50,8 +53,6 @@ export async function* followEvents(
         followed.set(key, f);
       }
       if (f.ended) continue;
-      // On the first look, what is already journaled is history: told only after a resume point.
-      const told = (e: CloudEvent) => !first || isAfter(e, resume);
       for (const event of newEvents(stateDir.migration(ref.environment, ref.id).journal, f)) {
         const next: MigrationState =
           f.state === null
@@ -60,10 +61,11 @@ export async function* followEvents(
         f.seq += 1;
         const out = notificationsOf(f.state, event, next, f.seq);
         f.state = next;
-        for (const e of out) if (told(e)) yield e;
+        batch.push(...out);
       }
       if (f.state && isFinal(f.state.lifecycle)) f.ended = true;
     }
+    yield* first ? historyAfter(batch, options.after) : inTimeOrder(batch).map((k) => k.event);
     first = false;
     try {
       await sleep(options.pollMs ?? eventFeedPollMs, undefined, { signal: options.signal });
@@ -73,12 +75,42 @@ export async function* followEvents(
   }
 }
 
-function isAfter(e: CloudEvent, resume: ReturnType<typeof parseEventId>): boolean {
-  if (resume === null) return false;
-  const id = parseEventId(e.id);
-  if (id === null) return false;
-  if (id.migration !== resume.migration) return id.migration > resume.migration; // ULIDs sort by time
-  return id.seq > resume.seq || (id.seq === resume.seq && id.index > resume.index);
+/**
+ * The history a client resuming after `after` has not seen, in time order. Events are ordered by
+ * (time, id), not by migration: two environments' migrations interleave, and an older migration's
+ * event may come after a newer one's. The resume point's time is that of the event it names; a
+ * resume point no longer in the history (a pruned migration) falls back to its migration's place.
+ */
+function historyAfter(history: CloudEvent[], after: string | undefined): CloudEvent[] {
+  const resume = parseEventId(after);
+  if (resume === null) return [];
+  const keyed = inTimeOrder(history);
+  const named = keyed.find((k) => k.event.id === after);
+  if (named) return keyed.filter((k) => compareKeys(k.key, named.key) > 0).map((k) => k.event);
+  return keyed.filter((k) => k.key.id.migration > resume.migration).map((k) => k.event); // ULIDs sort by time
+}
+
+function inTimeOrder(events: CloudEvent[]): { event: CloudEvent; key: OrderKey }[] {
+  return events
+    .map((event) => ({ event, key: orderKey(event) }))
+    .filter((k): k is { event: CloudEvent; key: OrderKey } => k.key !== null)
+    .sort((x, y) => compareKeys(x.key, y.key));
+}
+
+interface OrderKey {
+  time: number;
+  id: NonNullable<ReturnType<typeof parseEventId>>;
+}
+
+function orderKey(event: CloudEvent): OrderKey | null {
+  const id = parseEventId(event.id);
+  return id === null ? null : { time: Date.parse(event.time) || 0, id };
+}
+
+function compareKeys(x: OrderKey, y: OrderKey): number {
+  if (x.time !== y.time) return x.time - y.time;
+  if (x.id.migration !== y.id.migration) return x.id.migration < y.id.migration ? -1 : 1;
+  return x.id.seq - y.id.seq || x.id.index - y.id.index;
 }
 
 /** The whole lines appended to a journal since the last look (a line being written waits). */

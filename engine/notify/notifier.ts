@@ -10,7 +10,7 @@ import { appendFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eventSeverity } from '../../core/notify/migration-events.js';
 import { type CloudEvent, severityAtLeast } from '../../core/notify/types.js';
-import { sensitiveText } from '../../core/topology/secret-refs.js';
+import { shownNotifyUrl } from '../../core/plan/plan-notify.js';
 import type { NotifyTarget } from '../../core/topology/types.js';
 import type { SecretSource } from '../secrets/secret-source.js';
 import { sendOnce } from './send.js';
@@ -91,6 +91,14 @@ export class Notifier {
     }
   }
 
+  /**
+   * Abandons every delivery at once (the process is stopping without waiting): requests destroyed,
+   * commands' process groups killed, each recorded as abandoned. Publishing after this abandons too.
+   */
+  abandonAll(): void {
+    this.abandon.abort();
+  }
+
   private async deliver(name: string, target: NotifyTarget, event: CloudEvent): Promise<void> {
     const started = this.now();
     const deadline = started + deliveryBudgetMs;
@@ -109,6 +117,7 @@ export class Notifier {
           baseDir: this.options.baseDir,
           timeoutMs,
           now: this.now,
+          abandon: signal,
         }),
         aborted(signal),
       ]);
@@ -191,9 +200,10 @@ function wants(target: NotifyTarget, event: CloudEvent): boolean {
   return target.events === undefined || target.events.includes(name);
 }
 
+/** The command's program, or the URL without credentials (shownNotifyUrl): what logs and records show. */
 export function describeTarget(target: NotifyTarget): string {
   if (target.type === 'command') return target.command[0] as string;
-  return typeof target.url === 'string' ? target.url : sensitiveText;
+  return shownNotifyUrl(target);
 }
 
 function aborted(signal: AbortSignal): Promise<null> {

@@ -33,6 +33,26 @@ export interface SendContext {
   baseDir: string;
   timeoutMs: number;
   now: () => number;
+  /**
+   * Aborted when the delivery is abandoned (the process driving the migration exits): the attempt
+   * ends at once, its request destroyed or its command's process group killed, so nothing it
+   * started outlives the grace or keeps the process up.
+   */
+  abandon?: AbortSignal;
+}
+
+/** How an attempt ends when its delivery is abandoned (the notifier records it as `abandoned`). */
+const abandonedAttempt: AttemptResult = { ok: false, retryable: false, error: 'abandoned' };
+
+/** Calls `stop` once when `signal` aborts (at once if it has); returns what removes the listener. */
+function onAbandon(signal: AbortSignal | undefined, stop: () => void): () => void {
+  if (signal === undefined) return () => {};
+  if (signal.aborted) {
+    stop();
+    return () => {};
+  }
+  signal.addEventListener('abort', stop, { once: true });
+  return () => signal.removeEventListener('abort', stop);
 }
 
 export async function sendOnce(
@@ -47,7 +67,7 @@ export async function sendOnce(
       if (url === undefined || key === undefined) return missingSecret(target, context.secrets);
       const body = JSON.stringify(event);
       const timestamp = String(Math.floor(context.now() / 1000));
-      return post(url, body, context.timeoutMs, {
+      return post(url, body, context, {
         'content-type': 'application/cloudevents+json',
         [timestampHeader]: timestamp,
         [signatureHeader]: signatureOf(key, timestamp, body),
@@ -57,7 +77,7 @@ export async function sendOnce(
     case 'slack': {
       const url = await secretOr(target.url, context.secrets);
       if (url === undefined) return missingSecret(target, context.secrets);
-      return post(url, JSON.stringify(slackMessage(event)), context.timeoutMs, {
+      return post(url, JSON.stringify(slackMessage(event)), context, {
         'content-type': 'application/json',
       });
     }
@@ -103,15 +123,18 @@ function missingSecret(target: NotifyTarget, secrets: SecretSource): AttemptResu
 function post(
   url: string,
   body: string,
-  timeoutMs: number,
+  context: SendContext,
   headers: Record<string, string>,
 ): Promise<AttemptResult> {
+  const { timeoutMs } = context;
   return new Promise((resolve) => {
     let settled = false;
+    let forget = () => {};
     const done = (result: AttemptResult) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      forget();
       resolve(result);
     };
     let target: URL;
@@ -147,6 +170,11 @@ function post(
       request.destroy();
       done({ ok: false, retryable: true, error: `no answer within ${timeoutMs} ms` });
     }, timeoutMs);
+    timer.unref(); // the request itself keeps the process up while it runs; the timer must not
+    forget = onAbandon(context.abandon, () => {
+      request.destroy();
+      done(abandonedAttempt);
+    });
     request.on('error', (error: NodeJS.ErrnoException) =>
       done({
         ok: false,
@@ -165,10 +193,12 @@ function runCommand(argv: string[], input: string, context: SendContext): Promis
     const file = program.includes('/') ? path.resolve(context.baseDir, program) : program;
     let settled = false;
     let stderr = '';
+    let forget = () => {};
     const done = (result: AttemptResult) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      forget();
       resolve(result);
     };
     const child = spawn(file, args, {
@@ -181,6 +211,13 @@ function runCommand(argv: string[], input: string, context: SendContext): Promis
       killGroup(child.pid);
       done({ ok: false, retryable: true, error: `${program} did not exit within ${context.timeoutMs} ms` });
     }, context.timeoutMs);
+    timer.unref();
+    // The command runs in its own process group (detached): only killing that group ends it, so an
+    // abandoned delivery must do so itself, as the process exiting would leave it running.
+    forget = onAbandon(context.abandon, () => {
+      killGroup(child.pid);
+      done(abandonedAttempt);
+    });
     child.stderr?.on('data', (chunk: Buffer) => {
       if (stderr.length < 500) stderr += chunk.toString('utf8');
     });

@@ -273,5 +273,7 @@ export class LocalRunner {
     this.closed = true;
     for (const controller of this.aborts.values()) controller.abort();
     this.journal.close();
+    // A command target runs in its own process group, which the process exiting would not end.
+    this.notifier?.abandonAll();
   }
 }

@@ -71,11 +71,22 @@ export function httpService(url: string, token: string | undefined): MigrationSe
 
   /** A POST that starts a migration (or finds nothing to change), as StartResult. */
   async function startBy(route: string, body: Record<string, unknown>): Promise<StartResult> {
-    const answer = await remote.json<{ summary: WireSummary | null; planId: string }>('POST', route, body);
-    const { planId } = answer.body;
+    const answer = await remote.json<{ summary: WireSummary | null; planId: string; notice?: string }>(
+      'POST',
+      route,
+      body,
+    );
+    const { planId, notice } = answer.body;
     if (answer.body.summary === null) return { created: false, planId };
     const summary = reached(summaryFromWire(answer.body.summary));
-    return { created: true, summary, planId, runs, runnerPid: summary.runnerPid };
+    return {
+      created: true,
+      summary,
+      planId,
+      runs,
+      runnerPid: summary.runnerPid,
+      ...(typeof notice === 'string' ? { notice } : {}),
+    };
   }
 
   const service: MigrationService = {

@@ -305,6 +305,7 @@ export async function hostMigration(
     async stop() {
       runner?.detach();
       release();
+      await runner?.deliveries(0); // the abandoned deliveries recorded before the process exits
     },
   };
 }

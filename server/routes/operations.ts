@@ -128,10 +128,15 @@ export function registerOperationRoutes(app: FastifyInstance, context: RouteCont
         }
         const { id, environment } = started.summary;
         request.log.info({ migration: id, environment, by: request.principal?.name }, 'migration started');
+        if (started.notice) request.log.warn({ migration: id, environment }, started.notice);
         return {
           status: 202,
           headers: { location: `/v1/migrations/${id}` },
-          body: { summary: summaryJson(started.summary), planId: started.planId },
+          body: {
+            summary: summaryJson(started.summary),
+            planId: started.planId,
+            ...(started.notice ? { notice: started.notice } : {}),
+          },
         };
       }),
   );

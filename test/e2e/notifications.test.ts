@@ -3,14 +3,16 @@
  * migration, each signed with the secret; receivers that hang or are down never hold a migration
  * up beyond a bound, and their deliveries are given up in the log and the record.
  */
+import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../support/cli.js';
+import { attachedGraceMs } from '../../engine/notify/notifier.js';
+import { repoRoot, runCli } from '../support/cli.js';
 import { freePort, liveWorkspace, setFileVersion, type Workspace } from '../support/migrations.js';
 
 const hookKey = 'test-signing-key-21';
@@ -182,7 +184,102 @@ describe('notifications', () => {
     expect(all.every((r) => r.outcome === 'gave_up' || r.outcome === 'abandoned')).toBe(true);
     const logs = await runCli(['topology', 'migration', 'logs', withDead.id, '-f', w.file], { env });
     expect(logs.stdout).toMatch(
-      /notify gone \(slack http:\/\/127\.0\.0\.1:\d+\/hook\): gave up on migration\.started after 3 attempts: ECONNREFUSED/,
+      /notify gone \(slack http:\/\/127\.0\.0\.1:\d+\/…\): gave up on migration\.started after 3 attempts: ECONNREFUSED/,
     );
+  }, 90_000);
+
+  it('a receiver and a command that hang longer than the grace: a foreground migrate exits within it, and the command is killed', async () => {
+    const pidFile = path.join(w.dir, 'notify-command.pid');
+    const script = path.join(w.dir, 'hang.sh');
+    // A command target that never exits (its own sleep, in its process group).
+    writeFileSync(script, `#!/bin/sh\necho $$ > ${pidFile}\nexec sleep 120\n`);
+    chmodSync(script, 0o755);
+    setFileVersion(w, '1.3.0', '1.4.0', (y) =>
+      withNotify(
+        [
+          `  slow:\n    type: webhook\n    url: ${hang.url}\n    signingSecret: { secret: HOOK_KEY }\n    timeout: 25s\n    retries: 0`,
+          `  page:\n    type: command\n    command: [${script}]\n    timeout: 25s\n    retries: 0`,
+        ].join('\n'),
+      )(y.replace(/\nnotify:\n[\s\S]*$/, '\n')),
+    );
+    const child = spawn(
+      process.execPath,
+      [path.join(repoRoot, 'bin', 'cutover.js'), 'topology', 'migrate', '-f', w.file, '--yes', '--json'],
+      { env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString('utf8');
+    });
+    const exited = await new Promise<{ code: number | null; at: number }>((resolve) =>
+      child.once('exit', (code) => resolve({ code, at: Date.now() })),
+    ).finally(() => child.kill('SIGKILL'));
+    expect(exited.code, stdout).toBe(0);
+    const { summary } = JSON.parse(stdout) as { summary: { id: string; endedAt: string } };
+    const { id } = summary;
+    const ended = Date.parse(summary.endedAt);
+    expect(ended).toBeGreaterThan(0);
+    // The bound a foreground migrate promises (1 s after the migration ended), with slack for a
+    // loaded machine; far below the targets' 25 s timeout that kept the process up before.
+    expect(exited.at - ended).toBeLessThan(attachedGraceMs + 6_000);
+    // The hanging command's process group was killed, not left behind.
+    const pid = Number(readFileSync(pidFile, 'utf8').trim());
+    await until(
+      'the notify command to be gone',
+      () => {
+        try {
+          process.kill(pid, 0);
+          return undefined;
+        } catch {
+          return true;
+        }
+      },
+      10_000,
+    );
+    const results = records(w, id).filter((r) => r.type === 'dev.cutover.migration.started');
+    expect(results.map((r) => [r.target, r.outcome]).sort()).toEqual([
+      ['page', 'abandoned'],
+      ['slow', 'abandoned'],
+    ]);
+  }, 90_000);
+
+  it('a background runner stopped by SIGTERM kills a notify command still running, rather than leave it behind', async () => {
+    const pidFile = path.join(w.dir, 'notify-command-2.pid');
+    const script = path.join(w.dir, 'hang2.sh');
+    writeFileSync(script, `#!/bin/sh\necho $$ > ${pidFile}\nexec sleep 120\n`);
+    chmodSync(script, 0o755);
+    // commit: manual keeps the migration (and its runner) up once its traffic has moved.
+    setFileVersion(w, '1.4.0', '1.5.0', (y) =>
+      withNotify(`  page:\n    type: command\n    command: [${script}]\n    timeout: 25s\n    retries: 0`)(
+        `${y.replace(/\nnotify:\n[\s\S]*$/, '\n')}\nstrategy:\n  commit: manual\n`,
+      ),
+    );
+    const started = await runCli(['topology', 'migrate', '-f', w.file, '--yes', '--json', '--detach'], {
+      env,
+    });
+    expect(started.code, started.stderr).toBe(0);
+    const { summary } = JSON.parse(started.stdout) as { summary: { id: string; runnerPid: number } };
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const commandPid = await until('the notify command to start', () =>
+      existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== ''
+        ? Number(readFileSync(pidFile, 'utf8').trim())
+        : undefined,
+    );
+    try {
+      process.kill(summary.runnerPid, 'SIGTERM');
+      await until('the runner to exit', () => (alive(summary.runnerPid) ? undefined : true), 15_000);
+      // Its process group is killed with the runner, well before the target's 25 s timeout.
+      await until('the notify command to be gone', () => (alive(commandPid) ? undefined : true), 10_000);
+    } finally {
+      if (alive(commandPid)) process.kill(-commandPid, 'SIGKILL'); // the test's own leftover, if it failed
+    }
+    expect(records(w, summary.id).find((r) => r.target === 'page')).toMatchObject({ outcome: 'abandoned' });
   }, 90_000);
 });

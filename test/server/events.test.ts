@@ -89,3 +89,56 @@ it('streams a migration’s events while it runs, as CloudEvents, and resumes af
   const resumed = await readEvents({ 'last-event-id': first?.id ?? '' }, completedOf);
   expect(resumed.filter((e) => e.data.includes(`"subject":"${id}"`)).map((e) => e.id)).toEqual([last?.id]);
 }, 60_000);
+
+it('resumes in time order across environments: an older migration’s later event is not lost', async () => {
+  const type = (name: string) => `dev.cutover.migration.${name}`;
+  const of = (events: Received[], id: string, name: string) =>
+    events.find((e) => e.event === type(name) && e.data.includes(`"subject":"${id}"`));
+  // A (the older id) in enva and B in envb, both waiting for a manual commit.
+  let a = '';
+  let b = '';
+  const waiting = await readEvents(
+    {},
+    (all) => a !== '' && b !== '' && !!of(all, a, 'awaiting_commit') && !!of(all, b, 'awaiting_commit'),
+    async () => {
+      for (const name of ['enva', 'envb']) {
+        const r = await api.post('/v1/apply', demoApply({ name, commit: 'manual' }));
+        expect(r.status).toBe(202);
+        started.push(r.json.summary.id as string);
+      }
+      [a, b] = started.slice(-2) as [string, string];
+    },
+  );
+  expect(a < b).toBe(true);
+  const bWaiting = of(waiting, b, 'awaiting_commit')?.id as string;
+  // A commits after B's awaiting_commit: a client resuming from that event must get A's completed.
+  expect((await api.post(`/v1/migrations/${a}/commit`)).status).toBe(202);
+  expect(await api.waitForEnd(a)).toMatchObject({ lifecycle: 'completed' });
+  const resumed = await readEvents(
+    { 'last-event-id': bWaiting },
+    (all) => !!of(all, b, 'completed'),
+    async () => {
+      expect((await api.post(`/v1/migrations/${b}/commit`)).status).toBe(202);
+    },
+  );
+  const ours = (events: Received[]) =>
+    events.filter((e) => e.data.includes(`"subject":"${a}"`) || e.data.includes(`"subject":"${b}"`));
+  expect(ours(resumed).map((e) => [e.event, JSON.parse(e.data).subject])).toEqual([
+    [type('completed'), a],
+    [type('completed'), b],
+  ]);
+
+  // The first look is history in time order, not migration by migration.
+  const aStarted = of(waiting, a, 'started')?.id as string;
+  const history = ours(await readEvents({ 'last-event-id': aStarted }, (all) => !!of(all, b, 'completed')));
+  const times = history.map((e) => Date.parse(JSON.parse(e.data).time as string));
+  expect(times).toEqual([...times].sort((x, y) => x - y));
+  expect(history.map((e) => `${JSON.parse(e.data).subject}:${e.event}`)).toEqual(
+    expect.arrayContaining([
+      `${b}:${type('started')}`,
+      `${a}:${type('completed')}`,
+      `${b}:${type('completed')}`,
+    ]),
+  );
+  expect(history).toHaveLength(5); // B started, A and B awaiting_commit, A and B completed
+}, 90_000);

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { parseAnalysisSettings } from '../../../core/analysis/analysis-settings.js';
+import { type AnalysisSettings, parseAnalysisSettings } from '../../../core/analysis/analysis-settings.js';
+import { emptySlotTraffic } from '../../../core/analysis/traffic.js';
+import { judgeWindow } from '../../../core/analysis/verdict.js';
 
 const at = ['routes', 'web', 'shift', 0, 'analysis'];
 
@@ -52,7 +54,7 @@ describe('analysis settings', () => {
       {
         path: [...at, 'latency', 'p99', 'max'],
         message:
-          "must be at most 30s: the router's latency histogram ends there, so a longer p99 bound could never be breached",
+          "must be below 30s: the router's latency histogram ends there and reads any slower p99 as 30s, so a bound of 30s or more could never be breached",
       },
     ]);
     expect(
@@ -67,5 +69,24 @@ describe('analysis settings', () => {
     expect(parseAnalysisSettings({ minRequests: 10 }, at).problems).toEqual([
       { path: at, message: 'names no check: set successRate, latency, compareWithBlue or prometheus' },
     ]);
+  });
+
+  it('refuses a p99 bound of exactly the histogram top, and a bound just below it is breached by a slower green', () => {
+    expect(parseAnalysisSettings({ latency: { p99: { max: '30s' } } }, at).problems).toEqual([
+      {
+        path: [...at, 'latency', 'p99', 'max'],
+        message:
+          "must be below 30s: the router's latency histogram ends there and reads any slower p99 as 30s, so a bound of 30s or more could never be breached",
+      },
+    ]);
+    const parsed = parseAnalysisSettings({ minRequests: 1, latency: { p99: { max: '29s' } } }, at);
+    expect(parsed.problems).toEqual([]);
+    // 100 requests all slower than the histogram's top (the +Inf bucket): a p99 of "30s" at most.
+    const slow = emptySlotTraffic();
+    slow.requests = 100;
+    slow.buckets[slow.buckets.length - 1] = 100;
+    const verdict = judgeWindow({ green: slow }, (parsed.settings as AnalysisSettings).checks);
+    expect(verdict.outcome).toBe('breach');
+    expect(verdict.reason).toContain('green p99');
   });
 });
