@@ -8,7 +8,7 @@
  * the workflow waits for those under way at most `notifyEndBoundMs`, so a receiver that is down
  * or hangs delays the end by no more than that.
  */
-import { condition, isCancellation, proxyActivities } from '@temporalio/workflow';
+import { condition, defineQuery, isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { LogLine } from '../../core/migration/types.js';
 import { targetWants } from '../../core/notify/target-filter.js';
 import type { CloudEvent } from '../../core/notify/types.js';
@@ -99,5 +99,38 @@ export class WorkflowNotifications {
         message: `notify ${name}: gave up on ${event.type.replace(/^dev\.cutover\./, '')}: the worker's delivery failed: ${cause}`,
       });
     }
+  }
+}
+
+/**
+ * The notifications of the run so far whose event number is past the argument, oldest first: what
+ * the server's GET /v1/events polls (engine/temporal/temporal-event-feed.ts). A run keeps its own
+ * (the last `keptNotifications`); a continued run starts a fresh list with the numbers going on.
+ */
+export const notificationsQuery = defineQuery<CloudEvent[], [number]>('notifications');
+
+/** Notifications kept in workflow memory for the feed; older ones are dropped. */
+export const keptNotifications = 500;
+
+/**
+ * The notifications a run has derived, for the feed: kept whatever the topology's targets (a pure
+ * computation: nothing in the history depends on it). The component versions, the same in every
+ * event of a migration and the bulk of one in a large topology, are held once.
+ */
+export class KeptNotifications {
+  private kept: Array<{ seq: number; event: CloudEvent }> = [];
+  private versions: CloudEvent['data']['versions'] | null = null;
+
+  add(seq: number, events: readonly CloudEvent[]): void {
+    for (const event of events) {
+      this.versions ??= event.data.versions;
+      this.kept.push({ seq, event: { ...event, data: { ...event.data, versions: this.versions } } });
+    }
+    if (this.kept.length > keptNotifications)
+      this.kept = this.kept.slice(this.kept.length - keptNotifications);
+  }
+
+  after(seq: number): CloudEvent[] {
+    return this.kept.filter((k) => k.seq > seq).map((k) => k.event);
   }
 }

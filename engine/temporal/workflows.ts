@@ -45,7 +45,12 @@ import { refuseVerb } from '../../core/migration/verb-policy.js';
 import { notificationsOf } from '../../core/notify/migration-events.js';
 import type { ObservedLayout } from '../../core/observed.js';
 import type { CutoverActivities, ObserveInput } from './activities.js';
-import { notificationsPatch, WorkflowNotifications } from './workflow-notify.js';
+import {
+  KeptNotifications,
+  notificationsPatch,
+  notificationsQuery,
+  WorkflowNotifications,
+} from './workflow-notify.js';
 
 /** A log line with its position, so that a follower asks only for what it has not seen. */
 export interface SeqLine extends LogLine {
@@ -197,6 +202,12 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
     Object.keys(targets).length > 0 && patched(notificationsPatch)
       ? new WorkflowNotifications(targets, spec.baseDir, log)
       : null;
+  const kept = new KeptNotifications();
+  const notify = (before: MigrationState | null, event: MigrationEvent) => {
+    const out = notificationsOf(before, event, state, events);
+    kept.add(events, out);
+    notifications?.publish(out);
+  };
 
   const record = (event: MigrationEvent) => {
     // A resolve is the one event of a migration that has ended (a retry makes it roll back again).
@@ -204,7 +215,7 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
     const before = state;
     events += 1;
     apply(step(state, event), state.lifecycle);
-    notifications?.publish(notificationsOf(before, event, state, events));
+    notify(before, event);
   };
 
   const dispatch = (command: Command) => {
@@ -259,6 +270,7 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
       );
   };
 
+  setHandler(notificationsQuery, (afterEvent: number) => kept.after(afterEvent));
   setHandler(statusQuery, (afterSeq: number) => ({
     state,
     logs: logs.filter((l) => l.seq > afterSeq),
@@ -318,9 +330,7 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
     state = t.state;
     events = 1;
     apply(t, null);
-    notifications?.publish(
-      notificationsOf(null, { type: 'created', at: spec.createdAt, spec }, state, events),
-    );
+    notify(null, { type: 'created', at: spec.createdAt, spec });
   }
 
   // Only runs started to resolve wait here: the command sequence of every other run is unchanged.

@@ -9,9 +9,11 @@ import { createHmac } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
 import { killSlots, type Workspace, workspace } from '../support/migrations.js';
+import { ServerHarness, type ServerProcess } from '../support/server.js';
 import {
   startWorkerProcess,
   temporalAddress,
@@ -56,6 +58,7 @@ let worker: WorkerProcess;
 let w: Workspace;
 let hook: Awaited<ReturnType<typeof receiver>>;
 let hang: Awaited<ReturnType<typeof receiver>>;
+const servers = new ServerHarness();
 
 beforeAll(async () => {
   [worker, hook, hang] = await Promise.all([
@@ -82,6 +85,7 @@ afterAll(async () => {
   await w?.cleanup();
   await hook?.close();
   await hang?.close();
+  await servers.cleanup();
 }, 60_000);
 
 const cli = (...args: string[]) => runCli([...args, '-f', w.file], { env: worker.env });
@@ -171,4 +175,79 @@ describe('Temporal mode: notifications', () => {
     expect(late).toBeGreaterThanOrEqual(2_000);
     expect(late).toBeLessThan(2_000 + 3_000);
   });
+
+  it('GET /v1/events streams the same CloudEvents from the workflows, and resumes after a Last-Event-ID', {
+    timeout: 60_000,
+  }, async () => {
+    // A server beside the worker (on its task queue), running no worker itself.
+    const server = await servers.start({
+      stateDir: await servers.stateDir(),
+      args: ['--no-worker', '--rate-limit', '0'],
+      env: worker.env,
+    });
+    let id = '';
+    const completed = (events: EventSourceMessage[]) =>
+      id !== '' && events.some((e) => e.event === 'dev.cutover.migration.completed' && e.data.includes(id));
+    const from = hook.got.length;
+    const streamed = await readEvents(server, {}, completed, async () => {
+      id = (
+        await migrate(
+          '1.2.0',
+          '1.3.0',
+          `  ops:\n    type: webhook\n    url: ${hook.url}\n    signingSecret: { secret: HOOK_KEY }`,
+        )
+      ).id;
+    });
+    const mine = streamed.filter((e) => e.data.includes(`"subject":"${id}"`));
+    expect(mine.map((e) => e.event)).toEqual([
+      'dev.cutover.migration.started',
+      'dev.cutover.migration.step_reached',
+      'dev.cutover.migration.completed',
+    ]);
+    // The same events as the webhook got: ids, types, data.
+    await eventually(
+      () => hook.got.length - from === 3,
+      20_000,
+      () => `${hook.got.length - from} delivered`,
+    );
+    expect(mine.map((e) => JSON.parse(e.data))).toEqual(hook.got.slice(from).map((r) => JSON.parse(r.body)));
+    expect(mine.map((e) => e.id)).toEqual(mine.map((e) => (JSON.parse(e.data) as { id: string }).id));
+
+    // A client that reconnects after the first gets the rest, from the run that has closed.
+    const resumed = await readEvents(server, { 'last-event-id': mine[0]?.id as string }, completed);
+    expect(resumed.filter((e) => e.data.includes(id)).map((e) => e.id)).toEqual(
+      mine.slice(1).map((e) => e.id),
+    );
+  });
 });
+
+/** Reads GET /v1/events until `enough` holds (after `onOpen` once the stream is open), then hangs up. */
+async function readEvents(
+  server: ServerProcess,
+  headers: Record<string, string>,
+  enough: (events: EventSourceMessage[]) => boolean,
+  onOpen: () => Promise<void> = async () => {},
+): Promise<EventSourceMessage[]> {
+  const stop = new AbortController();
+  const timeout = setTimeout(() => stop.abort(), 40_000);
+  const events: EventSourceMessage[] = [];
+  try {
+    const response = await fetch(`${server.url}/v1/events`, {
+      headers: { accept: 'text/event-stream', ...headers },
+      signal: stop.signal,
+    });
+    expect(response.status, await (response.ok ? '' : response.text())).toBe(200);
+    const parser = createParser({ onEvent: (event) => events.push(event) });
+    const decoder = new TextDecoder();
+    const opened = onOpen();
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      parser.feed(decoder.decode(chunk, { stream: true }));
+      if (enough(events)) break;
+    }
+    await opened;
+  } finally {
+    clearTimeout(timeout);
+    stop.abort();
+  }
+  return events;
+}
