@@ -87,12 +87,8 @@ export function temporalService(settings: TemporalSettings, stateDir?: StateDir)
     list: async (filter) => (await temporal()).list(filter),
     find: async (prefix) => (await temporal()).find(prefix),
     show: async (id) => (await temporal()).show(id),
-    // biome-ignore lint/correctness/useYield: refuses before the first event
-    async *events() {
-      throw new CutoverError(
-        'NOT_SUPPORTED',
-        'the event stream (GET /v1/events) reads the local state directory; Temporal mode does not feed it yet: follow a migration with `cutover topology migration logs --follow`',
-      );
+    async *events(options) {
+      yield* (await temporal()).events(options);
     },
     async *logs(id, options) {
       yield* (await temporal()).logs(id, options);

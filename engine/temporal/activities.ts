@@ -14,6 +14,7 @@ import { observeLayout } from '../observe/observe-layout.js';
 import { type CommandResult, type DriverSet, executeCommand } from '../runner/execute-command.js';
 import { type DownPart, takeDownPart } from '../services/down.js';
 import type { StateDir } from '../store/state-dir.js';
+import { type DeliverInput, deliverNotification } from './notify-activity.js';
 
 export interface ActivityDeps {
   /** The worker's state directory: where drivers keep their local records (process slots, routes). */
@@ -53,6 +54,8 @@ export interface CutoverActivities {
    * and the router's records). Reads only; each driver call is bounded (observe-layout.ts).
    */
   observeLayout(input: ObserveInput): Promise<ObservedLayout>;
+  /** One notification to one target (notify-activity.ts); returns the result's log line. */
+  deliverNotification(input: DeliverInput): Promise<LogLine[]>;
 }
 
 /** Often enough that a cancellation (pause, rollback) reaches a running call within about a second. */
@@ -116,6 +119,7 @@ export function createActivities(deps: ActivityDeps): CutoverActivities {
         clearInterval(beat);
       }
     },
+    deliverNotification,
     async stopRouterIfIdle() {
       const lines: LogLine[] = [];
       await stopRouterIfIdle(deps.stateDir, (message) =>

@@ -30,6 +30,7 @@ import {
 } from '../../core/migration/types.js';
 import { upgradeState } from '../../core/migration/upgrade-state.js';
 import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
+import type { CloudEvent } from '../../core/notify/types.js';
 import type { ObservedLayout } from '../../core/observed.js';
 import { buildPlan } from '../../core/plan/build-plan.js';
 import { loadTopology } from '../../core/topology/load-topology.js';
@@ -50,6 +51,7 @@ import { keptLayouts } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 import { type TemporalSettings, withDeadline } from './connection.js';
 import { storedSize } from './payload-codec.js';
+import { followTemporalEvents } from './temporal-event-feed.js';
 import { callTimeoutMs, TemporalSession } from './temporal-session.js';
 import {
   downWorkflow,
@@ -495,6 +497,11 @@ export class TemporalMigrations {
   async show(id: string): Promise<{ summary: MigrationSummary; state: MigrationState }> {
     const status = await this.status(await this.locate(id), Number.MAX_SAFE_INTEGER);
     return { summary: summaryOf(status.state), state: status.state };
+  }
+
+  /** GET /v1/events: every migration's notifications, as the workflows derived them (polled). */
+  events(options: { signal: AbortSignal; after?: string }): AsyncGenerator<CloudEvent> {
+    return followTemporalEvents(this.client, options);
   }
 
   async *logs(

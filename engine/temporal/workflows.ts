@@ -42,8 +42,15 @@ import {
 } from '../../core/migration/types.js';
 import { upgradeState } from '../../core/migration/upgrade-state.js';
 import { refuseVerb } from '../../core/migration/verb-policy.js';
+import { notificationsOf } from '../../core/notify/migration-events.js';
 import type { ObservedLayout } from '../../core/observed.js';
 import type { CutoverActivities, ObserveInput } from './activities.js';
+import {
+  KeptNotifications,
+  notificationsPatch,
+  notificationsQuery,
+  WorkflowNotifications,
+} from './workflow-notify.js';
 
 /** A log line with its position, so that a follower asks only for what it has not seen. */
 export interface SeqLine extends LogLine {
@@ -63,7 +70,13 @@ export interface MigrationInput {
    * twice it doubled the largest payload of a migration (past Temporal's 2 MB limit on a payload at
    * a few hundred components). An older input with the spec inside is read the same.
    */
-  resume?: { state: Omit<MigrationState, 'spec'> & { spec?: MigrationSpec }; logs: SeqLine[]; seq: number };
+  resume?: {
+    state: Omit<MigrationState, 'spec'> & { spec?: MigrationSpec };
+    logs: SeqLine[];
+    seq: number;
+    /** The events applied so far (1 = the start): a notification's id carries its event's number. */
+    events?: number;
+  };
   /**
    * A run started to resolve undo steps left for a person of a migration that had ended (`resume`:
    * where it ended). The resolve Update comes with its start; without one within
@@ -149,6 +162,8 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
   let seq = input.resume?.seq ?? 0;
   const scopes = new Map<string, CancellationScope>();
   let continuing = false;
+  // The events applied, counted as the local runner's journal numbers them (1 = the start).
+  let events = input.resume?.events ?? 0;
 
   const log = (line: LogLine) => {
     seq += 1;
@@ -180,10 +195,27 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
     for (const command of t.commands) dispatch(command);
   };
 
+  // Deliveries beside the migration, when its topology has targets. Runs recorded before them
+  // (no marker) replay without any.
+  const targets = spec.desired.notify ?? {};
+  const notifications =
+    Object.keys(targets).length > 0 && patched(notificationsPatch)
+      ? new WorkflowNotifications(targets, spec.baseDir, log)
+      : null;
+  const kept = new KeptNotifications();
+  const notify = (before: MigrationState | null, event: MigrationEvent) => {
+    const out = notificationsOf(before, event, state, events);
+    kept.add(events, out);
+    notifications?.publish(out);
+  };
+
   const record = (event: MigrationEvent) => {
     // A resolve is the one event of a migration that has ended (a retry makes it roll back again).
     if ((isFinal(state.lifecycle) && event.type !== 'resolve') || continuing) return;
+    const before = state;
+    events += 1;
     apply(step(state, event), state.lifecycle);
+    notify(before, event);
   };
 
   const dispatch = (command: Command) => {
@@ -238,6 +270,7 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
       );
   };
 
+  setHandler(notificationsQuery, (afterEvent: number) => kept.after(afterEvent));
   setHandler(statusQuery, (afterSeq: number) => ({
     state,
     logs: logs.filter((l) => l.seq > afterSeq),
@@ -295,15 +328,19 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
   } else {
     const t = start(spec);
     state = t.state;
+    events = 1;
     apply(t, null);
+    notify(null, { type: 'created', at: spec.createdAt, spec });
   }
 
   // Only runs started to resolve wait here: the command sequence of every other run is unchanged.
   if (input.resolving) await condition(() => resolved, resolveWaitMs);
   await condition(() => isFinal(state.lifecycle) || continuing);
+  // Bounded: a receiver that is down or hangs delays the end by at most notifyEndBoundMs.
+  await notifications?.settle();
   if (continuing) {
     const { spec, ...rest } = state;
-    await continueAsNew<typeof migrationWorkflow>({ spec, resume: { state: rest, logs, seq } });
+    await continueAsNew<typeof migrationWorkflow>({ spec, resume: { state: rest, logs, seq, events } });
   }
   return { state, logs };
 }

@@ -25,7 +25,9 @@
  * client, whose spec says parallelism 10: it replays one call at a time. (Temporal's replayer
  * matches commands by type and order, not by the workflow task that issued them, so a history of
  * runCommand activities alone would replay even without the guard; the guard keeps the state the
- * workflow rebuilds the one it had.)
+ * workflow rebuilds the one it had.) notified was recorded with the 'notifications' patch: a
+ * delivery activity per event and target beside the migration's commands, and the bounded wait
+ * for them (a timer) at the end; the histories before it have no marker and replay without them.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -58,6 +60,8 @@ const histories = {
     'four independent components provisioned at once, an operator rollback at the held gate',
   'parallel-before-patch':
     'the workflow from before the patch, started by a client that sets parallelism 10 (an old worker, a new client): one call at a time',
+  notified:
+    "a migration with a notify target (the 'notifications' patch): a delivery activity per event beside the migration, awaited at the end",
 } as const;
 type Name = keyof typeof histories;
 
@@ -248,6 +252,19 @@ async function recordAll(only: Set<Name> | null): Promise<void> {
       await s.verb('rollback', id);
       expect((await s.waitFor(id, s.ended)).lifecycle).toBe('rolled_back');
       await save('parallel-rolled-back', `cutover-migration-${s.environment}`);
+    }
+    if (want('notified')) {
+      const s = await scenario(
+        'notified',
+        (y) => `${y}\nnotify:\n  ops:\n    type: command\n    command: ["true"]\n`,
+      );
+      gate(true);
+      const id = await s.detach();
+      expect((await s.waitFor(id, s.ended)).lifecycle).toBe('completed');
+      // The run ends once the deliveries are done (or at the bound), a moment after the migration.
+      const workflowId = `cutover-migration-${s.environment}`;
+      await client.workflow.getHandle(workflowId).result();
+      await save('notified', workflowId);
     }
   } finally {
     await connection.close();
