@@ -73,15 +73,7 @@ export function temporalService(settings: TemporalSettings, stateDir?: StateDir)
       if (!created.created) return { created: false, planId: created.plan.planId };
       // As it stands at its start (visibility may not list it for a moment).
       const summary = summaryOf(startState(created.spec).state);
-      const notice = notifyNotDelivered(created.spec.desired.notify);
-      return {
-        created: true,
-        summary,
-        planId: created.spec.plan.planId,
-        runs,
-        runnerPid: null,
-        ...(notice === undefined ? {} : { notice }),
-      };
+      return { created: true, summary, planId: created.spec.plan.planId, runs, runnerPid: null };
     },
     attach: async (id, onLine) => followElsewhere(service, id, runs, onLine),
     list: async (filter) => (await temporal()).list(filter),
@@ -131,14 +123,4 @@ export function temporalService(settings: TemporalSettings, stateDir?: StateDir)
     },
   };
   return service;
-}
-
-/**
- * The workflow does not deliver `notify:` targets yet (the local runner does): said to whoever
- * starts a migration that has some, rather than dropped silently. The migration is not refused.
- */
-function notifyNotDelivered(notify: Record<string, unknown> | undefined): string | undefined {
-  const names = Object.keys(notify ?? {});
-  if (names.length === 0) return undefined;
-  return `notify targets (${names.join(', ')}) are not delivered in Temporal mode yet: the migration runs without them; follow it with \`cutover topology migration logs --follow\``;
 }
