@@ -79,12 +79,20 @@ export interface MigrationInFlight {
   runner: RunnerState;
   /** With runner `dead`: the command that resumes it. */
   resumeWith?: string;
+  /** The last analysis of a shift hold, when one ran: its verdict and figures. */
+  analysis?: MigrationSummary['analysis'];
 }
 
 /** The migration in flight, from its summary: what status shows of it. */
 export function migrationInFlightOf(summary: MigrationSummary): MigrationInFlight {
-  const { id, status, runner, resumeWith } = summary;
-  return resumeWith === undefined ? { id, status, runner } : { id, status, runner, resumeWith };
+  const { id, status, runner, resumeWith, analysis } = summary;
+  return {
+    id,
+    status,
+    runner,
+    ...(resumeWith === undefined ? {} : { resumeWith }),
+    ...(analysis === undefined ? {} : { analysis }),
+  };
 }
 
 /** One difference between the record and the world, as plans name it (core/plan/drift.ts). */

@@ -24,6 +24,11 @@ export function renderStatusText(status: EnvironmentStatus, style: Style): strin
     `  observed:   ${when(status.observedAt)} UTC`,
     `  migration:  ${status.migration ? `${status.migration.id} ${style.yellow(status.migration.status)}` : 'none in flight'}`,
   ];
+  const analysis = status.migration?.analysis;
+  if (analysis) {
+    const outcome = analysis.outcome === 'breach' ? style.red(analysis.outcome) : analysis.outcome;
+    lines.push(`  analysis:   ${outcome} at ${analysis.weight} %: ${analysis.reason}`);
+  }
   lines.push('', style.bold('Components:'));
   if (status.components.length === 0) lines.push(style.dim('  none'));
   for (const c of status.components) {

@@ -1,10 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { statusOf, summaryOfStatus } from '../../core/environment-status.js';
+import { migrationInFlightOf, statusOf, summaryOfStatus } from '../../core/environment-status.js';
 import type { CurrentLayout } from '../../core/layout.js';
+import { start } from '../../core/migration/step.js';
+import { summaryOf } from '../../core/migration/summary.js';
 import type { ObservedLayout } from '../../core/observed.js';
 import { renderStatusLine, renderStatusText } from '../../views/render-status.js';
 import { plainStyle } from '../../views/style.js';
 import { load, shopDoc } from '../support/builders.js';
+import { bumpSpec } from '../support/migration-builders.js';
 
 const layout: CurrentLayout = {
   environment: 'shop',
@@ -110,5 +113,26 @@ describe('environment status', () => {
     expect(text).toContain('public  127.0.0.1:18080 → web  blue 100% / green 0%  in flight 3  served');
     expect(text).toContain('Drift (1):\n  ! component api: 2 of 2 replicas not running');
     expect(renderStatusLine(status)).toContain('drift: component api: 2 of 2 replicas not running');
+  });
+
+  it('shows the last analysis of a hold with the migration in flight', () => {
+    const analysis = {
+      outcome: 'breach' as const,
+      weight: 10,
+      reason: 'green 5xx 4.2 % > 1 % over 512 requests at the 10 % step',
+    };
+    const status = statusOf({
+      layout,
+      observed: observed(['running', 'running'], 'served'),
+      health: new Map(),
+      migration: migrationInFlightOf({
+        ...summaryOf(start(bumpSpec()).state),
+        analysis,
+      }),
+    });
+    expect(status.migration?.analysis).toEqual(analysis);
+    expect(renderStatusText(status, plainStyle)).toContain(
+      '  analysis:   breach at 10 %: green 5xx 4.2 % > 1 % over 512 requests at the 10 % step',
+    );
   });
 });
