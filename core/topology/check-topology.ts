@@ -6,7 +6,7 @@ import type { PathProblem } from './diagnostic.js';
 import { parseDuration } from './duration.js';
 import type { ComponentFile, TopologyFile } from './file-types.js';
 import { findCycles } from './find-cycles.js';
-import { checkShiftSteps } from './shift-holds.js';
+import { checkSharedDwells, checkShiftSteps } from './shift-holds.js';
 import { suggest } from './validate-schema.js';
 
 /**
@@ -273,6 +273,10 @@ function checkRoutes(file: TopologyFile, problems: PathProblem[]): void {
     }
     if (route.shift) checkShiftSteps(route.shift, [...at, 'shift'], problems);
   });
+  checkSharedDwells(
+    Object.entries(file.routes ?? {}).map(([name, route]) => [name, route?.shift] as const),
+    problems,
+  );
 }
 
 interface Listener {

@@ -41,6 +41,38 @@ export function checkShiftSteps(
   });
 }
 
+/**
+ * Routes a migration moves shift together (one `cutover:shift`) and dwell as one step at each
+ * weight: manual when any route holds manual there (shiftDwells). A manual hold issues no command,
+ * so an analysis another route asks at that weight would never run while the plan printed it.
+ * Any two routes can be moved by the same migration, so the file refuses the mix, at the analysis.
+ */
+export function checkSharedDwells(
+  routes: readonly (readonly [string, readonly (number | ShiftStepFile)[] | undefined])[],
+  problems: PathProblem[],
+): void {
+  // It runs on files the schema refused too: a malformed step is the schema's to report.
+  const stepsOf = (shift: unknown) =>
+    (Array.isArray(shift) ? shift : []).map((step: unknown) =>
+      typeof step === 'object' && step !== null ? (step as ShiftStepFile) : null,
+    );
+  const manualAt = new Map<number, string>(); // weight → the first route holding manual there
+  for (const [name, shift] of routes)
+    for (const step of stepsOf(shift))
+      if (step?.hold === 'manual' && !manualAt.has(step.weight)) manualAt.set(step.weight, name);
+  for (const [name, shift] of routes) {
+    stepsOf(shift).forEach((step, i) => {
+      if (!step || step.analysis === undefined || step.hold === 'manual') return;
+      const manual = manualAt.get(step.weight);
+      if (manual === undefined || manual === name) return;
+      problems.push({
+        path: ['routes', name, 'shift', i, 'analysis'],
+        message: `route ${manual} holds manual at ${step.weight} %, and routes shifted together dwell as one step there: a manual hold runs no analysis, so this one would never run; drop the manual hold of route ${manual} at ${step.weight} % (its step then holds this timed, analysed window), or analyse at a weight no route holds manually`,
+      });
+    });
+  }
+}
+
 /** The model's weights and holds of a valid file's steps. */
 export function normalizeShift(
   shift: readonly (number | ShiftStepFile)[],

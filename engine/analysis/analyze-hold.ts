@@ -40,15 +40,35 @@ export async function analyzeHold(
   signal: AbortSignal,
   log: (line: string) => void,
 ): Promise<AnalysisResult> {
-  const routes = await Promise.all(
-    command.routes.map(({ route, analysis }) =>
-      analyzeRoute(route, analysis, readerOf(route), command, signal, log),
-    ),
+  // One stop for every route's window, linked to the command's: the first breach is the verdict,
+  // and the first error is the command's (its retry runs alone). Invariant: analyzeHold settles only
+  // once every route's window has ended, so no route keeps reading beside a rollback or a retry.
+  const stop = new AbortController();
+  const routeSignal = AbortSignal.any([signal, stop.signal]);
+  let failure: { error: unknown } | undefined;
+  const settled = await Promise.all(
+    command.routes.map(async ({ route, analysis }): Promise<RouteVerdict | null> => {
+      try {
+        const verdict = await analyzeRoute(route, analysis, readerOf(route), command, routeSignal, log);
+        if (verdict.outcome === 'breach') stop.abort(new Error(`route ${route} breached`));
+        return verdict;
+      } catch (error) {
+        // Stopped by another route's breach or error: not judged. Otherwise this is the first error.
+        if (stop.signal.aborted || signal.aborted) return null;
+        failure = { error };
+        stop.abort(error);
+        return null;
+      }
+    }),
   );
+  signal.throwIfAborted();
+  if (failure) throw failure.error;
+  // The routes judged (a route stopped by another's breach has no verdict of its own).
+  const routes = settled.filter((r): r is RouteVerdict => r !== null);
   const breached = routes.filter((r) => r.outcome === 'breach');
   const inconclusive = routes.filter((r) => r.outcome === 'inconclusive');
   const named = (list: RouteVerdict[]) =>
-    list.map((r) => (routes.length > 1 ? `route ${r.route}: ${r.reason}` : r.reason)).join('; ');
+    list.map((r) => (command.routes.length > 1 ? `route ${r.route}: ${r.reason}` : r.reason)).join('; ');
   if (breached.length > 0) return { outcome: 'breach', reason: named(breached), routes };
   if (inconclusive.length > 0) return { outcome: 'inconclusive', reason: named(inconclusive), routes };
   return { outcome: 'pass', reason: named(routes), routes };

@@ -44,6 +44,8 @@ export function hookContext(s: MigrationState, c: Extract<Command, { kind: 'hook
     green[name] = [...pair.green.addresses];
   }
   const context: HookContext = {
+    // Command ids are journaled and a resume dispatches the in-flight command with its own id.
+    id: `${s.spec.id}.${c.id}`,
     environment: s.spec.environment,
     migrationId: s.spec.id,
     serial: s.spec.base.serial + 1,

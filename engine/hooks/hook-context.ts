@@ -6,6 +6,12 @@ import type { HookPoint } from '../../core/topology/hook-types.js';
  * the runner from the migration's state; holds no secret.
  */
 export interface HookContext {
+  /**
+   * The hook call's id, `<migration id>.<command id>`: the same on every run of that call (a resumed
+   * migration or a lost worker's command runs the hook again: hooks run at least once), so a receiver
+   * dedupes on it. `attempt` counts the retries within one run.
+   */
+  id: string;
   environment: string;
   migrationId: string;
   /** The serial the layout gets when this migration commits. */
@@ -25,8 +31,8 @@ export function hookPayload(hook: string, attempt: number, context: HookContext)
 }
 
 /**
- * The context as environment variables, for commands that do not read stdin: CUTOVER_HOOK,
- * CUTOVER_HOOK_POINT, CUTOVER_ATTEMPT, CUTOVER_ENVIRONMENT, CUTOVER_MIGRATION_ID, CUTOVER_SERIAL,
+ * The context as environment variables, for commands that do not read stdin: CUTOVER_HOOK_ID,
+ * CUTOVER_HOOK, CUTOVER_HOOK_POINT, CUTOVER_ATTEMPT, CUTOVER_ENVIRONMENT, CUTOVER_MIGRATION_ID, CUTOVER_SERIAL,
  * CUTOVER_WEIGHT (rollout only), CUTOVER_GREEN_ADDRESSES (`api=127.0.0.1:4001,127.0.0.1:4002
  * web=…`) and CUTOVER_GREEN_VERSIONS (`api=2.1.0 web=5`), components in name order.
  */
@@ -34,6 +40,7 @@ export function hookEnvironment(hook: string, attempt: number, context: HookCont
   const components = Object.keys(context.green).sort();
   const versions = Object.keys(context.versions).sort();
   return {
+    CUTOVER_HOOK_ID: context.id,
     CUTOVER_HOOK: hook,
     CUTOVER_HOOK_POINT: context.point,
     CUTOVER_ATTEMPT: String(attempt),

@@ -57,6 +57,29 @@ describe('shift steps that hold', () => {
     expect(() => load(doc)).toThrow(/routes\.public\.shift\[0\]\.analysis.*needs a hold of a duration/s);
   });
 
+  it('refuses a manual hold and an analysed hold at the same weight on routes that shift together', () => {
+    // Routes shifted together dwell as one step; a manual hold issues no command, so the other
+    // route's analysis would never run while the plan printed it.
+    const doc = shopDoc();
+    doc.routes = {
+      public: { listen: '127.0.0.1:18080', to: 'web', shift: [{ weight: 10, hold: 'manual' }, 100] },
+      admin: {
+        listen: '127.0.0.1:18081',
+        to: 'web',
+        shift: [{ weight: 10, hold: '2m', analysis: successRate }, 50, 100],
+      },
+    };
+    expect(() => load(doc)).toThrow(
+      /routes\.admin\.shift\[0\]\.analysis.*route public holds manual at 10 %.*never run.*drop the manual hold/s,
+    );
+    // Each at its own weight is fine: the analysis has its timed window.
+    (doc.routes.admin as { shift: unknown[] }).shift = [
+      { weight: 20, hold: '2m', analysis: successRate },
+      100,
+    ];
+    expect(() => load(doc)).not.toThrow();
+  });
+
   it('names what is wrong with a step once, not every branch a step could have been', () => {
     const doc = shopDoc();
     doc.routes = {

@@ -146,3 +146,56 @@ describe('analyzeHold', () => {
     expect(never.asked()).toBe(2);
   });
 });
+
+describe('analyzeHold with routes shifted together', () => {
+  const twoRoutes = (ms: number): Extract<Command, { kind: 'analyze' }> => ({
+    id: 'c2',
+    kind: 'analyze',
+    weight: 10,
+    ms,
+    routes: [
+      { route: 'a', analysis: settings },
+      { route: 'b', analysis: settings },
+    ],
+  });
+
+  it("a breach on one route ends the analysis at once, without waiting for the other route's hold", async () => {
+    const holdMs = 6_000;
+    const started = Date.now();
+    // Route a fails every request (a clear breach at its first look, ~1.2 s in); b is healthy.
+    const result = await analyzeHold(
+      twoRoutes(holdMs),
+      (route) => ({ traffic: route === 'a' ? counters(100, 100) : counters(100), driver: 'built-in router' }),
+      new AbortController().signal,
+      () => undefined,
+    );
+    const tookMs = Date.now() - started;
+    expect(result.outcome).toBe('breach');
+    expect(result.reason).toMatch(/^route a: /);
+    // Before the fix it waited for b's whole hold (6 s); the breach shows at a's first look.
+    expect(tookMs).toBeLessThan(holdMs / 2);
+  });
+
+  it("a route whose reader fails stops the other routes' windows before the error is the command's", async () => {
+    // b's window waits on a timer between looks; the analysis must end it before rejecting (before
+    // the fix b's loop ran on beside the command's retry, reading until its hold ended).
+    const timers = () => process.getActiveResourcesInfo().filter((kind) => kind === 'Timeout').length;
+    const before = timers();
+    const run = analyzeHold(
+      twoRoutes(6_000),
+      (route) => ({
+        traffic:
+          route === 'a'
+            ? async () => {
+                throw new Error('router 127.0.0.1:1 refused the connection');
+              }
+            : counters(100),
+        driver: 'built-in router',
+      }),
+      new AbortController().signal,
+      () => undefined,
+    );
+    await expect(run).rejects.toThrow(/refused the connection/);
+    expect(timers()).toBe(before);
+  });
+});

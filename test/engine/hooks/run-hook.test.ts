@@ -18,6 +18,7 @@ import { secretSource } from '../../../engine/secrets/secret-source.js';
 import { procStat } from '../../../platform/process-identity.js';
 
 const context: HookContext = {
+  id: 'm-20261125-1.c4',
   environment: 'shop',
   migrationId: 'm-20261125-1',
   serial: 8,
