@@ -49,8 +49,13 @@ import {
   KeptNotifications,
   notificationsPatch,
   notificationsQuery,
+  notifyHandOffPatch,
+  notifyWorkflowId,
   WorkflowNotifications,
 } from './workflow-notify.js';
+
+// Registered with the worker from this module: the child that delivers what a migration's run left.
+export { notifyWorkflow } from './workflow-notify.js';
 
 /** A log line with its position, so that a follower asks only for what it has not seen. */
 export interface SeqLine extends LogLine {
@@ -336,8 +341,13 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
   // Only runs started to resolve wait here: the command sequence of every other run is unchanged.
   if (input.resolving) await condition(() => resolved, resolveWaitMs);
   await condition(() => isFinal(state.lifecycle) || continuing);
-  // Bounded: a receiver that is down or hangs delays the end by at most notifyEndBoundMs.
-  await notifications?.settle();
+  // The deliveries not done go on in a child workflow of their own: this run, holding the
+  // environment's workflow id, ends as soon as its state is final. Runs recorded before the
+  // hand-off (no marker) replay the bounded wait they had.
+  if (notifications?.busy()) {
+    if (patched(notifyHandOffPatch)) await notifications.handOff(notifyWorkflowId(spec.id, events));
+    else await notifications.settle();
+  }
   if (continuing) {
     const { spec, ...rest } = state;
     await continueAsNew<typeof migrationWorkflow>({ spec, resume: { state: rest, logs, seq, events } });
