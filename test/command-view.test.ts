@@ -16,6 +16,7 @@ import type { ObservedLayout } from '../core/observed.js';
 import type { PlanInputs } from '../core/plan/build-plan.js';
 import type { DriverSet } from '../engine/drivers/driver-set.js';
 import type { ComponentDriver, RouteDriver } from '../engine/drivers/types.js';
+import { hookContext } from '../engine/hooks/hook-command.js';
 import { executeCommand } from '../engine/runner/execute-command.js';
 import { StateDir } from '../engine/store/state-dir.js';
 import { clone, shopDoc, type TopologyDoc } from './support/builders.js';
@@ -218,6 +219,44 @@ describe('the state an activity gets (commandView)', () => {
       'shift_routes',
       'wait',
     ]);
+  });
+
+  it("gives a hook only its context's makings, and the hook the same context and run", async () => {
+    const before = shop();
+    for (let i = 0; i < 200; i++) {
+      before.components[`svc${i}`] = {
+        driver: 'apps',
+        version: '1.0.0',
+        run: { command: ['node', `svc${i}.js`] },
+      };
+    }
+    before.strategy = {
+      commit: 'auto',
+      bake: '0s',
+      hooks: {
+        postRollout: [{ name: 'smoke', command: ['node', '-e', 'process.stdin.resume()'], timeout: '10s' }],
+      },
+    } as unknown as TopologyDoc['strategy'];
+    const after = clone(before);
+    (after.components.api as Record<string, unknown>).version = '2.1.0';
+    const hooks = commandsOf(before, after).filter(([, c]) => c.kind === 'hook');
+    expect(hooks.length).toBe(1);
+    const [state, command] = hooks[0] as [MigrationState, Command];
+    const view = commandView(state, command);
+    expect(hookContext(view, command as Extract<Command, { kind: 'hook' }>)).toEqual(
+      hookContext(state, command as Extract<Command, { kind: 'hook' }>),
+    );
+    expect(hookContext(view, command as Extract<Command, { kind: 'hook' }>).versions).toHaveProperty('api');
+    expect(view.spec.desired.strategy.hooks).toEqual(state.spec.desired.strategy.hooks);
+    expect(view.spec.baseDir).toBe(state.spec.baseDir);
+    // Neither the plan nor the components and routes the hook is not told about.
+    const json = JSON.stringify(view);
+    expect(view.spec.plan.actions).toEqual([]);
+    expect(json).not.toContain('svc1.js');
+    expect(json).not.toContain('18080');
+    expect(json.length).toBeLessThan(JSON.stringify(state).length / 10);
+    // …and the hook runs the same on it.
+    expect(await carryOut(view, command)).toEqual(await carryOut(state, command));
   });
 
   it('is far smaller than the state for a large layout', () => {

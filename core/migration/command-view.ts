@@ -50,8 +50,9 @@ export function commandView(state: MigrationState, command: Command): MigrationS
     case 'wait':
       break;
     case 'record_layout':
+      return state; // the layout is the whole state's business
     case 'hook':
-      return state; // the layout, and a hook's context (every green slot), are the whole state's business
+      return hookView(state);
   }
   // A route's call needs the slots of its target in either topology.
   const slotsOf = new Set(components);
@@ -71,6 +72,30 @@ export function commandView(state: MigrationState, command: Command): MigrationS
       base: narrowLayout(spec.base, components, routes, slotsOf),
     },
     slots: only(state.slots, slotsOf),
+    provisioned: [],
+    touchedRoutes: [],
+  };
+}
+
+/**
+ * A hook's call: the spec's identity, its hooks (strategy.hooks, kept with the topology's settings),
+ * base.serial, baseDir, and the components with a green slot (their versions in both topologies
+ * and the slots): what the hook's context is made of (engine/hooks/hook-command.ts). No plan, no
+ * routes, no other component.
+ */
+function hookView(state: MigrationState): MigrationState {
+  const spec = state.spec;
+  const green = new Set(Object.keys(spec.desired.components).filter((name) => own(state.slots, name)?.green));
+  const none = new Set<string>();
+  return {
+    ...state,
+    spec: {
+      ...spec,
+      plan: { ...spec.plan, resources: [], settings: [], actions: [] },
+      desired: pick(spec.desired, green, none),
+      base: narrowLayout(spec.base, green, none),
+    },
+    slots: only(state.slots, green),
     provisioned: [],
     touchedRoutes: [],
   };

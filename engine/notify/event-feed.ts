@@ -81,7 +81,7 @@ export async function* followEvents(
  * event may come after a newer one's. The resume point's time is that of the event it names; a
  * resume point no longer in the history (a pruned migration) falls back to its migration's place.
  */
-function historyAfter(history: CloudEvent[], after: string | undefined): CloudEvent[] {
+export function historyAfter(history: CloudEvent[], after: string | undefined): CloudEvent[] {
   const resume = parseEventId(after);
   if (resume === null) return [];
   const keyed = inTimeOrder(history);
@@ -90,7 +90,7 @@ function historyAfter(history: CloudEvent[], after: string | undefined): CloudEv
   return keyed.filter((k) => k.key.id.migration > resume.migration).map((k) => k.event); // ULIDs sort by time
 }
 
-function inTimeOrder(events: CloudEvent[]): { event: CloudEvent; key: OrderKey }[] {
+export function inTimeOrder(events: CloudEvent[]): { event: CloudEvent; key: OrderKey }[] {
   return events
     .map((event) => ({ event, key: orderKey(event) }))
     .filter((k): k is { event: CloudEvent; key: OrderKey } => k.key !== null)

@@ -9,6 +9,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import type { CloudEvent } from '../../core/notify/types.js';
+import { historyAfter, inTimeOrder } from '../notify/event-feed.js';
 import { withDeadline } from './connection.js';
 import { notificationsQuery } from './workflow-notify.js';
 
@@ -35,15 +36,6 @@ function ulidTimeMs(migrationId: string): number | null {
     ms = ms * 32 + digit;
   }
   return ms;
-}
-
-/** After the resume point: a later migration (ULIDs sort by time), or a later event of the same one. */
-function isAfter(e: CloudEvent, resume: ReturnType<typeof parseEventId>): boolean {
-  if (resume === null) return false;
-  const id = parseEventId(e.id);
-  if (id === null) return false;
-  if (id.migration !== resume.migration) return id.migration > resume.migration;
-  return id.seq > resume.seq || (id.seq === resume.seq && id.index > resume.index);
 }
 
 /**
@@ -91,6 +83,10 @@ export async function* followTemporalEvents(
     runs.sort((a, b) =>
       a.migration === b.migration ? a.startMs - b.startMs : a.migration < b.migration ? -1 : 1,
     );
+    // Each poll tells its batch in time order, as local mode does (engine/notify/event-feed.ts): told
+    // migration by migration, an older migration's later event came before a newer one's earlier
+    // event, and a client resuming by the newer one's lost it.
+    const batch: CloudEvent[] = [];
     for (const run of runs) {
       if (options.signal.aborted) return;
       let events: CloudEvent[];
@@ -110,10 +106,15 @@ export async function* followTemporalEvents(
         const seq = parseEventId(event.id)?.seq ?? 0;
         if (seq <= past) continue;
         told.set(run.migration, Math.max(seq, told.get(run.migration) ?? 0));
-        // On the first look, what a migration has already said is history: told only after a resume point.
-        if (!first || isAfter(event, resume)) yield event;
+        batch.push(event);
       }
       if (!run.running) read.add(run.runId);
+    }
+    // On the first look, what the migrations have already said is history: told only after a resume point.
+    const tell = first ? historyAfter(batch, options.after) : inTimeOrder(batch).map((k) => k.event);
+    for (const event of tell) {
+      if (options.signal.aborted) return;
+      yield event;
     }
     first = false;
     try {

@@ -5,10 +5,21 @@
  * (notify-activity.ts). Deliveries run beside the migration, never on its path: `publish` starts
  * them and returns. Per target they go one at a time, in order, as the local notifier's queues do;
  * a slow target delays only its own later events. At the migration's end (or a continue-as-new)
- * the workflow waits for those under way at most `notifyEndBoundMs`, so a receiver that is down
- * or hangs delays the end by no more than that.
+ * the deliveries not done are handed to a child workflow of their own (`notifyWorkflow`, abandoned
+ * by its parent's close) and the migration's run ends at once: the environment's workflow id is
+ * never held open for a delivery, so the next migration, or a resolve, starts as soon as the state
+ * is final. (Runs recorded before the hand-off waited for them at most `notifyEndBoundMs`, then
+ * ended, which cancelled those left.)
  */
-import { condition, defineQuery, isCancellation, proxyActivities } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  condition,
+  defineQuery,
+  isCancellation,
+  ParentClosePolicy,
+  proxyActivities,
+  startChild,
+} from '@temporalio/workflow';
 import type { LogLine } from '../../core/migration/types.js';
 import { targetWants } from '../../core/notify/target-filter.js';
 import type { CloudEvent } from '../../core/notify/types.js';
@@ -18,7 +29,25 @@ import type { CutoverActivities } from './activities.js';
 /** The marker of runs that deliver notifications; runs recorded without it replay without them. */
 export const notificationsPatch = 'notifications';
 
-/** How long a migration that has ended waits for the deliveries still under way before it completes. */
+/**
+ * The marker of runs that hand the deliveries left at their end to `notifyWorkflow`; runs recorded
+ * without it (but with `notificationsPatch`) replay the bounded wait instead.
+ */
+export const notifyHandOffPatch = 'notify-hand-off';
+
+/** The workflow id of the deliveries a migration's run left at its `events`-th event. */
+export function notifyWorkflowId(migrationId: string, events: number): string {
+  return `cutover-notify-${migrationId}-${events}`;
+}
+
+/** What `notifyWorkflow` delivers: per target, in order, the events its parent had not delivered. */
+export interface NotifyInput {
+  targets: Record<string, NotifyTarget>;
+  baseDir: string;
+  events: Record<string, CloudEvent[]>;
+}
+
+/** Runs recorded before the hand-off: how long a migration that has ended waited for the deliveries still under way before it completes. */
 export const notifyEndBoundMs = 2_000;
 
 /**
@@ -37,6 +66,12 @@ const notifyActivities = proxyActivities<CutoverActivities>({
 export class WorkflowNotifications {
   private readonly queues = new Map<string, Promise<void>>();
   private pending = 0;
+  /** Per target, the events published and not yet delivered (or given up), oldest first. */
+  private readonly undone = new Map<string, CloudEvent[]>();
+  /** Per target, the scope of the delivery under way. */
+  private readonly running = new Map<string, CancellationScope>();
+  /** Set at the hand-off: nothing more is started here. */
+  private handedOff = false;
 
   constructor(
     private readonly targets: Record<string, NotifyTarget>,
@@ -48,22 +83,74 @@ export class WorkflowNotifications {
   publish(events: readonly CloudEvent[]): void {
     for (const event of events) {
       for (const [name, target] of Object.entries(this.targets)) {
-        if (!targetWants(target, event)) continue;
-        this.pending++;
-        const previous = this.queues.get(name) ?? Promise.resolve();
-        const next = previous
-          .then(() => this.deliver(name, target, event))
-          .finally(() => {
-            this.pending--;
-          });
-        this.queues.set(name, next);
+        if (targetWants(target, event)) this.enqueue(name, target, event);
       }
     }
   }
 
+  /** Queues one delivery to one target, after those queued before it. */
+  enqueue(name: string, target: NotifyTarget, event: CloudEvent): void {
+    this.pending++;
+    const undone = this.undone.get(name) ?? [];
+    undone.push(event);
+    this.undone.set(name, undone);
+    const previous = this.queues.get(name) ?? Promise.resolve();
+    const next = previous
+      .then(() => this.deliver(name, target, event))
+      .finally(() => {
+        this.pending--;
+        undone.splice(undone.indexOf(event), 1);
+      });
+    this.queues.set(name, next);
+  }
+
+  /** Deliveries under way or queued. */
+  busy(): boolean {
+    return this.pending > 0;
+  }
+
+  /** Waits until every delivery queued is done (each is bounded by its activity's timeout). */
+  async drain(): Promise<void> {
+    await condition(() => this.pending === 0);
+  }
+
   /**
-   * Waits for the deliveries started, at most `boundMs`. Those left run on (their results are then
-   * not in the log, which says so) or, not yet started behind a slow one, are dropped.
+   * Starts `notifyWorkflow` (id `childId`) with the deliveries not done, abandoned when this run
+   * closes, and returns once it has started. The deliveries under way here are cancelled first
+   * (one scheduled in this very workflow task, as the final event's, is then never sent); one a
+   * receiver already holds is sent again by the child, with the same CloudEvent id.
+   */
+  async handOff(childId: string): Promise<void> {
+    this.handedOff = true;
+    for (const scope of this.running.values()) scope.cancel();
+    const events: Record<string, CloudEvent[]> = {};
+    const targets: Record<string, NotifyTarget> = {};
+    let n = 0;
+    for (const [name, list] of this.undone) {
+      if (list.length === 0) continue;
+      events[name] = [...list];
+      targets[name] = this.targets[name] as NotifyTarget;
+      n += list.length;
+    }
+    if (n === 0) return;
+    const input: NotifyInput = { targets, baseDir: this.baseDir, events };
+    await startChild('notifyWorkflow', {
+      workflowId: childId,
+      args: [input],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+    });
+    this.log({
+      at: Date.now(),
+      level: 'info',
+      kind: 'notify',
+      message: `notify: ${n} ${n === 1 ? 'delivery' : 'deliveries'} not done when the migration's run ended: handed to workflow ${childId}, so their results are not in this log`,
+    });
+  }
+
+  /**
+   * Runs recorded before the hand-off: waits for the deliveries started, at most `boundMs`. Those
+   * left were cancelled when the run ended (the log says their results are not in it), and those
+   * queued behind a slow one never started.
    */
   async settle(boundMs: number = notifyEndBoundMs): Promise<void> {
     if (this.pending === 0) return;
@@ -78,13 +165,13 @@ export class WorkflowNotifications {
   }
 
   private async deliver(name: string, target: NotifyTarget, event: CloudEvent): Promise<void> {
+    if (this.handedOff) return;
+    const scope = new CancellationScope();
+    this.running.set(name, scope);
     try {
-      const lines = await notifyActivities.deliverNotification({
-        name,
-        target,
-        event,
-        baseDir: this.baseDir,
-      });
+      const lines = await scope.run(() =>
+        notifyActivities.deliverNotification({ name, target, event, baseDir: this.baseDir }),
+      );
       for (const line of lines) this.log(line);
     } catch (error) {
       if (isCancellation(error)) return;
@@ -98,6 +185,8 @@ export class WorkflowNotifications {
         kind: 'notify',
         message: `notify ${name}: gave up on ${event.type.replace(/^dev\.cutover\./, '')}: the worker's delivery failed: ${cause}`,
       });
+    } finally {
+      this.running.delete(name);
     }
   }
 }
@@ -133,4 +222,21 @@ export class KeptNotifications {
   after(seq: number): CloudEvent[] {
     return this.kept.filter((k) => k.seq > seq).map((k) => k.event);
   }
+}
+
+/**
+ * The deliveries a migration's run left at its end (`WorkflowNotifications.handOff`), under their
+ * own workflow id, so that they never hold the environment's: per target in order, as before.
+ * Returns their result lines.
+ */
+export async function notifyWorkflow(input: NotifyInput): Promise<LogLine[]> {
+  const lines: LogLine[] = [];
+  const deliveries = new WorkflowNotifications(input.targets, input.baseDir, (line) => lines.push(line));
+  for (const [name, events] of Object.entries(input.events)) {
+    const target = input.targets[name];
+    if (target === undefined) continue;
+    for (const event of events) deliveries.enqueue(name, target, event);
+  }
+  await deliveries.drain();
+  return lines;
 }

@@ -45,12 +45,18 @@ import { refuseVerb } from '../../core/migration/verb-policy.js';
 import { notificationsOf } from '../../core/notify/migration-events.js';
 import type { ObservedLayout } from '../../core/observed.js';
 import type { CutoverActivities, ObserveInput } from './activities.js';
+import { activityTimeoutMs } from './activity-timeouts.js';
 import {
   KeptNotifications,
   notificationsPatch,
   notificationsQuery,
+  notifyHandOffPatch,
+  notifyWorkflowId,
   WorkflowNotifications,
 } from './workflow-notify.js';
+
+// Registered with the worker from this module: the child that delivers what a migration's run left.
+export { notifyWorkflow } from './workflow-notify.js';
 
 /** A log line with its position, so that a follower asks only for what it has not seen. */
 export interface SeqLine extends LogLine {
@@ -119,16 +125,10 @@ export function migrationWorkflowId(environment: string): string {
   return `cutover-migration-${environment}`;
 }
 
-/** Activity options by command: timeouts from the command (a health gate's deadline), heartbeats for long calls. */
-function activitiesFor(command: Command): CutoverActivities {
-  const startToCloseMs =
-    command.kind === 'check_health'
-      ? command.deadlineMs + 60_000
-      : command.kind === 'apply_route' || command.kind === 'shift_routes' || command.kind === 'remove_route'
-        ? 120_000
-        : 2 * 60 * 60_000;
+/** Activity options by command: timeouts from the command (activity-timeouts.ts), heartbeats for long calls. */
+function activitiesFor(command: Command, spec: MigrationSpec): CutoverActivities {
   return proxyActivities<CutoverActivities>({
-    startToCloseTimeout: startToCloseMs,
+    startToCloseTimeout: activityTimeoutMs(command, spec),
     // A worker that dies mid-call is noticed within this, and the call goes to another worker.
     heartbeatTimeout: 5_000,
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
@@ -236,7 +236,10 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
           return { event: { type: 'command_succeeded' } as const, lines: [] as LogLine[] };
         }
         // Only what this call needs: the whole state would go into the history with every call.
-        const outcome = await activitiesFor(command).runCommand(commandView(state, command), command);
+        const outcome = await activitiesFor(command, state.spec).runCommand(
+          commandView(state, command),
+          command,
+        );
         return { event: outcome.result, lines: outcome.lines };
       })
       .then(
@@ -336,8 +339,13 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
   // Only runs started to resolve wait here: the command sequence of every other run is unchanged.
   if (input.resolving) await condition(() => resolved, resolveWaitMs);
   await condition(() => isFinal(state.lifecycle) || continuing);
-  // Bounded: a receiver that is down or hangs delays the end by at most notifyEndBoundMs.
-  await notifications?.settle();
+  // The deliveries not done go on in a child workflow of their own: this run, holding the
+  // environment's workflow id, ends as soon as its state is final. Runs recorded before the
+  // hand-off (no marker) replay the bounded wait they had.
+  if (notifications?.busy()) {
+    if (patched(notifyHandOffPatch)) await notifications.handOff(notifyWorkflowId(spec.id, events));
+    else await notifications.settle();
+  }
   if (continuing) {
     const { spec, ...rest } = state;
     await continueAsNew<typeof migrationWorkflow>({ spec, resume: { state: rest, logs, seq, events } });

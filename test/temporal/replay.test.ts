@@ -27,7 +27,8 @@
  * runCommand activities alone would replay even without the guard; the guard keeps the state the
  * workflow rebuilds the one it had.) notified was recorded with the 'notifications' patch: a
  * delivery activity per event and target beside the migration's commands, and the bounded wait
- * for them (a timer) at the end; the histories before it have no marker and replay without them.
+ * for them (a timer) at the end, as runs did before the 'notify-hand-off' patch (which hands what
+ * is left to a child workflow instead); the histories before it have no marker and replay without them.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

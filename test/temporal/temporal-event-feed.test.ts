@@ -1,0 +1,60 @@
+/**
+ * GET /v1/events in Temporal mode resumes by time (a pure unit test: a fake client answering the
+ * list and the notifications query). Told migration by migration, resuming after a newer
+ * migration's event lost an older migration's later one.
+ */
+import type { Client } from '@temporalio/client';
+import { describe, expect, it } from 'vitest';
+import type { CloudEvent } from '../../core/notify/types.js';
+import { followTemporalEvents } from '../../engine/temporal/temporal-event-feed.js';
+
+const A = 'mig_01aaaaaaaaaaaaaaaaaaaaaaaa';
+const B = 'mig_01bbbbbbbbbbbbbbbbbbbbbbbb';
+const event = (migration: string, seq: number, ms: number) =>
+  ({
+    id: `${migration}.${seq}.0`,
+    time: new Date(ms).toISOString(),
+    type: 'dev.cutover.migration.x',
+  }) as CloudEvent;
+
+function fakeClient(events: Record<string, CloudEvent[]>): Client {
+  return {
+    workflow: {
+      async *list() {
+        for (const migration of Object.keys(events)) {
+          yield {
+            workflowId: `wf-${migration}`,
+            runId: `run-${migration}`,
+            memo: { migrationId: migration },
+            status: { name: 'RUNNING' },
+            startTime: new Date(0),
+          };
+        }
+      },
+      getHandle: (workflowId: string) => ({
+        query: async (_q: unknown, after: number) =>
+          (events[workflowId.replace('wf-', '')] ?? []).filter((e) => Number(e.id.split('.')[1]) > after),
+      }),
+    },
+  } as unknown as Client;
+}
+
+describe('Temporal event feed', () => {
+  it('resumes after B.3.0 at t=1000 with A.5.0 at t=2000, older migration A still running', async () => {
+    const client = fakeClient({
+      [A]: [event(A, 1, 500), event(A, 5, 2000)],
+      [B]: [event(B, 1, 800), event(B, 3, 1000), event(B, 4, 3000)],
+    });
+    const stop = new AbortController();
+    const got: string[] = [];
+    for await (const e of followTemporalEvents(client, {
+      signal: stop.signal,
+      after: `${B}.3.0`,
+      pollMs: 10,
+    })) {
+      got.push(e.id);
+      if (got.length === 2) stop.abort();
+    }
+    expect(got).toEqual([`${A}.5.0`, `${B}.4.0`]);
+  });
+});
