@@ -15,9 +15,12 @@ import {
   uniqueTaskQueue,
   type WorkerProcess,
 } from '../support/temporal-worker.js';
+import { eventually } from '../support/wait.js';
 
 let worker: WorkerProcess;
 let w: Workspace;
+/** The topology as the workspace wrote it: each test starts from it. */
+let base: string;
 
 beforeAll(async () => {
   worker = await startWorkerProcess({
@@ -27,6 +30,7 @@ beforeAll(async () => {
   w = await workspace('test/fixtures/canary', (yaml) =>
     yaml.replace(/name: canary/, `name: canary-${process.pid}-${Date.now().toString(36)}`),
   );
+  base = readFileSync(w.file, 'utf8');
 }, 30_000);
 
 afterAll(async () => {
@@ -72,5 +76,49 @@ describe('Temporal mode: a hold with analysis', () => {
       (await cli('topology', 'migration', 'show', summary.id, '--json')).stdout,
     ) as Shown;
     expect(shown.state.analyses).toEqual([expect.objectContaining({ outcome: 'breach', weight: 10 })]);
+  });
+
+  it('waits at a manual hold for promote, and promote --full goes straight to 100 %', {
+    timeout: 90_000,
+  }, async () => {
+    writeFileSync(
+      w.file,
+      base
+        .replace('version: "1.0.0"', 'version: "3.0.0"')
+        .replace(/shift: .*/, 'shift: [{ weight: 10, hold: manual }, 50, 100]'),
+    );
+    const migrate = await cli('topology', 'migrate', '--yes', '--json');
+    expect(migrate.code, migrate.stderr).toBe(0);
+    const { summary } = JSON.parse(migrate.stdout) as Shown;
+    expect(summary.lifecycle).toBe('awaiting_promotion');
+
+    const promote = await cli('topology', 'migration', 'promote', summary.id, '--full');
+    expect(promote.code, promote.stderr).toBe(0);
+    let shown: Shown | undefined;
+    await eventually(async () => {
+      shown = JSON.parse((await cli('topology', 'migration', 'show', summary.id, '--json')).stdout) as Shown;
+      return shown.summary.lifecycle === 'completed';
+    }, 60_000);
+    const logs = await cli('topology', 'migration', 'logs', summary.id);
+    // --full skips 50 %: from the held 10 % straight to 100 %.
+    expect(logs.stdout + logs.stderr).not.toMatch(/50% green/);
+  });
+
+  it('rolls back when a rollout hook fails, the hook named in the reason', { timeout: 90_000 }, async () => {
+    writeFileSync(
+      w.file,
+      base
+        .replace('version: "1.0.0"', 'version: "4.0.0"')
+        .replace(/shift: .*/, 'shift: [10, 100]')
+        .replace(
+          /^routes:/m,
+          `strategy:\n  hooks:\n    rollout:\n      - { name: smoke, command: [sh, -c, "echo smoke failed >&2; exit 3"], retries: 0 }\nroutes:`,
+        ),
+    );
+    const migrate = await cli('topology', 'migrate', '--yes', '--json');
+    expect(migrate.code, migrate.stderr).toBe(1);
+    const { summary } = JSON.parse(migrate.stdout) as Shown;
+    expect(summary.lifecycle).toBe('rolled_back');
+    expect(summary.reason).toMatch(/rollout at 10 %: hook smoke .*exited with code 3/);
   });
 });
