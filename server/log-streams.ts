@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 /**
  * Live log streams (`GET /v1/migrations/:id/logs?follow=true`): bounded in number, and cheap in
  * number. Each client (a token, or an address when auth is off) may hold so many open at once, and
@@ -183,4 +184,18 @@ function refused(detail: string): HttpProblem {
   return new HttpProblem('TOO_MANY_LOG_STREAMS', detail, {
     headers: { 'retry-after': String(refusedRetryAfterS) },
   });
+}
+
+/**
+ * Starts a server-sent event stream on `out` (after the reply was hijacked): the headers every
+ * stream of the server sends (no caching, no proxy buffering) and a first comment line naming it.
+ */
+export function openEventStream(out: ServerResponse, name: string): void {
+  out.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  out.write(`: ${name}\n\n`);
 }

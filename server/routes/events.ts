@@ -3,7 +3,9 @@
  * Events carrying the same CloudEvents JSON that webhooks get. Counted with the log streams
  * against the same limits.
  */
+
 import type { FastifyInstance } from 'fastify';
+import { openEventStream } from '../log-streams.js';
 import { HttpProblem } from '../problems.js';
 import { type RouteContext, routeSchema } from '../route-context.js';
 
@@ -52,13 +54,7 @@ export function registerEventRoutes(app: FastifyInstance, context: RouteContext)
         hijacked = true;
         if (context.shutdown.aborted) stop();
         if (out.destroyed) return;
-        out.writeHead(200, {
-          'content-type': 'text/event-stream; charset=utf-8',
-          'cache-control': 'no-cache',
-          connection: 'keep-alive',
-          'x-accel-buffering': 'no',
-        });
-        out.write(': cutover event stream\n\n');
+        openEventStream(out, 'cutover event stream');
         heartbeat = setInterval(() => out.write(': keep-alive\n\n'), heartbeatMs);
         try {
           for (let next = early ?? (await first); !next.done; next = await events.next()) {

@@ -2,10 +2,12 @@
  * Migration resources: list, show, logs (JSON lines, or Server-Sent Events while following) and the
  * operator verbs.
  */
+
 import type { FastifyInstance } from 'fastify';
 import type { Lifecycle, Verb } from '../../core/migration/types.js';
 import type { ResolveRequest } from '../../engine/services/migration-service.js';
 import { detailJson, listJson, logLineJson, summaryJson } from '../../views/migration-json.js';
+import { openEventStream } from '../log-streams.js';
 import { type RouteContext, routeSchema } from '../route-context.js';
 import { ref } from '../schemas.js';
 import { idempotencyHeader, idempotent } from './operations.js';
@@ -151,13 +153,7 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
         // looked up: those events fired before the listeners above, and will not fire again.
         if (context.shutdown.aborted) stop();
         if (out.destroyed) return;
-        out.writeHead(200, {
-          'content-type': 'text/event-stream; charset=utf-8',
-          'cache-control': 'no-cache',
-          connection: 'keep-alive',
-          'x-accel-buffering': 'no',
-        });
-        out.write(': cutover log stream\n\n');
+        openEventStream(out, 'cutover log stream');
         heartbeat = setInterval(() => out.write(': keep-alive\n\n'), heartbeatMs);
         // Driven by hand (its return value is the summary); returned in any case, so that this
         // stream's share of the migration's reader is always given back.
