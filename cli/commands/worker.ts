@@ -30,7 +30,12 @@ Example:
       const stateDir = StateDir.at(options.stateDir ?? process.env.CUTOVER_STATE_DIR ?? '.cutover');
       const { startWorker } = await import('../../engine/temporal/worker.js');
       const { defaultDrivers } = await import('../../engine/drivers/default-drivers.js');
-      const worker = await startWorker({ settings, stateDir, drivers: defaultDrivers() });
+      const worker = await startWorker({
+        settings,
+        stateDir,
+        drivers: defaultDrivers(),
+        log: (line) => process.stderr.write(`${line}\n`),
+      });
       process.stderr.write(
         `cutover worker on ${settings.address} (namespace ${settings.namespace}, task queue ${settings.taskQueue}; pid ${process.pid}; state ${stateDir.root})\n`,
       );

@@ -889,7 +889,13 @@ function advanceRollingBack(t: Transition, at: number): Advanced {
   // A route whose undo failed may still send traffic to green (or nowhere): blue serving is then
   // not known, and the last line of the log must not say it is.
   const routeLeft = left.some((step) => isRouteCommand(step.command));
-  const serving = routeLeft ? 'blue may not be serving: not every route is back on it' : 'blue is serving';
+  // A first deployment has no blue: nothing served before, and nothing serves after.
+  const hadBlue = Object.keys(s.spec.base.topology?.components ?? {}).length > 0;
+  const serving = !hadBlue
+    ? 'nothing is serving: the environment had no layout before (a first deployment)'
+    : routeLeft
+      ? 'blue may not be serving: not every route is back on it'
+      : 'blue is serving';
   notice(
     t,
     at,

@@ -13,7 +13,7 @@ import {
   routeKey,
   writeRoutingTable,
 } from '../../router/route-table.js';
-import { liveRouterRecord } from '../../router/router-record.js';
+import { liveRouterRecord, readRouterRecord } from '../../router/router-record.js';
 import { tcpProbe } from '../health/probes.js';
 import type { StateDir } from '../store/state-dir.js';
 import { describeTraffic } from './describe-traffic.js';
@@ -245,4 +245,47 @@ function entryOf(ctx: RouteCallContext, state: RouteState, updatedAt: number): R
   if (state.spec.bodyTimeout !== undefined) entry.bodyTimeoutMs = state.spec.bodyTimeout;
   if (state.spec.queueTimeout !== undefined) entry.queueTimeoutMs = state.spec.queueTimeout;
   return entry;
+}
+
+/** How often a supervisor looks whether the router of its state directory still runs. */
+export const routerSuperviseIntervalMs = 250;
+
+/**
+ * Keeps the router of a state directory running while `signal` is not aborted: a router that is
+ * gone (killed, crashed) while its routing table still has routes is started again at once, from
+ * the table, so traffic is refused for at most the interval plus a router's start (about half a
+ * second) instead of until the next route step. Runners supervise for the life of a migration,
+ * workers for theirs, `cutover server --self-heal` and `cutover watch --self-heal` between
+ * migrations. Several supervisors of one directory are harmless: the router record admits one
+ * router, and the others' starts see it. Never throws; a failed start is a line, tried again.
+ */
+export async function superviseRouter(
+  stateDir: StateDir,
+  options: { signal: AbortSignal; log: (line: string) => void; intervalMs?: number },
+): Promise<void> {
+  const intervalMs = options.intervalMs ?? routerSuperviseIntervalMs;
+  let failures = 0;
+  while (!options.signal.aborted) {
+    try {
+      await sleep(failures === 0 ? intervalMs : Math.min(10_000, intervalMs * 2 ** failures), undefined, {
+        signal: options.signal,
+      });
+    } catch {
+      return;
+    }
+    try {
+      if (liveRouterRecord(stateDir.root)) continue;
+      const table = await readRoutingTable(stateDir.root);
+      if (Object.keys(table.routes).length === 0) continue;
+      const gone = readRouterRecord(stateDir.root);
+      options.log(
+        `the router for ${stateDir.root} is not running${gone ? ` (pid ${gone.pid} is gone)` : ''} while routes are set; starting it again`,
+      );
+      await ensureRouter(stateDir, options.log);
+      failures = 0;
+    } catch (error) {
+      failures += 1;
+      options.log(`could not start the router again: ${(error as Error).message}`);
+    }
+  }
 }

@@ -106,6 +106,8 @@ export class SelfHeal {
   private timer: NodeJS.Timeout | null = null;
   private round: Promise<void> = Promise.resolve();
   private stopped = false;
+  /** Router supervision, one per service (a state directory) among the targets, until `stop`. */
+  private readonly supervising = new Map<MigrationService, AbortController>();
 
   constructor(private readonly options: SelfHealOptions) {
     this.intervalMs = options.intervalMs ?? defaultHealIntervalMs;
@@ -126,6 +128,8 @@ export class SelfHeal {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    for (const supervision of this.supervising.values()) supervision.abort();
+    this.supervising.clear();
     await this.round;
   }
 
@@ -158,6 +162,7 @@ export class SelfHeal {
       this.options.log(`self-heal: cannot list the environments: ${messageOf(error)}`);
       return;
     }
+    this.superviseRouters(targets);
     for (const target of targets) {
       if (this.stopped) return;
       try {
@@ -167,6 +172,22 @@ export class SelfHeal {
         if (error instanceof CutoverError && error.code === 'MIGRATION_CONFLICT') continue;
         this.failed(target.environment, this.healOf(target.environment), null, messageOf(error));
       }
+    }
+  }
+
+  /**
+   * A router killed between migrations is started again at once by its service's supervision, not
+   * at the next round by a repair migration (its clients would be refused until then).
+   */
+  private superviseRouters(targets: HealTarget[]): void {
+    for (const { service } of targets) {
+      if (this.stopped || this.supervising.has(service) || !service.superviseRouters) continue;
+      const supervision = new AbortController();
+      this.supervising.set(service, supervision);
+      void service.superviseRouters({
+        signal: supervision.signal,
+        log: (line) => this.options.log(`self-heal: ${line}`),
+      });
     }
   }
 

@@ -111,6 +111,7 @@ export class Notifier {
     while (!signal.aborted) {
       attempts++;
       const timeoutMs = Math.max(1, Math.min(target.timeout, deadline - this.now()));
+      const abandoned = aborted(signal);
       const result = await Promise.race([
         sendOnce(target, event, {
           secrets: this.options.secrets,
@@ -119,8 +120,8 @@ export class Notifier {
           now: this.now,
           abandon: signal,
         }),
-        aborted(signal),
-      ]);
+        abandoned.promise,
+      ]).finally(abandoned.stop);
       if (result === null) break;
       if (result.ok) {
         outcome = 'delivered';
@@ -206,9 +207,18 @@ export function describeTarget(target: NotifyTarget): string {
   return shownNotifyUrl(target);
 }
 
-function aborted(signal: AbortSignal): Promise<null> {
-  return new Promise((resolve) => {
-    if (signal.aborted) resolve(null);
-    else signal.addEventListener('abort', () => resolve(null), { once: true });
+/**
+ * Resolves with null when `signal` aborts. `stop` removes the listener: every attempt of every
+ * delivery races one of these on the notifier's one signal, and a listener left behind per attempt
+ * piled up (Node's MaxListenersExceededWarning in the middle of a migrate with a few targets).
+ */
+function aborted(signal: AbortSignal): { promise: Promise<null>; stop: () => void } {
+  let stop = () => {};
+  const promise = new Promise<null>((resolve) => {
+    if (signal.aborted) return resolve(null);
+    const onAbort = () => resolve(null);
+    signal.addEventListener('abort', onAbort, { once: true });
+    stop = () => signal.removeEventListener('abort', onAbort);
   });
+  return { promise, stop };
 }

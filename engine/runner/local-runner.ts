@@ -14,6 +14,7 @@ import {
 } from '../../core/migration/types.js';
 import { refuseVerb } from '../../core/migration/verb-policy.js';
 import { notificationsOf } from '../../core/notify/migration-events.js';
+import { superviseRouter } from '../drivers/router-driver.js';
 import { Notifier } from '../notify/notifier.js';
 import { secretSource } from '../secrets/secret-source.js';
 import type { MigrationPaths, StateDir } from '../store/state-dir.js';
@@ -56,6 +57,8 @@ export class LocalRunner {
   private readonly notifier: Notifier | null;
   /** Events in the journal: the sequence number of the last one (1 = created). */
   private seq: number;
+  /** Ends the router's supervision when this runner stops driving. */
+  private readonly supervision = new AbortController();
 
   private constructor(
     private readonly deps: RunnerDeps,
@@ -85,6 +88,12 @@ export class LocalRunner {
     this.finished = new Promise((resolve, reject) => {
       this.resolveFinished = resolve;
       this.rejectFinished = reject;
+    });
+    // A router killed during the migration (in a hold, say) is started again at once, not at the
+    // next route step or the rollback: clients would be refused all that while.
+    void superviseRouter(deps.stateDir, {
+      signal: this.supervision.signal,
+      log: (message) => this.log({ at: this.now(), level: 'warn', kind: 'driver', message }),
     });
   }
 
@@ -235,6 +244,7 @@ export class LocalRunner {
   private finish(): void {
     if (this.closed) return;
     this.closed = true;
+    this.supervision.abort();
     this.journal.close();
     const { environment, id } = this.state.spec;
     if (!releaseEnvironment(this.deps.stateDir, environment, id)) {
@@ -253,6 +263,7 @@ export class LocalRunner {
   private fail(error: unknown): void {
     if (this.closed) return;
     this.closed = true;
+    this.supervision.abort();
     for (const controller of this.aborts.values()) controller.abort();
     this.journal.close();
     const fault = environmentFault(error);
@@ -271,6 +282,7 @@ export class LocalRunner {
   detach(): void {
     if (this.closed) return;
     this.closed = true;
+    this.supervision.abort();
     for (const controller of this.aborts.values()) controller.abort();
     this.journal.close();
     // A command target runs in its own process group, which the process exiting would not end.

@@ -148,6 +148,10 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
     },
     // Local migrations run in runner processes of their own: a server hosts nothing for them.
     hostWorker: async () => ({ description: 'local', shutdown: async () => {} }),
+    async superviseRouters(options) {
+      const { superviseRouter } = await import('../drivers/router-driver.js');
+      await superviseRouter(stateDir, options);
+    },
     async adoptOrphans(wanted) {
       const { adoptOrphans } = await import('./adopt-orphans.js');
       return adoptOrphans(stateDir, reachAgain, wanted);

@@ -227,6 +227,12 @@ export interface MigrationService {
    * now, by id (default all).
    */
   adoptOrphans(wanted?: (id: string) => boolean): Promise<Adoption[]>;
+  /**
+   * For self-heal: keeps the routers this service's migrations started running until `signal`
+   * aborts (one killed between migrations is started again at once). Only where the routers are
+   * this machine's (local mode); a worker supervises its own in Temporal mode.
+   */
+  superviseRouters?(options: { signal: AbortSignal; log: (line: string) => void }): Promise<void>;
   close(): Promise<void>;
 }
 

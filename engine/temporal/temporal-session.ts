@@ -71,8 +71,13 @@ export class TemporalSession {
     } catch (error) {
       if (error instanceof CutoverError) throw error;
       if (isNamespaceNotFound(error)) throw noNamespace(this.settings);
-      const message = (error as Error)?.message ?? String(error);
+      // The client's ServiceError says only "Failed to query Workflow"; the gRPC status is its cause.
+      const message = causeChain(error);
+      if (/no poller seen|worker may be down/.test(message)) throw this.deadWorker(what);
       if (/no answer within|UNAVAILABLE|DEADLINE_EXCEEDED|ECONNREFUSED/.test(message)) {
+        // A worker that was killed stays listed as a poller for a while, and a query waits for it
+        // until the deadline: when one is listed, that is the likely cause.
+        if (/Failed to query Workflow|update/i.test(message)) throw this.deadWorker(what);
         throw new CutoverError(
           'TEMPORAL_UNREACHABLE',
           `Temporal at WORKFLOW_HOST=${this.settings.address} did not answer ${what}: ${message.split('\n')[0]} (is a worker running? \`cutover worker\`)`,
@@ -100,10 +105,29 @@ export class TemporalSession {
     return polls;
   }
 
+  /** A query or update no worker answered although one is listed as polling (it died since). */
+  deadWorker(what: string): CutoverError {
+    return new CutoverError(
+      'RUNNER_UNREACHABLE',
+      `no cutover worker answered ${what} on task queue "${this.settings.taskQueue}" at WORKFLOW_HOST=${this.settings.address} (one that died stays listed as polling for a minute or so): start one with \`cutover worker\` (or \`cutover server\` without --no-worker), with the same TEMPORAL_TASK_QUEUE`,
+    );
+  }
+
   noWorker(what: string): CutoverError {
     return new CutoverError(
       'RUNNER_UNREACHABLE',
       `no cutover worker polls task queue "${this.settings.taskQueue}" at WORKFLOW_HOST=${this.settings.address}, and ${what} needs one: start one with \`cutover worker\` (or \`cutover server\` without --no-worker), with the same TEMPORAL_TASK_QUEUE`,
     );
   }
+}
+
+/** An error's message and its causes' (a gRPC status under a client's ServiceError), one line each. */
+function causeChain(error: unknown): string {
+  const parts: string[] = [];
+  let at: unknown = error;
+  for (let depth = 0; at !== undefined && at !== null && depth < 5; depth += 1) {
+    parts.push(at instanceof Error ? `${at.name}: ${at.message}` : String(at));
+    at = at instanceof Error ? at.cause : undefined;
+  }
+  return parts.join('\n');
 }

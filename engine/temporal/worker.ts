@@ -6,6 +6,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { superviseRouter } from '../drivers/router-driver.js';
 import type { DriverSet } from '../runner/execute-command.js';
 import type { StateDir } from '../store/state-dir.js';
 import { createActivities } from './activities.js';
@@ -29,6 +30,8 @@ export interface WorkerOptions {
   drivers: DriverSet;
   /** At most this many driver calls at once (default 100). */
   maxConcurrentActivities?: number;
+  /** A line for the worker's output (the router's supervision says when it restarts one). */
+  log?: (line: string) => void;
 }
 
 export interface RunningWorker {
@@ -78,7 +81,14 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     if (isNamespaceNotFound(error)) throw noNamespace(settings);
     throw error;
   }
-  const done = worker.run().finally(() => connection.close());
+  // The routers this worker's migrations started are kept running while it runs: one killed in a
+  // hold is started again at once, not at the next route step.
+  const supervision = new AbortController();
+  void superviseRouter(options.stateDir, { signal: supervision.signal, log: options.log ?? (() => {}) });
+  const done = worker.run().finally(() => {
+    supervision.abort();
+    return connection.close();
+  });
   return {
     done,
     async shutdown() {

@@ -35,10 +35,35 @@ const verbText: Record<Verb, string> = {
     'Promote a migration waiting at a shift step with `hold: manual`: on to the next step, or with `{ "full": true }` straight to 100 %',
 };
 
-/** The position a reconnecting client got to: its Last-Event-ID header; 0 (the start) when absent or not a count. */
-function lastEventId(header: string | string[] | undefined): number {
-  const value = Array.isArray(header) ? header[0] : header;
-  return value !== undefined && /^\d{1,15}$/.test(value.trim()) ? Number(value.trim()) : 0;
+/**
+ * Where a reconnecting client goes on from: after the line its Last-Event-ID names; from the start
+ * when it sent none. An id that is no line of this log (not a count, or past the log's end: the
+ * client's position is of something else) starts from the first line too, and `reset` says why,
+ * so that the client drops what it holds instead of taking line 1 for the line after its own.
+ */
+async function resumePoint(
+  header: string | string[] | undefined,
+  linesNow: () => Promise<number>,
+): Promise<{ after: number; reset: { lastEventId: string; lines: number; reason: string } | null }> {
+  const value = (Array.isArray(header) ? header[0] : header)?.trim();
+  if (value === undefined) return { after: 0, reset: null };
+  const lines = await linesNow();
+  if (!/^\d{1,15}$/.test(value)) {
+    const reason = `Last-Event-ID ${JSON.stringify(value)} is not a line position of this log (ids are 1, 2, 3…): the log follows from its first line`;
+    return { after: 0, reset: { lastEventId: value, lines, reason } };
+  }
+  const after = Number(value);
+  if (after > lines) {
+    const reason = `Last-Event-ID ${after} is past the end of this log (${lines} lines): the log follows from its first line`;
+    return { after: 0, reset: { lastEventId: value, lines, reason } };
+  }
+  return { after, reset: null };
+}
+
+async function countLines(lines: AsyncIterable<unknown>): Promise<number> {
+  let count = 0;
+  for await (const _ of lines) count += 1;
+  return count;
 }
 
 /** A comment line on an idle event stream, so that proxies and clients do not time it out. */
@@ -105,7 +130,7 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
     routeSchema('viewer', {
       summary: 'The log of a migration',
       description:
-        "JSON lines (application/x-ndjson), one log line each. With `follow=true`, Server-Sent Events (text/event-stream): an event `log` per line as it is written, then one event `end` with `{summary}` when the migration has ended. Every `log` event carries an `id:` (the line's position in the log, from 1); a client that reconnects with a `Last-Event-ID` header gets the lines after that one. Live streams are limited per token (per address without auth) and overall (`--max-log-streams-per-token`, `--max-log-streams`): beyond, 429 TOO_MANY_LOG_STREAMS with Retry-After.",
+        "JSON lines (application/x-ndjson), one log line each. With `follow=true`, Server-Sent Events (text/event-stream): an event `log` per line as it is written, then one event `end` with `{summary}` when the migration has ended. Every `log` event carries an `id:` (the line's position in the log, from 1); a client that reconnects with a `Last-Event-ID` header gets the lines after that one; an id that is no line of the log (not a count, or past its end) gets an event `reset` (`{lastEventId, lines, reason}`) first, then the log from its first line. Live streams are limited per token (per address without auth) and overall (`--max-log-streams-per-token`, `--max-log-streams`): beyond, 429 TOO_MANY_LOG_STREAMS with Retry-After.",
       tags: ['migrations'],
       params: idParams,
       querystring: {
@@ -159,7 +184,11 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
         // stream's share of the migration's reader is always given back.
         // Each log event's id is its line's position in the log (1-based); a client that lost the
         // stream sends the last id it got and goes on from the line after it.
-        let position = lastEventId(request.headers['last-event-id']);
+        const resume = await resumePoint(request.headers['last-event-id'], () =>
+          countLines(service.logs(id, { follow: false })),
+        );
+        if (resume.reset) out.write(`event: reset\ndata: ${JSON.stringify(resume.reset)}\n\n`);
+        let position = resume.after;
         const lines = context.logStreams.follow(id, reader.signal, position);
         try {
           for (let next = await lines.next(); ; next = await lines.next()) {

@@ -3,7 +3,7 @@
  * status of a running migration, a verb) says so at once, naming the queue and what to start,
  * instead of waiting out the call deadline; what does not (a first plan) works.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
@@ -11,7 +11,13 @@ import { emptyLayout } from '../../core/layout.js';
 import { dataConverter } from '../../engine/temporal/payload-codec.js';
 import { environmentWorkflowId } from '../../engine/temporal/workflows.js';
 import { repoRoot, runCli, tempDir } from '../support/cli.js';
-import { cleanupsAfterEach, sharedTemporal, temporalEnv, uniqueName } from './robustness-helpers.js';
+import {
+  cleanupsAfterEach,
+  sharedTemporal,
+  startWorkerProcess,
+  temporalEnv,
+  uniqueName,
+} from './robustness-helpers.js';
 
 const cleanups = cleanupsAfterEach();
 
@@ -50,4 +56,38 @@ describe('Temporal mode without a worker', () => {
       `cutover: no cutover worker polls task queue "${t.taskQueue}" at WORKFLOW_HOST=${t.address}, and reading the current layout needs one: start one with \`cutover worker\` (or \`cutover server\` without --no-worker), with the same TEMPORAL_TASK_QUEUE\n`,
     );
   }, 60_000);
+
+  it('after the only worker was killed (still listed as polling), plan, status and migrate say so in one line', async () => {
+    const t = { address: sharedTemporal(), taskQueue: uniqueName('dead-worker') };
+    const { dir, cleanup } = await tempDir();
+    cleanups.push(cleanup);
+    const environment = uniqueName('dead-worker');
+    cpSync(path.join(repoRoot, 'examples', 'exec-demo'), dir, { recursive: true });
+    const file = path.join(dir, 'topology.yaml');
+    writeFileSync(file, readFileSync(file, 'utf8').replace('name: exec-demo', `name: ${environment}`));
+    const worker = await startWorkerProcess(t, path.join(dir, 'worker-state'));
+    cleanups.push(() => worker.kill());
+    const migrated = await runCli(['topology', 'migrate', '--yes', '-f', file], { env: temporalEnv(t) });
+    expect(migrated.code).toBe(0);
+
+    // SIGKILL: the worker cannot say goodbye, so Temporal lists its poller for a while yet.
+    await worker.kill('SIGKILL');
+    writeFileSync(file, readFileSync(file, 'utf8').replace('version: "1"', 'version: "2"'));
+    const results = await Promise.all(
+      [
+        ['topology', 'plan', '-f', file],
+        ['topology', 'status', '-f', file],
+        ['topology', 'migrate', '--yes', '-f', file],
+      ].map((args) => runCli(args, { env: temporalEnv(t) })),
+    );
+    for (const result of results) {
+      expect(result.stderr).toMatch(
+        new RegExp(
+          `^cutover: no cutover worker answered for the current layout on task queue "${t.taskQueue}" at WORKFLOW_HOST=${t.address.replaceAll('.', '\\.')} \\(one that died stays listed as polling for a minute or so\\): start one with \`cutover worker\``,
+        ),
+      );
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+      expect(result.code).toBe(1);
+    }
+  }, 90_000);
 });

@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { refuseResolve } from '../../../core/migration/resolve-policy.js';
 import type { Command } from '../../../core/migration/types.js';
-import { bumpSpec, Driver } from '../../support/migration-builders.js';
+import { shopDoc } from '../../support/builders.js';
+import { bumpSpec, Driver, specOf } from '../../support/migration-builders.js';
 
 const failRetire = (c: Command) => (c.kind === 'retire' && c.slot === 'green' ? 'fail' : 'ok');
 
@@ -105,5 +106,15 @@ describe('the end of a rollback whose route could not be put back', () => {
     expect(d.notices.at(-1)?.message).toMatch(
       /^failed: blue is serving \(.+\); undo steps that failed: retire green web: boom/,
     );
+  });
+
+  it('does not claim that blue is serving after a failed first deployment (there is no blue)', () => {
+    const d = new Driver(specOf(null, shopDoc())).run(undefined, (c) =>
+      c.kind === 'check_health' ? 'fail-permanent' : 'ok',
+    );
+    expect(d.state.lifecycle).toBe('failed');
+    const ended = d.notices.at(-1)?.message ?? '';
+    expect(ended).not.toContain('blue');
+    expect(ended).toMatch(/^failed: nothing is serving: the environment had no layout before \(a first deployment\) \(/);
   });
 });
