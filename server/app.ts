@@ -120,6 +120,7 @@ function createFastify(options: ServerOptions): FastifyInstance {
     },
     logger: {
       level: options.logLevel ?? 'info',
+      ...(options.logDestination ? { stream: options.logDestination } : {}),
       // Request logs carry method, path and address; never headers, so no token reaches a log.
       redact: ['req.headers.authorization'],
       serializers: {

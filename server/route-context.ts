@@ -47,6 +47,8 @@ export interface ServerOptions {
   hookSecret?: string;
   /** pino level: fatal, error, warn, info (default), debug, trace or silent. */
   logLevel?: string;
+  /** Where the request log goes (default stdout): an embedder's own sink. */
+  logDestination?: { write(line: string): void };
   version: string;
 }
 

@@ -3,24 +3,25 @@
  * it has spent its address's budget, however many different tokens it tries (each used to get a
  * bucket of its own, so guessing was never limited). A valid token keeps its own budget, even from
  * that same address; another address keeps its own. Requests go out from 127.0.0.1 and 127.0.0.2
- * (both loopback) to a server on 127.0.0.1.
+ * (both loopback) to the server (built in process, listening on 127.0.0.1).
  */
 import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ServerHarness, type ServerProcess } from '../support/server.js';
+import { type InProcessServer, ServerHarness } from '../support/server.js';
 
 const viewerToken = 'viewer-token-0a1b2c3d4e5f6a7b';
 const limit = 30;
 
 const harness = new ServerHarness();
-let server: ServerProcess;
+let server: InProcessServer;
 
 beforeAll(async () => {
-  server = await harness.start({
+  server = await harness.startInProcess({
     stateDir: await harness.stateDir(),
     args: ['--rate-limit', String(limit), '--log-level', 'warn'],
     env: { CUTOVER_TOKENS: `dash:viewer:${viewerToken}` },
+    listen: true,
   });
 }, 30_000);
 
@@ -36,7 +37,7 @@ interface Answer {
 
 /** GET a viewer route from a given loopback source address, on a connection of its own. */
 function get(pathname: string, token: string | null, from: string): Promise<Answer> {
-  const { hostname, port } = new URL(server.url);
+  const { hostname, port } = new URL(server.url as string);
   return new Promise((resolve, reject) => {
     const req = request(
       {

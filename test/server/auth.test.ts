@@ -14,8 +14,8 @@ import {
   demoPath,
   demoText,
   documentedRoutes,
+  type InProcessServer,
   ServerHarness,
-  type ServerProcess,
   unknownId,
 } from '../support/server.js';
 
@@ -24,12 +24,12 @@ const operatorToken = 'operator-token-8e1d2c3b4a5f6e7d';
 const badToken = 'not-a-token-at-all-0123456789abcdef';
 
 const harness = new ServerHarness();
-let server: ServerProcess;
+let server: InProcessServer;
 let api: Api;
 
 beforeAll(async () => {
   // The client connects without a token: the document is public.
-  ({ server, api } = await harness.serve({
+  ({ server, api } = await harness.serveInProcess({
     args: ['--rate-limit', '0', '--log-level', 'trace'],
     env: {
       CUTOVER_TOKENS: `v:viewer:${viewerToken},o:operator:${operatorToken}`,

@@ -17,7 +17,7 @@ let api: Api;
 let started: string | undefined;
 
 beforeAll(async () => {
-  ({ api } = await harness.serve({ args: ['--rate-limit', '0'] }));
+  ({ api } = await harness.serveInProcess({ args: ['--rate-limit', '0'] }));
 }, 30_000);
 
 afterAll(() => harness.cancelThenCleanup(api, started ? [started] : []), 60_000);

@@ -1,7 +1,10 @@
 /**
- * The HTTP contract of `cutover server`, endpoint by endpoint, against a real server in a child
- * process: statuses, error codes, headers, and every JSON body against the route's documented
- * response schema (the Api client checks each answer; see test/support/server.ts).
+ * The HTTP contract of `cutover server`, endpoint by endpoint, against the server built in process
+ * as `cutover server` builds it (requests through `inject`; a client still sending an oversized body
+ * over a real loopback socket): statuses, error codes, headers, and every JSON body against the
+ * route's documented response schema (the Api client checks each answer; see
+ * test/support/server-api.ts). The real process is started in
+ * sse, events, log-streams and shutdown (streams, signals) and auth, tokens-file (refusals to start).
  */
 
 import { once } from 'node:events';
@@ -18,20 +21,22 @@ import {
   demoPath,
   demoText,
   demoTopology,
+  type InProcessServer,
+  injectOrigin,
+  injectTransport,
   type MigrationSummary,
   ServerHarness,
-  type ServerProcess,
   unknownId,
 } from '../support/server.js';
 
 const harness = new ServerHarness();
-let server: ServerProcess;
+let server: InProcessServer;
 let api: Api;
 /** Every migration a test started: cancelled (if still in flight) and awaited in afterAll. */
 const started: string[] = [];
 
 beforeAll(async () => {
-  ({ server, api } = await harness.serve({ args: ['--rate-limit', '0'] }));
+  ({ server, api } = await harness.serveInProcess({ args: ['--rate-limit', '0'], listen: true }));
 }, 30_000);
 
 afterAll(() => harness.cancelThenCleanup(api, started), 60_000);
@@ -64,8 +69,8 @@ describe('operational endpoints', () => {
 
   it('GET /readyz answers 503 not_ready when the state directory is gone', async () => {
     const stateDir = await harness.stateDir();
-    const other = await harness.start({ stateDir });
-    const otherApi = await Api.connect(other.url);
+    const other = await harness.startInProcess({ stateDir });
+    const otherApi = await Api.inject(other.app);
     rmSync(stateDir, { recursive: true, force: true });
     // A dangling link: not writable even for root.
     symlinkSync(path.join(stateDir, '..', 'nowhere'), stateDir);
@@ -73,7 +78,7 @@ describe('operational endpoints', () => {
     expect(r.status).toBe(503);
     expect(r.json.status).toBe('not_ready');
     expect(r.json.detail).toMatch(/state directory not writable/);
-    expect((await other.stop()).code).toBe(0);
+    await other.close();
   });
 
   it('GET /metrics is Prometheus text with the migration and request metrics', async () => {
@@ -527,7 +532,7 @@ describe('request errors', () => {
     const chunks = 32;
     const answer = await new Promise<{ status: number; body: string; connection: string | undefined }>(
       (resolve, reject) => {
-        const req = request(`${server.url}/v1/validate`, {
+        const req = request(`${server.url as string}/v1/validate`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', 'content-length': chunk.length * chunks },
         });
@@ -559,13 +564,16 @@ describe('request errors', () => {
   });
 
   it('413 beyond --body-limit', async () => {
-    const small = await harness.start({ stateDir: await harness.stateDir(), args: ['--body-limit', '200'] });
-    const smallApi = await Api.connect(small.url);
+    const small = await harness.startInProcess({
+      stateDir: await harness.stateDir(),
+      args: ['--body-limit', '200'],
+    });
+    const smallApi = await Api.inject(small.app);
     expect((await smallApi.post('/v1/validate', { topology: 'x'.repeat(100) })).status).toBe(422);
     const r = await smallApi.post('/v1/validate', { topology: 'x'.repeat(300) });
     expect(r.status).toBe(413);
     expect(r.json.code).toBe('BODY_TOO_LARGE');
-    expect((await small.stop()).code).toBe(0);
+    await small.close();
   });
 
   it('415 UNSUPPORTED_MEDIA_TYPE for a body that is not JSON', async () => {
@@ -623,15 +631,19 @@ describe('request errors', () => {
   });
 
   it('429 RATE_LIMITED with --rate-limit 5', async () => {
-    const limited = await harness.start({ stateDir: await harness.stateDir(), args: ['--rate-limit', '5'] });
-    const limitedApi = new Api(limited.url, api.contract);
+    const limited = await harness.startInProcess({
+      stateDir: await harness.stateDir(),
+      args: ['--rate-limit', '5'],
+    });
+    // The contract already loaded: fetching it again would spend the budget.
+    const limitedApi = new Api(injectOrigin, api.contract, null, injectTransport(limited.app));
     for (let i = 0; i < 5; i++) expect((await limitedApi.get('/healthz')).status).toBe(200);
     const r = await limitedApi.get('/healthz');
     expect(r.status).toBe(429);
     expect(r.json.code).toBe('RATE_LIMITED');
     expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
     expect((await limitedApi.post('/v1/validate', { topology: demoText })).status).toBe(429);
-    expect((await limited.stop()).code).toBe(0);
+    await limited.close();
   });
 });
 

@@ -10,7 +10,7 @@ let api: Api;
 const started: string[] = [];
 
 beforeAll(async () => {
-  ({ api } = await harness.serve({ args: ['--rate-limit', '0'] }));
+  ({ api } = await harness.serveInProcess({ args: ['--rate-limit', '0'] }));
 }, 30_000);
 
 afterAll(() => harness.cancelThenCleanup(api, started), 60_000);

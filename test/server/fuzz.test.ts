@@ -1,5 +1,6 @@
 /**
- * 5,000 generated bad requests against every documented route of a real server: broken YAML, wrong
+ * 5,000 generated bad requests, over a real loopback socket, against every documented route of the
+ * server (built in process as `cutover server` builds it): broken YAML, wrong
  * types, huge strings, deeply nested JSON, YAML alias bombs, bad ids, bad query strings, wrong
  * content types. No answer may be a 5xx; every answer must be what the OpenAPI document allows
  * (errors as problems); and the server must still answer afterwards. (The seed is fixed under CI:
@@ -9,30 +10,33 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import {
-  type Api,
+  Api,
   type CheckedResponse,
   demoText,
   documentedRoutes,
+  type InProcessServer,
   type MigrationSummary,
   pool,
   ServerHarness,
-  type ServerProcess,
   unknownId,
 } from '../support/server.js';
 
 const harness = new ServerHarness();
-let server: ServerProcess;
+let server: InProcessServer;
 let api: Api;
 
 beforeAll(async () => {
   // The working directory is an empty temp dir: a mutation that happens to be a valid topology
   // starts a migration whose exec scripts are missing, so it fails at once.
-  ({ server, api } = await harness.serve({
+  ({ server, api } = await harness.serveInProcess({
     workdir: await harness.tempDir(),
     args: ['--rate-limit', '0', '--log-level', 'warn'],
     // Every route configured (the Git webhook answers 503 without a secret).
     env: { CUTOVER_HOOK_SECRET: 'fuzz-hook-secret-0123456789' },
+    // Malformed requests go through a real socket and Node's HTTP parser, not inject.
+    listen: true,
   }));
+  api = await Api.connect(server.url as string);
 }, 30_000);
 
 afterAll(async () => {
@@ -405,7 +409,6 @@ it('5,000 bad requests over every route: never a 5xx, always a documented answer
 
   const health = await api.get('/healthz');
   expect(health.status).toBe(200);
-  expect(server.child.exitCode).toBeNull();
   // No request was handled as a bug (logged at error level with its stack).
   expect(server.stdout()).not.toMatch(/"level":50/);
 }, 120_000);

@@ -1,22 +1,23 @@
 /**
  * `--parallelism` through a cutover server: the CLI's client sends it as `parallelism` in POST
  * /v1/apply, the server's migration runs under it (over the topology's strategy.parallelism), and a
- * bound outside 1..1000 is refused with a 400 naming the field. A real server in a child process.
+ * bound outside 1..1000 is refused with a 400 naming the field. The server is built in process and
+ * listens on loopback; the client is the CLI.
  * (Temporal mode honours it too: test/temporal/parallel-activities.test.ts.)
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
 import { workspace } from '../support/migrations.js';
-import { type Api, demoApply, ServerHarness, type ServerProcess } from '../support/server.js';
+import { type Api, demoApply, type InProcessServer, ServerHarness } from '../support/server.js';
 
 const harness = new ServerHarness();
-let server: ServerProcess;
+let server: InProcessServer;
 let api: Api;
 const started: string[] = [];
 const cleanups: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
-  ({ server, api } = await harness.serve({ args: ['--rate-limit', '0'] }));
+  ({ server, api } = await harness.serveInProcess({ args: ['--rate-limit', '0'], listen: true }));
 }, 30_000);
 
 afterAll(async () => {
@@ -34,7 +35,7 @@ describe('--parallelism through a server', () => {
       '-f',
       w.file,
       '--server',
-      server.url,
+      server.url as string,
       '--parallelism',
       '3',
       '--yes',

@@ -1,5 +1,5 @@
 /**
- * `POST /v1/migrations/{id}/promote` against a real server: a migration waiting at a manual hold
+ * `POST /v1/migrations/{id}/promote` against the server (built in process): a migration waiting at a manual hold
  * goes on to its next step with no body, straight to 100 % with `{ "full": true }`, and the verb is
  * refused (409 VERB_REFUSED) once nothing waits for it. Real app processes behind the real router.
  */
@@ -8,16 +8,16 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot } from '../support/cli.js';
 import { freePort, killSlots } from '../support/migrations.js';
-import { type Api, ServerHarness, type ServerProcess } from '../support/server.js';
+import { type Api, type InProcessServer, ServerHarness } from '../support/server.js';
 
 const harness = new ServerHarness();
-let server: ServerProcess;
+let server: InProcessServer;
 let api: Api;
 let listen: string;
 const fixture = 'test/fixtures/canary/topology.yaml';
 
 beforeAll(async () => {
-  ({ server, api } = await harness.serve({ args: ['--rate-limit', '0'] }));
+  ({ server, api } = await harness.serveInProcess({ args: ['--rate-limit', '0'] }));
   listen = `127.0.0.1:${await freePort()}`;
 }, 30_000);
 

@@ -1,7 +1,9 @@
 /**
  * `cutover server --tokens-file`: the file is outside input, read like every YAML the project reads
  * (the bounded parser, so an alias bomb is refused before anything walks it), and a file that cannot
- * be used stops the server with one line naming the file, the line and column, and the cause.
+ * be used stops the server with one line naming the file, the line and column, and the cause. The
+ * server is built in process (the CLI's own flag parsing and token reading); one refusal is the real
+ * `cutover server` process, for its exit code and the line it prints.
  */
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -20,7 +22,20 @@ async function tokensFile(text: string): Promise<string> {
   return file;
 }
 
+/** The reason an in-process server with this --tokens-file does not start. */
 async function refusedWith(file: string): Promise<string> {
+  const error = await harness
+    .startInProcess({ stateDir: await harness.stateDir(), args: ['--tokens-file', file] })
+    .then(
+      () => null,
+      (e: unknown) => e as Error,
+    );
+  if (error === null) throw new Error(`a server started with --tokens-file ${file}`);
+  return error.message;
+}
+
+/** What `cutover server --tokens-file <file>` prints as it refuses to start (a non-zero exit). */
+async function processRefusedWith(file: string): Promise<string> {
   const refused = await harness.startRefused({
     stateDir: await harness.stateDir(),
     args: ['--tokens-file', file],
@@ -63,7 +78,7 @@ describe('--tokens-file', () => {
 
   it('a missing tokens file: one line naming it and what to check', async () => {
     const file = path.join(await harness.tempDir('cutover-tokens-'), 'absent.yaml');
-    const stderr = await refusedWith(file);
+    const stderr = await processRefusedWith(file);
     expect(stderr).toContain(`${file}: no such tokens file; check the path given to --tokens-file`);
   }, 30_000);
 
@@ -80,12 +95,9 @@ describe('--tokens-file', () => {
     const file = await tokensFile(
       'tokens:\n  - { name: ci, role: operator, token: operator-token-8e1d2c3b4a5f6e7d }\n',
     );
-    const server = await harness.start({ stateDir: await harness.stateDir(), args: ['--tokens-file', file] });
-    const anonymous = await fetch(new URL('/v1/migrations', server.url));
-    expect(anonymous.status).toBe(401);
-    const operator = await fetch(new URL('/v1/migrations', server.url), {
-      headers: { authorization: 'Bearer operator-token-8e1d2c3b4a5f6e7d' },
-    });
+    const { api } = await harness.serveInProcess({ args: ['--tokens-file', file] });
+    expect((await api.get('/v1/migrations')).status).toBe(401);
+    const operator = await api.as('operator-token-8e1d2c3b4a5f6e7d').get('/v1/migrations');
     expect(operator.status).toBe(200);
   }, 30_000);
 });
