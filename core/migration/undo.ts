@@ -1,3 +1,4 @@
+import { assertNever } from '../errors.js';
 import { isAbortedOnEnding, retryBackoffMs, sinceFormat12, undoSteps } from './commands.js';
 import { lowerBound, sortedHas } from './plan-index.js';
 import { describeCommand, isRouteCommand, parallelismOf } from './queries.js';
@@ -145,41 +146,37 @@ export function scheduleUndo(t: Transition): boolean {
   return true;
 }
 
-/** The undo run whose command (the step, or its retry wait) this is. */
-export function undoRunOf(ending: Ending, commandId: string): UndoRun | undefined {
-  return ending.running?.find((r) => r.command === commandId);
+/**
+ * Where an undo step runs: one at a time at the ending's cursor, with the state's attempt (plans
+ * before format 1.2), or as a run of the graph, with its own attempt. The results of undo steps are
+ * taken the same way in both (below); only where the step stands, and how it waits to try again or
+ * makes way for the next, differ.
+ */
+type UndoPlace = { engine: 'sequence' } | { engine: 'graph'; run: UndoRun };
+
+/**
+ * The undo step a result is for: the step, or (graph) the wait before retrying it. Null for a call
+ * that was in flight when the rollback began, and for the sequence's retry wait (once it has ended,
+ * advanceRollingBack issues the step again).
+ */
+function undoPlaceOf(ending: Ending, commandId: string): UndoPlace | null {
+  if (!ending.running) return ending.steps[ending.cursor]?.id === commandId ? { engine: 'sequence' } : null;
+  const run = ending.running.find((r) => r.command === commandId);
+  return run ? { engine: 'graph', run } : null;
 }
 
-export function setUndoRuns(t: Transition, running: UndoRun[], extra: Partial<Ending> = {}): void {
-  t.state = { ...t.state, ending: { ...(t.state.ending as Ending), running, ...extra } };
-}
-
-/** An undo step is finished (done, or left for a person): it leaves `running`, joins `finished`. */
-export function finishUndo(t: Transition, run: UndoRun, skipped: SkippedStep[]): void {
+/** An undo step (or a call in flight when the rollback began) succeeded. */
+export function undoSucceeded(t: Transition, command: Command, at: number): void {
   const ending = t.state.ending as Ending;
-  const finished = [...(ending.finished as number[])];
-  finished.splice(lowerBound(finished, run.index), 0, run.index);
-  let cursor = ending.cursor;
-  while (finished[cursor] === cursor) cursor++;
-  const running = (ending.running as UndoRun[]).filter((r) => r !== run);
-  setUndoRuns(t, running, { finished, cursor, skipped });
-}
-
-export function onUndoSucceeded(t: Transition, command: Command, at: number): void {
-  const ending = t.state.ending as Ending;
-  const run = undoRunOf(ending, command.id);
-  if (!run) {
+  const place = undoPlaceOf(ending, command.id);
+  if (!place) {
     // An action that was in flight when the rollback began finished; its effect is undone by the steps.
     detachRun(t, command.id);
     return;
   }
-  const running = ending.running as UndoRun[];
-  if (command.kind === 'wait') {
+  if (place.engine === 'graph' && command.kind === 'wait') {
     // The wait before a retry is over: the step is issued again.
-    setUndoRuns(
-      t,
-      running.map((r) => (r === run ? { ...r, command: null } : r)),
-    );
+    setUndoRun(t, { ...place.run, command: null });
     return;
   }
   notice(t, at, 'rollback_step', 'info', `undo: ${describeCommand(command)} done`);
@@ -189,34 +186,29 @@ export function onUndoSucceeded(t: Transition, command: Command, at: number): vo
     const { retrying, ...rest } = entry;
     return { ...rest, resolved: { how: 'retried', at, ...(retrying.by ? { by: retrying.by } : {}) } };
   });
-  finishUndo(t, run, skipped);
+  finishUndoStep(t, place, skipped);
 }
 
-export function onUndoFailed(t: Transition, command: Command, at: number, message: string): void {
+/**
+ * An undo step (or a call in flight when the rollback began) failed: it waits and is tried again,
+ * up to maxAttemptsPerUndoStep attempts; then it is skipped and left for a person.
+ */
+export function undoFailed(t: Transition, command: Command, at: number, message: string): void {
   const ending = t.state.ending as Ending;
-  const run = undoRunOf(ending, command.id);
-  if (!run) {
+  const place = undoPlaceOf(ending, command.id);
+  if (!place) {
     detachRun(t, command.id); // an interrupted action failed: its undo step is already planned
     return;
   }
-  const running = ending.running as UndoRun[];
+  const attempt = place.engine === 'graph' ? place.run.attempt : t.state.attempt;
+  if (place.engine === 'graph' && command.kind === 'wait') {
+    retryUndoStep(t, place, attempt); // the wait itself failed: wait again, the attempt not counted
+    return;
+  }
   const what = describeCommand(command);
-  if (command.kind === 'wait' || run.attempt < maxAttemptsPerUndoStep) {
-    if (command.kind !== 'wait')
-      notice(t, at, 'action_retry', 'warn', `undo: ${what} failed (${message}); retrying`);
-    const attempt = command.kind === 'wait' ? run.attempt : run.attempt + 1;
-    const wait = {
-      id: `c${t.state.nextCommand}`,
-      kind: 'wait',
-      ms: retryBackoffMs(run.attempt),
-      purpose: 'retry',
-    } as const;
-    t.state = { ...t.state, inflight: [...t.state.inflight, wait], nextCommand: t.state.nextCommand + 1 };
-    t.commands.push(wait);
-    setUndoRuns(
-      t,
-      running.map((r) => (r === run ? { ...r, attempt, command: wait.id } : r)),
-    );
+  if (attempt < maxAttemptsPerUndoStep) {
+    notice(t, at, 'action_retry', 'warn', `undo: ${what} failed (${message}); retrying`);
+    retryUndoStep(t, place, attempt + 1);
     return;
   }
   notice(
@@ -224,7 +216,7 @@ export function onUndoFailed(t: Transition, command: Command, at: number, messag
     at,
     'action_failed',
     'error',
-    `undo: ${what} failed ${run.attempt} times (${message}); skipped, needs a person`,
+    `undo: ${what} failed ${attempt} times (${message}); skipped, needs a person`,
   );
   // A retried step that fails again is left for a person again: the same entry, not a second one.
   const again = ending.skipped.some((entry) => entry.retrying?.as === command.id);
@@ -235,66 +227,59 @@ export function onUndoFailed(t: Transition, command: Command, at: number, messag
         return { ...rest, error: message };
       })
     : [...ending.skipped, { command, what, error: message }];
-  finishUndo(t, run, skipped);
+  finishUndoStep(t, place, skipped);
 }
 
-/** An undo step (or a call in flight when the rollback began) succeeded. */
-export function undoSucceeded(t: Transition, command: Command, at: number): void {
+/** The step waits (the backoff of the attempt it is at), then runs again as attempt `next`. */
+function retryUndoStep(t: Transition, place: UndoPlace, next: number): void {
+  switch (place.engine) {
+    case 'sequence':
+      // A wait of no action, the attempt counted on the state (`next`); once the wait ends,
+      // advanceRollingBack issues the step at the cursor again.
+      retryLater(t, next - 1);
+      return;
+    case 'graph': {
+      const wait = {
+        id: `c${t.state.nextCommand}`,
+        kind: 'wait',
+        ms: retryBackoffMs(place.run.attempt),
+        purpose: 'retry',
+      } as const;
+      t.state = { ...t.state, inflight: [...t.state.inflight, wait], nextCommand: t.state.nextCommand + 1 };
+      t.commands.push(wait);
+      setUndoRun(t, { ...place.run, attempt: next, command: wait.id });
+      return;
+    }
+    default:
+      assertNever(place, 'undo place');
+  }
+}
+
+/** The step is finished (done, or left for a person): the steps after it may go. */
+function finishUndoStep(t: Transition, place: UndoPlace, skipped: SkippedStep[]): void {
   const ending = t.state.ending as Ending;
-  if (ending.running) {
-    onUndoSucceeded(t, command, at);
-    return;
+  switch (place.engine) {
+    case 'sequence':
+      t.state = { ...t.state, attempt: 1, ending: { ...ending, cursor: ending.cursor + 1, skipped } };
+      return;
+    case 'graph': {
+      // It leaves `running` and joins `finished`; the cursor moves past what is finished.
+      const finished = [...(ending.finished as number[])];
+      finished.splice(lowerBound(finished, place.run.index), 0, place.run.index);
+      let cursor = ending.cursor;
+      while (finished[cursor] === cursor) cursor++;
+      const running = (ending.running as UndoRun[]).filter((r) => r.index !== place.run.index);
+      t.state = { ...t.state, ending: { ...ending, running, finished, cursor, skipped } };
+      return;
+    }
+    default:
+      assertNever(place, 'undo place');
   }
-  if (ending.steps[ending.cursor]?.id !== command.id) {
-    // An action that was in flight when the rollback began finished; its effect is undone below.
-    detachRun(t, command.id);
-    return;
-  }
-  notice(t, at, 'rollback_step', 'info', `undo: ${describeCommand(command)} done`);
-  // A step a person asked to retry is resolved once it succeeds.
-  const skipped = ending.skipped.map((s): SkippedStep => {
-    if (s.retrying?.as !== command.id) return s;
-    const { retrying, ...rest } = s;
-    return { ...rest, resolved: { how: 'retried', at, ...(retrying.by ? { by: retrying.by } : {}) } };
-  });
-  t.state = { ...t.state, attempt: 1, ending: { ...ending, cursor: ending.cursor + 1, skipped } };
 }
 
-/** An undo step (or a call in flight when the rollback began) failed. */
-export function undoFailed(t: Transition, command: Command, at: number, message: string): void {
-  const s = t.state;
-  const what = describeCommand(command);
-  const ending = s.ending as Ending;
-  if (ending.running) {
-    onUndoFailed(t, command, at, message);
-    return;
-  }
-  const undoing = ending.steps[ending.cursor]?.id === command.id;
-  if (!undoing) {
-    // An interrupted action failed: its undo step is already planned.
-    detachRun(t, command.id);
-    return;
-  }
-  if (s.attempt < maxAttemptsPerUndoStep) {
-    notice(t, at, 'action_retry', 'warn', `undo: ${what} failed (${message}); retrying`);
-    retryLater(t, s.attempt);
-    return;
-  }
-  notice(
-    t,
-    at,
-    'action_failed',
-    'error',
-    `undo: ${what} failed ${s.attempt} times (${message}); skipped, needs a person`,
-  );
-  // A retried step that fails again is left for a person again: the same entry, not a second one.
-  const again = ending.skipped.some((s) => s.retrying?.as === command.id);
-  const skipped = again
-    ? ending.skipped.map((s): SkippedStep => {
-        if (s.retrying?.as !== command.id) return s;
-        const { retrying: _retrying, ...rest } = s;
-        return { ...rest, error: message };
-      })
-    : [...ending.skipped, { command, what, error: message }];
-  t.state = { ...t.state, attempt: 1, ending: { ...ending, cursor: ending.cursor + 1, skipped } };
+/** The graph's run of an undo step, changed. */
+function setUndoRun(t: Transition, run: UndoRun): void {
+  const ending = t.state.ending as Ending;
+  const running = (ending.running as UndoRun[]).map((r) => (r.index === run.index ? run : r));
+  t.state = { ...t.state, ending: { ...ending, running } };
 }
