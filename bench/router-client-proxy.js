@@ -27,7 +27,9 @@ import {
   upstreamRequestHead,
   upstreamRequestHeaders,
 } from '../dist/router/forward-headers.js';
-import { UpstreamExchange, UpstreamPools, upstreamMaxSockets } from '../dist/router/upstream-pool.js';
+import { UpstreamExchange } from '../dist/router/upstream-exchange.js';
+import { upstreamMaxSockets } from '../dist/router/upstream-pool.js';
+import { UpstreamPools } from '../dist/router/upstream-pools.js';
 
 const [client, listenPort, upstream] = process.argv.slice(2);
 /** As the router's defaults for a route (upstreamTimeout, queueTimeout). */

@@ -21,13 +21,9 @@ import {
   type Slot,
 } from './routing-state.js';
 import type { SlotMetrics } from './slot-metrics.js';
-import {
-  type ExchangeHandler,
-  queueTimeoutCode,
-  UpstreamExchange,
-  type UpstreamFailure,
-  type UpstreamPools,
-} from './upstream-pool.js';
+import { type ExchangeHandler, UpstreamExchange, type UpstreamFailure } from './upstream-exchange.js';
+import { queueTimeoutCode } from './upstream-pool.js';
+import type { UpstreamPools } from './upstream-pools.js';
 
 /** Upstreams one request may be sent to: the first, and up to two after it failed to answer. */
 export const maxUpstreamAttempts = 3;

@@ -41,7 +41,7 @@ import {
   type RoutingState,
 } from './routing-state.js';
 import { SlotMetrics } from './slot-metrics.js';
-import { UpstreamPools } from './upstream-pool.js';
+import { UpstreamPools } from './upstream-pools.js';
 import { type TableWatch, watchTable } from './watch-table.js';
 
 /** On close, requests still unanswered after this long are cut. */

@@ -18,12 +18,13 @@
  *   `streamedBodyMaxSockets` carry a request whose body is still coming from the client; more
  *   requests wait in order for one to be free, each at most its route's queueTimeout (checked by
  *   the pool's timer).
+ *
+ * The parts: upstream-exchange.ts is one request, upstream-connection.ts one connection, this file
+ * the pool of one address, upstream-pools.ts the pools of every address and their timer.
  */
-import { connect, type Socket } from 'node:net';
 import { parseHostPort } from '../core/host-port.js';
-import type { RequestBodyFraming } from './body-framing.js';
-import type { RawHeaders } from './forward-headers.js';
-import { ResponseParser, type ResponseSink } from './http1-response.js';
+import { type ConnectionOwner, UpstreamConnection } from './upstream-connection.js';
+import type { ExchangeQueue, UpstreamExchange, UpstreamFailure } from './upstream-exchange.js';
 
 /** Connections to one upstream address that carry requests at most; more requests queue. */
 export const upstreamMaxSockets = 256;
@@ -41,8 +42,6 @@ export const upstreamMaxIdleSockets = 64;
  * keepAliveTimeout (5 s), so the router rarely reuses a connection the upstream is closing.
  */
 export const upstreamIdleSocketTimeoutMs = 4_000;
-/** An upstream that has not accepted a connection within this long counts as refusing it. */
-export const upstreamConnectTimeoutMs = 5_000;
 /**
  * Connections kept ready to every blue address of the table, even while blue takes no traffic:
  * idle keep-alive connections, or else spare connections opened ahead (no request sent on them).
@@ -65,304 +64,13 @@ export const upstreamSpareMaxAgeMs = 20_000;
  */
 export const queueTimeoutCode = 'ECUTOVERQUEUE';
 
-/** What is known about an upstream request that failed before its response ended. */
-export interface UpstreamFailure {
-  method: string;
-  code: string | undefined;
-  /**
-   * Some of the request may have reached the upstream: its head was handed to a connection that
-   * was up, and the kernel did not refuse it. False only with proof that no byte went out: the
-   * connection never came up, or writing the head failed (a reused connection the upstream had
-   * closed or reset). A request sent on a connection the upstream was closing at that very moment
-   * counts as sent: nothing tells it apart from one the upstream read and then dropped.
-   */
-  requestSent: boolean;
-  /**
-   * A connection that had sat idle (kept alive, or opened ahead) refused the request: the upstream
-   * had closed it, which says nothing about the address, so another connection to it may carry it.
-   */
-  staleConnection: boolean;
-  /** Bytes of a response arrived on the connection. */
-  receivedBytes: boolean;
-}
-
-/** What happens to one request on its way: the proxy's side of an exchange. */
-export interface ExchangeHandler {
-  /** The connection is up: the request body may be sent now. Only for a request with a body. */
-  upstreamConnected(): void;
-  /** The final response's head (interim 1xx responses are skipped). */
-  upstreamHead(status: number, reason: string, headers: RawHeaders): void;
-  /**
-   * A piece of the response body, the last with `last` (possibly empty). Answer false when the
-   * client cannot take more now: reading stops until `exchange.resume()`.
-   */
-  upstreamBody(chunk: Buffer, last: boolean): boolean;
-  /** The request failed before its response ended; nothing more is called after this. */
-  upstreamFailed(failure: UpstreamFailure, error: Error): void;
-}
-
-/** One request to one upstream address: written by the proxy, carried by a pooled connection. */
-export class UpstreamExchange {
-  /** The connection carrying it, once it has one. */
-  connection: UpstreamConnection | null = null;
-  /** Sent to the end (a request without a body is, once its head is written). */
-  requestEnded: boolean;
-  receivedBytes = false;
-  /** Writing the head failed: no byte of this request left the router. */
-  headRefused = false;
-  /** Answered, failed or aborted: nothing more happens. */
-  done = false;
-  /** Waiting for a free connection in this pool, since `queuedAt`. */
-  queuedIn: UpstreamPool | null = null;
-  queuedAt = 0;
-  /** Its body is still coming from the client when it is sent: it counts to `streamedBodyMaxSockets`. */
-  streamedBody = false;
-
-  constructor(
-    readonly method: string,
-    /** The request line and header fields, ending with the empty line. */
-    readonly head: string,
-    readonly body: RequestBodyFraming,
-    readonly handler: ExchangeHandler,
-    /** Longest silence of the upstream once the request was sent, while its answer is awaited. */
-    readonly silenceTimeoutMs: number,
-    /** Longest wait for a free connection when all of them are busy. */
-    readonly queueTimeoutMs: number,
-  ) {
-    this.requestEnded = body === 'none';
-  }
-
-  /** The body can no longer be sent (the exchange is over, or its connection is gone). */
-  get destroyed(): boolean {
-    return this.done || this.connection === null || this.connection.socket.destroyed;
-  }
-
-  /** Sends a piece of the request body; false when the connection's buffer is full (see onceDrain). */
-  write(chunk: Buffer): boolean {
-    const socket = this.connection?.socket;
-    if (this.done || !socket || chunk.length === 0) return true;
-    if (this.body !== 'chunked') return socket.write(chunk);
-    socket.cork();
-    socket.write(`${chunk.length.toString(16)}\r\n`, 'latin1');
-    socket.write(chunk);
-    const more = socket.write('\r\n', 'latin1');
-    socket.uncork();
-    return more;
-  }
-
-  end(): void {
-    if (this.requestEnded || this.done) return;
-    this.requestEnded = true;
-    if (this.body === 'chunked') this.connection?.socket.write('0\r\n\r\n', 'latin1');
-    // The upstream's silence counts from here: before, it may be waiting for the body.
-    if (this.connection) this.connection.lastHeard = Date.now();
-  }
-
-  onceDrain(listener: () => void): void {
-    this.connection?.socket.once('drain', listener);
-  }
-
-  /** The client can take more of the response body. */
-  resume(): void {
-    if (!this.done) this.connection?.resume();
-  }
-
-  /** The client went away: stop, and close the connection if it carries this request. */
-  abort(): void {
-    if (this.done) return;
-    this.done = true;
-    if (this.queuedIn) this.queuedIn.dequeue(this);
-    this.connection?.socket.destroy();
-  }
-}
-
-type ConnectionState = 'busy' | 'idle' | 'opening-spare' | 'spare' | 'closed';
-
-/** One keep-alive connection to an upstream. */
-export class UpstreamConnection implements ResponseSink {
-  readonly socket: Socket;
-  private readonly parser = new ResponseParser(this);
-  exchange: UpstreamExchange | null = null;
-  state: ConnectionState;
-  /** It carries an exchange with a streamed body, counted by its pool until it is released or closed. */
-  streamsBody = false;
-  connected = false;
-  /** Requests whose response was read to the end on this connection. */
-  served = 0;
-  readonly openedAsSpare: boolean;
-  /** When it became idle, or was opened as a spare. */
-  since = 0;
-  /** When the upstream last sent a byte, or the request was sent (for the silence timeout). */
-  lastHeard = 0;
-  private paused = false;
-  private error: NodeJS.ErrnoException | null = null;
-  private connectTimer: NodeJS.Timeout | null;
-  /**
-   * The write callback of every request head on this connection (one function per connection, not
-   * per request). Node calls it with an error before the socket's 'close' when the kernel refused
-   * the bytes, and the exchange is still this connection's then: one request at a time.
-   */
-  private readonly headWritten = (error?: Error | null): void => {
-    if (error && this.exchange) this.exchange.headRefused = true;
-  };
-
-  constructor(
-    private readonly pool: UpstreamPool,
-    host: string,
-    port: number,
-    spare: boolean,
-  ) {
-    this.openedAsSpare = spare;
-    this.state = spare ? 'opening-spare' : 'busy';
-    const socket = connect({ host, port, noDelay: true, keepAlive: true });
-    this.socket = socket;
-    socket.on('connect', () => this.onConnect());
-    socket.on('data', (data: Buffer) => this.onData(data));
-    socket.on('error', (error: NodeJS.ErrnoException) => {
-      this.error ??= error;
-    });
-    socket.on('close', () => this.onClose());
-    this.connectTimer = setTimeout(() => {
-      const error: NodeJS.ErrnoException = new Error(`connect to ${host}:${port} timed out`);
-      error.code = 'ETIMEDOUT';
-      socket.destroy(error);
-    }, upstreamConnectTimeoutMs);
-  }
-
-  /** Sends `exchange`'s head on this connection and makes it the one whose response is read. */
-  carry(exchange: UpstreamExchange): void {
-    this.state = 'busy';
-    this.exchange = exchange;
-    exchange.connection = this;
-    this.resume();
-    this.lastHeard = Date.now();
-    this.socket.ref();
-    this.parser.expect(exchange.method === 'HEAD');
-    this.socket.write(exchange.head, 'latin1', this.headWritten);
-    if (this.connected && !exchange.requestEnded) exchange.handler.upstreamConnected();
-  }
-
-  resume(): void {
-    if (!this.paused) return;
-    this.paused = false;
-    // Time spent paused for a slow client is not the upstream's silence.
-    this.lastHeard = Date.now();
-    this.socket.resume();
-  }
-
-  /**
-   * Ends the exchange when the upstream has sent nothing for its timeout, counted once the request
-   * was sent and not while reading is paused for a slow client. Called by the pool's timer.
-   */
-  checkSilence(now: number): void {
-    const exchange = this.exchange;
-    if (!exchange || exchange.done || !exchange.requestEnded || this.paused) return;
-    if (now - this.lastHeard < exchange.silenceTimeoutMs) return;
-    const seconds = exchange.silenceTimeoutMs / 1000;
-    const error: NodeJS.ErrnoException = new Error(`the upstream sent nothing for ${seconds}s`);
-    error.code = 'ETIMEDOUT';
-    this.socket.destroy(error);
-  }
-
-  /** Waits for the next request, not keeping the process alive meanwhile. */
-  rest(now: number): void {
-    this.state = this.openedAsSpare && this.served === 0 ? 'spare' : 'idle';
-    this.since = now;
-    this.resume();
-    this.socket.unref();
-  }
-
-  responseHead(status: number, reason: string, headers: RawHeaders): void {
-    this.exchange?.handler.upstreamHead(status, reason, headers);
-  }
-
-  responseBody(chunk: Buffer, last: boolean): void {
-    const exchange = this.exchange;
-    if (!exchange || exchange.done) return;
-    if (!exchange.handler.upstreamBody(chunk, last) && !last && !this.paused) {
-      this.paused = true;
-      this.socket.pause();
-    }
-  }
-
-  private onConnect(): void {
-    this.connected = true;
-    if (this.connectTimer) clearTimeout(this.connectTimer);
-    this.connectTimer = null;
-    if (this.state === 'opening-spare') {
-      this.pool.spareReady(this);
-      return;
-    }
-    const exchange = this.exchange;
-    if (exchange && !exchange.done && !exchange.requestEnded) exchange.handler.upstreamConnected();
-  }
-
-  private onData(data: Buffer): void {
-    const exchange = this.exchange;
-    if (!exchange) {
-      // Nothing was asked on this connection (idle or spare): not a connection to trust.
-      this.socket.destroy();
-      return;
-    }
-    exchange.receivedBytes = true;
-    this.lastHeard = Date.now();
-    try {
-      this.parser.execute(data);
-    } catch (error) {
-      this.socket.destroy(error as Error);
-      return;
-    }
-    if (this.parser.complete) this.finish(exchange);
-  }
-
-  /**
-   * The response was read to its end. The exchange lets go of the connection (a late 'drain' of its
-   * client must not resume the next exchange's), which reading resumes for whoever comes next.
-   */
-  private finish(exchange: UpstreamExchange): void {
-    this.exchange = null;
-    this.served++;
-    const aborted = exchange.done;
-    exchange.done = true;
-    exchange.connection = null;
-    this.resume();
-    if (!aborted && exchange.requestEnded && this.parser.keepAlive) this.pool.release(this);
-    else this.socket.destroy();
-  }
-
-  private onClose(): void {
-    if (this.connectTimer) clearTimeout(this.connectTimer);
-    this.connectTimer = null;
-    const exchange = this.exchange;
-    // A body delimited by the close ends here (parser.end reports it as the last piece).
-    const complete = exchange !== null && this.error === null && this.parser.headRead && this.parser.end();
-    this.exchange = null;
-    this.pool.closed(this);
-    this.state = 'closed';
-    if (!exchange || exchange.done) return;
-    exchange.done = true;
-    if (complete) return;
-    const error = this.error ?? Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
-    exchange.handler.upstreamFailed(
-      {
-        method: exchange.method,
-        code: (error as NodeJS.ErrnoException).code,
-        requestSent: this.connected && !exchange.headRefused,
-        staleConnection: exchange.headRefused && (this.served > 0 || this.openedAsSpare),
-        receivedBytes: exchange.receivedBytes,
-      },
-      error,
-    );
-  }
-}
-
 /** The failure of a request that never left the router: it may go to another upstream. */
 function notSent(method: string, code: string): UpstreamFailure {
   return { method, code, requestSent: false, staleConnection: false, receivedBytes: false };
 }
 
 /** The connections to one upstream address. */
-export class UpstreamPool {
+export class UpstreamPool implements ConnectionOwner, ExchangeQueue {
   /** Idle keep-alive connections, oldest first; the newest is reused first. */
   private idle: UpstreamConnection[] = [];
   /** Connections opened ahead, nothing sent on them yet, oldest first. */
@@ -601,60 +309,4 @@ function splitExpired(queue: UpstreamExchange[], now: number): [UpstreamExchange
 function usable(connection: UpstreamConnection): boolean {
   const socket = connection.socket;
   return !socket.destroyed && socket.writable && socket.readable;
-}
-
-/** One pool per upstream address, and the timer that keeps them tidy. */
-export class UpstreamPools {
-  private readonly pools = new Map<string, UpstreamPool>();
-  private timer: NodeJS.Timeout | null = null;
-  private warmAddresses: ReadonlySet<string> = new Set();
-
-  get(address: string): UpstreamPool {
-    let pool = this.pools.get(address);
-    if (!pool) {
-      pool = new UpstreamPool(address);
-      this.pools.set(address, pool);
-      this.startTimer();
-    }
-    return pool;
-  }
-
-  /**
-   * Keeps `upstreamWarmConnections` connections ready to every address of `addresses`, topped up at
-   * the next maintenance tick (not at once: a new table is the moment traffic moves, no time to open
-   * connections nobody asked for yet). Each table replaces the set.
-   */
-  keepWarm(addresses: ReadonlySet<string>): void {
-    this.warmAddresses = addresses;
-    this.startTimer();
-  }
-
-  /** Drops pools of addresses no route uses any more, once nothing is in flight to them. */
-  sweep(inUse: ReadonlySet<string>, inFlightTo: (address: string) => number): void {
-    for (const [address, pool] of this.pools) {
-      if (inUse.has(address) || inFlightTo(address) > 0) continue;
-      pool.destroy();
-      this.pools.delete(address);
-    }
-  }
-
-  destroyAll(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
-    this.warmAddresses = new Set();
-    for (const pool of this.pools.values()) pool.destroy();
-    this.pools.clear();
-  }
-
-  private startTimer(): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => this.maintain(), upstreamMaintenanceIntervalMs);
-    this.timer.unref();
-  }
-
-  private maintain(): void {
-    const now = Date.now();
-    for (const pool of this.pools.values()) pool.closeStale(now);
-    for (const address of this.warmAddresses) this.get(address).keepWarm(upstreamWarmConnections);
-  }
 }

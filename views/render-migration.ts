@@ -1,5 +1,5 @@
 import { sortedHas } from '../core/migration/plan-index.js';
-import { commitIndex } from '../core/migration/step.js';
+import { commitIndex } from '../core/migration/queries.js';
 import type { MigrationSummary } from '../core/migration/summary.js';
 import type { LogLine, MigrationState } from '../core/migration/types.js';
 import { stages } from '../core/plan/types.js';

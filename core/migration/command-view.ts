@@ -12,7 +12,7 @@ import type { CurrentLayout } from '../layout.js';
 import type { Plan } from '../plan/types.js';
 import { has, own, setOwn } from '../records.js';
 import type { Topology } from '../topology/types.js';
-import { previewRoutes } from './step.js';
+import { previewRoutes } from './queries.js';
 import type { Command, MigrationState } from './types.js';
 
 export function commandView(state: MigrationState, command: Command): MigrationState {

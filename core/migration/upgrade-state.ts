@@ -1,4 +1,4 @@
-import { commitIndex, routesToPromote } from './step.js';
+import { commitIndex, routesToPromote } from './queries.js';
 import type { ActionRun, Command, MigrationState } from './types.js';
 
 /** The state as it was stored before commands ran concurrently (one command in flight at most). */

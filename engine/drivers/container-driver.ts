@@ -41,6 +41,7 @@ import {
 } from './container-names.js';
 import { replicateContainerSlot } from './container-replicate.js';
 import { defaultContainerGraceMs, startContainers } from './container-start.js';
+import { PortPool } from './port-pool.js';
 import { replicaConnectTimeoutMs } from './process-observe.js';
 import type {
   ComponentCallContext,
@@ -53,17 +54,20 @@ import type {
 export interface ContainerDriverOptions {
   /** A replica not running this long after `run` returned fails the call (default 500 ms). */
   startupGraceMs?: number;
+  /** Where host ports come from; share one with every driver that may provision at the same time. */
+  ports?: PortPool;
 }
 
 export function createContainerDriver(driverOptions: ContainerDriverOptions = {}): ComponentDriver {
   const graceMs = driverOptions.startupGraceMs ?? defaultContainerGraceMs;
+  const ports = driverOptions.ports ?? new PortPool();
   return {
     async provision(ctx, slot, options) {
       options.signal.throwIfAborted();
       const { engine, driver, hostName } = engineFor(ctx);
       const slotId = containerSlotId(ctx);
       await removeSlotContainers(ctx, slotId, options, 'an earlier attempt left');
-      const started = await startContainers(ctx, { engine, driver, slot, slotId, graceMs }, options);
+      const started = await startContainers(ctx, { engine, driver, slot, slotId, graceMs, ports }, options);
       const serving = (ctx.spec.ports ?? []).length > 0;
       return {
         component: ctx.component,

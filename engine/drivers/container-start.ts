@@ -20,7 +20,7 @@ import {
   stopTimeoutMsOf,
   volumeName,
 } from './container-names.js';
-import { freePorts } from './process-start.js';
+import type { PortPool } from './port-pool.js';
 import {
   type ComponentCallContext,
   type DriverCallOptions,
@@ -39,6 +39,8 @@ export interface StartTarget {
   slot: Slot;
   slotId: string;
   graceMs: number;
+  /** Where host ports not written in the file come from. */
+  ports: PortPool;
 }
 
 /** The image as it resolved at provision: what the plan compares with the image the tag names now. */
@@ -60,7 +62,7 @@ export async function startContainers(
   const imageId = await ensureImage(ctx, engine, image, options);
   const network = ctx.spec.network ?? target.driver.network;
   const ports = ctx.spec.ports ?? [];
-  const free = await freePorts(ports.filter((p) => p.host === undefined).length * ctx.spec.replicas);
+  const free = await target.ports.take(ports.filter((p) => p.host === undefined).length * ctx.spec.replicas);
   const env = componentEnv(ctx);
   refuseLineBreaks(ctx, env);
   const volumeArgs = await slotVolumes(ctx, engine, slotId, options);

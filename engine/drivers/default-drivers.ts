@@ -3,16 +3,21 @@ import { createContainerDriver } from './container-driver.js';
 import { createExecDriver } from './exec-driver.js';
 import { createNginxDriver } from './nginx-driver.js';
 import { observeNginxRoute } from './nginx-observe.js';
+import { PortPool } from './port-pool.js';
 import { createProcessDriver } from './process-driver.js';
 import { createRouterDriver } from './router-driver.js';
 
-/** The built-in drivers: components as processes, exec scripts or containers, routes by the router or nginx. */
-export function defaultDrivers(): DriverSet {
+/**
+ * The built-in drivers: components as processes, exec scripts or containers, routes by the router
+ * or nginx. The process and container drivers take their replicas' ports from one pool, so that
+ * provisions running at once never pick the same port.
+ */
+export function defaultDrivers(ports = new PortPool()): DriverSet {
   return {
     component: {
       exec: createExecDriver(),
-      process: createProcessDriver(),
-      container: createContainerDriver(),
+      process: createProcessDriver({ ports }),
+      container: createContainerDriver({ ports }),
     },
     route: { router: createRouterDriver(), nginx: { ...createNginxDriver(), observe: observeNginxRoute } },
   };

@@ -34,6 +34,7 @@ import { defaults } from '../../core/topology/types.js';
 import { inheritedEnv } from '../secrets/resolve-secrets.js';
 import { componentEnv } from './component-env.js';
 import { exitCodeRetry } from './exec-driver.js';
+import { PortPool } from './port-pool.js';
 import { runCommand } from './process-command.js';
 import { observeProcessSlot } from './process-observe.js';
 import { restartProcessSlot } from './process-restart.js';
@@ -53,10 +54,13 @@ export { readSlot, stopSlotProcesses } from './process-slot.js';
 export interface ProcessDriverOptions {
   /** A replica that exits within this long of starting fails the call (default 300 ms). */
   startupGraceMs?: number;
+  /** Where its replicas' ports come from; share one with every driver that may provision at the same time. */
+  ports?: PortPool;
 }
 
 export function createProcessDriver(driverOptions: ProcessDriverOptions = {}): ComponentDriver {
   const startupGraceMs = driverOptions.startupGraceMs ?? defaultStartupGraceMs;
+  const ports = driverOptions.ports ?? new PortPool();
   return {
     async provision(ctx, slot, options) {
       options.signal.throwIfAborted();
@@ -70,6 +74,7 @@ export function createProcessDriver(driverOptions: ProcessDriverOptions = {}): C
       const replicas = await startReplicas(
         ctx,
         { slot, slotId, slotDir, stopTimeoutMs, startupGraceMs },
+        ports,
         options,
       );
       return {
@@ -110,7 +115,12 @@ export function createProcessDriver(driverOptions: ProcessDriverOptions = {}): C
     },
 
     async restart(ctx, slot, options) {
-      return restartProcessSlot(ctx, slot, { stopTimeoutMs: stopTimeoutOf(ctx), startupGraceMs }, options);
+      return restartProcessSlot(
+        ctx,
+        slot,
+        { stopTimeoutMs: stopTimeoutOf(ctx), startupGraceMs, ports },
+        options,
+      );
     },
 
     observe: observeProcessSlot,

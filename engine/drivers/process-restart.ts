@@ -8,6 +8,7 @@ import { mkdir, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { PortPool } from './port-pool.js';
 import { stopProcessGroup } from './process-group.js';
 import { observeReplica } from './process-observe.js';
 import {
@@ -19,7 +20,6 @@ import {
   writeSlot,
 } from './process-slot.js';
 import {
-  freePorts,
   replicaLaunch,
   type SlotTarget,
   type Started,
@@ -44,10 +44,10 @@ import {
 export async function restartProcessSlot(
   ctx: ComponentCallContext,
   slot: SlotInfo,
-  timing: { stopTimeoutMs: number; startupGraceMs: number },
+  settings: { stopTimeoutMs: number; startupGraceMs: number; ports: PortPool },
   options: DriverCallOptions,
 ): Promise<SlotInfo> {
-  const { stopTimeoutMs, startupGraceMs } = timing;
+  const { stopTimeoutMs, startupGraceMs, ports } = settings;
   options.signal.throwIfAborted();
   const command = ctx.spec.run?.command ?? [];
   if (command.length === 0) {
@@ -103,7 +103,7 @@ export async function restartProcessSlot(
   try {
     for (const { index, port: recorded } of down) {
       options.signal.throwIfAborted();
-      const port = recorded !== undefined && (await portIsFree(recorded)) ? recorded : await newPort();
+      const port = recorded !== undefined && (await portIsFree(recorded)) ? recorded : await newPort(ports);
       const replica = await startReplica(
         replicaLaunch(ctx, target, { command, cwd, index, port }),
         ctx.component,
@@ -159,7 +159,7 @@ async function portIsFree(port: number): Promise<boolean> {
   return free;
 }
 
-async function newPort(): Promise<number> {
-  const [port] = await freePorts(1);
+async function newPort(ports: PortPool): Promise<number> {
+  const [port] = await ports.take(1);
   return port as number;
 }

@@ -1,12 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, open, readFile, stat } from 'node:fs/promises';
-import { createServer, type Server } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { formatDuration } from '../../core/topology/duration.js';
 import { processIdentity } from '../../platform/process-identity.js';
 import { inheritedEnv } from '../secrets/resolve-secrets.js';
 import { componentEnv } from './component-env.js';
+import type { PortPool } from './port-pool.js';
 import { type ReplicaRecord, type SlotRecord, stopSlotProcesses, writeSlot } from './process-slot.js';
 import { spawnFailure } from './spawn-failure.js';
 import {
@@ -46,6 +46,7 @@ export interface Started {
 export async function startReplicas(
   ctx: ComponentCallContext,
   target: SlotTarget,
+  ports: PortPool,
   options: DriverCallOptions,
 ): Promise<ReplicaRecord[]> {
   const command = ctx.spec.run?.command ?? [];
@@ -63,8 +64,8 @@ export async function startReplicas(
 
   const started: Started[] = [];
   try {
-    const ports = await freePorts(ctx.spec.replicas);
-    for (const [index, port] of ports.entries()) {
+    const chosen = await ports.take(ctx.spec.replicas);
+    for (const [index, port] of chosen.entries()) {
       options.signal.throwIfAborted();
       const launch = replicaLaunch(ctx, target, { command, cwd, index, port });
       const replica = await startReplica(launch, ctx.component);
@@ -210,46 +211,4 @@ export async function startupFailure(
   return new PermanentDriverError(
     `${component} replica ${failed.record.index} (${command.join(' ')}) ${how} within ${formatDuration(graceMs)} of starting${tail}`,
   );
-}
-
-/**
- * Ports this process handed out lately, with when each hold ends. The kernel soon hands a closed
- * port to the next bind(0) again (59 repeats in 1,000 calls here), so without this two provisions
- * running at once could pick the same port; a replica binds its port within its start-up, long
- * before the hold ends.
- */
-const handedOut = new Map<number, number>();
-const portHoldMs = 60_000;
-/** Enough tries to get past every port held, however many provisions ran lately. */
-const maxPortTries = 10_000;
-
-/**
- * Distinct free loopback ports, none handed out by this process in the last minute: each is bound
- * (port 0) and held until all are chosen. Another process may still take one before the replica
- * binds it: the replica then exits at once, which fails the stage like any other start-up failure.
- */
-export async function freePorts(count: number): Promise<number[]> {
-  const now = Date.now();
-  for (const [port, until] of handedOut) if (until <= now) handedOut.delete(port);
-  const servers: Server[] = [];
-  const chosen: number[] = [];
-  try {
-    for (let tries = 0; chosen.length < count; tries++) {
-      if (tries >= maxPortTries) throw new Error(`no free loopback port after ${maxPortTries} tries`);
-      const server = createServer();
-      servers.push(server);
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(0, loopback, resolve);
-      });
-      const address = server.address();
-      if (address === null || typeof address === 'string') throw new Error('no port for a TCP listener');
-      // A port held for another provision stays bound until the end, so the kernel moves on.
-      if (!handedOut.has(address.port)) chosen.push(address.port);
-    }
-    for (const port of chosen) handedOut.set(port, now + portHoldMs);
-    return chosen;
-  } finally {
-    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  }
 }

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertNever, CutoverError, environmentFault } from '../../core/errors.js';
 import { type HostPort, parseHostPort } from '../../core/host-port.js';
-import { previewRoutes } from '../../core/migration/step.js';
+import { previewRoutes } from '../../core/migration/queries.js';
 import type { AnalysisResult, Command, CommandError, MigrationState } from '../../core/migration/types.js';
 import { own } from '../../core/records.js';
 import type { Route, Topology } from '../../core/topology/types.js';

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLoad } from '../../bench/load.js';
-import { describeCommand } from '../../core/migration/step.js';
+import { describeCommand } from '../../core/migration/queries.js';
 import type { MigrationState } from '../../core/migration/types.js';
 import { procStat } from '../../platform/process-identity.js';
 import { repoRoot, runCli, tempDir } from '../support/cli.js';

@@ -18,7 +18,8 @@
 import { appendFileSync, existsSync, readFileSync, rmSync, statSync, watch, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, type ExpectStatic, it, type TestContext } from 'vitest';
-import { describeCommand, replay } from '../../core/migration/step.js';
+import { describeCommand } from '../../core/migration/queries.js';
+import { replay } from '../../core/migration/step.js';
 import type { MigrationEvent, MigrationState } from '../../core/migration/types.js';
 import { readJournal } from '../../engine/runner/journal.js';
 import {

@@ -12,10 +12,9 @@ import {
   type ExchangeHandler,
   UpstreamExchange,
   type UpstreamFailure,
-  UpstreamPool,
-  UpstreamPools,
-  upstreamWarmConnections,
-} from '../../router/upstream-pool.js';
+} from '../../router/upstream-exchange.js';
+import { UpstreamPool, upstreamWarmConnections } from '../../router/upstream-pool.js';
+import { UpstreamPools } from '../../router/upstream-pools.js';
 import {
   type Answer,
   countingUpstream,

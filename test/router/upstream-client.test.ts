@@ -9,14 +9,13 @@ import { type ClientRequest, type IncomingMessage, request, type ServerResponse 
 import { connect, createServer as createNetServer, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
+import { type ExchangeHandler, UpstreamExchange } from '../../router/upstream-exchange.js';
 import {
-  type ExchangeHandler,
-  UpstreamExchange,
-  UpstreamPools,
   upstreamIdleSocketTimeoutMs,
   upstreamMaxSockets,
   upstreamWarmConnections,
 } from '../../router/upstream-pool.js';
+import { UpstreamPools } from '../../router/upstream-pools.js';
 import { countingUpstream, environment, eventually, resourcesPerTest, routerTo, send } from './support.js';
 
 const resources = resourcesPerTest();

@@ -5,10 +5,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Component } from '../../../core/topology/types.js';
+import { PortPool } from '../../../engine/drivers/port-pool.js';
 import { createProcessDriver, readSlot, stopSlotProcesses } from '../../../engine/drivers/process-driver.js';
 import { groupRunning } from '../../../engine/drivers/process-group.js';
 import type { ReplicaRecord } from '../../../engine/drivers/process-slot.js';
-import { freePorts, replicaLaunch, startReplica } from '../../../engine/drivers/process-start.js';
+import { replicaLaunch, startReplica } from '../../../engine/drivers/process-start.js';
 import {
   type ComponentCallContext,
   type DriverCallOptions,
@@ -281,7 +282,7 @@ describe('process driver', () => {
       const first = await driver.provision(ctx, 'green', callOptions());
       const slotDir = first.details?.slotDir as string;
       // Replica 2 as the killed call started it: spawned the driver's way, never recorded.
-      const [port] = await freePorts(1);
+      const [port] = await new PortPool().take(1);
       const launch = replicaLaunch(
         ctx,
         { slot: 'green', slotId: 'api-m1', slotDir, stopTimeoutMs: 5_000, startupGraceMs: 300 },

@@ -14,7 +14,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it, type TestContext } from 'vitest';
-import { describeCommand, replay } from '../../../core/migration/step.js';
+import { describeCommand } from '../../../core/migration/queries.js';
+import { replay } from '../../../core/migration/step.js';
 import type { MigrationEvent, MigrationState } from '../../../core/migration/types.js';
 import { readJournal } from '../../../engine/runner/journal.js';
 import { LocalRunner } from '../../../engine/runner/local-runner.js';

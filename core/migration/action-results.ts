@@ -1,0 +1,243 @@
+import type { Action } from '../plan/types.js';
+import { own, setOwn } from '../records.js';
+import { hookFailureRollsBack } from '../topology/hook-types.js';
+import { describeCommand, hookWhere, subStepCount } from './queries.js';
+import { finishRun, notice, retryLater, retryRunLater, runOf, setRun } from './transition.js';
+import type { AnalysisResult, Command, Transition } from './types.js';
+import { beginEnding } from './undo.js';
+
+/** Attempts of one driver call before its action fails (transient errors only). */
+export const maxAttemptsPerCall = 3;
+
+/** What an action's command (or the bake, or a commit step) did: its effect kept, its action moved on. */
+export function actionSucceeded(
+  t: Transition,
+  command: Command,
+  at: number,
+  analysis?: AnalysisResult,
+): void {
+  const s = t.state;
+  if (s.lifecycle === 'committing' || s.lifecycle === 'running' || s.lifecycle === 'paused') {
+    if (command.kind === 'analyze' && onAnalysis(t, command, at, analysis)) return;
+    if (command.kind === 'hook') {
+      notice(t, at, 'hook_passed', 'info', `hook ${command.name} (${hookWhere(command)}) passed`);
+    }
+    completeStep(t, command, at);
+  }
+}
+
+/**
+ * An analysis ended: it is kept (status, show, the API) and said in the log. A breach rolls back
+ * at once, with the figures in the reason; true then (the step does not go on).
+ */
+function onAnalysis(
+  t: Transition,
+  command: Extract<Command, { kind: 'analyze' }>,
+  at: number,
+  analysis: AnalysisResult | undefined,
+): boolean {
+  const result: AnalysisResult = analysis ?? {
+    outcome: 'inconclusive',
+    reason: 'the analysis gave no result',
+    routes: [],
+  };
+  const record = { ...result, at, weight: command.weight };
+  t.state = { ...t.state, analyses: [...(t.state.analyses ?? []), record] };
+  if (result.outcome === 'breach') {
+    const reason = `analysis failed: ${result.reason}`;
+    notice(t, at, 'analysis_failed', 'error', reason, 'cutover');
+    const run = runOf(t.state, command.id);
+    if (run) setRun(t, { ...run, command: null });
+    beginEnding(t, at, 'rolled_back', reason);
+    return true;
+  }
+  const level = result.outcome === 'pass' ? 'info' : 'warn';
+  const what =
+    result.outcome === 'pass'
+      ? `analysis passed at the ${command.weight} % step: ${result.reason}`
+      : `analysis inconclusive at the ${command.weight} % step, passed with a warning: ${result.reason}`;
+  notice(t, at, 'analysis_passed', level, what, 'cutover');
+  return false;
+}
+
+/** A confirmPromotion or postRollout hook ran (passed, or postRollout failed): the next one is due. */
+function countHook(t: Transition, point: string): void {
+  const run = t.state.hooksRun ?? { confirmPromotion: 0, postRollout: 0 };
+  if (point === 'confirmPromotion')
+    t.state = { ...t.state, hooksRun: { ...run, confirmPromotion: run.confirmPromotion + 1 } };
+  if (point === 'postRollout')
+    t.state = { ...t.state, hooksRun: { ...run, postRollout: run.postRollout + 1 } };
+}
+
+/** Keeps what a command did, whatever happens next, so that a rollback can undo it. */
+export function recordEffect(t: Transition, command: Command, output: unknown): void {
+  const s = t.state;
+  switch (command.kind) {
+    case 'provision': {
+      const slots = { ...s.slots };
+      setOwn(slots, command.component, { ...own(s.slots, command.component), green: output as never });
+      t.state = { ...s, slots };
+      return;
+    }
+    case 'restart': {
+      // The live slot with its restarted replicas (new pids, maybe new ports): the commit records it.
+      if (output === undefined) return;
+      const slots = { ...s.slots };
+      setOwn(slots, command.component, { ...own(s.slots, command.component), blue: output as never });
+      t.state = { ...s, slots };
+      return;
+    }
+    case 'record_layout':
+      t.state = { ...s, layoutRecorded: true };
+      return;
+    default:
+      return;
+  }
+}
+
+function completeStep(t: Transition, command: Command, at: number): void {
+  const s = t.state;
+  const run = runOf(s, command.id);
+  if (!run) {
+    // The bake, the commit's steps, and the waits before retrying them belong to no action.
+    if (command.kind === 'wait' && command.purpose === 'bake') {
+      t.state = { ...s, bakeDone: true, bakeRemainingMs: null };
+      notice(t, at, 'stage_entered', 'info', 'bake time over', 'bake');
+    } else if (command.kind === 'apply_route' && command.promote) {
+      t.state = { ...s, routesPromoted: s.routesPromoted + 1 };
+    } else if (command.kind === 'shift_routes' && command.promote) {
+      t.state = { ...s, routesPromoted: s.routesPromoted + command.routes.length };
+    } else if (command.kind === 'hook') {
+      countHook(t, command.point);
+    }
+    return;
+  }
+  if (command.kind === 'wait' && command.purpose !== 'hold') {
+    // The wait before a retry is over: the action's call is issued again.
+    setRun(t, { ...run, command: null });
+    return;
+  }
+  const action = s.spec.plan.actions[run.index] as Action;
+  const steps = subStepCount(s, action);
+  if (
+    action.type === 'shift_traffic' &&
+    (command.kind === 'shift_routes' || command.kind === 'apply_route')
+  ) {
+    // Each step of a shift in the log: what a person watching a progressive rollout looks for.
+    notice(t, at, 'traffic_step', 'info', `${describeCommand(command)}`, action.stage, action.id);
+  }
+  if (command.kind === 'check_health' && action.type === 'check_health') {
+    notice(
+      t,
+      at,
+      'gate_passed',
+      'info',
+      `health gate passed: ${command.slot === 'blue' ? 'restarted' : 'green'} ${action.component} is healthy`,
+      action.stage,
+      action.id,
+    );
+  }
+  if (run.subStep + 1 < steps) {
+    setRun(t, { ...run, subStep: run.subStep + 1, attempt: 1, gateRemainingMs: null, command: null });
+    return;
+  }
+  notice(t, at, 'action_succeeded', 'info', `${action.id} done`, action.stage, action.id);
+  finishRun(t, run.index);
+}
+
+/** An action's command failed (not an undo step's): retried, or the migration rolls back. */
+export function actionFailed(
+  t: Transition,
+  command: Command,
+  at: number,
+  message: string,
+  retryable: boolean,
+): void {
+  const s = t.state;
+  const what = describeCommand(command);
+  const run = runOf(s, command.id);
+  if (command.kind === 'hook') {
+    onHookFailed(t, command, at, message);
+    return;
+  }
+  if (s.lifecycle === 'committing') {
+    // Past the point of no return: a commit step is retried until it succeeds, never undone.
+    notice(t, at, 'action_retry', 'warn', `commit step ${what} failed (${message}); retrying`);
+    if (run) retryRunLater(t, run, Math.min(run.attempt, 6));
+    else retryLater(t, Math.min(s.attempt, 6));
+    return;
+  }
+  if (!run) return; // the bake's wait: issued again
+  if (command.kind === 'wait') {
+    setRun(t, { ...run, command: null });
+    return;
+  }
+  const action = s.spec.plan.actions[run.index] as Action;
+  if (retryable && run.attempt < maxAttemptsPerCall) {
+    notice(
+      t,
+      at,
+      'action_retry',
+      'warn',
+      `${action.id}: ${message}; retry ${run.attempt + 1} of ${maxAttemptsPerCall}`,
+      action.stage,
+      action.id,
+    );
+    retryRunLater(t, run, run.attempt);
+    return;
+  }
+  setRun(t, { ...run, command: null });
+  const kind = command.kind === 'check_health' ? 'gate_failed' : 'action_failed';
+  const reason =
+    command.kind === 'check_health'
+      ? `health gate failed for ${action.component}: ${message}`
+      : `${action.id} failed: ${message}`;
+  notice(t, at, kind, 'error', reason, action.stage, action.id);
+  beginEnding(t, at, 'failed', reason);
+}
+
+/**
+ * A hook failed (runHook made its attempts): before the commit it rolls back with its reason;
+ * postRollout, after the commit, cannot: a warning, and the migration completes.
+ */
+function onHookFailed(
+  t: Transition,
+  command: Extract<Command, { kind: 'hook' }>,
+  at: number,
+  message: string,
+): void {
+  const run = runOf(t.state, command.id);
+  if (!hookFailureRollsBack(command.point)) {
+    notice(
+      t,
+      at,
+      'hook_failed',
+      'warn',
+      `hook ${command.name} (${command.point}) failed, after the commit: ${message}`,
+    );
+    countHook(t, command.point);
+    return;
+  }
+  if (run) setRun(t, { ...run, command: null });
+  // runHook's reason names the hook and its target already: say where it ran in front of it.
+  const reason = `${hookWhere(command)}: ${message}`;
+  notice(t, at, 'hook_failed', 'error', reason, 'cutover');
+  beginEnding(t, at, 'rolled_back', reason);
+}
+
+export function onCancelled(t: Transition, command: Command, elapsedMs: number): void {
+  const run = runOf(t.state, command.id);
+  if (run) {
+    // A gate goes on later with the deadline it had left; any other call is issued again.
+    // A hold goes on with the time it had left, as a gate does.
+    const gateRemainingMs =
+      command.kind === 'check_health'
+        ? Math.max(0, command.deadlineMs - elapsedMs)
+        : command.kind === 'wait' && command.purpose === 'hold'
+          ? Math.max(0, command.ms - elapsedMs)
+          : run.gateRemainingMs;
+    setRun(t, { ...run, command: null, gateRemainingMs });
+  } else if (command.kind === 'wait' && command.purpose === 'bake') {
+    t.state = { ...t.state, bakeRemainingMs: Math.max(0, command.ms - elapsedMs) };
+  }
+}
