@@ -14,7 +14,7 @@ import { StateDir } from '../dist/engine/store/state-dir.js';
 import { dataConverter } from '../dist/engine/temporal/payload-codec.js';
 import { TemporalMigrations } from '../dist/engine/temporal/temporal-migrations.js';
 import { startWorker } from '../dist/engine/temporal/worker.js';
-import { migrationWorkflowId } from '../dist/engine/temporal/workflows.js';
+import { migrationWorkflowId } from '../dist/engine/temporal/workflow-definitions.js';
 import { withTempDir } from './support.js';
 import { startDevServer } from './temporal-bench.js';
 

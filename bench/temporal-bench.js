@@ -23,7 +23,7 @@ import { StateDir } from '../dist/engine/store/state-dir.js';
 import { dataConverter } from '../dist/engine/temporal/payload-codec.js';
 import { TemporalMigrations } from '../dist/engine/temporal/temporal-migrations.js';
 import { startWorker } from '../dist/engine/temporal/worker.js';
-import { migrationWorkflowId } from '../dist/engine/temporal/workflows.js';
+import { migrationWorkflowId } from '../dist/engine/temporal/workflow-definitions.js';
 import { temporalBinary } from '../scripts/tools.mjs';
 import { freePort, noopDrivers, withTempDir } from './support.js';
 

@@ -18,7 +18,7 @@ import { type SavedPlan, savedPlanOf, topologyDigest } from '../core/plan/saved-
 import { isEmptyPlan } from '../core/plan/types.js';
 import { formatDiagnostic } from '../core/topology/diagnostic.js';
 import { loadTopology } from '../core/topology/load-topology.js';
-import { type HealEvent, type HealTarget, SelfHeal } from '../engine/api.js';
+import { type HealEvent, type HealTarget, SelfHeal, topologySource } from '../engine/api.js';
 import { StateDir } from '../engine/store/state-dir.js';
 import { ApplyQueue, markOutcome, type Pending } from './apply-queue.js';
 import { CheckLoop } from './check-loop.js';
@@ -392,7 +392,10 @@ export class Watcher {
    */
   private async publish(item: Omit<Pending, 'report'>): Promise<Report & { saved: SavedPlan }> {
     const planned = this.plannedPath(item.file, item.stateDir);
-    const live = await this.services.planLive(item.stateDir, { text: item.text, file: planned });
+    const live = await this.services.planLive(
+      item.stateDir,
+      topologySource({ text: item.text, file: planned }),
+    );
     const saved = savedPlanOf({
       plan: live.plan,
       plannedAgainst: live.against,

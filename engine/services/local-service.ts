@@ -39,9 +39,11 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
     validate: async (source) => (await api()).validationOf(source),
     async plan(desired, against, options) {
       const { planTopologyText } = await api();
-      if (against.kind === 'recorded')
-        return planTopologyText(desired, { kind: 'recorded', stateDir }, options);
-      return planTopologyText(desired, against, options);
+      return planTopologyText(
+        desired,
+        against.kind === 'recorded' ? { kind: 'recorded', stateDir } : against,
+        options,
+      );
     },
     planLive: (desired, options) => planAgainstLive(service, desired, options),
     currentLayout: (environment) => readCurrentLayout(stateDir, environment),
@@ -49,9 +51,7 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
     observe: async (environment) => (await api()).observeEnvironment(stateDir, environment),
     async start(request) {
       const created = await createMigration({
-        file: request.file,
-        text: request.text,
-        baseDir: request.baseDir,
+        source: { text: request.text, file: request.file, baseDir: request.baseDir },
         stateDir,
         ...(request.planId === undefined ? {} : { planId: request.planId }),
         ...(request.baseSerial === undefined ? {} : { baseSerial: request.baseSerial }),

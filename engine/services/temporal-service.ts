@@ -45,16 +45,7 @@ export function temporalService(settings: TemporalSettings, stateDir?: StateDir)
       const { planTopologyText } = await api();
       if (against.kind !== 'recorded') return planTopologyText(desired, against, options);
       const t = await temporal();
-      return planTopologyText(
-        desired,
-        {
-          kind: 'layout',
-          of: (environment) => t.currentLayout(environment),
-          observe: (layout, fallbackBaseDir) => t.observe(layout, fallbackBaseDir),
-          ...(stateDir ? { stateDir } : {}),
-        },
-        options,
-      );
+      return planTopologyText(desired, { kind: 'layout', home: t.home(stateDir) }, options);
     },
     planLive: (desired, options) => planAgainstLive(service, desired, options),
     currentLayout: async (environment) => (await temporal()).currentLayout(environment),
