@@ -27,7 +27,7 @@ Example:
       if (!settings)
         throw new CutoverError('USAGE', 'cutover worker needs WORKFLOW_HOST=host:port (Temporal frontend)');
       if (options.taskQueue) settings.taskQueue = options.taskQueue;
-      const stateDir = StateDir.at(options.stateDir ?? process.env.CUTOVER_STATE_DIR ?? '.cutover');
+      const stateDir = StateDir.of({ given: options.stateDir, env: process.env, topologyDir: process.cwd() });
       const { startWorker } = await import('../../engine/temporal/worker.js');
       const { defaultDrivers } = await import('../../engine/drivers/default-drivers.js');
       const worker = await startWorker({ settings, stateDir, drivers: defaultDrivers() });
