@@ -1,4 +1,3 @@
-import path from 'node:path';
 import type { Command } from 'commander';
 import { StateDir } from '../engine/store/state-dir.js';
 
@@ -21,7 +20,7 @@ export function addStateDirOptions(command: Command): Command {
     );
 }
 
-export function resolveStateDir(options: StateDirOptions, env: NodeJS.ProcessEnv = process.env): StateDir {
-  const topologyDir = path.dirname(path.resolve(options.file ?? 'topology.yaml'));
-  return StateDir.of({ given: options.stateDir, env, topologyDir });
+export function resolveStateDir(options: StateDirOptions): StateDir {
+  if (options.stateDir) return StateDir.at(options.stateDir);
+  return StateDir.for(options.file ?? 'topology.yaml');
 }
