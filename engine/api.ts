@@ -13,6 +13,7 @@ import { type LoadResult, loadTopology } from '../core/topology/load-topology.js
 import type { Topology } from '../core/topology/types.js';
 import { observeEnvironmentLayout } from './observe/observe-environment.js';
 import { observeLayout } from './observe/observe-layout.js';
+import type { ProcessSecrets } from './secrets/secret-source.js';
 import { localHome } from './services/local-home.js';
 import { checkReplace } from './services/migration-common.js';
 import { type MigrationHome, prepareMigration } from './services/prepare-migration.js';
@@ -30,7 +31,7 @@ import { readCurrentLayout } from './store/layout-store.js';
 import type { StateDir } from './store/state-dir.js';
 
 export { TopologyInvalidError } from '../core/errors.js';
-export { checkSecretsFile } from './secrets/secret-source.js';
+export { checkSecretsFile, type ProcessSecrets, processSecrets } from './secrets/secret-source.js';
 export { refuseStaleSavedPlan, shortPlanId } from './services/migration-common.js';
 export { parseRollbackTarget, type RollbackTarget } from './services/rollback-source.js';
 export { commitOfFile } from './sources/file-commit.js';
@@ -117,8 +118,8 @@ export async function readPlanBase(file: string, against: PlanBase): Promise<Pla
  */
 export async function planTopologyText(
   desired: TopologySource,
-  against:
-    | { kind: 'recorded'; stateDir: StateDir }
+  against: /** `secrets`: this process's, hashed with the state directory's key (a changed secret is seen). */
+    | { kind: 'recorded'; stateDir: StateDir; secrets: ProcessSecrets }
     /** The current layout, from wherever it is kept (Temporal). */
     | { kind: 'layout'; home: MigrationHome }
     | { kind: 'text'; source: TopologyText }
@@ -127,7 +128,7 @@ export async function planTopologyText(
   options: PlanOptions = {},
 ): Promise<Plan> {
   if (against.kind === 'recorded' || against.kind === 'layout') {
-    const home = against.kind === 'recorded' ? localHome(against.stateDir) : against.home;
+    const home = against.kind === 'recorded' ? localHome(against.stateDir, against.secrets) : against.home;
     const request = {
       source: desired,
       ...(options.replace === undefined ? {} : { replace: options.replace }),

@@ -30,7 +30,13 @@ Example:
       const stateDir = StateDir.of({ given: options.stateDir, env: process.env, topologyDir: process.cwd() });
       const { startWorker } = await import('../../engine/temporal/worker.js');
       const { defaultDrivers } = await import('../../engine/drivers/default-drivers.js');
-      const worker = await startWorker({ settings, stateDir, drivers: defaultDrivers() });
+      const { processSecrets } = await import('../../engine/secrets/secret-source.js');
+      const worker = await startWorker({
+        settings,
+        stateDir,
+        drivers: defaultDrivers(),
+        secrets: processSecrets(process.env),
+      });
       process.stderr.write(
         `cutover worker on ${settings.address} (namespace ${settings.namespace}, task queue ${settings.taskQueue}; pid ${process.pid}; state ${stateDir.root})\n`,
       );

@@ -27,6 +27,8 @@ import { JournalWriter } from '../runner/journal.js';
 import type { LocalRunner, RunnerDeps } from '../runner/local-runner.js';
 import { makeDir } from '../runner/make-dir.js';
 import { claimRunner, liveRunner, releaseRunner } from '../runner/runner-claim.js';
+import { inheritedEnv } from '../secrets/resolve-secrets.js';
+import type { ProcessSecrets } from '../secrets/secret-source.js';
 import { keptLayouts } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 import { type CreateResult, newMigrationId } from './migration-common.js';
@@ -52,6 +54,8 @@ export interface CreateRequest {
   /** The topology: its text, its name, and where its relative paths resolve. */
   source: TopologySource;
   stateDir: StateDir;
+  /** This process's secrets: the plan digests them as `plan` does. */
+  secrets: ProcessSecrets;
   /** The reviewed plan's id: refuse anything else. */
   planId?: string;
   /** The serial a saved plan was planned against: refuse as stale when the live layout moved. */
@@ -88,7 +92,7 @@ export async function createMigration(request: CreateRequest): Promise<CreateRes
       ...(claim.notice === undefined ? {} : { notice: claim.notice }),
     };
   };
-  const prepared = await prepareMigration(request, localHome(stateDir, hold));
+  const prepared = await prepareMigration(request, localHome(stateDir, request.secrets, hold));
   if (!prepared.needed) return { created: false, plan: prepared.plan };
   const spec = migrationSpec(id, prepared, source.baseDir, request, osUserName);
   const paths = stateDir.migration(spec.environment, id);
@@ -197,6 +201,7 @@ export async function hostMigration(
   environment: string,
   id: string,
   drivers: DriverSet,
+  secrets: ProcessSecrets,
   onLine?: RunnerDeps['onLine'],
 ): Promise<HostedMigration> {
   const paths = stateDir.migration(environment, id);
@@ -232,7 +237,7 @@ export async function hostMigration(
       stateDir,
       environment,
       id,
-      onLine ? { stateDir, drivers, onLine } : { stateDir, drivers },
+      onLine ? { stateDir, drivers, secrets, onLine } : { stateDir, drivers, secrets },
     );
   } catch (error) {
     release();
@@ -259,15 +264,23 @@ function notStarted(id: string, error: unknown): unknown {
   );
 }
 
-/** The runner's environment: the caller's, less the credentials it never needs (its drivers' processes inherit it). */
-function runnerEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+/**
+ * The runner's environment: the caller's, less the credentials it never needs (its drivers'
+ * processes inherit it), with the secrets handed to this process (its own edge decided them).
+ */
+function runnerEnv(env: NodeJS.ProcessEnv, secrets: ProcessSecrets): NodeJS.ProcessEnv {
   const { CUTOVER_TOKENS: _tokens, CUTOVER_TOKEN: _token, CUTOVER_HOOK_SECRET: _secret, ...rest } = env;
-  return rest;
+  return { ...inheritedEnv(rest), ...secrets.env };
 }
 
 /** Starts a detached process that drives a migration, and waits until it answers; its pid. */
-export async function spawnRunner(stateDir: StateDir, environment: string, id: string): Promise<number> {
-  return (await startRunner(stateDir, environment, id)).child;
+export async function spawnRunner(
+  stateDir: StateDir,
+  environment: string,
+  id: string,
+  secrets: ProcessSecrets,
+): Promise<number> {
+  return (await startRunner(stateDir, environment, id, secrets)).child;
 }
 
 /** A runner process started: its pid, and the pid of the runner that drives the migration now. */
@@ -285,6 +298,7 @@ export async function startRunner(
   stateDir: StateDir,
   environment: string,
   id: string,
+  secrets: ProcessSecrets,
 ): Promise<StartedRunner> {
   const paths = stateDir.migration(environment, id);
   const out = openSync(paths.runnerOutput, 'a');
@@ -303,7 +317,7 @@ export async function startRunner(
     {
       detached: true,
       stdio: ['ignore', out, out],
-      env: runnerEnv(process.env),
+      env: runnerEnv(process.env, secrets),
     },
   );
   child.unref();
@@ -340,6 +354,7 @@ export interface VerbOutcome {
  */
 export async function operate(
   ref: MigrationRef,
+  secrets: ProcessSecrets,
   verb: Verb,
   by?: string,
   options: VerbOptions = {},
@@ -350,7 +365,7 @@ export async function operate(
   let recovered = false;
   let runner = liveRunner(paths.runner);
   if (!runner) {
-    await spawnRunner(ref.stateDir, ref.environment, ref.id);
+    await spawnRunner(ref.stateDir, ref.environment, ref.id, secrets);
     runner = liveRunner(paths.runner);
     recovered = true;
     state = loadState(ref.stateDir, ref.environment, ref.id);

@@ -19,6 +19,7 @@ import { loadTopology } from '../../core/topology/load-topology.js';
 import type { Topology } from '../../core/topology/types.js';
 import { imageDigestsFor } from '../drivers/container-images.js';
 import { planSecrets } from '../secrets/resolve-secrets.js';
+import type { ProcessSecrets } from '../secrets/secret-source.js';
 import type { StateDir } from '../store/state-dir.js';
 import { auditOf, checkReplace, pinError, refuseMovedLayout } from './migration-common.js';
 import type { TopologySource } from './service-types.js';
@@ -30,6 +31,12 @@ export interface HeldEnvironment {
   notice?: string;
 }
 
+/** What a plan digests secrets with: the process's secrets, hashed with a state directory's key. */
+export interface PlanSecrets {
+  key: StateDir;
+  read: ProcessSecrets;
+}
+
 /** Where a mode keeps an environment's layouts and how it sees what runs. */
 export interface MigrationHome {
   /** The environment's current layout. */
@@ -38,8 +45,11 @@ export interface MigrationHome {
   layoutAt(environment: string, serial: number): Promise<CurrentLayout | null>;
   /** What runs of `layout`, observed where the drivers' state is; relative paths against `baseDir`. */
   observe(layout: CurrentLayout, baseDir: string): Promise<ObservedLayout>;
-  /** The state directory whose key hashes the secrets' values; absent: a changed secret is not seen. */
-  secretsFrom?: StateDir;
+  /**
+   * The secrets this process reads and the state directory whose key hashes their values (for the
+   * plan to see a changed secret); absent: a changed secret is not seen.
+   */
+  secrets?: PlanSecrets;
   /**
    * Takes the environment before its layout is read (local: the claim file); absent where
    * something else excludes a second migration (Temporal: the workflow id), or for a plan alone.
@@ -85,8 +95,8 @@ export async function prepareMigration(request: PrepareRequest, home: MigrationH
   try {
     const base = await home.layout(environment);
     if (request.planId !== undefined) refuseMovedLayout(request.planId, request.baseSerial, base);
-    const secrets = home.secretsFrom
-      ? await planSecrets(desired, home.secretsFrom, source.baseDir)
+    const secrets = home.secrets
+      ? await planSecrets(desired, home.secrets.key, home.secrets.read.for(source.baseDir))
       : undefined;
     const images = await imageDigestsFor(desired, source.baseDir);
     const known: PlanInputs = {

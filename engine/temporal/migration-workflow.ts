@@ -20,6 +20,13 @@ import {
 } from '@temporalio/workflow';
 import { commandView } from '../../core/migration/command-view.js';
 import { committedLayout } from '../../core/migration/committed-layout.js';
+import {
+  carryOut,
+  operatorEvent,
+  pickUp,
+  resolveEvent,
+  type StepHost,
+} from '../../core/migration/host-step.js';
 import { refuseResolve } from '../../core/migration/resolve-policy.js';
 import { start, step } from '../../core/migration/step.js';
 import {
@@ -113,27 +120,35 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
   };
   const publish = () => upsertSearchAttributes({ CutoverState: [state.lifecycle] });
 
-  const apply = (t: Transition, before: MigrationState['lifecycle'] | null) => {
-    state = t.state;
-    for (const notice of t.notices) log({ ...notice });
-    for (const id of t.cancels) scopes.get(id)?.cancel();
-    if (state.lifecycle !== before) publish();
-    if (
-      !isFinal(state.lifecycle) &&
-      (workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > maxHistoryEvents)
-    ) {
+  // The host of the step function (core/migration/host-step.ts, shared with the local runner):
+  // notices go to the kept log, cancellations to the command's scope, commands to activities.
+  const host = (before: MigrationState['lifecycle'] | null): StepHost => ({
+    log,
+    cancel: (id) => scopes.get(id)?.cancel(),
+    issue: (command) => dispatch(command),
+    holdCommands: (next) => {
+      state = next;
+      if (state.lifecycle !== before) publish();
+      if (
+        isFinal(state.lifecycle) ||
+        !(workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > maxHistoryEvents)
+      )
+        return false;
       if (scopes.size === 0) {
         // Go on in a fresh run, between two commands: what is in `state.inflight` and not yet run
         // is issued there.
         continuing = true;
-        return;
+        return true;
       }
       // With several calls in flight there may never be a moment with none: new commands wait (in
       // `state.inflight`, for the next run) while those running end. A run of the workflow from
       // before ran them at once, and so replays.
-      if (parallel) return;
-    }
-    for (const command of t.commands) dispatch(command);
+      return parallel;
+    },
+  });
+  const apply = (t: Transition, before: MigrationState['lifecycle'] | null) => {
+    state = t.state;
+    carryOut(t, host(before));
   };
 
   // Deliveries beside the migration, when its topology has targets. Runs recorded before them
@@ -222,10 +237,7 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
   setHandler(
     verbUpdate,
     (verb: Verb, by: string | undefined, options?: VerbOptions) => {
-      const event: MigrationEvent = { type: 'operator', at: Date.now(), verb };
-      if (by !== undefined) event.by = by;
-      if (verb === 'promote' && options?.full) event.full = true;
-      record(event);
+      record(operatorEvent(verb, Date.now(), by, options));
       return state;
     },
     {
@@ -242,10 +254,7 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
   setHandler(
     resolveUpdate,
     (args: ResolveArgs) => {
-      const event: MigrationEvent = { type: 'resolve', at: Date.now(), how: args.how };
-      if (args.step !== undefined) event.step = args.step;
-      if (args.by !== undefined) event.by = args.by;
-      record(event);
+      record(resolveEvent(args.how, Date.now(), args.step, args.by));
       resolved = true;
       return state;
     },
@@ -264,11 +273,7 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
   );
 
   if (input.resume) {
-    const cancelling = state.inflight.filter((c) => state.cancelling.includes(c.id));
-    for (const command of state.inflight) if (!cancelling.includes(command)) dispatch(command);
-    for (const command of cancelling) {
-      record({ type: 'command_cancelled', at: Date.now(), commandId: command.id, elapsedMs: 0 });
-    }
+    pickUp(state, { issue: dispatch, record }, () => Date.now());
   } else {
     const t = start(spec);
     state = t.state;

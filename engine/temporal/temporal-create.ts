@@ -9,10 +9,14 @@ import { CutoverError } from '../../core/errors.js';
 import type { MigrationSpec } from '../../core/migration/types.js';
 import { osUserName } from '../../platform/os-user.js';
 import { type CreateResult, newMigrationId } from '../services/migration-common.js';
-import { type MigrationHome, migrationSpec, prepareMigration } from '../services/prepare-migration.js';
+import {
+  type MigrationHome,
+  migrationSpec,
+  type PlanSecrets,
+  prepareMigration,
+} from '../services/prepare-migration.js';
 import type { StartRequest } from '../services/service-types.js';
 import { keptLayouts } from '../store/layout-store.js';
-import type { StateDir } from '../store/state-dir.js';
 import { environmentWorkflow } from './environment-workflow.js';
 import { migrationWorkflow } from './migration-workflow.js';
 import { storedSize } from './payload-codec.js';
@@ -24,20 +28,20 @@ import { environmentWorkflowId, keepLayoutsSignal, migrationWorkflowId } from '.
 export interface TemporalCreateRequest extends Omit<StartRequest, 'attach'> {
   now?: number;
   /**
-   * The state directory whose key hashes the secrets for this plan (read in this process): given,
-   * a changed secret is seen; the worker records its digests with the key of its own state directory.
+   * This process's secrets and the state directory whose key hashes them for the plan: given, a
+   * changed secret is seen; the worker records its digests with the key of its own state directory.
    */
-  secretsFrom?: StateDir;
+  secrets?: PlanSecrets;
 }
 
 /** Temporal's `MigrationHome`: layouts kept by the environment's workflow, observed by a worker. */
-export function temporalHome(temporal: TemporalSession, secretsFrom?: StateDir): MigrationHome {
+export function temporalHome(temporal: TemporalSession, secrets?: PlanSecrets): MigrationHome {
   return {
     layout: (environment) => currentLayout(temporal, environment),
     // Only to tell a stale pinned plan: an earlier layout that cannot be read is one not kept.
     layoutAt: (environment, serial) => layoutAt(temporal, environment, serial).catch(() => null),
     observe: (layout, baseDir) => observe(temporal, layout, baseDir),
-    ...(secretsFrom === undefined ? {} : { secretsFrom }),
+    ...(secrets === undefined ? {} : { secrets }),
   };
 }
 
@@ -49,7 +53,7 @@ export async function create(
   const keep = keptLayouts();
   const prepared = await prepareMigration(
     { ...request, source: { text: request.text, file: request.file, baseDir: request.baseDir } },
-    temporalHome(temporal, request.secretsFrom),
+    temporalHome(temporal, request.secrets),
   );
   if (!prepared.needed) return { created: false, plan: prepared.plan };
   const spec = migrationSpec(newMigrationId(), prepared, request.baseDir, request, osUserName);

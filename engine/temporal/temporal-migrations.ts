@@ -13,9 +13,8 @@ import type { Lifecycle, LogLine, MigrationState, Verb, VerbOptions } from '../.
 import type { CloudEvent } from '../../core/notify/types.js';
 import type { ObservedLayout } from '../../core/observed.js';
 import type { CreateResult } from '../services/migration-common.js';
-import type { MigrationHome } from '../services/prepare-migration.js';
+import type { MigrationHome, PlanSecrets } from '../services/prepare-migration.js';
 import type { ResolveRequest } from '../services/service-types.js';
-import type { StateDir } from '../store/state-dir.js';
 import type { TemporalSettings } from './connection.js';
 import { create, type TemporalCreateRequest, temporalHome } from './temporal-create.js';
 import { down } from './temporal-down.js';
@@ -42,9 +41,9 @@ export class TemporalMigrations {
     await this.temporal.close();
   }
 
-  /** Where plans and starts read layouts and observe (secrets hashed with `secretsFrom`'s key). */
-  home(secretsFrom?: StateDir): MigrationHome {
-    return temporalHome(this.temporal, secretsFrom);
+  /** Where plans and starts read layouts and observe (and, given, digest secrets). */
+  home(secrets?: PlanSecrets): MigrationHome {
+    return temporalHome(this.temporal, secrets);
   }
 
   currentLayout(environment: string): Promise<CurrentLayout> {
