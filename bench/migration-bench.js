@@ -12,6 +12,7 @@ import { buildPlan } from '../dist/core/plan/build-plan.js';
 import { loadTopology } from '../dist/core/topology/load-topology.js';
 import { JournalWriter } from '../dist/engine/runner/journal.js';
 import { LocalRunner } from '../dist/engine/runner/local-runner.js';
+import { noSecrets } from '../dist/engine/secrets/secret-source.js';
 import { readCurrentLayout } from '../dist/engine/store/layout-store.js';
 import { StateDir } from '../dist/engine/store/state-dir.js';
 import { noopDrivers, withTempDir } from './support.js';
@@ -68,7 +69,11 @@ async function migrate(dir, size, version, id) {
   await mkdir(paths.dir, { recursive: true });
   const started = performance.now();
   JournalWriter.create(paths.journal, { type: 'created', at: spec.createdAt, spec }).close();
-  const runner = LocalRunner.recover(stateDir, 'bench', id, { stateDir, drivers: noopDrivers() });
+  const runner = LocalRunner.recover(stateDir, 'bench', id, {
+    stateDir,
+    drivers: noopDrivers(),
+    secrets: noSecrets,
+  });
   const final = await runner.done();
   const totalMs = performance.now() - started;
   if (final.lifecycle !== 'completed')

@@ -10,11 +10,12 @@ import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { defaultDrivers } from '../dist/engine/drivers/default-drivers.js';
+import { noSecrets } from '../dist/engine/secrets/secret-source.js';
 import { StateDir } from '../dist/engine/store/state-dir.js';
 import { dataConverter } from '../dist/engine/temporal/payload-codec.js';
 import { TemporalMigrations } from '../dist/engine/temporal/temporal-migrations.js';
 import { startWorker } from '../dist/engine/temporal/worker.js';
-import { migrationWorkflowId } from '../dist/engine/temporal/workflows.js';
+import { migrationWorkflowId } from '../dist/engine/temporal/workflow-definitions.js';
 import { withTempDir } from './support.js';
 import { startDevServer } from './temporal-bench.js';
 
@@ -93,7 +94,12 @@ export async function run({ quick, log }) {
     try {
       const stateDir = join(dir, 'worker-state');
       await mkdir(stateDir, { recursive: true });
-      worker = await startWorker({ settings, stateDir: StateDir.at(stateDir), drivers: defaultDrivers() });
+      worker = await startWorker({
+        settings,
+        stateDir: StateDir.at(stateDir),
+        drivers: defaultDrivers(),
+        secrets: noSecrets,
+      });
       connection = await Connection.connect({ address: server.address });
       migrations = await TemporalMigrations.connect(settings);
       const t = { migrations, client: new Client({ connection, namespace: 'default', dataConverter }) };

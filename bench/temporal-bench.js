@@ -18,12 +18,13 @@ import { buildPlan } from '../dist/core/plan/build-plan.js';
 import { loadTopology } from '../dist/core/topology/load-topology.js';
 import { JournalWriter } from '../dist/engine/runner/journal.js';
 import { LocalRunner } from '../dist/engine/runner/local-runner.js';
+import { noSecrets } from '../dist/engine/secrets/secret-source.js';
 import { readCurrentLayout } from '../dist/engine/store/layout-store.js';
 import { StateDir } from '../dist/engine/store/state-dir.js';
 import { dataConverter } from '../dist/engine/temporal/payload-codec.js';
 import { TemporalMigrations } from '../dist/engine/temporal/temporal-migrations.js';
 import { startWorker } from '../dist/engine/temporal/worker.js';
-import { migrationWorkflowId } from '../dist/engine/temporal/workflows.js';
+import { migrationWorkflowId } from '../dist/engine/temporal/workflow-definitions.js';
 import { temporalBinary } from '../scripts/tools.mjs';
 import { freePort, noopDrivers, withTempDir } from './support.js';
 
@@ -83,7 +84,11 @@ async function migrateLocal(dir, environment, size, version, id) {
   const paths = stateDir.migration(environment, id);
   await mkdir(paths.dir, { recursive: true });
   JournalWriter.create(paths.journal, { type: 'created', at: spec.createdAt, spec }).close();
-  const runner = LocalRunner.recover(stateDir, environment, id, { stateDir, drivers: noopDrivers() });
+  const runner = LocalRunner.recover(stateDir, environment, id, {
+    stateDir,
+    drivers: noopDrivers(),
+    secrets: noSecrets,
+  });
   const final = await runner.done();
   const totalMs = performance.now() - started;
   if (final.lifecycle !== 'completed')
@@ -223,7 +228,12 @@ export async function run({ quick, log }) {
     try {
       const stateDir = `${dir}/worker-state`;
       await mkdir(stateDir, { recursive: true });
-      worker = await startWorker({ settings, stateDir: StateDir.at(stateDir), drivers: noopDrivers() });
+      worker = await startWorker({
+        settings,
+        stateDir: StateDir.at(stateDir),
+        drivers: noopDrivers(),
+        secrets: noSecrets,
+      });
       connection = await Connection.connect({ address: server.address });
       migrations = await TemporalMigrations.connect(settings);
       const t = {

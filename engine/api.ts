@@ -11,21 +11,31 @@ import type { Plan } from '../core/plan/types.js';
 import type { Diagnostic } from '../core/topology/diagnostic.js';
 import { type LoadResult, loadTopology } from '../core/topology/load-topology.js';
 import type { Topology } from '../core/topology/types.js';
-import { imageDigestsFor } from './drivers/container-images.js';
+import { observeEnvironmentLayout } from './observe/observe-environment.js';
 import { observeLayout } from './observe/observe-layout.js';
-import { planSecrets } from './secrets/resolve-secrets.js';
+import type { ProcessSecrets } from './secrets/secret-source.js';
+import { localHome } from './services/local-home.js';
 import { checkReplace } from './services/migration-common.js';
-import type { PlanAgainst, PlanOptions, TopologyText, ValidateOutcome } from './services/service-types.js';
+import { type MigrationHome, prepareMigration } from './services/prepare-migration.js';
+import type {
+  PlanAgainst,
+  PlanOptions,
+  TopologySource,
+  TopologyText,
+  ValidateOutcome,
+} from './services/service-types.js';
 import { readFileAtRef } from './sources/read-file-at-ref.js';
 import { readTopologyFile } from './sources/read-topology-file.js';
+import { topologySource } from './sources/topology-source.js';
 import { readCurrentLayout } from './store/layout-store.js';
 import type { StateDir } from './store/state-dir.js';
 
 export { TopologyInvalidError } from '../core/errors.js';
-export { checkSecretsFile } from './secrets/secret-source.js';
+export { checkSecretsFile, type ProcessSecrets, processSecrets } from './secrets/secret-source.js';
 export { refuseStaleSavedPlan, shortPlanId } from './services/migration-common.js';
 export { parseRollbackTarget, type RollbackTarget } from './services/rollback-source.js';
 export { commitOfFile } from './sources/file-commit.js';
+export { baseDirOf, topologySource } from './sources/topology-source.js';
 export type {
   CurrentLayout,
   Diagnostic,
@@ -33,10 +43,11 @@ export type {
   Plan,
   PlanAgainst,
   Topology,
+  TopologySource,
   TopologyText,
   ValidateOutcome,
 };
-export { observeLayout };
+export { observeEnvironmentLayout, observeLayout };
 
 export async function validateTopologyFile(file: string): Promise<LoadResult> {
   return loadTopology(await readTopologyFile(file), { file });
@@ -72,9 +83,12 @@ export function validationOf(source: TopologyText): ValidateOutcome {
   };
 }
 
-/** A topology file's text, named by its path (read on this machine, whichever engine gets it). */
-export async function readTopology(file: string): Promise<TopologyText> {
-  return { text: await readTopologyFile(file), file };
+/**
+ * A topology file's text, named by its path (read on this machine, whichever engine gets it), its
+ * relative paths resolving beside it.
+ */
+export async function readTopology(file: string): Promise<TopologySource> {
+  return topologySource({ text: await readTopologyFile(file), file });
 }
 
 /**
@@ -96,66 +110,36 @@ export async function readPlanBase(file: string, against: PlanBase): Promise<Pla
   }
 }
 
-/** Where the relative paths of a topology file resolve: its directory. */
-export function baseDirOf(file: string): string {
-  return path.dirname(path.resolve(file));
-}
-
 /**
- * Plans a topology given as text against the recorded layout in a state directory, or another text.
- * Against a state directory it observes what runs first (unless `refresh: false`), so drift is
- * planned and repaired; against a layout kept elsewhere (Temporal), through its `observe`; against
- * a text, the record is all.
+ * Plans a topology against the recorded layout in a state directory, a layout kept elsewhere, or
+ * another text. Against a recorded layout it observes what runs first (unless `refresh: false`),
+ * so drift is planned and repaired, exactly as a migration started from it plans
+ * (`prepareMigration`); against a text, the record is all.
  */
 export async function planTopologyText(
-  desired: TopologyText,
-  against:
-    | { kind: 'recorded'; stateDir: StateDir }
-    /** The current layout, from wherever it is kept (a state directory, or Temporal). */
-    | {
-        kind: 'layout';
-        of: (environment: string) => Promise<CurrentLayout>;
-        stateDir?: StateDir;
-        /** What runs of that layout, observed where the drivers' state is (Temporal's workers). */
-        observe?: (layout: CurrentLayout, fallbackBaseDir: string) => Promise<ObservedLayout>;
-      }
+  desired: TopologySource,
+  against: /** `secrets`: this process's, hashed with the state directory's key (a changed secret is seen). */
+    | { kind: 'recorded'; stateDir: StateDir; secrets: ProcessSecrets }
+    /** The current layout, from wherever it is kept (Temporal). */
+    | { kind: 'layout'; home: MigrationHome }
     | { kind: 'text'; source: TopologyText }
     /** Nothing is live (e.g. the file did not exist at a Git revision). */
     | { kind: 'empty' },
   options: PlanOptions = {},
 ): Promise<Plan> {
+  if (against.kind === 'recorded' || against.kind === 'layout') {
+    const home = against.kind === 'recorded' ? localHome(against.stateDir, against.secrets) : against.home;
+    const request = {
+      source: desired,
+      ...(options.replace === undefined ? {} : { replace: options.replace }),
+      ...(options.refresh === undefined ? {} : { refresh: options.refresh }),
+    };
+    return (await prepareMigration(request, home)).plan;
+  }
   const model = await loadOrThrow(desired.text, desired.file);
   checkReplace(model, options.replace, desired.file);
   const replace = options.replace === undefined ? {} : { replace: options.replace };
-  if (against.kind === 'recorded') {
-    const layout = await readCurrentLayout(against.stateDir, model.metadata.name);
-    const secrets = await planSecrets(model, against.stateDir, baseDirOf(desired.file));
-    const images = await imageDigestsFor(model, baseDirOf(desired.file));
-    const known = {
-      ...replace,
-      ...(secrets === undefined ? {} : { secrets }),
-      ...(images === undefined ? {} : { images }),
-    };
-    if (options.refresh === false) return buildPlan(layout, model, known);
-    const observed = await observeEnvironmentLayout(against.stateDir, layout, baseDirOf(desired.file));
-    return buildPlan(layout, model, { ...known, observed });
-  }
   if (against.kind === 'empty') return buildPlan(emptyLayout(model.metadata.name), model, replace);
-  if (against.kind === 'layout') {
-    const layout = await against.of(model.metadata.name);
-    const secrets = against.stateDir
-      ? await planSecrets(model, against.stateDir, baseDirOf(desired.file))
-      : undefined;
-    const images = await imageDigestsFor(model, baseDirOf(desired.file));
-    const known = {
-      ...replace,
-      ...(secrets === undefined ? {} : { secrets }),
-      ...(images === undefined ? {} : { images }),
-    };
-    if (options.refresh === false || !against.observe) return buildPlan(layout, model, known);
-    const observed = await against.observe(layout, baseDirOf(desired.file));
-    return buildPlan(layout, model, { ...known, observed });
-  }
   const base = await loadOrThrow(against.source.text, against.source.file);
   return buildPlan({ environment: base.metadata.name, serial: 0, topology: base }, model, replace);
 }
@@ -176,14 +160,4 @@ export {
 export async function observeEnvironment(stateDir: StateDir, environment: string): Promise<ObservedLayout> {
   const layout = await readCurrentLayout(stateDir, environment);
   return observeEnvironmentLayout(stateDir, layout, path.dirname(stateDir.root));
-}
-
-/** `observeEnvironment` of a layout already read; `fallbackBaseDir` where it records no directory. */
-export async function observeEnvironmentLayout(
-  stateDir: StateDir,
-  layout: CurrentLayout,
-  fallbackBaseDir: string,
-): Promise<ObservedLayout> {
-  const { defaultDrivers } = await import('./drivers/default-drivers.js');
-  return observeLayout(stateDir, layout, { drivers: defaultDrivers(), fallbackBaseDir });
 }

@@ -7,6 +7,7 @@ import { accessSync, constants, mkdirSync } from 'node:fs';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { CutoverError } from '../core/errors.js';
+import { processSecrets } from '../engine/api.js';
 import { localService } from '../engine/services/migration-service.js';
 import { identify, registerRateLimit } from './access.js';
 import { clientOf } from './auth.js';
@@ -62,7 +63,8 @@ async function refuseOversizedBody(
 export async function buildServer(options: ServerOptions): Promise<CutoverServer> {
   mkdirSync(options.stateDir.root, { recursive: true });
   const app = createFastify(options);
-  const service = options.service ?? localService(options.stateDir);
+  // Without a service handed in: the local one, with the secrets of this process (the server's edge).
+  const service = options.service ?? localService(options.stateDir, processSecrets(process.env));
   const logStreams = new LogStreams(service, options.logStreams ?? defaultLogStreamLimits);
   const metrics = createMetrics(service, logStreams);
   const shutdown = new AbortController();

@@ -2,14 +2,12 @@
  * A topology in a request: YAML text, or the same document as a JSON object; and where it lives,
  * which names it in diagnostics and is where its relative paths resolve.
  */
-import path from 'node:path';
-import { TopologyInvalidError, type TopologyText } from '../engine/api.js';
+import { TopologyInvalidError, type TopologySource, topologySource } from '../engine/api.js';
 import { diagnosticsToErrors, HttpProblem } from './problems.js';
 
 export interface TopologyInput {
-  source: TopologyText;
-  /** Directory of the topology: relative paths in it resolve here. */
-  baseDir: string;
+  /** Its relative paths resolve beside `path`, taken relative to the server's --workdir. */
+  source: TopologySource;
   /** Text has lines and columns to report; an object does not. */
   located: boolean;
 }
@@ -24,15 +22,15 @@ export function topologyInput(
   field: string,
 ): TopologyInput {
   const name = given ?? 'topology.yaml';
-  const baseDir = path.dirname(path.resolve(workdir, name));
-  if (typeof value === 'string') return { source: { text: value, file: name }, baseDir, located: true };
+  if (typeof value === 'string')
+    return { source: topologySource({ text: value, file: name }, workdir), located: true };
   if (depthExceeds(value, maxObjectDepth)) {
     throw new HttpProblem('BAD_REQUEST', `${field} is nested deeper than ${maxObjectDepth} levels`, {
       errors: [{ path: `body/${field}`, message: `nested deeper than ${maxObjectDepth} levels` }],
     });
   }
   // JSON is YAML: the loader validates the object exactly as it would the file.
-  return { source: { text: JSON.stringify(value), file: name }, baseDir, located: false };
+  return { source: topologySource({ text: JSON.stringify(value), file: name }, workdir), located: false };
 }
 
 /** Iterative, so that a hostile depth cannot overflow the stack. */

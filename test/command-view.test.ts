@@ -18,6 +18,7 @@ import type { DriverSet } from '../engine/drivers/driver-set.js';
 import type { ComponentDriver, RouteDriver } from '../engine/drivers/types.js';
 import { hookContext } from '../engine/hooks/hook-command.js';
 import { executeCommand } from '../engine/runner/execute-command.js';
+import { noSecrets } from '../engine/secrets/secret-source.js';
 import { StateDir } from '../engine/store/state-dir.js';
 import { clone, shopDoc, type TopologyDoc } from './support/builders.js';
 import { Driver, specOf } from './support/migration-builders.js';
@@ -80,6 +81,7 @@ async function carryOut(state: MigrationState, command: Command) {
   const result = await executeCommand(state, command, {
     stateDir: StateDir.at(stateDir),
     drivers: recordingDrivers(calls),
+    secrets: noSecrets,
     signal: new AbortController().signal,
     // timings differ between two runs
     log: (line) => lines.push(line.replace(/\d+ ms/g, 'N ms')),

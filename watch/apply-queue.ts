@@ -10,7 +10,7 @@
 import path from 'node:path';
 import { CutoverError } from '../core/errors.js';
 import type { SavedPlan } from '../core/plan/saved-plan.js';
-import { shortPlanId } from '../engine/api.js';
+import { shortPlanId, topologySource } from '../engine/api.js';
 import { followToEnd } from './follow-migration.js';
 import type { Repository } from './git.js';
 import { describeOutcome, type Outcome, type Report, writeOutcome } from './reports.js';
@@ -189,9 +189,7 @@ export class ApplyQueue {
     // Pinned to the published plan: its id and the serial it was planned against (refused as
     // stale when the layout moved), so that what runs is what the report shows.
     const started = await service.start({
-      file,
-      text: saved.topology.text,
-      baseDir: path.dirname(file),
+      ...topologySource({ text: saved.topology.text, file }),
       planId: saved.plan.planId,
       baseSerial: saved.baseSerial,
       commit: item.commit,

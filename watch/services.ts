@@ -1,5 +1,5 @@
 import { type MigrationService, openEngineService } from '../engine/services/migration-service.js';
-import type { LivePlan, TopologyText } from '../engine/services/service-types.js';
+import type { LivePlan, TopologySource } from '../engine/services/service-types.js';
 import { StateDir } from '../engine/store/state-dir.js';
 
 /**
@@ -33,7 +33,7 @@ export class WatchServices {
    * A plan against the live layout, observed as `cutover topology plan` observes it (the plan a
    * pinned start re-computes), with what that layout was: what a saved plan is made of.
    */
-  async planLive(stateDir: string, desired: TopologyText): Promise<LivePlan> {
+  async planLive(stateDir: string, desired: TopologySource): Promise<LivePlan> {
     return (await this.service(stateDir)).planLive(desired);
   }
 

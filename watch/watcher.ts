@@ -18,8 +18,8 @@ import { type SavedPlan, savedPlanOf, topologyDigest } from '../core/plan/saved-
 import { isEmptyPlan } from '../core/plan/types.js';
 import { formatDiagnostic } from '../core/topology/diagnostic.js';
 import { loadTopology } from '../core/topology/load-topology.js';
-import { type HealEvent, type HealTarget, SelfHeal } from '../engine/api.js';
-import { StateDir } from '../engine/store/state-dir.js';
+import { type HealEvent, type HealTarget, SelfHeal, topologySource } from '../engine/api.js';
+import { StateDir, stateDirPath } from '../engine/store/state-dir.js';
 import { ApplyQueue, markOutcome, type Pending } from './apply-queue.js';
 import { CheckLoop } from './check-loop.js';
 import { openRepository, type Repository } from './git.js';
@@ -128,15 +128,20 @@ export class Watcher {
     });
   }
 
+  /** The state directory of what belongs to no file (the cache): `--state-dir`, else `./.cutover`. */
   private get defaultStateDir(): string {
-    return path.resolve(this.options.stateDir ?? '.cutover');
+    return stateDirPath({ given: this.options.stateDir, env: {}, topologyDir: process.cwd() });
   }
 
+  /** A file's: `--state-dir` (CUTOVER_STATE_DIR is folded into it), else `.cutover/` beside the file in a local work tree. */
   private stateDirOf(file: string): string {
-    if (this.options.stateDir !== undefined) return path.resolve(this.options.stateDir);
     const workTree = this.repo?.workTree;
-    if (workTree) return path.join(workTree, path.dirname(file), '.cutover');
-    return this.defaultStateDir;
+    if (!workTree) return this.defaultStateDir;
+    return stateDirPath({
+      given: this.options.stateDir,
+      env: {},
+      topologyDir: path.join(workTree, path.dirname(file)),
+    });
   }
 
   /** Plans the head once (`--once`); the reports written. */
@@ -392,7 +397,10 @@ export class Watcher {
    */
   private async publish(item: Omit<Pending, 'report'>): Promise<Report & { saved: SavedPlan }> {
     const planned = this.plannedPath(item.file, item.stateDir);
-    const live = await this.services.planLive(item.stateDir, { text: item.text, file: planned });
+    const live = await this.services.planLive(
+      item.stateDir,
+      topologySource({ text: item.text, file: planned }),
+    );
     const saved = savedPlanOf({
       plan: live.plan,
       plannedAgainst: live.against,

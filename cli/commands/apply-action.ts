@@ -29,7 +29,7 @@ export async function runApply(planFile: string, options: ApplyOptions): Promise
   const saved = parseSavedPlan(await readPlanFile(planFile), planFile);
   const mismatch = options.file === undefined ? null : await otherTopology(saved, options.file, planFile);
   const topologyFile = options.file ?? saved.topology.file;
-  const desired = { text: saved.topology.text, file: saved.topology.file };
+  const desired = { text: saved.topology.text, file: saved.topology.file, baseDir: baseDirOf(topologyFile) };
   await withService({ ...options, file: topologyFile }, async (service) => {
     if (mismatch !== null) {
       // Stale first: when the live layout moved, that is why the file moved on too (another change
@@ -47,7 +47,6 @@ export async function runApply(planFile: string, options: ApplyOptions): Promise
         start: (pin) =>
           service.start({
             ...desired,
-            baseDir: baseDirOf(topologyFile),
             planId: saved.plan.planId,
             baseSerial: saved.baseSerial,
             commit: saved.commit,

@@ -12,11 +12,15 @@ export function registerInternal(program: Command): void {
     .action(async (id: string, options: { stateDir: string; environment: string }) => {
       const { defaultDrivers } = await import('../../engine/drivers/default-drivers.js');
       const { hostMigration } = await import('../../engine/services/migrations.js');
+      const { processSecrets } = await import('../../engine/secrets/secret-source.js');
+      // The runner's edge: the secrets its starter handed it in its environment.
+      const secrets = processSecrets(process.env);
       const hosted = await hostMigration(
         StateDir.at(options.stateDir),
         options.environment,
         id,
         defaultDrivers(),
+        secrets,
       );
       const stop = () => {
         // Stopped by a signal: leave the migration in flight for the next runner to pick up.

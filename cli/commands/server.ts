@@ -46,7 +46,7 @@ export function registerServer(program: Command, version: string): void {
     .option('--port <port>', 'port to listen on (0: any free port)', '7400')
     .option(
       '--state-dir <dir>',
-      'the state directory (default: CUTOVER_STATE_DIR, else .cutover/ in the working directory)',
+      'the state directory (default: CUTOVER_STATE_DIR, else .cutover/ in --workdir)',
     )
     .option(
       '--workdir <dir>',
@@ -105,9 +105,7 @@ Examples:
       const { readTokensFile, parseTokensEnv, createTokenStore } = await import('../../server/auth.js');
       const { startServer } = await import('../../server/start.js');
       const workdir = path.resolve(options.workdir ?? '.');
-      const stateDir = StateDir.at(
-        options.stateDir ?? process.env.CUTOVER_STATE_DIR ?? path.join(workdir, '.cutover'),
-      );
+      const stateDir = StateDir.of({ given: options.stateDir, env: process.env, topologyDir: workdir });
       const entries = [
         ...(options.tokensFile ? readTokensFile(options.tokensFile) : []),
         ...(process.env.CUTOVER_TOKENS ? parseTokensEnv(process.env.CUTOVER_TOKENS) : []),

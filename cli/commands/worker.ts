@@ -27,13 +27,15 @@ Example:
       if (!settings)
         throw new CutoverError('USAGE', 'cutover worker needs WORKFLOW_HOST=host:port (Temporal frontend)');
       if (options.taskQueue) settings.taskQueue = options.taskQueue;
-      const stateDir = StateDir.at(options.stateDir ?? process.env.CUTOVER_STATE_DIR ?? '.cutover');
+      const stateDir = StateDir.of({ given: options.stateDir, env: process.env, topologyDir: process.cwd() });
       const { startWorker } = await import('../../engine/temporal/worker.js');
       const { defaultDrivers } = await import('../../engine/drivers/default-drivers.js');
+      const { processSecrets } = await import('../../engine/secrets/secret-source.js');
       const worker = await startWorker({
         settings,
         stateDir,
         drivers: defaultDrivers(),
+        secrets: processSecrets(process.env),
         log: (line) => process.stderr.write(`${line}\n`),
       });
       process.stderr.write(

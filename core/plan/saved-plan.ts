@@ -70,7 +70,8 @@ export function savedPlanOf(parts: {
     formatVersion: savedPlanFormatVersion,
     createdAt: parts.createdAt,
     plan: parts.plan,
-    topology: parts.topology,
+    // Its text and name only: where a reader resolves its relative paths is the reader's to decide.
+    topology: { file: parts.topology.file, text: parts.topology.text },
     digest: parts.plan.desiredDigest,
     baseSerial: parts.plan.baseSerial,
     plannedAgainst: parts.plannedAgainst,

@@ -210,7 +210,11 @@ export class SelfHeal {
     const layout = await service.currentLayout(environment);
     if (layout.topology === null) return; // never migrated, or taken down: nothing to keep
     const file = `${environment} (recorded layout, serial ${layout.serial})`;
-    const source = { text: topologyText(layout.topology, file), file };
+    const source = {
+      text: topologyText(layout.topology, file),
+      file,
+      baseDir: layout.baseDir ?? target.fallbackBaseDir,
+    };
     if (!heal.observable && !(await this.canObserve(target, heal))) return;
     const plan = await service.plan(source, { kind: 'recorded' });
     const drift = plan.drift ?? [];

@@ -22,7 +22,7 @@ import { HealthGateFailedError, waitHealthy } from '../health/check-health.js';
 import { runHookCommand } from '../hooks/hook-command.js';
 import { resolveComponentEnv } from '../secrets/resolve-secrets.js';
 import { secretHasher } from '../secrets/secret-key.js';
-import { type SecretSource, secretSource } from '../secrets/secret-source.js';
+import type { ProcessSecrets } from '../secrets/secret-source.js';
 import { recordLayout } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 import { quoteReplicaLogs } from './replica-logs.js';
@@ -40,8 +40,8 @@ export interface ExecuteOptions {
   signal: AbortSignal;
   log: (line: string) => void;
   trackProcess?: (pid: number) => () => void;
-  /** Where secrets are read; default: this process's environment and its secrets file. */
-  secrets?: SecretSource;
+  /** This process's secrets (decided at its edge); read relative to the migration's topology. */
+  secrets: ProcessSecrets;
 }
 
 /**
@@ -86,7 +86,7 @@ export async function executeCommand(
       return { type: 'command_succeeded', analysis };
     }
     if (command.kind === 'hook') {
-      const secrets = options.secrets ?? secretSource(process.env, state.spec.baseDir);
+      const secrets = options.secrets.for(state.spec.baseDir);
       const hookOptions = { signal, log: options.log, secrets };
       const result = await runHookCommand(
         state,
@@ -347,7 +347,7 @@ async function componentContext(
   if (!spec) throw new PermanentDriverError(`component ${component} is not in the topology`);
   const driver = own(topology.drivers, spec.driver);
   if (!driver) throw new PermanentDriverError(`driver ${spec.driver} of ${component} is not in the topology`);
-  const source = o.secrets ?? secretSource(process.env, s.spec.baseDir);
+  const source = o.secrets.for(s.spec.baseDir);
   const hasher = () => secretHasher(o.stateDir);
   const resolved = await resolveComponentEnv(component, spec, source, { hasher, missing }).catch(
     (error: unknown) => {

@@ -1,5 +1,6 @@
 import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
 import { CutoverError, environmentFault } from '../../core/errors.js';
+import { carryOut, operatorEvent, pickUp } from '../../core/migration/host-step.js';
 import { replay, start, step } from '../../core/migration/step.js';
 import {
   type Command,
@@ -16,7 +17,7 @@ import { refuseVerb } from '../../core/migration/verb-policy.js';
 import { notificationsOf } from '../../core/notify/migration-events.js';
 import { superviseRouter } from '../drivers/router-driver.js';
 import { Notifier } from '../notify/notifier.js';
-import { secretSource } from '../secrets/secret-source.js';
+import type { ProcessSecrets } from '../secrets/secret-source.js';
 import type { MigrationPaths, StateDir } from '../store/state-dir.js';
 import { releaseEnvironment } from './active-claim.js';
 import { type DriverSet, executeCommand } from './execute-command.js';
@@ -26,6 +27,8 @@ import { processTracker, stopLeftoverProcesses } from './tracked-processes.js';
 export interface RunnerDeps {
   stateDir: StateDir;
   drivers: DriverSet;
+  /** This process's secrets (decided at its edge): the drivers', hooks' and notifications'. */
+  secrets: ProcessSecrets;
   /** Clock for events; tests may pin it. */
   now?: () => number;
   /** Subscribed before the runner starts, so it sees every line. */
@@ -79,7 +82,7 @@ export class LocalRunner {
         ? null
         : new Notifier({
             targets: notify,
-            secrets: secretSource(process.env, state.spec.baseDir),
+            secrets: deps.secrets.for(state.spec.baseDir),
             baseDir: state.spec.baseDir,
             recordFile: this.paths.notifications,
             log: (level, message) => this.log({ at: this.now(), level, kind: 'notify', message }),
@@ -137,13 +140,11 @@ export class LocalRunner {
       runner.finish();
       return runner;
     }
-    // Every call that was in flight runs again (drivers are idempotent); one being cancelled ends
-    // as cancelled. Calls first: recording a cancellation may issue new commands.
-    const cancelling = state.inflight.filter((c) => state.cancelling.includes(c.id));
-    for (const command of state.inflight) if (!cancelling.includes(command)) runner.dispatch(command);
-    for (const command of cancelling) {
-      runner.record({ type: 'command_cancelled', at: runner.now(), commandId: command.id, elapsedMs: 0 });
-    }
+    pickUp(
+      state,
+      { issue: (command) => runner.dispatch(command), record: (event) => runner.record(event) },
+      runner.now,
+    );
     return runner;
   }
 
@@ -173,10 +174,7 @@ export class LocalRunner {
   verb(verb: Verb, by?: string, options: VerbOptions = {}): VerbResult {
     const refusal = refuseVerb(this.state, verb);
     if (refusal !== null) return { ok: false, refusal, state: this.state };
-    const event: MigrationEvent = { type: 'operator', at: this.now(), verb };
-    if (by !== undefined) event.by = by;
-    if (verb === 'promote' && options.full) event.full = true;
-    this.record(event);
+    this.record(operatorEvent(verb, this.now(), by, options));
     return { ok: true, state: this.state };
   }
 
@@ -205,11 +203,14 @@ export class LocalRunner {
       this.notifier.publish(cloudEvent);
   }
 
+  /** The host of the step function (core/migration/host-step.ts, shared with the Temporal workflow). */
   private apply(t: Transition): void {
     this.state = t.state;
-    for (const notice of t.notices) this.log({ ...notice });
-    for (const id of t.cancels) this.aborts.get(id)?.abort(new CutoverError('CANCELLED', 'cancelled'));
-    for (const command of t.commands) this.dispatch(command);
+    carryOut(t, {
+      log: (line) => this.log(line),
+      cancel: (id) => this.aborts.get(id)?.abort(new CutoverError('CANCELLED', 'cancelled')),
+      issue: (command) => this.dispatch(command),
+    });
     if (isFinal(this.state.lifecycle)) this.finish();
   }
 
@@ -220,6 +221,7 @@ export class LocalRunner {
     executeCommand(this.state, command, {
       stateDir: this.deps.stateDir,
       drivers: this.deps.drivers,
+      secrets: this.deps.secrets,
       signal: controller.signal,
       log,
       trackProcess: this.trackProcess,

@@ -4,7 +4,7 @@ import { isSecretRef, secretRefsOf } from '../../core/topology/secret-refs.js';
 import type { Component, Topology } from '../../core/topology/types.js';
 import type { StateDir } from '../store/state-dir.js';
 import { type SecretHasher, secretHasher } from './secret-key.js';
-import { type SecretSource, secretEnvPrefix, secretSource, secretsFileEnv } from './secret-source.js';
+import { type SecretSource, secretEnvPrefix, secretsFileEnv } from './secret-source.js';
 
 export interface ResolvedEnv {
   /** The component's `env` as its processes and scripts get it: every reference replaced by its value. */
@@ -92,9 +92,9 @@ export async function secretDigestsFor(
 export function planSecrets(
   topology: Topology,
   stateDir: StateDir,
-  topologyDir: string,
+  source: SecretSource,
 ): Promise<SecretDigests | undefined> {
-  return secretDigestsFor(topology, stateDir, secretSource(process.env, topologyDir));
+  return secretDigestsFor(topology, stateDir, source);
 }
 
 /**

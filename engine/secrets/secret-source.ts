@@ -23,6 +23,33 @@ export interface SecretSource {
   lookedIn(name: string): string;
 }
 
+/**
+ * The secrets of one process: its `CUTOVER_SECRET_*` variables and its secrets file, decided once
+ * where the process starts (the CLI from its command's environment and `--secrets-file`, a server,
+ * a worker, a runner from theirs) and handed down to whatever reads secrets in it. Nothing below
+ * that edge reads the process's environment for them.
+ */
+export interface ProcessSecrets {
+  /** Where a topology's secrets are read; `topologyDir`: its directory (the secrets file is refused inside its Git work tree). */
+  for(topologyDir: string): SecretSource;
+  /** The variables a process this one starts (a runner) needs to read the same secrets. */
+  readonly env: Readonly<Record<string, string>>;
+}
+
+/** The secrets `env` gives: its `CUTOVER_SECRET_*` and its `CUTOVER_SECRETS_FILE` (absolute). */
+export function processSecrets(env: NodeJS.ProcessEnv): ProcessSecrets {
+  const own: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (value === undefined) continue;
+    if (key.startsWith(secretEnvPrefix)) own[key] = value;
+    else if (key === secretsFileEnv && value !== '') own[key] = path.resolve(value);
+  }
+  return { env: own, for: (topologyDir) => secretSource(own, topologyDir) };
+}
+
+/** No secrets at all (a process that reads none: a test's runner, a look at what runs). */
+export const noSecrets: ProcessSecrets = processSecrets({});
+
 export function secretSource(env: NodeJS.ProcessEnv, topologyDir: string): SecretSource {
   const fileSetting = env[secretsFileEnv];
   const file = fileSetting ? path.resolve(fileSetting) : undefined;

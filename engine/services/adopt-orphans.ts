@@ -5,6 +5,7 @@
  * or a server and an operator's `resume`, never both adopt one.
  */
 import { lifecycleStatus } from '../../core/migration/summary.js';
+import type { ProcessSecrets } from '../secrets/secret-source.js';
 import type { StateDir } from '../store/state-dir.js';
 import { listMigrations, startRunner } from './migrations.js';
 import type { Adoption } from './service-types.js';
@@ -16,6 +17,7 @@ import type { Adoption } from './service-types.js';
 export async function adoptOrphans(
   stateDir: StateDir,
   reachAgain: string,
+  secrets: ProcessSecrets,
   wanted: (id: string) => boolean = () => true,
 ): Promise<Adoption[]> {
   const adoptions: Adoption[] = [];
@@ -25,7 +27,7 @@ export async function adoptOrphans(
     const status = lifecycleStatus(orphan);
     const deadPid = orphan.deadRunnerPid ?? null;
     try {
-      const started = await startRunner(stateDir, environment, id);
+      const started = await startRunner(stateDir, environment, id, secrets);
       // Another process's runner won the claim: that process adopted it, not this one.
       if (started.driver !== null && started.driver !== started.child) continue;
       adoptions.push({ kind: 'adopted', id, environment, status, deadPid, runnerPid: started.child });

@@ -16,7 +16,7 @@ import type {
 } from '../drivers/types.js';
 import { type ActiveClaim, downClaimId, readClaim, releaseEnvironment } from '../runner/active-claim.js';
 import { resolveComponentEnv } from '../secrets/resolve-secrets.js';
-import { secretSource } from '../secrets/secret-source.js';
+import type { ProcessSecrets } from '../secrets/secret-source.js';
 import { keptLayouts, readCurrentLayout, recordEmptyLayout } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 import { isFinished } from './migration-records.js';
@@ -35,6 +35,7 @@ export async function takeDown(
   stateDir: StateDir,
   environment: string,
   drivers: DriverSet,
+  secrets: ProcessSecrets,
   options: DownOptions,
 ): Promise<DownResult> {
   // A first migration in flight is named before "never migrated"; an unknown environment is refused
@@ -54,7 +55,7 @@ export async function takeDown(
     downConflict(stateDir, environment, holder),
   );
   try {
-    return await takeDownClaimed(stateDir, environment, drivers, options);
+    return await takeDownClaimed(stateDir, environment, drivers, secrets, options);
   } finally {
     releaseEnvironment(stateDir, environment, downClaimId);
   }
@@ -73,6 +74,7 @@ async function takeDownClaimed(
   stateDir: StateDir,
   environment: string,
   drivers: DriverSet,
+  secrets: ProcessSecrets,
   options: DownOptions,
 ): Promise<DownResult> {
   // Refused before anything stops, rather than ignored when the empty layout is recorded.
@@ -85,7 +87,15 @@ async function takeDownClaimed(
   const call = { signal: new AbortController().signal, log: options.log };
   for (const part of parts.order) {
     try {
-      await takeDownPart({ stateDir, layout, part, drivers, fallbackBaseDir: options.fallbackBaseDir, call });
+      await takeDownPart({
+        stateDir,
+        layout,
+        part,
+        drivers,
+        fallbackBaseDir: options.fallbackBaseDir,
+        call,
+        secrets,
+      });
     } catch (error) {
       throw downFailed(environment, part, error);
     }
@@ -112,6 +122,7 @@ export async function takeDownPart(request: {
   drivers: DriverSet;
   fallbackBaseDir: string;
   call: DriverCallOptions;
+  secrets: ProcessSecrets;
 }): Promise<void> {
   const { stateDir, layout, part, drivers, call } = request;
   const topology = layout.topology;
@@ -142,7 +153,7 @@ export async function takeDownPart(request: {
   };
   // Retiring goes on without a secret that is not set here (as in a migration's undo); a secrets
   // file refused here fails only a driver that passes `env` on (componentEnv), not the others.
-  const source = secretSource(process.env, baseDir);
+  const source = request.secrets.for(baseDir);
   const resolved = await resolveComponentEnv(name, spec, source, { missing: 'omit' }).catch(() => undefined);
   if (resolved) ctx.env = resolved.env;
   await componentDriverFor(drivers, ctx).retire(ctx, slot, call);

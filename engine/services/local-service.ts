@@ -3,6 +3,7 @@
  * process of its own (or by the caller's process, with `attach`).
  */
 import { attachedGraceMs } from '../notify/notifier.js';
+import type { ProcessSecrets } from '../secrets/secret-source.js';
 import { readCurrentLayout, readLayoutAt } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
 import {
@@ -24,10 +25,11 @@ import type { MigrationService } from './service-types.js';
 const inTheBackground = (pid: number) => `in the background (pid ${pid})`;
 
 /**
+ * `secrets`: what this process reads (decided at its edge), for plans and the runners it starts.
  * `reachAgain`: the options that name this state directory to another command (` -f app.yaml`),
  * for messages.
  */
-export function localService(stateDir: StateDir, reachAgain = ''): MigrationService {
+export function localService(stateDir: StateDir, secrets: ProcessSecrets, reachAgain = ''): MigrationService {
   const ref = (id: string) => findMigration(stateDir, id);
   // The topology loader and the planner are loaded by the operations that use them: an operator's
   // verb needs neither, and a CLI starting on a busy machine takes CPU from the traffic it serves.
@@ -39,9 +41,8 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
     validate: async (source) => (await api()).validationOf(source),
     async plan(desired, against, options) {
       const { planTopologyText } = await api();
-      if (against.kind === 'recorded')
-        return planTopologyText(desired, { kind: 'recorded', stateDir }, options);
-      return planTopologyText(desired, against, options);
+      if (against.kind !== 'recorded') return planTopologyText(desired, against, options);
+      return planTopologyText(desired, { kind: 'recorded', stateDir, secrets }, options);
     },
     planLive: (desired, options) => planAgainstLive(service, desired, options),
     currentLayout: (environment) => readCurrentLayout(stateDir, environment),
@@ -49,10 +50,9 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
     observe: async (environment) => (await api()).observeEnvironment(stateDir, environment),
     async start(request) {
       const created = await createMigration({
-        file: request.file,
-        text: request.text,
-        baseDir: request.baseDir,
+        source: { text: request.text, file: request.file, baseDir: request.baseDir },
         stateDir,
+        secrets,
         ...(request.planId === undefined ? {} : { planId: request.planId }),
         ...(request.baseSerial === undefined ? {} : { baseSerial: request.baseSerial }),
         ...(request.startedBy === undefined ? {} : { startedBy: request.startedBy }),
@@ -63,7 +63,7 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
       if (!created.created) return { created: false, planId: created.plan.planId };
       const { id, environment } = created.spec;
       const notice = created.notice === undefined ? {} : { notice: created.notice };
-      const pid = request.attach ? null : await spawnRunner(stateDir, environment, id);
+      const pid = request.attach ? null : await spawnRunner(stateDir, environment, id, secrets);
       return {
         created: true,
         summary: summarize({ stateDir, environment, id }, loadState(stateDir, environment, id), reachAgain),
@@ -77,7 +77,7 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
       const r = ref(id);
       // Loaded here: the drivers pull in most of the engine.
       const { defaultDrivers } = await import('../drivers/default-drivers.js');
-      const hosted = await hostMigration(stateDir, r.environment, r.id, defaultDrivers(), onLine);
+      const hosted = await hostMigration(stateDir, r.environment, r.id, defaultDrivers(), secrets, onLine);
       return {
         async done() {
           const final = await hosted.runner.done();
@@ -88,7 +88,7 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
         async leave() {
           // The migration must not die with this process: hand it to a background runner.
           await hosted.stop();
-          return inTheBackground(await spawnRunner(stateDir, r.environment, r.id));
+          return inTheBackground(await spawnRunner(stateDir, r.environment, r.id, secrets));
         },
       };
     },
@@ -119,13 +119,13 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
     },
     async verb(id, verb, by, options) {
       const r = ref(id);
-      const outcome = await operate(r, verb, by, options);
+      const outcome = await operate(r, secrets, verb, by, options);
       return { summary: summarize(r, outcome.state, reachAgain), recovered: outcome.recovered };
     },
     async resolve(id, request, by) {
       const r = ref(id);
       const { resolveLocal } = await import('./resolve-local.js');
-      const state = await resolveLocal(r, request, by);
+      const state = await resolveLocal(r, secrets, request, by);
       return { summary: summarize(r, state, reachAgain), state };
     },
     async inFlight(environment) {
@@ -143,7 +143,13 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
     async down(environment, options) {
       const { takeDown } = await import('./down.js');
       const { defaultDrivers } = await import('../drivers/default-drivers.js');
-      const { components, routes } = await takeDown(stateDir, environment, defaultDrivers(), options);
+      const { components, routes } = await takeDown(
+        stateDir,
+        environment,
+        defaultDrivers(),
+        secrets,
+        options,
+      );
       return { components, routes };
     },
     // Local migrations run in runner processes of their own: a server hosts nothing for them.
@@ -154,7 +160,7 @@ export function localService(stateDir: StateDir, reachAgain = ''): MigrationServ
     },
     async adoptOrphans(wanted) {
       const { adoptOrphans } = await import('./adopt-orphans.js');
-      return adoptOrphans(stateDir, reachAgain, wanted);
+      return adoptOrphans(stateDir, reachAgain, secrets, wanted);
     },
     async close() {},
     planRollback: (environment, request) => rollbackOperations(service).planRollback(environment, request),

@@ -4,6 +4,7 @@
  * opens its MigrationService here and calls it the same way in every mode.
  */
 
+import { processSecrets } from '../secrets/secret-source.js';
 import type { StateDir } from '../store/state-dir.js';
 import { temporalSettings } from '../temporal/connection.js';
 import { localService } from './local-service.js';
@@ -17,7 +18,10 @@ export interface OpenOptions {
   stateDir: StateDir;
   /** A cutover server's URL (`--server`); default CUTOVER_SERVER. */
   server?: string;
-  /** WORKFLOW_HOST (with TEMPORAL_*), CUTOVER_SERVER and CUTOVER_TOKEN are read here; default process.env. */
+  /**
+   * WORKFLOW_HOST (with TEMPORAL_*), CUTOVER_SERVER, CUTOVER_TOKEN and the secrets (CUTOVER_SECRET_*,
+   * CUTOVER_SECRETS_FILE) are read here, once; default process.env.
+   */
   env?: NodeJS.ProcessEnv;
   /** How the caller named the state directory (` -f app.yaml`), repeated in messages in local mode. */
   stateDirOption?: string;
@@ -39,10 +43,13 @@ export async function openMigrationService(options: OpenOptions): Promise<Migrat
  * cutover server and the watcher run on themselves (CUTOVER_SERVER is for their clients).
  */
 export async function openEngineService(options: Omit<OpenOptions, 'server'>): Promise<MigrationService> {
-  const settings = temporalSettings(options.env ?? process.env);
+  const env = options.env ?? process.env;
+  // The process's secrets, once: from the environment its edge hands in (the CLI's, with --secrets-file).
+  const secrets = processSecrets(env);
+  const settings = temporalSettings(env);
   if (settings) {
     const { temporalService } = await import('./temporal-service.js');
-    return temporalService(settings, options.stateDir);
+    return temporalService(settings, secrets, options.stateDir);
   }
-  return localService(options.stateDir, options.stateDirOption);
+  return localService(options.stateDir, secrets, options.stateDirOption);
 }

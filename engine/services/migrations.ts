@@ -6,24 +6,14 @@
 import { spawn } from 'node:child_process';
 import { existsSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CutoverError, environmentFault, TopologyInvalidError } from '../../core/errors.js';
-import { migrationParallelism } from '../../core/migration/step.js';
+import { CutoverError, environmentFault } from '../../core/errors.js';
 import { describeLifecycle } from '../../core/migration/summary.js';
 import type { LogLine } from '../../core/migration/types.js';
-import {
-  isFinal,
-  type MigrationSpec,
-  type MigrationState,
-  type Verb,
-  type VerbOptions,
-} from '../../core/migration/types.js';
+import { isFinal, type MigrationState, type Verb, type VerbOptions } from '../../core/migration/types.js';
 import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
-import { isEmptyPlan } from '../../core/plan/types.js';
 import { osUserName } from '../../platform/os-user.js';
 import { cutoverCliPath } from '../../platform/package-path.js';
-import { imageDigestsFor } from '../drivers/container-images.js';
 import {
   type ActiveClaim,
   claimEnvironment,
@@ -37,17 +27,11 @@ import { JournalWriter } from '../runner/journal.js';
 import type { LocalRunner, RunnerDeps } from '../runner/local-runner.js';
 import { makeDir } from '../runner/make-dir.js';
 import { claimRunner, liveRunner, releaseRunner } from '../runner/runner-claim.js';
-import { planSecrets } from '../secrets/resolve-secrets.js';
-import { keptLayouts, readCurrentLayout, readLayoutAt } from '../store/layout-store.js';
+import { inheritedEnv } from '../secrets/resolve-secrets.js';
+import type { ProcessSecrets } from '../secrets/secret-source.js';
+import { keptLayouts } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
-import {
-  auditOf,
-  type CreateResult,
-  checkReplace,
-  newMigrationId,
-  pinError,
-  refuseMovedLayout,
-} from './migration-common.js';
+import { type CreateResult, newMigrationId } from './migration-common.js';
 import {
   allMigrations,
   findMigration,
@@ -58,6 +42,7 @@ import {
   summarize,
 } from './migration-records.js';
 import { runnerStartTimeoutMs } from './runner-liveness.js';
+import type { TopologySource } from './service-types.js';
 
 export { findMigration, listMigrations, loadState, type MigrationRef, summarize };
 
@@ -66,13 +51,11 @@ export { findMigration, listMigrations, loadState, type MigrationRef, summarize 
 // CLI starting on a busy machine takes CPU from the traffic it serves.
 
 export interface CreateRequest {
-  /** The topology file; with `text`, only the name diagnostics use and (without `baseDir`) its directory. */
-  file: string;
-  /** The topology's text, when it does not come from reading `file` (the server's requests). */
-  text?: string;
-  /** Where relative paths in the topology resolve; default: the directory of `file`. */
-  baseDir?: string;
+  /** The topology: its text, its name, and where its relative paths resolve. */
+  source: TopologySource;
   stateDir: StateDir;
+  /** This process's secrets: the plan digests them as `plan` does. */
+  secrets: ProcessSecrets;
   /** The reviewed plan's id: refuse anything else. */
   planId?: string;
   /** The serial a saved plan was planned against: refuse as stale when the live layout moved. */
@@ -96,76 +79,36 @@ export interface CreateRequest {
 export async function createMigration(request: CreateRequest): Promise<CreateResult> {
   // A bad CUTOVER_KEEP_LAYOUTS is refused before anything runs, not ignored at the commit.
   keptLayouts();
-  const { readTopologyFile } = await import('../sources/read-topology-file.js');
-  const { loadTopology } = await import('../../core/topology/load-topology.js');
-  const { buildPlan } = await import('../../core/plan/build-plan.js');
-  const text = request.text ?? (await readTopologyFile(request.file));
-  const loaded = loadTopology(text, { file: request.file });
-  if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
-  const desired = loaded.topology;
-  checkReplace(desired, request.replace, request.file);
-  const environment = desired.metadata.name;
-  const { stateDir } = request;
+  const { prepareMigration, migrationSpec } = await import('./prepare-migration.js');
+  const { localHome } = await import('./local-home.js');
+  const { stateDir, source } = request;
   const id = newMigrationId();
-  const claim = stateDirWrite(stateDir, `claiming environment ${environment}`, () =>
-    holdEnvironment(stateDir, environment, id, (holder) => conflictError(stateDir, environment, holder)),
-  );
-  const paths = stateDir.migration(environment, id);
+  const hold = (environment: string) => {
+    const claim = stateDirWrite(stateDir, `claiming environment ${environment}`, () =>
+      holdEnvironment(stateDir, environment, id, (holder) => conflictError(stateDir, environment, holder)),
+    );
+    return {
+      release: () => releaseEnvironment(stateDir, environment, id),
+      ...(claim.notice === undefined ? {} : { notice: claim.notice }),
+    };
+  };
+  const prepared = await prepareMigration(request, localHome(stateDir, request.secrets, hold));
+  if (!prepared.needed) return { created: false, plan: prepared.plan };
+  const spec = migrationSpec(id, prepared, source.baseDir, request, osUserName);
+  const paths = stateDir.migration(spec.environment, id);
   try {
-    const base = await readCurrentLayout(stateDir, environment);
-    if (request.planId !== undefined) refuseMovedLayout(request.planId, request.baseSerial, base);
-    // Observed once the claim is held, as `plan` observes: drift is planned and repaired like a change.
-    const { observeEnvironmentLayout } = await import('../api.js');
-    const baseDir = request.baseDir ?? path.dirname(path.resolve(request.file));
-    const secrets = await planSecrets(desired, stateDir, baseDir);
-    const images = await imageDigestsFor(desired, baseDir);
-    const inputs = {
-      observed: await observeEnvironmentLayout(stateDir, base, baseDir),
-      ...(request.replace === undefined ? {} : { replace: request.replace }),
-      ...(secrets === undefined ? {} : { secrets }),
-      ...(images === undefined ? {} : { images }),
-    };
-    const plan = buildPlan(base, desired, inputs);
-    if (request.planId !== undefined && request.planId !== plan.planId) {
-      throw await pinError(
-        (serial) => readLayoutAt(stateDir, environment, serial),
-        request.planId,
-        plan,
-        desired,
-        base,
-        inputs,
-        request.baseSerial !== undefined,
-      );
-    }
-    if (isEmptyPlan(plan)) {
-      releaseEnvironment(stateDir, environment, id);
-      return { created: false, plan };
-    }
-    const spec: MigrationSpec = {
-      id,
-      environment,
-      plan,
-      desired,
-      base,
-      baseDir,
-      createdAt: request.now ?? Date.now(),
-      ...auditOf(request, osUserName),
-      parallelism: migrationParallelism(desired, request.parallelism),
-      ...(images === undefined ? {} : { images }),
-    };
     stateDirWrite(stateDir, `creating ${id}`, () => {
       makeDir(paths.dir);
       JournalWriter.create(paths.journal, { type: 'created', at: spec.createdAt, spec }).close();
     });
-    return claim.notice === undefined
-      ? { created: true, spec }
-      : { created: true, spec, notice: claim.notice };
   } catch (error) {
-    releaseEnvironment(stateDir, environment, id);
+    prepared.held?.release();
     // A migration whose journal could not be created was never created: leave no trace of it.
     if (!existsSync(paths.journal)) rmSync(paths.dir, { recursive: true, force: true });
     throw error;
   }
+  const notice = prepared.held?.notice;
+  return notice === undefined ? { created: true, spec } : { created: true, spec, notice };
 }
 
 /** A write to the state directory; a refusal of the machine is one line naming the directory. */
@@ -258,6 +201,7 @@ export async function hostMigration(
   environment: string,
   id: string,
   drivers: DriverSet,
+  secrets: ProcessSecrets,
   onLine?: RunnerDeps['onLine'],
 ): Promise<HostedMigration> {
   const paths = stateDir.migration(environment, id);
@@ -293,7 +237,7 @@ export async function hostMigration(
       stateDir,
       environment,
       id,
-      onLine ? { stateDir, drivers, onLine } : { stateDir, drivers },
+      onLine ? { stateDir, drivers, secrets, onLine } : { stateDir, drivers, secrets },
     );
   } catch (error) {
     release();
@@ -320,15 +264,23 @@ function notStarted(id: string, error: unknown): unknown {
   );
 }
 
-/** The runner's environment: the caller's, less the credentials it never needs (its drivers' processes inherit it). */
-function runnerEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+/**
+ * The runner's environment: the caller's, less the credentials it never needs (its drivers'
+ * processes inherit it), with the secrets handed to this process (its own edge decided them).
+ */
+function runnerEnv(env: NodeJS.ProcessEnv, secrets: ProcessSecrets): NodeJS.ProcessEnv {
   const { CUTOVER_TOKENS: _tokens, CUTOVER_TOKEN: _token, CUTOVER_HOOK_SECRET: _secret, ...rest } = env;
-  return rest;
+  return { ...inheritedEnv(rest), ...secrets.env };
 }
 
 /** Starts a detached process that drives a migration, and waits until it answers; its pid. */
-export async function spawnRunner(stateDir: StateDir, environment: string, id: string): Promise<number> {
-  return (await startRunner(stateDir, environment, id)).child;
+export async function spawnRunner(
+  stateDir: StateDir,
+  environment: string,
+  id: string,
+  secrets: ProcessSecrets,
+): Promise<number> {
+  return (await startRunner(stateDir, environment, id, secrets)).child;
 }
 
 /** A runner process started: its pid, and the pid of the runner that drives the migration now. */
@@ -346,6 +298,7 @@ export async function startRunner(
   stateDir: StateDir,
   environment: string,
   id: string,
+  secrets: ProcessSecrets,
 ): Promise<StartedRunner> {
   const paths = stateDir.migration(environment, id);
   const out = openSync(paths.runnerOutput, 'a');
@@ -364,7 +317,7 @@ export async function startRunner(
     {
       detached: true,
       stdio: ['ignore', out, out],
-      env: runnerEnv(process.env),
+      env: runnerEnv(process.env, secrets),
     },
   );
   child.unref();
@@ -401,6 +354,7 @@ export interface VerbOutcome {
  */
 export async function operate(
   ref: MigrationRef,
+  secrets: ProcessSecrets,
   verb: Verb,
   by?: string,
   options: VerbOptions = {},
@@ -411,7 +365,7 @@ export async function operate(
   let recovered = false;
   let runner = liveRunner(paths.runner);
   if (!runner) {
-    await spawnRunner(ref.stateDir, ref.environment, ref.id);
+    await spawnRunner(ref.stateDir, ref.environment, ref.id, secrets);
     runner = liveRunner(paths.runner);
     recovered = true;
     state = loadState(ref.stateDir, ref.environment, ref.id);

@@ -4,11 +4,11 @@
  * Shared by the modes that read the layout themselves (local, Temporal); a server answers it in
  * POST /v1/plan with `saved: true`.
  */
-import type { LivePlan, MigrationService, PlanOptions, TopologyText } from './service-types.js';
+import type { LivePlan, MigrationService, PlanOptions, TopologySource } from './service-types.js';
 
 export async function planAgainstLive(
   service: Pick<MigrationService, 'plan' | 'layoutAt'>,
-  desired: TopologyText,
+  desired: TopologySource,
   options: PlanOptions = {},
 ): Promise<LivePlan> {
   const plan = await service.plan(desired, { kind: 'recorded' }, options);

@@ -7,12 +7,14 @@
  */
 import { appendFileSync } from 'node:fs';
 import { CutoverError } from '../../core/errors.js';
+import { resolveEvent } from '../../core/migration/host-step.js';
 import { refuseResolve } from '../../core/migration/resolve-policy.js';
 import { step } from '../../core/migration/step.js';
-import type { MigrationEvent, MigrationState } from '../../core/migration/types.js';
+import type { MigrationState } from '../../core/migration/types.js';
 import { claimEnvironment, releaseEnvironment } from '../runner/active-claim.js';
 import { JournalWriter, readJournal } from '../runner/journal.js';
 import { claimRunner, liveRunner, releaseRunner } from '../runner/runner-claim.js';
+import type { ProcessSecrets } from '../secrets/secret-source.js';
 import { readCurrentLayout } from '../store/layout-store.js';
 import { isFinished, loadState, type MigrationRef } from './migration-records.js';
 import { startRunner } from './migrations.js';
@@ -20,6 +22,7 @@ import type { ResolveRequest } from './service-types.js';
 
 export async function resolveLocal(
   ref: MigrationRef,
+  secrets: ProcessSecrets,
   request: ResolveRequest,
   by?: string,
 ): Promise<MigrationState> {
@@ -51,9 +54,7 @@ export async function resolveLocal(
       }
       claimed = true;
     }
-    const event: MigrationEvent = { type: 'resolve', at: Date.now(), how: request.how };
-    if (request.step !== undefined) event.step = request.step;
-    if (by !== undefined) event.by = by;
+    const event = resolveEvent(request.how, Date.now(), request.step, by);
     const writer = JournalWriter.resume(paths.journal, readJournal(paths.journal));
     try {
       writer.append(event);
@@ -74,7 +75,7 @@ export async function resolveLocal(
   } finally {
     releaseRunner(paths.runner);
   }
-  if (request.how === 'retry') await startRunner(stateDir, environment, id);
+  if (request.how === 'retry') await startRunner(stateDir, environment, id, secrets);
   return loadState(stateDir, environment, id);
 }
 

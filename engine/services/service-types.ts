@@ -35,6 +35,14 @@ export interface TopologyText {
   file: string;
 }
 
+/**
+ * A topology to plan or apply: its text, its name, and the directory its relative paths resolve
+ * against. The directory is decided once, where the topology enters (engine/sources/topology-source.ts).
+ */
+export interface TopologySource extends TopologyText {
+  baseDir: string;
+}
+
 /** What a plan is computed against: the recorded layout, another topology, or nothing live. */
 export type PlanAgainst = { kind: 'recorded' } | { kind: 'text'; source: TopologyText } | { kind: 'empty' };
 
@@ -57,9 +65,7 @@ export type ValidateOutcome =
   | { ok: true; environment: string; components: number; routes: number }
   | { ok: false; diagnostics: Diagnostic[] };
 
-export interface StartRequest extends TopologyText {
-  /** Where its relative paths resolve. */
-  baseDir: string;
+export interface StartRequest extends TopologySource {
   planId?: string;
   /**
    * The serial of the live layout the pinned plan was computed against (a saved plan's): refuse
@@ -145,12 +151,12 @@ export interface MigrationService {
   readonly lookAgainMs: number;
   validate(source: TopologyText): Promise<ValidateOutcome>;
   /** Against the recorded layout, observes what runs first where it can (see PlanOptions). */
-  plan(desired: TopologyText, against: PlanAgainst, options?: PlanOptions): Promise<Plan>;
+  plan(desired: TopologySource, against: PlanAgainst, options?: PlanOptions): Promise<Plan>;
   /**
    * A plan against the live (recorded) layout, with what that layout is: its serial, the migration
    * that recorded it and when (for a saved plan, and a plan's header in words).
    */
-  planLive(desired: TopologyText, options?: PlanOptions): Promise<LivePlan>;
+  planLive(desired: TopologySource, options?: PlanOptions): Promise<LivePlan>;
   currentLayout(environment: string): Promise<CurrentLayout>;
   /**
    * An earlier layout of the environment by its serial, while it is kept (the last few are; see

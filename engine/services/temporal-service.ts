@@ -8,6 +8,7 @@
 import { CutoverError } from '../../core/errors.js';
 import { start as startState } from '../../core/migration/step.js';
 import { summaryOf } from '../../core/migration/summary.js';
+import type { ProcessSecrets } from '../secrets/secret-source.js';
 import type { StateDir } from '../store/state-dir.js';
 import type { TemporalSettings } from '../temporal/connection.js';
 import type { TemporalMigrations } from '../temporal/temporal-migrations.js';
@@ -15,8 +16,15 @@ import { planAgainstLive } from './plan-live.js';
 import { rollbackOperations } from './rollback-source.js';
 import { followElsewhere, type MigrationService } from './service-types.js';
 
-/** `stateDir`: this process's, whose key hashes secrets for plans (the worker's, when it hosts one). */
-export function temporalService(settings: TemporalSettings, stateDir?: StateDir): MigrationService {
+/**
+ * `secrets`: what this process reads (decided at its edge): plans digest them, a worker it hosts
+ * runs with them. `stateDir`: this process's, whose key hashes them for plans (the worker's).
+ */
+export function temporalService(
+  settings: TemporalSettings,
+  secrets: ProcessSecrets,
+  stateDir?: StateDir,
+): MigrationService {
   let connecting: Promise<TemporalMigrations> | null = null;
   const temporal = (): Promise<TemporalMigrations> => {
     if (!connecting) {
@@ -49,9 +57,7 @@ export function temporalService(settings: TemporalSettings, stateDir?: StateDir)
         desired,
         {
           kind: 'layout',
-          of: (environment) => t.currentLayout(environment),
-          observe: (layout, fallbackBaseDir) => t.observe(layout, fallbackBaseDir),
-          ...(stateDir ? { stateDir } : {}),
+          home: t.home(stateDir === undefined ? undefined : { key: stateDir, read: secrets }),
         },
         options,
       );
@@ -68,7 +74,7 @@ export function temporalService(settings: TemporalSettings, stateDir?: StateDir)
     async start(request) {
       const { attach: _attach, ...create } = request;
       const created = await (await temporal()).create(
-        stateDir ? { ...create, secretsFrom: stateDir } : create,
+        stateDir ? { ...create, secrets: { key: stateDir, read: secrets } } : create,
       );
       if (!created.created) return { created: false, planId: created.plan.planId };
       // As it stands at its start (visibility may not list it for a moment).
@@ -109,7 +115,7 @@ export function temporalService(settings: TemporalSettings, stateDir?: StateDir)
       if (!wanted) return { description: `Temporal at ${where}, no worker`, shutdown: async () => {} };
       const { startWorker } = await import('../temporal/worker.js');
       const { defaultDrivers } = await import('../drivers/default-drivers.js');
-      const worker = await startWorker({ settings, stateDir, drivers: defaultDrivers() });
+      const worker = await startWorker({ settings, stateDir, drivers: defaultDrivers(), secrets });
       return { description: `Temporal at ${where}, with a worker`, shutdown: () => worker.shutdown() };
     },
     planRollback: (environment, request) => rollbackOperations(service).planRollback(environment, request),

@@ -12,6 +12,7 @@ import type { ObservedLayout } from '../../core/observed.js';
 import { stopRouterIfIdle } from '../drivers/router-driver.js';
 import { observeLayout } from '../observe/observe-layout.js';
 import { type CommandResult, type DriverSet, executeCommand } from '../runner/execute-command.js';
+import type { ProcessSecrets } from '../secrets/secret-source.js';
 import { type DownPart, takeDownPart } from '../services/down.js';
 import type { StateDir } from '../store/state-dir.js';
 import { type DeliverInput, deliverNotification } from './notify-activity.js';
@@ -20,6 +21,8 @@ export interface ActivityDeps {
   /** The worker's state directory: where drivers keep their local records (process slots, routes). */
   stateDir: StateDir;
   drivers: DriverSet;
+  /** The worker's secrets (decided where it starts). */
+  secrets: ProcessSecrets;
 }
 
 export interface CommandOutcome {
@@ -79,6 +82,7 @@ export function createActivities(deps: ActivityDeps): CutoverActivities {
         const result = await executeCommand(state, command, {
           stateDir: deps.stateDir,
           drivers: deps.drivers,
+          secrets: deps.secrets,
           signal: context.cancellationSignal,
           log: (message) => lines.push({ at: Date.now(), level: 'info', kind: 'driver', message }),
         });
@@ -100,6 +104,7 @@ export function createActivities(deps: ActivityDeps): CutoverActivities {
           drivers: deps.drivers,
           fallbackBaseDir: input.fallbackBaseDir,
           call: { signal: context.cancellationSignal, log },
+          secrets: deps.secrets,
         });
         return lines;
       } finally {
@@ -119,7 +124,7 @@ export function createActivities(deps: ActivityDeps): CutoverActivities {
         clearInterval(beat);
       }
     },
-    deliverNotification,
+    deliverNotification: (input) => deliverNotification(input, deps.secrets),
     async stopRouterIfIdle() {
       const lines: LogLine[] = [];
       await stopRouterIfIdle(deps.stateDir, (message) =>

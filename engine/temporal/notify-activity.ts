@@ -10,7 +10,7 @@ import type { LogLine } from '../../core/migration/types.js';
 import type { CloudEvent } from '../../core/notify/types.js';
 import type { NotifyTarget } from '../../core/topology/types.js';
 import { deliveryBudgetMs, Notifier } from '../notify/notifier.js';
-import { secretSource } from '../secrets/secret-source.js';
+import type { ProcessSecrets } from '../secrets/secret-source.js';
 
 export interface DeliverInput {
   /** The target's name in the topology's `notify:`. */
@@ -29,12 +29,12 @@ const heartbeatEveryMs = 1_000;
  */
 const settleMarginMs = 5_000;
 
-export async function deliverNotification(input: DeliverInput): Promise<LogLine[]> {
+export async function deliverNotification(input: DeliverInput, secrets: ProcessSecrets): Promise<LogLine[]> {
   const context = Context.current();
   const lines: LogLine[] = [];
   const notifier = new Notifier({
     targets: { [input.name]: input.target },
-    secrets: secretSource(process.env, input.baseDir),
+    secrets: secrets.for(input.baseDir),
     baseDir: input.baseDir,
     // No notifications.ndjson in Temporal mode: the result is the log line returned, kept in the
     // workflow's history with the rest of the migration's log.

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { superviseRouter } from '../drivers/router-driver.js';
 import type { DriverSet } from '../runner/execute-command.js';
+import type { ProcessSecrets } from '../secrets/secret-source.js';
 import type { StateDir } from '../store/state-dir.js';
 import { createActivities } from './activities.js';
 import {
@@ -28,6 +29,8 @@ export interface WorkerOptions {
   /** Where the drivers keep their local records on this machine. */
   stateDir: StateDir;
   drivers: DriverSet;
+  /** The worker's secrets (decided where it starts: its environment, its secrets file). */
+  secrets: ProcessSecrets;
   /** At most this many driver calls at once (default 100). */
   maxConcurrentActivities?: number;
   /** A line for the worker's output (the router's supervision says when it restarts one). */
@@ -109,7 +112,11 @@ function createWorker(connection: NativeConnection, options: WorkerOptions): Pro
     ...(existsSync(bundle)
       ? { workflowBundle: { codePath: bundle } }
       : { workflowsPath: fileURLToPath(new URL('./workflows.js', import.meta.url)) }),
-    activities: createActivities({ stateDir: options.stateDir, drivers: options.drivers }),
+    activities: createActivities({
+      stateDir: options.stateDir,
+      drivers: options.drivers,
+      secrets: options.secrets,
+    }),
     maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 100,
     shutdownGraceTime: '10s',
     // A workflow's next task goes to the queue of the worker that has it cached; when that worker

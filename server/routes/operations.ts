@@ -189,9 +189,7 @@ async function startApply(context: RouteContext, body: ApplyBody, principal: str
     const input = topologyInput(saved.topology.text, saved.topology.file, workdir, 'plan.topology');
     return withTopology(input, () =>
       context.service.start({
-        file: input.source.file,
-        text: input.source.text,
-        baseDir: input.baseDir,
+        ...input.source,
         planId: saved.plan.planId,
         baseSerial: saved.baseSerial,
         commit: saved.commit,
@@ -203,9 +201,7 @@ async function startApply(context: RouteContext, body: ApplyBody, principal: str
   const input = topologyInput(body.topology, body.path, workdir, 'topology');
   return withTopology(input, () =>
     context.service.start({
-      file: input.source.file,
-      text: input.source.text,
-      baseDir: input.baseDir,
+      ...input.source,
       ...(body.planId === undefined ? {} : { planId: body.planId }),
       ...(body.baseSerial === undefined ? {} : { baseSerial: body.baseSerial }),
       ...(body.commit === undefined ? {} : { commit: body.commit }),

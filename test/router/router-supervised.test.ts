@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startLoad } from '../../bench/load.js';
 import { SelfHeal } from '../../engine/heal/self-heal.js';
+import { noSecrets } from '../../engine/secrets/secret-source.js';
 import { localService } from '../../engine/services/local-service.js';
 import { StateDir } from '../../engine/store/state-dir.js';
 import { readRouterRecord } from '../../router/router-record.js';
@@ -82,7 +83,11 @@ it('between migrations, self-heal starts a killed router again at once', async (
   const lines: string[] = [];
   const heal = new SelfHeal({
     targets: async () => [
-      { environment: 'canary', service: localService(StateDir.at(w.stateDir)), fallbackBaseDir: w.dir },
+      {
+        environment: 'canary',
+        service: localService(StateDir.at(w.stateDir), noSecrets),
+        fallbackBaseDir: w.dir,
+      },
     ],
     intervalMs: 60_000, // no repair round would come in time: only the supervision can do it
     log: (line) => lines.push(line),

@@ -8,6 +8,7 @@
 import { request } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { noSecrets } from '../../engine/secrets/secret-source.js';
 import { localService } from '../../engine/services/migration-service.js';
 import { StateDir } from '../../engine/store/state-dir.js';
 import { buildServer, type CutoverServer } from '../../server/app.js';
@@ -25,7 +26,7 @@ let held: { entered: () => void; release: Promise<void> } | null = null;
 
 beforeAll(async () => {
   const stateDir = StateDir.at(await harness.stateDir());
-  const local = localService(stateDir);
+  const local = localService(stateDir, noSecrets);
   server = await buildServer({
     stateDir,
     workdir: repoRoot,

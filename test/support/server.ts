@@ -45,6 +45,8 @@ export interface ServerProcess {
 export interface StartOptions {
   stateDir: string;
   workdir?: string;
+  /** The server's working directory (default: the repository). */
+  cwd?: string;
   args?: string[];
   env?: Record<string, string>;
 }
@@ -70,7 +72,7 @@ function spawnServer(options: StartOptions): {
       options.workdir ?? repoRoot,
       ...(options.args ?? []),
     ],
-    { cwd: repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] },
+    { cwd: options.cwd ?? repoRoot, env, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const out = { stdout: '', stderr: '' };
   child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { CurrentLayout } from '../../core/layout.js';
-import { keepEarlier } from '../../engine/temporal/workflows.js';
+import { keepEarlier } from '../../engine/temporal/environment-workflow.js';
 
 const layout = (serial: number): CurrentLayout => ({ environment: 'shop', serial, topology: null });
 

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { dataConverter } from '../../engine/temporal/payload-codec.js';
-import { migrationWorkflowId } from '../../engine/temporal/workflows.js';
+import { migrationWorkflowId } from '../../engine/temporal/workflow-definitions.js';
 import { runCli, tempDir } from '../support/cli.js';
 import {
   cleanupsAfterEach,

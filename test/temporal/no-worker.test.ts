@@ -9,7 +9,7 @@ import { Client, Connection } from '@temporalio/client';
 import { describe, expect, it } from 'vitest';
 import { emptyLayout } from '../../core/layout.js';
 import { dataConverter } from '../../engine/temporal/payload-codec.js';
-import { environmentWorkflowId } from '../../engine/temporal/workflows.js';
+import { environmentWorkflowId } from '../../engine/temporal/workflow-definitions.js';
 import { repoRoot, runCli, tempDir } from '../support/cli.js';
 import {
   cleanupsAfterEach,

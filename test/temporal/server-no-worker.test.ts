@@ -8,7 +8,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { migrationWorkflowId } from '../../engine/temporal/workflows.js';
+import { migrationWorkflowId } from '../../engine/temporal/workflow-definitions.js';
 import { Api, demoApply, ServerHarness } from '../support/server.js';
 import {
   startWorkerProcess,

@@ -13,6 +13,7 @@ import type { Command, MigrationState } from '../../../core/migration/types.js';
 import { createExecDriver } from '../../../engine/drivers/exec-driver.js';
 import type { DriverSet } from '../../../engine/runner/execute-command.js';
 import { executeCommand } from '../../../engine/runner/execute-command.js';
+import { noSecrets } from '../../../engine/secrets/secret-source.js';
 import { StateDir } from '../../../engine/store/state-dir.js';
 import type { TopologyDoc } from '../../support/builders.js';
 import { Driver, specOf } from '../../support/migration-builders.js';
@@ -65,6 +66,7 @@ describe('driver calls of a migration whose layouts come from different director
         const result = await executeCommand(state, command, {
           stateDir: StateDir.at(path.join(root, 'state')),
           drivers,
+          secrets: noSecrets,
           signal: new AbortController().signal,
           log: () => {},
         });

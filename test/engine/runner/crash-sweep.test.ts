@@ -19,7 +19,9 @@ import { replay } from '../../../core/migration/step.js';
 import type { MigrationEvent, MigrationState } from '../../../core/migration/types.js';
 import { readJournal } from '../../../engine/runner/journal.js';
 import { LocalRunner } from '../../../engine/runner/local-runner.js';
+import { noSecrets } from '../../../engine/secrets/secret-source.js';
 import { createMigration } from '../../../engine/services/migrations.js';
+import { topologySource } from '../../../engine/sources/topology-source.js';
 import { readCurrentLayout } from '../../../engine/store/layout-store.js';
 import { StateDir } from '../../../engine/store/state-dir.js';
 import { tempDir } from '../../support/cli.js';
@@ -128,7 +130,12 @@ async function start(
   file: string,
   generation: number,
 ): Promise<{ id: string; runner: LocalRunner }> {
-  const created = await createMigration({ file: path.join(w.dir, file), stateDir: w.stateDir });
+  const topology = path.join(w.dir, file);
+  const created = await createMigration({
+    source: topologySource({ text: readFileSync(topology, 'utf8'), file: topology }),
+    stateDir: w.stateDir,
+    secrets: noSecrets,
+  });
   if (!created.created) throw new Error(`${file}: nothing to migrate`);
   const id = created.spec.id;
   return { id, runner: resume(w, id, generation) };
@@ -139,6 +146,7 @@ function resume(w: World, id: string, generation: number): LocalRunner {
   const runner = LocalRunner.recover(w.stateDir, environment, id, {
     stateDir: w.stateDir,
     drivers: w.drivers.driverSet(generation),
+    secrets: noSecrets,
   });
   w.runners.push(runner);
   return runner;

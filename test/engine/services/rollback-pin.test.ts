@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { CurrentLayout } from '../../../core/layout.js';
+import { noSecrets } from '../../../engine/secrets/secret-source.js';
 import { localService } from '../../../engine/services/local-service.js';
 import { writeCurrentLayout, writeJsonAtomic } from '../../../engine/store/layout-store.js';
 import { StateDir } from '../../../engine/store/state-dir.js';
@@ -32,7 +33,7 @@ async function record(stateDir: StateDir, serial: number, version: string): Prom
 describe('a pinned rollback plan whose layouts moved', () => {
   it('is refused in rollback terms: the same --to now names another layout, or the current one moved', async () => {
     const stateDir = StateDir.at(await resources.tempDir('cutover-rollback-pin-'));
-    const service = localService(stateDir);
+    const service = localService(stateDir, noSecrets);
     await record(stateDir, 1, '1.0.0');
     await record(stateDir, 2, '2.0.0');
     const request = { to: { kind: 'previous' } as const, fallbackBaseDir: '/srv/shop' };

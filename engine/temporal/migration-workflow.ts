@@ -1,0 +1,300 @@
+/**
+ * The migration workflow: drives the same pure step function as the local runner. Driver calls
+ * are activities (as many at once as the step function has in flight), waits are durable timers,
+ * operator verbs are Updates with validators, and the status (state and recent log lines) is a
+ * Query. Deterministic code only.
+ */
+import {
+  ActivityCancellationType,
+  CancellationScope,
+  condition,
+  continueAsNew,
+  getExternalWorkflowHandle,
+  isCancellation,
+  patched,
+  proxyActivities,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { commandView } from '../../core/migration/command-view.js';
+import { committedLayout } from '../../core/migration/committed-layout.js';
+import {
+  carryOut,
+  operatorEvent,
+  pickUp,
+  resolveEvent,
+  type StepHost,
+} from '../../core/migration/host-step.js';
+import { refuseResolve } from '../../core/migration/resolve-policy.js';
+import { start, step } from '../../core/migration/step.js';
+import {
+  type Command,
+  isFinal,
+  type LogLine,
+  type MigrationEvent,
+  type MigrationSpec,
+  type MigrationState,
+  type Transition,
+  type Verb,
+  type VerbOptions,
+} from '../../core/migration/types.js';
+import { upgradeState } from '../../core/migration/upgrade-state.js';
+import { refuseVerb } from '../../core/migration/verb-policy.js';
+import { notificationsOf } from '../../core/notify/migration-events.js';
+import type { CutoverActivities } from './activities.js';
+import { activityTimeoutMs } from './activity-timeouts.js';
+import {
+  environmentWorkflowId,
+  keptLogLines,
+  type MigrationInput,
+  type MigrationStatus,
+  maxHistoryEvents,
+  type ResolveArgs,
+  recordLayoutSignal,
+  resolveUpdate,
+  type SeqLine,
+  statusQuery,
+  verbUpdate,
+} from './workflow-definitions.js';
+import {
+  KeptNotifications,
+  notificationsPatch,
+  notificationsQuery,
+  notifyHandOffPatch,
+  notifyWorkflowId,
+  WorkflowNotifications,
+} from './workflow-notify.js';
+
+/**
+ * How long a resolving run waits for its Update. It comes with the run's first workflow task (an
+ * update-with-start), so the wait only bounds a lost or refused one: the run, holding the
+ * environment's workflow id, then ends as the migration had.
+ */
+const resolveWaitMs = 10_000;
+/** Activity options by command: timeouts from the command (activity-timeouts.ts), heartbeats for long calls. */
+function activitiesFor(command: Command, spec: MigrationSpec): CutoverActivities {
+  return proxyActivities<CutoverActivities>({
+    startToCloseTimeout: activityTimeoutMs(command, spec),
+    // A worker that dies mid-call is noticed within this, and the call goes to another worker.
+    heartbeatTimeout: 5_000,
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    retry: {
+      initialInterval: 1_000,
+      backoffCoefficient: 2,
+      maximumInterval: 30_000,
+      maximumAttempts: 20,
+      nonRetryableErrorTypes: ['InvariantError', 'CutoverError'],
+    },
+  });
+}
+
+/**
+ * The marker of runs that start an activity for every command in flight (spec.parallelism); runs
+ * recorded without it ran one command at a time and replay so.
+ */
+export const parallelActivitiesPatch = 'parallel-activities';
+
+export async function migrationWorkflow(input: MigrationInput): Promise<MigrationStatus> {
+  // Every command the step function puts in flight runs as its own activity (or timer), at most
+  // `spec.parallelism` at once; each completion is fed back as its event when it comes. A run whose
+  // history was recorded by the workflow from before (no marker) replays as it ran: one at a time.
+  const parallel = patched(parallelActivitiesPatch);
+  const spec: MigrationSpec = parallel ? input.spec : { ...input.spec, parallelism: 1 };
+  // A run continued from an earlier version's run carries the state in its older shape.
+  let state: MigrationState = input.resume
+    ? upgradeState({ ...input.resume.state, spec } as MigrationState)
+    : (null as unknown as MigrationState);
+  let logs: SeqLine[] = input.resume?.logs ?? [];
+  let seq = input.resume?.seq ?? 0;
+  const scopes = new Map<string, CancellationScope>();
+  let continuing = false;
+  // The events applied, counted as the local runner's journal numbers them (1 = the start).
+  let events = input.resume?.events ?? 0;
+
+  const log = (line: LogLine) => {
+    seq += 1;
+    logs.push({ ...line, seq });
+    if (logs.length > keptLogLines) logs = logs.slice(logs.length - keptLogLines);
+  };
+  const publish = () => upsertSearchAttributes({ CutoverState: [state.lifecycle] });
+
+  // The host of the step function (core/migration/host-step.ts, shared with the local runner):
+  // notices go to the kept log, cancellations to the command's scope, commands to activities.
+  const host = (before: MigrationState['lifecycle'] | null): StepHost => ({
+    log,
+    cancel: (id) => scopes.get(id)?.cancel(),
+    issue: (command) => dispatch(command),
+    holdCommands: (next) => {
+      state = next;
+      if (state.lifecycle !== before) publish();
+      if (
+        isFinal(state.lifecycle) ||
+        !(workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > maxHistoryEvents)
+      )
+        return false;
+      if (scopes.size === 0) {
+        // Go on in a fresh run, between two commands: what is in `state.inflight` and not yet run
+        // is issued there.
+        continuing = true;
+        return true;
+      }
+      // With several calls in flight there may never be a moment with none: new commands wait (in
+      // `state.inflight`, for the next run) while those running end. A run of the workflow from
+      // before ran them at once, and so replays.
+      return parallel;
+    },
+  });
+  const apply = (t: Transition, before: MigrationState['lifecycle'] | null) => {
+    state = t.state;
+    carryOut(t, host(before));
+  };
+
+  // Deliveries beside the migration, when its topology has targets. Runs recorded before them
+  // (no marker) replay without any.
+  const targets = spec.desired.notify ?? {};
+  const notifications =
+    Object.keys(targets).length > 0 && patched(notificationsPatch)
+      ? new WorkflowNotifications(targets, spec.baseDir, log)
+      : null;
+  const kept = new KeptNotifications();
+  const notify = (before: MigrationState | null, event: MigrationEvent) => {
+    const out = notificationsOf(before, event, state, events);
+    kept.add(events, out);
+    notifications?.publish(out);
+  };
+
+  const record = (event: MigrationEvent) => {
+    // A resolve is the one event of a migration that has ended (a retry makes it roll back again).
+    if ((isFinal(state.lifecycle) && event.type !== 'resolve') || continuing) return;
+    const before = state;
+    events += 1;
+    apply(step(state, event), state.lifecycle);
+    notify(before, event);
+  };
+
+  const dispatch = (command: Command) => {
+    const started = Date.now();
+    const scope = new CancellationScope();
+    scopes.set(command.id, scope);
+    void scope
+      .run(async () => {
+        if (command.kind === 'wait') {
+          await sleep(command.ms);
+          return { event: { type: 'command_succeeded' } as const, lines: [] as LogLine[] };
+        }
+        if (command.kind === 'record_layout') {
+          await getExternalWorkflowHandle(environmentWorkflowId(state.spec.environment)).signal(
+            recordLayoutSignal,
+            committedLayout(state),
+          );
+          return { event: { type: 'command_succeeded' } as const, lines: [] as LogLine[] };
+        }
+        // Only what this call needs: the whole state would go into the history with every call.
+        const outcome = await activitiesFor(command, state.spec).runCommand(
+          commandView(state, command),
+          command,
+        );
+        return { event: outcome.result, lines: outcome.lines };
+      })
+      .then(
+        ({ event, lines }) => {
+          scopes.delete(command.id);
+          for (const line of lines) log(line);
+          record({ ...event, at: Date.now(), commandId: command.id } as MigrationEvent);
+        },
+        (error: unknown) => {
+          scopes.delete(command.id);
+          if (isCancellation(error)) {
+            record({
+              type: 'command_cancelled',
+              at: Date.now(),
+              commandId: command.id,
+              elapsedMs: Date.now() - started,
+            });
+          } else {
+            const message =
+              error instanceof Error
+                ? ((error.cause as Error | undefined)?.message ?? error.message)
+                : String(error);
+            record({
+              type: 'command_failed',
+              at: Date.now(),
+              commandId: command.id,
+              error: { message, retryable: true },
+            });
+          }
+        },
+      );
+  };
+
+  setHandler(notificationsQuery, (afterEvent: number) => kept.after(afterEvent));
+  setHandler(statusQuery, (afterSeq: number) => ({
+    state,
+    logs: logs.filter((l) => l.seq > afterSeq),
+  }));
+  setHandler(
+    verbUpdate,
+    (verb: Verb, by: string | undefined, options?: VerbOptions) => {
+      record(operatorEvent(verb, Date.now(), by, options));
+      return state;
+    },
+    {
+      validator: (verb: Verb, _by: string | undefined, _options?: VerbOptions) => {
+        const refusal = continuing
+          ? 'the migration is moving to a new workflow run; retry'
+          : refuseVerb(state, verb);
+        if (refusal !== null) throw new Error(refusal);
+      },
+    },
+  );
+
+  let resolved = false;
+  setHandler(
+    resolveUpdate,
+    (args: ResolveArgs) => {
+      record(resolveEvent(args.how, Date.now(), args.step, args.by));
+      resolved = true;
+      return state;
+    },
+    {
+      validator: (args: ResolveArgs) => {
+        // Sent with a start that found this environment's workflow running: another migration's.
+        const refusal =
+          args.migrationId !== state.spec.id
+            ? `cannot resolve ${args.migrationId}: ${state.spec.id} is in flight in ${state.spec.environment}; resolve once it has ended`
+            : continuing
+              ? 'the migration is moving to a new workflow run; retry'
+              : refuseResolve(state, args.step);
+        if (refusal !== null) throw new Error(refusal);
+      },
+    },
+  );
+
+  if (input.resume) {
+    pickUp(state, { issue: dispatch, record }, () => Date.now());
+  } else {
+    const t = start(spec);
+    state = t.state;
+    events = 1;
+    apply(t, null);
+    notify(null, { type: 'created', at: spec.createdAt, spec });
+  }
+
+  // Only runs started to resolve wait here: the command sequence of every other run is unchanged.
+  if (input.resolving) await condition(() => resolved, resolveWaitMs);
+  await condition(() => isFinal(state.lifecycle) || continuing);
+  // The deliveries not done go on in a child workflow of their own: this run, holding the
+  // environment's workflow id, ends as soon as its state is final. Runs recorded before the
+  // hand-off (no marker) replay the bounded wait they had.
+  if (notifications?.busy()) {
+    if (patched(notifyHandOffPatch)) await notifications.handOff(notifyWorkflowId(spec.id, events));
+    else await notifications.settle();
+  }
+  if (continuing) {
+    const { spec, ...rest } = state;
+    await continueAsNew<typeof migrationWorkflow>({ spec, resume: { state: rest, logs, seq, events } });
+  }
+  return { state, logs };
+}
