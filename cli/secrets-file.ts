@@ -12,7 +12,7 @@ import { CutoverError } from '../core/errors.js';
  * migrations. `topology rollback` runs one to an earlier layout; `topology migration rollback`
  * only undoes a migration, which needs no secret.
  */
-const readingSecrets = new Set([
+const readingSecrets: ReadonlySet<string> = new Set([
   'topology plan',
   'topology migrate',
   'topology rollback',
@@ -21,7 +21,11 @@ const readingSecrets = new Set([
   'watch',
 ]);
 /** Those that may go to a server, where the server's own secrets are read instead. */
-const mayGoToServer = new Set(['topology plan', 'topology migrate', 'topology rollback']);
+const mayGoToServer: ReadonlySet<string> = new Set([
+  'topology plan',
+  'topology migrate',
+  'topology rollback',
+]);
 
 /** `topology migrate` for the command `cutover topology migrate`. */
 function pathOf(command: Command): string {

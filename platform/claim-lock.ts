@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import {
   closeSync,
   fsyncSync,
@@ -18,15 +19,15 @@ export const lockWaitMs = 2_000;
 /** Pause between two looks at a lock held by a live process. */
 const lockPollMs = 2;
 
-let tempCounter = 0;
-
 /**
  * A unique file beside `file`, written whole and fsync'd before it is linked anywhere: a claim
  * linked into place must survive a power loss whole, or not at all. A write that fails (a full or
  * read-only disk) leaves no temp file behind.
  */
 export function writeTemp(file: string, content: string): string {
-  const temp = `${file}.${process.pid}.${Date.now()}.${tempCounter++}.tmp`;
+  // The pid lets removeDeadTemps find a dead writer's; the random part keeps two writes of one
+  // process apart (no counter to keep: 'wx' refuses to reuse a name in the 2^-48 case).
+  const temp = `${file}.${process.pid}.${Date.now()}.${randomBytes(6).toString('hex')}.tmp`;
   const fd = openSync(temp, 'wx', 0o600);
   try {
     const bytes = Buffer.from(content, 'utf8');

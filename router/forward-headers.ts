@@ -13,17 +13,32 @@ export type RawHeaders = string[];
 /**
  * Hop-by-hop headers (RFC 9110 §7.6.1) describe one connection, not the message: a proxy drops
  * them and opens its own connection. Transfer-Encoding stays on requests because the router sends
- * their body chunked again (upstream-pool.ts); on responses Node re-frames for its own client.
+ * their body chunked again (upstream-exchange.ts); on responses Node re-frames for its own client.
  */
-const hopByHop = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'upgrade']);
+const hopByHop: ReadonlySet<string> = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'upgrade',
+]);
 /** Lengths of the names `isDropped` may have to lower-case: the others are kept without a look. */
-const hopByHopLengths = new Set([...hopByHop, 'transfer-encoding'].map((name) => name.length));
+const hopByHopLengths: ReadonlySet<number> = new Set(
+  [...hopByHop, 'transfer-encoding'].map((name) => name.length),
+);
 
 /**
  * Headers a Connection header cannot make hop-by-hop: they frame the message (its body would be
  * lost or misread without them) or say where it goes. nginx ignores Connection's list altogether.
  */
-const notNameable = new Set(['close', 'keep-alive', 'content-length', 'transfer-encoding', 'host']);
+const notNameable: ReadonlySet<string> = new Set([
+  'close',
+  'keep-alive',
+  'content-length',
+  'transfer-encoding',
+  'host',
+]);
 
 /** Names the Connection header lists (more hop-by-hop headers), lower case; null when none. */
 function connectionTokens(raw: RawHeaders): Set<string> | null {

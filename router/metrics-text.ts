@@ -5,7 +5,7 @@ import { slots } from './routing-state.js';
 export const prometheusTextType = 'text/plain; version=0.0.4; charset=utf-8';
 
 /** The histogram's `le` labels, in seconds as Prometheus expects: "0.001" … "30", "+Inf". */
-const leLabels = [...latencyBucketBoundsMs.map((ms) => String(ms / 1000)), '+Inf'];
+const leLabels: readonly string[] = [...latencyBucketBoundsMs.map((ms) => String(ms / 1000)), '+Inf'];
 
 /**
  * The router's per-slot metrics in Prometheus's text exposition format (version 0.0.4):

@@ -55,8 +55,8 @@ export interface ProxyListener {
   continueRequest(res: ServerResponse): void;
 }
 
-const idempotentMethods = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
-const resetCodes = new Set(['ECONNRESET', 'EPIPE']);
+const idempotentMethods: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
+const resetCodes: ReadonlySet<string> = new Set(['ECONNRESET', 'EPIPE']);
 
 /**
  * Whether a failed request may go to another upstream. Never once response bytes arrived. Always

@@ -74,7 +74,7 @@ export class BodyBudget {
   }
 }
 
-/** Where a body goes: an upstream exchange (upstream-pool.ts). */
+/** Where a body goes: an upstream exchange (upstream-exchange.ts). */
 export interface BodySink {
   readonly destroyed: boolean;
   /** False when the sink's buffer is full: wait for `onceDrain`. */

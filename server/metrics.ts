@@ -30,7 +30,7 @@ const lifecycles: readonly Lifecycle[] = [
   'failed',
 ];
 
-const stageBuckets = [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+const stageBuckets: readonly number[] = [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
 
 export interface ServerMetrics {
   registry: Registry;
@@ -84,7 +84,7 @@ export function createMetrics(service: MigrationService, streams: LogStreams): S
     name: 'cutover_stage_duration_seconds',
     help: 'Time migrations spent in each stage they entered (bake included)',
     labelNames: ['stage'] as const,
-    buckets: stageBuckets,
+    buckets: [...stageBuckets],
     registers: [registry],
     async collect() {
       await read();

@@ -42,6 +42,7 @@ interface WrittenAnalysis {
 }
 
 type Validate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
+/** Cache: the schema of `analysis:`, compiled on first use, once per process (its input is a constant). */
 let compiled: Validate | undefined;
 
 function validator(): Validate {

@@ -10,8 +10,11 @@ export interface PlanIndex {
   stageRange: Map<Stage, [number, number]>;
 }
 
-// Keyed by the plan object, which a migration never changes: a cache, not state (the same plan
-// always gives the same index, so the step function stays a function of its inputs).
+/**
+ * Cache: keyed by the plan object, which a migration never changes, so not state (the same plan
+ * always gives the same index, and the step function stays a function of its inputs). Weak: an
+ * index goes with its plan.
+ */
 const cache = new WeakMap<Plan, PlanIndex>();
 
 export function planIndex(plan: Plan): PlanIndex {

@@ -39,6 +39,8 @@ export function undoPrerequisites(steps: readonly Command[], desired: Topology):
   return out;
 }
 
-// Keyed by the steps array, which an ending never changes (a retry by a person makes a new one): a
-// cache, not state, so the step function stays a function of its inputs.
+/**
+ * Cache: keyed by the steps array, which an ending never changes (a retry by a person makes a new
+ * one), so not state: the step function stays a function of its inputs. Weak: it goes with them.
+ */
 const cache = new WeakMap<readonly Command[], number[][]>();

@@ -42,8 +42,8 @@ export interface Classification {
   usedDrivers: Set<string>;
 }
 
-const noComponents: Record<string, Component> = {};
-const noRoutes: Record<string, Route> = {};
+const noComponents: Readonly<Record<string, Component>> = {};
+const noRoutes: Readonly<Record<string, Route>> = {};
 
 /** Why components and routes must be redone although the topology keeps them, by name. */
 export interface Forced {

@@ -3,7 +3,7 @@ import { formatDuration } from '../topology/duration.js';
 import type { Change } from './types.js';
 
 /** Leaf keys whose numbers are durations in milliseconds; changes show them as `30s`, `1m30s`. */
-const durationKeys = new Set([
+const durationKeys: ReadonlySet<string> = new Set([
   'interval',
   'timeout',
   'deadline',

@@ -79,6 +79,7 @@ function plainSource({ isScalar }: YamlModule, node: unknown, text: string): str
 }
 
 type YamlModule = typeof import('yaml');
+/** Cache: the yaml module, loaded on first use (see positionTree), once per process. */
 let yamlModule: YamlModule | undefined;
 
 /** The file's YAML syntax tree, for positions only, and the module that reads it. */

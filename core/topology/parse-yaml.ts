@@ -14,22 +14,23 @@ import { scalarTypes } from './yaml-scalars.js';
 type JsYaml = typeof import('js-yaml');
 type YamlSchema = ReturnType<JsYaml['FAILSAFE_SCHEMA']['extend']>;
 
-// Loaded on first use: files the fast path reads (the common case) never pay for loading it.
-let jsYaml: JsYaml | undefined;
-let yamlSchema: YamlSchema | undefined;
+/**
+ * Cache: js-yaml and the schema built on it, loaded on first use, once per process: files the fast
+ * path reads (the common case) never pay for loading it.
+ */
+let loaded: { jsYaml: JsYaml; schema: YamlSchema } | undefined;
 
 function loadJsYaml(): { jsYaml: JsYaml; schema: YamlSchema } {
-  if (!jsYaml || !yamlSchema) {
+  if (!loaded) {
     const lib = createRequire(import.meta.url)('js-yaml') as JsYaml;
     // `types` is exported by js-yaml 4 but missing from its type declarations.
     const merge = (lib as unknown as { types: { merge: InstanceType<JsYaml['Type']> } }).types.merge;
     const implicit = scalarTypes.map(
       (t) => new lib.Type(t.tag, { kind: 'scalar', resolve: t.resolve, construct: t.construct }),
     );
-    yamlSchema = lib.FAILSAFE_SCHEMA.extend({ implicit: [...implicit, merge] });
-    jsYaml = lib;
+    loaded = { jsYaml: lib, schema: lib.FAILSAFE_SCHEMA.extend({ implicit: [...implicit, merge] }) };
   }
-  return { jsYaml, schema: yamlSchema };
+  return loaded;
 }
 
 /** js-yaml with the schema above: what every text is read as, and what the fast path is held to. */
@@ -73,7 +74,7 @@ function parseWithJsYaml(text: string): { value: unknown } | Extract<ParsedYaml,
   try {
     return { value: loadWithJsYaml(text) };
   } catch (error) {
-    if (error instanceof (jsYaml as JsYaml).YAMLException) {
+    if (error instanceof loadJsYaml().jsYaml.YAMLException) {
       const mark = error.mark as { line?: number; column?: number } | undefined;
       // js-yaml reads a text without a final newline as if it had one: an error at the very end
       // would point at a line past the last; keep it on the last line.

@@ -12,7 +12,8 @@ export { topologyHooksSchema, topologySchema };
 type Validate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
 
 /**
- * The build precompiles the schema (scripts/build-validator.mjs); compiling it here instead costs
+ * Cache: the validator, loaded (or compiled) on first use, once per process; its input is a
+ * constant. The build precompiles the schema (scripts/build-validator.mjs); compiling it here instead costs
  * ~70 ms at every start. Running from source (tests), the schema is compiled once per process.
  */
 let compiled: Validate | undefined;

@@ -54,7 +54,7 @@ export interface ExecuteOptions {
  */
 export const defaultCallTimeoutMs = 30_000;
 
-const ownTimeout = new Set<Command['kind']>([
+const ownTimeout: ReadonlySet<Command['kind']> = new Set<Command['kind']>([
   'provision',
   'restart',
   'replicate',

@@ -5,7 +5,8 @@
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { IllegalStateError } from '@temporalio/common';
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { superviseRouter } from '../drivers/router-driver.js';
 import type { DriverSet } from '../runner/execute-command.js';
 import type { ProcessSecrets } from '../secrets/secret-source.js';
@@ -44,18 +45,26 @@ export interface RunningWorker {
   shutdown(): Promise<void>;
 }
 
-let runtimeInstalled = false;
-
 export function workflowBundlePath(): string {
   return fileURLToPath(new URL('./workflow-bundle.js', import.meta.url));
 }
 
-export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
-  if (!runtimeInstalled) {
-    // The SDK's own logging is chatty; warnings and errors are enough next to cutover's lines.
-    Runtime.install({ logger: new (await import('@temporalio/worker')).DefaultLogger('WARN') });
-    runtimeInstalled = true;
+/**
+ * The SDK's runtime is the process's own: the first worker installs it, with its logger (the SDK's
+ * own logging is chatty; warnings and errors are enough next to cutover's lines), and a later
+ * worker in the same process finds it installed (the SDK says so with an IllegalStateError, and
+ * keeps these options if it makes the runtime again after a shutdown).
+ */
+function installRuntime(logger: DefaultLogger): void {
+  try {
+    Runtime.install({ logger });
+  } catch (error) {
+    if (!(error instanceof IllegalStateError)) throw error;
   }
+}
+
+export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
+  installRuntime(new DefaultLogger('WARN'));
   const { settings } = options;
   let connection: NativeConnection;
   try {
