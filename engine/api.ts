@@ -22,6 +22,7 @@ import { readCurrentLayout } from './store/layout-store.js';
 import type { StateDir } from './store/state-dir.js';
 
 export { TopologyInvalidError } from '../core/errors.js';
+export { processRedactor } from './redact/process-redactor.js';
 export { checkSecretsFile } from './secrets/secret-source.js';
 export { refuseStaleSavedPlan, shortPlanId } from './services/migration-common.js';
 export { parseRollbackTarget, type RollbackTarget } from './services/rollback-source.js';
