@@ -24,7 +24,7 @@ export function topologyInput(
   field: string,
 ): TopologyInput {
   const name = given ?? 'topology.yaml';
-  const baseDir = path.dirname(path.resolve(workdir, name));
+  const baseDir = path.dirname(confined(workdir, name, field));
   if (typeof value === 'string') return { source: { text: value, file: name }, baseDir, located: true };
   if (depthExceeds(value, maxObjectDepth)) {
     throw new HttpProblem('BAD_REQUEST', `${field} is nested deeper than ${maxObjectDepth} levels`, {
@@ -33,6 +33,24 @@ export function topologyInput(
   }
   // JSON is YAML: the loader validates the object exactly as it would the file.
   return { source: { text: JSON.stringify(value), file: name }, baseDir, located: false };
+}
+
+/**
+ * The topology's path, resolved in `--workdir`, or BAD_REQUEST when it lies outside: its directory
+ * is where the topology's commands run, so a request (or a saved plan's `topology.file`) naming
+ * `/elsewhere/topology.yaml` or `../../x` would run programs the server was never given.
+ */
+function confined(workdir: string, name: string, field: string): string {
+  const root = path.resolve(workdir);
+  const resolved = path.resolve(root, name);
+  if (resolved.startsWith(`${root}${path.sep}`)) return resolved;
+  const named =
+    field === 'plan.topology' ? 'plan.topology.file' : field === 'against' ? 'againstPath' : 'path';
+  throw new HttpProblem(
+    'BAD_REQUEST',
+    `${named} ${JSON.stringify(name)} lies outside the server's --workdir, where every topology's relative paths must resolve; give a path inside it (relative, without ..)`,
+    { errors: [{ path: `body/${named.replaceAll('.', '/')}`, message: "outside the server's --workdir" }] },
+  );
 }
 
 /** Iterative, so that a hostile depth cannot overflow the stack. */
