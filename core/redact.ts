@@ -21,9 +21,12 @@ export interface Redactor {
 
 /** `scheme://user:password@host`: the password (and the user, which may be a token too). */
 const urlUserInfo = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#@"'<>\\]+@/gi;
-/** `?token=…`, `&api_key=…`, `password=…`: a query or form parameter that names a credential. */
+/**
+ * `?token=…`, `&api_key=…`, `password=…`: a query or form parameter that names a credential. A
+ * value that is already an ellipsis (a URL as plans show it) is left alone.
+ */
 const credentialParameter =
-  /([?&;](?:access_token|api[_-]?key|apikey|auth|key|password|passwd|pwd|secret|sig|signature|token|client_secret)=)[^&\s"'<>#\\]+/gi;
+  /([?&;](?:access_token|api[_-]?key|apikey|auth|key|password|passwd|pwd|secret|sig|signature|token|client_secret)=)[^&\s"'`<>#\\…]+/gi;
 /** `Authorization: Bearer …`, `Basic …` in a logged header or message. */
 const authorizationValue = /\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{8,}/g;
 /** A Slack incoming webhook: its path is the credential. */

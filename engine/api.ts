@@ -26,7 +26,7 @@ export { processRedactor } from './redact/process-redactor.js';
 export { checkSecretsFile } from './secrets/secret-source.js';
 export { refuseStaleSavedPlan, shortPlanId } from './services/migration-common.js';
 export { parseRollbackTarget, type RollbackTarget } from './services/rollback-source.js';
-export { commitOfFile } from './sources/file-commit.js';
+export { appliedCommitOf, commitOfFile } from './sources/file-commit.js';
 export type {
   CurrentLayout,
   Diagnostic,

@@ -22,9 +22,11 @@ export function topologyInput(
   given: string | undefined,
   workdir: string,
   field: string,
+  /** Refuse a path outside `workdir`: the topology is to run (apply), and runs where it lies. */
+  confine = false,
 ): TopologyInput {
   const name = given ?? 'topology.yaml';
-  const baseDir = path.dirname(confined(workdir, name, field));
+  const baseDir = path.dirname(confine ? confined(workdir, name, field) : path.resolve(workdir, name));
   if (typeof value === 'string') return { source: { text: value, file: name }, baseDir, located: true };
   if (depthExceeds(value, maxObjectDepth)) {
     throw new HttpProblem('BAD_REQUEST', `${field} is nested deeper than ${maxObjectDepth} levels`, {
@@ -37,8 +39,9 @@ export function topologyInput(
 
 /**
  * The topology's path, resolved in `--workdir`, or BAD_REQUEST when it lies outside: its directory
- * is where the topology's commands run, so a request (or a saved plan's `topology.file`) naming
- * `/elsewhere/topology.yaml` or `../../x` would run programs the server was never given.
+ * is where the topology's commands run, so an apply (or a saved plan's `topology.file`) naming
+ * `/elsewhere/topology.yaml` or `../../x` would run programs the server was never given. (Validate
+ * and plan run nothing of the request's: there the path only names the topology in messages.)
  */
 function confined(workdir: string, name: string, field: string): string {
   const root = path.resolve(workdir);

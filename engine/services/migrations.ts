@@ -11,7 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CutoverError, environmentFault, TopologyInvalidError } from '../../core/errors.js';
 import { migrationParallelism } from '../../core/migration/step.js';
 import { describeLifecycle } from '../../core/migration/summary.js';
-import type { LogLine } from '../../core/migration/types.js';
+import type { CommitOrigin, LogLine } from '../../core/migration/types.js';
 import {
   isFinal,
   type MigrationSpec,
@@ -80,6 +80,8 @@ export interface CreateRequest {
   /** Who starts it (default: the OS user) and from which commit (audit). */
   startedBy?: string;
   commit?: string | null;
+  commitFrom?: CommitOrigin;
+  appliedCommit?: string | null;
   /** Components to replace green-blue with no change (`migrate --replace`). */
   replace?: readonly string[];
   /** How many driver calls run at once (`--parallelism`); default: the topology's strategy.parallelism. */

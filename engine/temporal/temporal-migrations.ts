@@ -19,7 +19,7 @@ import { type CurrentLayout, emptyLayout } from '../../core/layout.js';
 import { refuseResolve } from '../../core/migration/resolve-policy.js';
 import { migrationParallelism } from '../../core/migration/step.js';
 import { describeLifecycle, type MigrationSummary, summaryOf } from '../../core/migration/summary.js';
-import type { LogLine } from '../../core/migration/types.js';
+import type { CommitOrigin, LogLine } from '../../core/migration/types.js';
 import {
   isFinal,
   type Lifecycle,
@@ -81,6 +81,8 @@ export interface TemporalCreateRequest {
   /** Who starts it (default: the OS user of this process) and from which commit (audit). */
   startedBy?: string;
   commit?: string | null;
+  commitFrom?: CommitOrigin;
+  appliedCommit?: string | null;
   /** Components to replace green-blue with no change (`migrate --replace`). */
   replace?: readonly string[];
   /** How many driver calls run at once (`--parallelism`); default: the topology's strategy.parallelism, else 10. */

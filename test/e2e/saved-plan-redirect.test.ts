@@ -87,4 +87,29 @@ describe('a saved plan cannot be pointed at another directory', () => {
     const applied = await post('/v1/apply', { plan: saved });
     expect(applied.status, JSON.stringify(applied.body)).toBe(202);
   });
+
+  it('records the commit planned (from the saved plan) and the commit applied (the merge on main)', async () => {
+    const repo = await initRepo();
+    const stateDir = trackStateDir(path.join(path.dirname(repo.dir), 'state'));
+    const cli = (...args: string[]) => runCli(args, { cwd: repo.dir, env: { CUTOVER_STATE_DIR: stateDir } });
+    await repo.git('checkout', '-q', '-b', 'change');
+    repo.setVersion('api', '2');
+    const planned = (await repo.commit('api 2')).sha;
+    // Outside the work tree, so that the merge does not carry it.
+    const planFile = path.join(path.dirname(repo.dir), 'plan.json');
+    expect((await cli('topology', 'plan', '--out', planFile)).code).toBe(0);
+    expect((JSON.parse(readFileSync(planFile, 'utf8')) as SavedPlan).commit).toBe(planned);
+    await repo.git('checkout', '-q', 'main');
+    await repo.git('merge', '-q', '--no-ff', '-m', 'merge api 2', 'change');
+    const merged = await repo.head();
+    expect(merged).not.toBe(planned);
+
+    const applied = await cli('topology', 'apply', planFile, '--yes', '--json');
+    expect(applied.code, applied.stderr).toBe(0);
+    const { summary } = JSON.parse(applied.stdout);
+    expect(summary).toMatchObject({ commit: planned, commitFrom: 'saved_plan', appliedCommit: merged });
+    const shown = await cli('topology', 'migration', 'show', summary.id);
+    expect(shown.stdout).toContain(`commit:    ${planned} (planned: from the saved plan)`);
+    expect(shown.stdout).toContain(`applied:   ${merged} (HEAD of the checkout applied from)`);
+  });
 });
