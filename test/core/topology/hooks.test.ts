@@ -143,6 +143,9 @@ describe('strategy.hooks written back', () => {
     expect(describeHookTarget(hook as NonNullable<typeof hook>)).toBe('POST (sensitive)');
     expect(hooksShown(hooks).rollout?.[0]).toMatchObject({ http: { url: { secret: 'SMOKE_URL' } } });
     // Written back as the file had it, so a recorded layout loads again.
+    const again = loadTopology(topologyText(result.topology, 'recorded layout'), { file: 'layout.json' });
+    expect(again.ok && again.topology.strategy.hooks).toEqual(hooks);
+    // A reference is a secret's name, nothing else.
     expect(
       load(`    rollout:
       - name: smoke
