@@ -31,10 +31,11 @@ import { readCurrentLayout } from './store/layout-store.js';
 import type { StateDir } from './store/state-dir.js';
 
 export { TopologyInvalidError } from '../core/errors.js';
+export { processRedactor } from './redact/process-redactor.js';
 export { checkSecretsFile, type ProcessSecrets, processSecrets } from './secrets/secret-source.js';
 export { refuseStaleSavedPlan, shortPlanId } from './services/migration-common.js';
 export { parseRollbackTarget, type RollbackTarget } from './services/rollback-source.js';
-export { commitOfFile } from './sources/file-commit.js';
+export { appliedCommitOf, commitOfFile } from './sources/file-commit.js';
 export { baseDirOf, topologySource } from './sources/topology-source.js';
 export type {
   CurrentLayout,

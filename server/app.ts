@@ -7,7 +7,7 @@ import { accessSync, constants, mkdirSync } from 'node:fs';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { CutoverError } from '../core/errors.js';
-import { processSecrets } from '../engine/api.js';
+import { processRedactor, processSecrets } from '../engine/api.js';
 import { localService } from '../engine/services/migration-service.js';
 import { identify, registerRateLimit } from './access.js';
 import { clientOf } from './auth.js';
@@ -200,6 +200,12 @@ async function installRequestHooks(
     if (request.authRefusal !== null) throw request.authRefusal;
     await refuseOversizedBody(request, reply, options.bodyLimit ?? defaultBodyLimit);
   });
+  // Every answer, to every role, masked as the engine's writers mask (core/redact.ts): the secrets
+  // this server can read and credential shapes, such as a hook URL's `user:password@` in a layout.
+  const redact = processRedactor();
+  app.addHook('onSend', async (_request, _reply, payload) =>
+    typeof payload === 'string' ? redact.text(payload) : payload,
+  );
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched';
     metrics.observeRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);

@@ -2,6 +2,7 @@
  * A topology in a request: YAML text, or the same document as a JSON object; and where it lives,
  * which names it in diagnostics and is where its relative paths resolve.
  */
+import path from 'node:path';
 import { TopologyInvalidError, type TopologySource, topologySource } from '../engine/api.js';
 import { diagnosticsToErrors, HttpProblem } from './problems.js';
 
@@ -20,8 +21,11 @@ export function topologyInput(
   given: string | undefined,
   workdir: string,
   field: string,
+  /** Refuse a path outside `workdir`: the topology is to run (apply), and runs where it lies. */
+  confine = false,
 ): TopologyInput {
   const name = given ?? 'topology.yaml';
+  if (confine) confined(workdir, name, field);
   if (typeof value === 'string')
     return { source: topologySource({ text: value, file: name }, workdir), located: true };
   if (depthExceeds(value, maxObjectDepth)) {
@@ -31,6 +35,25 @@ export function topologyInput(
   }
   // JSON is YAML: the loader validates the object exactly as it would the file.
   return { source: topologySource({ text: JSON.stringify(value), file: name }, workdir), located: false };
+}
+
+/**
+ * The topology's path, resolved in `--workdir`, or BAD_REQUEST when it lies outside: its directory
+ * is where the topology's commands run, so an apply (or a saved plan's `topology.file`) naming
+ * `/elsewhere/topology.yaml` or `../../x` would run programs the server was never given. (Validate
+ * and plan run nothing of the request's: there the path only names the topology in messages.)
+ */
+function confined(workdir: string, name: string, field: string): string {
+  const root = path.resolve(workdir);
+  const resolved = path.resolve(root, name);
+  if (resolved.startsWith(`${root}${path.sep}`)) return resolved;
+  const named =
+    field === 'plan.topology' ? 'plan.topology.file' : field === 'against' ? 'againstPath' : 'path';
+  throw new HttpProblem(
+    'BAD_REQUEST',
+    `${named} ${JSON.stringify(name)} lies outside the server's --workdir, where every topology's relative paths must resolve; give a path inside it (relative, without ..)`,
+    { errors: [{ path: `body/${named.replaceAll('.', '/')}`, message: "outside the server's --workdir" }] },
+  );
 }
 
 /** Iterative, so that a hostile depth cannot overflow the stack. */

@@ -1,3 +1,4 @@
+import { assertNever } from '../core/errors.js';
 import { sortedHas } from '../core/migration/plan-index.js';
 import { commitIndex } from '../core/migration/queries.js';
 import type { MigrationSummary } from '../core/migration/summary.js';
@@ -36,6 +37,22 @@ export function renderMigrationList(list: readonly MigrationSummary[], style: St
   return `${style.bold(line(header))}\n${rows.map(line).join('\n')}\n`;
 }
 
+/** Where the recorded commit came from, in words: ` (from the saved plan)`. */
+function commitOrigin(summary: MigrationSummary): string {
+  switch (summary.commitFrom) {
+    case null:
+      return '';
+    case 'saved_plan':
+      return ' (planned: from the saved plan)';
+    case 'option':
+      return ' (given: migrate --commit)';
+    case 'request':
+      return " (given: the request's commit)";
+    default:
+      return assertNever(summary.commitFrom, 'commit origin');
+  }
+}
+
 /** One migration: status, then every action with its progress. */
 export function renderMigration(summary: MigrationSummary, state: MigrationState, style: Style): string {
   const lines = [
@@ -43,8 +60,10 @@ export function renderMigration(summary: MigrationSummary, state: MigrationState
     `  status:    ${summary.status}`,
     `  plan:      ${summary.planId}`,
     `  started:   ${time(summary.startedAt)} UTC${summary.startedBy === null ? '' : ` by ${summary.startedBy}`}`,
-    `  commit:    ${summary.commit ?? 'unknown'}`,
+    `  commit:    ${summary.commit ?? 'unknown'}${commitOrigin(summary)}`,
   ];
+  if (summary.appliedCommit !== null)
+    lines.push(`  applied:   ${summary.appliedCommit} (HEAD of the checkout applied from)`);
   if (summary.committedAt !== null) lines.push(`  committed: ${time(summary.committedAt)} UTC`);
   if (summary.endedAt !== null) lines.push(`  ended:     ${time(summary.endedAt)} UTC`);
   if (summary.runnerPid !== null) lines.push(`  runner:    pid ${summary.runnerPid}`);

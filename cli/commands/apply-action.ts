@@ -7,7 +7,13 @@ import {
   savedPlanTooLarge,
   topologyDigest,
 } from '../../core/plan/saved-plan.js';
-import { baseDirOf, readTopology, refuseStaleSavedPlan, validateTopologyText } from '../../engine/api.js';
+import {
+  appliedCommitOf,
+  baseDirOf,
+  readTopology,
+  refuseStaleSavedPlan,
+  validateTopologyText,
+} from '../../engine/api.js';
 import { type ServerOption, withService } from '../service.js';
 import { migrateTo } from './migrate-action.js';
 
@@ -30,6 +36,7 @@ export async function runApply(planFile: string, options: ApplyOptions): Promise
   const mismatch = options.file === undefined ? null : await otherTopology(saved, options.file, planFile);
   const topologyFile = options.file ?? saved.topology.file;
   const desired = { text: saved.topology.text, file: saved.topology.file, baseDir: baseDirOf(topologyFile) };
+  const appliedCommit = await appliedCommitOf(topologyFile, saved.topology.text);
   await withService({ ...options, file: topologyFile }, async (service) => {
     if (mismatch !== null) {
       // Stale first: when the live layout moved, that is why the file moved on too (another change
@@ -50,6 +57,8 @@ export async function runApply(planFile: string, options: ApplyOptions): Promise
             planId: saved.plan.planId,
             baseSerial: saved.baseSerial,
             commit: saved.commit,
+            commitFrom: 'saved_plan',
+            appliedCommit,
             attach: pin.attach,
             ...(options.parallelism === undefined ? {} : { parallelism: options.parallelism }),
           }),

@@ -5,7 +5,7 @@ import type { LogLine } from '../../core/migration/types.js';
 import type { PlannedAgainst } from '../../core/plan/saved-plan.js';
 import type { Plan } from '../../core/plan/types.js';
 import { isEmptyPlan } from '../../core/plan/types.js';
-import { baseDirOf, readTopology, shortPlanId } from '../../engine/api.js';
+import { baseDirOf, commitOfFile, readTopology, shortPlanId } from '../../engine/api.js';
 import type { MigrationService, StartResult } from '../../engine/services/migration-service.js';
 import { summaryJson } from '../../views/migration-json.js';
 import { renderLiveView, renderLogLine } from '../../views/render-migration.js';
@@ -47,7 +47,8 @@ async function migrate(options: MigrateOptions, service: MigrationService): Prom
     ...desired,
     baseDir: baseDirOf(options.file),
     ...(replace.length > 0 ? { replace } : {}),
-    ...(options.commit === undefined ? {} : { commit: options.commit }),
+    ...(options.commit === undefined ? {} : { commit: options.commit, commitFrom: 'option' as const }),
+    appliedCommit: await commitOfFile(options.file),
     ...(options.parallelism === undefined ? {} : { parallelism: options.parallelism }),
   };
   await migrateTo(

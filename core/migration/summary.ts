@@ -1,5 +1,5 @@
 import type { VerdictOutcome } from '../analysis/verdict.js';
-import { isFinal, type MigrationState } from './types.js';
+import { type CommitOrigin, isFinal, type MigrationState } from './types.js';
 
 function lastAnalysis(state: MigrationState): Pick<MigrationSummary, 'analysis'> {
   const last = state.analyses?.at(-1);
@@ -18,6 +18,10 @@ export interface MigrationSummary {
   startedBy: string | null;
   /** The Git commit its topology came from; null when unknown. */
   commit: string | null;
+  /** Where `commit` came from; null when unknown. */
+  commitFrom: CommitOrigin | null;
+  /** HEAD of the work tree it was applied from, when that held the very text applied; null when unknown. */
+  appliedCommit: string | null;
   actionsDone: number;
   actionsTotal: number;
   startedAt: number;
@@ -67,6 +71,8 @@ export function summaryOf(state: MigrationState, runner: RunnerSeen = { state: '
     planId: state.spec.plan.planId,
     startedBy: state.spec.startedBy ?? null,
     commit: state.spec.commit ?? null,
+    commitFrom: state.spec.commitFrom ?? null,
+    appliedCommit: state.spec.appliedCommit ?? null,
     actionsDone: state.done.length,
     actionsTotal: state.spec.plan.actions.length,
     startedAt: state.startedAt,

@@ -43,6 +43,12 @@ export interface VerbOptions {
 /** How a migration that does not complete ends. */
 export type Outcome = 'rolled_back' | 'cancelled' | 'failed';
 
+/**
+ * Where a migration's recorded commit came from: a saved plan's `commit` (`plan --commit`, or the
+ * topology file's clean HEAD when it was saved), `migrate --commit`, or a server request's `commit`.
+ */
+export type CommitOrigin = 'saved_plan' | 'option' | 'request';
+
 /** Fixed when the migration is created; journaled as the first event. */
 export interface MigrationSpec {
   id: string;
@@ -58,6 +64,14 @@ export interface MigrationSpec {
   startedBy?: string;
   /** The Git commit its topology came from (audit): a saved plan's, or `migrate --commit`; null when unknown. */
   commit?: string | null;
+  /** Where `commit` came from. Absent in older journals, and when no commit was given. */
+  commitFrom?: CommitOrigin;
+  /**
+   * HEAD of the Git work tree the topology was applied from, when its file there was tracked, clean
+   * and the very text applied (after a merge, the merge on main): the commit that was applied, beside
+   * the one planned. null when there is none; absent in older journals and through a remote server.
+   */
+  appliedCommit?: string | null;
   /**
    * How many commands may be in flight at once (`--parallelism`, else the topology's
    * `strategy.parallelism`, else 10). Absent in journals written before it: those ran one at a

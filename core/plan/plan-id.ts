@@ -34,3 +34,32 @@ export function planIdOf(plan: Omit<Plan, 'planId' | 'strategy'>): string {
     }),
   );
 }
+
+/**
+ * A saved plan's seal: the digest of every field of it that the plan id and the topology digest do
+ * not cover and that decides what runs or what is recorded: where the topology's relative paths
+ * resolve (`topology.file`), what it was planned against, the commit it is recorded as coming from,
+ * and when it was saved. An edit of any of them (a `topology.file` pointed at another directory
+ * runs another program) is refused like an edit of the plan.
+ */
+export function savedPlanSealOf(saved: {
+  plan: { planId: string };
+  digest: string;
+  baseSerial: number;
+  plannedAgainst: object;
+  topology: { file: string };
+  commit: string | null;
+  createdAt: string;
+}): string {
+  return sha256Digest(
+    canonicalJson({
+      planId: saved.plan.planId,
+      digest: saved.digest,
+      baseSerial: saved.baseSerial,
+      plannedAgainst: saved.plannedAgainst,
+      topologyFile: saved.topology.file,
+      commit: saved.commit,
+      createdAt: saved.createdAt,
+    }),
+  );
+}

@@ -10,7 +10,7 @@ import { formatDiagnostic } from '../topology/diagnostic.js';
 import { loadTopology } from '../topology/load-topology.js';
 import type { Topology } from '../topology/types.js';
 import { sha256Digest } from './canonical-json.js';
-import { planIdOf } from './plan-id.js';
+import { planIdOf, savedPlanSealOf } from './plan-id.js';
 import type { Plan } from './types.js';
 
 export const savedPlanKind = 'cutover/SavedPlan';
@@ -50,6 +50,12 @@ export interface SavedPlan {
   plannedAgainst: Extract<PlannedAgainst, { kind: 'live' }>;
   /** The Git commit the topology came from (`--commit`, or the file's clean HEAD); null when unknown. */
   commit: string | null;
+  /**
+   * The digest of the fields above that the plan id and `digest` do not cover (savedPlanSealOf):
+   * `topology.file` (where the topology's relative paths resolve, so which programs run),
+   * `plannedAgainst`, `commit` and `createdAt`. Invariant: a file whose seal does not match is refused.
+   */
+  seal: string;
 }
 
 /** The digest of a normalised topology model: equal models, equal digests (the plan's desiredDigest). */
@@ -65,7 +71,7 @@ export function savedPlanOf(parts: {
   commit: string | null;
   createdAt: string;
 }): SavedPlan {
-  return {
+  const saved: Omit<SavedPlan, 'seal'> = {
     kind: savedPlanKind,
     formatVersion: savedPlanFormatVersion,
     createdAt: parts.createdAt,
@@ -77,6 +83,7 @@ export function savedPlanOf(parts: {
     plannedAgainst: parts.plannedAgainst,
     commit: parts.commit,
   };
+  return { ...saved, seal: savedPlanSealOf(saved) };
 }
 
 /**
@@ -154,6 +161,10 @@ export function parseSavedPlan(text: string, file: string, remedy = makeOne(file
   }
   if (value.commit !== null && typeof value.commit !== 'string')
     throw invalid('commit must be a string or null');
+  if (typeof value.createdAt !== 'string') throw invalid('createdAt is missing');
+  if (typeof value.seal !== 'string') {
+    throw invalid('seal is missing (it was saved by an older cutover, or edited)');
+  }
   const saved = value as unknown as SavedPlan;
   const edited = editedPart(saved);
   if (edited !== null) throw invalid(edited);
@@ -162,7 +173,7 @@ export function parseSavedPlan(text: string, file: string, remedy = makeOne(file
 
 /**
  * What was edited after the plan was saved, or null: the plan's content against its id, the
- * topology text against the digest. Apply runs what the text plans to, pinned to the id, so without
+ * topology text against the digest, everything else that decides what runs against the seal. Apply runs what the text plans to, pinned to the id, so without
  * this an edited file could show one thing and be refused for a misleading reason, or run another.
  */
 function editedPart(saved: SavedPlan): string | null {
@@ -176,6 +187,9 @@ function editedPart(saved: SavedPlan): string | null {
   }
   if (topologyDigest(loaded.topology) !== saved.digest) {
     return `topology.text was edited after the plan was saved (it is not the topology of digest ${saved.digest.slice(0, 19)})`;
+  }
+  if (savedPlanSealOf(saved) !== saved.seal) {
+    return `topology.file, plannedAgainst, commit or createdAt was edited after the plan was saved (they are not those of seal ${saved.seal.slice(0, 19)})`;
   }
   return null;
 }

@@ -1,3 +1,6 @@
+/** How every view, plan and message shows a secret's value: never the value itself. */
+export const sensitiveText = '(sensitive)';
+
 /** An `env` value: the value itself, or a reference to a secret read where the migration runs. */
 export type EnvValue = string | SecretRef;
 

@@ -1,6 +1,6 @@
 import { assertNever } from '../errors.js';
 import { type DurationMs, formatDuration } from './duration.js';
-import type { EnvValue, SecretRef } from './env-value.js';
+import { type EnvValue, type SecretRef, sensitiveText } from './env-value.js';
 
 /**
  * The points of a migration where hooks run, in the order a migration reaches them:
@@ -31,7 +31,8 @@ export interface HttpHookTarget {
   headers?: Record<string, EnvValue>;
   /** The HMAC-SHA256 key, by name; the model never holds its value. */
   signingSecret?: SecretRef;
-  url: string;
+  /** The URL, or a secret reference when the URL carries a credential (`https://user:pw@…`, `?token=`). */
+  url: string | SecretRef;
 }
 
 export type Hook =
@@ -48,7 +49,7 @@ export function isHttpHook(hook: Hook): hook is HttpHook {
 /** As the file has them, once the schema passed: optional fields, durations as text. */
 export interface HookFile {
   name: string;
-  http?: { url: string; headers?: Record<string, string | SecretRef>; signingSecret?: SecretRef };
+  http?: { url: string | SecretRef; headers?: Record<string, string | SecretRef>; signingSecret?: SecretRef };
   command?: string[];
   env?: Record<string, string | SecretRef>;
   timeout?: string;
@@ -81,14 +82,17 @@ export function hooksShown(hooks: Hooks): Hooks {
   const out: Hooks = {};
   for (const [point, list] of Object.entries(hooks) as [HookPoint, Hook[]][]) {
     out[point] = list.map((hook) =>
-      isHttpHook(hook) ? { ...hook, http: { ...hook.http, url: shownUrl(hook.http.url) } } : hook,
+      isHttpHook(hook) && typeof hook.http.url === 'string'
+        ? { ...hook, http: { ...hook.http, url: shownUrl(hook.http.url) } }
+        : hook,
     );
   }
   return out;
 }
 
 /** A URL without what may carry a credential: its user info and query (`https://host/path?…`). */
-export function shownUrl(text: string): string {
+export function shownUrl(text: string | SecretRef): string {
+  if (typeof text !== 'string') return sensitiveText;
   try {
     const url = new URL(text);
     return `${url.protocol}//${url.host}${url.pathname}${url.search ? '?…' : ''}`;

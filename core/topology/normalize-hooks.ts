@@ -41,7 +41,7 @@ function normalizeHook(h: HookFile): Hook {
     const http = {} as Extract<Hook, { http: unknown }>['http'];
     if (h.http.headers) http.headers = sortedEnv(h.http.headers);
     if (h.http.signingSecret) http.signingSecret = { secret: h.http.signingSecret.secret };
-    http.url = h.http.url;
+    http.url = typeof h.http.url === 'string' ? h.http.url : { secret: h.http.url.secret };
     return { http, ...base };
   }
   if (!h.command) throw new InvariantError(`hook ${h.name} without http or command passed the checks`);

@@ -1,7 +1,6 @@
 import type { Component, EnvValue, SecretRef } from './types.js';
 
-/** How every view, plan and message shows a secret's value: never the value itself. */
-export const sensitiveText = '(sensitive)';
+export { sensitiveText } from './env-value.js';
 
 export function isSecretRef(value: EnvValue | undefined): value is SecretRef {
   return typeof value === 'object' && value !== null;

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseHostPort } from '../../core/host-port.js';
 import type { DriverSpec } from '../../core/topology/types.js';
+import { inheritedEnv } from '../secrets/resolve-secrets.js';
 import { describeTraffic } from './describe-traffic.js';
 import { waitOldWorkersGone, workerHeader } from './nginx-drain.js';
 import {
@@ -281,6 +282,7 @@ function runCommand(argv: readonly string[], cwd: string, signal: AbortSignal): 
   return new Promise((resolve, reject) => {
     const child = spawn(program, args, {
       cwd,
+      env: inheritedEnv(),
       stdio: ['ignore', 'ignore', 'pipe'],
       timeout: nginxCommandTimeoutMs,
       killSignal: 'SIGKILL',

@@ -146,7 +146,8 @@ export function replicaLaunch(
  * file: it holds no pipe to cutover and is not waited for, so it runs on when cutover exits.
  */
 export async function startReplica(launch: ReplicaLaunch, component: string): Promise<Started> {
-  const handle = await open(launch.log, 'a');
+  // 0600: what a replica prints is its own, and may be a secret it was given.
+  const handle = await open(launch.log, 'a', 0o600);
   let child: ChildProcess;
   let spawnError: Promise<Error>;
   let replica: Started | undefined;

@@ -15,6 +15,7 @@ import {
 } from '../../router/route-table.js';
 import { liveRouterRecord, readRouterRecord } from '../../router/router-record.js';
 import { tcpProbe } from '../health/probes.js';
+import { inheritedEnv } from '../secrets/resolve-secrets.js';
 import type { StateDir } from '../store/state-dir.js';
 import { describeTraffic } from './describe-traffic.js';
 import {
@@ -146,6 +147,8 @@ export async function ensureRouter(stateDir: StateDir, log: (line: string) => vo
     child = spawn(process.execPath, [cutoverCliPath(), 'proxy', '--state-dir', stateDir.root], {
       detached: true,
       stdio: ['ignore', out, out],
+      // The router outlives this process and needs no secret: it never holds one (nor a stale one).
+      env: inheritedEnv(),
     });
   } finally {
     closeSync(out); // the router has its own copy

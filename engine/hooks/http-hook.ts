@@ -12,6 +12,8 @@ export const quotedBodyChars = 200;
 const keptBodyChars = 4_096;
 
 export interface SignedPost {
+  /** The hook's URL, its secret reference resolved. */
+  url: string;
   body: string;
   headers: Record<string, string>;
   /** The HMAC-SHA256 key, when the hook signs. */
@@ -35,7 +37,7 @@ export function signatureHeaders(key: string, body: string, nowMs: number): Reco
  * Settles at once when `signal` aborts, the request destroyed.
  */
 export function postHook(hook: HttpHook, post: SignedPost, signal: AbortSignal): Promise<AttemptOutcome> {
-  const url = new URL(hook.http.url);
+  const url = new URL(post.url);
   const headers: Record<string, string | number> = {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(post.body),

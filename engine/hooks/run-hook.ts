@@ -94,9 +94,11 @@ async function attemptOnce(
   const payload = hookPayload(hook.name, attempt, context);
   if (isHttpHook(hook)) {
     const signingKey = hook.http.signingSecret ? secrets.get(hook.http.signingSecret.secret) : undefined;
+    const { url } = hook.http;
     return postHook(
       hook,
       {
+        url: typeof url === 'string' ? url : (secrets.get(url.secret) ?? ''),
         body: payload,
         headers: resolved(hook.http.headers ?? {}, secrets),
         ...(signingKey ? { signingKey } : {}),
@@ -129,6 +131,7 @@ async function readSecrets(hook: Hook, source: SecretSource): Promise<Map<string
     }
   };
   if (isHttpHook(hook)) {
+    if (typeof hook.http.url !== 'string') wanted.push({ secret: hook.http.url.secret, field: 'http.url' });
     refs(hook.http.headers ?? {}, 'http.headers');
     if (hook.http.signingSecret)
       wanted.push({ secret: hook.http.signingSecret.secret, field: 'http.signingSecret' });

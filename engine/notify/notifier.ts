@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { eventSeverity } from '../../core/notify/migration-events.js';
 import { type CloudEvent, severityAtLeast } from '../../core/notify/types.js';
 import { shownNotifyUrl } from '../../core/plan/plan-notify.js';
+import type { Redactor } from '../../core/redact.js';
 import type { NotifyTarget } from '../../core/topology/types.js';
 import type { SecretSource } from '../secrets/secret-source.js';
 import { sendOnce } from './send.js';
@@ -53,6 +54,8 @@ export interface NotifierOptions {
   log: (level: 'info' | 'warn', message: string) => void;
   now?: () => number;
   backoffBaseMs?: number;
+  /** Masks secrets in every payload sent and every line recorded or logged. */
+  redact?: Redactor;
 }
 
 export class Notifier {
@@ -66,7 +69,8 @@ export class Notifier {
   }
 
   /** Queues the event for every target that wants it; returns at once and never throws. */
-  publish(event: CloudEvent): void {
+  publish(given: CloudEvent): void {
+    const event = this.options.redact ? this.options.redact.value(given) : given;
     for (const [name, target] of Object.entries(this.options.targets)) {
       if (!wants(target, event)) continue;
       const previous = this.queues.get(name) ?? Promise.resolve();
@@ -187,11 +191,15 @@ export class Notifier {
           ? `${head}: abandoned ${what} after ${r.attempts} attempt${plural}, as the process driving the migration exits: ${r.last.error || 'no answer yet'}`
           : `${head}: gave up on ${what} after ${r.attempts} attempt${plural}: ${r.last.error}`;
     try {
-      appendFileSync(this.options.recordFile, `${JSON.stringify(record)}\n`);
+      const line = this.options.redact ? this.options.redact.value(record) : record;
+      appendFileSync(this.options.recordFile, `${JSON.stringify(line)}\n`);
     } catch {
       // The record is for people, as the log is: a full disk must not stop the migration.
     }
-    this.options.log(r.outcome === 'delivered' ? 'info' : 'warn', message);
+    this.options.log(
+      r.outcome === 'delivered' ? 'info' : 'warn',
+      this.options.redact ? this.options.redact.text(message) : message,
+    );
   }
 }
 

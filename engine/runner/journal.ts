@@ -78,7 +78,8 @@ export class JournalWriter {
   static create(file: string, first: MigrationEvent): JournalWriter {
     const writer = new JournalWriter(
       file,
-      diskCall(file, 'creating', () => openSync(file, 'wx')),
+      // 0600: the first line holds the topology, whose hook and notify URLs may carry credentials.
+      diskCall(file, 'creating', () => openSync(file, 'wx', 0o600)),
     );
     try {
       writer.append(first);

@@ -15,8 +15,10 @@ import {
 } from '../../core/migration/types.js';
 import { refuseVerb } from '../../core/migration/verb-policy.js';
 import { notificationsOf } from '../../core/notify/migration-events.js';
+import type { Redactor } from '../../core/redact.js';
 import { superviseRouter } from '../drivers/router-driver.js';
 import { Notifier } from '../notify/notifier.js';
+import { processRedactor } from '../redact/process-redactor.js';
 import type { ProcessSecrets } from '../secrets/secret-source.js';
 import type { MigrationPaths, StateDir } from '../store/state-dir.js';
 import { releaseEnvironment } from './active-claim.js';
@@ -33,6 +35,8 @@ export interface RunnerDeps {
   now?: () => number;
   /** Subscribed before the runner starts, so it sees every line. */
   onLine?: (line: LogLine, state: MigrationState) => void;
+  /** Masks secrets in every event journaled, line logged and notification sent; default: this process's secrets. */
+  redact?: Redactor;
 }
 
 export type VerbResult =
@@ -62,6 +66,8 @@ export class LocalRunner {
   private seq: number;
   /** Ends the router's supervision when this runner stops driving. */
   private readonly supervision = new AbortController();
+  /** Applied at the writers: the journal (after `created`), the log, the notifications. */
+  private readonly redact: Redactor;
 
   private constructor(
     private readonly deps: RunnerDeps,
@@ -73,6 +79,7 @@ export class LocalRunner {
     this.journal = journal;
     this.seq = seq;
     this.now = deps.now ?? Date.now;
+    this.redact = deps.redact ?? processRedactor();
     this.paths = deps.stateDir.migration(state.spec.environment, state.spec.id);
     this.trackProcess = processTracker(this.paths.processes);
     if (deps.onLine) this.listeners.add(deps.onLine);
@@ -85,6 +92,7 @@ export class LocalRunner {
             secrets: deps.secrets.for(state.spec.baseDir),
             baseDir: state.spec.baseDir,
             recordFile: this.paths.notifications,
+            redact: this.redact,
             log: (level, message) => this.log({ at: this.now(), level, kind: 'notify', message }),
             now: this.now,
           });
@@ -182,8 +190,12 @@ export class LocalRunner {
    * Journals an event, then steps the state machine and acts on what it asks. An event that cannot
    * be journaled stops the runner (it is then as if it had crashed there) and is thrown to the caller.
    */
-  private record(event: MigrationEvent): void {
+  private record(given: MigrationEvent): void {
     if (this.closed) return;
+    // Masked before it is journaled and applied, so the state, its replay and everything derived
+    // from it (reasons, notifications, answers) hold what the journal holds. Never `created`,
+    // which this does not journal: its topology is what runs.
+    const event = this.redact.value(given);
     try {
       this.journal.append(event);
     } catch (error) {
@@ -233,7 +245,8 @@ export class LocalRunner {
       .catch((error: unknown) => this.fail(error));
   }
 
-  private log(line: LogLine): void {
+  private log(given: LogLine): void {
+    const line = this.redact.value(given);
     try {
       appendFileSync(this.paths.log, `${JSON.stringify(line)}\n`);
     } catch {

@@ -97,15 +97,19 @@ export function planSecrets(
   return secretDigestsFor(topology, stateDir, source);
 }
 
+/** cutover's own credentials (a server's tokens, a client's token, the Git webhook key): no child needs them. */
+const cutoverCredentials = new Set(['CUTOVER_TOKENS', 'CUTOVER_TOKEN', 'CUTOVER_HOOK_SECRET']);
+
 /**
- * cutover's own environment as a component's processes inherit it: without the secrets meant for
- * cutover (`CUTOVER_SECRET_*`, the secrets file's path), so that one component gets only the
- * secrets its own `env` names.
+ * cutover's own environment as a child process inherits it (a replica, a script, a hook, a probe,
+ * the router, nginx): without the secrets meant for
+ * cutover (`CUTOVER_SECRET_*`, the secrets file's path) and its credentials, so that one component
+ * gets only the secrets its own `env` names and a process that needs none holds none.
  */
 export function inheritedEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(env)) {
-    if (key.startsWith(secretEnvPrefix) || key === secretsFileEnv) continue;
+    if (key.startsWith(secretEnvPrefix) || key === secretsFileEnv || cutoverCredentials.has(key)) continue;
     out[key] = value;
   }
   return out;

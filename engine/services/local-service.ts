@@ -57,6 +57,8 @@ export function localService(stateDir: StateDir, secrets: ProcessSecrets, reachA
         ...(request.baseSerial === undefined ? {} : { baseSerial: request.baseSerial }),
         ...(request.startedBy === undefined ? {} : { startedBy: request.startedBy }),
         ...(request.commit === undefined ? {} : { commit: request.commit }),
+        ...(request.commitFrom === undefined ? {} : { commitFrom: request.commitFrom }),
+        ...(request.appliedCommit === undefined ? {} : { appliedCommit: request.appliedCommit }),
         ...(request.replace === undefined ? {} : { replace: request.replace }),
         ...(request.parallelism === undefined ? {} : { parallelism: request.parallelism }),
       });

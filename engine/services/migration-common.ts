@@ -6,7 +6,7 @@
 import { monotonicFactory } from 'ulid';
 import { CutoverError } from '../../core/errors.js';
 import type { CurrentLayout } from '../../core/layout.js';
-import type { MigrationSpec } from '../../core/migration/types.js';
+import type { CommitOrigin, MigrationSpec } from '../../core/migration/types.js';
 import type { PlanInputs } from '../../core/plan/drift.js';
 import type { SavedPlan } from '../../core/plan/saved-plan.js';
 import type { Plan } from '../../core/plan/types.js';
@@ -141,8 +141,20 @@ export function refuseStaleSavedPlan(saved: SavedPlan, live: LivePlan['against']
 
 /** Who started a migration and from which commit, as its spec records them (audit). */
 export function auditOf(
-  request: { startedBy?: string; commit?: string | null },
+  request: {
+    startedBy?: string;
+    commit?: string | null;
+    commitFrom?: CommitOrigin;
+    appliedCommit?: string | null;
+  },
   whoRunsThis: () => string,
-): { startedBy: string; commit: string | null } {
-  return { startedBy: request.startedBy ?? whoRunsThis(), commit: request.commit ?? null };
+): Pick<MigrationSpec, 'startedBy' | 'commit' | 'commitFrom' | 'appliedCommit'> {
+  const commit = request.commit ?? null;
+  return {
+    startedBy: request.startedBy ?? whoRunsThis(),
+    commit,
+    // Where a commit came from says nothing without one.
+    ...(commit === null || request.commitFrom === undefined ? {} : { commitFrom: request.commitFrom }),
+    ...(request.appliedCommit === undefined ? {} : { appliedCommit: request.appliedCommit }),
+  };
 }

@@ -78,6 +78,8 @@ function unreadableSummary(ref: MigrationRef, problem: string): MigrationSummary
     planId: '',
     startedBy: null,
     commit: null,
+    commitFrom: null,
+    appliedCommit: null,
     actionsDone: 0,
     actionsTotal: 0,
     startedAt: decodeTime(ref.id.slice('mig_'.length).toUpperCase()),

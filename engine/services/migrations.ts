@@ -9,8 +9,14 @@ import { open } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CutoverError, environmentFault } from '../../core/errors.js';
 import { describeLifecycle } from '../../core/migration/summary.js';
-import type { LogLine } from '../../core/migration/types.js';
-import { isFinal, type MigrationState, type Verb, type VerbOptions } from '../../core/migration/types.js';
+import type { CommitOrigin, LogLine } from '../../core/migration/types.js';
+import {
+  isFinal,
+  type MigrationSpec,
+  type MigrationState,
+  type Verb,
+  type VerbOptions,
+} from '../../core/migration/types.js';
 import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
 import { osUserName } from '../../platform/os-user.js';
 import { cutoverCliPath } from '../../platform/package-path.js';
@@ -63,6 +69,8 @@ export interface CreateRequest {
   /** Who starts it (default: the OS user) and from which commit (audit). */
   startedBy?: string;
   commit?: string | null;
+  commitFrom?: CommitOrigin;
+  appliedCommit?: string | null;
   /** Components to replace green-blue with no change (`migrate --replace`). */
   replace?: readonly string[];
   /** How many driver calls run at once (`--parallelism`); default: the topology's strategy.parallelism. */

@@ -9,7 +9,7 @@
 import { TopologyInvalidError } from '../../core/errors.js';
 import type { CurrentLayout } from '../../core/layout.js';
 import { migrationParallelism } from '../../core/migration/step.js';
-import type { MigrationSpec } from '../../core/migration/types.js';
+import type { CommitOrigin, MigrationSpec } from '../../core/migration/types.js';
 import type { ObservedLayout } from '../../core/observed.js';
 import { buildPlan } from '../../core/plan/build-plan.js';
 import type { PlanInputs } from '../../core/plan/drift.js';
@@ -140,6 +140,8 @@ export async function prepareMigration(request: PrepareRequest, home: MigrationH
 export interface SpecRequest {
   startedBy?: string;
   commit?: string | null;
+  commitFrom?: CommitOrigin;
+  appliedCommit?: string | null;
   parallelism?: number;
   now?: number;
 }

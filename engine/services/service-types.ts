@@ -9,6 +9,7 @@ import type { EnvironmentStatus, EnvironmentSummary } from '../../core/environme
 import type { CurrentLayout } from '../../core/layout.js';
 import type { MigrationSummary } from '../../core/migration/summary.js';
 import type {
+  CommitOrigin,
   Lifecycle,
   LogLine,
   MigrationState,
@@ -74,6 +75,10 @@ export interface StartRequest extends TopologySource {
   baseSerial?: number;
   /** The Git commit the topology came from (audit); null or absent when unknown. */
   commit?: string | null;
+  /** Where `commit` came from (audit). */
+  commitFrom?: CommitOrigin;
+  /** HEAD of the work tree applied from, when it holds the very text applied (audit). */
+  appliedCommit?: string | null;
   /**
    * Who starts it (audit): a server's token name. Absent: the service says who (locally, the OS
    * user); a client of a server cannot name itself, the server does.

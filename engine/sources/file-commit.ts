@@ -1,5 +1,7 @@
-import { realpath } from 'node:fs/promises';
+import { readFile, realpath } from 'node:fs/promises';
 import path from 'node:path';
+import { topologyDigest } from '../../core/plan/saved-plan.js';
+import { loadTopology } from '../../core/topology/load-topology.js';
 
 /**
  * The Git commit a topology file's content comes from: HEAD of the work tree it is in, when the
@@ -23,4 +25,20 @@ export async function commitOfFile(file: string): Promise<string | null> {
   } catch {
     return null; // not a work tree, no Git, no commit yet, or the file is untracked
   }
+}
+
+/**
+ * The commit that was applied: HEAD of the work tree `file` is in (commitOfFile), when the file
+ * there holds the topology of `appliedText` (the same normalised model). A saved plan planned on a
+ * branch and applied from main after the merge records the merge commit here, beside the commit it
+ * was planned at; a file that differs from what was applied gives null, never a wrong commit.
+ */
+export async function appliedCommitOf(file: string, appliedText: string): Promise<string | null> {
+  const onDisk = await readFile(file, 'utf8').catch(() => null);
+  if (onDisk === null) return null;
+  const there = loadTopology(onDisk, { file });
+  const applied = loadTopology(appliedText, { file });
+  if (!there.ok || !applied.ok) return null;
+  if (topologyDigest(there.topology) !== topologyDigest(applied.topology)) return null;
+  return commitOfFile(file);
 }

@@ -55,7 +55,8 @@ export async function writeJsonAtomic(file: string, value: unknown): Promise<voi
   try {
     await mkdir(path.dirname(file), { recursive: true });
     removeDeadTemps(file);
-    const handle = await open(temp, 'w');
+    // 0600: a layout holds its topology, whose hook and notify URLs may carry credentials.
+    const handle = await open(temp, 'w', 0o600);
     try {
       await handle.writeFile(`${JSON.stringify(value)}\n`);
       await handle.sync();

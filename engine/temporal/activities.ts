@@ -11,6 +11,7 @@ import type { Command, LogLine, MigrationState } from '../../core/migration/type
 import type { ObservedLayout } from '../../core/observed.js';
 import { stopRouterIfIdle } from '../drivers/router-driver.js';
 import { observeLayout } from '../observe/observe-layout.js';
+import { processRedactor } from '../redact/process-redactor.js';
 import { type CommandResult, type DriverSet, executeCommand } from '../runner/execute-command.js';
 import type { ProcessSecrets } from '../secrets/secret-source.js';
 import { type DownPart, takeDownPart } from '../services/down.js';
@@ -86,7 +87,9 @@ export function createActivities(deps: ActivityDeps): CutoverActivities {
           signal: context.cancellationSignal,
           log: (message) => lines.push({ at: Date.now(), level: 'info', kind: 'driver', message }),
         });
-        return { result, lines };
+        // What goes into the workflow's history (its journal), masked as the local runner's
+        // journal is: a replica's or a hook's output may hold a secret this worker gave it.
+        return processRedactor().value({ result, lines });
       } finally {
         clearInterval(beat);
       }

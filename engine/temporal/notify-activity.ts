@@ -10,6 +10,7 @@ import type { LogLine } from '../../core/migration/types.js';
 import type { CloudEvent } from '../../core/notify/types.js';
 import type { NotifyTarget } from '../../core/topology/types.js';
 import { deliveryBudgetMs, Notifier } from '../notify/notifier.js';
+import { processRedactor } from '../redact/process-redactor.js';
 import type { ProcessSecrets } from '../secrets/secret-source.js';
 
 export interface DeliverInput {
@@ -39,6 +40,7 @@ export async function deliverNotification(input: DeliverInput, secrets: ProcessS
     // No notifications.ndjson in Temporal mode: the result is the log line returned, kept in the
     // workflow's history with the rest of the migration's log.
     recordFile: devNull,
+    redact: processRedactor(),
     log: (level, message) => lines.push({ at: Date.now(), level, kind: 'notify', message }),
   });
   const beat = setInterval(() => context.heartbeat(), heartbeatEveryMs);

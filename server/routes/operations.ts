@@ -2,16 +2,22 @@
  * The spec's three operations (`/v1/plan`, `/v1/apply`, `/v1/cancel`) and `/v1/validate`.
  */
 import { createHash } from 'node:crypto';
+import path from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { parseSavedPlan, savedPlanOf } from '../../core/plan/saved-plan.js';
-import { planTopologyText, TopologyInvalidError, validateTopologyText } from '../../engine/api.js';
+import {
+  appliedCommitOf,
+  planTopologyText,
+  TopologyInvalidError,
+  validateTopologyText,
+} from '../../engine/api.js';
 import { summaryJson } from '../../views/migration-json.js';
 import { renderPlanJson } from '../../views/render-plan-json.js';
 import type { StoredResponse } from '../idempotency.js';
 import { HttpProblem } from '../problems.js';
 import { type RouteContext, routeSchema } from '../route-context.js';
 import { environmentParams, ref } from '../schemas.js';
-import { topologyInput, withTopology } from '../topology-input.js';
+import { type TopologyInput, topologyInput, withTopology } from '../topology-input.js';
 
 interface ValidateBody {
   topology: unknown;
@@ -186,29 +192,39 @@ async function startApply(context: RouteContext, body: ApplyBody, principal: str
       'plan',
       'send what POST /v1/plan with `saved: true` (or `cutover topology plan --out`) answers',
     );
-    const input = topologyInput(saved.topology.text, saved.topology.file, workdir, 'plan.topology');
+    const input = topologyInput(saved.topology.text, saved.topology.file, workdir, 'plan.topology', true);
+    const appliedCommit = await appliedCommitOf(inWorkdir(input), input.source.text);
     return withTopology(input, () =>
       context.service.start({
         ...input.source,
         planId: saved.plan.planId,
         baseSerial: saved.baseSerial,
         commit: saved.commit,
+        commitFrom: 'saved_plan',
+        appliedCommit,
         ...parallelism,
         ...startedBy,
       }),
     );
   }
-  const input = topologyInput(body.topology, body.path, workdir, 'topology');
+  const input = topologyInput(body.topology, body.path, workdir, 'topology', true);
+  const appliedCommit = await appliedCommitOf(inWorkdir(input), input.source.text);
   return withTopology(input, () =>
     context.service.start({
       ...input.source,
       ...(body.planId === undefined ? {} : { planId: body.planId }),
       ...(body.baseSerial === undefined ? {} : { baseSerial: body.baseSerial }),
-      ...(body.commit === undefined ? {} : { commit: body.commit }),
+      ...(body.commit === undefined ? {} : { commit: body.commit, commitFrom: 'request' as const }),
+      appliedCommit,
       ...parallelism,
       ...startedBy,
     }),
   );
+}
+
+/** The topology's file in the server's --workdir (topologyInput confined it there). */
+function inWorkdir(input: TopologyInput): string {
+  return path.join(input.source.baseDir, path.basename(input.source.file));
 }
 
 function registerDownRoute(app: FastifyInstance, context: RouteContext): void {

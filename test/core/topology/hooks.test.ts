@@ -1,5 +1,6 @@
 /** `strategy.hooks`: the model, the defaults, and located errors for what is wrong. */
 import { describe, expect, it } from 'vitest';
+import { describeHookTarget, hooksShown } from '../../../core/topology/hook-types.js';
 import { loadTopology } from '../../../core/topology/load-topology.js';
 import { topologyText } from '../../../core/topology/render-topology.js';
 
@@ -129,5 +130,26 @@ describe('strategy.hooks written back', () => {
     if (!result.ok) throw new Error(JSON.stringify(result.diagnostics));
     const again = loadTopology(topologyText(result.topology, 'recorded layout'), { file: 'layout.json' });
     expect(again.ok ? again.topology : again.diagnostics).toEqual(result.topology);
+  });
+
+  it('takes a secret reference as an http hook url, kept by name and shown (sensitive)', () => {
+    const result = load(`    rollout:
+      - name: smoke
+        http: { url: { secret: SMOKE_URL } }`);
+    if (!result.ok) throw new Error(JSON.stringify(result.diagnostics));
+    const hooks = result.topology.strategy.hooks ?? {};
+    const hook = hooks.rollout?.[0];
+    expect(hook).toMatchObject({ name: 'smoke', http: { url: { secret: 'SMOKE_URL' } } });
+    expect(describeHookTarget(hook as NonNullable<typeof hook>)).toBe('POST (sensitive)');
+    expect(hooksShown(hooks).rollout?.[0]).toMatchObject({ http: { url: { secret: 'SMOKE_URL' } } });
+    // Written back as the file had it, so a recorded layout loads again.
+    const again = loadTopology(topologyText(result.topology, 'recorded layout'), { file: 'layout.json' });
+    expect(again.ok && again.topology.strategy.hooks).toEqual(hooks);
+    // A reference is a secret's name, nothing else.
+    expect(
+      load(`    rollout:
+      - name: smoke
+        http: { url: { secret: 'SMOKE URL' } }`).ok,
+    ).toBe(false);
   });
 });
