@@ -79,7 +79,9 @@ it('a log Last-Event-ID that is not a count: `reset`, then the whole log', async
 });
 
 it('a log Last-Event-ID at the end: no reset, nothing but `end`', async () => {
-  const events = await read(`/v1/migrations/${id}/logs?follow=true`, { 'last-event-id': String(whole.length) });
+  const events = await read(`/v1/migrations/${id}/logs?follow=true`, {
+    'last-event-id': String(whole.length),
+  });
   expect(events.map((e) => e.event)).toEqual(['end']);
 });
 

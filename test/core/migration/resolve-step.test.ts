@@ -115,6 +115,8 @@ describe('the end of a rollback whose route could not be put back', () => {
     expect(d.state.lifecycle).toBe('failed');
     const ended = d.notices.at(-1)?.message ?? '';
     expect(ended).not.toContain('blue');
-    expect(ended).toMatch(/^failed: nothing is serving: the environment had no layout before \(a first deployment\) \(/);
+    expect(ended).toMatch(
+      /^failed: nothing is serving: the environment had no layout before \(a first deployment\) \(/,
+    );
   });
 });
