@@ -113,6 +113,7 @@ export function step(previous: MigrationState, event: MigrationEvent): Transitio
     case 'command_failed': {
       const command = takeResult(t, event.commandId);
       if (!command) return t;
+      if (event.error.unhealthy && onGreenLost(t, command, event.at, event.error.message)) break;
       onFailed(t, command, event.at, event.error.message, event.error.retryable);
       break;
     }
@@ -592,6 +593,24 @@ function onFailed(t: Transition, command: Command, at: number, message: string, 
       : `${action.id} failed: ${message}`;
   notice(t, at, kind, 'error', reason, action.stage, action.id);
   beginEnding(t, at, 'failed', reason);
+}
+
+/**
+ * Green lost its health after its gate (during a hold or the bake, or just before a weight change
+ * or the drain): the migration rolls back at once, `rolled_back`, as a breached analysis does.
+ * False past the commit or in a rollback: the failure is handled as any other there.
+ */
+function onGreenLost(t: Transition, command: Command, at: number, message: string): boolean {
+  const s = t.state;
+  if (s.lifecycle !== 'running' && s.lifecycle !== 'paused') return false;
+  t.state = { ...s, lastError: message };
+  const run = runOf(t.state, command.id);
+  if (run) setRun(t, { ...run, command: null });
+  const action = run ? s.spec.plan.actions[run.index] : undefined;
+  const stage = action?.stage ?? (command.kind === 'wait' && command.purpose === 'bake' ? 'bake' : 'cutover');
+  notice(t, at, 'gate_failed', 'error', message, stage, action?.id);
+  beginEnding(t, at, 'rolled_back', message);
+  return true;
 }
 
 /**
