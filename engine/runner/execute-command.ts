@@ -232,6 +232,8 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       await watchGreen(await greenSlots(s, o), 'check', 'before the drain', o.signal, o.log);
       await drainRoutes(s, o, call, c.component, blue, c.timeoutMs);
       await componentDriverFor(o.drivers, ctx).drain(ctx, blue, c.timeoutMs, call);
+      // The drain can take its whole timeout: green is looked at again before the commit that follows.
+      await watchGreen(await greenSlots(s, o), 'check', 'before the commit', o.signal, o.log);
       return undefined;
     }
     case 'retire': {

@@ -107,4 +107,29 @@ describe('green dies during a timed hold', { timeout: 90_000 }, () => {
     expect(after.status).toBe(200);
     expect(((await after.json()) as { version: string }).version).toBe('1.0.0');
   });
+
+  it('green dies while blue drains: checked again before the commit, rolled back, blue serves', async () => {
+    const w = await liveWorkspace((yaml) => yaml.replace(/shift: .*/, 'shift: [100]'));
+    spaces.push(w);
+    expect((await runCli(['topology', 'migrate', '-f', w.file, '--yes'])).code).toBe(0);
+    setFileVersion(w, '1.0.0', '2.0.0');
+    // A long request on blue holds the drain open for 5 s.
+    const slow = fetch(`${w.url}slow?ms=5000`).then(
+      (r) => r.status,
+      () => 0,
+    );
+    await eventually(async () => (await fetch(w.url)).ok, 5_000);
+    const id = await migrateDetached(w);
+    await eventually(
+      () => lines(migrationFile(w, id, 'log.ndjson')).some((l) => l.stage === 'drain_blue'),
+      30_000,
+    );
+    for (const pid of greenPids(w, id)) process.kill(pid, 'SIGKILL');
+    const end = await waitFor(w, id, isFinal, 30_000);
+    expect(end.lifecycle).toBe('rolled_back');
+    expect(end.reason).toMatch(/^green web lost its health before the commit: /);
+    expect(await slow).toBe(200);
+    const after = await fetch(w.url, { headers: { connection: 'close' } });
+    expect(((await after.json()) as { version: string }).version).toBe('1.0.0');
+  });
 });
