@@ -20,7 +20,7 @@ import {
   type RouteState,
   type Slot,
 } from './routing-state.js';
-import type { SlotMetrics } from './slot-metrics.js';
+import type { OpenRequest, SlotMetrics } from './slot-metrics.js';
 import { type ExchangeHandler, UpstreamExchange, type UpstreamFailure } from './upstream-exchange.js';
 import { queueTimeoutCode } from './upstream-pool.js';
 import type { UpstreamPools } from './upstream-pools.js';
@@ -126,6 +126,8 @@ class ProxiedRequest implements ExchangeHandler, BodyReader {
   private readonly arrivedMs = performance.now();
   /** The answer was cut after it began: a failure for the client, whatever its status said. */
   private cut = false;
+  /** Counted as in flight to its slot (main listener only): a hanging slot shows in its traffic. */
+  private open: OpenRequest | null = null;
 
   constructor(
     private readonly deps: ProxyDeps,
@@ -139,11 +141,14 @@ class ProxiedRequest implements ExchangeHandler, BodyReader {
   start(slot: Slot, address: string): void {
     const { req, res } = this;
     this.lease = this.deps.inFlight.begin(this.route.key, slot, address);
+    if (this.binding.kind === 'main')
+      this.open = this.deps.metrics.opened(this.route.key, slot, this.arrivedMs);
     // A client going away shows as res 'close'; errors of either stream must not reach the process.
     req.on('error', ignore);
     res.on('error', ignore);
     res.once('close', () => {
       this.lease?.release();
+      if (this.open) this.deps.metrics.closed(this.route.key, this.open);
       // Counted on the slot that answered (after any failover), once, when the client's response is
       // over. Only the main listener's: what users get is judged, not the gate's preview probes.
       if (this.binding.kind === 'main')
@@ -165,6 +170,7 @@ class ProxiedRequest implements ExchangeHandler, BodyReader {
   private attempt(slot: Slot, address: string): void {
     const { req } = this;
     this.slot = slot;
+    if (this.open) this.open.slot = slot;
     this.tried.push(address);
     const { headers, body } = upstreamRequestHeaders(req, address);
     if (body !== 'none') this.body ??= new ReplayableBody(req, this.deps.bodies, this.route.bodyTimeoutMs);

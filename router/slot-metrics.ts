@@ -17,6 +17,13 @@ interface SlotCounters {
 
 type RouteCounters = Record<Slot, SlotCounters>;
 
+/** A request of a route's main listener not yet answered: the slot it is sent to now, since when. */
+export interface OpenRequest {
+  slot: Slot;
+  /** performance.now() when it arrived. */
+  readonly arrivedMs: number;
+}
+
 /**
  * Per route and per slot: requests, 5xx responses and a latency histogram of the route's main
  * listener (not its preview listener: the gate's probes are not users' traffic), counted when each
@@ -35,11 +42,33 @@ type RouteCounters = Record<Slot, SlotCounters>;
 export class SlotMetrics {
   readonly startedAt = Date.now();
   private readonly routes = new Map<string, RouteCounters>();
+  /** Requests not yet answered, per route: how long they have waited is read at each snapshot. */
+  private readonly open = new Map<string, Set<OpenRequest>>();
+
+  /** A request began; its `slot` follows any failover; `close` it when its response is over. */
+  opened(routeKey: string, slot: Slot, arrivedMs: number): OpenRequest {
+    const request: OpenRequest = { slot, arrivedMs };
+    let set = this.open.get(routeKey);
+    if (!set) {
+      set = new Set();
+      this.open.set(routeKey, set);
+    }
+    set.add(request);
+    return request;
+  }
+
+  closed(routeKey: string, request: OpenRequest): void {
+    const set = this.open.get(routeKey);
+    if (!set) return;
+    set.delete(request);
+    if (set.size === 0) this.open.delete(routeKey);
+  }
 
   /** Keeps counters for exactly the routes of the table now served (after each reload). */
   keepRoutes(routeKeys: Iterable<string>): void {
     const keep = new Set(routeKeys);
     for (const key of this.routes.keys()) if (!keep.has(key)) this.routes.delete(key);
+    for (const key of this.open.keys()) if (!keep.has(key)) this.open.delete(key);
     for (const key of keep) if (!this.routes.has(key)) this.routes.set(key, newRouteCounters());
   }
 
@@ -64,12 +93,21 @@ export class SlotMetrics {
   traffic(routeKey: string): RouteTraffic | null {
     const route = this.routes.get(routeKey);
     if (!route) return null;
-    return {
-      route: routeKey,
-      startedAt: this.startedAt,
-      at: Date.now(),
-      slots: { blue: cumulative(route.blue), green: cumulative(route.green) },
-    };
+    const blue = cumulative(route.blue);
+    const green = cumulative(route.green);
+    blue.inFlight = new Array<number>(latencyBucketBoundsMs.length + 1).fill(0);
+    green.inFlight = new Array<number>(latencyBucketBoundsMs.length + 1).fill(0);
+    const now = performance.now();
+    for (const request of this.open.get(routeKey) ?? []) {
+      const counts = (request.slot === 'green' ? green : blue).inFlight as number[];
+      const bucket = bucketIndex(now - request.arrivedMs);
+      counts[bucket] = (counts[bucket] as number) + 1;
+    }
+    for (const slot of [blue, green]) {
+      const counts = slot.inFlight as number[];
+      for (let i = 1; i < counts.length; i++) counts[i] = (counts[i] as number) + (counts[i - 1] as number);
+    }
+    return { route: routeKey, startedAt: this.startedAt, at: Date.now(), slots: { blue, green } };
   }
 
   /** Every route's traffic, by route key in order. */

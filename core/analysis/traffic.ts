@@ -27,6 +27,14 @@ export interface SlotTraffic {
    * the last entry (one more than there are bounds) is +Inf, which equals `requests`.
    */
   buckets: number[];
+  /**
+   * The requests in flight when the snapshot was taken (a gauge, not a counter), as a cumulative
+   * histogram of how long each has waited so far, with the bounds of `buckets`: `inFlight[i]` have
+   * waited at most `latencyBucketBoundsMs[i]`, the last entry is every request in flight. A green
+   * that hangs answers nothing, so its finished requests alone show no traffic: these show it.
+   * Absent from a router from before it.
+   */
+  inFlight?: number[];
 }
 
 /** A route's traffic per slot as the router counted it at `at` (ms since the epoch). */
@@ -55,7 +63,34 @@ export function trafficBetween(start: SlotTraffic, end: SlotTraffic): SlotTraffi
     errors5xx: end.errors5xx - start.errors5xx,
     durationSumMs: end.durationSumMs - start.durationSumMs,
     buckets: end.buckets.map((count, i) => count - (start.buckets[i] ?? 0)),
+    // A gauge: what is in flight at the window's end.
+    ...(end.inFlight ? { inFlight: end.inFlight } : {}),
   };
+}
+
+/**
+ * The index of the first bucket bound at or above `ms`: a request that has waited longer than that
+ * bound has certainly waited longer than `ms`. The +Inf bucket's index past the last bound.
+ */
+export function boundIndexAtLeast(ms: number): number {
+  const i = latencyBucketBoundsMs.findIndex((bound) => bound >= ms);
+  return i < 0 ? latencyBucketBoundsMs.length : i;
+}
+
+/**
+ * The traffic with the requests in flight past `ms` counted as requests that took as long as they
+ * have waited so far (each at its age's bucket, a lower estimate of its duration, not a 5xx);
+ * `stalled`, how many. Requests in flight for less than `ms` are left out: they may yet be quick.
+ */
+export function withStalled(traffic: SlotTraffic, ms: number): { traffic: SlotTraffic; stalled: number } {
+  const inFlight = traffic.inFlight;
+  if (!inFlight) return { traffic, stalled: 0 };
+  const j = boundIndexAtLeast(ms);
+  const below = j < inFlight.length ? (inFlight[j] ?? 0) : (inFlight[inFlight.length - 1] ?? 0);
+  const stalled = (inFlight[inFlight.length - 1] ?? 0) - below;
+  if (stalled <= 0) return { traffic, stalled: 0 };
+  const buckets = traffic.buckets.map((count, k) => (k > j ? count + (inFlight[k] ?? 0) - below : count));
+  return { traffic: { ...traffic, requests: traffic.requests + stalled, buckets }, stalled };
 }
 
 /**

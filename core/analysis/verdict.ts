@@ -3,14 +3,26 @@
  * two cumulative router snapshots, traffic.ts) and the route's analysis checks.
  *
  * Invariants:
- * - Fewer green requests than `minRequests` (and never fewer than one) is `inconclusive`: no check
- *   is judged on too little traffic, in either direction.
+ * - Requests still in flight to green past the latency bound (`latency.p99.max`, else
+ *   `stalledAfterMs`) count as green's requests, as slow as they have waited so far: a green that
+ *   hangs shows its traffic. Green that answered none of its requests while some wait past the bound
+ *   is a `breach`, whatever else is set.
+ * - Fewer green requests than `minRequests` (and never fewer than one) is `inconclusive`, unless
+ *   what was seen already proves a breach whatever the requests still to come do: every request
+ *   failed (or was slow), or the 5xx (the slow requests) alone are more than `successRate.min`
+ *   (`latency.p99.max`) allows of `minRequests`. No check passes on too little traffic.
  * - Otherwise the verdict is `breach` iff at least one check is breached, and the reason names each
  *   breach with its figures; else `pass`, with the figures that passed.
  * - The comparison with blue is made only when blue had `minRequests` in the same window too; else
  *   it is skipped and the reason says so (at 100 % green, blue has no traffic to compare with).
  */
-import { latencyBucketBoundsMs, quantileMs, type SlotTraffic } from './traffic.js';
+import {
+  boundIndexAtLeast,
+  latencyBucketBoundsMs,
+  quantileMs,
+  type SlotTraffic,
+  withStalled,
+} from './traffic.js';
 
 export interface AnalysisChecks {
   /** Fewest green requests in a window for any check to be judged. */
@@ -56,25 +68,46 @@ export interface WindowTraffic {
  */
 const comparisonFloorMs = latencyBucketBoundsMs[0] ?? 1;
 
+/** Without a latency bound, a request in flight to green this long counts as stalled. */
+export const stalledAfterMs = 1_000;
+
 /** `weight`: green's share at the step being judged, named in the reason ("at the 10 % step"). */
 export function judgeWindow(
   window: WindowTraffic,
   checks: AnalysisChecks,
   context: { weight?: number } = {},
 ): AnalysisVerdict {
-  const green = figuresOf(window.green);
+  const boundMs = checks.latency?.p99?.maxMs ?? stalledAfterMs;
+  const seen = withStalled(window.green, boundMs);
+  const green = figuresOf(seen.traffic);
   const blue = window.blue ? figuresOf(window.blue) : undefined;
   const where = `over ${green.requests} request${green.requests === 1 ? '' : 's'}${
     context.weight !== undefined ? ` at the ${context.weight} % step` : ''
   }`;
   const base = { green, ...(blue ? { blue } : {}) };
   const needed = Math.max(1, checks.minRequests);
-  if (green.requests < needed)
+  const stalled =
+    seen.stalled > 0 ? ` (${seen.stalled} of them still in flight past ${formatMs(boundMs)})` : '';
+  if (seen.stalled > 0 && window.green.requests === 0)
+    return {
+      ...base,
+      outcome: 'breach',
+      reason: `green answered none of its requests: ${seen.stalled} in flight past ${formatMs(boundMs)}${context.weight !== undefined ? ` at the ${context.weight} % step` : ''}`,
+    };
+  if (green.requests < needed) {
+    const proven = provenBreaches(seen.traffic, checks, needed);
+    if (proven.length > 0)
+      return {
+        ...base,
+        outcome: 'breach',
+        reason: `${proven.join('; ')} ${where}${stalled}, fewer than the ${needed} needed but enough to prove it`,
+      };
     return {
       ...base,
       outcome: 'inconclusive',
       reason: `green had ${green.requests} request${green.requests === 1 ? '' : 's'}, fewer than the ${needed} needed to judge it${context.weight !== undefined ? ` at the ${context.weight} % step` : ''}`,
     };
+  }
   const breaches: string[] = [];
   const passes: string[] = [];
   const note = (breached: boolean, line: string) => (breached ? breaches : passes).push(line);
@@ -97,8 +130,46 @@ export function judgeWindow(
       passes.push(`no comparison with blue: it had ${blue?.requests ?? 0} requests, fewer than ${needed}`);
     else compareWithBlue(green, blue, compare, note);
   }
-  if (breaches.length > 0) return { ...base, outcome: 'breach', reason: `${breaches.join('; ')} ${where}` };
-  return { ...base, outcome: 'pass', reason: `${passes.join('; ') || 'no check set'} ${where}` };
+  if (breaches.length > 0)
+    return { ...base, outcome: 'breach', reason: `${breaches.join('; ')} ${where}${stalled}` };
+  return { ...base, outcome: 'pass', reason: `${passes.join('; ') || 'no check set'} ${where}${stalled}` };
+}
+
+/**
+ * With fewer requests than `needed`: the checks whose breach is certain whatever the requests still
+ * to come do (all of them fine): every request failed (was slow), or more failed (were slow) than
+ * the check allows of `needed` requests.
+ */
+function provenBreaches(traffic: SlotTraffic, checks: AnalysisChecks, needed: number): string[] {
+  const proven: string[] = [];
+  const { requests } = traffic;
+  if (requests === 0) return proven;
+  const prove = (bad: number, allowedShare: number, what: string, bound: string) => {
+    const allowed = Math.floor(needed * allowedShare + 1e-9);
+    if (bad === requests)
+      proven.push(`${what} on every one of its ${requests} request${requests === 1 ? '' : 's'}`);
+    else if (bad > allowed)
+      proven.push(
+        `${what} on ${bad} request${bad === 1 ? '' : 's'}, more than the ${allowed} that ${bound} allows of ${needed}`,
+      );
+  };
+  if (checks.successRate) {
+    prove(
+      traffic.errors5xx,
+      (100 - checks.successRate.min) / 100,
+      'green 5xx',
+      `successRate.min ${checks.successRate.min} %`,
+    );
+  }
+  const p99 = checks.latency?.p99;
+  if (p99) {
+    // Only what certainly took longer than the bound: above the first bucket bound at or past it.
+    const j = boundIndexAtLeast(p99.maxMs);
+    const slow = requests - (j < traffic.buckets.length - 1 ? (traffic.buckets[j] ?? 0) : requests);
+    if (slow > 0)
+      prove(slow, 0.01, `green slower than ${formatMs(p99.maxMs)}`, `latency.p99.max ${formatMs(p99.maxMs)}`);
+  }
+  return proven;
 }
 
 function compareWithBlue(

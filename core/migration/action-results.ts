@@ -145,6 +145,24 @@ function completeStep(t: Transition, command: Command, at: number): void {
   finishRun(t, run.index);
 }
 
+/**
+ * Green lost its health after its gate (during a hold or the bake, or just before a weight change
+ * or the drain): the migration rolls back at once, `rolled_back`, as a breached analysis does.
+ * False past the commit or in a rollback: the failure is handled as any other there.
+ */
+export function greenLost(t: Transition, command: Command, at: number, message: string): boolean {
+  const s = t.state;
+  if (s.lifecycle !== 'running' && s.lifecycle !== 'paused') return false;
+  t.state = { ...s, lastError: message };
+  const run = runOf(t.state, command.id);
+  if (run) setRun(t, { ...run, command: null });
+  const action = run ? s.spec.plan.actions[run.index] : undefined;
+  const stage = action?.stage ?? (command.kind === 'wait' && command.purpose === 'bake' ? 'bake' : 'cutover');
+  notice(t, at, 'gate_failed', 'error', message, stage, action?.id);
+  beginEnding(t, at, 'rolled_back', message);
+  return true;
+}
+
 /** An action's command failed (not an undo step's): retried, or the migration rolls back. */
 export function actionFailed(
   t: Transition,

@@ -54,6 +54,12 @@ export function commandView(state: MigrationState, command: Command): MigrationS
     case 'hook':
       return hookView(state);
   }
+  // Holds, the bake, weight changes and the drain look at green's health (engine/health/watch-health.ts).
+  if (watchesGreen(command)) {
+    for (const name of Object.keys(spec.desired.components)) {
+      if (own(state.slots, name)?.green) components.add(name);
+    }
+  }
   // A route's call needs the slots of its target in either topology.
   const slotsOf = new Set(components);
   for (const name of routes) {
@@ -75,6 +81,21 @@ export function commandView(state: MigrationState, command: Command): MigrationS
     provisioned: [],
     touchedRoutes: [],
   };
+}
+
+function watchesGreen(command: Command): boolean {
+  switch (command.kind) {
+    case 'wait':
+      return command.purpose !== 'retry';
+    case 'analyze':
+    case 'drain':
+      return true;
+    case 'apply_route':
+    case 'shift_routes':
+      return !command.restore && !command.promote && command.greenPercent > 0;
+    default:
+      return false;
+  }
 }
 
 /**

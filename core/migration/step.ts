@@ -1,7 +1,7 @@
 import { assertNever, InvariantError } from '../errors.js';
 import { setOwn } from '../records.js';
 import { defaults, type Topology } from '../topology/types.js';
-import { actionFailed, actionSucceeded, onCancelled, recordEffect } from './action-results.js';
+import { actionFailed, actionSucceeded, greenLost, onCancelled, recordEffect } from './action-results.js';
 import { advanceCommitting, advanceRunning } from './forward.js';
 import { type Advanced, notice, transition } from './transition.js';
 import type { Command, MigrationEvent, MigrationSpec, MigrationState, Transition } from './types.js';
@@ -88,6 +88,7 @@ export function step(previous: MigrationState, event: MigrationEvent): Transitio
     case 'command_failed': {
       const command = takeResult(t, event.commandId);
       if (!command) return t;
+      if (event.error.unhealthy && greenLost(t, command, event.at, event.error.message)) break;
       t.state = { ...t.state, lastError: event.error.message };
       if (t.state.lifecycle === 'rolling_back') undoFailed(t, command, event.at, event.error.message);
       else actionFailed(t, command, event.at, event.error.message, event.error.retryable);

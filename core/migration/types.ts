@@ -173,6 +173,11 @@ export interface CommandError {
   message: string;
   /** A transient error: worth retrying with backoff. */
   retryable: boolean;
+  /**
+   * Green lost its health after its gate (watched during a hold or the bake, checked before a
+   * weight change or the drain): the migration rolls back at once, `rolled_back`.
+   */
+  unhealthy?: true;
 }
 
 /** What happened. The journal is a list of these; the state is a fold over them. */

@@ -145,7 +145,7 @@ export const lifecycleTransitions: readonly { from: Lifecycle; to: Lifecycle; on
   {
     from: 'running',
     to: 'rolling_back',
-    on: 'rollback, cancel, a step failed (after retries), an analysis breached, or a hook failed',
+    on: 'rollback, cancel, a step failed (after retries), an analysis breached, a hook failed, or green lost its health after its gate',
   },
   {
     from: 'running',

@@ -75,7 +75,12 @@ export async function waitHealthy(options: WaitHealthyOptions): Promise<void> {
   }
 }
 
-function buildProbes(health: Health, options: WaitHealthyOptions, agent: http.Agent): Probe[] {
+/** The probes of one slot: one per replica (http, tcp), or one command for the whole slot. */
+export function buildProbes(
+  health: Health,
+  options: Pick<WaitHealthyOptions, 'addresses' | 'env' | 'cwd'>,
+  agent: http.Agent,
+): Probe[] {
   if (health.command) {
     const env = {
       ...inheritedEnv(),
@@ -188,7 +193,7 @@ function deadlineMessage(health: Health, probes: Probe[], tallies: Tally[], dead
   return `deadline ${formatDuration(Math.max(0, deadlineMs))} passed: ${unhealthy.join('; ')}`;
 }
 
-function probeLabel(probe: Probe): string {
+export function probeLabel(probe: Probe): string {
   return probe.action ? `${probe.target} ${probe.action}` : probe.target;
 }
 

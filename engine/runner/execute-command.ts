@@ -19,6 +19,12 @@ import {
   type SlotInfo,
 } from '../drivers/types.js';
 import { HealthGateFailedError, waitHealthy } from '../health/check-health.js';
+import {
+  GreenUnhealthyError,
+  type WatchedSlot,
+  watchGreen,
+  whileGreenHealthy,
+} from '../health/watch-health.js';
 import { runHookCommand } from '../hooks/hook-command.js';
 import { resolveComponentEnv } from '../secrets/resolve-secrets.js';
 import { secretHasher } from '../secrets/secret-key.js';
@@ -77,11 +83,20 @@ export async function executeCommand(
   const signal = timeout ? AbortSignal.any([options.signal, timeout]) : options.signal;
   try {
     if (command.kind === 'analyze') {
-      const analysis = await analyzeHold(
-        command,
-        (route) => routeReader(state, options, route, signal),
+      // Green's health is watched beside the analysis: a green that dies is not judged on traffic.
+      const watched = await greenSlots(state, options);
+      const analysis = await whileGreenHealthy(
+        watched,
+        `during the ${command.weight} % hold`,
         signal,
         options.log,
+        (watching) =>
+          analyzeHold(
+            command,
+            (route) => routeReader(state, options, route, watching),
+            watching,
+            options.log,
+          ),
       );
       return { type: 'command_succeeded', analysis };
     }
@@ -102,6 +117,9 @@ export async function executeCommand(
     return output ? { type: 'command_succeeded', output } : { type: 'command_succeeded' };
   } catch (error) {
     if (options.signal.aborted) return { type: 'command_cancelled', elapsedMs: Date.now() - started };
+    if (error instanceof GreenUnhealthyError) {
+      return { type: 'command_failed', error: { message: error.message, retryable: false, unhealthy: true } };
+    }
     if (timeout?.aborted) {
       return {
         type: 'command_failed',
@@ -188,10 +206,12 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       const side: LayoutSide = c.restore ? 'base' : 'desired';
       const state = routeStateOf(s, c.route, c);
       const driver = routeDriverFor(o.drivers, topologyOf(s, side), state.spec.driver);
+      await checkGreenBefore(s, o, c, [c.route]);
       await driver.apply(routeContext(s, o, side, state.spec.driver), state, call);
       return undefined;
     }
     case 'shift_routes':
+      await checkGreenBefore(s, o, c, c.routes);
       await applyRoutes(s, o, call, c);
       return undefined;
     case 'remove_route': {
@@ -208,8 +228,12 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
     case 'drain': {
       const { ctx } = await componentContext(s, o, c.component, 'base', 'omit');
       const blue = own(s.slots, c.component)?.blue ?? placeholderSlot(ctx, 'blue');
+      // Blue is drained only while green serves well: once drained, a rollback has cold replicas to go back to.
+      await watchGreen(await greenSlots(s, o), 'check', 'before the drain', o.signal, o.log);
       await drainRoutes(s, o, call, c.component, blue, c.timeoutMs);
       await componentDriverFor(o.drivers, ctx).drain(ctx, blue, c.timeoutMs, call);
+      // The drain can take its whole timeout: green is looked at again before the commit that follows.
+      await watchGreen(await greenSlots(s, o), 'check', 'before the commit', o.signal, o.log);
       return undefined;
     }
     case 'retire': {
@@ -224,9 +248,14 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       await componentDriverFor(o.drivers, ctx).retire(ctx, slot, call);
       return undefined;
     }
-    case 'wait':
-      await sleep(c.ms, undefined, { signal: o.signal });
+    case 'wait': {
+      const sleeping = (signal: AbortSignal) => sleep(c.ms, undefined, { signal });
+      if (c.purpose === 'retry') await sleeping(o.signal);
+      // A hold and the bake watch green all along: green lost ends them, and the migration rolls back.
+      else
+        await whileGreenHealthy(await greenSlots(s, o), `during the ${c.purpose}`, o.signal, o.log, sleeping);
       return undefined;
+    }
     case 'record_layout':
       await recordLayout(o.stateDir, s);
       return undefined;
@@ -236,6 +265,51 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
     default:
       return assertNever(c, 'command');
   }
+}
+
+/**
+ * The green slots to watch, of the named components or of every component with one, each with a
+ * health check: their probes as the gate ran them (its environment, its directory).
+ */
+async function greenSlots(
+  s: MigrationState,
+  o: ExecuteOptions,
+  components?: string[],
+): Promise<WatchedSlot[]> {
+  const names = components ?? Object.keys(s.spec.desired.components).sort();
+  const watched: WatchedSlot[] = [];
+  for (const component of new Set(names)) {
+    const slot = own(s.slots, component)?.green;
+    const health = own(s.spec.desired.components, component)?.health;
+    if (!slot || !health) continue;
+    const { ctx } = await componentContext(s, o, component, 'desired', 'omit');
+    watched.push({
+      component,
+      health,
+      addresses: slot.addresses,
+      env: slotEnv(ctx, slot, 'green'),
+      cwd: ctx.spec.run?.cwd ? path.resolve(ctx.baseDir, ctx.spec.run.cwd) : ctx.baseDir,
+    });
+  }
+  return watched;
+}
+
+/** Before more traffic moves to green, green is looked at again (the routes' targets). */
+async function checkGreenBefore(
+  s: MigrationState,
+  o: ExecuteOptions,
+  setting: RouteSetting,
+  routes: string[],
+) {
+  if (setting.restore || setting.promote || setting.greenPercent <= 0) return;
+  const targets = routes.map((route) => routeSpec(s, route, false).to);
+  await watchGreen(
+    await greenSlots(s, o, targets),
+    'check',
+    `before setting ${setting.greenPercent} %`,
+    o.signal,
+    o.log,
+  );
 }
 
 /** How an analysis reads a route's traffic: through its driver in the desired topology. */

@@ -22,6 +22,9 @@ export function activityTimeoutMs(command: Command, spec: MigrationSpec): number
     case 'shift_routes':
     case 'remove_route':
       return routeCallTimeoutMs;
+    case 'wait':
+      // A hold or the bake watching green (the workflow waits on a timer for a retry).
+      return command.ms + activityMarginMs;
     case 'analyze':
       // An operator's extension of the hold can double it while the call runs.
       return 2 * command.ms + activityMarginMs;

@@ -96,6 +96,12 @@ function activitiesFor(command: Command, spec: MigrationSpec): CutoverActivities
  */
 export const parallelActivitiesPatch = 'parallel-activities';
 
+/**
+ * The marker of runs whose holds and bake are activities that watch green's health while they wait
+ * (engine/health/watch-health.ts); runs recorded before it wait on a durable timer and replay so.
+ */
+export const watchedHoldsPatch = 'watched-holds';
+
 export async function migrationWorkflow(input: MigrationInput): Promise<MigrationStatus> {
   // Every command the step function puts in flight runs as its own activity (or timer), at most
   // `spec.parallelism` at once; each completion is fed back as its event when it comes. A run whose
@@ -180,7 +186,9 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
     scopes.set(command.id, scope);
     void scope
       .run(async () => {
-        if (command.kind === 'wait') {
+        // A hold or the bake watches green's health, in an activity; runs recorded before the patch
+        // (and every retry's wait) keep their durable timer.
+        if (command.kind === 'wait' && (command.purpose === 'retry' || !patched(watchedHoldsPatch))) {
           await sleep(command.ms);
           return { event: { type: 'command_succeeded' } as const, lines: [] as LogLine[] };
         }

@@ -119,18 +119,26 @@ describe('progressive delivery under load', { timeout: 90_000 }, () => {
     );
     const run = await migrateUnderLoad();
     expect(run.end.lifecycle).toBe('rolled_back');
-    expect(run.end.reason).toMatch(
-      /^analysis failed: green 5xx [\d.]+ % > 1 % over \d+ requests at the 10 % step$/,
+    // Judged on the rate once minRequests were seen; or sooner, once the 5xx alone are more than
+    // successRate.min allows of minRequests (at 99 % of 40, one 500 proves it).
+    const reason = run.end.reason as string;
+    const judged = /^analysis failed: green 5xx ([\d.]+) % > 1 % over \d+ requests at the 10 % step$/.exec(
+      reason,
     );
-    const rateShown = Number(/green 5xx ([\d.]+) %/.exec(run.end.reason as string)?.[1]);
-    expect(rateShown).toBeGreaterThan(3);
-    expect(rateShown).toBeLessThan(7);
+    if (judged) {
+      expect(Number(judged[1])).toBeGreaterThan(3);
+      expect(Number(judged[1])).toBeLessThan(7);
+    } else {
+      expect(reason).toMatch(
+        /^analysis failed: green 5xx on \d+ requests?, more than the 0 that successRate\.min 99 % allows of 40 over \d+ requests at the 10 % step, fewer than the 40 needed but enough to prove it$/,
+      );
+    }
     // The blast radius: 10 % of the hold's requests went to green, and 5 % of those failed.
     const blastRadius = Math.ceil(0.1 * 0.05 * rate * (holdMs / 1000));
     expect(run.failed).toBeLessThanOrEqual(blastRadius);
     const { summary, state } = await detail(run.id);
     expect(summary.analysis).toMatchObject({ outcome: 'breach', weight: 10 });
-    expect(state.analyses?.[0]?.reason).toBe((run.end.reason as string).replace('analysis failed: ', ''));
+    expect(state.analyses?.[0]?.reason).toBe(reason.replace('analysis failed: ', ''));
     const log = await logText(run.id);
     expect(log).toContain('analysis failed: green 5xx');
     expect(log).toMatch(/route www at 10% green/);

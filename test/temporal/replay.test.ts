@@ -29,6 +29,8 @@
  * delivery activity per event and target beside the migration's commands, and the bounded wait
  * for them (a timer) at the end, as runs did before the 'notify-hand-off' patch (which hands what
  * is left to a child workflow instead); the histories before it have no marker and replay without them.
+ * held was recorded with the 'watched-holds' patch: a hold and the bake are runCommand activities
+ * that watch green's health; runs before it (no marker) wait on a durable timer and replay so.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -63,6 +65,7 @@ const histories = {
     'the workflow from before the patch, started by a client that sets parallelism 10 (an old worker, a new client): one call at a time',
   notified:
     "a migration with a notify target (the 'notifications' patch): a delivery activity per event beside the migration, awaited at the end",
+  held: "a timed hold and a bake, each an activity watching green's health (the 'watched-holds' patch), completed",
 } as const;
 type Name = keyof typeof histories;
 
@@ -266,6 +269,23 @@ async function recordAll(only: Set<Name> | null): Promise<void> {
       const workflowId = `cutover-migration-${s.environment}`;
       await client.workflow.getHandle(workflowId).result();
       await save('notified', workflowId);
+    }
+    if (want('held')) {
+      const s = await scenario('held', (y) =>
+        y
+          .replace('to: api }', 'to: api, shift: [{ weight: 50, hold: 1s }, 100] }')
+          .replace('commit: auto', 'commit: auto\n  bake: 1s'),
+      );
+      gate(true);
+      // The first deployment creates the route at 100 %; the second shifts it, and holds.
+      const first = await s.cli('topology', 'migrate', '--yes');
+      if (first.code !== 0) throw new Error(`held (first): ${first.stderr}`);
+      setVersion(s.w, 'api', '2');
+      const id = await s.detach();
+      expect((await s.waitFor(id, s.ended)).lifecycle).toBe('completed');
+      const workflowId = `cutover-migration-${s.environment}`;
+      await client.workflow.getHandle(workflowId).result();
+      await save('held', workflowId);
     }
   } finally {
     await connection.close();

@@ -25,6 +25,18 @@ function traffic(requests: number, errors: number, durationsMs: readonly number[
   return t;
 }
 
+/** The traffic with requests in flight that have waited `agesMs` so far. */
+function withInFlight(t: SlotTraffic, agesMs: readonly number[]): SlotTraffic {
+  const inFlight = new Array<number>(latencyBucketBoundsMs.length + 1).fill(0);
+  for (const age of agesMs) {
+    latencyBucketBoundsMs.forEach((bound, b) => {
+      if (age <= bound) inFlight[b] = (inFlight[b] ?? 0) + 1;
+    });
+    inFlight[latencyBucketBoundsMs.length] = (inFlight[latencyBucketBoundsMs.length] ?? 0) + 1;
+  }
+  return { ...t, inFlight };
+}
+
 const issueChecks: AnalysisChecks = {
   minRequests: 50,
   successRate: { min: 99 },
@@ -59,12 +71,65 @@ describe('the analysis verdict', () => {
     expect(verdict.green).toMatchObject({ requests: 200, errors5xx: 1, successRate: 99.5 });
   });
 
-  it('is inconclusive with fewer green requests than minRequests, even when all of them failed', () => {
-    const verdict = judgeWindow({ green: traffic(49, 49) }, issueChecks, { weight: 10 });
+  it('is inconclusive with fewer green requests than minRequests when they do not prove a breach', () => {
+    const checks: AnalysisChecks = { minRequests: 50, successRate: { min: 90 } };
+    // 5 of 49 failed: 44 more successes would make 5 of 93, within 10 %.
+    const verdict = judgeWindow({ green: traffic(49, 5) }, checks, { weight: 10 });
     expect(verdict.outcome).toBe('inconclusive');
     expect(verdict.reason).toBe(
       'green had 49 requests, fewer than the 50 needed to judge it at the 10 % step',
     );
+  });
+
+  // Issue 26, item 3: 3 requests/s, green failing 2 of 2 passed with a warning.
+  it('breaches a green that failed every one of too few requests', () => {
+    const verdict = judgeWindow(
+      { green: traffic(2, 2) },
+      { minRequests: 50, successRate: { min: 50 } },
+      {
+        weight: 10,
+      },
+    );
+    expect(verdict.outcome).toBe('breach');
+    expect(verdict.reason).toBe(
+      'green 5xx on every one of its 2 requests over 2 requests at the 10 % step, fewer than the 50 needed but enough to prove it',
+    );
+  });
+
+  it('breaches when the 5xx alone are more than successRate.min allows of minRequests', () => {
+    const verdict = judgeWindow({ green: traffic(20, 6) }, { minRequests: 50, successRate: { min: 90 } });
+    expect(verdict.outcome).toBe('breach');
+    expect(verdict.reason).toBe(
+      'green 5xx on 6 requests, more than the 5 that successRate.min 90 % allows of 50 over 20 requests, fewer than the 50 needed but enough to prove it',
+    );
+    // 5 is what 90 % allows of 50: not proven yet.
+    expect(
+      judgeWindow({ green: traffic(20, 5) }, { minRequests: 50, successRate: { min: 90 } }).outcome,
+    ).toBe('inconclusive');
+  });
+
+  // Issue 26, item 2: a green that hangs answered nothing, and "had 0 requests".
+  it('counts requests in flight past the latency bound: a green that answered none breaches', () => {
+    const hung = withInFlight(emptySlotTraffic(), [2_000, 1_200, 900, 100]);
+    const verdict = judgeWindow({ green: hung }, issueChecks, { weight: 10 });
+    expect(verdict.outcome).toBe('breach');
+    expect(verdict.reason).toBe(
+      'green answered none of its requests: 3 in flight past 500 ms at the 10 % step',
+    );
+    expect(verdict.green.requests).toBe(3);
+  });
+
+  it('counts requests in flight past the bound as slow ones, toward minRequests', () => {
+    // 60 quick answers and 2 requests hanging: p99 of 62 is among the hanging ones.
+    const some = withInFlight(traffic(60, 0, [5]), [3_000, 2_500]);
+    const verdict = judgeWindow({ green: some }, issueChecks, { weight: 10 });
+    expect(verdict.outcome).toBe('breach');
+    expect(verdict.reason).toMatch(
+      /^green p99 [\d.]+ s > 500 ms over 62 requests at the 10 % step \(2 of them still in flight past 500 ms\)$/,
+    );
+    // Without a latency check, in flight past 1 s counts too (as requests, not failures).
+    const checks: AnalysisChecks = { minRequests: 50, successRate: { min: 99 } };
+    expect(judgeWindow({ green: some }, checks).green.requests).toBe(62);
   });
 
   it('shows a rate just above the bound with the decimals it takes to read as above it', () => {
@@ -113,7 +178,13 @@ describe('the analysis verdict', () => {
             { green: traffic(requests, errors, [1]) },
             { minRequests, successRate: { min } },
           );
-          if (requests < minRequests) return verdict.outcome === 'inconclusive';
+          if (requests < minRequests) {
+            // Inconclusive unless what was seen proves the breach whatever comes next.
+            const proven =
+              requests > 0 &&
+              (errors === requests || errors > Math.floor((minRequests * (100 - min)) / 100 + 1e-9));
+            return verdict.outcome === (proven ? 'breach' : 'inconclusive');
+          }
           const rate = (100 * (requests - errors)) / requests;
           return verdict.outcome === (rate < min ? 'breach' : 'pass');
         },
