@@ -41,6 +41,7 @@ const pureElsewhere = [
   'test/plan-drift.test.ts',
   'test/plan.test.ts',
   'test/render.test.ts',
+  'test/test-layout.test.ts',
   'test/router/request-checks.test.ts',
   'test/verb-wait.test.ts',
   'test/watch/trigger-match.test.ts',
