@@ -1,15 +1,63 @@
+import { randomBytes } from 'node:crypto';
 import { defineConfig } from 'vitest/config';
+import { projectFiles } from './test/support/projects.js';
+
+// Every process the run starts inherits this mark (vitest's workers, and through them every CLI,
+// server, runner and replica a test starts): test/support/leftover-processes.ts finds the ones
+// still alive when the run ends by it, and fails the run.
+process.env.CUTOVER_TEST_RUN ??= `${process.pid}-${randomBytes(4).toString('hex')}`;
+
+/** The settings every project shares. */
+const shared = { testTimeout: 30_000, setupFiles: ['./test/support/fast-check-setup.ts'] };
+
+/**
+ * Files run at once, in every project. vitest's default on 2 cores is 1 (cores − 1): one file at a
+ * time, while most files wait on the processes they start. 3 on 2 cores (measured: ARCHITECTURE.md,
+ * "Tests"); CUTOVER_TEST_WORKERS overrides it.
+ */
+const workers = Number(process.env.CUTOVER_TEST_WORKERS ?? 3);
 
 export default defineConfig({
   test: {
-    // Every test lives under test/, mirroring the rooms (ARCHITECTURE.md); test/test-layout.test.ts
-    // fails on a test file beside the code, which this pattern would not run.
-    include: ['test/**/*.test.ts'],
-    testTimeout: 30_000,
-    setupFiles: ['./test/support/fast-check-setup.ts'],
-    // One Temporal dev server per run, for the Temporal-mode tests.
-    globalSetup: ['./test/support/temporal-global-setup.ts'],
-    // A plain closing line ("N passed, N failed") that any CI log reader understands.
+    maxWorkers: workers,
+    // The projects and what goes in each: test/support/projects.ts (ARCHITECTURE.md, "Tests").
+    // `npx vitest run --project unit` runs one.
+    projects: [
+      {
+        test: {
+          ...shared,
+          name: 'unit',
+          ...projectFiles.unit,
+          pool: 'threads',
+          setupFiles: [...shared.setupFiles, './test/support/no-process-setup.ts'],
+        },
+      },
+      { test: { ...shared, name: 'integration', ...projectFiles.integration, pool: 'forks' } },
+      {
+        test: {
+          ...shared,
+          name: 'temporal',
+          ...projectFiles.temporal,
+          pool: 'forks',
+          // One Temporal dev server per run, started only when this project runs.
+          globalSetup: ['./test/support/temporal-global-setup.ts'],
+        },
+      },
+      {
+        test: {
+          ...shared,
+          name: 'infra',
+          ...projectFiles.infra,
+          pool: 'forks',
+          // The Podman images, built once per run.
+          globalSetup: ['./test/support/podman-global-setup.ts'],
+        },
+      },
+    ],
+    // Fails the run when a process it started is still alive at its end.
+    globalSetup: ['./test/support/leftover-processes.ts'],
+    // A plain closing line ("N passed, N failed") that any CI log reader understands, after the
+    // 25 slowest files.
     reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });

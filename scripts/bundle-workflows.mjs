@@ -2,10 +2,22 @@
 // running webpack at every start). Run after tsc: it bundles dist/engine/temporal/workflows.js.
 import { renameSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { bundleWorkflowCode } from '@temporalio/worker';
+import { upToDate } from './up-to-date.mjs';
 
 const workflowsPath = fileURLToPath(new URL('../dist/engine/temporal/workflows.js', import.meta.url));
 const out = fileURLToPath(new URL('../dist/engine/temporal/workflow-bundle.js', import.meta.url));
+const root = (name) => fileURLToPath(new URL(`../${name}`, import.meta.url));
+// The bundle holds compiled code of dist/ (the workflows and what they import) and the SDK's.
+if (
+  upToDate(
+    out,
+    [root('dist'), root('node_modules/@temporalio/workflow/package.json'), root('package-lock.json')],
+    (file) => !file.endsWith('.js') || file.startsWith(out),
+  )
+) {
+  process.exit(0);
+}
+const { bundleWorkflowCode } = await import('@temporalio/worker');
 const { code } = await bundleWorkflowCode({
   workflowsPath,
   logger: { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} },

@@ -5,8 +5,10 @@
  */
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
+import picomatch from 'picomatch';
 import { describe, expect, it } from 'vitest';
 import { repoRoot } from './support/cli.js';
+import { projectFiles } from './support/projects.js';
 
 const rooms = ['core', 'platform', 'router', 'engine', 'views', 'cli', 'server', 'watch'];
 
@@ -19,4 +21,33 @@ describe('test layout', () => {
     );
     expect(beside).toEqual([]);
   });
+
+  it('puts every test file in exactly one vitest project (test/support/projects.ts)', () => {
+    const files = readdirSync(path.join(repoRoot, 'test'), { recursive: true, encoding: 'utf8' })
+      .filter((file) => file.endsWith('.test.ts'))
+      .map((file) => path.join('test', file));
+    expect(files.length).toBeGreaterThan(100);
+    const misplaced = files
+      .map((file) => ({ file, projects: projectsOf(file) }))
+      .filter(({ projects }) => projects.length !== 1);
+    expect(misplaced).toEqual([]);
+  });
+
+  it('names a file in no project and a file in two', () => {
+    expect(projectsOf('test/newfolder/thing.test.ts')).toEqual([]);
+    expect(projectsOf('test/temporal/keep-earlier.test.ts')).toEqual(['unit']);
+    expect(projectsOf('test/temporal/replay.test.ts')).toEqual(['temporal']);
+    const overlapping = { ...projectFiles, extra: { include: ['test/core/**/*.test.ts'], exclude: [] } };
+    expect(projectsOf('test/core/plan/plan-edges.test.ts', overlapping)).toEqual(['unit', 'extra']);
+  });
 });
+
+/** The projects whose `include` matches `file` and whose `exclude` does not. */
+function projectsOf(
+  file: string,
+  projects: Record<string, { include: string[]; exclude: string[] }> = projectFiles,
+): string[] {
+  return Object.entries(projects)
+    .filter(([, { include, exclude }]) => picomatch(include)(file) && !picomatch(exclude)(file))
+    .map(([name]) => name);
+}

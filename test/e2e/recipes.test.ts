@@ -17,9 +17,11 @@ import {
   type JobResult,
   loadWorkflow,
   packWorkingTree,
+  registryAccess,
   resolvedJob,
   runGitHubJob,
   runGitLabJob,
+  runnerEnv,
 } from '../support/ci-recipe.js';
 import { repoRoot, runCli } from '../support/cli.js';
 import { CodeHost, githubActionsBot, type HostComment, type HostKind } from '../support/code-host.js';
@@ -34,8 +36,8 @@ const cutoverToken = 'ci-token-5f0e2d1c4b3a29187766';
 const hostToken = 'host-token-0a1b2c3d4e5f60718293';
 const reviewer = { id: 7, login: 'reviewer' };
 const gitlabBot = { id: 301, login: 'project_42_bot' };
-/** Packing, two installs from the warm cache, a server and a baseline migration. */
-const setupTimeoutMs = 240_000;
+/** Packing, two installs (the dependencies' manifests from the registry), a server and a baseline migration. */
+const setupTimeoutMs = 360_000;
 const scenarioTimeoutMs = 180_000;
 
 const harness = new ServerHarness();
@@ -79,6 +81,8 @@ beforeAll(async () => {
   ]);
   const installMs = Math.round(performance.now() - started);
   for (const job of [github, gitlab]) {
+    // The transcript in the log whatever vitest does with a failed hook's message.
+    if (job.code !== 0) console.error(`the recipes' install step failed:\n${transcript(job)}`);
     expect(job.code, transcript(job)).toBe(0);
     expect(job.steps.map((s) => s.stdout).join('')).toMatch(/^0\.1\.0$/m); // cutover --version
   }
@@ -88,6 +92,15 @@ beforeAll(async () => {
 afterAll(() => harness.cleanup());
 
 describe('the recipes install cutover the same way in every job', () => {
+  it("runs the jobs with the machine's access to the npm registry, as a runner has it (the install resolves manifests there)", () => {
+    const env = runnerEnv('/prefix');
+    const present = registryAccess.filter((name) => process.env[name] !== undefined);
+    expect(Object.fromEntries(present.map((name) => [name, env[name]]))).toEqual(
+      Object.fromEntries(present.map((name) => [name, process.env[name]])),
+    );
+    expect(Object.keys(env).filter((name) => name.startsWith('CUTOVER_'))).toEqual([]);
+  });
+
   it('runs one install step text in both GitHub workflows, from CUTOVER_PACKAGE, never the registry name', () => {
     const install = (file: string, job: string) =>
       loadWorkflow(file).jobs[job]?.steps.find((s) => s.name === 'Install cutover')?.run;

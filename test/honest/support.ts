@@ -72,6 +72,8 @@ export async function killRunnerOf(ws: Workspace, id: string): Promise<number> {
 
 export async function showJson(ws: Workspace, id: string): Promise<ShownSummary> {
   const result = await runCli(['topology', 'migration', 'show', id, '-f', ws.file, '--json']);
-  if (result.code !== 0) throw new Error(`show failed: ${result.stderr}`);
+  // With --json the CLI writes its error on stdout: both, or the failure reads as empty.
+  if (result.code !== 0)
+    throw new Error(`show failed (exit ${result.code}): ${result.stdout}${result.stderr}`);
   return (JSON.parse(result.stdout) as { summary: ShownSummary }).summary;
 }

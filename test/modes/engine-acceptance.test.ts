@@ -106,7 +106,8 @@ function scenarios(mode: Mode): void {
 
   async function show(w: Workspace, id: string): Promise<Summary> {
     const result = await cli(['topology', 'migration', 'show', id, '-f', w.file, '--json']);
-    if (result.code !== 0) throw new Error(`show ${id} failed: ${result.stderr}`);
+    if (result.code !== 0)
+      throw new Error(`show ${id} failed (exit ${result.code}): ${result.stdout}${result.stderr}`);
     return (JSON.parse(result.stdout) as { summary: Summary }).summary;
   }
 

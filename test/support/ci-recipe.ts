@@ -15,7 +15,7 @@ import { repoRoot } from './cli.js';
 import { git } from './git.js';
 
 /** How long one CI step may take on a loaded machine (an npm install is the longest). */
-const stepTimeoutMs = 180_000;
+const stepTimeoutMs = 240_000;
 
 export interface StepResult {
   name: string;
@@ -42,18 +42,47 @@ export function bash(script: string, cwd: string, env: NodeJS.ProcessEnv, name: 
       { cwd, env, timeout: stepTimeoutMs, maxBuffer: 16 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-        resolve({ name, code, stdout, stderr });
+        // A step killed at its timeout says so (its exit status alone reads as a plain failure).
+        const killed = error?.killed ? `\n(${name} was killed after ${stepTimeoutMs / 1000} s)` : '';
+        resolve({ name, code, stdout, stderr: `${stderr}${killed}` });
       },
     );
   });
 }
 
 /**
+ * How this machine reaches the npm registry (its TLS trust: a proxy's CA; its proxy), which a CI
+ * runner's environment has too. `npm install --global` of a tarball resolves the dependencies'
+ * manifests from the registry (`npm ci` cached only their tarballs): without these it fails
+ * (SELF_SIGNED_CERT_IN_CHAIN, retried until the step's timeout) where `npm ci` succeeded.
+ */
+export const registryAccess = [
+  'NODE_EXTRA_CA_CERTS',
+  'SSL_CERT_FILE',
+  'SSL_CERT_DIR',
+  'HTTPS_PROXY',
+  'https_proxy',
+  'HTTP_PROXY',
+  'http_proxy',
+  'NO_PROXY',
+  'no_proxy',
+  'npm_config_cafile',
+  'npm_config_registry',
+  'npm_config_proxy',
+  'npm_config_https_proxy',
+];
+
+/**
  * The environment a runner gives a job: nothing of the test's own (no CUTOVER_*), PATH with the
- * npm prefix's bin first (where `npm install --global` puts cutover) and the prefix for npm.
+ * npm prefix's bin first (where `npm install --global` puts cutover) and the prefix for npm, and
+ * the machine's access to the registry (`registryAccess`).
  */
 export function runnerEnv(npmPrefix: string): NodeJS.ProcessEnv {
+  const access = Object.fromEntries(
+    registryAccess.filter((name) => process.env[name] !== undefined).map((name) => [name, process.env[name]]),
+  );
   return {
+    ...access,
     PATH: `${path.join(npmPrefix, 'bin')}:${path.dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`,
     HOME: process.env.HOME,
     LANG: 'C.UTF-8',

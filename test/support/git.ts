@@ -359,7 +359,8 @@ export interface MigrationRow {
 
 export async function migrations(stateDir: string): Promise<MigrationRow[]> {
   const result = await runCli(['topology', 'migration', 'list', '--all', '--json', '--state-dir', stateDir]);
-  if (result.code !== 0) throw new Error(`migration list failed: ${result.stderr}`);
+  if (result.code !== 0)
+    throw new Error(`migration list failed (exit ${result.code}): ${result.stdout}${result.stderr}`);
   return (JSON.parse(result.stdout) as { items: MigrationRow[] }).items;
 }
 

@@ -14,6 +14,7 @@ import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { inject } from 'vitest';
 
 export const busyboxPath = '/bin/busybox';
 
@@ -58,7 +59,11 @@ export interface PodmanFixture {
   config: string;
   /** `drivers.<name>` for the tests' topologies and contexts. */
   driver: { type: 'container'; engine: 'podman'; runtime: string; config: string; stopTimeout: number };
-  /** Builds (again) `localhost/<prefix>-app:<tag>` with `mark` in /image-mark; returns the image id. */
+  /**
+   * `localhost/<prefix>-app:<tag>` with `mark` in /image-mark; returns the image id. In the infra
+   * project the run's own build of that mark is tagged (built once per run); a mark it did not
+   * build is built here.
+   */
   build(tag: string, mark: string): Promise<string>;
   image(tag: string): string;
   /** `podman` with the fixture's runtime and config. */
@@ -78,9 +83,11 @@ export interface PodmanFixture {
   cleanup(environments: string[]): Promise<void>;
 }
 
-export async function podmanFixture(): Promise<PodmanFixture> {
-  const prefix = `ctest${randomBytes(4).toString('hex')}`;
-  const dir = await mkdtemp(path.join(tmpdir(), `cutover-${prefix}-`));
+/**
+ * Writes a build context for the test app into `dir` (the Containerfile, busybox, app.sh) and the
+ * containers.conf the tests' Podman uses; returns that config's path.
+ */
+export async function writeBuildContext(dir: string): Promise<string> {
   const config = path.join(dir, 'containers.conf');
   await writeFile(config, '[containers]\ndefault_ulimits = []\n');
   await copyFile(busyboxPath, path.join(dir, 'busybox'));
@@ -97,21 +104,54 @@ export async function podmanFixture(): Promise<PodmanFixture> {
       '',
     ].join('\n'),
   );
+  return config;
+}
+
+/** `podman` (with runc and `config`, or remote with `local` false), never throwing: its result. */
+export function runPodman(args: string[], config: string, local = true): Promise<PodmanResult> {
+  // podman --url (a remote client) takes no --runtime: the service runs its own.
+  return new Promise<PodmanResult>((resolve) => {
+    execFile(
+      'podman',
+      [...(local ? ['--runtime', 'runc'] : []), ...args],
+      { env: { ...process.env, CONTAINERS_CONF: config }, timeout: 120_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+/** Builds `name` from the context in `dir` with `mark` in /image-mark; its image id (`sha256:…`). */
+export async function buildImage(dir: string, config: string, name: string, mark: string): Promise<string> {
+  await writeFile(path.join(dir, 'image-mark'), `${mark}\n`);
+  const built = await runPodman(['build', '-q', '-t', name, dir], config);
+  if (built.code !== 0) throw new Error(`podman build of ${name} failed: ${built.stderr}`);
+  const id = await runPodman(['image', 'inspect', '--format', '{{.Id}}', name], config);
+  if (id.code !== 0) throw new Error(`podman image inspect ${name} failed: ${id.stderr}`);
+  return `sha256:${id.stdout.trim()}`;
+}
+
+/**
+ * The images test/support/podman-global-setup.ts built once for the run, by mark: what
+ * `fixture.build(tag, mark)` tags instead of building again. Empty outside the infra project.
+ */
+function prebuiltImages(): Record<string, { name: string; id: string }> {
+  try {
+    return inject('podmanImages') ?? {};
+  } catch {
+    return {};
+  }
+}
+
+export async function podmanFixture(): Promise<PodmanFixture> {
+  const prefix = `ctest${randomBytes(4).toString('hex')}`;
+  const dir = await mkdtemp(path.join(tmpdir(), `cutover-${prefix}-`));
+  const config = await writeBuildContext(dir);
   const images = new Set<string>();
   const ids = new Set<string>();
-  // podman --url (a remote client) takes no --runtime: the service runs its own.
-  const podman = (args: string[], local = true) =>
-    new Promise<PodmanResult>((resolve) => {
-      execFile(
-        'podman',
-        [...(local ? ['--runtime', 'runc'] : []), ...args],
-        { env: { ...process.env, CONTAINERS_CONF: config }, timeout: 120_000 },
-        (error, stdout, stderr) => {
-          const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-          resolve({ code, stdout, stderr });
-        },
-      );
-    });
+  const podman = (args: string[], local = true) => runPodman(args, config, local);
   const image = (tag: string) => `localhost/${prefix}-app:${tag}`;
   const services: ChildProcess[] = [];
   const secondHosts: ((args: string[]) => Promise<PodmanResult>)[] = [];
@@ -123,13 +163,18 @@ export async function podmanFixture(): Promise<PodmanFixture> {
     image,
     podman,
     async build(tag, mark) {
-      await writeFile(path.join(dir, 'image-mark'), `${mark}\n`);
-      const built = await podman(['build', '-q', '-t', image(tag), dir]);
-      if (built.code !== 0) throw new Error(`podman build failed: ${built.stderr}`);
+      const prebuilt = prebuiltImages()[mark];
+      if (prebuilt) {
+        // The run's build of this mark, under this fixture's name: the same image id.
+        const tagged = await podman(['tag', prebuilt.name, image(tag)]);
+        if (tagged.code !== 0) throw new Error(`podman tag ${prebuilt.name} failed: ${tagged.stderr}`);
+        images.add(image(tag));
+        return prebuilt.id;
+      }
+      const id = await buildImage(dir, config, image(tag), mark);
       images.add(image(tag));
-      const id = await podman(['image', 'inspect', '--format', '{{.Id}}', image(tag)]);
-      ids.add(id.stdout.trim());
-      return `sha256:${id.stdout.trim()}`;
+      ids.add(id);
+      return id;
     },
     async dockerSocket() {
       const socket = path.join(dir, 'podman.sock');
@@ -204,8 +249,10 @@ export async function podmanFixture(): Promise<PodmanFixture> {
           .filter((n) => n.startsWith(`cutover-${environment}-`));
         if (volumes.length > 0) await podman(['volume', 'rm', '-f', ...volumes]);
       }
-      // Images by name, then by the ids this run built (a rebuilt tag leaves its earlier image untagged).
-      for (const name of images) await podman(['rmi', '-f', name]);
+      // This fixture's names (`untag <name> <name>` removes that name only: a run's shared build
+      // keeps its own), then the images it built itself (a rebuilt tag leaves its earlier image
+      // untagged).
+      for (const name of images) await podman(['untag', name, name]);
       for (const id of ids) await podman(['rmi', '-f', id]);
       for (const remote of secondHosts) {
         await remote(['rm', '-f', '-t', '0', '--all']);

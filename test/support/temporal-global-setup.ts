@@ -22,7 +22,9 @@ export async function setup(project: TestProject): Promise<void> {
     return;
   }
   try {
-    server = await startDevServer();
+    // Not marked as the run's (test/support/leftover-processes.ts): it lives until this teardown.
+    const { CUTOVER_TEST_RUN: _mark, ...env } = process.env;
+    server = await startDevServer({ env });
     project.provide('temporalAddress', server.address);
     project.provide('temporalProblem', null);
   } catch (error) {

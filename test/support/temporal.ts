@@ -22,8 +22,14 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
-/** Starts a dev server; with `dbFile`, its state persists across a restart on the same port. */
-export async function startDevServer(options: { port?: number; dbFile?: string } = {}): Promise<DevServer> {
+/**
+ * Starts a dev server; with `dbFile`, its state persists across a restart on the same port. With
+ * `env`, the server's environment (the run's global setup starts its own without the run's mark:
+ * it outlives the tests by design, and its teardown stops it).
+ */
+export async function startDevServer(
+  options: { port?: number; dbFile?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<DevServer> {
   const binary = temporalBinary();
   if (!binary) throw new Error(installHint);
   const port = options.port ?? (await freePort());
@@ -40,7 +46,7 @@ export async function startDevServer(options: { port?: number; dbFile?: string }
     ...searchAttributes.flatMap((name) => ['--search-attribute', `${name}=Keyword`]),
     ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
   ];
-  const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'], env: options.env ?? process.env });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();

@@ -22,6 +22,7 @@ beforeAll(async () => {
 
 afterEach(async () => {
   // The worker ran the replicas and the router: it takes them down, then the files go.
+  // (The test takes it down itself and checks that; this is for a test that failed before.)
   for (const w of spaces.splice(0)) {
     await w.down();
     await w.cleanup();
@@ -37,7 +38,8 @@ describe('cutover topology rollback in Temporal mode', () => {
     const environment = `rollback-${process.pid}-${Date.now().toString(36)}`;
     const w = await liveWorkspace((y) => y.replace('name: live-demo', `name: ${environment}`));
     const cli = (args: string[]) => runCli([...args, '-f', w.file], { env: worker.env });
-    spaces.push({ ...w, down: () => cli(['topology', 'down']) });
+    // --yes: without a terminal, down is refused without it (and the replicas were left running).
+    spaces.push({ ...w, down: () => cli(['topology', 'down', '--yes']) });
     expect((await cli(['topology', 'migrate', '--yes'])).code).toBe(0);
     setFileVersion(w, '1.0.0', '2.0.0');
     expect((await cli(['topology', 'migrate', '--yes'])).code).toBe(0);
@@ -58,5 +60,10 @@ describe('cutover topology rollback in Temporal mode', () => {
     const none = await cli(['topology', 'rollback', '--to', 'serial:7', '--yes']);
     expect(none.code).toBe(1);
     expect(none.stderr).toContain(`${environment}: there is no serial 7; the current layout is serial 3`);
+
+    // Down takes the rolled-back layout's replicas and route away: nothing answers any more.
+    const down = await cli(['topology', 'down', '--yes']);
+    expect(down.code, down.stdout + down.stderr).toBe(0);
+    await expect(served()).rejects.toThrow();
   }, 120_000);
 });

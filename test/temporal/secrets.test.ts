@@ -72,7 +72,9 @@ describe('secrets in Temporal mode', () => {
     expect(remigrated.code, remigrated.stderr).toBe(0);
     expect(await (await fetch(route)).text()).toBe(sha256(second));
     await cli(['topology', 'migration', 'list', '--json']);
-    await cli(['topology', 'down']);
+    // --yes: without a terminal, down is refused without it (and the replicas were left running).
+    const down = await cli(['topology', 'down', '--yes']);
+    expect(down.code, down.stdout + down.stderr).toBe(0);
 
     const files = readdirSync(worker.stateDir, { recursive: true, encoding: 'utf8' })
       .map((name) => path.join((worker as WorkerProcess).stateDir, name))
