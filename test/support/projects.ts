@@ -31,7 +31,7 @@ const pureElsewhere = [
   'test/cli/pinned-start.test.ts',
   'test/command-view.test.ts',
   'test/engine/analysis/measure-window.test.ts',
-  'test/engine/drivers/free-ports.test.ts',
+  'test/engine/drivers/port-pool.test.ts',
   'test/engine/heal/self-heal.test.ts',
   'test/engine/services/pin-error.test.ts',
   'test/engine/store/state-dir.test.ts',
@@ -49,7 +49,7 @@ const pureElsewhere = [
 
 /** Tests that start a real Podman, nginx or Prometheus. */
 const infraFiles = [
-  'test/cutover/container-zero-downtime.test.ts',
+  'test/cutover/container-*.test.ts',
   'test/cutover/progressive-prometheus.test.ts',
   'test/drift.test.ts',
   'test/engine/analysis/prometheus.test.ts',
