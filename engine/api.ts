@@ -73,8 +73,8 @@ export function validationOf(source: TopologyText): ValidateOutcome {
 }
 
 /** A topology file's text, named by its path (read on this machine, whichever engine gets it). */
-export async function readTopology(file: string): Promise<TopologyText> {
-  return { text: await readTopologyFile(file), file };
+export async function readTopology(file: string, name = file): Promise<TopologyText> {
+  return { text: await readTopologyFile(file, undefined, name), file: name };
 }
 
 /**

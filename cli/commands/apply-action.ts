@@ -97,7 +97,7 @@ async function otherTopology(
   planFile: string,
   context: CommandContext,
 ): Promise<CutoverError | null> {
-  const loaded = validateTopologyText({ ...(await readTopology(pathIn(context, file))), file });
+  const loaded = validateTopologyText(await readTopology(pathIn(context, file), file));
   if (loaded.ok && topologyDigest(loaded.topology) === saved.digest) return null;
   const why = loaded.ok ? 'its content differs' : 'it does not load';
   return new CutoverError(

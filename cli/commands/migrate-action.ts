@@ -47,7 +47,7 @@ async function migrate(
 ): Promise<number> {
   // Named as the user wrote it, read where the command runs (see cli/context.ts).
   const file = pathIn(context, options.file);
-  const desired = { ...(await readTopology(file)), file: options.file };
+  const desired = await readTopology(file, options.file);
   const replace = options.replace ?? [];
   const request = {
     ...desired,

@@ -46,7 +46,7 @@ function heading(environment: string, { target, currentSerial }: RollbackPlan): 
 
 /** The environment the topology file names; `name`: the file as the user named it. */
 async function environmentOf(file: string, name: string): Promise<string> {
-  const loaded = validateTopologyText({ ...(await readTopology(file)), file: name });
+  const loaded = validateTopologyText(await readTopology(file, name));
   if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
   return loaded.topology.metadata.name;
 }

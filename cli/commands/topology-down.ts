@@ -28,7 +28,7 @@ export function registerDown(topology: Command, run: CommandRun): void {
           '../../engine/api.js'
         );
         const file = pathIn(run, options.file);
-        const loaded = validateTopologyText({ ...(await readTopology(file)), file: options.file });
+        const loaded = validateTopologyText(await readTopology(file, options.file));
         if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
         const environment = loaded.topology.metadata.name;
         const question = `\nTake environment ${environment} down? Every route and process of it stops.`;

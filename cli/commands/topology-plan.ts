@@ -114,7 +114,7 @@ async function runPlan(options: PlanOptions, run: CommandRun): Promise<number> {
   }
   const against: PlanBase =
     options.against !== undefined
-      ? { kind: 'file', file: pathIn(run, options.against) }
+      ? { kind: 'file', file: options.against }
       : options.againstRef !== undefined
         ? { kind: 'git-ref', ref: options.againstRef }
         : { kind: 'recorded' };
@@ -122,8 +122,11 @@ async function runPlan(options: PlanOptions, run: CommandRun): Promise<number> {
   const { commitOfFile, readPlanBase, readTopology } = await import('../../engine/api.js');
   // Named as the user wrote it (the plan and a saved plan repeat the name), read where the command runs.
   const file = pathIn(run, options.file);
-  const desired = { ...(await readTopology(file)), file: options.file };
-  const base = named(await readPlanBase(file, against), options);
+  const desired = await readTopology(file, options.file);
+  const base: PlanAgainst =
+    against.kind === 'file'
+      ? { kind: 'text', source: await readTopology(pathIn(run, against.file), against.file) }
+      : atRef(await readPlanBase(file, against), file, options.file);
   const planOptions = { refresh: options.refresh !== 'false', replace: options.replace };
   const { plan, plannedAgainst } = await withService(run, options, async (service) => {
     if (base.kind === 'recorded') {
@@ -164,10 +167,8 @@ async function runPlan(options: PlanOptions, run: CommandRun): Promise<number> {
   return options.detailedExitcode && !isEmptyPlan(plan) ? 2 : 0;
 }
 
-/** The base as the user named its file (`--against FILE`, `-f FILE@REF`), not as it was read. */
-function named(base: PlanAgainst, options: PlanOptions): PlanAgainst {
+/** The file at a Git revision named as the user named the file (`FILE@REF`), not as it was read. */
+function atRef(base: PlanAgainst, read: string, name: string): PlanAgainst {
   if (base.kind !== 'text') return base;
-  const file =
-    options.against !== undefined ? options.against : `${options.file}@${options.againstRef ?? ''}`;
-  return { ...base, source: { ...base.source, file } };
+  return { ...base, source: { ...base.source, file: `${name}${base.source.file.slice(read.length)}` } };
 }

@@ -58,7 +58,7 @@ async function runStatus(options: StatusOptions, run: CommandRun): Promise<numbe
   // Loaded when status runs, not when the CLI starts (see topology-validate.ts).
   const { TopologyInvalidError, validateTopologyText, readTopology } = await import('../../engine/api.js');
   const file = pathIn(run, options.file);
-  const loaded = validateTopologyText({ ...(await readTopology(file)), file: options.file });
+  const loaded = validateTopologyText(await readTopology(file, options.file));
   if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
   const environment = loaded.topology.metadata.name;
   await withService(run, options, async (service) => {

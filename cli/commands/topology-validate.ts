@@ -26,7 +26,7 @@ Examples:
         // commands (the migration verbs above all) never need it.
         const { readTopology } = await import('../../engine/api.js');
         // Named as the user wrote it (diagnostics repeat the name), read where the command runs.
-        const source = { ...(await readTopology(pathIn(run, options.file))), file: options.file };
+        const source = await readTopology(pathIn(run, options.file), options.file);
         const result = await withService(run, options, (service) => service.validate(source));
         if (options.json) {
           const body = result.ok
