@@ -82,6 +82,9 @@ function processState(): string {
  * from the compiled bin: build first (`npm run build`).
  */
 export async function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
+  // A turn of the event loop first, as a process start gives: a test polling with runCli in a loop
+  // would otherwise keep this process's own work (an in-process migration) from ever running.
+  await new Promise((resolve) => setImmediate(resolve));
   const { main } = await import('../../cli/main.js');
   const run = testContext(options);
   const before = processState();
