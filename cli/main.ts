@@ -1,6 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { CutoverError } from '../core/errors.js';
-import { cutoverVersion } from '../platform/package-path.js';
 import { registerInternal } from './commands/internal.js';
 import { registerProxy } from './commands/proxy.js';
 import { registerServer } from './commands/server.js';
@@ -17,6 +17,22 @@ import { registerWorker } from './commands/worker.js';
 import { type CommandContext, type CommandRun, commandRun } from './context.js';
 import { reportError, wantsJson } from './report-error.js';
 import { addSecretsFileOptions } from './secrets-file.js';
+
+/** The package's version, from its package.json: two folders up from dist/cli/, one from the source's cli/. */
+function cutoverVersion(): string {
+  for (const up of ['../../package.json', '../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8')) as {
+        name?: string;
+        version: string;
+      };
+      if (pkg.name === 'cutover') return pkg.version;
+    } catch {
+      // not there: the other layout
+    }
+  }
+  throw new CutoverError('INTERNAL', 'cannot find the package.json of cutover');
+}
 
 /** The commander program of one run: its commands write to the run's streams. */
 export function buildProgram(run: CommandRun): Command {

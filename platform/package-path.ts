@@ -17,9 +17,3 @@ export function cutoverCliPath(): string {
     dir = parent;
   }
 }
-
-/** The version in this installation's package.json (found as `cutoverCliPath` finds the bin). */
-export function cutoverVersion(): string {
-  const pkg = path.join(path.dirname(path.dirname(cutoverCliPath())), 'package.json');
-  return (JSON.parse(readFileSync(pkg, 'utf8')) as { version: string }).version;
-}
