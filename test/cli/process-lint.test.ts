@@ -43,9 +43,9 @@ it('refuses the process streams, exit code, environment and directory in cli/ ou
     .filter((d) => d.category === 'plugin')
     .map((d) => `${d.location.path}:${d.location.start.column}`);
   expect(found.sort()).toEqual([
-    'cli/command.ts:31',
-    'cli/command.ts:47',
-    'cli/command.ts:67',
-    'cli/command.ts:86',
+    'cli/command.ts:30',
+    'cli/command.ts:46',
+    'cli/command.ts:64',
+    'cli/command.ts:82',
   ]);
 });
