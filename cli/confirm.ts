@@ -1,9 +1,13 @@
 import { createInterface } from 'node:readline/promises';
 import { CutoverError } from '../core/errors.js';
+import type { CommandContext } from './context.js';
 
 /** Asks on the terminal; only the word `yes` confirms, as with `terraform apply`. */
-export async function confirm(question: string): Promise<boolean> {
-  const rl = createInterface({ input: process.stdin, output: process.stderr });
+export async function confirm(
+  question: string,
+  context: Pick<CommandContext, 'stdin' | 'stderr'>,
+): Promise<boolean> {
+  const rl = createInterface({ input: context.stdin, output: context.stderr });
   try {
     const answer = await rl.question(
       `${question}\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: `,
@@ -23,13 +27,14 @@ export async function confirmedOrRefused(
   yes: boolean | undefined,
   doing: string,
   question: string,
+  context: Pick<CommandContext, 'stdin' | 'stderr'>,
 ): Promise<boolean> {
   if (yes) return true;
-  if (!process.stdin.isTTY) {
+  if (!context.stdin.isTTY) {
     throw new CutoverError(
       'USAGE',
       `refusing to ${doing} without confirmation: standard input is not a terminal; pass --yes`,
     );
   }
-  return confirm(question);
+  return confirm(question, context);
 }

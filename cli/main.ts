@@ -14,17 +14,32 @@ import { registerStatus } from './commands/topology-status.js';
 import { registerValidate } from './commands/topology-validate.js';
 import { registerWatch } from './commands/watch.js';
 import { registerWorker } from './commands/worker.js';
+import { type CommandContext, type CommandRun, commandRun } from './context.js';
 import { reportError, wantsJson } from './report-error.js';
 import { addSecretsFileOptions } from './secrets-file.js';
 
-const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-  version: string;
-};
+/** The package's version, from its package.json: two folders up from dist/cli/, one from the source's cli/. */
+function cutoverVersion(): string {
+  for (const up of ['../../package.json', '../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8')) as {
+        name?: string;
+        version: string;
+      };
+      if (pkg.name === 'cutover') return pkg.version;
+    } catch {
+      // not there: the other layout
+    }
+  }
+  throw new CutoverError('INTERNAL', 'cannot find the package.json of cutover');
+}
 
-export function buildProgram(): Command {
+/** The commander program of one run: its commands write to the run's streams. */
+export function buildProgram(run: CommandRun): Command {
+  const version = cutoverVersion();
   const program = new Command('cutover')
     .description('Green-blue migrations of infrastructure layouts, driven by topology files kept in Git.')
-    .version(pkg.version, '-V, --version')
+    .version(version, '-V, --version')
     .showHelpAfterError('(add --help for usage)')
     .exitOverride()
     .addHelpText(
@@ -40,49 +55,60 @@ Documentation: README.md; the topology schema: schemas/topology.v1.json`,
     .command('topology')
     .description('validate, plan and migrate topologies; operate migrations')
     .addHelpText('after', '\nExample:\n  $ cutover topology plan -f examples/web-app/topology.yaml');
-  registerValidate(topology);
-  registerPlan(topology);
-  registerMigrate(topology);
-  registerApply(topology);
-  registerMigration(topology);
-  registerRollback(topology);
-  registerDown(topology);
-  registerStatus(topology);
-  registerServer(program, pkg.version);
-  registerWatch(program);
-  registerWorker(program);
-  registerProxy(program);
-  registerInternal(program);
-  addSecretsFileOptions(program);
+  registerValidate(topology, run);
+  registerPlan(topology, run);
+  registerMigrate(topology, run);
+  registerApply(topology, run);
+  registerMigration(topology, run);
+  registerRollback(topology, run);
+  registerDown(topology, run);
+  registerStatus(topology, run);
+  registerServer(program, version, run);
+  registerWatch(program, run);
+  registerWorker(program, run);
+  registerProxy(program, run);
+  registerInternal(program, run);
+  addSecretsFileOptions(program, run);
   // Subcommands inherit the parent's error handling only when told to.
   const all = (c: Command): Command[] => [c, ...c.commands.flatMap(all)];
-  for (const command of all(program)) command.exitOverride().showHelpAfterError('(add --help for usage)');
+  for (const command of all(program)) {
+    command
+      .exitOverride()
+      .showHelpAfterError('(add --help for usage)')
+      .configureOutput({
+        writeOut: (text) => run.stdout.write(text),
+        writeErr: (text) => run.stderr.write(text),
+        // As commander measures the process's: the terminal's width, else its default.
+        getOutHelpWidth: () => (run.stdout.isTTY ? run.stdout.columns : undefined) as number,
+        getErrHelpWidth: () => (run.stderr.isTTY ? run.stderr.columns : undefined) as number,
+        // Help has no colours of its own: nothing to keep or strip.
+        getOutHasColors: () => false,
+        getErrHasColors: () => false,
+      });
+  }
   return program;
 }
 
-export async function main(argv: string[]): Promise<number> {
-  const program = buildProgram();
+/**
+ * Runs the command line `argv` (as process.argv: node, script, then the arguments) with the
+ * context's streams, environment and working directory, and returns its exit code. Nothing here
+ * touches the process: `cli/wire-process.ts` hands it the real one.
+ */
+export async function main(argv: string[], context: CommandContext): Promise<number> {
+  const run = commandRun(context);
+  const program = buildProgram(run);
+  const output = { json: wantsJson(argv), stdout: context.stdout, stderr: context.stderr };
   try {
     await program.parseAsync(argv);
-    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+    return run.exitCode;
   } catch (error) {
     if (error instanceof CommanderError) {
       // --help and --version end here with code 0; usage errors were already printed by commander
       // (and, with --json, are told once more as JSON, where the caller reads).
       if (error.exitCode === 0) return 0;
-      if (wantsJson(argv))
-        reportError(new CutoverError('USAGE', error.message.replace(/^error: /, '')), { json: true });
+      if (output.json) reportError(new CutoverError('USAGE', error.message.replace(/^error: /, '')), output);
       return 1;
     }
-    return reportError(error, { json: wantsJson(argv) });
+    return reportError(error, output);
   }
 }
-
-// A reader that stops early (`cutover topology migration logs ID | head`) closes the pipe: that is
-// the end of the output, not an error.
-process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-  if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-  throw error;
-});
-
-process.exitCode = await main(process.argv);

@@ -5,8 +5,8 @@ import { exitCodes } from './exit-codes.js';
 /** Where an error goes: one line of text on stderr, or (with --json) one JSON document on stdout. */
 export interface ErrorOutput {
   json: boolean;
-  stdout?: NodeJS.WritableStream;
-  stderr?: NodeJS.WritableStream;
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
 }
 
 /**
@@ -14,9 +14,8 @@ export interface ErrorOutput {
  * with --json `{"error": {"code", "message"}}` on stdout (where a caller reading JSON reads), with
  * `diagnostics` for an invalid topology. The exit code is the same either way.
  */
-export function reportError(error: unknown, output: ErrorOutput = { json: false }): number {
-  const stderr = output.stderr ?? process.stderr;
-  const stdout = output.stdout ?? process.stdout;
+export function reportError(error: unknown, output: ErrorOutput): number {
+  const { stdout, stderr } = output;
   const known = error instanceof CutoverError ? error : environmentFault(error);
   if (output.json) {
     const body = known

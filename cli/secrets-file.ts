@@ -1,11 +1,13 @@
 /**
  * `--secrets-file FILE`: where the secrets that topologies reference (`env: { X: { secret: X } }`)
- * are read, for the commands that plan or apply. It becomes CUTOVER_SECRETS_FILE (absolute) of this
- * process, which the runners, workers and servers it starts inherit; the engine reads it there.
+ * are read, for the commands that plan or apply. It becomes CUTOVER_SECRETS_FILE (absolute) of the
+ * command's environment (the process's, from the terminal), which the runners, workers and servers
+ * it starts inherit; the engine reads it there.
  */
 import path from 'node:path';
 import type { Command } from 'commander';
 import { CutoverError } from '../core/errors.js';
+import type { CommandContext } from './context.js';
 
 /**
  * The commands that read secrets, by their path: they plan (to tell a changed secret) or run
@@ -48,7 +50,7 @@ interface SecretsFileOptions {
 }
 
 /** Adds `--secrets-file` to every command that reads secrets under `program`. */
-export function addSecretsFileOptions(program: Command): void {
+export function addSecretsFileOptions(program: Command, context: Pick<CommandContext, 'env' | 'cwd'>): void {
   const all = (c: Command): Command[] => [c, ...c.commands.flatMap(all)];
   for (const command of all(program)) {
     const name = pathOf(command);
@@ -60,22 +62,26 @@ export function addSecretsFileOptions(program: Command): void {
       )
       .addHelpText('after', help)
       .hook('preAction', async (_, action) =>
-        useSecretsFile(action.opts<SecretsFileOptions>(), mayGoToServer.has(name)),
+        useSecretsFile(action.opts<SecretsFileOptions>(), mayGoToServer.has(name), context),
       );
   }
 }
 
-async function useSecretsFile(options: SecretsFileOptions, toServer: boolean): Promise<void> {
+async function useSecretsFile(
+  options: SecretsFileOptions,
+  toServer: boolean,
+  context: Pick<CommandContext, 'env' | 'cwd'>,
+): Promise<void> {
   if (options.secretsFile === undefined) return;
-  if (toServer && (options.server !== undefined || process.env.CUTOVER_SERVER)) {
+  if (toServer && (options.server !== undefined || context.env.CUTOVER_SERVER)) {
     throw new CutoverError(
       'USAGE',
       '--secrets-file is read where migrations run: through a cutover server, give it to `cutover server` instead',
     );
   }
-  const file = path.resolve(options.secretsFile);
+  const file = path.resolve(context.cwd, options.secretsFile);
   const { checkSecretsFile } = await import('../engine/api.js');
   // Checked now, so a refused file is one line before anything starts, not a failed migration.
-  await checkSecretsFile(file, path.dirname(path.resolve(options.file ?? '.')));
-  process.env.CUTOVER_SECRETS_FILE = file;
+  await checkSecretsFile(file, path.dirname(path.resolve(context.cwd, options.file ?? '.')));
+  context.env.CUTOVER_SECRETS_FILE = file;
 }

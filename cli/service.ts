@@ -5,6 +5,7 @@
  */
 import type { Command } from 'commander';
 import type { MigrationService } from '../engine/services/migration-service.js';
+import { type CommandContext, pathIn } from './context.js';
 import { resolveStateDir, type StateDirOptions } from './state-dir.js';
 
 export interface ServerOption {
@@ -19,15 +20,21 @@ export function addServerOption(command: Command): Command {
   );
 }
 
-/** Opens the service, lets `use` call it, and closes it. */
+/** Opens the service (by the context's environment: CUTOVER_SERVER, WORKFLOW_HOST…), lets `use` call it, and closes it. */
 export async function withService<T>(
+  context: Pick<CommandContext, 'env' | 'cwd'>,
   options: StateDirOptions & ServerOption,
   use: (service: MigrationService) => Promise<T>,
 ): Promise<T> {
   const { openMigrationService } = await import('../engine/services/migration-service.js');
+  const at = {
+    ...(options.file === undefined ? {} : { file: pathIn(context, options.file) }),
+    ...(options.stateDir === undefined ? {} : { stateDir: pathIn(context, options.stateDir) }),
+  };
   const service = await openMigrationService({
-    stateDir: resolveStateDir(options),
+    stateDir: resolveStateDir(at, context.env),
     ...(options.server === undefined ? {} : { server: options.server }),
+    env: context.env,
     stateDirOption: stateDirOption(options),
   });
   try {

@@ -20,7 +20,8 @@ export function addStateDirOptions(command: Command): Command {
     );
 }
 
-export function resolveStateDir(options: StateDirOptions): StateDir {
+/** `env`: CUTOVER_STATE_DIR's; the options' paths as the engine takes them (see cli/context.ts). */
+export function resolveStateDir(options: StateDirOptions, env: NodeJS.ProcessEnv): StateDir {
   if (options.stateDir) return StateDir.at(options.stateDir);
-  return StateDir.for(options.file ?? 'topology.yaml');
+  return StateDir.for(options.file ?? 'topology.yaml', env);
 }

@@ -1,14 +1,20 @@
 import { rename, writeFile } from 'node:fs/promises';
+import { type CommandContext, pathIn } from './context.js';
 
 /** Writes to a file atomically (a reader never sees half a plan), or to stdout when no file is given. */
-export async function writeOutput(text: string, file: string | undefined): Promise<void> {
-  if (file === undefined || file === '-') {
+export async function writeOutput(
+  text: string,
+  to: string | undefined,
+  context: Pick<CommandContext, 'stdout' | 'cwd'>,
+): Promise<void> {
+  if (to === undefined || to === '-') {
     await new Promise<void>((resolve, reject) =>
-      process.stdout.write(text, (e) => (e ? reject(e) : resolve())),
+      context.stdout.write(text, (e) => (e ? reject(e) : resolve())),
     );
     return;
   }
-  if (file === '/dev/null') return;
+  if (to === '/dev/null') return;
+  const file = pathIn(context, to);
   const temp = `${file}.${process.pid}.tmp`;
   await writeFile(temp, text);
   await rename(temp, file);

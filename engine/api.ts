@@ -26,7 +26,7 @@ import type {
 } from './services/service-types.js';
 import { readFileAtRef } from './sources/read-file-at-ref.js';
 import { readTopologyFile } from './sources/read-topology-file.js';
-import { topologySource } from './sources/topology-source.js';
+import { baseDirOf } from './sources/topology-source.js';
 import { readCurrentLayout } from './store/layout-store.js';
 import type { StateDir } from './store/state-dir.js';
 
@@ -85,11 +85,12 @@ export function validationOf(source: TopologyText): ValidateOutcome {
 }
 
 /**
- * A topology file's text, named by its path (read on this machine, whichever engine gets it), its
- * relative paths resolving beside it.
+ * A topology file's text, named as the user wrote it (`name`; read on this machine, whichever
+ * engine gets it), its relative paths resolving beside the file read (`file`: give it absolute
+ * when the caller's directory is not this process's).
  */
-export async function readTopology(file: string): Promise<TopologySource> {
-  return topologySource({ text: await readTopologyFile(file), file });
+export async function readTopology(file: string, name = file): Promise<TopologySource> {
+  return { text: await readTopologyFile(file, undefined, name), file: name, baseDir: baseDirOf(file) };
 }
 
 /**

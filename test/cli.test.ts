@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { writeCurrentLayout } from '../engine/store/layout-store.js';
 import { StateDir } from '../engine/store/state-dir.js';
 import { clone, load, shopDoc, toYaml } from './support/builders.js';
-import { repoRoot, runCli, tempDir } from './support/cli.js';
+import { repoRoot, runBinary, runCli, tempDir } from './support/cli.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -245,23 +245,24 @@ describe('cutover topology plan', () => {
 });
 
 describe('cutover', () => {
+  // The installed binary's own output and exit codes: spawned, as a user runs it.
   it('prints its version and help with examples', async () => {
     const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8'));
-    expect((await runCli(['--version'])).stdout.trim()).toBe(pkg.version);
+    expect((await runBinary(['--version'])).stdout.trim()).toBe(pkg.version);
     for (const args of [
       ['--help'],
       ['topology', '--help'],
       ['topology', 'validate', '--help'],
       ['topology', 'plan', '--help'],
     ]) {
-      const result = await runCli(args);
+      const result = await runBinary(args);
       expect(result.code).toBe(0);
       expect(result.stdout).toMatch(/Examples?:\n\s+\$ cutover /);
     }
   });
 
   it('exits 1 with usage on an unknown option', async () => {
-    const result = await runCli(['topology', 'plan', '--frmat', 'json']);
+    const result = await runBinary(['topology', 'plan', '--frmat', 'json']);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain("unknown option '--frmat'");
   });

@@ -15,7 +15,7 @@ function stderrOf(error: unknown): { text: string; exit: number } {
       return true;
     },
   } as NodeJS.WritableStream;
-  const exit = reportError(error, { json: false, stderr: sink });
+  const exit = reportError(error, { json: false, stdout: sink, stderr: sink });
   return { text, exit };
 }
 

@@ -14,6 +14,7 @@ import {
   refuseStaleSavedPlan,
   validateTopologyText,
 } from '../../engine/api.js';
+import { type CommandContext, pathIn } from '../context.js';
 import { type ServerOption, withService } from '../service.js';
 import { migrateTo } from './migrate-action.js';
 
@@ -31,13 +32,19 @@ export interface ApplyOptions extends ServerOption {
  * and started pinned to the saved plan id and base serial, so exactly the saved plan runs or
  * nothing does (the engine says why). Shown, asked and followed as `migrate` does.
  */
-export async function runApply(planFile: string, options: ApplyOptions): Promise<void> {
-  const saved = parseSavedPlan(await readPlanFile(planFile), planFile);
-  const mismatch = options.file === undefined ? null : await otherTopology(saved, options.file, planFile);
+export async function runApply(
+  planFile: string,
+  options: ApplyOptions,
+  context: CommandContext,
+): Promise<number> {
+  const saved = parseSavedPlan(await readPlanFile(pathIn(context, planFile), planFile), planFile);
+  const mismatch =
+    options.file === undefined ? null : await otherTopology(saved, options.file, planFile, context);
   const topologyFile = options.file ?? saved.topology.file;
-  const desired = { text: saved.topology.text, file: saved.topology.file, baseDir: baseDirOf(topologyFile) };
-  const appliedCommit = await appliedCommitOf(topologyFile, saved.topology.text);
-  await withService({ ...options, file: topologyFile }, async (service) => {
+  const topologyPath = pathIn(context, topologyFile);
+  const desired = { text: saved.topology.text, file: saved.topology.file, baseDir: baseDirOf(topologyPath) };
+  const appliedCommit = await appliedCommitOf(topologyPath, saved.topology.text);
+  return withService(context, { ...options, file: topologyFile }, async (service) => {
     if (mismatch !== null) {
       // Stale first: when the live layout moved, that is why the file moved on too (another change
       // merged first), and the reason a reviewer needs.
@@ -64,16 +71,18 @@ export async function runApply(planFile: string, options: ApplyOptions): Promise
           }),
       },
       { ...options, planId: saved.plan.planId },
+      context,
     );
   });
 }
 
-async function readPlanFile(file: string): Promise<string> {
+/** `name`: the file as the user named it, in messages. */
+async function readPlanFile(file: string, name: string): Promise<string> {
   try {
     const handle = await open(file, 'r');
     try {
       const { size } = await handle.stat();
-      if (size > maxSavedPlanBytes) throw savedPlanTooLarge(file, size);
+      if (size > maxSavedPlanBytes) throw savedPlanTooLarge(name, size);
       return await handle.readFile('utf8');
     } finally {
       await handle.close();
@@ -83,16 +92,21 @@ async function readPlanFile(file: string): Promise<string> {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
       throw new CutoverError(
         'USAGE',
-        `${file} does not exist: save a plan first with \`cutover topology plan --out ${file}\``,
+        `${name} does not exist: save a plan first with \`cutover topology plan --out ${name}\``,
       );
     }
-    throw environmentFault(error, `reading the saved plan ${file}`) ?? error;
+    throw environmentFault(error, `reading the saved plan ${name}`) ?? error;
   }
 }
 
 /** `-f FILE`: null when the file is the topology the plan was made of (same normalised model). */
-async function otherTopology(saved: SavedPlan, file: string, planFile: string): Promise<CutoverError | null> {
-  const loaded = validateTopologyText(await readTopology(file));
+async function otherTopology(
+  saved: SavedPlan,
+  file: string,
+  planFile: string,
+  context: CommandContext,
+): Promise<CutoverError | null> {
+  const loaded = validateTopologyText(await readTopology(pathIn(context, file), file));
   if (loaded.ok && topologyDigest(loaded.topology) === saved.digest) return null;
   const why = loaded.ok ? 'its content differs' : 'it does not load';
   return new CutoverError(

@@ -10,8 +10,8 @@ import type { MigrationService, StartResult } from '../../engine/services/migrat
 import { summaryJson } from '../../views/migration-json.js';
 import { renderLiveView, renderLogLine } from '../../views/render-migration.js';
 import { renderPlanText } from '../../views/render-plan-text.js';
-import { styleFor } from '../../views/style.js';
 import { confirmedOrRefused } from '../confirm.js';
+import { type CommandContext, pathIn, styleOf } from '../context.js';
 import { type ServerOption, withService } from '../service.js';
 
 export interface MigrateOptions extends ServerOption {
@@ -31,8 +31,8 @@ export interface MigrateOptions extends ServerOption {
 const liveViewLines = 20;
 
 /** `cutover topology migrate`, loaded only when that command runs (it pulls in the whole engine). */
-export async function runMigrate(options: MigrateOptions): Promise<void> {
-  await withService(options, (service) => migrate(options, service));
+export async function runMigrate(options: MigrateOptions, context: CommandContext): Promise<number> {
+  return withService(context, options, (service) => migrate(options, service, context));
 }
 
 /**
@@ -40,24 +40,31 @@ export async function runMigrate(options: MigrateOptions): Promise<void> {
  * migration runs in this process (with a live view on a terminal) and is handed to a background
  * runner if this process is interrupted; elsewhere (Temporal, a server) it is followed by its log.
  */
-async function migrate(options: MigrateOptions, service: MigrationService): Promise<void> {
-  const desired = await readTopology(options.file);
+async function migrate(
+  options: MigrateOptions,
+  service: MigrationService,
+  context: CommandContext,
+): Promise<number> {
+  // Named as the user wrote it, read where the command runs (see cli/context.ts).
+  const file = pathIn(context, options.file);
+  const desired = await readTopology(file, options.file);
   const replace = options.replace ?? [];
   const request = {
     ...desired,
-    baseDir: baseDirOf(options.file),
+    baseDir: baseDirOf(file),
     ...(replace.length > 0 ? { replace } : {}),
     ...(options.commit === undefined ? {} : { commit: options.commit, commitFrom: 'option' as const }),
     appliedCommit: await commitOfFile(options.file),
     ...(options.parallelism === undefined ? {} : { parallelism: options.parallelism }),
   };
-  await migrateTo(
+  return migrateTo(
     service,
     {
       plan: () => service.plan(desired, { kind: 'recorded' }, replace.length > 0 ? { replace } : {}),
       start: (pin) => service.start({ ...request, ...pin }),
     },
     options,
+    context,
   );
 }
 
@@ -80,9 +87,11 @@ export async function migrateTo(
   service: MigrationService,
   run: MigrationToRun,
   options: Omit<MigrateOptions, 'file'>,
+  context: CommandContext,
   question = (environment: string) => `Migrate environment ${environment} with this plan?`,
-): Promise<void> {
-  const style = styleFor(process.stderr);
+): Promise<number> {
+  const { stdout, stderr } = context;
+  const style = styleOf(context, stderr);
   const plan = await run.plan();
   const attach = options.detach !== true;
   let started: StartResult | null = null;
@@ -92,41 +101,42 @@ export async function migrateTo(
     // under the environment's claim, the pinned plan can be what runs after all (what runs changed
     // back between the two looks): then it has started, as the reviewed plan it is.
     started = await run.start({ attach, planId: options.planId });
-    if (started.created)
-      process.stderr.write(`The reviewed plan ${shortPlanId(options.planId)} is what runs now.\n`);
+    if (started.created) stderr.write(`The reviewed plan ${shortPlanId(options.planId)} is what runs now.\n`);
   }
   if (started === null) {
     if (!options.json)
-      process.stderr.write(renderPlanText(plan, { style, ...(run.against ? { against: run.against } : {}) }));
+      stderr.write(renderPlanText(plan, { style, ...(run.against ? { against: run.against } : {}) }));
     if (isEmptyPlan(plan)) {
-      if (options.json) printJson({ summary: null, planId: plan.planId });
-      process.exitCode = 0;
-      return;
+      if (options.json) printJson(stdout, { summary: null, planId: plan.planId });
+      return 0;
     }
-    if (!(await confirmed(options, question(plan.environment)))) return;
+    if (!(await confirmed(options, question(plan.environment), context))) return 1;
     // Pin the plan that was shown: if the layout moved meanwhile, this refuses rather than surprises.
     started = await run.start({ attach, planId: options.planId ?? plan.planId });
   }
-  if (!started.created) return;
-  if (started.notice) process.stderr.write(`cutover: ${started.notice}\n`);
+  if (!started.created) return 0;
+  if (started.notice) stderr.write(`cutover: ${started.notice}\n`);
   const { id } = started.summary;
   const hint = service.reachAgain;
   if (options.detach) {
     // The summary was read before its runner was spawned: the runner's pid comes from the start.
     if (options.json)
-      printJson({ summary: { ...started.summary, runnerPid: started.runnerPid }, planId: started.planId });
-    else process.stdout.write(`${id}\n`);
-    process.stderr.write(
+      printJson(stdout, {
+        summary: { ...started.summary, runnerPid: started.runnerPid },
+        planId: started.planId,
+      });
+    else stdout.write(`${id}\n`);
+    stderr.write(
       `Migration ${id} runs ${started.runs}. Follow it with:\n  cutover topology migration logs ${id} --follow${hint}\n`,
     );
-    return;
+    return 0;
   }
-  process.stderr.write(
+  stderr.write(
     `\nMigration ${id} started${started.runs ? ` ${started.runs}` : ''}. From another terminal: cutover topology migration pause|rollback|… ${id}${hint}\n\n`,
   );
-  const live = process.stderr.isTTY && !options.json;
+  const live = stderr.isTTY && !options.json;
   const recent: LogLine[] = [];
-  const update = live ? createLogUpdate(process.stderr) : null;
+  const update = live ? createLogUpdate(stderr as NodeJS.WriteStream) : null;
   let viewed = false;
   const commitHint = `awaiting commit: run \`cutover topology migration commit ${id}${hint}\``;
   let reachedAwaitingCommit = () => {};
@@ -136,7 +146,7 @@ export async function migrateTo(
   const attached = await service.attach(id, (line, state) => {
     // A manual hold waits for a person as a manual commit does: --json answers there too.
     if (line.kind === 'awaiting_promotion' && options.json) {
-      process.stderr.write(`awaiting promotion: run \`cutover topology migration promote ${id}${hint}\`\n`);
+      stderr.write(`awaiting promotion: run \`cutover topology migration promote ${id}${hint}\`\n`);
       reachedAwaitingCommit();
       return;
     }
@@ -144,7 +154,7 @@ export async function migrateTo(
       // The log's own line names no options; this one reaches the migration again from here.
       if (viewed) update?.done();
       viewed = false;
-      process.stderr.write(`${commitHint}\n`);
+      stderr.write(`${commitHint}\n`);
       reachedAwaitingCommit();
       return;
     }
@@ -154,7 +164,7 @@ export async function migrateTo(
       update(renderLiveView(state, recent, style));
       viewed = true;
     } else if (!options.json) {
-      process.stderr.write(`${renderLogLine(line, style)}\n`);
+      stderr.write(`${renderLogLine(line, style)}\n`);
     }
   });
   const onSignal = () => {
@@ -163,11 +173,11 @@ export async function migrateTo(
       .leave()
       .then((where) => {
         if (viewed) update?.done();
-        process.stderr.write(`\nInterrupted: ${id} goes on ${where}.\n`);
+        stderr.write(`\nInterrupted: ${id} goes on ${where}.\n`);
         process.exit(130);
       })
       .catch((error: unknown) => {
-        process.stderr.write(
+        stderr.write(
           `\ncutover: interrupted, and no background runner could take ${id} over: ${(environmentFault(error) ?? (error as Error)).message.split('\n')[0]}; \`cutover topology migration resume ${id}\` picks it up\n`,
         );
         process.exit(1);
@@ -187,26 +197,31 @@ export async function migrateTo(
     const where = await attached.leave();
     const { summary } = await service.show(id);
     const awaiting = summary.lifecycle === 'awaiting_promotion' ? 'promotion' : 'commit';
-    process.stderr.write(`${id} goes on ${where}, awaiting its ${awaiting}.\n`);
-    printJson({ summary, planId: started.planId });
-    process.exitCode = 0;
-    return;
+    stderr.write(`${id} goes on ${where}, awaiting its ${awaiting}.\n`);
+    printJson(stdout, { summary, planId: started.planId });
+    return 0;
   }
-  if (options.json) printJson({ summary: first, planId: started.planId });
-  else process.stdout.write(`${id}: ${first.status}\n`);
-  process.exitCode = first.lifecycle === 'completed' ? 0 : 1;
+  if (options.json) printJson(stdout, { summary: first, planId: started.planId });
+  else stdout.write(`${id}: ${first.status}\n`);
+  return first.lifecycle === 'completed' ? 0 : 1;
 }
 
 /** `migrate --json`'s one shape: `{summary, planId}`, summary null when nothing was started. */
-function printJson(out: { summary: MigrationSummary | null; planId: string }): void {
+function printJson(
+  stdout: NodeJS.WritableStream,
+  out: { summary: MigrationSummary | null; planId: string },
+): void {
   const summary = out.summary === null ? null : summaryJson(out.summary);
-  process.stdout.write(`${JSON.stringify({ summary, planId: out.planId }, null, 2)}\n`);
+  stdout.write(`${JSON.stringify({ summary, planId: out.planId }, null, 2)}\n`);
 }
 
 /** --yes, or a yes on the terminal; false (exit 1) when declined. */
-async function confirmed(options: Pick<MigrateOptions, 'yes'>, question: string): Promise<boolean> {
-  if (await confirmedOrRefused(options.yes, 'migrate', `\n${question}`)) return true;
-  process.stderr.write('Migration not started.\n');
-  process.exitCode = 1;
+async function confirmed(
+  options: Pick<MigrateOptions, 'yes'>,
+  question: string,
+  context: CommandContext,
+): Promise<boolean> {
+  if (await confirmedOrRefused(options.yes, 'migrate', `\n${question}`, context)) return true;
+  context.stderr.write('Migration not started.\n');
   return false;
 }

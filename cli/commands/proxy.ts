@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
+import { type CommandRun, pathIn } from '../context.js';
 import { addStateDirOptions, resolveStateDir, type StateDirOptions } from '../state-dir.js';
 
-export function registerProxy(program: Command): void {
+export function registerProxy(program: Command, run: CommandRun): void {
   addStateDirOptions(program.command('proxy'))
     .description('run the router: serve every route of a state directory from its routing table')
     .addHelpText(
@@ -15,19 +16,28 @@ requests in flight finish.
 Example:
   $ cutover proxy -f examples/live-demo/topology.yaml`,
     )
-    .action(async (options: StateDirOptions) => {
-      const stateDir = resolveStateDir(options);
-      const log = (line: string) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
-      const { startRouter } = await import('../../router/router.js');
-      const router = await startRouter({ stateDir: stateDir.root, log });
-      log(`router for ${stateDir.root} (pid ${process.pid}, control port ${router.controlPort})`);
-      await new Promise<void>((resolve) => {
-        const stop = (signal: string) => {
-          log(`${signal}: closing listeners, finishing requests in flight`);
-          void router.close().then(resolve);
-        };
-        process.once('SIGTERM', () => stop('SIGTERM'));
-        process.once('SIGINT', () => stop('SIGINT'));
-      });
-    });
+    .action(
+      run.action(async (options: StateDirOptions) => {
+        const stateDir = resolveStateDir(
+          {
+            ...(options.file === undefined ? {} : { file: pathIn(run, options.file) }),
+            ...(options.stateDir === undefined ? {} : { stateDir: pathIn(run, options.stateDir) }),
+          },
+          run.env,
+        );
+        const log = (line: string) => run.stdout.write(`${new Date().toISOString()} ${line}\n`);
+        const { startRouter } = await import('../../router/router.js');
+        const router = await startRouter({ stateDir: stateDir.root, log });
+        log(`router for ${stateDir.root} (pid ${process.pid}, control port ${router.controlPort})`);
+        await new Promise<void>((resolve) => {
+          const stop = (signal: string) => {
+            log(`${signal}: closing listeners, finishing requests in flight`);
+            void router.close().then(resolve);
+          };
+          process.once('SIGTERM', () => stop('SIGTERM'));
+          process.once('SIGINT', () => stop('SIGINT'));
+        });
+        return 0;
+      }),
+    );
 }

@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { CutoverError } from '../../core/errors.js';
 import type { MigrationService } from '../../engine/services/migration-service.js';
 import { StateDir } from '../../engine/store/state-dir.js';
+import { type CommandRun, pathIn } from '../context.js';
 import { addHealOptions, type HealCommandOptions, healOptions } from '../heal-options.js';
 
 interface ServerCommandOptions {
@@ -39,7 +40,7 @@ function readHookSecret(file: string): string {
   }
 }
 
-export function registerServer(program: Command, version: string): void {
+export function registerServer(program: Command, version: string, run: CommandRun): void {
   addHealOptions(program.command('server'), 'every environment of the state directory')
     .description('serve the HTTP API: plan, apply and cancel, migrations, logs, metrics')
     .option('--host <address>', 'address to listen on', '127.0.0.1')
@@ -100,83 +101,97 @@ Examples:
   $ curl -s localhost:7400/v1/plan -H 'content-type: application/json' \\
       -d "{\\"topology\\": $(jq -Rs . < topology.yaml)}"`,
     )
-    .action(async (options: ServerCommandOptionsWithHeal) => {
-      const selfHeal = healOptions(options);
-      const { readTokensFile, parseTokensEnv, createTokenStore } = await import('../../server/auth.js');
-      const { startServer } = await import('../../server/start.js');
-      const workdir = path.resolve(options.workdir ?? '.');
-      const stateDir = StateDir.of({ given: options.stateDir, env: process.env, topologyDir: workdir });
-      const entries = [
-        ...(options.tokensFile ? readTokensFile(options.tokensFile) : []),
-        ...(process.env.CUTOVER_TOKENS ? parseTokensEnv(process.env.CUTOVER_TOKENS) : []),
-      ];
-      const tokens = entries.length > 0 ? createTokenStore(entries) : null;
-      const hookSecret = options.hookSecretFile
-        ? readHookSecret(options.hookSecretFile)
-        : process.env.CUTOVER_HOOK_SECRET;
-      const port = integer(options.port, '--port', 0);
-      const bodyLimit = integer(options.bodyLimit, '--body-limit', 1);
-      const rateLimitPerMinute = integer(options.rateLimit, '--rate-limit', 0);
-      const logStreams = {
-        total: integer(options.maxLogStreams, '--max-log-streams', 1),
-        perClient: integer(options.maxLogStreamsPerToken, '--max-log-streams-per-token', 1),
-      };
-      const { openEngineService } = await import('../../engine/services/migration-service.js');
-      const service = await openEngineService({ stateDir, stateDirOption: ` --state-dir ${stateDir.root}` });
-      let worker: Awaited<ReturnType<typeof service.hostWorker>>;
-      try {
-        worker = await service.hostWorker(stateDir, options.worker);
-      } catch (error) {
-        // The service's open connection would keep the process alive after the error.
-        await service.close();
-        throw error;
-      }
-      const server = await startServer({
-        service,
-        host: options.host,
-        port,
-        stateDir,
-        workdir,
-        tokens,
-        bodyLimit,
-        rateLimitPerMinute,
-        logStreams,
-        logLevel: options.logLevel,
-        ...(hookSecret ? { hookSecret } : {}),
-        version,
-      }).catch(async (error: unknown) => {
-        // A server that cannot listen (a port in use) closes what it opened: the worker and the
-        // service's Temporal connection would keep the process alive after the error is reported.
-        await worker.shutdown().catch(() => undefined);
-        await service.close().catch(() => undefined);
-        throw error;
-      });
-      const { adoptOrphansEvery } = await import('../../server/adopt-orphans.js');
-      const adopter = options.adopt
-        ? adoptOrphansEvery(service, (line) => process.stderr.write(`${line}\n`))
-        : { stop: async () => {} };
-      process.stderr.write(
-        `cutover server listening on ${server.url} (pid ${process.pid}; state ${stateDir.root}; ${
-          tokens
-            ? `${tokens.size} token${tokens.size === 1 ? '' : 's'}`
-            : 'no tokens: loopback only, every caller is an operator'
-        }; migrations: ${worker.description})\n`,
-      );
-      const heal = selfHeal ? await startSelfHeal(service, workdir, selfHeal, server.app.log) : null;
-      await new Promise<void>((resolve) => {
-        const stop = (signal: string) => {
-          process.stderr.write(
-            `${signal}: finishing requests in flight; migrations go on in their own processes\n`,
-          );
-          void Promise.all([adopter.stop(), heal?.stop()])
-            .then(() => server.close())
-            .then(() => worker.shutdown())
-            .then(resolve);
-        };
-        process.once('SIGTERM', () => stop('SIGTERM'));
-        process.once('SIGINT', () => stop('SIGINT'));
-      });
-    });
+    .action(run.action((options: ServerCommandOptionsWithHeal) => runServer(options, version, run)));
+}
+
+async function runServer(
+  options: ServerCommandOptionsWithHeal,
+  version: string,
+  run: CommandRun,
+): Promise<number> {
+  const { env } = run;
+  const selfHeal = healOptions(options);
+  const { readTokensFile, parseTokensEnv, createTokenStore } = await import('../../server/auth.js');
+  const { startServer } = await import('../../server/start.js');
+  const workdir = path.resolve(run.cwd, options.workdir ?? '.');
+  const stateDir = StateDir.of({
+    given: options.stateDir === undefined ? undefined : pathIn(run, options.stateDir),
+    env,
+    topologyDir: workdir,
+  });
+  const entries = [
+    ...(options.tokensFile ? readTokensFile(pathIn(run, options.tokensFile)) : []),
+    ...(env.CUTOVER_TOKENS ? parseTokensEnv(env.CUTOVER_TOKENS) : []),
+  ];
+  const tokens = entries.length > 0 ? createTokenStore(entries) : null;
+  const hookSecret = options.hookSecretFile
+    ? readHookSecret(pathIn(run, options.hookSecretFile))
+    : env.CUTOVER_HOOK_SECRET;
+  const port = integer(options.port, '--port', 0);
+  const bodyLimit = integer(options.bodyLimit, '--body-limit', 1);
+  const rateLimitPerMinute = integer(options.rateLimit, '--rate-limit', 0);
+  const logStreams = {
+    total: integer(options.maxLogStreams, '--max-log-streams', 1),
+    perClient: integer(options.maxLogStreamsPerToken, '--max-log-streams-per-token', 1),
+  };
+  const { openEngineService } = await import('../../engine/services/migration-service.js');
+  const service = await openEngineService({
+    stateDir,
+    env,
+    stateDirOption: ` --state-dir ${stateDir.root}`,
+  });
+  let worker: Awaited<ReturnType<typeof service.hostWorker>>;
+  try {
+    worker = await service.hostWorker(stateDir, options.worker);
+  } catch (error) {
+    // The service's open connection would keep the process alive after the error.
+    await service.close();
+    throw error;
+  }
+  const server = await startServer({
+    service,
+    host: options.host,
+    port,
+    stateDir,
+    workdir,
+    tokens,
+    bodyLimit,
+    rateLimitPerMinute,
+    logStreams,
+    logLevel: options.logLevel,
+    ...(hookSecret ? { hookSecret } : {}),
+    version,
+  }).catch(async (error: unknown) => {
+    // A server that cannot listen (a port in use) closes what it opened: the worker and the
+    // service's Temporal connection would keep the process alive after the error is reported.
+    await worker.shutdown().catch(() => undefined);
+    await service.close().catch(() => undefined);
+    throw error;
+  });
+  const { adoptOrphansEvery } = await import('../../server/adopt-orphans.js');
+  const adopter = options.adopt
+    ? adoptOrphansEvery(service, (line) => run.stderr.write(`${line}\n`))
+    : { stop: async () => {} };
+  run.stderr.write(
+    `cutover server listening on ${server.url} (pid ${process.pid}; state ${stateDir.root}; ${
+      tokens
+        ? `${tokens.size} token${tokens.size === 1 ? '' : 's'}`
+        : 'no tokens: loopback only, every caller is an operator'
+    }; migrations: ${worker.description})\n`,
+  );
+  const heal = selfHeal ? await startSelfHeal(service, workdir, selfHeal, server.app.log) : null;
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      run.stderr.write(`${signal}: finishing requests in flight; migrations go on in their own processes\n`);
+      void Promise.all([adopter.stop(), heal?.stop()])
+        .then(() => server.close())
+        .then(() => worker.shutdown())
+        .then(resolve);
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+  return 0;
 }
 
 /**

@@ -1,9 +1,10 @@
 import type { Command } from 'commander';
+import type { CommandRun } from '../context.js';
 import { addParallelismOption } from '../parallelism-option.js';
 import { addServerOption } from '../service.js';
 import type { ApplyOptions } from './apply-action.js';
 
-export function registerApply(topology: Command): void {
+export function registerApply(topology: Command, run: CommandRun): void {
   addParallelismOption(addServerOption(topology.command('apply')))
     .description(
       'apply exactly a saved plan (from `plan --out`): refused when the live layout moved since it was planned',
@@ -39,7 +40,9 @@ Examples:
   $ cutover topology apply plan.json -f topology.yaml --yes --detach
   $ cutover topology apply plan.json --parallelism 4 --yes`,
     )
-    .action(async (planFile: string, options: ApplyOptions) =>
-      (await import('./apply-action.js')).runApply(planFile, options),
+    .action(
+      run.action(async (planFile: string, options: ApplyOptions) =>
+        (await import('./apply-action.js')).runApply(planFile, options, run),
+      ),
     );
 }

@@ -1,10 +1,11 @@
 import type { Command } from 'commander';
+import type { CommandRun } from '../context.js';
 import { addParallelismOption } from '../parallelism-option.js';
 import { addServerOption } from '../service.js';
 import type { MigrateOptions } from './migrate-action.js';
 import { collectNames } from './topology-plan.js';
 
-export function registerMigrate(topology: Command): void {
+export function registerMigrate(topology: Command, run: CommandRun): void {
   addParallelismOption(addServerOption(topology.command('migrate')))
     .description('apply the topology as a green-blue migration: plan, confirm, then run it stage by stage')
     .option('-f, --file <file>', 'the desired topology file', 'topology.yaml')
@@ -38,5 +39,9 @@ Examples:
   $ cutover topology migrate --replace api --yes
   $ cutover topology migrate --parallelism 4 --yes`,
     )
-    .action(async (options: MigrateOptions) => (await import('./migrate-action.js')).runMigrate(options));
+    .action(
+      run.action(async (options: MigrateOptions) =>
+        (await import('./migrate-action.js')).runMigrate(options, run),
+      ),
+    );
 }

@@ -11,7 +11,7 @@ import {
   renderMigrationList,
   renderSkippedSteps,
 } from '../../views/render-migration.js';
-import { styleFor } from '../../views/style.js';
+import { type CommandContext, type CommandRun, styleOf } from '../context.js';
 import { addServerOption, type ServerOption, withService } from '../service.js';
 import { addStateDirOptions, type StateDirOptions } from '../state-dir.js';
 import { followEnd, followExitCodes, isConnectionLoss } from './follow-end.js';
@@ -34,7 +34,8 @@ const verbHelp: Record<Verb, string> = {
     'move a migration waiting at a shift step with `hold: manual` on to its next step (--full: straight to 100 %, skipping the steps between)',
 };
 
-export function registerMigration(topology: Command): void {
+export function registerMigration(topology: Command, run: CommandRun): void {
+  const { stdout, stderr } = run;
   const migration = topology
     .command('migration')
     .description('list, inspect and operate migrations, from any terminal')
@@ -49,32 +50,38 @@ export function registerMigration(topology: Command): void {
     .option('--environment <name>', 'only this environment')
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  $ cutover topology migration list --all --json')
-    .action(async (options: Options & { all?: boolean; environment?: string; json?: boolean }) => {
-      const list = await withService(options, async (service) =>
-        listSelection(
-          await service.list(options.environment === undefined ? {} : { environment: options.environment }),
-          options.all === true,
-        ),
-      );
-      // The API's page shape; the CLI's selection is one page, so no cursor follows it.
-      if (options.json) process.stdout.write(`${JSON.stringify(listJson(list, null), null, 2)}\n`);
-      else process.stdout.write(renderMigrationList(list, styleFor(process.stdout)));
-      for (const m of list) {
-        if (m.unreadable) process.stderr.write(`cutover: ${m.id} is unreadable: ${m.unreadable}\n`);
-      }
-    });
+    .action(
+      run.action(async (options: Options & { all?: boolean; environment?: string; json?: boolean }) => {
+        const list = await withService(run, options, async (service) =>
+          listSelection(
+            await service.list(options.environment === undefined ? {} : { environment: options.environment }),
+            options.all === true,
+          ),
+        );
+        // The API's page shape; the CLI's selection is one page, so no cursor follows it.
+        if (options.json) stdout.write(`${JSON.stringify(listJson(list, null), null, 2)}\n`);
+        else stdout.write(renderMigrationList(list, styleOf(run, stdout)));
+        for (const m of list) {
+          if (m.unreadable) stderr.write(`cutover: ${m.id} is unreadable: ${m.unreadable}\n`);
+        }
+        return 0;
+      }),
+    );
 
   withOptions(migration.command('show').argument('<id>', 'migration id or a unique prefix'))
     .description('show one migration: status and every action with its progress')
     .option('--json', 'print JSON (summary and full state)')
     .addHelpText('after', '\nExample:\n  $ cutover topology migration show mig_01jd3x')
-    .action(async (id: string, options: Options & { json?: boolean }) => {
-      const { summary, state } = await withService(options, async (service) =>
-        service.show(await service.find(id)),
-      );
-      if (options.json) process.stdout.write(`${JSON.stringify(detailJson({ summary, state }), null, 2)}\n`);
-      else process.stdout.write(renderMigration(summary, state, styleFor(process.stdout)));
-    });
+    .action(
+      run.action(async (id: string, options: Options & { json?: boolean }) => {
+        const { summary, state } = await withService(run, options, async (service) =>
+          service.show(await service.find(id)),
+        );
+        if (options.json) stdout.write(`${JSON.stringify(detailJson({ summary, state }), null, 2)}\n`);
+        else stdout.write(renderMigration(summary, state, styleOf(run, stdout)));
+        return 0;
+      }),
+    );
 
   withOptions(migration.command('logs').argument('<id>', 'migration id or a unique prefix'))
     .description('show the log of a migration')
@@ -91,38 +98,40 @@ With --follow, the last line (on stderr) says why it stopped, and the exit code 
 Example:
   $ cutover topology migration logs mig_01jd3x --follow`,
     )
-    .action(async (id: string, options: Options & { follow?: boolean; json?: boolean }) => {
-      const follow = options.follow === true;
-      const style = styleFor(process.stdout);
-      const print = async (lines: AsyncGenerator<LogLine>) => {
-        for await (const line of lines) {
-          process.stdout.write(
-            options.json ? `${JSON.stringify(logLineJson(line))}\n` : `${renderLogLine(line, style)}\n`,
-          );
-        }
-      };
-      await withService(options, async (service) => {
-        const full = await service.find(id);
-        const followAgain = `cutover topology migration logs ${full} --follow${service.reachAgain}`;
-        let end: Parameters<typeof followEnd>[0];
-        try {
-          await print(service.logs(full, { follow }));
-          end = { summary: (await service.show(full)).summary };
-        } catch (error) {
-          if (!follow || !isConnectionLoss(error)) throw error;
-          end = { lost: error.message };
-        }
-        if (!follow) {
-          // The lines a dead runner left stop short: say so, with what picks it up.
-          if ('summary' in end && end.summary.runner === 'dead')
-            process.stderr.write(`${full}: ${end.summary.status}\n`);
-          return;
-        }
-        const ending = followEnd(end, followAgain);
-        process.stderr.write(`${ending.line}\n`);
-        process.exitCode = ending.exitCode;
-      });
-    });
+    .action(
+      run.action(async (id: string, options: Options & { follow?: boolean; json?: boolean }) => {
+        const follow = options.follow === true;
+        const style = styleOf(run, stdout);
+        const print = async (lines: AsyncGenerator<LogLine>) => {
+          for await (const line of lines) {
+            stdout.write(
+              options.json ? `${JSON.stringify(logLineJson(line))}\n` : `${renderLogLine(line, style)}\n`,
+            );
+          }
+        };
+        return withService(run, options, async (service) => {
+          const full = await service.find(id);
+          const followAgain = `cutover topology migration logs ${full} --follow${service.reachAgain}`;
+          let end: Parameters<typeof followEnd>[0];
+          try {
+            await print(service.logs(full, { follow }));
+            end = { summary: (await service.show(full)).summary };
+          } catch (error) {
+            if (!follow || !isConnectionLoss(error)) throw error;
+            end = { lost: error.message };
+          }
+          if (!follow) {
+            // The lines a dead runner left stop short: say so, with what picks it up.
+            if ('summary' in end && end.summary.runner === 'dead')
+              stderr.write(`${full}: ${end.summary.status}\n`);
+            return 0;
+          }
+          const ending = followEnd(end, followAgain);
+          stderr.write(`${ending.line}\n`);
+          return ending.exitCode;
+        });
+      }),
+    );
 
   withOptions(migration.command('resolve').argument('<id>', 'migration id or a unique prefix'))
     .description('resolve undo steps left for a person: run them again (--retry) or mark them done (--skip)')
@@ -143,43 +152,49 @@ Examples:
   $ cutover topology migration resolve mig_01jd3x --skip --step c14`,
     )
     .action(
-      async (
-        id: string,
-        options: Options & { retry?: boolean; skip?: boolean; step?: string; wait?: boolean; json?: boolean },
-      ) => {
-        if (options.retry === options.skip) {
-          throw new CutoverError('USAGE', 'resolve needs exactly one of --retry and --skip');
-        }
-        const how = options.retry ? 'retry' : 'skip';
-        await withService(options, async (service) => {
-          const full = await service.find(id);
-          const request =
-            options.step === undefined ? ({ how } as const) : ({ how, step: options.step } as const);
-          let { summary, state } = await service.resolve(full, request, process.env.USER);
-          if (how === 'retry' && options.wait !== false) {
-            const style = styleFor(process.stderr);
-            process.stderr.write(`${full}: ${summary.status}\n`);
-            const before: LogLine[] = [];
-            for await (const line of service.logs(full, { follow: false })) before.push(line);
-            const isNew = newSince(before);
-            for await (const line of service.logs(full, { follow: true })) {
-              if (isNew(line) && !options.json) process.stderr.write(`${renderLogLine(line, style)}\n`);
+      run.action(
+        async (
+          id: string,
+          options: Options & {
+            retry?: boolean;
+            skip?: boolean;
+            step?: string;
+            wait?: boolean;
+            json?: boolean;
+          },
+        ) => {
+          if (options.retry === options.skip) {
+            throw new CutoverError('USAGE', 'resolve needs exactly one of --retry and --skip');
+          }
+          const how = options.retry ? 'retry' : 'skip';
+          return withService(run, options, async (service) => {
+            const full = await service.find(id);
+            const request =
+              options.step === undefined ? ({ how } as const) : ({ how, step: options.step } as const);
+            let { summary, state } = await service.resolve(full, request, run.env.USER);
+            if (how === 'retry' && options.wait !== false) {
+              const style = styleOf(run, stderr);
+              stderr.write(`${full}: ${summary.status}\n`);
+              const before: LogLine[] = [];
+              for await (const line of service.logs(full, { follow: false })) before.push(line);
+              const isNew = newSince(before);
+              for await (const line of service.logs(full, { follow: true })) {
+                if (isNew(line) && !options.json) stderr.write(`${renderLogLine(line, style)}\n`);
+              }
+              ({ summary, state } = await service.show(full));
             }
-            ({ summary, state } = await service.show(full));
-          }
-          const left = (state.ending?.skipped ?? []).filter((s) => s.resolved === undefined);
-          if (options.json) {
-            process.stdout.write(
-              `${JSON.stringify({ summary, skipped: state.ending?.skipped ?? [] }, null, 2)}\n`,
-            );
-          } else {
-            process.stdout.write(
-              `${summary.id}: ${summary.status}\n${renderSkippedSteps(state, styleFor(process.stdout)).join('\n')}\n`,
-            );
-          }
-          process.exitCode = left.length === 0 && isFinal(summary.lifecycle) ? 0 : 1;
-        });
-      },
+            const left = (state.ending?.skipped ?? []).filter((s) => s.resolved === undefined);
+            if (options.json) {
+              stdout.write(`${JSON.stringify({ summary, skipped: state.ending?.skipped ?? [] }, null, 2)}\n`);
+            } else {
+              stdout.write(
+                `${summary.id}: ${summary.status}\n${renderSkippedSteps(state, styleOf(run, stdout)).join('\n')}\n`,
+              );
+            }
+            return left.length === 0 && isFinal(summary.lifecycle) ? 0 : 1;
+          });
+        },
+      ),
     );
 
   for (const verb of verbs) {
@@ -201,19 +216,23 @@ Examples:
           ? `\nWaits until the migration has ended, printing its steps; exits 0 when it is ${ends.replace('_', ' ')}.\n${example}`
           : example,
       )
-      .action(async (id: string, options: Options & { json?: boolean; wait?: boolean; full?: boolean }) => {
-        const wait = ends !== undefined && options.wait !== false;
-        await withService(options, async (service) => {
-          const full = await service.find(id);
-          await runVerb(verb, full, options.json === true, wait, {
-            verb: () =>
-              service.verb(full, verb, process.env.USER, options.full === true ? { full: true } : {}),
-            logs: (follow) => service.logs(full, { follow }),
-            summary: async () => (await service.show(full)).summary,
-            hint: service.reachAgain,
-          });
-        });
-      });
+      .action(
+        run.action(
+          async (id: string, options: Options & { json?: boolean; wait?: boolean; full?: boolean }) => {
+            const wait = ends !== undefined && options.wait !== false;
+            return withService(run, options, async (service) => {
+              const full = await service.find(id);
+              return runVerb(verb, full, options.json === true, wait, run, {
+                verb: () =>
+                  service.verb(full, verb, run.env.USER, options.full === true ? { full: true } : {}),
+                logs: (follow) => service.logs(full, { follow }),
+                summary: async () => (await service.show(full)).summary,
+                hint: service.reachAgain,
+              });
+            });
+          },
+        ),
+      );
   }
 }
 
@@ -255,22 +274,29 @@ interface VerbOps {
  * Gives the verb; with `wait`, follows the log from there (the undo steps of a rollback, the
  * teardown after a commit) and prints the end: exit 0 when the migration ended as the verb asked.
  */
-async function runVerb(verb: Verb, id: string, json: boolean, wait: boolean, ops: VerbOps): Promise<void> {
+async function runVerb(
+  verb: Verb,
+  id: string,
+  json: boolean,
+  wait: boolean,
+  context: CommandContext,
+  ops: VerbOps,
+): Promise<number> {
+  const { stdout, stderr } = context;
   const before: LogLine[] = [];
   if (wait) for await (const line of ops.logs(false)) before.push(line);
   const isNew = newSince(before);
   const { summary, recovered } = await ops.verb();
-  if (recovered) process.stderr.write(`${summary.id} had no running process; a new one picked it up.\n`);
+  if (recovered) stderr.write(`${summary.id} had no running process; a new one picked it up.\n`);
   if (!wait) {
-    if (json)
-      process.stdout.write(`${JSON.stringify({ summary: summaryJson(summary), recovered }, null, 2)}\n`);
-    else process.stdout.write(`${summary.id}: ${summary.status}\n`);
-    return;
+    if (json) stdout.write(`${JSON.stringify({ summary: summaryJson(summary), recovered }, null, 2)}\n`);
+    else stdout.write(`${summary.id}: ${summary.status}\n`);
+    return 0;
   }
-  const style = styleFor(process.stderr);
-  if (!json) process.stderr.write(`${summary.id}: ${summary.status}\n`);
+  const style = styleOf(context, stderr);
+  if (!json) stderr.write(`${summary.id}: ${summary.status}\n`);
   const onSignal = (signal: NodeJS.Signals) => {
-    process.stderr.write(
+    stderr.write(
       `\nInterrupted: ${id} goes on. Follow it with:\n  cutover topology migration logs ${id} --follow${ops.hint}\n`,
     );
     process.exit(signal === 'SIGINT' ? 130 : 143);
@@ -284,7 +310,7 @@ async function runVerb(verb: Verb, id: string, json: boolean, wait: boolean, ops
     // rollback's switch is over.
     await sleep(firstLookMs);
     for await (const line of ops.logs(true)) {
-      if (isNew(line) && !json) process.stderr.write(`${renderLogLine(line, style)}\n`);
+      if (isNew(line) && !json) stderr.write(`${renderLogLine(line, style)}\n`);
     }
   } finally {
     process.off('SIGINT', onSignal);
@@ -293,11 +319,11 @@ async function runVerb(verb: Verb, id: string, json: boolean, wait: boolean, ops
   const final = await ops.summary();
   if (!isFinal(final.lifecycle)) {
     // The follow ended first: the local runner died (resume picks it up) or the server went away.
-    process.stderr.write(
+    stderr.write(
       `${id} has not ended (${final.status}), and the wait stopped: its runner is not running, or the connection was lost. \`cutover topology migration resume ${id}${ops.hint}\` picks it up; \`cutover topology migration logs ${id} --follow${ops.hint}\` shows the rest.\n`,
     );
   }
-  if (json) process.stdout.write(`${JSON.stringify({ summary: summaryJson(final), recovered }, null, 2)}\n`);
-  else process.stdout.write(`${final.id}: ${final.status}\n`);
-  process.exitCode = final.lifecycle === endOf[verb] ? 0 : 1;
+  if (json) stdout.write(`${JSON.stringify({ summary: summaryJson(final), recovered }, null, 2)}\n`);
+  else stdout.write(`${final.id}: ${final.status}\n`);
+  return final.lifecycle === endOf[verb] ? 0 : 1;
 }

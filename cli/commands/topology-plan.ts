@@ -2,12 +2,12 @@ import { type Command, Option } from 'commander';
 import { CutoverError } from '../../core/errors.js';
 import { type PlannedAgainst, savedPlanOf } from '../../core/plan/saved-plan.js';
 import { isEmptyPlan } from '../../core/plan/types.js';
-import type { PlanBase } from '../../engine/api.js';
+import type { PlanAgainst, PlanBase } from '../../engine/api.js';
 import { renderPlanJson } from '../../views/render-plan-json.js';
 import { renderPlanMarkdown } from '../../views/render-plan-markdown.js';
 import { renderPlanText } from '../../views/render-plan-text.js';
-import { styleFor } from '../../views/style.js';
 import { countsLine } from '../../views/symbols.js';
+import { type CommandRun, pathIn, styleOf } from '../context.js';
 import { addServerOption, type ServerOption, withService } from '../service.js';
 import { writeOutput } from '../write-output.js';
 
@@ -31,7 +31,7 @@ export function collectNames(name: string, names: string[]): string[] {
   return [...names, name];
 }
 
-export function registerPlan(topology: Command): void {
+export function registerPlan(topology: Command, run: CommandRun): void {
   addServerOption(topology.command('plan'))
     .description('show what a migration to this topology would do, and why, without changing anything')
     .option('-f, --file <file>', 'the desired topology file', 'topology.yaml')
@@ -89,73 +89,86 @@ Examples:
   $ cutover topology plan --against-ref origin/main --format markdown > review.md
   $ cutover topology plan -f after.yaml --against before.yaml --json | jq .summary`,
     )
-    .action(async (options: PlanOptions) => {
-      if (options.against !== undefined && options.againstRef !== undefined) {
-        throw new CutoverError('USAGE', '--against and --against-ref cannot be used together');
-      }
-      if (options.out === '-') {
-        throw new CutoverError(
-          'USAGE',
-          '--out - : a saved plan goes to a file (the rendering goes to standard output)',
-        );
-      }
-      const toFile = options.out !== undefined;
-      if (toFile && (options.against !== undefined || options.againstRef !== undefined)) {
-        throw new CutoverError(
-          'USAGE',
-          `--out ${options.out}: a saved plan is planned against the live layout, so that apply can check it; --against and --against-ref plan for review only (print them with --format)`,
-        );
-      }
-      if (options.commit !== undefined && !toFile) {
-        throw new CutoverError('USAGE', '--commit names the commit of a saved plan: give --out FILE too');
-      }
-      const against: PlanBase =
-        options.against !== undefined
-          ? { kind: 'file', file: options.against }
-          : options.againstRef !== undefined
-            ? { kind: 'git-ref', ref: options.againstRef }
-            : { kind: 'recorded' };
-      // Loaded when a plan is made, not when the CLI starts (see topology-validate.ts).
-      const { commitOfFile, readPlanBase, readTopology } = await import('../../engine/api.js');
-      const desired = await readTopology(options.file);
-      const base = await readPlanBase(options.file, against);
-      const planOptions = { refresh: options.refresh !== 'false', replace: options.replace };
-      const { plan, plannedAgainst } = await withService(options, async (service) => {
-        if (base.kind === 'recorded') {
-          const live = await service.planLive(desired, planOptions);
-          return { plan: live.plan, plannedAgainst: live.against as PlannedAgainst };
-        }
-        const described: PlannedAgainst =
-          base.kind === 'text' ? { kind: 'topology', source: base.source.file } : { kind: 'empty' };
-        return { plan: await service.plan(desired, base, planOptions), plannedAgainst: described };
-      });
-      if (options.out !== undefined && plannedAgainst.kind === 'live') {
-        const saved = savedPlanOf({
-          plan,
-          plannedAgainst,
-          topology: desired,
-          commit: options.commit ?? (await commitOfFile(options.file)),
-          createdAt: new Date().toISOString(),
-        });
-        await writeOutput(`${JSON.stringify(saved, null, 2)}\n`, options.out);
-        process.stderr.write(
-          `Saved to ${options.out}. ${countsLine(plan.summary, plan.actions.length)} Apply exactly it with: cutover topology apply ${options.out}\n`,
-        );
-      }
-      const format: Format = options.json ? 'json' : options.format;
-      let text: string;
-      switch (format) {
-        case 'json':
-          text = renderPlanJson(plan);
-          break;
-        case 'markdown':
-          text = renderPlanMarkdown(plan, { against: plannedAgainst });
-          break;
-        case 'text':
-          text = renderPlanText(plan, { style: styleFor(process.stdout), against: plannedAgainst });
-          break;
-      }
-      await writeOutput(text, undefined);
-      process.exitCode = options.detailedExitcode && !isEmptyPlan(plan) ? 2 : 0;
+    .action(run.action((options: PlanOptions) => runPlan(options, run)));
+}
+
+async function runPlan(options: PlanOptions, run: CommandRun): Promise<number> {
+  if (options.against !== undefined && options.againstRef !== undefined) {
+    throw new CutoverError('USAGE', '--against and --against-ref cannot be used together');
+  }
+  if (options.out === '-') {
+    throw new CutoverError(
+      'USAGE',
+      '--out - : a saved plan goes to a file (the rendering goes to standard output)',
+    );
+  }
+  const toFile = options.out !== undefined;
+  if (toFile && (options.against !== undefined || options.againstRef !== undefined)) {
+    throw new CutoverError(
+      'USAGE',
+      `--out ${options.out}: a saved plan is planned against the live layout, so that apply can check it; --against and --against-ref plan for review only (print them with --format)`,
+    );
+  }
+  if (options.commit !== undefined && !toFile) {
+    throw new CutoverError('USAGE', '--commit names the commit of a saved plan: give --out FILE too');
+  }
+  const against: PlanBase =
+    options.against !== undefined
+      ? { kind: 'file', file: options.against }
+      : options.againstRef !== undefined
+        ? { kind: 'git-ref', ref: options.againstRef }
+        : { kind: 'recorded' };
+  // Loaded when a plan is made, not when the CLI starts (see topology-validate.ts).
+  const { commitOfFile, readPlanBase, readTopology } = await import('../../engine/api.js');
+  // Named as the user wrote it (the plan and a saved plan repeat the name), read where the command runs.
+  const file = pathIn(run, options.file);
+  const desired = await readTopology(file, options.file);
+  const base: PlanAgainst =
+    against.kind === 'file'
+      ? { kind: 'text', source: await readTopology(pathIn(run, against.file), against.file) }
+      : atRef(await readPlanBase(file, against), file, options.file);
+  const planOptions = { refresh: options.refresh !== 'false', replace: options.replace };
+  const { plan, plannedAgainst } = await withService(run, options, async (service) => {
+    if (base.kind === 'recorded') {
+      const live = await service.planLive(desired, planOptions);
+      return { plan: live.plan, plannedAgainst: live.against as PlannedAgainst };
+    }
+    const described: PlannedAgainst =
+      base.kind === 'text' ? { kind: 'topology', source: base.source.file } : { kind: 'empty' };
+    return { plan: await service.plan(desired, base, planOptions), plannedAgainst: described };
+  });
+  if (options.out !== undefined && plannedAgainst.kind === 'live') {
+    const saved = savedPlanOf({
+      plan,
+      plannedAgainst,
+      topology: desired,
+      commit: options.commit ?? (await commitOfFile(file)),
+      createdAt: new Date().toISOString(),
     });
+    await writeOutput(`${JSON.stringify(saved, null, 2)}\n`, options.out, run);
+    run.stderr.write(
+      `Saved to ${options.out}. ${countsLine(plan.summary, plan.actions.length)} Apply exactly it with: cutover topology apply ${options.out}\n`,
+    );
+  }
+  const format: Format = options.json ? 'json' : options.format;
+  let text: string;
+  switch (format) {
+    case 'json':
+      text = renderPlanJson(plan);
+      break;
+    case 'markdown':
+      text = renderPlanMarkdown(plan, { against: plannedAgainst });
+      break;
+    case 'text':
+      text = renderPlanText(plan, { style: styleOf(run, run.stdout), against: plannedAgainst });
+      break;
+  }
+  await writeOutput(text, undefined, run);
+  return options.detailedExitcode && !isEmptyPlan(plan) ? 2 : 0;
+}
+
+/** The file at a Git revision named as the user named the file (`FILE@REF`), not as it was read. */
+function atRef(base: PlanAgainst, read: string, name: string): PlanAgainst {
+  if (base.kind !== 'text') return base;
+  return { ...base, source: { ...base.source, file: `${name}${base.source.file.slice(read.length)}` } };
 }

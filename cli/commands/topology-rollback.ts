@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
+import type { CommandRun } from '../context.js';
 import { addServerOption } from '../service.js';
 import type { RollbackOptions } from './rollback-action.js';
 
-export function registerRollback(topology: Command): void {
+export function registerRollback(topology: Command, run: CommandRun): void {
   addServerOption(topology.command('rollback'))
     .description(
       'go back to an earlier recorded layout after a commit: plan it against the current one and run it as an ordinary green-blue migration',
@@ -41,5 +42,9 @@ Examples:
   $ cutover topology rollback --to mig_01jd3x --yes
   $ cutover topology rollback --to serial:4 --environment shop --state-dir /var/lib/cutover`,
     )
-    .action(async (options: RollbackOptions) => (await import('./rollback-action.js')).runRollback(options));
+    .action(
+      run.action(async (options: RollbackOptions) =>
+        (await import('./rollback-action.js')).runRollback(options, run),
+      ),
+    );
 }

@@ -5,7 +5,7 @@ import { CutoverError } from '../../core/errors.js';
 import { parseDuration } from '../../core/topology/duration.js';
 import type { MigrationService } from '../../engine/services/migration-service.js';
 import { renderStatusJson, renderStatusLine, renderStatusText } from '../../views/render-status.js';
-import { styleFor } from '../../views/style.js';
+import { type CommandContext, type CommandRun, pathIn, styleOf } from '../context.js';
 import { addServerOption, type ServerOption, withService } from '../service.js';
 import { addStateDirOptions, type StateDirOptions } from '../state-dir.js';
 
@@ -19,7 +19,7 @@ interface StatusOptions extends ServerOption, StateDirOptions {
 /** Shortest redraw interval: each look observes every driver and probes every replica. */
 const minIntervalMs = 200;
 
-export function registerStatus(topology: Command): void {
+export function registerStatus(topology: Command, run: CommandRun): void {
   addServerOption(addStateDirOptions(topology.command('status')))
     .description(
       "show what runs in the file's environment: versions, replicas, health, routes, the migration in flight, drift",
@@ -44,31 +44,34 @@ Examples:
   $ cutover topology status --json | jq '.drift'
   $ cutover topology status --watch --interval 1s`,
     )
-    .action(async (options: StatusOptions) => {
-      const intervalMs = parseDuration(options.interval);
-      if (intervalMs === undefined || intervalMs < minIntervalMs) {
-        throw new CutoverError(
-          'USAGE',
-          `--interval: expected a duration of at least ${minIntervalMs}ms like 2s, not ${options.interval}`,
-        );
-      }
-      // Loaded when status runs, not when the CLI starts (see topology-validate.ts).
-      const { TopologyInvalidError, validateTopologyFile } = await import('../../engine/api.js');
-      const loaded = await validateTopologyFile(options.file);
-      if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
-      const environment = loaded.topology.metadata.name;
-      await withService(options, async (service) => {
-        const first = await service.status(environment);
-        if (!options.watch) {
-          process.stdout.write(
-            options.json ? renderStatusJson(first) : renderStatusText(first, styleFor(process.stdout)),
-          );
-          return;
-        }
-        await watchStatus(service, environment, first, { intervalMs, json: options.json === true });
-      });
-      process.exitCode = 0;
-    });
+    .action(run.action((options: StatusOptions) => runStatus(options, run)));
+}
+
+async function runStatus(options: StatusOptions, run: CommandRun): Promise<number> {
+  const intervalMs = parseDuration(options.interval);
+  if (intervalMs === undefined || intervalMs < minIntervalMs) {
+    throw new CutoverError(
+      'USAGE',
+      `--interval: expected a duration of at least ${minIntervalMs}ms like 2s, not ${options.interval}`,
+    );
+  }
+  // Loaded when status runs, not when the CLI starts (see topology-validate.ts).
+  const { TopologyInvalidError, validateTopologyText, readTopology } = await import('../../engine/api.js');
+  const file = pathIn(run, options.file);
+  const loaded = validateTopologyText(await readTopology(file, options.file));
+  if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
+  const environment = loaded.topology.metadata.name;
+  await withService(run, options, async (service) => {
+    const first = await service.status(environment);
+    if (!options.watch) {
+      run.stdout.write(
+        options.json ? renderStatusJson(first) : renderStatusText(first, styleOf(run, run.stdout)),
+      );
+      return;
+    }
+    await watchStatus(service, environment, first, { intervalMs, json: options.json === true }, run);
+  });
+  return 0;
 }
 
 /** What a terminal that reports no size (0 × 0, as some CI and container terminals do) is drawn as. */
@@ -79,7 +82,7 @@ const fallbackRows = 24;
  * The terminal as log-update measures it: a size of 0 is taken as unknown, not as room for nothing
  * (log-update would cut every line of the view away and draw nothing at all).
  */
-function sizedTerminal(stream: NodeJS.WriteStream): NodeJS.WriteStream {
+function sizedTerminal(stream: CommandContext['stdout']): NodeJS.WriteStream {
   return Object.create(stream, {
     columns: { get: () => stream.columns || fallbackColumns },
     rows: { get: () => stream.rows || fallbackRows },
@@ -97,17 +100,19 @@ async function watchStatus(
   environment: string,
   first: EnvironmentStatus,
   options: { intervalMs: number; json: boolean },
+  context: CommandContext,
 ): Promise<void> {
+  const { stdout } = context;
   const stop = new AbortController();
   const onSignal = () => stop.abort();
   // `on`, not `once`: log-update's cursor restorer (signal-exit) kills the process with the signal
   // again when it finds no other listener, and a `once` listener is gone by the time it looks.
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  const live = process.stdout.isTTY === true && !options.json;
-  const style = styleFor(process.stdout);
+  const live = stdout.isTTY === true && !options.json;
+  const style = styleOf(context, stdout);
   const { createLogUpdate } = await import('log-update');
-  const update = live ? createLogUpdate(sizedTerminal(process.stdout)) : null;
+  const update = live ? createLogUpdate(sizedTerminal(stdout)) : null;
   let last = '';
   const show = (status: EnvironmentStatus | null, problem: string | null) => {
     if (update) {
@@ -126,7 +131,7 @@ async function watchStatus(
     const key = problem ?? JSON.stringify({ ...status, observedAt: '' });
     if (key === last) return;
     last = key;
-    process.stdout.write(line);
+    stdout.write(line);
   };
   try {
     show(first, null);

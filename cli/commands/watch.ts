@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { CutoverError } from '../../core/errors.js';
 import { parseDuration } from '../../core/topology/duration.js';
+import { type CommandRun, pathIn } from '../context.js';
 import { addHealOptions, type HealCommandOptions, healOptions } from '../heal-options.js';
 
 interface WatchCommandOptions extends HealCommandOptions {
@@ -16,7 +17,7 @@ interface WatchCommandOptions extends HealCommandOptions {
   verbose?: boolean;
 }
 
-export function registerWatch(program: Command): void {
+export function registerWatch(program: Command, run: CommandRun): void {
   addHealOptions(program.command('watch'), 'each environment planned')
     .description('plan every new commit of a branch that changes a topology; optionally apply it')
     .requiredOption('--repo <path|url>', 'a local repository, or a remote URL (file://, https://, ssh://)')
@@ -68,49 +69,53 @@ recorded topology, which repairs it. A repair that fails is retried after a back
 doubled at each failure, at most 10 minutes); more than --heal-max-repairs repairs in an hour
 stop healing that environment. Every repair is a log line naming what drifted and the migration.`,
     )
-    .action(async (options: WatchCommandOptions) => {
-      if (options.file !== undefined && options.glob !== undefined) {
-        throw new CutoverError('USAGE', '--file and --glob cannot be used together');
-      }
-      const intervalMs = parseDuration(options.interval);
-      if (intervalMs === undefined || intervalMs < 100) {
-        throw new CutoverError(
-          'USAGE',
-          `--interval: expected a duration of at least 100ms like 30s or 2m, not ${options.interval}`,
-        );
-      }
-      const selfHeal = healOptions(options);
-      if (selfHeal && options.once) throw new CutoverError('USAGE', '--self-heal cannot be used with --once');
-      const { Watcher } = await import('../../watch/watcher.js');
-      const log = (line: string) => process.stdout.write(`${new Date().toISOString()} ${line}\n`);
-      const stateDir = options.stateDir ?? process.env.CUTOVER_STATE_DIR;
-      const watcher = new Watcher({
-        repo: options.repo,
-        branch: options.branch,
-        files: options.file ?? ['topology.yaml'],
-        ...(options.glob === undefined ? {} : { glob: options.glob }),
-        intervalMs,
-        apply: options.apply === true,
-        ...(options.out === undefined ? {} : { outDir: options.out }),
-        ...(stateDir === undefined ? {} : { stateDir }),
-        log,
-        ...(options.verbose ? { trace: (line: string) => log(`debug: ${line}`) } : {}),
-        ...(selfHeal ? { selfHeal } : {}),
-      });
-      if (options.once) {
-        const reports = await watcher.once();
-        // 1 when a commit is invalid, or --apply could not start its migration (one in flight, or an error).
-        process.exitCode = reports.some((r) => r.kind === 'invalid' || r.queued || r.notApplied) ? 1 : 0;
-        return;
-      }
-      await watcher.start();
-      await new Promise<void>((resolve) => {
-        const stop = (signal: string) => {
-          log(`${signal}: stopping (migrations it started go on)`);
-          void watcher.stop().then(resolve);
-        };
-        process.once('SIGTERM', () => stop('SIGTERM'));
-        process.once('SIGINT', () => stop('SIGINT'));
-      });
-    });
+    .action(run.action((options: WatchCommandOptions) => runWatch(options, run)));
+}
+
+async function runWatch(options: WatchCommandOptions, run: CommandRun): Promise<number> {
+  if (options.file !== undefined && options.glob !== undefined) {
+    throw new CutoverError('USAGE', '--file and --glob cannot be used together');
+  }
+  const intervalMs = parseDuration(options.interval);
+  if (intervalMs === undefined || intervalMs < 100) {
+    throw new CutoverError(
+      'USAGE',
+      `--interval: expected a duration of at least 100ms like 30s or 2m, not ${options.interval}`,
+    );
+  }
+  const selfHeal = healOptions(options);
+  if (selfHeal && options.once) throw new CutoverError('USAGE', '--self-heal cannot be used with --once');
+  const { Watcher } = await import('../../watch/watcher.js');
+  const { looksRemote } = await import('../../watch/git.js');
+  const log = (line: string) => run.stdout.write(`${new Date().toISOString()} ${line}\n`);
+  const stateDir = options.stateDir ?? run.env.CUTOVER_STATE_DIR;
+  const watcher = new Watcher({
+    repo: looksRemote(options.repo) ? options.repo : pathIn(run, options.repo),
+    branch: options.branch,
+    files: options.file ?? ['topology.yaml'],
+    ...(options.glob === undefined ? {} : { glob: options.glob }),
+    intervalMs,
+    apply: options.apply === true,
+    ...(options.out === undefined ? {} : { outDir: pathIn(run, options.out) }),
+    ...(stateDir === undefined ? {} : { stateDir: pathIn(run, stateDir) }),
+    env: run.env,
+    log,
+    ...(options.verbose ? { trace: (line: string) => log(`debug: ${line}`) } : {}),
+    ...(selfHeal ? { selfHeal } : {}),
+  });
+  if (options.once) {
+    const reports = await watcher.once();
+    // 1 when a commit is invalid, or --apply could not start its migration (one in flight, or an error).
+    return reports.some((r) => r.kind === 'invalid' || r.queued || r.notApplied) ? 1 : 0;
+  }
+  await watcher.start();
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      log(`${signal}: stopping (migrations it started go on)`);
+      void watcher.stop().then(resolve);
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+  return 0;
 }

@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
 import { CutoverError } from '../../core/errors.js';
 import { StateDir } from '../../engine/store/state-dir.js';
+import { type CommandRun, pathIn } from '../context.js';
 
-export function registerWorker(program: Command): void {
+export function registerWorker(program: Command, run: CommandRun): void {
   program
     .command('worker')
     .description('run migrations from Temporal (WORKFLOW_HOST): workflows and driver calls')
@@ -21,32 +22,39 @@ worker dies goes on on another one. SIGTERM stops taking work and lets calls in 
 Example:
   $ WORKFLOW_HOST=127.0.0.1:7233 cutover worker --state-dir /var/lib/cutover`,
     )
-    .action(async (options: { stateDir?: string; taskQueue?: string }) => {
-      const { temporalSettings } = await import('../../engine/temporal/connection.js');
-      const settings = temporalSettings();
-      if (!settings)
-        throw new CutoverError('USAGE', 'cutover worker needs WORKFLOW_HOST=host:port (Temporal frontend)');
-      if (options.taskQueue) settings.taskQueue = options.taskQueue;
-      const stateDir = StateDir.of({ given: options.stateDir, env: process.env, topologyDir: process.cwd() });
-      const { startWorker } = await import('../../engine/temporal/worker.js');
-      const { defaultDrivers } = await import('../../engine/drivers/default-drivers.js');
-      const { processSecrets } = await import('../../engine/secrets/secret-source.js');
-      const worker = await startWorker({
-        settings,
-        stateDir,
-        drivers: defaultDrivers(),
-        secrets: processSecrets(process.env),
-        log: (line) => process.stderr.write(`${line}\n`),
-      });
-      process.stderr.write(
-        `cutover worker on ${settings.address} (namespace ${settings.namespace}, task queue ${settings.taskQueue}; pid ${process.pid}; state ${stateDir.root})\n`,
-      );
-      const stop = (signal: string) => {
-        process.stderr.write(`${signal}: finishing driver calls in flight\n`);
-        void worker.shutdown();
-      };
-      process.once('SIGTERM', () => stop('SIGTERM'));
-      process.once('SIGINT', () => stop('SIGINT'));
-      await worker.done;
-    });
+    .action(
+      run.action(async (options: { stateDir?: string; taskQueue?: string }) => {
+        const { temporalSettings } = await import('../../engine/temporal/connection.js');
+        const settings = temporalSettings(run.env);
+        if (!settings)
+          throw new CutoverError('USAGE', 'cutover worker needs WORKFLOW_HOST=host:port (Temporal frontend)');
+        if (options.taskQueue) settings.taskQueue = options.taskQueue;
+        const stateDir = StateDir.of({
+          given: options.stateDir === undefined ? undefined : pathIn(run, options.stateDir),
+          env: run.env,
+          topologyDir: run.cwd,
+        });
+        const { startWorker } = await import('../../engine/temporal/worker.js');
+        const { defaultDrivers } = await import('../../engine/drivers/default-drivers.js');
+        const { processSecrets } = await import('../../engine/secrets/secret-source.js');
+        const worker = await startWorker({
+          settings,
+          stateDir,
+          drivers: defaultDrivers(),
+          secrets: processSecrets(run.env),
+          log: (line) => run.stderr.write(`${line}\n`),
+        });
+        run.stderr.write(
+          `cutover worker on ${settings.address} (namespace ${settings.namespace}, task queue ${settings.taskQueue}; pid ${process.pid}; state ${stateDir.root})\n`,
+        );
+        const stop = (signal: string) => {
+          run.stderr.write(`${signal}: finishing driver calls in flight\n`);
+          void worker.shutdown();
+        };
+        process.once('SIGTERM', () => stop('SIGTERM'));
+        process.once('SIGINT', () => stop('SIGINT'));
+        await worker.done;
+        return 0;
+      }),
+    );
 }

@@ -10,13 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CutoverError, environmentFault } from '../../core/errors.js';
 import { describeLifecycle } from '../../core/migration/summary.js';
 import type { CommitOrigin, LogLine } from '../../core/migration/types.js';
-import {
-  isFinal,
-  type MigrationSpec,
-  type MigrationState,
-  type Verb,
-  type VerbOptions,
-} from '../../core/migration/types.js';
+import { isFinal, type MigrationState, type Verb, type VerbOptions } from '../../core/migration/types.js';
 import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
 import { osUserName } from '../../platform/os-user.js';
 import { cutoverCliPath } from '../../platform/package-path.js';

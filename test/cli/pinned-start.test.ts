@@ -6,11 +6,12 @@
  * one, which conflicted with its own stranded migration (and, without a terminal, refused after
  * having created it).
  */
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { migrateTo } from '../../cli/commands/migrate-action.js';
 import type { MigrationSummary } from '../../core/migration/summary.js';
 import type { Plan } from '../../core/plan/types.js';
 import type { MigrationService, StartResult } from '../../engine/services/migration-service.js';
+import { testContext } from '../support/cli.js';
 
 const summary = {
   id: 'mig_01jd3x0000000000000000000a',
@@ -33,15 +34,9 @@ const seenPlan = {
   settings: [],
 } as unknown as Plan;
 
-afterEach(() => {
-  vi.restoreAllMocks();
-  process.exitCode = undefined;
-});
-
 describe('a pinned start', () => {
   it('that the engine accepts after all is followed, not asked about and started twice', async () => {
-    vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-    const printed = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    const run = testContext();
     const starts: { planId: string }[] = [];
     const service = {
       reachAgain: '',
@@ -55,7 +50,7 @@ describe('a pinned start', () => {
       runs: '',
       runnerPid: null,
     };
-    await migrateTo(
+    const code = await migrateTo(
       service,
       {
         plan: async () => seenPlan,
@@ -66,9 +61,10 @@ describe('a pinned start', () => {
       },
       // No --yes and no terminal: asking would refuse.
       { planId: 'sha256:pinned', json: true },
+      run.context,
     );
     expect(starts).toEqual([{ attach: true, planId: 'sha256:pinned' }]);
-    expect(process.exitCode ?? 0).toBe(0);
-    expect(JSON.parse(String(printed.mock.calls.at(-1)?.[0]))).toMatchObject({ summary: { id: summary.id } });
+    expect(code).toBe(0);
+    expect(JSON.parse(run.stdout())).toMatchObject({ summary: { id: summary.id } });
   });
 });

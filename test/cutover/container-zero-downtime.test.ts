@@ -15,7 +15,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LoadResult } from '../../bench/load.js';
 import { startLoad } from '../../bench/load.js';
-import { runCli } from '../support/cli.js';
+// Migrations under load run in their own process (runBinary), as a user runs them: in-process they
+// would share this process's CPU with the load, which would then not keep its rate.
+import { runBinary, runCli } from '../support/cli.js';
 import { freePort, killRunners, type Summary, show, type Workspace } from '../support/migrations.js';
 import { type PodmanFixture, podmanFixture } from '../support/podman.js';
 
@@ -175,7 +177,7 @@ describe('zero-downtime cutover of container components through the router (real
     let endedAt = 0;
     let id = '';
     const run = await underLoad(async () => {
-      const result = await runCli(['topology', 'migrate', '-f', file, '--yes']);
+      const result = await runBinary(['topology', 'migrate', '-f', file, '--yes']);
       expect(result.code, result.stderr).toBe(0);
       endedAt = Date.now();
       id = idOf(result.stdout);
@@ -189,7 +191,7 @@ describe('zero-downtime cutover of container components through the router (real
   it('rollback --to previous after the cutover, under load: zero failed, all 1.0.0 afterwards', async () => {
     let endedAt = 0;
     const run = await underLoad(async () => {
-      const result = await runCli(['topology', 'rollback', '--to', 'previous', '-f', file, '--yes']);
+      const result = await runBinary(['topology', 'rollback', '--to', 'previous', '-f', file, '--yes']);
       expect(result.code, result.stderr).toBe(0);
       endedAt = Date.now();
     });
@@ -204,7 +206,7 @@ describe('zero-downtime cutover of container components through the router (real
     write({ version: '3.0.0', tag: 'broken' });
     let id = '';
     const run = await underLoad(async () => {
-      const result = await runCli(['topology', 'migrate', '-f', file, '--yes']);
+      const result = await runBinary(['topology', 'migrate', '-f', file, '--yes']);
       expect(result.code).toBe(1);
       expect(result.stdout).toMatch(/failed: health gate failed for web: .*GET \/health → 404/);
       id = idOf(result.stdout);
@@ -229,7 +231,7 @@ describe('zero-downtime cutover of container components through the router (real
     let id = '';
     let endedAt = 0;
     const run = await underLoad(async () => {
-      const started = await runCli(['topology', 'migrate', '-f', file, '--yes', '--detach']);
+      const started = await runBinary(['topology', 'migrate', '-f', file, '--yes', '--detach']);
       expect(started.code, started.stderr).toBe(0);
       id = started.stdout.trim();
       // The event: the gate is running, and it cannot pass until the test creates the hold file.
@@ -238,7 +240,7 @@ describe('zero-downtime cutover of container components through the router (real
       process.kill(pid, 'SIGKILL');
       while (alive(pid)) await sleep(20);
       writeFileSync(hold, '');
-      const resumed = await runCli(['topology', 'migration', 'resume', id, '-f', file]);
+      const resumed = await runBinary(['topology', 'migration', 'resume', id, '-f', file]);
       expect(resumed.code, resumed.stderr).toBe(0);
       const final = await waitUntil(id, (s) => ['completed', 'failed', 'rolled_back'].includes(s.lifecycle));
       endedAt = Date.now();

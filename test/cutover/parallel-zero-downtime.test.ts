@@ -19,7 +19,9 @@ import { startLoad } from '../../bench/load.js';
 import { describeCommand } from '../../core/migration/queries.js';
 import type { MigrationState } from '../../core/migration/types.js';
 import { procStat } from '../../platform/process-identity.js';
-import { repoRoot, runCli, tempDir } from '../support/cli.js';
+// Migrations under load run in their own process (runBinary), as a user runs them: in-process they
+// would share this process's CPU with the load, which would then not keep its rate.
+import { repoRoot, runBinary, runCli, tempDir } from '../support/cli.js';
 import {
   copyFixture,
   freePort,
@@ -289,7 +291,7 @@ describe('several components and routes under load, calls in flight side by side
     let endedAt = 0;
     let stdout = '';
     const loads = await underLoad(async () => {
-      const result = await runCli(['topology', 'migrate', '-f', file, '--yes']);
+      const result = await runBinary(['topology', 'migrate', '-f', file, '--yes']);
       endedAt = Date.now();
       expect(result.code, result.stderr).toBe(0);
       stdout = result.stdout;
@@ -306,7 +308,7 @@ describe('several components and routes under load, calls in flight side by side
     let endedAt = 0;
     let id = '';
     const loads = await underLoad(async () => {
-      const result = await runCli(['topology', 'rollback', '--to', 'previous', '-f', file, '--yes']);
+      const result = await runBinary(['topology', 'rollback', '--to', 'previous', '-f', file, '--yes']);
       endedAt = Date.now();
       expect(result.code, result.stderr).toBe(0);
       id = completedId(result.stdout) as string;
@@ -324,7 +326,7 @@ describe('several components and routes under load, calls in flight side by side
     let endedAt = 0;
     let stdout = '';
     const loads = await underLoad(async () => {
-      const result = await runCli(['topology', 'migrate', '-f', file, '--yes']);
+      const result = await runBinary(['topology', 'migrate', '-f', file, '--yes']);
       endedAt = Date.now();
       expect(result.code).toBe(1);
       stdout = result.stdout;
@@ -354,7 +356,7 @@ describe('several components and routes under load, calls in flight side by side
     let endedAt = 0;
     let stdout = '';
     const loads = await underLoad(async () => {
-      const result = await runCli(['topology', 'migrate', '-f', file, '--yes']);
+      const result = await runBinary(['topology', 'migrate', '-f', file, '--yes']);
       endedAt = Date.now();
       expect(result.code).toBe(1);
       stdout = result.stdout;
@@ -401,7 +403,7 @@ describe('several components and routes under load, calls in flight side by side
       process.kill(runnerPid, 'SIGKILL');
       await eventually(() => !running(runnerPid), 10_000);
       writeFileSync(hold, '');
-      const resumed = await runCli(['topology', 'migration', 'resume', id, '-f', file]);
+      const resumed = await runBinary(['topology', 'migration', 'resume', id, '-f', file]);
       expect(resumed.code, resumed.stderr).toBe(0);
       expect(resumed.stderr).toContain(`${id} had no running process; a new one picked it up.`);
       const final = await waitFor(

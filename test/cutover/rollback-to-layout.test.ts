@@ -7,7 +7,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startLoad } from '../../bench/load.js';
-import { runCli } from '../support/cli.js';
+import { runBinary, runCli } from '../support/cli.js';
 import {
   liveWorkspace,
   migrateDetached,
@@ -36,13 +36,15 @@ async function live(migrated = true): Promise<Live> {
 /** Migrates the file from one version to another; the migration's id. */
 async function bump(w: Live, from: string, to: string, env: NodeJS.ProcessEnv = {}): Promise<string> {
   setFileVersion(w, from, to);
-  const result = await runCli(['topology', 'migrate', '-f', w.file, '--yes'], { env });
+  // The binary: the migration runs in its own process, beside the load (and reads
+  // CUTOVER_KEEP_LAYOUTS from its environment).
+  const result = await runBinary(['topology', 'migrate', '-f', w.file, '--yes'], { env });
   expect(result.code, result.stderr).toBe(0);
   return /^(mig_[0-9a-z]+): completed$/m.exec(result.stdout)?.[1] as string;
 }
 
 const rollback = (w: Live, to: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}) =>
-  runCli(['topology', 'rollback', '--to', to, '-f', w.file, '--yes', ...extra], { env });
+  runBinary(['topology', 'rollback', '--to', to, '-f', w.file, '--yes', ...extra], { env });
 
 async function versionServed(w: Live): Promise<string> {
   return ((await (await fetch(w.url)).json()) as { version: string }).version;
@@ -130,7 +132,7 @@ describe('cutover topology rollback --to', () => {
       'live-demo: layout serial 1 is no longer kept (only the last ones are; see CUTOVER_KEEP_LAYOUTS)',
     );
     setFileVersion(w, '3.0.0', '4.0.0');
-    const bad = await runCli(['topology', 'migrate', '-f', w.file, '--yes'], {
+    const bad = await runBinary(['topology', 'migrate', '-f', w.file, '--yes'], {
       env: { CUTOVER_KEEP_LAYOUTS: 'all' },
     });
     expect(bad.code).toBe(1);

@@ -8,7 +8,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startLoad } from '../../bench/load.js';
 import { readRouterRecord } from '../../router/router-record.js';
-import { runCli } from '../support/cli.js';
+// Migrations under load run in their own process (runBinary), as a user runs them: in-process they
+// would share this process's CPU with the load, which would then not keep its rate.
+import { runBinary, runCli } from '../support/cli.js';
 import {
   freePort,
   liveWorkspace,
@@ -66,7 +68,7 @@ describe('zero-downtime cutover through the router', () => {
     let id = '';
     let endedAt = 0;
     const run = await withLoad(w.url, async () => {
-      const result = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
+      const result = await runBinary(['topology', 'migrate', '-f', w.file, '--yes']);
       expect(result.code).toBe(0);
       endedAt = Date.now();
       id = /^(mig_[0-9a-z]+): completed$/m.exec(result.stdout)?.[1] as string;
@@ -89,7 +91,7 @@ describe('zero-downtime cutover through the router', () => {
     await waitFor(w, id, (s) => s.lifecycle === 'awaiting_commit');
     let endedAt = 0;
     const run = await withLoad(w.url, async () => {
-      expect((await runCli(['topology', 'migration', 'rollback', id, '-f', w.file])).code).toBe(0);
+      expect((await runBinary(['topology', 'migration', 'rollback', id, '-f', w.file])).code).toBe(0);
       expect((await waitFor(w, id, (s) => s.lifecycle === 'rolled_back')).lifecycle).toBe('rolled_back');
       endedAt = Date.now();
     });
@@ -105,7 +107,7 @@ describe('zero-downtime cutover through the router', () => {
       y.replace('    replicas: 2\n', '    replicas: 2\n    env: { UNHEALTHY: "1" }\n'),
     );
     const run = await withLoad(w.url, async () => {
-      const result = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
+      const result = await runBinary(['topology', 'migrate', '-f', w.file, '--yes']);
       expect(result.code).toBe(1);
       expect(result.stdout).toMatch(/failed: health gate failed for web: .* GET \/healthz → 503/);
     });
@@ -182,7 +184,7 @@ describe('zero-downtime cutover through the router', () => {
     const record = readRouterRecord(w.stateDir);
     process.kill(record?.pid as number, 'SIGKILL');
     await sleep(200);
-    const proxy = runCli(['proxy', '-f', w.file]);
+    const proxy = runBinary(['proxy', '-f', w.file]);
     void proxy;
     await waitForAnswer(w.url);
     const body = (await (await fetch(w.url)).json()) as { version: string };
@@ -197,7 +199,7 @@ describe('zero-downtime cutover through the router', () => {
       const running = await waitFor(w, id, (s) => s.status.includes('health_gate'));
       process.kill(running.runnerPid as number, 'SIGKILL');
       await sleep(300);
-      expect((await runCli(['topology', 'migration', 'resume', id, '-f', w.file])).code).toBe(0);
+      expect((await runBinary(['topology', 'migration', 'resume', id, '-f', w.file])).code).toBe(0);
       expect(
         (await waitFor(w, id, (s) => ['completed', 'failed', 'rolled_back'].includes(s.lifecycle))).lifecycle,
       ).toBe('completed');

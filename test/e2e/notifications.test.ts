@@ -12,7 +12,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachedGraceMs } from '../../engine/notify/notifier.js';
-import { repoRoot, runCli } from '../support/cli.js';
+import { repoRoot, runBinary, runCli } from '../support/cli.js';
 import { freePort, liveWorkspace, setFileVersion, type Workspace } from '../support/migrations.js';
 
 const hookKey = 'test-signing-key-21';
@@ -60,7 +60,8 @@ function withNotify(targets: string): (yaml: string) => string {
 
 async function migrate(w: Workspace): Promise<{ ms: number; id: string }> {
   const started = Date.now();
-  const result = await runCli(['topology', 'migrate', '-f', w.file, '--yes', '--json'], { env });
+  // The binary: the migration reads the hooks' secrets from its process's environment.
+  const result = await runBinary(['topology', 'migrate', '-f', w.file, '--yes', '--json'], { env });
   const ms = Date.now() - started;
   expect(result.code, result.stderr).toBe(0);
   const out = JSON.parse(result.stdout) as { summary?: { id: string; lifecycle: string }; id?: string };

@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runCli } from '../support/cli.js';
+import { runBinary, runCli } from '../support/cli.js';
 import { liveWorkspace, show, type Workspace } from '../support/migrations.js';
 import { preload } from './support.js';
 
@@ -22,7 +22,8 @@ describe('an environment fault inside a driver', () => {
     spaces.push(w);
     const fired = path.join(w.dir, 'fault-fired');
     const fault = { op: 'open', path: 'router/routes\\.json\\.\\d+\\.tmp$', nth: 1, fault: 'EACCES' };
-    const result = await runCli(['topology', 'migrate', '-f', w.file, '--yes'], {
+    // The binary: the fault is injected into its process by a preload.
+    const result = await runBinary(['topology', 'migrate', '-f', w.file, '--yes'], {
       env: {
         NODE_OPTIONS: `--import ${preload}`,
         CUTOVER_TEST_FAULT: JSON.stringify(fault),

@@ -6,7 +6,7 @@
  */
 import { createServer, type Server, type Socket } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCli, tempDir } from '../support/cli.js';
+import { runBinary, runCli, tempDir } from '../support/cli.js';
 import { freePort } from '../support/migrations.js';
 import { ServerHarness } from '../support/server.js';
 import { temporalAddress } from '../support/temporal-worker.js';
@@ -32,7 +32,8 @@ const commands: string[][] = [
 async function worker(env: Record<string, string>): Promise<{ code: number; stderr: string }> {
   const { dir, cleanup } = await tempDir('cutover-worker-');
   cleanups.push(cleanup);
-  return runCli(['worker', '--state-dir', dir], { env });
+  // The binary: a worker is a process of its own (and installs Temporal's one runtime per process).
+  return runBinary(['worker', '--state-dir', dir], { env });
 }
 
 /** Exit 1 and exactly one line on stderr, matching `line`. */

@@ -8,7 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type CliResult, runCli, tempDir } from '../support/cli.js';
+import { type CliResult, runBinary, runCli, tempDir } from '../support/cli.js';
 import { killSlots, type Workspace, workspace } from '../support/migrations.js';
 import { Api, ServerHarness } from '../support/server.js';
 
@@ -59,8 +59,10 @@ describe('secrets', () => {
     const values = [first, second, token];
     const file = await secretsFile(`# outside Git\nAPI_TOKEN=${token}\n`);
     const outputs: string[] = [];
+    // The binary: where a migration runs, the engine reads secrets from its process's environment
+    // (CUTOVER_SECRET_*, CUTOVER_SECRETS_FILE), which an in-process run does not set.
     const cli = async (args: string[], password: string): Promise<CliResult> => {
-      const result = await runCli([...args, '-f', (ws as Workspace).file], {
+      const result = await runBinary([...args, '-f', (ws as Workspace).file], {
         env: { CUTOVER_STATE_DIR: (ws as Workspace).stateDir, CUTOVER_SECRET_DB_PASSWORD: password },
       });
       outputs.push(result.stdout, result.stderr);
@@ -179,7 +181,8 @@ describe('secrets', () => {
   it('a secret set nowhere fails the provision step, naming it and where it was looked for', async () => {
     ws = await workspace('test/fixtures/secrets');
     const file = await secretsFile(`API_TOKEN=${distinct('api-token')}\n`);
-    const result = await runCli(['topology', 'migrate', '-f', ws.file, '--yes', '--secrets-file', file], {
+    // The binary: the migration reads the secrets file from its process's environment.
+    const result = await runBinary(['topology', 'migrate', '-f', ws.file, '--yes', '--secrets-file', file], {
       env: { CUTOVER_STATE_DIR: ws.stateDir },
     });
     expect(result.code).toBe(1);
@@ -193,7 +196,8 @@ describe('secrets', () => {
     // Node's own refusal of such an env value quotes it; cutover must refuse it first, by name.
     const head = distinct('nul-head');
     const file = await secretsFile(`API_TOKEN=${distinct('api-token')}\nDB_PASSWORD=${head}\0tail\n`);
-    const result = await runCli(['topology', 'migrate', '-f', ws.file, '--yes', '--secrets-file', file], {
+    // The binary: the migration reads the secrets file from its process's environment.
+    const result = await runBinary(['topology', 'migrate', '-f', ws.file, '--yes', '--secrets-file', file], {
       env: { CUTOVER_STATE_DIR: ws.stateDir },
     });
     expect(result.code).toBe(1);

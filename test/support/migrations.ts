@@ -60,7 +60,8 @@ export function freePort(): Promise<number> {
 
 /**
  * Kills, by pid, every runner and the router recorded in a state directory (detached runners and
- * the router outlive the CLI that started them).
+ * the router outlive the CLI that started them). Not this process: a foreground `migrate` run
+ * in-process (runCli) drives its migration here, and has returned by now.
  */
 export function killRunners(stateDir: string): void {
   const router = path.join(stateDir, 'router', 'router.json');
@@ -80,10 +81,8 @@ export function killRunners(stateDir: string): void {
       const runner = path.join(migrations, id, 'runner.json');
       if (!existsSync(runner)) continue;
       try {
-        process.kill(
-          (JSON.parse(readFileSync(runner, 'utf8')) as { process: { pid: number } }).process.pid,
-          'SIGKILL',
-        );
+        const { pid } = (JSON.parse(readFileSync(runner, 'utf8')) as { process: { pid: number } }).process;
+        if (pid !== process.pid) process.kill(pid, 'SIGKILL');
       } catch {
         // already gone
       }

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { Command } from 'commander';
 import type { FastifyInstance } from 'fastify';
 import { registerServer } from '../../cli/commands/server.js';
+import { commandRun } from '../../cli/context.js';
 import { openEngineService } from '../../engine/services/migration-service.js';
 import { StateDir } from '../../engine/store/state-dir.js';
 import { adoptOrphansEvery } from '../../server/adopt-orphans.js';
@@ -48,7 +49,15 @@ export interface InProcessServer {
 /** The flags as `cutover server` parses them: the CLI's command, its action replaced. */
 async function parseServerFlags(args: string[]): Promise<Record<string, unknown>> {
   const program = new Command().exitOverride();
-  registerServer(program, '0.0.0-test');
+  // The action is replaced below: the context is never written to.
+  const context = {
+    stdout: process.stdout,
+    stderr: process.stderr,
+    stdin: process.stdin,
+    env: process.env,
+    cwd: repoRoot,
+  };
+  registerServer(program, '0.0.0-test', commandRun(context));
   const command = program.commands.find((c) => c.name() === 'server');
   if (!command) throw new Error('no server command');
   let parsed: Record<string, unknown> | undefined;

@@ -5,7 +5,7 @@
  * worker`, the gated fixture's exec scripts with the gate released.
  */
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../support/cli.js';
+import { runBinary } from '../support/cli.js';
 import { releaseGate, setVersion, workspace } from '../support/migrations.js';
 import {
   cleanupsAfterEach,
@@ -28,8 +28,9 @@ describe('CUTOVER_KEEP_LAYOUTS in Temporal mode', () => {
     cleanups.push(() => ws.cleanup());
     await startWorkerProcess(t, ws.stateDir);
     releaseGate(ws);
+    // The binary: the engine reads CUTOVER_KEEP_LAYOUTS from its process's environment.
     const cli = (args: string[], keep: string) =>
-      runCli([...args, '-f', ws.file], { env: { ...temporalEnv(t), CUTOVER_KEEP_LAYOUTS: keep } });
+      runBinary([...args, '-f', ws.file], { env: { ...temporalEnv(t), CUTOVER_KEEP_LAYOUTS: keep } });
 
     const bad = await cli(['topology', 'migrate', '--yes'], '0');
     expect(bad.code).toBe(1);

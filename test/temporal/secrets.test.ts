@@ -7,7 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runCli, tempDir } from '../support/cli.js';
+import { runBinary, tempDir } from '../support/cli.js';
 import { killRunners, killSlots, type Workspace, workspace } from '../support/migrations.js';
 import { startWorkerProcess, type WorkerProcess } from '../support/temporal-worker.js';
 import { sharedTemporal, temporalEnv, uniqueName } from './robustness-helpers.js';
@@ -48,7 +48,8 @@ describe('secrets in Temporal mode', () => {
     const outputs: string[] = [];
     const cli = async (args: string[]) => {
       const reads = args[1] === 'plan' || args[1] === 'migrate';
-      const result = await runCli(
+      // The binary: the plan reads the secrets file from its process's environment.
+      const result = await runBinary(
         [...args, '-f', (ws as Workspace).file, ...(reads ? ['--secrets-file', secrets] : [])],
         {
           env: { ...temporalEnv(t), CUTOVER_STATE_DIR: (worker as WorkerProcess).stateDir },
