@@ -37,7 +37,7 @@ import {
   startNginx,
   waitAnswers,
 } from './router-bench.js';
-import { freePort, median, withTempDir } from './support.js';
+import { freePort, median, recordedGoal, withTempDir } from './support.js';
 
 export const name = 'router-client';
 export const title =
@@ -214,13 +214,13 @@ function summarise(targets, runs, rounds, loads, undiciSource) {
     },
     decision: replace ? 'replace' : 'keep',
     goals: [
-      {
+      // A decision, not a goal: either outcome is a valid result of the bench.
+      recordedGoal({
         label: `undici / own CPU per request at ${cpuRate} req/s (median of ${rounds} per-round ratios; the issue replaces the own client if ≤ ${cpuRatioLimit.toFixed(2)})`,
         value: cpuRatio,
-        target: `≤ ${cpuRatioLimit.toFixed(2)}`,
-        pass: replace,
-        detail: `per round ${list(perRound('cpuUs'))}`,
-      },
+        target: `(decision: replace if ≤ ${cpuRatioLimit.toFixed(2)})`,
+        detail: `${replace ? 'replace' : 'keep'}; per round ${list(perRound('cpuUs'))}`,
+      }),
     ],
     notes: [
       `undici: ${undiciSource}; own: router/upstream-pool.ts + router/http1-response.ts (dist/)`,

@@ -110,3 +110,45 @@ export function freePort() {
     });
   });
 }
+
+/**
+ * A goal judged twice: `pass` when the value meets the target, `fail` when it misses by a wide
+ * margin (beyond `failBeyond`). A shared 2-core machine moves every figure by tens of percent, so
+ * only a wide miss (a regression: a quadratic walk, a proxy twice as slow) fails the run; a narrow
+ * one is reported as MISS. `atMost`: the value must not exceed the target; otherwise at least.
+ * A value that could not be measured (NaN) fails.
+ */
+export function judgeGoal({
+  label,
+  value,
+  unit,
+  target,
+  failBeyond,
+  atMost = true,
+  exclusive = false,
+  ...rest
+}) {
+  const meets = (bound) =>
+    atMost ? (exclusive ? value < bound : value <= bound) : exclusive ? value > bound : value >= bound;
+  const show = (v) => (unit === 'ms' ? `${v} ms` : String(v));
+  return {
+    label,
+    value,
+    ...(unit === undefined ? {} : { unit }),
+    target: `${atMost ? (exclusive ? '<' : '≤') : exclusive ? '>' : '≥'} ${show(target)}`,
+    limit: `${atMost ? '≤' : '≥'} ${show(failBeyond)}`,
+    pass: meets(target),
+    fail: !(atMost ? value <= failBeyond : value >= failBeyond),
+    ...rest,
+  };
+}
+
+/** A goal that is met or not, with no margin: failed requests, a missed commit. */
+export function strictGoal({ label, value, unit, target, pass, ...rest }) {
+  return { label, value, ...(unit === undefined ? {} : { unit }), target, pass, fail: !pass, ...rest };
+}
+
+/** A figure recorded for the reader, with no goal to meet (it never fails the run). */
+export function recordedGoal({ label, value, unit, target = '(recorded; no goal)', ...rest }) {
+  return { label, value, ...(unit === undefined ? {} : { unit }), target, pass: true, fail: false, ...rest };
+}
