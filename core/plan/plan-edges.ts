@@ -30,7 +30,7 @@ export function withEdges(actions: readonly Action[], current: Topology | null, 
   }
   const provisionOf = (c: string) => byKey.get(key('provision', c)) ?? byKey.get(key('restart', c));
   const cutoverIds = actions.filter((a) => a.stage === 'cutover').map((a) => a.id);
-  const dependentsBefore = dependentsIndex(current);
+  const dependentsBefore = dependentsIndex(current, actions);
   const routesToBefore = routesToIndex(current);
   const routeActionOf = (r: string) =>
     byKey.get(key('create_route', r)) ??
@@ -96,11 +96,20 @@ function key(type: Action['type'], subject: string): string {
   return `${type} ${subject}`;
 }
 
-/** Component → the components of the current layout that depend on it. */
-function dependentsIndex(current: Topology | null): Map<string, string[]> {
+/**
+ * Component → the components of the current layout that depend on it. Only blue slots going down
+ * (drains, retirements) ask, so a plan without any builds nothing.
+ */
+function dependentsIndex(current: Topology | null, actions: readonly Action[]): Map<string, string[]> {
   const out = new Map<string, string[]>();
-  for (const [name, component] of Object.entries(current?.components ?? {})) {
-    for (const dependency of new Set(component.dependsOn)) {
+  if (!current || !actions.some((a) => a.stage === 'drain_blue' || a.stage === 'commit')) return out;
+  const components = current.components;
+  for (const name of Object.keys(components)) {
+    // An own key (from Object.keys): a plain read is enough, and `__proto__` reads the own value.
+    const dependsOn = (components[name] as Topology['components'][string]).dependsOn;
+    for (let i = 0; i < dependsOn.length; i++) {
+      const dependency = dependsOn[i] as string;
+      if (dependsOn.indexOf(dependency) !== i) continue; // named twice: one edge
       const list = out.get(dependency);
       if (list) list.push(name);
       else out.set(dependency, [name]);
