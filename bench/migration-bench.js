@@ -134,6 +134,7 @@ export async function run({ quick, log }) {
           target: 2,
           exclusive: true,
           failBeyond: 4,
+          wallClock: true,
         }),
       ],
       notes: [

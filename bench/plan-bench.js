@@ -154,6 +154,7 @@ export async function run({ quick, ratios = false, log = () => {} }) {
           target: goalMs,
           exclusive: true,
           failBeyond: 2 * goalMs,
+          wallClock: true,
           ...(run.ok ? {} : { detail: run.error }),
         });
       }),

@@ -201,6 +201,7 @@ export async function run({ quick, log }) {
       target: localGoalMs,
       exclusive: true,
       failBeyond: 2 * localGoalMs,
+      wallClock: true,
     }),
     judgeGoal({
       label: `remote: push → report, p99 of ${remote.commits} pushes, ${intervalMs / 1000} s interval (p50 ${remote.p50.toFixed(0)} ms; goal: interval + 1 s)`,
@@ -209,6 +210,7 @@ export async function run({ quick, log }) {
       target: remoteGoalMs,
       exclusive: true,
       failBeyond: 2 * remoteGoalMs,
+      wallClock: true,
     }),
     strictGoal({
       label: 'commits and pushes never planned',
