@@ -35,8 +35,13 @@ export const columns = [
 const provisionMs = 1_000;
 /** The bound: the ideal wall time plus 20 %. */
 const allowedRatio = 1.2;
-/** Temporal round trips weigh most on a 1 s migration (1.34 at load 10); sequential would be 10. */
-const failBeyondRatio = 1.6;
+/**
+ * Actions run one at a time would give N / parallelism (10 for the first case): a wide miss. The
+ * ratio is not free of the load, though: its excess over 1 is the engine's own time (the CLI's
+ * start, planning, journal, processes), which a busy machine stretches (1.64 for the first case at
+ * load 35 on 2 cores, 1.06 quiet), so the margin is wide.
+ */
+const failBeyondRatio = 2.5;
 
 function topologyText(environment, count, chain) {
   const lines = [
