@@ -116,7 +116,7 @@ export async function run({ quick, log }) {
       .concat('\nstrategy:\n  bake: 30m\n  commit: auto\n');
     const applied = await call(`${server.url}/v1/apply`, 'POST', { topology: text, path: topologyPath });
     if (applied.status !== 202) throw new Error(`apply: ${applied.status} ${applied.text}`);
-    id = applied.json().migration.id;
+    id = applied.json().summary.id; // 202: { summary, planId }
     // Measured while it bakes: a migration in flight, its log quiet.
     for (;;) {
       const { json } = await call(`${server.url}/v1/migrations/${id}`, 'GET');

@@ -26,6 +26,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { createNginxDriver } from '../dist/engine/drivers/nginx-driver.js';
 import { createRouteTableDriver } from '../dist/engine/drivers/router-driver.js';
+import { StateDir } from '../dist/engine/store/state-dir.js';
 import {
   cannon,
   childPids,
@@ -127,7 +128,13 @@ async function startTargets(dir, owned) {
 
   const routerListen = `127.0.0.1:${await freePort()}`;
   const stateDir = join(dir, 'state');
-  await setRoute(createRouteTableDriver(), { stateDir, baseDir: stateDir }, routerListen, app);
+  // A driver's context holds a StateDir, not its path (router-bench.js does the same).
+  await setRoute(
+    createRouteTableDriver(),
+    { stateDir: StateDir.at(stateDir), baseDir: stateDir },
+    routerListen,
+    app,
+  );
   const router = owned.start(process.execPath, [cliPath, 'proxy', '--state-dir', stateDir]);
   await waitAnswers(routerListen);
 
