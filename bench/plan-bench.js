@@ -16,7 +16,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { generateLayout, generateTopologyPair, layoutToYaml } from './generate-topology.js';
-import { judgeGoal, median, runNode, withTempDir } from './support.js';
+import { judgeGoal, loadFactor, median, runNode, withTempDir } from './support.js';
 
 export const name = 'plan';
 export const title =
@@ -155,6 +155,7 @@ export async function run({ quick, ratios = false, log = () => {} }) {
           exclusive: true,
           failBeyond: 2 * goalMs,
           wallClock: true,
+          loadPerCore: run.loadPerCore,
           ...(run.ok ? {} : { detail: run.error }),
         });
       }),
@@ -197,11 +198,14 @@ async function measureCli(pairDir) {
   const wallMs = [];
   const exitCodes = [];
   let error;
+  // The busiest the machine was during these runs: the wide margin of the goal scales with it.
+  let loadPerCore = loadFactor();
   for (let i = 0; i < cliRuns; i++) {
     // The plan goes to stdout, as a reader of `--format json` takes it (--out is for saved plans,
     // which are planned against the live layout, not --against: the CLI refuses the two together).
     const r = await runNode(args, { cwd: pairDir, env, timeoutMs: 120_000 });
     wallMs.push(r.wallMs);
+    loadPerCore = Math.max(loadPerCore, loadFactor());
     exitCodes.push(r.code ?? r.signal);
     if (r.code !== 0 && error === undefined) {
       error = `exit ${r.code ?? r.signal}: ${(r.stderr.trim() || r.stdout.trim()).split('\n').slice(0, 3).join(' | ')}`;
@@ -213,6 +217,7 @@ async function measureCli(pairDir) {
     wallMs,
     exitCodes,
     error,
+    loadPerCore,
     command: `node bin/cutover.js ${args.slice(1).join(' ')}`,
   };
 }

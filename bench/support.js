@@ -133,9 +133,12 @@ export function judgeGoal({
   atMost = true,
   exclusive = false,
   wallClock = false,
+  loadPerCore,
   ...rest
 }) {
-  const busy = wallClock ? loadFactor() : 1;
+  // The load when the figure was measured (`loadPerCore`, when the bench sampled it), not when it is
+  // judged: a bench that measures for minutes sees the load change.
+  const busy = wallClock ? Math.max(1, loadPerCore ?? loadFactor()) : 1;
   const failBeyond = busy > 1 ? Number((wideBound * busy).toFixed(2)) : wideBound;
   const meets = (bound) =>
     atMost ? (exclusive ? value < bound : value <= bound) : exclusive ? value > bound : value >= bound;
