@@ -9,7 +9,7 @@
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runNode, withTempDir } from './support.js';
+import { judgeGoal, runNode, withTempDir } from './support.js';
 
 export const name = 'parallel';
 export const title = 'Parallel migrations: exec components with a 1 s provision (local runner, real CLI)';
@@ -29,6 +29,13 @@ const cliPath = join(repoRoot, 'bin', 'cutover.js');
 const provisionMs = 1_000;
 /** The issue's bound: the ideal wall time plus 20 %. */
 const allowedRatio = 1.2;
+/**
+ * Actions run one at a time would give N / parallelism (10 for the first case): a wide miss. The
+ * ratio is not free of the load, though: its excess over 1 is the engine's own time (the CLI's
+ * start, planning, journal, processes), which a busy machine stretches (1.64 for the first case at
+ * load 35 on 2 cores, 1.06 quiet), so the margin is wide.
+ */
+const failBeyondRatio = 2.5;
 
 function topologyText(count, chain) {
   const lines = [
@@ -66,10 +73,11 @@ async function migrateOnce(dir, { count, chain, parallelism }) {
   return { migrationMs, processMs: r.wallMs };
 }
 
-export async function run({ quick, log }) {
+export async function run({ quick, ratios = false, log }) {
   const cases = [
     { layout: 'independent', count: 10, chain: false, parallelism: 10 },
-    { layout: 'independent', count: 10, chain: false, parallelism: 1 },
+    // One at a time: 10 s that show nothing the others do not; left out of the quick ratios run.
+    ...(ratios ? [] : [{ layout: 'independent', count: 10, chain: false, parallelism: 1 }]),
     ...(quick ? [] : [{ layout: 'independent', count: 100, chain: false, parallelism: 10 }]),
     { layout: 'chain', count: 5, chain: true, parallelism: 10 },
   ];
@@ -91,12 +99,14 @@ export async function run({ quick, log }) {
     }
     return {
       rows,
-      goals: rows.map((r) => ({
-        label: `${r.layout} ×${r.components} at parallelism ${r.parallelism}: migration time / ideal`,
-        value: r.ratio,
-        target: `≤ ${allowedRatio}`,
-        pass: r.ratio <= allowedRatio,
-      })),
+      goals: rows.map((r) =>
+        judgeGoal({
+          label: `${r.layout} ×${r.components} at parallelism ${r.parallelism}: migration time / ideal`,
+          value: r.ratio,
+          target: allowedRatio,
+          failBeyond: failBeyondRatio,
+        }),
+      ),
       notes: [
         'ideal: ceil(N / parallelism) × 1 s for independent components, depth × 1 s for a chain',
         'migration ms: the migration’s start to its end (its --json summary); process ms adds the CLI’s start and planning',

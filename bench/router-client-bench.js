@@ -26,6 +26,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { createNginxDriver } from '../dist/engine/drivers/nginx-driver.js';
 import { createRouteTableDriver } from '../dist/engine/drivers/router-driver.js';
+import { StateDir } from '../dist/engine/store/state-dir.js';
 import {
   cannon,
   childPids,
@@ -37,7 +38,7 @@ import {
   startNginx,
   waitAnswers,
 } from './router-bench.js';
-import { freePort, median, withTempDir } from './support.js';
+import { freePort, median, recordedGoal, withTempDir } from './support.js';
 
 export const name = 'router-client';
 export const title =
@@ -127,7 +128,13 @@ async function startTargets(dir, owned) {
 
   const routerListen = `127.0.0.1:${await freePort()}`;
   const stateDir = join(dir, 'state');
-  await setRoute(createRouteTableDriver(), { stateDir, baseDir: stateDir }, routerListen, app);
+  // A driver's context holds a StateDir, not its path (router-bench.js does the same).
+  await setRoute(
+    createRouteTableDriver(),
+    { stateDir: StateDir.at(stateDir), baseDir: stateDir },
+    routerListen,
+    app,
+  );
   const router = owned.start(process.execPath, [cliPath, 'proxy', '--state-dir', stateDir]);
   await waitAnswers(routerListen);
 
@@ -214,13 +221,13 @@ function summarise(targets, runs, rounds, loads, undiciSource) {
     },
     decision: replace ? 'replace' : 'keep',
     goals: [
-      {
+      // A decision, not a goal: either outcome is a valid result of the bench.
+      recordedGoal({
         label: `undici / own CPU per request at ${cpuRate} req/s (median of ${rounds} per-round ratios; the issue replaces the own client if ≤ ${cpuRatioLimit.toFixed(2)})`,
         value: cpuRatio,
-        target: `≤ ${cpuRatioLimit.toFixed(2)}`,
-        pass: replace,
-        detail: `per round ${list(perRound('cpuUs'))}`,
-      },
+        target: `(decision: replace if ≤ ${cpuRatioLimit.toFixed(2)})`,
+        detail: `${replace ? 'replace' : 'keep'}; per round ${list(perRound('cpuUs'))}`,
+      }),
     ],
     notes: [
       `undici: ${undiciSource}; own: router/upstream-pool.ts + router/http1-response.ts (dist/)`,

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const liveChildren = new Set();
@@ -109,4 +109,63 @@ export function freePort() {
       server.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * A goal judged twice: `pass` when the value meets the target, `fail` when it misses by a wide
+ * margin (beyond `failBeyond`). A shared 2-core machine moves every figure by tens of percent, so
+ * only a wide miss (a regression: a quadratic walk, a proxy twice as slow) fails the run; a narrow
+ * one is reported as MISS. `atMost`: the value must not exceed the target; otherwise at least.
+ * A value that could not be measured (NaN) fails.
+ *
+ * `wallClock`: an absolute time that other work on the machine stretches (a ratio of two figures
+ * taken side by side does not need it). Its wide margin grows with the load: with the 1-minute
+ * load average above the number of cores, each process gets that much less of a core, so the
+ * margin is multiplied by load / cores (a 10,000-component plan took 5 s at load 20 on 2 cores,
+ * 0.8 s at load 1). The target itself does not move: PASS still means the goal was met.
+ */
+export function judgeGoal({
+  label,
+  value,
+  unit,
+  target,
+  failBeyond: wideBound,
+  atMost = true,
+  exclusive = false,
+  wallClock = false,
+  loadPerCore,
+  ...rest
+}) {
+  // The load when the figure was measured (`loadPerCore`, when the bench sampled it), not when it is
+  // judged: a bench that measures for minutes sees the load change.
+  const busy = wallClock ? Math.max(1, loadPerCore ?? loadFactor()) : 1;
+  const failBeyond = busy > 1 ? Number((wideBound * busy).toFixed(2)) : wideBound;
+  const meets = (bound) =>
+    atMost ? (exclusive ? value < bound : value <= bound) : exclusive ? value > bound : value >= bound;
+  const show = (v) => (unit === 'ms' ? `${v} ms` : String(v));
+  return {
+    label,
+    value,
+    ...(unit === undefined ? {} : { unit }),
+    target: `${atMost ? (exclusive ? '<' : '≤') : exclusive ? '>' : '≥'} ${show(target)}`,
+    limit: `${atMost ? '≤' : '≥'} ${show(failBeyond)}${busy > 1 ? ` (${show(wideBound)} × load ${busy.toFixed(1)} per core)` : ''}`,
+    pass: meets(target),
+    fail: !(atMost ? value <= failBeyond : value >= failBeyond),
+    ...rest,
+  };
+}
+
+/** A goal that is met or not, with no margin: failed requests, a missed commit. */
+export function strictGoal({ label, value, unit, target, pass, ...rest }) {
+  return { label, value, ...(unit === undefined ? {} : { unit }), target, pass, fail: !pass, ...rest };
+}
+
+/** A figure recorded for the reader, with no goal to meet (it never fails the run). */
+export function recordedGoal({ label, value, unit, target = '(recorded; no goal)', ...rest }) {
+  return { label, value, ...(unit === undefined ? {} : { unit }), target, pass: true, fail: false, ...rest };
+}
+
+/** The 1-minute load average per core, at least 1: how much a busy machine stretches wall time. */
+export function loadFactor() {
+  return Math.max(1, loadavg()[0] / Math.max(1, cpus().length));
 }

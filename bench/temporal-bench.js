@@ -26,7 +26,7 @@ import { TemporalMigrations } from '../dist/engine/temporal/temporal-migrations.
 import { startWorker } from '../dist/engine/temporal/worker.js';
 import { migrationWorkflowId } from '../dist/engine/temporal/workflow-definitions.js';
 import { temporalBinary } from '../scripts/tools.mjs';
-import { freePort, noopDrivers, withTempDir } from './support.js';
+import { freePort, noopDrivers, recordedGoal, withTempDir } from './support.js';
 
 export const name = 'temporal';
 export const title = 'Temporal mode next to the local runner: the same no-op migration';
@@ -300,14 +300,12 @@ export async function run({ quick, log }) {
       return {
         rows,
         goals: [
-          {
+          recordedGoal({
             label: 'what Temporal mode adds per step (worst row)',
             value: worst.addedPerStepMs,
             unit: 'ms',
-            target: '(recorded; no goal)',
-            pass: true,
             detail: `${worst.migration}, ${worst.components} components: ${worst.ratio.toFixed(1)}× the local runner`,
-          },
+          }),
         ],
         notes: [
           'steps = commands of the step function (driver calls as activities, waits as timers, the layout record as a signal); the same count in both modes',

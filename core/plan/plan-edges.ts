@@ -21,24 +21,23 @@ import type { Action } from './types.js';
  *   actions also run only once the commit is reached, after every action before the commit.
  */
 export function withEdges(actions: readonly Action[], current: Topology | null, desired: Topology): Action[] {
-  const ids = new Set(actions.map((a) => a.id));
+  // Every lookup below is an index built once: the edges of a plan cost time linear in the plan and
+  // the layouts, not a scan of the current layout per action (10,000 components made that seconds).
+  const position = new Map(actions.map((a, i) => [a.id, i]));
   const byKey = new Map<string, string>();
   for (const a of actions) {
     for (const subject of a.routes ?? [a.component ?? a.route ?? '']) byKey.set(key(a.type, subject), a.id);
   }
   const provisionOf = (c: string) => byKey.get(key('provision', c)) ?? byKey.get(key('restart', c));
   const cutoverIds = actions.filter((a) => a.stage === 'cutover').map((a) => a.id);
-  const currentRoutes = current?.routes ?? {};
-  const currentComponents = current?.components ?? {};
-  const dependentsBefore = (c: string) =>
-    Object.keys(currentComponents).filter((d) => own(currentComponents, d)?.dependsOn.includes(c));
-  const routesToBefore = (c: string) =>
-    Object.keys(currentRoutes).filter((r) => own(currentRoutes, r)?.to === c);
+  const dependentsBefore = dependentsIndex(current, actions);
+  const routesToBefore = routesToIndex(current);
   const routeActionOf = (r: string) =>
     byKey.get(key('create_route', r)) ??
     byKey.get(key('shift_traffic', r)) ??
     byKey.get(key('update_route', r)) ??
     byKey.get(key('remove_route', r));
+  const inPlanOrder = (a: string, b: string) => (position.get(a) as number) - (position.get(b) as number);
 
   return actions.map((a) => {
     const c = a.component ?? '';
@@ -72,24 +71,24 @@ export function withEdges(actions: readonly Action[], current: Topology | null, 
         break;
       case 'drain':
         after = [
-          ...routesToBefore(c).map(routeActionOf),
+          ...(routesToBefore.get(c) ?? []).map(routeActionOf),
           byKey.get(key('check_health', c)),
-          ...dependentsBefore(c).map((d) => byKey.get(key('drain', d))),
+          ...(dependentsBefore.get(c) ?? []).map((d) => byKey.get(key('drain', d))),
         ];
         break;
       case 'retire_blue':
       case 'retire':
         after = [
           byKey.get(key('drain', c)),
-          ...dependentsBefore(c).flatMap((d) => [
+          ...(dependentsBefore.get(c) ?? []).flatMap((d) => [
             byKey.get(key('retire_blue', d)),
             byKey.get(key('retire', d)),
           ]),
         ];
         break;
     }
-    const list = [...new Set(after.filter((id): id is string => id !== undefined && ids.has(id)))];
-    return { ...a, after: list.sort(byPlanOrder(actions)) };
+    const list = [...new Set(after.filter((id): id is string => id !== undefined && position.has(id)))];
+    return { ...a, after: list.sort(inPlanOrder) };
   });
 }
 
@@ -97,9 +96,37 @@ function key(type: Action['type'], subject: string): string {
   return `${type} ${subject}`;
 }
 
-function byPlanOrder(actions: readonly Action[]): (a: string, b: string) => number {
-  const index = new Map(actions.map((action, i) => [action.id, i]));
-  return (a, b) => (index.get(a) ?? 0) - (index.get(b) ?? 0);
+/**
+ * Component → the components of the current layout that depend on it. Only blue slots going down
+ * (drains, retirements) ask, so a plan without any builds nothing.
+ */
+function dependentsIndex(current: Topology | null, actions: readonly Action[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  if (!current || !actions.some((a) => a.stage === 'drain_blue' || a.stage === 'commit')) return out;
+  const components = current.components;
+  for (const name of Object.keys(components)) {
+    // An own key (from Object.keys): a plain read is enough, and `__proto__` reads the own value.
+    const dependsOn = (components[name] as Topology['components'][string]).dependsOn;
+    for (let i = 0; i < dependsOn.length; i++) {
+      const dependency = dependsOn[i] as string;
+      if (dependsOn.indexOf(dependency) !== i) continue; // named twice: one edge
+      const list = out.get(dependency);
+      if (list) list.push(name);
+      else out.set(dependency, [name]);
+    }
+  }
+  return out;
+}
+
+/** Component → the routes of the current layout that send it traffic. */
+function routesToIndex(current: Topology | null): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const [name, route] of Object.entries(current?.routes ?? {})) {
+    const list = out.get(route.to);
+    if (list) list.push(name);
+    else out.set(route.to, [name]);
+  }
+  return out;
 }
 
 /**
