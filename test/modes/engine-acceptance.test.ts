@@ -72,11 +72,20 @@ function scenarios(mode: Mode): void {
   /** Where the drivers keep their records: the slots and the release gate. */
   const driverStateDir = (w: Workspace) => (mode === 'temporal' ? requireWorker().stateDir : w.stateDir);
 
-  /** A copy of the gated fixture under an environment name of its own. */
+  /**
+   * A copy of the gated fixture under an environment name of its own. A held gate stays held for
+   * the test's length: the fixture's 100 failures at 200 ms failed it after 20 s, and under load
+   * the verbs a scenario gives at the gate took longer (pause found the migration failed); at 1 s
+   * a probe it holds 100 s, and an open gate still passes at the first probe.
+   */
   async function ws(edit: (yaml: string) => string = (y) => y): Promise<Workspace> {
     serial += 1;
     const name = `acc-${mode}-${serial}-${process.pid}`;
-    const w = await workspace('test/fixtures/gated', (y) => edit(y.replace('name: gated', `name: ${name}`)));
+    const held = (y: string) =>
+      y.replace('interval: 200ms', 'interval: 1s').replace('deadline: 60s', 'deadline: 10m');
+    const w = await workspace('test/fixtures/gated', (y) =>
+      held(edit(y.replace('name: gated', `name: ${name}`))),
+    );
     spaces.push(w);
     return w;
   }
