@@ -129,17 +129,26 @@ export const finalLifecycles = ['completed', 'rolled_back', 'cancelled', 'failed
 
 /**
  * Brings the environment to the target layout the way an operator would: resume the migration
- * left in flight (if any) until it ends, then migrate again if the target is not live yet.
- * Returns what the operator saw at each step, for the failure message.
+ * left in flight (if any) and follow its log until it ends, then migrate again if the target is not
+ * live yet. `listedBefore`: a `listAll` the caller has just made (saves a CLI run). Returns what
+ * the operator saw at each step, for the failure message.
  */
-export async function recover(sb: Sandbox, baseId: string): Promise<string[]> {
+export async function recover(
+  sb: Sandbox,
+  baseId: string,
+  listedBefore?: Awaited<ReturnType<typeof listAll>>,
+): Promise<string[]> {
   const seen: string[] = [];
-  const listed = await listAll(sb);
+  const listed = listedBefore ?? (await listAll(sb));
   seen.push(`list: exit ${listed.code} ${listed.stderr.trim()}`);
   const inFlight = listed.list.find((m) => m.id !== baseId && !finalLifecycles.includes(m.lifecycle));
   if (inFlight) {
     const r = await sb.migration('resume', inFlight.id);
     seen.push(`resume ${inFlight.id}: exit ${r.code} ${r.stderr.trim()}`);
+    // Followed to its end as an operator would (one process, not a poll of `show`); the loop
+    // below then only confirms the end, or waits on if the follow stopped early.
+    const followed = await sb.migration('logs', inFlight.id, {}, ['--follow']);
+    seen.push(`logs --follow: exit ${followed.code} ${followed.stderr.trim().split('\n').at(-1) ?? ''}`);
     const deadline = Date.now() + 30_000;
     for (;;) {
       const s = await sb.migration('show', inFlight.id, {}, ['--json']);
