@@ -122,7 +122,10 @@ describe('the CLI through a cutover server', () => {
     expect(rolledBack.code, rolledBack.stderr).toBe(0);
     // It waits for the end, following the log through the server.
     expect(rolledBack.stdout).toBe(`${id}: rolled back\n`);
-    expect(rolledBack.stderr).toContain('rolled back: blue is serving (rollback requested');
+    // The environment's first migration: there is no blue to serve (issue 26, item 11).
+    expect(rolledBack.stderr).toContain(
+      'rolled back: nothing is serving: the environment had no layout before (a first deployment) (rollback requested',
+    );
     const again = await cli(['topology', 'migration', 'rollback', id]);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/^cutover: cannot roll back mig_\w+: it was already rolled back/m);
