@@ -98,7 +98,11 @@ export function planSecrets(
 }
 
 /** cutover's own credentials (a server's tokens, a client's token, the Git webhook key): no child needs them. */
-const cutoverCredentials = new Set(['CUTOVER_TOKENS', 'CUTOVER_TOKEN', 'CUTOVER_HOOK_SECRET']);
+const cutoverCredentials: ReadonlySet<string> = new Set([
+  'CUTOVER_TOKENS',
+  'CUTOVER_TOKEN',
+  'CUTOVER_HOOK_SECRET',
+]);
 
 /**
  * cutover's own environment as a child process inherits it (a replica, a script, a hook, a probe,

@@ -51,7 +51,8 @@ interface Site {
   kill?: true;
 }
 
-const tmp = '\\.\\d+\\.\\d+\\.\\d+\\.tmp$';
+/** writeTemp's name (platform/claim-lock.ts): `<file>.<pid>.<ms>.<random hex>.tmp`. */
+const tmp = '\\.\\d+\\.\\d+\\.[0-9a-f]+\\.tmp$';
 const journal = 'journal\\.ndjson$';
 /** Events of topology.yaml's journal: 1 created, 2–4 provision, 5 replicate, 6–8 health, 9–11 drain (11 commits), 12 layout recorded, 13–15 retire. */
 const sites: Site[] = [
