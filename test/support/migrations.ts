@@ -64,6 +64,8 @@ export function freePort(): Promise<number> {
  * in-process (runCli) drives its migration here, and has returned by now.
  */
 export function killRunners(stateDir: string): void {
+  killRecordedRunners(stateDir);
+  // The router last: a runner still alive supervises it, and would start it again.
   const router = path.join(stateDir, 'router', 'router.json');
   if (existsSync(router)) {
     try {
@@ -72,6 +74,9 @@ export function killRunners(stateDir: string): void {
       // already gone
     }
   }
+}
+
+function killRecordedRunners(stateDir: string): void {
   const envs = path.join(stateDir, 'environments');
   if (!existsSync(envs)) return;
   for (const env of readdirSync(envs)) {
