@@ -168,7 +168,7 @@ describe('process driver', () => {
     const dump = [
       node,
       '-e',
-      "for (const [k, v] of Object.entries(process.env).sort()) if (/^(CUTOVER_|PORT$|HOST$|LOG_LEVEL$)/.test(k)) console.log(k + '=' + v);" +
+      "for (const [k, v] of Object.entries(process.env).sort()) if (/^(CUTOVER_(?!TEST_RUN$)|PORT$|HOST$|LOG_LEVEL$)/.test(k)) console.log(k + '=' + v);" +
         "console.log('cwd=' + process.cwd()); setInterval(() => {}, 1000);",
     ];
     const component = spec({
