@@ -180,7 +180,8 @@ describe('process driver', () => {
 
     const slotDir = slot.details?.slotDir as string;
     for (const replica of replicasOf(slot)) {
-      const log = await logContaining(replica.log, 'cwd=');
+      // A line of its own: the log's header names the command, which holds 'cwd=' too.
+      const log = await logContaining(replica.log, '\ncwd=');
       const lines = log.split('\n').filter((line) => !line.startsWith('---') && line !== '');
       expect(lines).toEqual([
         `CUTOVER_COMPONENT=api`,
