@@ -54,7 +54,7 @@ async function migrate(
     baseDir: baseDirOf(file),
     ...(replace.length > 0 ? { replace } : {}),
     ...(options.commit === undefined ? {} : { commit: options.commit, commitFrom: 'option' as const }),
-    appliedCommit: await commitOfFile(options.file),
+    appliedCommit: await commitOfFile(file),
     ...(options.parallelism === undefined ? {} : { parallelism: options.parallelism }),
   };
   return migrateTo(

@@ -39,11 +39,12 @@ export async function* followEvents(
   options: { signal: AbortSignal; after?: string; pollMs?: number },
 ): AsyncGenerator<CloudEvent> {
   const followed = new Map<string, Followed>();
+  const beganMs = Date.now();
   let first = true;
   while (!options.signal.aborted) {
     // Each look gathers what every migration journaled since the last and tells it in time order
     // (a client resumes by time: told out of order, an earlier event would be skipped). On the
-    // first look it is history, told only after a resume point.
+    // first look what came before the feed began is history, told only after a resume point.
     const batch: CloudEvent[] = [];
     for (const ref of allMigrations(stateDir)) {
       const key = `${ref.environment}/${ref.id}`;
@@ -65,7 +66,7 @@ export async function* followEvents(
       }
       if (f.state && isFinal(f.state.lifecycle)) f.ended = true;
     }
-    yield* first ? historyAfter(batch, options.after) : inTimeOrder(batch).map((k) => k.event);
+    yield* first ? firstLook(batch, options.after, beganMs) : inTimeOrder(batch).map((k) => k.event);
     first = false;
     try {
       await sleep(options.pollMs ?? eventFeedPollMs, undefined, { signal: options.signal });
@@ -88,6 +89,19 @@ export function historyAfter(history: CloudEvent[], after: string | undefined): 
   const named = keyed.find((k) => k.event.id === after);
   if (named) return keyed.filter((k) => compareKeys(k.key, named.key) > 0).map((k) => k.event);
   return keyed.filter((k) => k.key.id.migration > resume.migration).map((k) => k.event); // ULIDs sort by time
+}
+
+/**
+ * What a feed's first look tells: the history after the resume point, and every event since the
+ * feed began (`beganMs`). A first look takes a while (in Temporal mode a list and a query per run,
+ * seconds under load): a migration that started meanwhile is no history, and its events, passed
+ * over, never came (GET /v1/events then waited for a `completed` it had already missed).
+ */
+export function firstLook(batch: CloudEvent[], after: string | undefined, beganMs: number): CloudEvent[] {
+  const resumed = new Set(historyAfter(batch, after).map((event) => event.id));
+  return inTimeOrder(batch)
+    .filter((k) => resumed.has(k.event.id) || k.key.time >= beganMs)
+    .map((k) => k.event);
 }
 
 export function inTimeOrder(events: CloudEvent[]): { event: CloudEvent; key: OrderKey }[] {

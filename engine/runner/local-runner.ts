@@ -35,7 +35,7 @@ export interface RunnerDeps {
   now?: () => number;
   /** Subscribed before the runner starts, so it sees every line. */
   onLine?: (line: LogLine, state: MigrationState) => void;
-  /** Masks secrets in every event journaled, line logged and notification sent; default: this process's secrets. */
+  /** Masks secrets in every event journaled, line logged and notification sent; default: the secrets of `secrets` (not the process environment: an in-process command hands its own). */
   redact?: Redactor;
 }
 
@@ -79,7 +79,7 @@ export class LocalRunner {
     this.journal = journal;
     this.seq = seq;
     this.now = deps.now ?? Date.now;
-    this.redact = deps.redact ?? processRedactor();
+    this.redact = deps.redact ?? processRedactor(deps.secrets.env);
     this.paths = deps.stateDir.migration(state.spec.environment, state.spec.id);
     this.trackProcess = processTracker(this.paths.processes);
     if (deps.onLine) this.listeners.add(deps.onLine);

@@ -13,8 +13,9 @@ export async function commitOfFile(file: string): Promise<string | null> {
   const dir = await realpath(path.dirname(resolved)).catch(() => path.dirname(resolved));
   const absolute = path.join(dir, path.basename(resolved));
   const { simpleGit } = await import('simple-git');
-  const git = simpleGit({ baseDir: dir });
   try {
+    // simple-git throws at once for a directory that does not exist: no work tree, no commit.
+    const git = simpleGit({ baseDir: dir });
     if ((await git.revparse(['--is-inside-work-tree'])).trim() !== 'true') return null;
     // Tracked at HEAD, and no change staged or unstaged: the file's text is HEAD's.
     const tracked = await git.raw(['ls-files', '--error-unmatch', '--', absolute]);

@@ -89,7 +89,7 @@ export function createActivities(deps: ActivityDeps): CutoverActivities {
         });
         // What goes into the workflow's history (its journal), masked as the local runner's
         // journal is: a replica's or a hook's output may hold a secret this worker gave it.
-        return processRedactor().value({ result, lines });
+        return processRedactor(deps.secrets.env).value({ result, lines });
       } finally {
         clearInterval(beat);
       }

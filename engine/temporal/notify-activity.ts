@@ -40,7 +40,7 @@ export async function deliverNotification(input: DeliverInput, secrets: ProcessS
     // No notifications.ndjson in Temporal mode: the result is the log line returned, kept in the
     // workflow's history with the rest of the migration's log.
     recordFile: devNull,
-    redact: processRedactor(),
+    redact: processRedactor(secrets.env),
     log: (level, message) => lines.push({ at: Date.now(), level, kind: 'notify', message }),
   });
   const beat = setInterval(() => context.heartbeat(), heartbeatEveryMs);

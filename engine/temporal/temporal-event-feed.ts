@@ -9,7 +9,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Client } from '@temporalio/client';
 import type { CloudEvent } from '../../core/notify/types.js';
-import { historyAfter, inTimeOrder } from '../notify/event-feed.js';
+import { firstLook, inTimeOrder } from '../notify/event-feed.js';
 import { withDeadline } from './connection.js';
 import { notificationsQuery } from './workflow-notify.js';
 
@@ -46,6 +46,7 @@ export async function* followTemporalEvents(
   client: Client,
   options: { signal: AbortSignal; after?: string; pollMs?: number },
 ): AsyncGenerator<CloudEvent> {
+  const beganMs = Date.now();
   const resume = parseEventId(options.after);
   const resumeMs = resume ? ulidTimeMs(resume.migration) : null;
   const since = new Date(Math.min(Date.now(), resumeMs ?? Number.POSITIVE_INFINITY));
@@ -110,8 +111,9 @@ export async function* followTemporalEvents(
       }
       if (!run.running) read.add(run.runId);
     }
-    // On the first look, what the migrations have already said is history: told only after a resume point.
-    const tell = first ? historyAfter(batch, options.after) : inTimeOrder(batch).map((k) => k.event);
+    // On the first look, what the migrations said before the feed began is history: told only after
+    // a resume point. (This look can take seconds: what came meanwhile is told.)
+    const tell = first ? firstLook(batch, options.after, beganMs) : inTimeOrder(batch).map((k) => k.event);
     for (const event of tell) {
       if (options.signal.aborted) return;
       yield event;

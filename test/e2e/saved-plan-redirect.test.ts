@@ -112,4 +112,19 @@ describe('a saved plan cannot be pointed at another directory', () => {
     expect(shown.stdout).toContain(`commit:    ${planned} (planned: from the saved plan)`);
     expect(shown.stdout).toContain(`applied:   ${merged} (HEAD of the checkout applied from)`);
   });
+
+  it('migrate run in-process from the work tree records its HEAD as the commit applied', async () => {
+    const repo = await initRepo();
+    const stateDir = trackStateDir(path.join(path.dirname(repo.dir), 'state'));
+    // The command's directory is the work tree, the process's is not: the relative topology.yaml
+    // is the work tree's (read there and looked up in Git there).
+    expect(path.resolve(repo.dir)).not.toBe(process.cwd());
+    const migrated = await runCli(['topology', 'migrate', '--yes', '--json'], {
+      cwd: repo.dir,
+      env: { CUTOVER_STATE_DIR: stateDir },
+    });
+    expect(migrated.code, migrated.stderr).toBe(0);
+    const { summary } = JSON.parse(migrated.stdout);
+    expect(summary).toMatchObject({ appliedCommit: await repo.head() });
+  });
 });

@@ -7,14 +7,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
-import { workspace } from '../support/migrations.js';
-import { type Api, demoApply, type InProcessServer, ServerHarness } from '../support/server.js';
+import { type Api, demoApply, demoPath, type InProcessServer, ServerHarness } from '../support/server.js';
 
 const harness = new ServerHarness();
 let server: InProcessServer;
 let api: Api;
 const started: string[] = [];
-const cleanups: (() => Promise<void>)[] = [];
 
 beforeAll(async () => {
   ({ server, api } = await harness.serveInProcess({ args: ['--rate-limit', '0'], listen: true }));
@@ -22,18 +20,16 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await harness.cancelThenCleanup(api, started);
-  for (const cleanup of cleanups) await cleanup();
 }, 60_000);
 
 describe('--parallelism through a server', () => {
   it('the migration a client starts with --parallelism 3 runs under 3', async () => {
-    const w = await workspace('examples/exec-demo', (y) => y.replace('name: exec-demo', 'name: par-client'));
-    cleanups.push(w.cleanup);
+    // A path inside the server's --workdir (the repository): one outside it is refused.
     const r = await runCli([
       'topology',
       'migrate',
       '-f',
-      w.file,
+      demoPath,
       '--server',
       server.url as string,
       '--parallelism',
@@ -41,7 +37,7 @@ describe('--parallelism through a server', () => {
       '--yes',
       '--json',
     ]);
-    expect(r.code, r.stderr).toBe(0);
+    expect(r.code, r.stderr + r.stdout).toBe(0);
     const id = (JSON.parse(r.stdout) as { summary: { id: string } }).summary.id;
     started.push(id);
     const shown = await api.get(`/v1/migrations/${id}`);

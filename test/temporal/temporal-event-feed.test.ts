@@ -57,4 +57,24 @@ describe('Temporal event feed', () => {
     }
     expect(got).toEqual([`${A}.5.0`, `${B}.4.0`]);
   });
+
+  it('tells, without a Last-Event-ID, what a migration said after the feed began though its first look saw it', async () => {
+    // The first look took a while (list and queries under load): B started and ended meanwhile.
+    // What A said before the feed began is history, not told.
+    const now = Date.now();
+    const client = fakeClient({
+      [A]: [event(A, 1, now - 60_000)],
+      [B]: [event(B, 1, now + 1_000), event(B, 2, now + 2_000)],
+    });
+    const stop = new AbortController();
+    const got: string[] = [];
+    // Nothing more comes after the first look: the feed is stopped after a few polls.
+    const timer = setTimeout(() => stop.abort(), 500);
+    try {
+      for await (const e of followTemporalEvents(client, { signal: stop.signal, pollMs: 10 })) got.push(e.id);
+    } finally {
+      clearTimeout(timer);
+    }
+    expect(got).toEqual([`${B}.1.0`, `${B}.2.0`]);
+  });
 });

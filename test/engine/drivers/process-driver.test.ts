@@ -168,7 +168,7 @@ describe('process driver', () => {
     const dump = [
       node,
       '-e',
-      "for (const [k, v] of Object.entries(process.env).sort()) if (/^(CUTOVER_|PORT$|HOST$|LOG_LEVEL$)/.test(k)) console.log(k + '=' + v);" +
+      "for (const [k, v] of Object.entries(process.env).sort()) if (/^(CUTOVER_(?!TEST_RUN$)|PORT$|HOST$|LOG_LEVEL$)/.test(k)) console.log(k + '=' + v);" +
         "console.log('cwd=' + process.cwd()); setInterval(() => {}, 1000);",
     ];
     const component = spec({
@@ -180,7 +180,8 @@ describe('process driver', () => {
 
     const slotDir = slot.details?.slotDir as string;
     for (const replica of replicasOf(slot)) {
-      const log = await logContaining(replica.log, 'cwd=');
+      // A line of its own: the log's header names the command, which holds 'cwd=' too.
+      const log = await logContaining(replica.log, '\ncwd=');
       const lines = log.split('\n').filter((line) => !line.startsWith('---') && line !== '');
       expect(lines).toEqual([
         `CUTOVER_COMPONENT=api`,
