@@ -73,11 +73,13 @@ export class TemporalSession {
       if (isNamespaceNotFound(error)) throw noNamespace(this.settings);
       // The client's ServiceError says only "Failed to query Workflow"; the gRPC status is its cause.
       const message = causeChain(error);
-      if (/no poller seen|worker may be down/.test(message)) throw this.deadWorker(what);
+      // A query the service could not have answered (the workflow exists: else WorkflowNotFound):
+      // a worker killed stays listed as a poller for a while, and the service answers with the
+      // deadline, 'no poller seen', or a sticky queue's failure, depending on when it is asked.
+      if (/no poller seen|worker may be down|Failed to query Workflow/.test(message))
+        throw this.deadWorker(what);
       if (/no answer within|UNAVAILABLE|DEADLINE_EXCEEDED|ECONNREFUSED/.test(message)) {
-        // A worker that was killed stays listed as a poller for a while, and a query waits for it
-        // until the deadline: when one is listed, that is the likely cause.
-        if (/Failed to query Workflow|update/i.test(message)) throw this.deadWorker(what);
+        if (/update/i.test(message)) throw this.deadWorker(what);
         throw new CutoverError(
           'TEMPORAL_UNREACHABLE',
           `Temporal at WORKFLOW_HOST=${this.settings.address} did not answer ${what}: ${message.split('\n')[0]} (is a worker running? \`cutover worker\`)`,
