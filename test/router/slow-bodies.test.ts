@@ -212,7 +212,10 @@ describe('router: slow request bodies', () => {
       results.map((r) => r.ms),
       0.99,
     );
-    expect(p99, `p99 of ${results.length} ordinary requests, ms`).toBeLessThan(50);
+    // Served, not held behind the slow bodies (held, they would wait out the 4 s bodyTimeout or
+    // the 2 s client timeout): the bound is far below both and loose enough for a loaded 2-core
+    // machine (50 ms failed at load 13 with 188 ms); how fast is the router bench's question.
+    expect(p99, `p99 of ${results.length} ordinary requests, ms`).toBeLessThan(500);
     // The slow bodies never reached the upstream, nor took its connections.
     expect(slowPostsSeen).toBe(0);
 
@@ -319,11 +322,11 @@ describe('router: slow request bodies', () => {
     // Each probe failed before the fix: every slow POST past the memory budget or the body bound
     // took an upstream connection, 256 of them were open upstream, and the GETs got 503.
     /**
-     * Looser than the 50 ms of the first test: this process is the attacking clients too, and
-     * pushes up to 260 MiB through its own event loop; a GET that waited for a connection would
-     * take the queueTimeout (1 s) and get 503.
+     * This process is the attacking clients too, and pushes up to 260 MiB through its own event
+     * loop; a GET that waited for a connection would take the queueTimeout (1 s) and get 503. The
+     * bound stays under that (250 ms failed at 571 ms on a loaded 2-core machine).
      */
-    const probeGetP99Ms = 250;
+    const probeGetP99Ms = 900;
     const expectGetsServed = (result: Awaited<ReturnType<typeof underAttack>>) => {
       const failed = result.gets.filter((r) => !('status' in r) || r.status !== 200);
       expect(failed).toEqual([]);
