@@ -83,7 +83,7 @@ interface Setup {
 
 function edit(setup: Setup): (yaml: string) => string {
   return (yaml) => {
-    let text = yaml.replace('http://127.0.0.1:9/NOTIFY_URL', setup.notifyUrl).replace('@OUT@', setup.out);
+    let text = yaml.replace('http://127.0.0.1:9/NOTIFY_URL', setup.notifyUrl).replaceAll('@OUT@', setup.out);
     if (setup.crash) text = text.replace('command: [node, app.js]', 'command: [sh, crash.sh]');
     if (!setup.hooks) text = text.slice(0, text.indexOf('strategy:'));
     return text;
