@@ -127,7 +127,9 @@ describe('green dies during a timed hold', { timeout: 90_000 }, () => {
     for (const pid of greenPids(w, id)) process.kill(pid, 'SIGKILL');
     const end = await waitFor(w, id, isFinal, 30_000);
     expect(end.lifecycle).toBe('rolled_back');
-    expect(end.reason).toMatch(/^green web lost its health before the commit: /);
+    // Killed once the drain stage began: almost always while blue drains (caught by the look
+    // before the commit), now and then just before the drain's own first look (caught there).
+    expect(end.reason).toMatch(/^green web lost its health before the (commit|drain): /);
     expect(await slow).toBe(200);
     const after = await fetch(w.url, { headers: { connection: 'close' } });
     expect(((await after.json()) as { version: string }).version).toBe('1.0.0');
