@@ -23,7 +23,12 @@ import { waitUntil } from '../../support/wait.js';
 const serverJs = fileURLToPath(new URL('../../../examples/app/server.js', import.meta.url));
 const node = process.execPath;
 /** Ignores SIGTERM: only SIGKILL stops it. */
-const stubborn = [node, '-e', "process.on('SIGTERM',()=>{});setInterval(()=>{},1000)"];
+/** Ignores SIGTERM, and says so once its handler is in place (a SIGTERM before that kills it). */
+const stubborn = [
+  node,
+  '-e',
+  "process.on('SIGTERM',()=>{});console.log('trap set');setInterval(()=>{},1000)",
+];
 const idle = [node, '-e', 'setInterval(()=>{},1000)'];
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -232,6 +237,8 @@ describe('process driver', () => {
     const ctx = context(ws, spec({ run: { command: stubborn } }), { stopTimeout: 500 });
     const slot = await driver.provision(ctx, 'green', callOptions());
     const [replica] = replicasOf(slot) as [ReplicaRecord];
+    // On a loaded machine the replica may not have reached its handler when provision returns.
+    await logContaining(replica.log, '\ntrap set');
 
     const options = callOptions();
     const started = Date.now();
