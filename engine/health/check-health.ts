@@ -170,7 +170,7 @@ async function runRounds(health: Health, probes: Probe[], options: WaitHealthyOp
         );
         return;
       }
-      await sleep(health.interval - (performance.now() - roundStartedAt), stop.signal);
+      await sleepUnlessAborted(health.interval - (performance.now() - roundStartedAt), stop.signal);
       if (stop.signal.aborted) break;
     }
     if (signal.aborted) throw abortReason(signal);
@@ -216,7 +216,7 @@ function abortReason(signal: AbortSignal): unknown {
 }
 
 /** Waits `ms` or until `signal` aborts, whichever is first; never rejects. */
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+export function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
   if (ms <= 0 || signal.aborted) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {

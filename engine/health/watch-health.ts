@@ -12,7 +12,7 @@
 import http from 'node:http';
 import { formatDuration } from '../../core/topology/duration.js';
 import type { Health } from '../../core/topology/types.js';
-import { buildProbes, probeLabel } from './check-health.js';
+import { buildProbes, probeLabel, sleepUnlessAborted } from './check-health.js';
 
 /** Green lost its health after the gate: not retryable; the migration rolls back (`rolled_back`). */
 export class GreenUnhealthyError extends Error {
@@ -128,7 +128,7 @@ async function watchSlot(
         );
       }
       if (mode === 'check' && failures.every((n) => n === 0)) return;
-      await pause(health.interval - (performance.now() - startedAt), signal);
+      await sleepUnlessAborted(health.interval - (performance.now() - startedAt), signal);
       if (signal.aborted) return;
     }
   } finally {
@@ -143,18 +143,4 @@ function describeSlots(slots: readonly WatchedSlot[]): string {
     ? ` every ${formatDuration(first.health.interval)}`
     : '';
   return `green ${names}${every}`;
-}
-
-/** Waits `ms` or until `signal` aborts, whichever is first; never rejects. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  if (ms <= 0 || signal.aborted) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }
