@@ -157,16 +157,29 @@ export async function ensureRouter(stateDir: StateDir, log: (line: string) => vo
   log(`started the router for ${stateDir.root} (pid ${child.pid})`);
   const deadline = Date.now() + routerStartTimeoutMs;
   while (Date.now() < deadline) {
-    if (liveRouterRecord(stateDir.root)) return;
+    if (routerRuns(stateDir, child)) return;
     if (child.exitCode !== null && !liveRouterRecord(stateDir.root)) break;
     await sleep(25);
   }
-  if (liveRouterRecord(stateDir.root)) return; // another process's router won the record
+  if (routerRuns(stateDir, child)) return; // another process's router won the record
   const said = lastLineSince(outputFile, outputFrom)?.replace(/^cutover: /, '');
   throw new CutoverError(
     'RUNNER_UNREACHABLE',
     `the router for ${stateDir.root} did not start${said ? `: ${said}` : ''} (its output: ${outputFile})`,
   );
+}
+
+/**
+ * Whether a router holds the record of the state directory. When another start won it (two
+ * processes, or a supervisor and a route step, started one at once), ours is stopped: still
+ * starting, it would take the record, and the routes' addresses, the moment the winner died, a
+ * router nobody started and nobody waits for.
+ */
+function routerRuns(stateDir: StateDir, child: ChildProcess): boolean {
+  const record = liveRouterRecord(stateDir.root);
+  if (!record) return false;
+  if (record.pid !== child.pid && child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+  return true;
 }
 
 /** The last line written to `file` after byte `offset`: what a router that exited said last. */
@@ -268,6 +281,7 @@ export async function superviseRouter(
 ): Promise<void> {
   const intervalMs = options.intervalMs ?? routerSuperviseIntervalMs;
   let failures = 0;
+  let seenRunning = false;
   while (!options.signal.aborted) {
     try {
       await sleep(failures === 0 ? intervalMs : Math.min(10_000, intervalMs * 2 ** failures), undefined, {
@@ -277,10 +291,16 @@ export async function superviseRouter(
       return;
     }
     try {
-      if (liveRouterRecord(stateDir.root)) continue;
+      if (liveRouterRecord(stateDir.root)) {
+        seenRunning = true;
+        continue;
+      }
+      // A router that ran and is gone leaves its record (a SIGKILL, a crash) or was seen here. One
+      // never started yet is the route step's to start: starting it here too is a second router.
+      const gone = readRouterRecord(stateDir.root);
+      if (!gone && !seenRunning) continue;
       const table = await readRoutingTable(stateDir.root);
       if (Object.keys(table.routes).length === 0) continue;
-      const gone = readRouterRecord(stateDir.root);
       options.log(
         `the router for ${stateDir.root} is not running${gone ? ` (pid ${gone.pid} is gone)` : ''} while routes are set; starting it again`,
       );
