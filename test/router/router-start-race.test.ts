@@ -12,7 +12,6 @@ import { liveRouterRecord } from '../../router/router-record.js';
 import { runCli } from '../support/cli.js';
 import { liveWorkspace, type Workspace } from '../support/migrations.js';
 import { waitGone } from '../support/processes.js';
-import { eventually } from '../support/wait.js';
 
 const spaces: Workspace[] = [];
 afterEach(async () => {
