@@ -27,7 +27,28 @@ export interface RoutingEntry {
   /** The route's bodyTimeout and queueTimeout; absent: the router's defaults. */
   bodyTimeoutMs?: number;
   queueTimeoutMs?: number;
+  /**
+   * A write hold (issue 28, the switch of a stateful component): while set, the router forwards no
+   * new request of this route; it holds them (at most `maxHeld`, beyond that 503 with Retry-After)
+   * until a table without the hold (or with another `id`) is applied, then sends each by the weights
+   * of that table (to green, after the switch; to blue, after an abort). Requests already in flight
+   * go on. `expiresAt` is the router's own bound for an engine that died holding: from then on it
+   * releases what it holds by the table's weights and holds nothing new.
+   */
+  hold?: WriteHold;
   updatedAt: number;
+}
+
+/** See RoutingEntry.hold. */
+export interface WriteHold {
+  /** Names this hold (the migration's hold command id): a table with another id is another hold. */
+  id: string;
+  /** When the engine started it (epoch ms). */
+  since: number;
+  /** Epoch ms after which the router releases what it holds by the weights and holds nothing new. */
+  expiresAt: number;
+  /** How many requests it holds at most; the next ones are answered 503 with Retry-After. */
+  maxHeld: number;
 }
 
 /** `stateDir`: the state directory's path (the router is a program of its own, not the engine's StateDir). */

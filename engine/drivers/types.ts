@@ -2,6 +2,7 @@ import type { RouteTraffic } from '../../core/analysis/traffic.js';
 import type { Slot, SlotInfo } from '../../core/layout.js';
 import type { ObservedReplica, ObservedRoute } from '../../core/observed.js';
 import type { Component, DriverSpec, Route } from '../../core/topology/types.js';
+import type { WriteHold } from '../../router/route-table.js';
 import type { StateDir } from '../store/state-dir.js';
 
 /** Slots are core types (the layout records them); drivers report them. */
@@ -86,6 +87,100 @@ export interface ComponentDriver {
     lines: number,
     options: DriverCallOptions,
   ): Promise<ReplicaLog[]>;
+  /**
+   * Continuous replication with a fence (Replicator). Absent: `replicate` copies once, and the
+   * switch of a stateful component can promise only what the router's hold gives.
+   */
+  replication?: Replicator;
+}
+
+/**
+ * Replication between the two slots of a stateful component (issue 28; DESIGN.md 5a): the initial
+ * copy, then following the source continuously; the switch fences the source, reads its position
+ * after the fence, waits until the follower applied it, promotes the follower, and starts the
+ * reverse direction so a rollback until the commit loses nothing. Every call is idempotent (a
+ * runner that crashed calls it again) and honours `options.signal`.
+ *
+ * Positions are the driver's own (an LSN, an offset, a digest): the engine only journals them and
+ * hands them back. `from`/`to` are the slots data flows from and to in that call.
+ */
+export interface Replicator {
+  /** What this driver can promise; the plan says it (a copy-only driver cannot bound lag or fence). */
+  readonly capabilities: ReplicationCapabilities;
+  /**
+   * The initial copy of `from` into `to`, then `to` follows `from` until `stop` or `promote`.
+   * A follow already set up between them is left as it is.
+   */
+  follow(ctx: ComponentCallContext, from: SlotInfo, to: SlotInfo, options: DriverCallOptions): Promise<void>;
+  /** How far `to` trails `from` now. */
+  lag(
+    ctx: ComponentCallContext,
+    from: SlotInfo,
+    to: SlotInfo,
+    options: DriverCallOptions,
+  ): Promise<ReplicationLag>;
+  /**
+   * No more writes are accepted on `slot`; resolves with its write position read after the fence.
+   * A write in progress that does not end by `deadline` (epoch ms) fails the call with a
+   * PermanentDriverError naming it (the switch is then undone); the fence is lifted before that.
+   */
+  fence(
+    ctx: ComponentCallContext,
+    slot: SlotInfo,
+    deadline: number,
+    options: DriverCallOptions,
+  ): Promise<{ position: ReplicationPosition }>;
+  /** Writes are accepted on `slot` again (the switch undone, or a fence left by a crash). */
+  unfence(ctx: ComponentCallContext, slot: SlotInfo, options: DriverCallOptions): Promise<void>;
+  /**
+   * Resolves once `to` has applied everything of `from` up to `position`, with the lag then; fails
+   * at `deadline` (epoch ms) with a PermanentDriverError that states the lag left.
+   */
+  catchUp(
+    ctx: ComponentCallContext,
+    from: SlotInfo,
+    to: SlotInfo,
+    position: ReplicationPosition,
+    deadline: number,
+    options: DriverCallOptions,
+  ): Promise<ReplicationLag>;
+  /**
+   * `slot` takes writes as the primary: it stops following, and what replication does not carry
+   * (sequences: set from the data and the old primary's values) is made right.
+   */
+  promote(ctx: ComponentCallContext, slot: SlotInfo, options: DriverCallOptions): Promise<void>;
+  /**
+   * `to` (the old primary, fenced) starts following `from` (the new primary) without a copy: the
+   * reverse direction, so a rollback before the commit can switch back and lose nothing.
+   */
+  reverse(ctx: ComponentCallContext, from: SlotInfo, to: SlotInfo, options: DriverCallOptions): Promise<void>;
+  /** Ends replication into `to` from `from` and drops what it made (subscriptions, slots, publications). */
+  stop(ctx: ComponentCallContext, from: SlotInfo, to: SlotInfo, options: DriverCallOptions): Promise<void>;
+}
+
+/** An opaque position in a component's write stream (e.g. a PostgreSQL LSN `0/16B3748`). */
+export type ReplicationPosition = string;
+
+export interface ReplicationCapabilities {
+  /** `to` follows `from` continuously after the copy (false: one copy, then a final sync under the hold). */
+  follow: boolean;
+  /** `lag` measures something (false: it reports null for bytes and ms). */
+  lag: boolean;
+  /** `fence` stops writes at the component itself (false: only the router's hold stops them). */
+  fence: boolean;
+  /** `reverse` replicates without a copy (false: a rollback's switch copies back under its hold). */
+  reverse: boolean;
+}
+
+export interface ReplicationLag {
+  /** The source's write position. */
+  source: ReplicationPosition;
+  /** What the follower applied. */
+  applied: ReplicationPosition;
+  /** Bytes between the two; 0 caught up; null when the driver cannot tell. */
+  bytes: number | null;
+  /** How long ago the follower's last applied change was written on the source; null when unknown. */
+  ms: number | null;
 }
 
 /** Recent output of one replica: `name` says where it came from (a container's name). */
@@ -103,6 +198,8 @@ export interface RouteState {
   green: SlotInfo | null;
   /** Percent of traffic on green, 0–100. */
   greenPercent: number;
+  /** A write hold on the route (router/route-table.ts WriteHold); absent: none. */
+  hold?: WriteHold;
   /**
    * After the commit: `blue` is the green slot this migration brought up, the live slot from now
    * on, and `green` is null. Only for messages; the split is the same as any 0% green.
