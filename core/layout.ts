@@ -47,3 +47,18 @@ export interface SlotInfo {
 }
 
 export type Slot = 'blue' | 'green';
+
+/**
+ * A write hold on a route (the switch of a stateful component, issue 28): what the router does with
+ * it is said at RoutingEntry.hold (router/route-table.ts).
+ */
+export interface WriteHold {
+  /** Names this hold (the migration's hold command id): a table with another id is another hold. */
+  id: string;
+  /** When the engine started it (epoch ms). */
+  since: number;
+  /** Epoch ms after which the router releases what it holds by the weights and holds nothing new. */
+  expiresAt: number;
+  /** How many requests it holds at most; the next ones are answered 503 with Retry-After. */
+  maxHeld: number;
+}

@@ -1,5 +1,6 @@
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
+import type { WriteHold } from '../core/layout.js';
 import { StateLayout } from '../core/state-layout.js';
 
 /**
@@ -37,18 +38,6 @@ export interface RoutingEntry {
    */
   hold?: WriteHold;
   updatedAt: number;
-}
-
-/** See RoutingEntry.hold. */
-export interface WriteHold {
-  /** Names this hold (the migration's hold command id): a table with another id is another hold. */
-  id: string;
-  /** When the engine started it (epoch ms). */
-  since: number;
-  /** Epoch ms after which the router releases what it holds by the weights and holds nothing new. */
-  expiresAt: number;
-  /** How many requests it holds at most; the next ones are answered 503 with Retry-After. */
-  maxHeld: number;
 }
 
 /** `stateDir`: the state directory's path (the router is a program of its own, not the engine's StateDir). */

@@ -1,8 +1,7 @@
 import type { RouteTraffic } from '../../core/analysis/traffic.js';
-import type { Slot, SlotInfo } from '../../core/layout.js';
+import type { Slot, SlotInfo, WriteHold } from '../../core/layout.js';
 import type { ObservedReplica, ObservedRoute } from '../../core/observed.js';
 import type { Component, DriverSpec, Route } from '../../core/topology/types.js';
-import type { WriteHold } from '../../router/route-table.js';
 import type { StateDir } from '../store/state-dir.js';
 
 /** Slots are core types (the layout records them); drivers report them. */
