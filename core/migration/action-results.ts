@@ -2,8 +2,9 @@ import type { Action } from '../plan/types.js';
 import { own, setOwn } from '../records.js';
 import { hookFailureRollsBack } from '../topology/hook-types.js';
 import { describeCommand, hookWhere, subStepCount } from './queries.js';
+import { isSwitchCommand, recordSwitchEffect, releaseSwitch } from './switch.js';
 import { finishRun, notice, retryLater, retryRunLater, runOf, setRun } from './transition.js';
-import type { AnalysisResult, Command, Transition } from './types.js';
+import type { AnalysisResult, Command, SwitchResult, Transition } from './types.js';
 import { beginEnding } from './undo.js';
 
 /** Attempts of one driver call before its action fails (transient errors only). */
@@ -70,8 +71,35 @@ function countHook(t: Transition, point: string): void {
 }
 
 /** Keeps what a command did, whatever happens next, so that a rollback can undo it. */
-export function recordEffect(t: Transition, command: Command, output: unknown): void {
+export function recordEffect(
+  t: Transition,
+  command: Command,
+  output: unknown,
+  at: number,
+  switched?: SwitchResult,
+): void {
   const s = t.state;
+  if (isSwitchCommand(command)) {
+    recordSwitchEffect(t, command, at, switched, (message, kind) =>
+      notice(t, at, kind, 'info', message, 'cutover'),
+    );
+    return;
+  }
+  if ((command.kind === 'shift_routes' || command.kind === 'apply_route') && s.switch && !s.switch.released) {
+    // The routes set without the hold: what it held went on to the side they now send to.
+    const heldMs = releaseSwitch(t, at);
+    const to =
+      s.switch.direction === 'to_green' && !('restore' in command && command.restore) ? 'green' : 'blue';
+    notice(
+      t,
+      at,
+      'write_hold_ended',
+      'info',
+      `write hold ended after ${heldMs} ms: the held requests went to ${to}`,
+      'cutover',
+    );
+    return;
+  }
   switch (command.kind) {
     case 'provision': {
       const slots = { ...s.slots };

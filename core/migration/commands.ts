@@ -3,6 +3,7 @@ import { type StepDwell, shiftDwells, shiftSteps } from '../plan/shift-steps.js'
 import type { Action } from '../plan/types.js';
 import { has, own } from '../records.js';
 import type { HookPoint } from '../topology/hook-types.js';
+import { type SwitchStep, switchCommand, switchedBehind, switchSteps, undoSwitch } from './switch.js';
 import type { ActionRun, Command, MigrationState } from './types.js';
 
 type Unnumbered<C> = C extends Command ? Omit<C, 'id'> : never;
@@ -61,6 +62,10 @@ export function commandFor(
         }
         case 'hook':
           return hookCommand(s, part.point, part.index, part.weight);
+        case 'switch': {
+          const shift = shiftOf(s, action);
+          return switchCommand(s, part.step, shift.routes, switchedBehind(s, shift.targets));
+        }
         case 'hold': {
           const { dwell } = part;
           if (dwell.hold === 'manual')
@@ -106,7 +111,8 @@ export type ShiftPart =
   | { kind: 'hook'; point: 'preRollout' | 'rollout'; index: number; weight?: number }
   | { kind: 'weight'; percent: number }
   | { kind: 'health'; component: string }
-  | { kind: 'hold'; dwell: StepDwell };
+  | { kind: 'hold'; dwell: StepDwell }
+  | { kind: 'switch'; step: SwitchStep };
 
 export function shiftParts(s: MigrationState, action: Action): ShiftPart[] {
   const shift = shiftOf(s, action);
@@ -119,6 +125,19 @@ export function shiftParts(s: MigrationState, action: Action): ShiftPart[] {
     });
   }
   const dwells = new Map(shift.dwells.map((d) => [d.weight, d]));
+  // Routes that reach a switched component move at once, under a write hold (switch.ts): their
+  // steps before 100 % would split writes between two primaries.
+  const switched = switchedBehind(s, shift.targets);
+  if (switched.length > 0) {
+    for (const step of switchSteps(switched)) parts.push({ kind: 'switch', step });
+    parts.push({ kind: 'weight', percent: 100 });
+    (hooks.rollout ?? []).forEach((_, index) => {
+      parts.push({ kind: 'hook', point: 'rollout', index, weight: 100 });
+    });
+    const dwell = dwells.get(100);
+    if (dwell) parts.push({ kind: 'hold', dwell });
+    return parts;
+  }
   shift.steps.forEach((percent, i) => {
     parts.push({ kind: 'weight', percent });
     (hooks.rollout ?? []).forEach((_, index) => {
@@ -232,6 +251,8 @@ export function undoSteps(s: MigrationState): Unnumbered<Command>[] {
   if (sinceFormat12(s)) {
     // Every live route back on blue in one command (one reload per driver), then the new ones removed.
     const live = touched.filter((route) => has(liveRoutes, route));
+    // A switch of stateful components is undone (or switched back) before: blue writable first.
+    steps.push(...undoSwitch(s, live));
     if (live.length > 0) steps.push({ kind: 'shift_routes', routes: live, greenPercent: 0, restore: true });
     for (const route of touched) if (!has(liveRoutes, route)) steps.push({ kind: 'remove_route', route });
   } else {

@@ -4,6 +4,7 @@ import { own } from '../records.js';
 import { formatDuration } from '../topology/duration.js';
 import { shiftParts } from './commands.js';
 import { planIndex } from './plan-index.js';
+import { describeSwitchCommand } from './switch.js';
 import type { ActionRun, Command, MigrationSpec, MigrationState } from './types.js';
 
 /** How many commands may be in flight at once; 1 for a spec from before the bound existed. */
@@ -65,7 +66,7 @@ export function subStepCount(s: MigrationState, action: Action): number {
 /** The routes a command changes (numbered or not yet). */
 export function routesOf(command: { kind: Command['kind']; route?: unknown; routes?: unknown }): string[] {
   if (command.kind === 'apply_route' || command.kind === 'remove_route') return [command.route as string];
-  if (command.kind === 'shift_routes') return command.routes as string[];
+  if (command.kind === 'shift_routes' || command.kind === 'hold_routes') return command.routes as string[];
   return [];
 }
 
@@ -116,6 +117,13 @@ export function describeCommand(c: Command): string {
       return `hook ${c.name} (${hookWhere(c)})`;
     case 'record_layout':
       return 'record the new layout';
+    case 'hold_routes':
+    case 'fence':
+    case 'unfence':
+    case 'catch_up':
+    case 'promote_slot':
+    case 'reverse_replication':
+      return describeSwitchCommand(c) as string;
     default:
       return assertNever(c, 'command');
   }

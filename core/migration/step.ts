@@ -80,7 +80,7 @@ export function step(previous: MigrationState, event: MigrationEvent): Transitio
       const command = takeResult(t, event.commandId);
       if (!command) return t;
       t.state = { ...t.state, lastError: null };
-      recordEffect(t, command, event.output);
+      recordEffect(t, command, event.output, event.at, event.switched);
       if (t.state.lifecycle === 'rolling_back') undoSucceeded(t, command, event.at);
       else actionSucceeded(t, command, event.at, event.analysis);
       break;

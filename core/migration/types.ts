@@ -84,6 +84,14 @@ export interface MigrationSpec {
    * journals and for images not resolved (not in the engine's store, `pull: always`).
    */
   images?: ImageDigests;
+  /**
+   * The stateful components this migration switches under a write hold (issue 28): their drivers
+   * replicate continuously (engine/drivers/types.ts Replicator), so the shift of every route that
+   * reaches them is a switch (hold, fence blue, catch up, promote green, reverse, release to green),
+   * and a rollback after it is the same in reverse. Decided when the migration is created, from the
+   * drivers; absent in older journals (and none): shifts are as they were.
+   */
+  switched?: string[];
 }
 
 /** A command for the edge: a driver call or a wait. Serialisable; results come back as events. */
@@ -139,6 +147,28 @@ export type Command =
   | { id: string; kind: 'analyze'; weight: number; ms: number; routes: RouteAnalysis[] }
   /** The hook `index` of `strategy.hooks[point]` (named `name`), run once to a verdict (runHook). */
   | { id: string; kind: 'hook'; point: HookPoint; index: number; name: string; weight?: number }
+  /**
+   * The switch (core/migration/switch.ts). hold_routes: the routes hold new requests where they are
+   * (`greenPercent`), and the requests in flight to the side being left (`from`) finish, within
+   * `budgetMs`; its result says when the hold began (`heldAt`). The other steps must end by
+   * `deadline` (epoch ms: the hold's start plus its budget), or the switch is undone.
+   */
+  | {
+      id: string;
+      kind: 'hold_routes';
+      routes: string[];
+      greenPercent: number;
+      from: 'blue' | 'green';
+      budgetMs: number;
+      maxHeld: number;
+    }
+  | { id: string; kind: 'fence'; component: string; slot: 'blue' | 'green' }
+  | { id: string; kind: 'unfence'; component: string; slot: 'blue' | 'green' }
+  /** The other slot applies `from`'s writes up to the position its fence reported (state.switch). */
+  | { id: string; kind: 'catch_up'; component: string; from: 'blue' | 'green' }
+  | { id: string; kind: 'promote_slot'; component: string; slot: 'blue' | 'green' }
+  /** The slot `from` (the new primary) replicates into the other, without a copy. */
+  | { id: string; kind: 'reverse_replication'; component: string; from: 'blue' | 'green' }
   | { id: string; kind: 'record_layout' };
 
 export type CommandKind = Command['kind'];
@@ -169,6 +199,37 @@ export interface AnalysisRecord extends AnalysisResult {
   weight: number;
 }
 
+/** What a step of the switch reports (command_succeeded.switched). */
+export interface SwitchResult {
+  /** fence: the fenced slot's write position, read after the fence. */
+  position?: string;
+  /** hold_routes: when the router held the first request (epoch ms; the budget counts from it). */
+  heldAt?: number;
+  /** catch_up: the lag when the follower had applied the position (bytes; null: unknown). */
+  lagBytes?: number | null;
+}
+
+/**
+ * Where the switch of a migration's stateful components stands (absent: no switch began). The
+ * forward switch moves writes to green; after it, until the commit, a rollback switches back.
+ */
+export interface SwitchState {
+  /** Which way the switch in progress (or the last one) went. */
+  direction: 'to_green' | 'to_blue';
+  /** The hold in effect: when it began. */
+  heldAt: number;
+  /** How long it may last (the smallest `replicate.writeHold` of the components switched). */
+  budgetMs: number;
+  /** Positions read after each fence, by component. */
+  positions: Record<string, string>;
+  /** Slots fenced now, as `component/slot`. */
+  fenced: string[];
+  /** The slot that takes writes, by component, once promoted. */
+  primary: Record<string, 'blue' | 'green'>;
+  /** Traffic was released to the new primary: the switch is over. */
+  released: boolean;
+}
+
 export interface CommandError {
   message: string;
   /** A transient error: worth retrying with backoff. */
@@ -190,6 +251,8 @@ export type MigrationEvent =
       output?: SlotInfo;
       /** An `analyze` command's result. */
       analysis?: AnalysisResult;
+      /** A switch step's result: a fence's position, a hold's start, a catch-up's lag. */
+      switched?: SwitchResult;
     }
   | { type: 'command_failed'; at: number; commandId: string; error: CommandError }
   | { type: 'command_cancelled'; at: number; commandId: string; elapsedMs: number }
@@ -234,6 +297,9 @@ export type NoticeKind =
   | 'completed'
   | 'rollback_started'
   | 'rollback_step'
+  | 'write_hold_started'
+  | 'write_hold_ended'
+  | 'replication_lagging'
   | 'ended';
 
 export interface SlotPair {
@@ -324,6 +390,8 @@ export interface MigrationState {
   layoutRecorded: boolean;
   /** Routes whose green slot was made their live slot during the commit. */
   routesPromoted: number;
+  /** The switch of the stateful components (absent: none began; and in states from before it). */
+  switch?: SwitchState;
   /** The analyses of shift holds, in the order they ended (absent in states from before them). */
   analyses?: AnalysisRecord[];
   /** How many confirmPromotion hooks passed, and how many postRollout hooks ran (absent: none). */

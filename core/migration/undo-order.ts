@@ -1,4 +1,5 @@
 import type { Topology } from '../topology/types.js';
+import { isSwitchCommand } from './switch.js';
 import type { Command } from './types.js';
 
 /**
@@ -7,7 +8,8 @@ import type { Command } from './types.js';
  * before it), and green is retired dependents first (a retirement waits for the retirements of the
  * components that depend on its own, in the desired topology). Route steps wait for nothing: they
  * put different routes back. Every index is below the step's own, so running the steps one at a
- * time in order, as before, is one of the orders this allows.
+ * time in order, as before, is one of the orders this allows. The steps of a switch back
+ * (switch.ts undoSwitch) run one after the other, and the route steps after them.
  */
 export function undoPrerequisites(steps: readonly Command[], desired: Topology): readonly number[][] {
   const hit = cache.get(steps);
@@ -21,11 +23,19 @@ export function undoPrerequisites(steps: readonly Command[], desired: Topology):
     }
   }
   const routeSteps: number[] = [];
+  const switchSteps: number[] = [];
   const retiresOf = new Map<string, number[]>();
   const out = steps.map((command, i): number[] => {
+    if (isSwitchCommand(command)) {
+      // The switch back (or its undo) is a sequence: each step after the one before it.
+      const after = [...switchSteps];
+      switchSteps.push(i);
+      return after;
+    }
     if (command.kind !== 'retire') {
       routeSteps.push(i);
-      return [];
+      // Routes go back to blue (releasing a hold) once blue takes writes again.
+      return [...switchSteps];
     }
     const after = [...routeSteps];
     for (const dependent of dependents.get(command.component) ?? [])

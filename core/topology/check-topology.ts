@@ -55,7 +55,7 @@ function checkDurations(file: TopologyFile, problems: PathProblem[], componentPr
 }
 
 const healthDurationFields = ['interval', 'timeout', 'deadline'] as const;
-const replicateDurationFields = ['maxLag', 'timeout'] as const;
+const replicateDurationFields = ['maxLag', 'timeout', 'writeHold'] as const;
 
 function componentDurations(name: string, c: ComponentFile, out: PathProblem[]): void {
   // `?.` as the separate pass had it: a null health or replicate has no durations to check.

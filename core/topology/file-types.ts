@@ -64,7 +64,14 @@ export interface ComponentFile {
   dependsOn?: string[];
   health?: HealthFile;
   stateful?: boolean;
-  replicate?: { maxLag?: string; timeout?: string; command?: string[]; dataDir?: string };
+  replicate?: {
+    maxLag?: string;
+    timeout?: string;
+    command?: string[];
+    dataDir?: string;
+    writeHold?: string;
+    maxHeld?: number;
+  };
 }
 
 export interface HealthFile {

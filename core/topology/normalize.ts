@@ -166,6 +166,9 @@ function normalizeReplicate(r: NonNullable<ComponentFile['replicate']>): NonNull
   if (r.dataDir !== undefined) out.dataDir = r.dataDir;
   out.maxLag = duration(r.maxLag, defaults.replicateMaxLagMs);
   out.timeout = duration(r.timeout, defaults.replicateTimeoutMs);
+  // Kept only when given (defaults at use): a layout recorded before them plans no change.
+  if (r.writeHold !== undefined) out.writeHold = duration(r.writeHold, defaults.writeHoldMs);
+  if (r.maxHeld !== undefined) out.maxHeld = r.maxHeld;
   return out;
 }
 

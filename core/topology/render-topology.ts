@@ -99,6 +99,8 @@ function componentFile(c: Component): ComponentFile {
   if (c.replicate) {
     const r = c.replicate;
     out.replicate = { maxLag: formatDuration(r.maxLag), timeout: formatDuration(r.timeout) };
+    if (r.writeHold !== undefined) out.replicate.writeHold = formatDuration(r.writeHold);
+    if (r.maxHeld !== undefined) out.replicate.maxHeld = r.maxHeld;
     if (r.command) out.replicate.command = r.command;
     if (r.dataDir !== undefined) out.replicate.dataDir = r.dataDir;
   }

@@ -128,6 +128,10 @@ export interface Replicate {
   timeout: DurationMs;
   command?: string[];
   dataDir?: string;
+  /** The switch's write hold budget (default defaults.writeHoldMs). */
+  writeHold?: DurationMs;
+  /** The most requests the switch holds (default defaults.maxHeld). */
+  maxHeld?: number;
 }
 
 export interface Route {
@@ -217,6 +221,10 @@ export const defaults = {
   httpExpectStatus: 200,
   replicateMaxLagMs: 1_000,
   replicateTimeoutMs: 300_000,
+  /** The switch of a stateful component holds requests at most this long (then it is undone). */
+  writeHoldMs: 2_000,
+  /** And at most this many requests (the next ones get 503 with Retry-After). */
+  maxHeld: 1_000,
   shift: [100],
   drainTimeoutMs: 30_000,
   bakeMs: 0,

@@ -36,7 +36,9 @@ import { componentEnv } from './component-env.js';
 import { exitCodeRetry } from './exec-driver.js';
 import { PortPool } from './port-pool.js';
 import { runCommand } from './process-command.js';
+import { copyDataDir } from './process-data-dir.js';
 import { observeProcessSlot } from './process-observe.js';
+import { dataDirReplicator } from './process-replication.js';
 import { restartProcessSlot } from './process-restart.js';
 import { readSlot, recordedReplicas, slotDirOf, slotIdOf, stopSlotProcesses } from './process-slot.js';
 import { defaultStartupGraceMs, startReplicas } from './process-start.js';
@@ -124,6 +126,7 @@ export function createProcessDriver(driverOptions: ProcessDriverOptions = {}): C
     },
 
     observe: observeProcessSlot,
+    replication: dataDirReplicator,
   };
 }
 
@@ -183,29 +186,4 @@ async function replicateByCommand(
       run.exitCode === null ? `was killed by ${run.exitSignal}` : `exited with code ${run.exitCode}`;
     throw new PermanentDriverError(`${name} ${how}${tail}`);
   }
-}
-
-/** Copies `data/<dataDir>` of blue's slot into green's, keeping modes and timestamps. */
-async function copyDataDir(fromDir: string, toDir: string, dataDir: string, options: DriverCallOptions) {
-  const fromData = path.join(fromDir, 'data');
-  const source = path.resolve(fromData, dataDir);
-  const relative = path.relative(fromData, source);
-  if (relative.startsWith('..') || path.isAbsolute(relative)) {
-    throw new PermanentDriverError(`replicate.dataDir ${dataDir} is outside the slot's data directory`);
-  }
-  if (!(await stat(fromData).catch(() => undefined))?.isDirectory()) {
-    throw new PermanentDriverError(`the live slot has no data directory ${fromData} to copy from`);
-  }
-  if (!(await stat(source).catch(() => undefined))) {
-    options.log(`${source} does not exist (nothing written there yet); nothing to copy`);
-    return;
-  }
-  const target = path.join(toDir, 'data', relative);
-  await cp(source, target, {
-    recursive: true,
-    preserveTimestamps: true,
-    force: true,
-    verbatimSymlinks: true,
-  });
-  options.log(`copied ${source} to ${target}`);
 }

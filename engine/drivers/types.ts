@@ -107,6 +107,11 @@ export interface Replicator {
   /** What this driver can promise; the plan says it (a copy-only driver cannot bound lag or fence). */
   readonly capabilities: ReplicationCapabilities;
   /**
+   * Whether a component's settings replicate through this Replicator (the process driver's do with
+   * `replicate.dataDir`, not with a `replicate.command`). Absent: every stateful component's do.
+   */
+  supports?(spec: Component): boolean;
+  /**
    * The initial copy of `from` into `to`, then `to` follows `from` until `stop` or `promote`.
    * A follow already set up between them is left as it is.
    */
@@ -224,6 +229,8 @@ export interface RouteDriver {
    */
   applyAll?(ctx: RouteCallContext, states: readonly RouteState[], options: DriverCallOptions): Promise<void>;
   remove(ctx: RouteCallContext, route: string, options: DriverCallOptions): Promise<void>;
+  /** Whether it honours RouteState.hold (the built-in router does); absent: it cannot hold requests. */
+  readonly holds?: boolean;
   /**
    * Waits until no request of `route` is in flight to any of `addresses` (blue, once traffic left
    * it), each driver in its own way. Resolves at `timeoutMs` with `drained: false` rather than

@@ -1,21 +1,25 @@
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { assertNever, CutoverError, environmentFault } from '../../core/errors.js';
+import { assertNever, environmentFault } from '../../core/errors.js';
 import { type HostPort, parseHostPort } from '../../core/host-port.js';
 import { previewRoutes } from '../../core/migration/queries.js';
-import type { AnalysisResult, Command, CommandError, MigrationState } from '../../core/migration/types.js';
+import { isSwitchCommand } from '../../core/migration/switch.js';
+import type {
+  AnalysisResult,
+  Command,
+  CommandError,
+  MigrationState,
+  SwitchResult,
+} from '../../core/migration/types.js';
 import { own } from '../../core/records.js';
-import type { Route, Topology } from '../../core/topology/types.js';
+import type { Route } from '../../core/topology/types.js';
 import { loopbackRequest } from '../../platform/loopback-http.js';
 import { analyzeHold, type RouteReader } from '../analysis/analyze-hold.js';
-import { componentEnv } from '../drivers/component-env.js';
 import { componentDriverFor, type DriverSet, routeDriverFor } from '../drivers/driver-set.js';
 import {
   type ComponentCallContext,
   type DriverCallOptions,
   PermanentDriverError,
-  type RouteCallContext,
-  type RouteState,
   type SlotInfo,
 } from '../drivers/types.js';
 import { HealthGateFailedError, waitHealthy } from '../health/check-health.js';
@@ -26,29 +30,29 @@ import {
   whileGreenHealthy,
 } from '../health/watch-health.js';
 import { runHookCommand } from '../hooks/hook-command.js';
-import { resolveComponentEnv } from '../secrets/resolve-secrets.js';
-import { secretHasher } from '../secrets/secret-key.js';
-import type { ProcessSecrets } from '../secrets/secret-source.js';
 import { recordLayout } from '../store/layout-store.js';
-import type { StateDir } from '../store/state-dir.js';
+import {
+  applyRoutes,
+  componentContext,
+  type ExecuteOptions,
+  type LayoutSide,
+  placeholderSlot,
+  type RouteSetting,
+  routeContext,
+  routeSpec,
+  routeStateOf,
+  slotEnv,
+  topologyOf,
+} from './command-context.js';
+import { runSwitchCommand, stopReplicationOf, waitLagOf } from './execute-switch.js';
 import { quoteReplicaLogs } from './replica-logs.js';
 
-export type { DriverSet };
+export type { DriverSet, ExecuteOptions };
 
 export type CommandResult =
-  | { type: 'command_succeeded'; output?: SlotInfo; analysis?: AnalysisResult }
+  | { type: 'command_succeeded'; output?: SlotInfo; analysis?: AnalysisResult; switched?: SwitchResult }
   | { type: 'command_failed'; error: CommandError }
   | { type: 'command_cancelled'; elapsedMs: number };
-
-export interface ExecuteOptions {
-  stateDir: StateDir;
-  drivers: DriverSet;
-  signal: AbortSignal;
-  log: (line: string) => void;
-  trackProcess?: (pid: number) => () => void;
-  /** This process's secrets (decided at its edge); read relative to the migration's topology. */
-  secrets: ProcessSecrets;
-}
 
 /**
  * Carries out one command of the step function against the drivers. Never throws: every outcome
@@ -112,6 +116,11 @@ export async function executeCommand(
       if (result.aborted) return { type: 'command_cancelled', elapsedMs: Date.now() - started };
       // runHook made the hook's attempts: its failure is final.
       return { type: 'command_failed', error: { message: result.reason, retryable: false } };
+    }
+    if (isSwitchCommand(command)) {
+      const call = { signal, log: options.log };
+      const switched = await runSwitchCommand(state, command as never, { ...options, signal }, call);
+      return { type: 'command_succeeded', switched };
     }
     const output = await run(state, command, { ...options, signal });
     return output ? { type: 'command_succeeded', output } : { type: 'command_succeeded' };
@@ -200,6 +209,8 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       // two shift steps the gate has looked through the previews already, and opening a route at
       // 0 % again would take its step's traffic back off green.
       if (!live && !c.betweenSteps) await checkThroughPreviews(s, o, call, c.component, ctx);
+      // A switched component's green must also trail blue by at most replicate.maxLag.
+      if (!live) await waitLagOf(s, o, call, c.component);
       return undefined;
     }
     case 'apply_route': {
@@ -245,6 +256,8 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
         'omit',
       );
       const slot = own(s.slots, c.component)?.[c.slot] ?? placeholderSlot(ctx, c.slot);
+      // What replication made between the two slots goes before either does.
+      await stopReplicationOf(s, o, call, ctx);
       await componentDriverFor(o.drivers, ctx).retire(ctx, slot, call);
       return undefined;
     }
@@ -261,6 +274,12 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       return undefined;
     case 'analyze':
     case 'hook':
+    case 'hold_routes':
+    case 'fence':
+    case 'unfence':
+    case 'catch_up':
+    case 'promote_slot':
+    case 'reverse_replication':
       throw new PermanentDriverError(`${c.kind} is run by executeCommand itself`);
     default:
       return assertNever(c, 'command');
@@ -321,147 +340,6 @@ function routeReader(s: MigrationState, o: ExecuteOptions, route: string, signal
   const ctx = routeContext(s, o, 'desired', spec.driver);
   const read = driver.traffic.bind(driver);
   return { traffic: () => read(ctx, route, { signal, log: o.log }), driver: name };
-}
-
-type RouteSetting = Pick<Extract<Command, { kind: 'apply_route' }>, 'greenPercent' | 'restore' | 'promote'>;
-
-/** A route's spec on the side a setting reads: the live topology to restore it, else the desired one. */
-function routeSpec(s: MigrationState, route: string, restore: boolean): Route {
-  const spec = own(topologyOf(s, restore ? 'base' : 'desired').routes, route);
-  if (!spec)
-    throw new PermanentDriverError(`route ${route} is not in the ${restore ? 'live' : 'desired'} topology`);
-  return spec;
-}
-
-/** What a route's driver is asked to serve for a setting of the step function. */
-function routeStateOf(s: MigrationState, route: string, setting: RouteSetting): RouteState {
-  const spec = routeSpec(s, route, setting.restore);
-  const pair = own(s.slots, spec.to);
-  // Undo: everything on the live slot. Promote (after the commit): green is the live slot now.
-  const blue = setting.promote ? (pair?.green ?? pair?.blue ?? null) : (pair?.blue ?? null);
-  const green = setting.restore || setting.promote ? null : (pair?.green ?? null);
-  return {
-    route,
-    spec,
-    blue,
-    green,
-    greenPercent: setting.greenPercent,
-    ...(setting.promote ? { promoted: true } : {}),
-  };
-}
-
-/**
- * Several routes set at once: one call per route driver, carrying all of that driver's routes (the
- * router writes one table and reloads once; nginx writes one file and reloads once), the drivers
- * called side by side so their switches land as close together as they can. Routes on different
- * drivers are not switched atomically together: each driver's are.
- */
-async function applyRoutes(
-  s: MigrationState,
-  o: ExecuteOptions,
-  call: DriverCallOptions,
-  c: Extract<Command, { kind: 'shift_routes' }>,
-): Promise<void> {
-  const side: LayoutSide = c.restore ? 'base' : 'desired';
-  const topology = topologyOf(s, side);
-  const byDriver = new Map<string | undefined, RouteState[]>();
-  for (const route of c.routes) {
-    const state = routeStateOf(s, route, c);
-    const list = byDriver.get(state.spec.driver);
-    if (list) list.push(state);
-    else byDriver.set(state.spec.driver, [state]);
-  }
-  // Every driver's call settles before the command does: a retry or an undo that starts while
-  // another driver still writes its file would race it (nginx's sidecar is read-modify-write).
-  const settled = await Promise.allSettled(
-    [...byDriver].map(async ([driverName, states]) => {
-      const driver = routeDriverFor(o.drivers, topology, driverName);
-      const ctx = routeContext(s, o, side, driverName);
-      if (driver.applyAll) return driver.applyAll(ctx, states, call);
-      // A driver that cannot set several routes in one call sets them one after the other.
-      for (const state of states) await driver.apply(ctx, state, call);
-    }),
-  );
-  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failed) throw failed.reason;
-}
-
-/**
- * The layout a driver call acts on: the live one (`base`: its blue slots, the routes it had) or the
- * one being migrated to. Each resolves relative paths in its own directory: a rollback to a layout
- * recorded from another directory must still drain and retire the live slots with their own scripts.
- */
-type LayoutSide = 'base' | 'desired';
-
-function topologyOf(s: MigrationState, side: LayoutSide): Topology {
-  return side === 'base' ? (s.spec.base.topology as Topology) : s.spec.desired;
-}
-
-/** A layout recorded before layouts kept their directory resolves where the migration's file does. */
-function baseDirOf(s: MigrationState, side: LayoutSide): string {
-  return side === 'base' ? (s.spec.base.baseDir ?? s.spec.baseDir) : s.spec.baseDir;
-}
-
-/**
- * A driver call's context, with the component's secrets read here, in the process that applies
- * (the runner, the Temporal worker): their values go to the driver for this call only, and only
- * their keyed hashes are returned, for the slot's record. A secret that cannot be read fails a
- * call that stands green up for good (retrying does not set it); draining and retiring go on
- * without it (`missing: 'omit'`), so an undo or a commit is never held by a secret gone since.
- */
-async function componentContext(
-  s: MigrationState,
-  o: ExecuteOptions,
-  component: string,
-  side: LayoutSide,
-  missing: 'fail' | 'omit' = 'fail',
-): Promise<{ ctx: ComponentCallContext; secretDigests?: Record<string, string> }> {
-  const topology = topologyOf(s, side);
-  const spec = own(topology.components, component);
-  if (!spec) throw new PermanentDriverError(`component ${component} is not in the topology`);
-  const driver = own(topology.drivers, spec.driver);
-  if (!driver) throw new PermanentDriverError(`driver ${spec.driver} of ${component} is not in the topology`);
-  const source = o.secrets.for(s.spec.baseDir);
-  const hasher = () => secretHasher(o.stateDir);
-  const resolved = await resolveComponentEnv(component, spec, source, { hasher, missing }).catch(
-    (error: unknown) => {
-      throw error instanceof CutoverError && error.code === 'USAGE'
-        ? new PermanentDriverError(error.message)
-        : error;
-    },
-  );
-  for (const secret of resolved.omitted ?? []) {
-    o.log(`secret ${secret} of ${component} is not set here: its driver goes on without it`);
-  }
-  const ctx: ComponentCallContext = {
-    environment: s.spec.environment,
-    migrationId: s.spec.id,
-    component,
-    spec,
-    driver,
-    baseDir: baseDirOf(s, side),
-    stateDir: o.stateDir,
-    env: resolved.env,
-  };
-  return resolved.digests ? { ctx, secretDigests: resolved.digests } : { ctx };
-}
-
-function routeContext(
-  s: MigrationState,
-  o: ExecuteOptions,
-  side: LayoutSide,
-  driverName: string | undefined,
-): RouteCallContext {
-  const topology = topologyOf(s, side);
-  const ctx: RouteCallContext = {
-    environment: s.spec.environment,
-    migrationId: s.spec.id,
-    stateDir: o.stateDir,
-    baseDir: baseDirOf(s, side),
-  };
-  const driver = driverName === undefined ? undefined : own(topology.drivers, driverName);
-  if (driver) ctx.driver = driver;
-  return ctx;
 }
 
 /** Successes in a row that a probe through a preview listener needs. */
@@ -556,28 +434,4 @@ async function drainRoutes(
         `route ${name}: ${result.inFlight} ${result.unit ?? 'requests'} still in flight to blue ${component} after the drain timeout`,
       );
   }
-}
-
-/** A slot the driver never reported (a crash before it answered): retire it by name. */
-function placeholderSlot(ctx: ComponentCallContext, slot: 'blue' | 'green'): SlotInfo {
-  return { component: ctx.component, slot, version: ctx.spec.version, addresses: [] };
-}
-
-function slotEnv(
-  ctx: ComponentCallContext,
-  slot: SlotInfo | undefined,
-  which: 'blue' | 'green',
-): Record<string, string> {
-  const env: Record<string, string> = {
-    ...componentEnv(ctx),
-    CUTOVER_ENVIRONMENT: ctx.environment,
-    CUTOVER_MIGRATION_ID: ctx.migrationId,
-    CUTOVER_COMPONENT: ctx.component,
-    CUTOVER_SLOT: which,
-    CUTOVER_VERSION: ctx.spec.version,
-    CUTOVER_STATE_DIR: ctx.stateDir.root,
-  };
-  const slotId = slot?.details?.slotId;
-  if (typeof slotId === 'string') env.CUTOVER_SLOT_ID = slotId;
-  return env;
 }

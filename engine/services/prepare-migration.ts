@@ -18,6 +18,7 @@ import { isEmptyPlan, type Plan } from '../../core/plan/types.js';
 import { loadTopology } from '../../core/topology/load-topology.js';
 import type { Topology } from '../../core/topology/types.js';
 import { imageDigestsFor } from '../drivers/container-images.js';
+import { switchedComponents } from '../drivers/switched.js';
 import { planSecrets } from '../secrets/resolve-secrets.js';
 import type { ProcessSecrets } from '../secrets/secret-source.js';
 import type { StateDir } from '../store/state-dir.js';
@@ -77,6 +78,8 @@ export interface Prepared {
   /** Whether there is anything to do: false for a plan with no action, setting or drift. */
   needed: boolean;
   images?: ImageDigests;
+  /** The stateful components switched under a write hold (MigrationSpec.switched); absent: none. */
+  switched?: string[];
   held?: HeldEnvironment;
 }
 
@@ -122,12 +125,15 @@ export async function prepareMigration(request: PrepareRequest, home: MigrationH
     }
     const needed = !isEmptyPlan(plan);
     if (!needed) held?.release();
+    const { defaultDrivers } = await import('../drivers/default-drivers.js');
+    const switched = switchedComponents(plan, desired, defaultDrivers());
     return {
       desired,
       base,
       plan,
       needed,
       ...(images === undefined ? {} : { images }),
+      ...(switched.length === 0 ? {} : { switched }),
       ...(held === undefined || !needed ? {} : { held }),
     };
   } catch (error) {
@@ -165,5 +171,6 @@ export function migrationSpec(
     ...auditOf(request, whoRunsThis),
     parallelism: migrationParallelism(prepared.desired, request.parallelism),
     ...(prepared.images === undefined ? {} : { images: prepared.images }),
+    ...(prepared.switched === undefined ? {} : { switched: prepared.switched }),
   };
 }

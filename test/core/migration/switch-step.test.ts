@@ -1,0 +1,100 @@
+/**
+ * The switch of a stateful component through the step function (issue 28, core/migration/switch.ts):
+ * the shift of a route that reaches it is one switch (hold, fence blue, catch up, promote green,
+ * reverse, then 100 % which releases the hold); a step that fails undoes it with blue unfenced
+ * before the routes go back; a rollback after it switches back first.
+ */
+import { describe, expect, it } from 'vitest';
+import { describeCommand } from '../../../core/migration/queries.js';
+import { undoPrerequisites } from '../../../core/migration/undo-order.js';
+import type { Command, MigrationSpec } from '../../../core/migration/types.js';
+import { clone, shopDoc } from '../../support/builders.js';
+import { Driver, specOf } from '../../support/migration-builders.js';
+
+/** shop with db (stateful) bumped: db, api and web replaced; db switched. */
+function switchedSpec(commit: 'auto' | 'manual' = 'auto', shift: unknown[] = [10, 50, 100]): MigrationSpec {
+  const before = shopDoc();
+  const after = clone(before);
+  after.components.db = { ...after.components.db, version: '16' };
+  after.routes = { public: { ...(after.routes?.public ?? {}), shift } };
+  after.strategy = { commit };
+  return { ...specOf(before, after), switched: ['db'] };
+}
+
+/** Runs a migration, answering a fence with a position and a hold with when it began. */
+function drive(d: Driver, fail: (c: Command) => boolean = () => false, until = (_: Driver) => false): Driver {
+  for (let i = 0; i < 300 && d.state.inflight[0] && !until(d); i++) {
+    const c = d.state.inflight[0];
+    if (fail(c)) {
+      d.event({ type: 'command_failed', commandId: c.id, error: { message: 'boom', retryable: false } });
+    } else if (c.kind === 'fence') {
+      d.event({ type: 'command_succeeded', commandId: c.id, switched: { position: `0/${c.slot}` } });
+    } else if (c.kind === 'hold_routes') {
+      d.event({ type: 'command_succeeded', commandId: c.id, switched: { heldAt: d.clock } });
+    } else d.complete();
+  }
+  return d;
+}
+
+const said = (d: Driver) => d.log.map((c) => describeCommand(c));
+
+describe('the switch of a stateful component', () => {
+  it('replaces the stepped shift: hold, fence blue, catch up, promote green, reverse, then 100 % releasing the hold', () => {
+    const d = drive(new Driver(switchedSpec()));
+    expect(d.state.lifecycle).toBe('completed');
+    const shift = said(d).slice(said(d).findIndex((c) => c.startsWith('hold requests')));
+    expect(shift.slice(0, 6)).toEqual([
+      'hold requests of public (budget 2s)',
+      'fence blue db',
+      'green db catches up with blue',
+      'promote green db',
+      'replicate db from green back to blue',
+      'route public at 100% green',
+    ]);
+    // No 10 % or 50 % step: writes never split between two primaries.
+    expect(said(d).filter((c) => /at (10|50)% green/.test(c))).toEqual([]);
+    expect(d.notices.map((n) => n.kind)).toEqual(expect.arrayContaining(['write_hold_started', 'write_hold_ended']));
+    expect(d.notices.find((n) => n.kind === 'write_hold_ended')?.message).toMatch(/went to green/);
+  });
+
+  it('a catch-up that fails: blue is unfenced before the routes go back (releasing the hold to blue)', () => {
+    const d = drive(new Driver(switchedSpec()), (c) => c.kind === 'catch_up');
+    expect(d.state.lifecycle).toBe('failed');
+    const undo = d.state.ending?.steps.map((c) => describeCommand(c)) ?? [];
+    expect(undo.slice(0, 2)).toEqual(['unfence blue db', 'route public back to blue']);
+    expect(undo).toContain('retire green db');
+    const order = undoPrerequisites(d.state.ending?.steps ?? [], d.state.spec.desired);
+    expect(order[1]).toEqual([0]); // the routes wait for blue to be writable
+    expect(d.state.switch?.fenced).toEqual([]);
+  });
+
+  it('a rollback from awaiting_commit switches back: hold at 100 %, fence green, blue catches up, promote blue, unfence it, then routes back', () => {
+    const d = drive(new Driver(switchedSpec('manual')));
+    expect(d.state.lifecycle).toBe('awaiting_commit');
+    d.verb('rollback');
+    drive(d);
+    expect(d.state.lifecycle).toBe('rolled_back');
+    const undo = d.state.ending?.steps.map((c) => describeCommand(c)) ?? [];
+    expect(undo.slice(0, 7)).toEqual([
+      'hold requests of public (budget 2s)',
+      'fence green db',
+      'blue db catches up with green',
+      'promote blue db',
+      'unfence blue db',
+      'route public back to blue',
+      expect.stringMatching(/^retire green/),
+    ]);
+    const hold = d.state.ending?.steps[0] as Extract<Command, { kind: 'hold_routes' }>;
+    expect(hold).toMatchObject({ greenPercent: 100, from: 'green' });
+    const order = undoPrerequisites(d.state.ending?.steps ?? [], d.state.spec.desired);
+    for (let i = 1; i <= 5; i++) expect(order[i]).toEqual(Array.from({ length: i }, (_, k) => k));
+  });
+
+  it('a migration whose spec switches nothing shifts as before', () => {
+    const spec = switchedSpec();
+    delete spec.switched;
+    const d = drive(new Driver(spec));
+    expect(said(d)).toContain('route public at 10% green');
+    expect(said(d).some((c) => c.startsWith('hold requests'))).toBe(false);
+  });
+});
