@@ -42,7 +42,15 @@ export function commandView(state: MigrationState, command: Command): MigrationS
       routes.add(command.route);
       break;
     case 'shift_routes':
+    case 'hold_routes':
       for (const name of command.routes) routes.add(name);
+      break;
+    case 'fence':
+    case 'unfence':
+    case 'catch_up':
+    case 'promote_slot':
+    case 'reverse_replication':
+      components.add(command.component);
       break;
     case 'analyze':
       for (const { route } of command.routes) routes.add(route);

@@ -21,6 +21,13 @@ export function activityTimeoutMs(command: Command, spec: MigrationSpec): number
     case 'apply_route':
     case 'shift_routes':
     case 'remove_route':
+    // The switch's steps are bounded by its write hold's budget (seconds).
+    case 'hold_routes':
+    case 'fence':
+    case 'unfence':
+    case 'catch_up':
+    case 'promote_slot':
+    case 'reverse_replication':
       return routeCallTimeoutMs;
     case 'wait':
       // A hold or the bake watching green (the workflow waits on a timer for a retry).
