@@ -1,6 +1,7 @@
 import { describeWaves } from '../core/plan/plan-edges.js';
 import { describePlanHooks } from '../core/plan/plan-hooks.js';
 import { describeNotifyTargets } from '../core/plan/plan-notify.js';
+import { describeStateful } from '../core/plan/plan-stateful.js';
 import { describePlannedAgainst, type PlannedAgainst } from '../core/plan/saved-plan.js';
 import { isEmptyPlan, type Plan, type ResourceChange } from '../core/plan/types.js';
 import { changeSymbol, changeVerb, countsLine, formatChangeValue, formatValue } from './symbols.js';
@@ -30,6 +31,7 @@ export function renderPlanMarkdown(
     ...(plan.notify && plan.notify.length > 0
       ? [`Notify: ${cell(describeNotifyTargets(plan.notify))}.`, '']
       : []),
+    ...(plan.stateful ?? []).flatMap((entry) => [`Stateful: ${cell(describeStateful(entry))}`, '']),
     ...(plan.strategy.hooks && plan.strategy.hooks.length > 0
       ? [`Hooks: ${cell(describePlanHooks(plan.strategy.hooks))}.`, '']
       : []),

@@ -1,6 +1,7 @@
 import { describeWaves } from '../core/plan/plan-edges.js';
 import { describePlanHooks } from '../core/plan/plan-hooks.js';
 import { describeNotifyTargets } from '../core/plan/plan-notify.js';
+import { describeStateful } from '../core/plan/plan-stateful.js';
 import { describePlannedAgainst, type PlannedAgainst } from '../core/plan/saved-plan.js';
 import { isEmptyPlan, type Plan } from '../core/plan/types.js';
 import { sensitiveText } from '../core/topology/secret-refs.js';
@@ -97,6 +98,8 @@ function strategyLine({ strategy }: Plan): string {
 }
 
 /** Where the migration's events go, when the topology has targets (never a secret). */
-function notifyLines({ notify }: Plan): string[] {
-  return notify && notify.length > 0 ? [`Notify: ${describeNotifyTargets(notify)}.`] : [];
+function notifyLines({ notify, stateful }: Plan): string[] {
+  const lines = notify && notify.length > 0 ? [`Notify: ${describeNotifyTargets(notify)}.`] : [];
+  for (const entry of stateful ?? []) lines.push(`Stateful: ${describeStateful(entry)}`);
+  return lines;
 }

@@ -29,6 +29,7 @@ import { withEdges } from './plan-edges.js';
 import { planHooks } from './plan-hooks.js';
 import { planIdOf } from './plan-id.js';
 import { planNotifyTargets } from './plan-notify.js';
+import { type PlanStateful, planStateful } from './plan-stateful.js';
 import { restartActionId, restartableInPlace, restartReason } from './restart-in-place.js';
 import type { Action, Change, Drift, Plan, ResourceChange, Stage } from './types.js';
 
@@ -98,11 +99,22 @@ export function buildPlan(current: CurrentLayout, desired: Topology, inputs: Pla
       ...(desired.strategy.hooks ? { hooks: planHooks(desired.strategy.hooks) } : {}),
     },
     ...(desired.notify === undefined ? {} : { notify: planNotifyTargets(desired.notify) }),
+    ...statefulOf(actions, desired, inputs.switchable),
     resources,
     settings,
     ...(drift.length > 0 ? { drift } : {}),
     actions,
   };
+}
+
+/** Plan.stateful, only when the plan replaces a stateful component (other plans keep their JSON). */
+function statefulOf(
+  actions: readonly Action[],
+  desired: Topology,
+  switchable: readonly string[] | undefined,
+): { stateful?: PlanStateful[] } {
+  const stateful = planStateful(actions, desired, switchable);
+  return stateful.length > 0 ? { stateful } : {};
 }
 
 /**

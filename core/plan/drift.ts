@@ -17,6 +17,11 @@ export interface PlanInputs {
   secrets?: SecretDigests;
   /** The image each container component's tag names now (see ImageDigests); absent: not compared. */
   images?: ImageDigests;
+  /**
+   * The stateful components whose driver replicates continuously (engine/drivers/switched.ts): a
+   * migration that replaces one switches it under a write hold (Plan.stateful). Absent: none.
+   */
+  switchable?: readonly string[];
 }
 
 /** The reason a component is replaced when the operator asked for it and nothing else changed. */

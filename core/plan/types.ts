@@ -1,5 +1,6 @@
 import type { PlanHook } from './plan-hooks.js';
 import type { PlanNotifyTarget } from './plan-notify.js';
+import type { PlanStateful } from './plan-stateful.js';
 
 /**
  * A plan is data: what apply will do, in order, and why. It is computed by `buildPlan` alone and
@@ -144,6 +145,11 @@ export interface Plan {
   strategy: PlanStrategy;
   /** Where the migration's events go (plan-notify.ts), when the topology has targets; as `strategy`, not hashed. */
   notify?: PlanNotifyTarget[];
+  /**
+   * What the migration promises of each stateful component it replaces (plan-stateful.ts): switched
+   * under a write hold, or copied once. As `strategy`, not hashed; absent when it replaces none.
+   */
+  stateful?: PlanStateful[];
   resources: ResourceChange[];
   /** Changes to environment-wide settings (strategy, metadata, unused drivers): no action needed.
    * A used driver's change is not repeated here: it shows as the replacement of its components. */

@@ -1,18 +1,14 @@
-import type { Plan } from '../../core/plan/types.js';
 import { own } from '../../core/records.js';
 import type { Topology } from '../../core/topology/types.js';
 import type { DriverSet } from './driver-set.js';
 
 /**
- * The stateful components a migration of `plan` switches under a write hold (MigrationSpec.switched):
- * those it replaces (a replicate action) whose driver replicates continuously for their settings.
- * The others are copied once, as before: the plan says what that cannot promise.
+ * The stateful components of `desired` whose driver replicates continuously for their settings
+ * (PlanInputs.switchable): a migration that replaces one switches it under a write hold. The others
+ * are copied once, as before; the plan says what that cannot promise.
  */
-export function switchedComponents(plan: Plan, desired: Topology, drivers: DriverSet): string[] {
-  const replicated = new Set<string>();
-  for (const action of plan.actions)
-    if (action.type === 'replicate' && action.component !== undefined) replicated.add(action.component);
-  return [...replicated]
+export function switchableComponents(desired: Topology, drivers: DriverSet): string[] {
+  return Object.keys(desired.components)
     .filter((name) => {
       const spec = own(desired.components, name);
       if (!spec?.stateful) return false;

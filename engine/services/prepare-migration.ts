@@ -18,7 +18,7 @@ import { isEmptyPlan, type Plan } from '../../core/plan/types.js';
 import { loadTopology } from '../../core/topology/load-topology.js';
 import type { Topology } from '../../core/topology/types.js';
 import { imageDigestsFor } from '../drivers/container-images.js';
-import { switchedComponents } from '../drivers/switched.js';
+import { switchableComponents } from '../drivers/switched.js';
 import { planSecrets } from '../secrets/resolve-secrets.js';
 import type { ProcessSecrets } from '../secrets/secret-source.js';
 import type { StateDir } from '../store/state-dir.js';
@@ -102,7 +102,10 @@ export async function prepareMigration(request: PrepareRequest, home: MigrationH
       ? await planSecrets(desired, home.secrets.key, home.secrets.read.for(source.baseDir))
       : undefined;
     const images = await imageDigestsFor(desired, source.baseDir);
+    const { defaultDrivers } = await import('../drivers/default-drivers.js');
+    const switchable = switchableComponents(desired, defaultDrivers());
     const known: PlanInputs = {
+      ...(switchable.length === 0 ? {} : { switchable }),
       ...(request.replace === undefined ? {} : { replace: request.replace }),
       ...(secrets === undefined ? {} : { secrets }),
       ...(images === undefined ? {} : { images }),
@@ -125,8 +128,7 @@ export async function prepareMigration(request: PrepareRequest, home: MigrationH
     }
     const needed = !isEmptyPlan(plan);
     if (!needed) held?.release();
-    const { defaultDrivers } = await import('../drivers/default-drivers.js');
-    const switched = switchedComponents(plan, desired, defaultDrivers());
+    const switched = (plan.stateful ?? []).filter((s) => s.how === 'switch').map((s) => s.component);
     return {
       desired,
       base,

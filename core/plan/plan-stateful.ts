@@ -1,0 +1,44 @@
+import { own } from '../records.js';
+import { formatDuration } from '../topology/duration.js';
+import { defaults, type Topology } from '../topology/types.js';
+import type { Action } from './types.js';
+
+/**
+ * What the plan promises of each stateful component it replaces (issue 28): `switch` when its
+ * driver replicates continuously (PlanInputs.switchable): the switch under a write hold loses no
+ * acknowledged write, on the migration and on a rollback until the commit; `copy` otherwise: one
+ * copy at the replicate stage, which cannot carry what blue takes after it.
+ */
+export interface PlanStateful {
+  component: string;
+  how: 'switch' | 'copy';
+  /** The hold's budget (switch): how long writes may wait at the router. */
+  writeHold?: string;
+  maxLag: string;
+}
+
+export function planStateful(
+  actions: readonly Action[],
+  desired: Topology,
+  switchable: readonly string[] | undefined,
+): PlanStateful[] {
+  const out: PlanStateful[] = [];
+  for (const action of actions) {
+    if (action.type !== 'replicate' || action.component === undefined) continue;
+    const spec = own(desired.components, action.component);
+    if (!spec?.stateful) continue;
+    const maxLag = formatDuration(spec.replicate?.maxLag ?? defaults.replicateMaxLagMs);
+    if (switchable?.includes(action.component)) {
+      const writeHold = formatDuration(spec.replicate?.writeHold ?? defaults.writeHoldMs);
+      out.push({ component: action.component, how: 'switch', writeHold, maxLag });
+    } else out.push({ component: action.component, how: 'copy', maxLag });
+  }
+  return out;
+}
+
+/** One sentence per stateful component: what the migration promises of its data. */
+export function describeStateful(entry: PlanStateful): string {
+  if (entry.how === 'switch')
+    return `${entry.component} is switched under a write hold of at most ${entry.writeHold}: green follows blue (lag at most ${entry.maxLag} before traffic moves), blue is fenced and green catches up while the router holds requests, and replication runs back to blue until the commit: no acknowledged write is lost, on the migration or on a rollback before the commit.`;
+  return `${entry.component} is copied once, at the replicate stage (its driver cannot follow or fence): writes blue takes after the copy are not carried to green, and a rollback after the shift loses what green took.`;
+}
