@@ -228,6 +228,24 @@ describe('router: write hold', () => {
     await s.apply({ greenPercent: 100 });
     expect(await second).toMatchObject({ status: 200, slot: 'green' });
   });
+
+  it('answers held requests 503 with Retry-After when the router stops', async () => {
+    const s = await switching(resources);
+    await s.apply({ hold: holdFor(30_000) });
+    const held = send(s.listen, { method: 'POST', body: 'k=9' });
+    await eventually(() => s.held() === 1);
+    const closing = s.router.close();
+    const answer = await held;
+    expect(answer.status).toBe(503);
+    expect(answer.headers['retry-after']).toBe('1');
+    expect(answer.body).toBe('cutover: the router is stopping; try again shortly\n');
+    await closing;
+    expect(s.blue.requests).toHaveLength(0);
+    expect(s.green.requests).toHaveLength(0);
+    expect(
+      s.log.some((l) => /held 1 request for \d+ ms, then the router stopped: answered 503/.test(l)),
+    ).toBe(true);
+  });
 });
 
 /** A request whose client can be made to go away while it waits; its errors are expected. */
