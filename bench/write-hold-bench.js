@@ -16,13 +16,18 @@
  *   last held request reaching green: the added latency of the release, which is what the router
  *   adds to a held request beyond the hold the engine chose.
  *
- * The goal is a ratio of two figures taken side by side (release of 1,000 held against a burst of
- * 1,000), which holds on a busy machine as on a quiet one; the absolute times are judged with the
- * wall-clock margin (support.js). A first round warms up and is not counted.
+ * The router's CPU time (from /proc) is read around the burst (first sent to last answered) and
+ * around the cycle (the hold's apply to the last held request answered, the release included).
+ *
+ * The goals are ratios of two figures taken side by side, at 1,000 requests (release time against
+ * burst time; the cycle's router CPU against the burst's), which hold on a busy machine as on a
+ * quiet one; the absolute release time is judged with the wall-clock margin (support.js). A first
+ * round warms up and is not counted.
  *
  *   npm run bench -- write-hold [--quick]
  */
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { Agent, createServer, request } from 'node:http';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -43,6 +48,8 @@ export const columns = [
   { key: 'releaseApplyMs', label: 'release apply ms', format: (v) => v.toFixed(1) },
   { key: 'releaseMs', label: 'release → last at green ms', format: (v) => v.toFixed(1) },
   { key: 'ratio', label: 'release / burst', format: (v) => v.toFixed(2) },
+  { key: 'burstCpuMs', label: 'router CPU ms: burst', format: (v) => v.toFixed(0) },
+  { key: 'cycleCpuMs', label: 'router CPU ms: hold + release', format: (v) => v.toFixed(0) },
   { key: 'failed', label: 'failed', format: String },
 ];
 
@@ -59,6 +66,12 @@ const releaseRatioFailBeyond = 3;
 const release1000GoalMs = 150;
 const release1000FailBeyondMs = 300;
 const heldTimeoutMs = 30_000;
+const heldPollMs = 20;
+/** Linux counts process CPU time in clock ticks of 10 ms (USER_HZ = 100). */
+const msPerTick = 10;
+/** The router's CPU for a hold/release cycle of 1,000 requests against a burst of 1,000. */
+const cpuRatioGoal = 1.5;
+const cpuRatioFailBeyond = 3;
 /** The engine's bound on the bench's holds: far beyond a round, so no hold expires in the bench. */
 const holdBoundMs = 60_000;
 
@@ -90,7 +103,8 @@ async function measure(dir, owned, [blue, green], rounds, ratios, log) {
   });
   const options = { signal: new AbortController().signal, log: () => {} };
   await createRouteTableDriver().apply(ctx, state(0), options);
-  owned.start(process.execPath, [cliPath, 'proxy', '--state-dir', stateDir.root]);
+  const routerProcess = owned.start(process.execPath, [cliPath, 'proxy', '--state-dir', stateDir.root]);
+  const routerCpuMs = () => cpuMs(routerProcess.pid);
   await waitAnswers(listen);
   const driver = createRouterDriver();
   const client = routerClient(stateDir.root);
@@ -107,10 +121,12 @@ async function measure(dir, owned, [blue, green], rounds, ratios, log) {
       log(`${size} held, round ${round}/${rounds}${round === 0 ? ' (warm-up)' : ''}`);
       // A burst without a hold, to blue.
       const burstTag = `/burst/${size}/${round}/`;
+      const burstCpu = routerCpuMs();
       const burstStart = performance.now();
       const burst = sendAll(listen, agent, burstTag, size);
       const burstLast = await blue.lastOf(burstTag, size);
       failed += countFailed(await burst);
+      const burstCpuMs = routerCpuMs() - burstCpu;
 
       // The hold, in effect when apply returns, then N requests held.
       const hold = {
@@ -119,16 +135,18 @@ async function measure(dir, owned, [blue, green], rounds, ratios, log) {
         expiresAt: Date.now() + holdBoundMs,
         maxHeld: size,
       };
+      const cycleCpu = routerCpuMs();
       const holdStart = performance.now();
       await driver.apply(ctx, state(0, hold), options);
       const holdApplied = performance.now();
       const heldTag = `/held/${size}/${round}/`;
       const held = sendAll(listen, agent, heldTag, size);
       const deadline = Date.now() + heldTimeoutMs;
+      // Not too often: each look costs the router CPU the cycle is charged with.
       while ((await client.routes()).routes[routeKey]?.hold?.held !== size) {
         if (Date.now() > deadline)
           throw new Error(`the router did not hold ${size} requests in ${heldTimeoutMs} ms`);
-        await sleep(5);
+        await sleep(heldPollMs);
       }
 
       // The release: the table write, the reload, and the held requests on their way to green.
@@ -137,6 +155,7 @@ async function measure(dir, owned, [blue, green], rounds, ratios, log) {
       const releaseApplied = performance.now();
       const releaseLast = await green.lastOf(heldTag, size);
       failed += countFailed(await held);
+      const cycleCpuMs = routerCpuMs() - cycleCpu;
       if (blue.count(heldTag) > 0) throw new Error(`${blue.count(heldTag)} held requests reached blue`);
       await driver.apply(ctx, state(0), options);
       if (round === 0) continue;
@@ -146,6 +165,8 @@ async function measure(dir, owned, [blue, green], rounds, ratios, log) {
         releaseApplyMs: releaseApplied - releaseStart,
         releaseMs: releaseLast - releaseStart,
         ratio: (releaseLast - releaseStart) / (burstLast - burstStart),
+        burstCpuMs,
+        cycleCpuMs,
       });
     }
     agent.destroy();
@@ -157,6 +178,8 @@ async function measure(dir, owned, [blue, green], rounds, ratios, log) {
       releaseApplyMs: med('releaseApplyMs'),
       releaseMs: med('releaseMs'),
       ratio: med('ratio'),
+      burstCpuMs: med('burstCpuMs'),
+      cycleCpuMs: med('cycleCpuMs'),
       failed,
     };
     rows.push(row);
@@ -171,6 +194,13 @@ async function measure(dir, owned, [blue, green], rounds, ratios, log) {
       value: Number(at1000.ratio.toFixed(2)),
       target: releaseRatioGoal,
       failBeyond: releaseRatioFailBeyond,
+    }),
+    judgeGoal({
+      label:
+        'router CPU for 1,000 requests held and released against 1,000 sent without a hold (medians over rounds)',
+      value: Number((at1000.cycleCpuMs / Math.max(msPerTick, at1000.burstCpuMs)).toFixed(2)),
+      target: cpuRatioGoal,
+      failBeyond: cpuRatioFailBeyond,
     }),
     strictGoal({
       label: 'failed requests (held or not)',
@@ -203,6 +233,12 @@ async function measure(dir, owned, [blue, green], rounds, ratios, log) {
     "a release is one routing-table write (fsync, rename) and one POST /reload, through the engine's router driver",
   ];
   return { rows, goals, notes };
+}
+
+/** The CPU time (user + system) a process used so far, in ms (10 ms steps). */
+function cpuMs(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * msPerTick;
 }
 
 /** Sends `count` GETs at once, `<tag><i>`; resolves with their statuses (0: a socket error). */
