@@ -13,7 +13,8 @@ import type { Binding, RouteState, RoutingState } from './routing-state.js';
  * Invariants:
  * - A request is held at most once, and leaves the queue exactly once: forwarded, answered by the
  *   router (overflow, route gone, router stopping), or dropped because its client went away (then
- *   nothing goes upstream for it).
+ *   nothing goes upstream for it). A client's leaving shows while it is held only if the socket is
+ *   still read: a body larger than its buffers (tens of KiB) pauses it, and is read at the release.
  * - A held request is not in flight to any slot (in-flight.ts): the engine's drain of blue waits only
  *   for requests that reached blue before the hold.
  * - A hold whose id expired is never held again, whatever tables follow: the router's bound holds
