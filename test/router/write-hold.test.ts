@@ -246,6 +246,29 @@ describe('router: write hold', () => {
       s.log.some((l) => /held 1 request for \d+ ms, then the router stopped: answered 503/.test(l)),
     ).toBe(true);
   });
+
+  it('holds anew after a restart while the table has the hold, and not once its bound has passed', async () => {
+    const s = await switching(resources);
+    // Long enough for a router to start again on a busy machine, short enough to wait for.
+    const hold = holdFor(2_000);
+    await s.apply({ hold });
+    await s.router.close();
+
+    const { router, log } = await startTestRouter(resources, s.stateDir);
+    expect(router.routes().routes[key]?.hold).toMatchObject({ id: hold.id, held: 0 });
+    const held = send(s.listen);
+    await eventually(() => router.routes().routes[key]?.hold?.held === 1);
+    // Nobody releases it (the engine is gone): the bound does, by the weights in the table.
+    expect(await held).toMatchObject({ status: 200, slot: 'blue' });
+    expect(Date.now()).toBeGreaterThanOrEqual(hold.expiresAt);
+    await router.close();
+
+    const again = await startTestRouter(resources, s.stateDir);
+    expect(again.router.routes().routes[key]?.hold).toBeUndefined();
+    expect(again.log.some((l) => l.includes(`not holding: the engine's hold ${hold.id} expired`))).toBe(true);
+    expect(log.some((l) => l.includes("the engine's hold outlived its bound"))).toBe(true);
+    expect(await send(s.listen)).toMatchObject({ status: 200, slot: 'blue' });
+  });
 });
 
 /** A request whose client can be made to go away while it waits; its errors are expected. */
