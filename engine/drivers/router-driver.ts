@@ -143,7 +143,9 @@ function holdNotInEffect(state: RouteState, key: string, result: ReloadResult): 
   if (Date.now() >= hold.expiresAt)
     return `route ${state.route}: write hold ${hold.id} expired (at ${new Date(hold.expiresAt).toISOString()}) before the router applied it`;
   const said = result.problems.filter((p) => p.startsWith(`${key}:`));
-  return `route ${state.route}: the router did not take write hold ${hold.id}${said.length > 0 ? `: ${said.join('; ')}` : ''}`;
+  // Else the id expired on this router before: the router's bound holds whatever tables follow.
+  const why = said.length > 0 ? said.join('; ') : 'that id expired on it before (a new hold needs a new id)';
+  return `route ${state.route}: the router did not take write hold ${hold.id}: ${why}`;
 }
 
 /** "route www cannot listen on 127.0.0.1:8080: the address is already in use (EADDRINUSE); …". */

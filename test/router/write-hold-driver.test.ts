@@ -116,6 +116,23 @@ describe('route drivers: write hold', () => {
     expect(await send(listen)).toMatchObject({ status: 200, slot: 'blue' });
   });
 
+  it('router: a hold id that expired on the router is not taken again, and the call says why', async () => {
+    const stateDir = await stateDirFor(resources);
+    const listen = await freeListen();
+    const ctx = callContext(stateDir);
+    const driver = createRouterDriver();
+    const { router } = await startTestRouter(resources, stateDir);
+    const first = holdFor(200);
+    await driver.apply(ctx, routeState(listen, '127.0.0.1:9', '127.0.0.1:9', 0, first), callOptions());
+    await eventually(() => router.routes().routes[key]?.lastHold?.ended === 'expired');
+
+    const sameId = { ...holdFor(30_000), id: first.id };
+    await expect(
+      driver.apply(ctx, routeState(listen, '127.0.0.1:9', '127.0.0.1:9', 0, sameId), callOptions()),
+    ).rejects.toThrow(`the router did not take write hold ${first.id}: that id expired on it before`);
+    expect(router.routes().routes[key]?.hold).toBeUndefined();
+  });
+
   it('router: a router that answers without holds (older than write holds) fails the call, saying what to do', async () => {
     const stateDir = await stateDirFor(resources);
     // The control API of a router from before write holds: it applies tables, and says nothing of holds.
