@@ -263,9 +263,13 @@ export class WriteHolds {
     hold.queue.clear();
     for (const entry of entries) {
       const { req, res, client } = entry.request;
-      // A client gone whose 'close' is still to come: its listener drops it, nothing goes upstream.
-      if (clientGone(res)) continue;
       res.off('close', entry.gone);
+      // A client gone whose 'close' is still to come: nothing goes upstream for it.
+      if (clientGone(res)) {
+        hold.left++;
+        res.once('close', () => client.responseClosed());
+        continue;
+      }
       if (how === 'router-stopped')
         refuseRequest(req, res, client, 503, 'cutover: the router is stopping; try again shortly\n', {
           'retry-after': String(queueFullRetryAfterSeconds),
