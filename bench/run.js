@@ -32,6 +32,7 @@ import * as serverBench from './server-bench.js';
 import { cleanUpEverything } from './support.js';
 import * as temporalBench from './temporal-bench.js';
 import * as watchBench from './watch-bench.js';
+import * as writeHoldBench from './write-hold-bench.js';
 
 const benches = [
   planBench,
@@ -39,6 +40,7 @@ const benches = [
   parallelBench,
   routerBench,
   routerClientBench,
+  writeHoldBench,
   serverBench,
   logStreamBench,
   watchBench,

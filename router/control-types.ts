@@ -19,6 +19,11 @@ export interface ReloadResult {
    * for a route fails when its own address cannot be served. (Absent from an older router.)
    */
   unbound?: ListenFailure[];
+  /**
+   * Route key → id of the write hold in effect once this table is live, so that the engine knows
+   * its hold (or release) took. (Absent from a router older than write holds: it holds nothing.)
+   */
+  holds?: Record<string, string>;
 }
 
 /** A route's listener the router could not open at the last reload. */
@@ -40,6 +45,50 @@ export interface RouteSnapshot {
   blue: string[];
   green: string[];
   inFlight: RouteInFlight;
+  /** The write hold in effect on the route (router/write-holds.ts). */
+  hold?: ControlHold;
+  /** The last write hold that ended on the route since the router started. */
+  lastHold?: FinishedHold;
+}
+
+/** A write hold in effect: `held` requests wait now. */
+export interface ControlHold {
+  id: string;
+  /** When the engine started it (epoch ms). */
+  since: number;
+  held: number;
+  expiresAt: number;
+  maxHeld: number;
+  /** Requests answered 503 because `maxHeld` were held. */
+  refused: number;
+}
+
+/**
+ * Where a hold's requests went: all to green, all to blue, split by the weights, or nowhere (the
+ * route left the table, the router stopped: they were answered 503).
+ */
+export type ReleasedTo = 'green' | 'blue' | 'weights' | 'none';
+
+/**
+ * What ended a hold: a table without it (`released`) or with another hold (`replaced`), its
+ * `expiresAt` (`expired`: the engine did not release it in time), the route leaving the table, or
+ * the router stopping.
+ */
+export type HoldEnd = 'released' | 'replaced' | 'expired' | 'removed' | 'router-stopped';
+
+export interface FinishedHold {
+  id: string;
+  /** Requests it held (those whose client left while held included). */
+  heldCount: number;
+  /** How long this router held, from the table that started it to the one (or the bound) that ended it. */
+  durationMs: number;
+  releasedTo: ReleasedTo;
+  ended: HoldEnd;
+  refused: number;
+  /** Held requests whose client went away before the release (nothing went upstream for them). */
+  left: number;
+  /** Epoch ms. */
+  endedAt: number;
 }
 
 export interface RoutesSnapshot {

@@ -77,7 +77,9 @@ export function mayRetry(failure: UpstreamFailure): boolean {
 /**
  * Proxies one request of a route: picks the slot and replica, counts it in flight until the
  * client's response is finished, reads the request body (up to a bound) before taking an upstream
- * connection, fails over before any response byte, and streams both bodies.
+ * connection, fails over before any response byte, and streams both bodies. `arrivedMs`
+ * (performance.now()): when the request came, for one the router held first (its duration counts
+ * from then).
  */
 export function proxyRequest(
   deps: ProxyDeps,
@@ -86,23 +88,32 @@ export function proxyRequest(
   req: IncomingMessage,
   res: ServerResponse,
   listener: ProxyListener,
+  arrivedMs = performance.now(),
 ): void {
   const slot = chooseSlot(route, binding.kind);
   const address = slot && nextReplica(route, slot, noneTried);
   if (!slot || !address) {
-    res.once('close', () => listener.responseClosed());
-    // A body is not read for nothing: the connection closes instead (as for the router's other
-    // answers given before a body was read).
-    const unreadBody = upstreamRequestHeaders(req, '').body !== 'none';
-    sendText(
-      res,
-      503,
-      `cutover: route ${route.key} has no upstream address\n`,
-      unreadBody ? { connection: 'close' } : {},
-    );
+    refuseRequest(req, res, listener, 503, `cutover: route ${route.key} has no upstream address\n`);
     return;
   }
-  new ProxiedRequest(deps, binding, route, req, res, listener).start(slot, address);
+  new ProxiedRequest(deps, binding, route, req, res, listener, arrivedMs).start(slot, address);
+}
+
+/**
+ * The router's own answer to a request it sends nowhere, before its body was read: the listener
+ * hears when it is over, and a body is not read for nothing (the connection closes instead).
+ */
+export function refuseRequest(
+  req: IncomingMessage,
+  res: ServerResponse,
+  listener: Pick<ProxyListener, 'responseClosed'>,
+  status: number,
+  text: string,
+  headers: Record<string, string> = {},
+): void {
+  res.once('close', () => listener.responseClosed());
+  const unreadBody = upstreamRequestHeaders(req, '').body !== 'none';
+  sendText(res, status, text, unreadBody ? { ...headers, connection: 'close' } : headers);
 }
 
 const noneTried: ReadonlySet<string> = new Set();
@@ -122,8 +133,6 @@ class ProxiedRequest implements ExchangeHandler, BodyReader {
   private firstBodyChunk = true;
   /** A 'drain' listener is on the response: reading the upstream resumes when the client drains. */
   private awaitingDrain = false;
-  /** When the request arrived (performance.now(), ms): its duration ends when the response does. */
-  private readonly arrivedMs = performance.now();
   /** The answer was cut after it began: a failure for the client, whatever its status said. */
   private cut = false;
   /** Counted as in flight to its slot (main listener only): a hanging slot shows in its traffic. */
@@ -136,6 +145,8 @@ class ProxiedRequest implements ExchangeHandler, BodyReader {
     private readonly req: IncomingMessage,
     private readonly res: ServerResponse,
     private readonly listener: ProxyListener,
+    /** When the request arrived (performance.now(), ms): its duration ends when the response does. */
+    private readonly arrivedMs: number,
   ) {}
 
   start(slot: Slot, address: string): void {

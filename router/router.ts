@@ -15,12 +15,15 @@
  *   table after it was asked for; `POST /reload` answers once the new state is live and listeners
  *   are open, so a switch by the engine is synchronous.
  * - Requests are counted in flight, per route and per upstream address, until their response to the
- *   client is finished; that is what `waitDrained` watches.
+ *   client is finished; that is what `waitDrained` watches. A request held by a write hold
+ *   (write-holds.ts) is in flight nowhere until it is released: it picks its upstream from the state
+ *   live at its release, and the release is done before the reload that made it is answered.
  * - One router per state directory, recorded in `<stateDir>/router/router.json` (router-record.ts).
  * - Every response of a route is counted once, when it ends, on the slot that answered it
  *   (slot-metrics.ts): counters only grow while the router runs, and restart from zero with it.
  */
 import { mkdir, readFile } from 'node:fs/promises';
+import type { ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { RouteTraffic } from '../core/analysis/traffic.js';
 import { CutoverError } from '../core/errors.js';
@@ -43,6 +46,7 @@ import {
 import { SlotMetrics } from './slot-metrics.js';
 import { UpstreamPools } from './upstream-pools.js';
 import { type TableWatch, watchTable } from './watch-table.js';
+import { type HeldRequest, WriteHolds } from './write-holds.js';
 
 /** On close, requests still unanswered after this long are cut. */
 export const routerCloseGraceMs = 10_000;
@@ -92,6 +96,7 @@ class TableRouter implements Router {
   private readonly inFlightRegistry = new InFlightRegistry();
   private readonly pools = new UpstreamPools();
   private readonly metrics = new SlotMetrics();
+  private readonly holds: WriteHolds;
   private readonly listeners: RouteListeners;
   private control: ControlServer | null = null;
   private claimed = false;
@@ -114,15 +119,24 @@ class TableRouter implements Router {
       bodies: new BodyBudget(),
       metrics: this.metrics,
     };
+    // A held request goes by the table live when it is released, from the listener it came in on.
+    const forward = ({ binding, req, res, client, arrivedMs }: HeldRequest) => {
+      const route = this.state.routes.get(binding.routeKey);
+      if (!route) return goneRoute(binding.routeKey, res, client);
+      proxyRequest(deps, binding, route, req, res, client, arrivedMs);
+    };
+    this.holds = new WriteHolds({
+      currentRoute: (key) => this.state.routes.get(key),
+      forward,
+      log,
+    });
     this.listeners = new RouteListeners((listener, client, req, res) => {
       const state = this.state;
       const binding = state.bindings.get(listener.address) ?? listener.binding;
       const route = state.routes.get(binding.routeKey);
-      if (!route) {
-        res.once('close', () => client.responseClosed());
-        res.setHeader('connection', 'close');
-        return sendText(res, 503, `cutover: route ${binding.routeKey} is no longer served\n`);
-      }
+      if (!route) return goneRoute(binding.routeKey, res, client);
+      const hold = this.holds.holding(binding.routeKey);
+      if (hold) return this.holds.admit(hold, { binding, req, res, client, arrivedMs: performance.now() });
       proxyRequest(deps, binding, route, req, res, client);
     });
   }
@@ -201,7 +215,10 @@ class TableRouter implements Router {
     const previous = this.state;
     this.listeners.stopUnwanted(next.bindings);
     this.state = next; // the switch
+    // Held requests go now, by this table: synchronously, before the reload is answered.
+    this.holds.reconcile(next);
     this.metrics.keepRoutes(next.routes.keys());
+    this.holds.keepRoutes(next.routes.keys());
     const unbound = await this.listeners.openMissing(next.bindings);
     this.logChanges(previous, next);
     const inUse = addressesInUse(next);
@@ -220,6 +237,7 @@ class TableRouter implements Router {
       routes: next.routes.size,
       problems,
       unbound,
+      holds: this.holds.inEffect(),
     };
   }
 
@@ -234,6 +252,7 @@ class TableRouter implements Router {
         blue: [...route.blue],
         green: [...route.green],
         inFlight: this.inFlightRegistry.route(key),
+        ...this.holds.snapshot(key),
       };
     }
     // Listeners of the table not open now: the last reload's failure, else still being opened.
@@ -268,7 +287,7 @@ class TableRouter implements Router {
   }
 
   metricsText(): string {
-    return renderMetricsText(this.metrics.all(), this.metrics.startedAt);
+    return renderMetricsText(this.metrics.all(), this.metrics.startedAt, this.holds.metrics());
   }
 
   async close(): Promise<void> {
@@ -276,6 +295,7 @@ class TableRouter implements Router {
     this.closed = true;
     this.tableWatch?.stop();
     await this.running?.catch(() => undefined);
+    this.holds.stopAll();
     await this.listeners.closeAll(routerCloseGraceMs);
     this.pools.destroyAll();
     if (this.claimed) releaseRouterRecord(this.stateDir);
@@ -302,6 +322,13 @@ class TableRouter implements Router {
       if (!next.routes.has(key)) this.log(`router: ${key} removed`);
     }
   }
+}
+
+/** A request of a route the table no longer has. */
+function goneRoute(routeKey: string, res: ServerResponse, client: { responseClosed(): void }): void {
+  res.once('close', () => client.responseClosed());
+  res.setHeader('connection', 'close');
+  sendText(res, 503, `cutover: route ${routeKey} is no longer served\n`);
 }
 
 function describe(route: RouteState): string {

@@ -1,4 +1,5 @@
 import { parseHostPort } from '../core/host-port.js';
+import type { WriteHold } from '../core/layout.js';
 import type { RoutingEntry } from './route-table.js';
 
 /**
@@ -40,6 +41,8 @@ export interface RouteState {
   /** Longest wait for a free connection to an upstream. */
   queueTimeoutMs: number;
   updatedAt: number;
+  /** The engine's write hold on the route (RoutingEntry.hold); write-holds.ts honours it. */
+  hold?: WriteHold;
   rotation: Rotation;
 }
 
@@ -136,7 +139,23 @@ function routeState(key: string, raw: unknown, problems: string[]): RouteState |
     if (preview === null) problems.push(`${key}: preview ${JSON.stringify(entry.preview)} is not host:port`);
     else route.preview = preview;
   }
+  if (entry.hold !== undefined) {
+    const hold = writeHold(entry.hold);
+    // Served without it, and said: the engine's driver sees the hold missing from the reload's answer.
+    if (hold === null)
+      problems.push(`${key}: hold ${JSON.stringify(entry.hold)} is not {id, since, expiresAt, maxHeld}`);
+    else route.hold = hold;
+  }
   return route;
+}
+
+function writeHold(value: unknown): WriteHold | null {
+  if (!isObject(value)) return null;
+  const { id, since, expiresAt, maxHeld } = value;
+  if (typeof id !== 'string' || id === '') return null;
+  if (typeof since !== 'number' || typeof expiresAt !== 'number') return null;
+  if (typeof maxHeld !== 'number' || !Number.isInteger(maxHeld) || maxHeld < 0) return null;
+  return { id, since, expiresAt, maxHeld };
 }
 
 function positiveOr(value: unknown, fallback: number): number {

@@ -53,6 +53,8 @@ export function createNginxDriver(settings: NginxDriverSettings = {}): RouteDriv
   };
   // Several routes of one driver (one file): one sidecar write, one file, one test, one reload.
   const applyAll = (ctx: RouteCallContext, states: readonly RouteState[], options: DriverCallOptions) => {
+    const held = holdRefusal(states);
+    if (held) return Promise.reject(held);
     const driver = nginxSpec(ctx, states[0]?.route ?? '');
     const files = nginxFiles(ctx.baseDir, driver);
     return serialised(files.config, async () => {
@@ -76,6 +78,7 @@ export function createNginxDriver(settings: NginxDriverSettings = {}): RouteDriv
     });
   };
   return {
+    holds: false,
     apply: (ctx, state, options) => applyAll(ctx, [state], options),
     applyAll,
     remove(ctx: RouteCallContext, route: string, options: DriverCallOptions) {
@@ -199,6 +202,18 @@ function refuseListenClash(sidecar: Sidecar, key: string, entry: SidecarEntry): 
     if (clash)
       throw new PermanentDriverError(`route ${entry.route}: ${clash} is already a listener of ${otherKey}`);
   }
+}
+
+/**
+ * nginx forwards every request it takes: it has no way to keep a route's new requests waiting while
+ * a stateful component switches, so a state with a write hold is refused rather than half done.
+ */
+function holdRefusal(states: readonly RouteState[]): PermanentDriverError | null {
+  const held = states.find((state) => state.hold !== undefined);
+  if (!held) return null;
+  return new PermanentDriverError(
+    `route ${held.route}: nginx cannot hold requests, and the switch of stateful component ${held.spec.to} needs a write hold; route it through the built-in router (leave out the route's driver)`,
+  );
 }
 
 export async function readSidecar(file: string): Promise<Sidecar> {

@@ -6,7 +6,7 @@ import type { ObservedRoute } from '../../core/observed.js';
 import type { Route } from '../../core/topology/types.js';
 import { cutoverCliPath } from '../../platform/package-path.js';
 import { routerClient, waitDrained } from '../../router/client.js';
-import type { ListenFailure, RoutesSnapshot } from '../../router/control-types.js';
+import type { ListenFailure, ReloadResult, RoutesSnapshot } from '../../router/control-types.js';
 import {
   type RoutingEntry,
   readRoutingTable,
@@ -52,11 +52,16 @@ export function createRouterDriver(): RouteDriver {
     const problems = states.flatMap((state) => {
       const key = routeKey(ctx.environment, state.route);
       const unbound = (result.unbound ?? []).filter((failure) => failure.routeKey === key);
-      return unbound.length > 0 ? [unboundMessage(state.route, unbound)] : [];
+      const holdProblem = holdNotInEffect(state, key, result);
+      return [
+        ...(unbound.length > 0 ? [unboundMessage(state.route, unbound)] : []),
+        ...(holdProblem ? [holdProblem] : []),
+      ];
     });
     if (problems.length > 0) throw new PermanentDriverError(problems.join('; '));
   };
   return {
+    holds: true,
     apply: (ctx, state, options) => applyAll(ctx, [state], options),
     applyAll,
     async remove(ctx: RouteCallContext, route: string, options: DriverCallOptions) {
@@ -123,6 +128,24 @@ async function observeRoute(ctx: RouteCallContext, route: string, spec: Route): 
     green: served.green,
     inFlight: served.inFlight.blue + served.inFlight.green,
   };
+}
+
+/**
+ * Why the router does not hold `state`'s write hold now that the table is live, or null when it
+ * does (or none was asked). A release needs no check: a router that applied a table without the
+ * hold has sent what it held on before answering the reload.
+ */
+function holdNotInEffect(state: RouteState, key: string, result: ReloadResult): string | null {
+  const hold = state.hold;
+  if (!hold || result.holds?.[key] === hold.id) return null;
+  if (result.holds === undefined)
+    return `route ${state.route}: the router serving it cannot hold requests (it is older than this cutover); stop it (its pid is in the router record) so that the next step starts a current one, then run the migration again`;
+  if (Date.now() >= hold.expiresAt)
+    return `route ${state.route}: write hold ${hold.id} expired (at ${new Date(hold.expiresAt).toISOString()}) before the router applied it`;
+  const said = result.problems.filter((p) => p.startsWith(`${key}:`));
+  // Else the id expired on this router before: the router's bound holds whatever tables follow.
+  const why = said.length > 0 ? said.join('; ') : 'that id expired on it before (a new hold needs a new id)';
+  return `route ${state.route}: the router did not take write hold ${hold.id}: ${why}`;
 }
 
 /** "route www cannot listen on 127.0.0.1:8080: the address is already in use (EADDRINUSE); …". */
@@ -229,7 +252,10 @@ export function createRouteTableDriver(): Pick<RouteDriver, 'apply' | 'remove'> 
         table.routes[routeKey(ctx.environment, state.route)] = entryOf(ctx, state, updatedAt);
       // One write: the router reads every route's new entry, or none of them.
       await writeRoutingTable(ctx.stateDir.root, table);
-      for (const state of states) options.log(`route ${state.route}: ${describeTraffic(state)}`);
+      for (const state of states) {
+        const hold = state.hold ? `; holding new requests (hold ${state.hold.id})` : '';
+        options.log(`route ${state.route}: ${describeTraffic(state)}${hold}`);
+      }
     });
   return {
     apply: (ctx, state, options) => applyAll(ctx, [state], options),
@@ -260,6 +286,7 @@ function entryOf(ctx: RouteCallContext, state: RouteState, updatedAt: number): R
   if (state.spec.upstreamTimeout !== undefined) entry.upstreamTimeoutMs = state.spec.upstreamTimeout;
   if (state.spec.bodyTimeout !== undefined) entry.bodyTimeoutMs = state.spec.bodyTimeout;
   if (state.spec.queueTimeout !== undefined) entry.queueTimeoutMs = state.spec.queueTimeout;
+  if (state.hold !== undefined) entry.hold = { ...state.hold };
   return entry;
 }
 

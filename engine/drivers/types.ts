@@ -222,6 +222,12 @@ export interface RouteCallContext {
 
 /** Realises routes: sets the split of traffic between slots, removes routes. Every call idempotent. */
 export interface RouteDriver {
+  /**
+   * Honours RouteState.hold: holds the route's new requests until a state without it is applied
+   * (the built-in router). Absent or false: the driver refuses a state with a hold, and the plan
+   * says so before any migration needs one.
+   */
+  readonly holds?: boolean;
   apply(ctx: RouteCallContext, state: RouteState, options: DriverCallOptions): Promise<void>;
   /**
    * Sets several routes of this driver at once: all of them go live together, or none does (a

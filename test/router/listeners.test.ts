@@ -138,6 +138,7 @@ describe('router: listeners follow the table', () => {
       routes: 1,
       problems: [],
       unbound: [],
+      holds: {},
     });
 
     writeFileSync(routingTablePath(stateDir), '{"version": 1, "rou');

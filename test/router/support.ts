@@ -11,6 +11,7 @@ import { writeFileSync } from 'node:fs';
 import { Agent, createServer, type IncomingMessage, request, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import path from 'node:path';
+import type { WriteHold } from '../../core/layout.js';
 import type { Route } from '../../core/topology/types.js';
 import { createRouteTableDriver } from '../../engine/drivers/router-driver.js';
 import type { SlotInfo } from '../../engine/drivers/types.js';
@@ -84,6 +85,34 @@ export async function startUpstream(
   return { name, address, close };
 }
 
+/** A request as it reached a recording upstream, its body whole. */
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  body: string;
+}
+
+/**
+ * An upstream that records every request it receives (method, path, body) and answers its name
+ * (`name:<body length>` to a request with a body); `/slow?ms=N` answers after N ms.
+ */
+export async function recordingUpstream(resources: Resources, name: string) {
+  const requests: RecordedRequest[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString();
+      requests.push({ method: req.method ?? '', path: req.url ?? '', body });
+      const url = new URL(req.url ?? '/', 'http://upstream');
+      const answer = () => res.end(body.length > 0 ? `${name}:${body.length}` : name);
+      if (url.pathname === '/slow') setTimeout(answer, Number(url.searchParams.get('ms') ?? slowRequestMs));
+      else answer();
+    });
+  });
+  return { name, address: await resources.listen(server), requests };
+}
+
 /** An upstream with the test's handler that counts the connections it accepted, holds, and held at most. */
 export async function countingUpstream(
   resources: Resources,
@@ -145,6 +174,8 @@ export interface RouteSettings {
   upstreamTimeoutMs?: number;
   bodyTimeoutMs?: number;
   queueTimeoutMs?: number;
+  /** A write hold on the route (the switch of a stateful component). */
+  hold?: WriteHold;
 }
 
 /** Writes a route into the table the way the engine does: through the route-table driver. */
@@ -169,6 +200,7 @@ export async function setRoute(stateDir: string, route: string, settings: RouteS
       blue: slot('blue', settings.blue),
       green: slot('green', settings.green),
       greenPercent: settings.greenPercent,
+      ...(settings.hold !== undefined ? { hold: settings.hold } : {}),
     },
     callOptions(),
   );
