@@ -235,8 +235,6 @@ export interface RouteDriver {
    */
   applyAll?(ctx: RouteCallContext, states: readonly RouteState[], options: DriverCallOptions): Promise<void>;
   remove(ctx: RouteCallContext, route: string, options: DriverCallOptions): Promise<void>;
-  /** Whether it honours RouteState.hold (the built-in router does); absent: it cannot hold requests. */
-  readonly holds?: boolean;
   /**
    * Waits until no request of `route` is in flight to any of `addresses` (blue, once traffic left
    * it), each driver in its own way. Resolves at `timeoutMs` with `drained: false` rather than
