@@ -88,8 +88,7 @@ export function recordEffect(
   if ((command.kind === 'shift_routes' || command.kind === 'apply_route') && s.switch && !s.switch.released) {
     // The routes set without the hold: what it held went on to the side they now send to.
     const heldMs = releaseSwitch(t, at);
-    const to =
-      s.switch.direction === 'to_green' && !('restore' in command && command.restore) ? 'green' : 'blue';
+    const to = command.restore || command.greenPercent < 100 ? 'blue' : 'green';
     notice(
       t,
       at,

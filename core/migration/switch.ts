@@ -205,6 +205,15 @@ export function undoSwitch(s: MigrationState, liveRoutes: readonly string[]): Un
   return steps;
 }
 
+/** After a switch back to blue failed: green unfenced, and its routes at 100 % without the hold. */
+export function keepGreenServing(s: MigrationState): Unnumbered<Command>[] {
+  const steps: Unnumbered<Command>[] = [];
+  for (const component of s.spec.switched ?? []) steps.push({ kind: 'unfence', component, slot: 'green' });
+  const live = s.touchedRoutes.filter((route) => own(s.spec.base.topology?.routes, route) !== undefined);
+  if (live.length > 0) steps.push({ kind: 'shift_routes', routes: live, greenPercent: 100, restore: false });
+  return steps;
+}
+
 /** For people: "fence blue db". */
 export function describeSwitchCommand(c: Command): string | null {
   switch (c.kind) {

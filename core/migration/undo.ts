@@ -2,6 +2,7 @@ import { assertNever } from '../errors.js';
 import { isAbortedOnEnding, retryBackoffMs, sinceFormat12, undoSteps } from './commands.js';
 import { lowerBound, sortedHas } from './plan-index.js';
 import { describeCommand, isRouteCommand, parallelismOf } from './queries.js';
+import { isSwitchCommand, keepGreenServing } from './switch.js';
 import { type Advanced, detachRun, notice, retryLater } from './transition.js';
 import type { Command, Ending, MigrationState, Outcome, SkippedStep, Transition, UndoRun } from './types.js';
 import { undoPrerequisites } from './undo-order.js';
@@ -226,6 +227,16 @@ export function undoFailed(t: Transition, command: Command, at: number, message:
   );
   // A retried step that fails again is left for a person again: the same entry, not a second one.
   const again = ending.skipped.some((entry) => entry.retrying?.as === command.id);
+  if (
+    !again &&
+    isSwitchCommand(command) &&
+    t.state.switch?.direction === 'to_blue' &&
+    place.engine === 'graph'
+  ) {
+    finishUndoStep(t, place, [...ending.skipped, { command, what, error: message }]);
+    abandonSwitchBack(t, at, message);
+    return;
+  }
   const skipped = again
     ? ending.skipped.map((entry): SkippedStep => {
         if (entry.retrying?.as !== command.id) return entry;
@@ -234,6 +245,42 @@ export function undoFailed(t: Transition, command: Command, at: number, message:
       })
     : [...ending.skipped, { command, what, error: message }];
   finishUndoStep(t, place, skipped);
+}
+
+/**
+ * The switch back to blue failed for good: green still has writes blue may lack, so nothing that
+ * assumes blue caught up may run (routes back to blue, green retired). Those steps are left for a
+ * person (`resolve --retry` runs the switch back again), and green is made to serve again: unfenced,
+ * its routes at 100 % without the hold, which releases what it held to green.
+ */
+function abandonSwitchBack(t: Transition, at: number, message: string): void {
+  const ending = t.state.ending as Ending;
+  const finished = [...(ending.finished as number[])];
+  const running = new Set((ending.running as UndoRun[]).map((r) => r.index));
+  const skipped = [...ending.skipped];
+  const error = `not run: the switch back to blue failed (${message}); green keeps the writes and serves`;
+  ending.steps.forEach((step, i) => {
+    if (sortedHas(finished, i) || running.has(i)) return;
+    skipped.push({ command: step, what: describeCommand(step), error });
+    finished.splice(lowerBound(finished, i), 0, i);
+  });
+  let next = t.state.nextCommand;
+  const extra = keepGreenServing(t.state).map((step) => ({ ...step, id: `c${next++}` }) as Command);
+  const steps = [...ending.steps, ...extra];
+  let cursor = ending.cursor;
+  while (finished[cursor] === cursor) cursor++;
+  t.state = {
+    ...t.state,
+    nextCommand: next,
+    ending: { ...ending, steps, finished, cursor, skipped },
+  };
+  notice(
+    t,
+    at,
+    'rollback_step',
+    'error',
+    `undo: the switch back to blue failed (${message}); green serves again and keeps the writes; the rest of the rollback needs a person`,
+  );
 }
 
 /** The step waits (the backoff of the attempt it is at), then runs again as attempt `next`. */

@@ -27,7 +27,7 @@
  * - restart (a restart in place, process-restart.ts) starts again the live slot's replicas that are
  *   down, on their recorded ports if free, else new ones, appending to their logs and slot.json.
  */
-import { cp, mkdir, stat } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { formatDuration } from '../../core/topology/duration.js';
 import { defaults } from '../../core/topology/types.js';

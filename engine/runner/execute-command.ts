@@ -44,7 +44,7 @@ import {
   slotEnv,
   topologyOf,
 } from './command-context.js';
-import { runSwitchCommand, stopReplicationOf, waitLagOf } from './execute-switch.js';
+import { runSwitchCommand, stopReplicationOf, waitLagOf, withinBudget } from './execute-switch.js';
 import { quoteReplicaLogs } from './replica-logs.js';
 
 export type { DriverSet, ExecuteOptions };
@@ -222,6 +222,9 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       return undefined;
     }
     case 'shift_routes':
+      // The release of a switch to green: only within its budget (then the held requests go to green).
+      if (s.switch && !s.switch.released && !c.restore)
+        withinBudget(s, 'releasing the held requests to green');
       await checkGreenBefore(s, o, c, c.routes);
       await applyRoutes(s, o, call, c);
       return undefined;

@@ -80,10 +80,12 @@ export async function runSwitchCommand(
       return { lagBytes: lag.bytes };
     }
     case 'promote_slot':
+      withinBudget(s, `promoting ${c.slot} ${c.component}`);
       await replicator.promote(ctx, slotOf(c.slot), call);
       o.log(`${c.slot} ${c.component} promoted: it takes the writes`);
       return {};
     case 'reverse_replication':
+      withinBudget(s, `replicating ${c.component} back`);
       await replicator.reverse(ctx, slotOf(c.from), slotOf(other(c.from)), call);
       o.log(
         `${c.component}: ${other(c.from)} follows ${c.from} now (a rollback until the commit loses nothing)`,
@@ -142,6 +144,19 @@ async function holdRoutes(
     `write hold on ${c.routes.join(', ')}: nothing in flight to ${c.from} after ${Date.now() - heldAt} ms`,
   );
   return { heldAt };
+}
+
+/**
+ * A step of the switch that would start past the hold's budget fails instead: the router lets go of
+ * what it holds soon after (its own bound), by the weights it has, so a switch that went on would
+ * find writes on the side it left (a runner that was down for a while, a slow step).
+ */
+export function withinBudget(s: MigrationState, what: string): void {
+  const deadline = switchDeadline(s);
+  if (deadline > 0 && Date.now() > deadline)
+    throw new PermanentDriverError(
+      `the write hold's budget (${formatDuration(s.switch?.budgetMs ?? 0)}) ran out before ${what}; the switch is undone`,
+    );
 }
 
 function deadlineOf(s: MigrationState): number {

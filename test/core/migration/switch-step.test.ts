@@ -90,6 +90,27 @@ describe('the switch of a stateful component', () => {
     for (let i = 1; i <= 5; i++) expect(order[i]).toEqual(Array.from({ length: i }, (_, k) => k));
   });
 
+  it('a switch back that fails for good leaves green serving with the writes: routes stay, green is not retired, the rest waits for a person', () => {
+    const d = drive(new Driver(switchedSpec('manual')));
+    d.verb('rollback');
+    // Blue never catches up with green (a fenced green whose writes blue cannot apply in time).
+    drive(d, (c) => c.kind === 'catch_up' && c.from === 'green');
+    expect(d.state.lifecycle).toBe('rolled_back');
+    const ending = d.state.ending;
+    const ran = d.log.map((c) => describeCommand(c));
+    // Not run: nothing that assumes blue has green's writes.
+    expect(ran).not.toContain('promote blue db');
+    expect(ran).not.toContain('route public back to blue');
+    expect(ran.filter((c) => c.startsWith('retire green'))).toEqual([]);
+    // Green made to serve again: unfenced, its route at 100 % without the hold.
+    const after = ran.slice(ran.lastIndexOf('blue db catches up with green'));
+    expect(after).toEqual(expect.arrayContaining(['unfence green db', 'route public at 100% green']));
+    expect(ending?.skipped.map((s) => s.what)).toEqual(
+      expect.arrayContaining(['blue db catches up with green', 'route public back to blue', 'retire green db']),
+    );
+    expect(d.notices.at(-1)?.message).toMatch(/blue may not be serving/);
+  });
+
   it('a migration whose spec switches nothing shifts as before', () => {
     const spec = switchedSpec();
     delete spec.switched;
