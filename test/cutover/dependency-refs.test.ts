@@ -8,7 +8,8 @@
  * - api and db both replaced: while the route holds at 50 %, green api (through the preview) answers
  *   from green db only, and through the route every answer comes from a pair of one generation (blue
  *   api from blue db, green api from green db), both seen; after the commit, from the new db;
- * - db alone replaced: the plan replaces api too and says why; api's green talks to db's green.
+ * - db alone replaced: the plan replaces api too and says why; api's green talks to db's green;
+ * - rolled back at the hold: blue api still answers from blue db, and green is gone.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -97,16 +98,14 @@ async function promoteToEnd(id: string): Promise<void> {
 describe('components find their dependencies in their own slot', () => {
   let first = '';
   let second = '';
+  let third = '';
 
   it('the first layout: api answers from db through the route', async () => {
     const result = await runCli(['topology', 'migrate', '-f', w.file, '--yes', '--json']);
     expect(result.code, result.stderr).toBe(0);
-    // The first layout has no blue: the shift's hold does not apply to a new route.
-    let summary = (JSON.parse(result.stdout) as { summary: Summary }).summary;
-    if (summary.lifecycle === 'awaiting_promotion') {
-      await promoteToEnd(summary.id);
-      summary = await waitFor(w, summary.id, isFinal);
-    }
+    // The first layout has no blue: its new route is created, the shift's hold is not for it.
+    const summary = (JSON.parse(result.stdout) as { summary: Summary }).summary;
+    expect(summary.lifecycle).toBe('completed');
     first = summary.id;
     const answers = await ask(route, 4);
     expectPaired(answers);
@@ -152,7 +151,7 @@ describe('components find their dependencies in their own slot', () => {
       resources: { name: string; change: string; reason: string }[];
     };
     expect(json.resources.map((r) => `${r.name} ${r.change}`)).toEqual(['api replace', 'db replace']);
-    const third = await migrateToHold();
+    third = await migrateToHold();
     const green = await ask(preview, 10);
     expectPaired(green);
     for (const a of green) {
@@ -167,5 +166,21 @@ describe('components find their dependencies in their own slot', () => {
     const after = await ask(route, 10);
     expectPaired(after);
     for (const a of after) expect(a.db).toMatchObject({ version: '3.0.0', slotId: `db-${third}` });
+  }, 120_000);
+
+  it('rolled back at the hold: blue api answers from blue db, as before', async () => {
+    setVersions({ api: '4.0.0', db: '4.0.0' });
+    const fourth = await migrateToHold();
+    expect((await ask(preview, 4)).map((a) => a.db.slotId)).toEqual(Array(4).fill(`db-${fourth}`));
+    const rollback = await runCli(['topology', 'migration', 'rollback', fourth, '-f', w.file]);
+    expect(rollback.code, rollback.stderr).toBe(0);
+    const end = await waitFor(w, fourth, isFinal, 60_000);
+    expect(end.lifecycle, end.reason ?? '').toBe('rolled_back');
+    const after = await ask(route, 20);
+    expectPaired(after);
+    for (const a of after) {
+      expect(a.api.slotId).toBe(`api-${third}`);
+      expect(a.db).toMatchObject({ version: '3.0.0', slotId: `db-${third}` });
+    }
   }, 120_000);
 });
