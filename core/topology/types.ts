@@ -102,6 +102,7 @@ export interface Component {
   /** Set (default `missing`) on every component with an image. */
   pull?: ImagePull;
   stopTimeout?: DurationMs;
+  /** Values, secrets by name, and references to dependencies (resolved per call, never stored). */
   env: Record<string, ComponentEnvValue>;
   replicas: number;
   placement: { labels: Record<string, string> };
