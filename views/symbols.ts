@@ -1,4 +1,5 @@
 import { assertNever } from '../core/errors.js';
+import { envReference } from '../core/plan/diff-values.js';
 import type { Change, ResourceChangeKind } from '../core/plan/types.js';
 import { sensitiveText } from '../core/topology/secret-refs.js';
 import type { Style } from './style.js';
@@ -56,9 +57,13 @@ export function formatValue(value: unknown): string {
   return typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? 'null');
 }
 
-/** One side of a change: a secret's side as the bare word `(sensitive)`, anything else as formatValue. */
+/**
+ * One side of a change: a secret's side as the bare word `(sensitive)`, a reference to a dependency
+ * as `ref db as "postgres://app@{host}:{port}/app"`, anything else as formatValue.
+ */
 export function formatChangeValue(change: Change, value: unknown): string {
-  return change.sensitive && value === sensitiveText ? sensitiveText : formatValue(value);
+  if (change.sensitive && value === sensitiveText) return sensitiveText;
+  return envReference(change.path, value) ?? formatValue(value);
 }
 
 export function countsLine(

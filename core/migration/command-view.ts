@@ -68,8 +68,13 @@ export function commandView(state: MigrationState, command: Command): MigrationS
       if (own(state.slots, name)?.green) components.add(name);
     }
   }
-  // A route's call needs the slots of its target in either topology.
+  // A component's call reaches the slots of its dependencies (dependency-slots.ts), in either topology.
   const slotsOf = new Set(components);
+  for (const name of components) {
+    for (const dependency of own(spec.desired.components, name)?.dependsOn ?? []) slotsOf.add(dependency);
+    for (const dependency of own(base?.components, name)?.dependsOn ?? []) slotsOf.add(dependency);
+  }
+  // A route's call needs the slots of its target in either topology.
   for (const name of routes) {
     const before = own(base?.routes, name)?.to;
     const after = own(spec.desired.routes, name)?.to;

@@ -210,7 +210,7 @@ function buildUpActions(c: Classification): Action[] {
     if (fate.fate === 'add') {
       provision.push(componentAction('provision_green', 'provision', name, newComponentReason(component)));
     } else {
-      const reason = replaceReason(fate.changes, fate.replacedDeps, fate.forced);
+      const reason = replaceReason(fate.changes, fate.replacedDeps, fate.forced, component);
       provision.push(componentAction('provision_green', 'provision', name, reason, fate.changes));
       if (component.stateful && fate.before.stateful) {
         replicate.push(componentAction('replicate', 'replicate', name, replicateReason(name, component)));
@@ -383,7 +383,7 @@ function resourceChanges(c: Classification, actions: readonly Action[]): Resourc
           kind: 'component',
           name,
           change: 'replace',
-          reason: replaceReason(fate.changes, fate.replacedDeps, fate.forced),
+          reason: replaceReason(fate.changes, fate.replacedDeps, fate.forced, fate.component),
           changes: fate.changes,
           actions: actionsOf,
         });

@@ -1,6 +1,7 @@
 import type { SlotInfo } from '../layout.js';
 import { has, own } from '../records.js';
-import { secretRefsOf } from '../topology/secret-refs.js';
+import { dependencyRefsOf, isDependencyRef } from '../topology/dependency-refs.js';
+import { isSecretRef } from '../topology/secret-refs.js';
 import type { Component, Route, Topology } from '../topology/types.js';
 import { byDepth, dependencyDepths } from './dependency-order.js';
 import { deepEqual, describeChange, diffValues } from './diff-values.js';
@@ -147,7 +148,8 @@ function componentChanges(
   // Most components of a large layout are unchanged: an equality check is far cheaper than a diff.
   let changes = deepEqual(old, now) ? [] : diffValues(old, now);
   // A secret's value is never diffed (the model does not hold it): its own rules decide `env` then.
-  if (secretRefsOf(old).length > 0 || secretRefsOf(now).length > 0) {
+  // A dependency's reference is one value to a reviewer, not its `ref` and `format` apart.
+  if (hasReferences(old) || hasReferences(now)) {
     changes = spliceEnvChanges(changes, envChanges(old, now, secrets.recorded, secrets.digests));
   }
   if (old.driver !== now.driver) return changes;
@@ -166,6 +168,14 @@ function componentChanges(
     changes.push(...driverChanges);
   }
   return changes;
+}
+
+function hasReferences(component: Component): boolean {
+  for (const key in component.env) {
+    const value = component.env[key];
+    if (isSecretRef(value) || isDependencyRef(value)) return true;
+  }
+  return false;
 }
 
 function classifyRoutes(
@@ -199,13 +209,15 @@ function classifyRoutes(
 }
 
 /**
- * `version 2.0.0 → 2.1.0, replicas 2 → 3 and 2 more changes; dependency db is replaced`, then why
- * it is forced (`2 of 2 replicas not running`), if it is.
+ * `version 2.0.0 → 2.1.0, replicas 2 → 3 and 2 more changes; dependency db is replaced (env
+ * DATABASE_URL refers to it)`, then why it is forced (`2 of 2 replicas not running`), if it is. A
+ * replaced dependency that `env` refers to is named with the keys: green gets its new address.
  */
 export function replaceReason(
   changes: readonly Change[],
   replacedDeps: readonly string[],
   forced?: string,
+  component?: Pick<Component, 'env'>,
 ): string {
   const parts: string[] = [];
   if (changes.length > 0) {
@@ -215,10 +227,24 @@ export function replaceReason(
   }
   if (replacedDeps.length > 0) {
     const list = replacedDeps.join(', ');
-    parts.push(
-      replacedDeps.length === 1 ? `dependency ${list} is replaced` : `dependencies ${list} are replaced`,
-    );
+    const replaced =
+      replacedDeps.length === 1 ? `dependency ${list} is replaced` : `dependencies ${list} are replaced`;
+    const refs = component ? referringKeys(component, replacedDeps) : [];
+    parts.push(refs.length > 0 ? `${replaced} (${refs.join('; ')})` : replaced);
   }
   if (forced !== undefined) parts.push(forced);
   return parts.join('; ');
+}
+
+/** `env DATABASE_URL refers to it`, or with several dependencies `env A, B refer to db`, per dependency. */
+function referringKeys(component: Pick<Component, 'env'>, dependencies: readonly string[]): string[] {
+  const refs = dependencyRefsOf(component);
+  const out: string[] = [];
+  for (const dependency of dependencies) {
+    const keys = refs.filter((r) => r.ref === dependency).map((r) => r.key);
+    if (keys.length === 0) continue;
+    const whom = dependencies.length === 1 ? 'it' : dependency;
+    out.push(`env ${keys.join(', ')} ${keys.length === 1 ? 'refers' : 'refer'} to ${whom}`);
+  }
+  return out;
 }

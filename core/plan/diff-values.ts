@@ -1,5 +1,7 @@
 import { own } from '../records.js';
+import { describeReference } from '../topology/dependency-refs.js';
 import { formatDuration } from '../topology/duration.js';
+import type { DependencyRef } from '../topology/types.js';
 import type { Change } from './types.js';
 
 /** Leaf keys whose numbers are durations in milliseconds; changes show them as `30s`, `1m30s`. */
@@ -72,16 +74,32 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
-/** `version 2.0.0 → 2.1.0`, `replicas 2 → 3`, `env.DEBUG added`, `health removed`, `env.DB_PASSWORD changed (sensitive)`. */
+/**
+ * `version 2.0.0 → 2.1.0`, `replicas 2 → 3`, `env.DEBUG added`, `health removed`, `env.DB_PASSWORD
+ * changed (sensitive)`, `env.DATABASE_URL added (ref db as "{address}")`.
+ */
 export function describeChange(change: Change): string {
   if (change.sensitive) {
     if (change.before === undefined) return `${change.path} added (sensitive)`;
     if (change.after === undefined) return `${change.path} removed`;
     return `${change.path} changed (sensitive)`;
   }
-  if (change.before === undefined) return `${change.path} added (${short(change.after)})`;
+  const shown = (value: unknown) => short(envReference(change.path, value) ?? value);
+  if (change.before === undefined) return `${change.path} added (${shown(change.after)})`;
   if (change.after === undefined) return `${change.path} removed`;
-  return `${change.path} ${short(change.before)} → ${short(change.after)}`;
+  return `${change.path} ${shown(change.before)} → ${shown(change.after)}`;
+}
+
+/**
+ * A side of a change of a component's `env` that refers to a dependency, as people read it (`ref
+ * db as "{address}"`); undefined for any other value.
+ */
+export function envReference(path: string, value: unknown): string | undefined {
+  if (!path.startsWith('env.') || typeof value !== 'object' || value === null) return undefined;
+  const ref = value as Partial<DependencyRef>;
+  return typeof ref.ref === 'string' && typeof ref.format === 'string'
+    ? describeReference(ref as DependencyRef)
+    : undefined;
 }
 
 export function short(value: unknown, max = 40): string {

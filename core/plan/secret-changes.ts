@@ -1,6 +1,7 @@
 import { own } from '../records.js';
 import { isSecretRef, sensitiveText } from '../topology/secret-refs.js';
-import type { Component, EnvValue } from '../topology/types.js';
+import type { Component, ComponentEnvValue } from '../topology/types.js';
+import { deepEqual } from './diff-values.js';
 import type { Change } from './types.js';
 
 /**
@@ -14,7 +15,7 @@ export type SecretDigests = Readonly<Record<string, string>>;
  * on either side, never as `{secret: …}` fields; a reference whose value changed (the digest recorded
  * with the live slot at its provision differs from the digest now) is a change although the file is
  * the same. Digests made with different keys (another state directory) are not compared: unknown is
- * not a change. Plain string values change as any field does.
+ * not a change. Plain string values, and references to a dependency, change as any field does.
  */
 export function envChanges(
   old: Component,
@@ -29,7 +30,8 @@ export function envChanges(
     const before = own(old.env, key);
     const after = own(now.env, key);
     if (!isSecretRef(before) && !isSecretRef(after)) {
-      if (before === after) continue;
+      // A plain value, or a dependency's reference (`{ format, ref }`, shown as it is written).
+      if (deepEqual(before, after)) continue;
       const change: Change = { path };
       if (before !== undefined) change.before = before;
       if (after !== undefined) change.after = after;
@@ -58,7 +60,11 @@ export function spliceEnvChanges(changes: readonly Change[], env: readonly Chang
   return [...others.slice(0, index), ...env, ...others.slice(index)];
 }
 
-function sensitiveChange(path: string, before: EnvValue | undefined, after: EnvValue | undefined): Change {
+function sensitiveChange(
+  path: string,
+  before: ComponentEnvValue | undefined,
+  after: ComponentEnvValue | undefined,
+): Change {
   const change: Change = { path, sensitive: true };
   if (before !== undefined) change.before = isSecretRef(before) ? sensitiveText : before;
   if (after !== undefined) change.after = isSecretRef(after) ? sensitiveText : after;

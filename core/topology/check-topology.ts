@@ -1,6 +1,7 @@
 import { maxPort, minPort, splitHostPort } from '../host-port.js';
 import { has, own } from '../records.js';
 import { checkContainerDriver, checkContainerFields, checkPlacement } from './check-container.js';
+import { checkEnvRefs } from './check-env-refs.js';
 import { checkHooks } from './check-hooks.js';
 import type { PathProblem } from './diagnostic.js';
 import { parseDuration } from './duration.js';
@@ -23,6 +24,7 @@ export function checkTopology(file: TopologyFile): PathProblem[] {
   checkRoutes(file, problems);
   forEachEntry(file.drivers, (name, driver) => problems.push(...checkContainerDriver(name, driver)));
   checkCycles(edges, problems);
+  problems.push(...checkEnvRefs(file));
   checkDurations(file, problems, durationProblems);
   problems.push(...checkHooks(file.strategy?.hooks));
   return problems;

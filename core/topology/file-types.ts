@@ -58,7 +58,7 @@ export interface ComponentFile {
   network?: string;
   pull?: 'never' | 'missing' | 'always';
   stopTimeout?: string;
-  env?: Record<string, string | { secret: string }>;
+  env?: Record<string, string | { secret: string } | { ref: string; format?: string }>;
   replicas?: number;
   placement?: { labels?: Record<string, string> };
   dependsOn?: string[];

@@ -1,6 +1,7 @@
 import { InvariantError } from '../errors.js';
 import type { NotifyEventName } from '../notify/types.js';
 import { setOwn } from '../records.js';
+import { defaultRefFormat } from './dependency-refs.js';
 import { parseDuration } from './duration.js';
 import type {
   ComponentFile,
@@ -14,10 +15,10 @@ import { normalizeHooks } from './normalize-hooks.js';
 import { normalizeShift } from './shift-holds.js';
 import type {
   Component,
+  ComponentEnvValue,
   ContainerDriverSpec,
   ContainerHost,
   DriverSpec,
-  EnvValue,
   Health,
   NotifyTarget,
   NotifyUrl,
@@ -150,12 +151,17 @@ function normalizeComponent(c: ComponentFile): Component {
   return out;
 }
 
-/** A copy in sorted key order; a secret reference becomes a fresh `{ secret }` (its only field). */
-function normalizeEnv(env: NonNullable<ComponentFile['env']>): Record<string, EnvValue> {
-  const out: Record<string, EnvValue> = {};
+/**
+ * A copy in sorted key order; a secret reference becomes a fresh `{ secret }` (its only field), a
+ * dependency's `{ format, ref }` with its default format.
+ */
+function normalizeEnv(env: NonNullable<ComponentFile['env']>): Record<string, ComponentEnvValue> {
+  const out: Record<string, ComponentEnvValue> = {};
   for (const key of sortedKeys(env)) {
-    const value = env[key] as string | { secret: string };
-    setOwn(out, key, typeof value === 'string' ? value : { secret: value.secret });
+    const value = env[key] as NonNullable<ComponentFile['env']>[string];
+    if (typeof value === 'string') setOwn(out, key, value);
+    else if ('ref' in value) setOwn(out, key, { format: value.format ?? defaultRefFormat, ref: value.ref });
+    else setOwn(out, key, { secret: value.secret });
   }
   return out;
 }

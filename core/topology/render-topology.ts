@@ -19,7 +19,8 @@ import type { Component, DriverSpec, Health, NotifyTarget, Route, Topology } fro
  * depend on the defaults of the version that reads it. Pure.
  *
  * Invariant (a property test holds it): `loadTopology(topologyText(m, name)).topology` deep-equals
- * `m`, secret references (`{ secret: NAME }`) included: the model holds their names, never values.
+ * `m`, secret references (`{ secret: NAME }`) included: the model holds their names, never values;
+ * references to dependencies (`{ format, ref }`) too: the model holds the format, never an address.
  */
 export function topologyFileOf(model: Topology): TopologyFile {
   const metadata: TopologyFile['metadata'] = { name: model.metadata.name, labels: model.metadata.labels };

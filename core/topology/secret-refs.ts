@@ -1,9 +1,9 @@
-import type { Component, EnvValue, SecretRef } from './types.js';
+import type { Component, ComponentEnvValue, SecretRef } from './types.js';
 
 export { sensitiveText } from './env-value.js';
 
-export function isSecretRef(value: EnvValue | undefined): value is SecretRef {
-  return typeof value === 'object' && value !== null;
+export function isSecretRef(value: ComponentEnvValue | undefined): value is SecretRef {
+  return typeof value === 'object' && value !== null && 'secret' in value;
 }
 
 /** The component's `env` keys that reference a secret, with the secret's name, in key order. */

@@ -1,10 +1,10 @@
 import type { AnalysisSettings } from '../analysis/analysis-settings.js';
 import type { NotifyEventName, Severity } from '../notify/types.js';
 import type { DurationMs } from './duration.js';
-import type { EnvValue, SecretRef } from './env-value.js';
+import type { ComponentEnvValue, SecretRef } from './env-value.js';
 import type { Hooks } from './hook-types.js';
 
-export type { EnvValue, SecretRef } from './env-value.js';
+export type { ComponentEnvValue, DependencyRef, EnvValue, SecretRef } from './env-value.js';
 
 /**
  * The validated, normalised model of a topology file: defaults applied, durations in milliseconds,
@@ -102,7 +102,8 @@ export interface Component {
   /** Set (default `missing`) on every component with an image. */
   pull?: ImagePull;
   stopTimeout?: DurationMs;
-  env: Record<string, EnvValue>;
+  /** Values, secrets by name, and references to dependencies (resolved per call, never stored). */
+  env: Record<string, ComponentEnvValue>;
   replicas: number;
   placement: { labels: Record<string, string> };
   dependsOn: string[];

@@ -13,8 +13,11 @@
  *   version, spec, timeoutMs }` plus `from` and `to` (the slots, for replicate) or `slotInfo` (the
  *   slot, for drain and retire) and, for drain, `drainTimeoutMs`. `spec` is the component as
  *   normalised (durations in ms); `timeoutMs` is the script's time limit; slots are what provision
- *   returned: `{ component, slot, version, addresses, details }`.
- * - Input in the environment: cutover's own environment, the component's `env`, and
+ *   returned: `{ component, slot, version, addresses, details }`. In a migration, `dependencies`
+ *   gives each component of `spec.dependsOn` as `{ slot, addresses }`: the slot this one talks to
+ *   (green for green where the dependency is replaced too, else the live slot).
+ * - Input in the environment: cutover's own environment, the component's `env` (references to
+ *   dependencies written with those addresses), and
  *   CUTOVER_ENVIRONMENT, CUTOVER_MIGRATION_ID, CUTOVER_COMPONENT, CUTOVER_STAGE, CUTOVER_SLOT (blue or
  *   green), CUTOVER_SLOT_ID, CUTOVER_VERSION, CUTOVER_STATE_DIR (absolute), CUTOVER_TIMEOUT_MS (the
  *   script's time limit); for replicate CUTOVER_FROM_SLOT_ID (the slot copied from; CUTOVER_SLOT_ID
@@ -219,6 +222,7 @@ async function runStage(
     slotId: call.slotId,
     version: call.version,
     spec: ctx.spec,
+    ...(ctx.dependencies ? { dependencies: ctx.dependencies } : {}),
     ...call.context,
     timeoutMs: call.timeoutMs,
   });

@@ -1,6 +1,7 @@
 import type { RouteTraffic } from '../../core/analysis/traffic.js';
 import type { Slot, SlotInfo, WriteHold } from '../../core/layout.js';
 import type { ObservedReplica, ObservedRoute } from '../../core/observed.js';
+import type { DependencySlot } from '../../core/topology/dependency-refs.js';
 import type { Component, DriverSpec, Route } from '../../core/topology/types.js';
 import type { StateDir } from '../store/state-dir.js';
 
@@ -20,9 +21,16 @@ export interface ComponentCallContext {
   stateDir: StateDir;
   /**
    * `spec.env` with its secret references replaced by their values, read by the runner where it
-   * runs (engine/secrets/). Never journaled or recorded: it lives for one call.
+   * runs (engine/secrets/), and its references to dependencies by their addresses (`dependencies`).
+   * Never journaled or recorded: it lives for one call.
    */
   env?: Record<string, string>;
+  /**
+   * The slot of each dependency (`spec.dependsOn`) this call's slot talks to, with its addresses:
+   * green reaches the green slots of the dependencies replaced with it, every other call the live
+   * ones (core/migration/dependency-slots.ts). The exec driver passes them on in its context.
+   */
+  dependencies?: Record<string, DependencySlot>;
   /**
    * provision only: the image id (`sha256:…`) the migration's plan resolved the component's `image`
    * to (MigrationSpec.images). A container driver runs exactly this image, so a tag moved between

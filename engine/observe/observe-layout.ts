@@ -1,4 +1,5 @@
 import type { CurrentLayout, SlotInfo } from '../../core/layout.js';
+import { liveDependencySlots } from '../../core/migration/dependency-slots.js';
 import type { ObservedComponent, ObservedLayout, ObservedRoute } from '../../core/observed.js';
 import { own } from '../../core/records.js';
 import type { Route, Topology } from '../../core/topology/types.js';
@@ -172,6 +173,8 @@ function componentContext(
     driver,
     baseDir,
     stateDir,
+    // An observe script gets the component's references as the live slot got them: the live slots.
+    dependencies: liveDependencySlots(layout.slots, spec.dependsOn),
   };
 }
 

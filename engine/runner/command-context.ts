@@ -16,6 +16,7 @@ import { resolveComponentEnv } from '../secrets/resolve-secrets.js';
 import { secretHasher } from '../secrets/secret-key.js';
 import type { ProcessSecrets } from '../secrets/secret-source.js';
 import type { StateDir } from '../store/state-dir.js';
+import { dependencyEnv } from './dependency-env.js';
 
 export interface ExecuteOptions {
   stateDir: StateDir;
@@ -112,7 +113,8 @@ export function baseDirOf(s: MigrationState, side: LayoutSide): string {
 
 /**
  * A driver call's context, with the component's secrets read here, in the process that applies
- * (the runner, the Temporal worker): their values go to the driver for this call only, and only
+ * (the runner, the Temporal worker), and its dependencies' addresses in the slots of its generation
+ * (dependency-env.ts): their values go to the driver for this call only, and only
  * their keyed hashes are returned, for the slot's record. A secret that cannot be read fails a
  * call that stands green up for good (retrying does not set it); draining and retiring go on
  * without it (`missing: 'omit'`), so an undo or a commit is never held by a secret gone since.
@@ -141,6 +143,7 @@ export async function componentContext(
   for (const secret of resolved.omitted ?? []) {
     o.log(`secret ${secret} of ${component} is not set here: its driver goes on without it`);
   }
+  const refs = dependencyEnv(s, component, spec, side, missing, o.log);
   const ctx: ComponentCallContext = {
     environment: s.spec.environment,
     migrationId: s.spec.id,
@@ -149,7 +152,8 @@ export async function componentContext(
     driver,
     baseDir: baseDirOf(s, side),
     stateDir: o.stateDir,
-    env: resolved.env,
+    env: { ...resolved.env, ...refs.env },
+    dependencies: refs.dependencies,
   };
   return resolved.digests ? { ctx, secretDigests: resolved.digests } : { ctx };
 }

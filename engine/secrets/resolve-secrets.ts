@@ -1,13 +1,13 @@
 import { CutoverError } from '../../core/errors.js';
 import type { SecretDigests } from '../../core/plan/secret-changes.js';
-import { isSecretRef, secretRefsOf } from '../../core/topology/secret-refs.js';
+import { secretRefsOf } from '../../core/topology/secret-refs.js';
 import type { Component, Topology } from '../../core/topology/types.js';
 import type { StateDir } from '../store/state-dir.js';
 import { type SecretHasher, secretHasher } from './secret-key.js';
 import { type SecretSource, secretEnvPrefix, secretsFileEnv } from './secret-source.js';
 
 export interface ResolvedEnv {
-  /** The component's `env` as its processes and scripts get it: every reference replaced by its value. */
+  /** The component's plain `env` values and its secrets' values (references to a dependency: not here). */
   env: Record<string, string>;
   /** Keyed hashes of the secrets given, by `env` key; absent when the component uses none. */
   digests?: Record<string, string>;
@@ -35,7 +35,8 @@ export async function resolveComponentEnv(
 ): Promise<ResolvedEnv> {
   const env: Record<string, string> = {};
   const refs = secretRefsOf(spec);
-  for (const [key, value] of Object.entries(spec.env)) if (!isSecretRef(value)) env[key] = value;
+  // A reference to a dependency is resolved from the slots (dependency-refs.ts), not here.
+  for (const [key, value] of Object.entries(spec.env)) if (typeof value === 'string') env[key] = value;
   if (refs.length === 0) return { env };
   const hash = options.hasher ? await options.hasher() : undefined;
   const digests: Record<string, string> = {};

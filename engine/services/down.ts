@@ -5,7 +5,9 @@
 import { type DownPart, downFailed, downParts, refuseUnknownEnvironment } from '../../core/down-parts.js';
 import { CutoverError } from '../../core/errors.js';
 import type { CurrentLayout } from '../../core/layout.js';
+import { liveDependencySlots } from '../../core/migration/dependency-slots.js';
 import { own } from '../../core/records.js';
+import { resolveReferences } from '../../core/topology/dependency-refs.js';
 import { componentDriverFor, type DriverSet, routeDriverFor } from '../drivers/driver-set.js';
 import { stopRouterIfIdle } from '../drivers/router-driver.js';
 import type {
@@ -155,7 +157,10 @@ export async function takeDownPart(request: {
   // file refused here fails only a driver that passes `env` on (componentEnv), not the others.
   const source = request.secrets.for(baseDir);
   const resolved = await resolveComponentEnv(name, spec, source, { missing: 'omit' }).catch(() => undefined);
-  if (resolved) ctx.env = resolved.env;
+  // Its dependencies' live slots, where the layout holds them; a reference without one is left out.
+  const dependencies = liveDependencySlots(layout.slots, spec.dependsOn);
+  ctx.dependencies = dependencies;
+  if (resolved) ctx.env = { ...resolved.env, ...resolveReferences(name, spec, dependencies).env };
   await componentDriverFor(drivers, ctx).retire(ctx, slot, call);
   call.log(`component ${name} stopped`);
 }

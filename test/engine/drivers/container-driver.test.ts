@@ -257,6 +257,24 @@ describe('container driver (real podman)', () => {
     await driver.retire(ctx, slot, call);
   }, 60_000);
 
+  it("writes a reference to a dependency into the container's env, with the dependency's address", async () => {
+    const ctx = context(
+      spec({
+        network: 'host',
+        dependsOn: ['db'],
+        env: { VERSION: { ref: 'db', format: 'db at http://{host}:{port}/' } },
+      }),
+      'mig_ref',
+    );
+    // What the runner gives a call of green (core/migration/dependency-slots.ts), here by hand.
+    ctx.dependencies = { db: { slot: 'green', addresses: ['127.0.0.1:5999'] } };
+    const slot = await driver.provision(ctx, 'green', call);
+    expect(await getWhenUp(slot.addresses[0] as string, '/version')).toBe(
+      'db at http://127.0.0.1:5999/ build-one',
+    );
+    await driver.retire(ctx, slot, call);
+  }, 60_000);
+
   it('on the host network gives the container its host port in PORT', async () => {
     const ctx = context(spec({ network: 'host' }), 'mig_host');
     const slot: SlotInfo = await driver.provision(ctx, 'green', call);

@@ -142,6 +142,39 @@ describe('exec driver', () => {
     expect((await readFile(path.join(infra, 'cwd.txt'), 'utf8')).trim()).toBe(infra);
   });
 
+  it('gives a component its dependencies: their slots on stdin, its references in the environment', async () => {
+    const { base, infra } = await workspace();
+    await script(infra, 'provision', 'cat > stdin.json\necho "$DATABASE_URL|$QUEUES" > refs.txt');
+    const spec: Component = {
+      ...dbSpec,
+      dependsOn: ['pg', 'queue'],
+      env: {
+        DATABASE_URL: { ref: 'pg', format: 'postgres://app@{host}:{port}/app' },
+        QUEUES: { ref: 'queue', format: '{addresses}' },
+      },
+    };
+    const dependencies = {
+      pg: { slot: 'green' as const, addresses: ['127.0.0.1:6543'] },
+      queue: { slot: 'blue' as const, addresses: ['127.0.0.1:7001', '127.0.0.1:7002'] },
+    };
+    await driver.provision({ ...context(base), spec, dependencies }, 'green', callOptions());
+    const stdin = JSON.parse(await readFile(path.join(infra, 'stdin.json'), 'utf8'));
+    expect(stdin.dependencies).toEqual(dependencies);
+    expect((await readFile(path.join(infra, 'refs.txt'), 'utf8')).trim()).toBe(
+      'postgres://app@127.0.0.1:6543/app|127.0.0.1:7001,127.0.0.1:7002',
+    );
+    // A reference whose dependency has no slot given is refused for good, naming it.
+    const without = driver.provision(
+      { ...context(base), spec, dependencies: { pg: dependencies.pg } },
+      'green',
+      callOptions(),
+    );
+    await expect(without).rejects.toThrow(PermanentDriverError);
+    await expect(without).rejects.toThrow(
+      'env.QUEUES of component db refers to queue, which has no slot recorded',
+    );
+  });
+
   it('replicates from one slot id into another, with both slots on stdin', async () => {
     const { base, infra } = await workspace();
     await script(

@@ -1,12 +1,14 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { observeEnvironment } from '../../../engine/api.js';
 import { ensureRouter } from '../../../engine/drivers/router-driver.js';
 import { readCurrentLayout } from '../../../engine/store/layout-store.js';
 import { StateDir } from '../../../engine/store/state-dir.js';
 import { liveRouterRecord } from '../../../router/router-record.js';
-import { runCli } from '../../support/cli.js';
-import { liveWorkspace, type Workspace } from '../../support/migrations.js';
+import { runCli, tempDir } from '../../support/cli.js';
+import { killRunners, killSlots, liveWorkspace, type Workspace } from '../../support/migrations.js';
 import { waitGone } from '../../support/processes.js';
 import { eventually } from '../../support/wait.js';
 
@@ -96,5 +98,59 @@ describe('observeLayout against real processes and the real router', () => {
     expect(observed.routes.www?.detail).toBe(
       `no router is running for ${w.stateDir}, and another program accepts connections on 127.0.0.1:${port}`,
     );
+  });
+
+  it("an exec component's observe script gets its references to dependencies, from the live slots", async () => {
+    const { dir, cleanup } = await tempDir('cutover-observe-refs-');
+    const file = path.join(dir, 'topology.yaml');
+    spaces.push({
+      dir,
+      file,
+      stateDir: path.join(dir, '.cutover'),
+      cleanup: async () => {
+        await runCli(['topology', 'down', '-f', file, '--yes']).catch(() => undefined);
+        killSlots(path.join(dir, '.cutover'));
+        killRunners(path.join(dir, '.cutover'));
+        await cleanup();
+      },
+    });
+    mkdirSync(path.join(dir, 'infra'));
+    writeFileSync(
+      path.join(dir, 'db.js'),
+      "require('node:http').createServer((q, s) => s.end('ok')).listen(Number(process.env.PORT), '127.0.0.1');\n",
+    );
+    writeFileSync(
+      path.join(dir, 'infra', 'observe'),
+      '#!/bin/sh\nprintf \'{"replicas":[{"address":null,"state":"running","detail":"%s"}]}\' "$DB"\n',
+      { mode: 0o755 },
+    );
+    writeFileSync(
+      file,
+      `apiVersion: cutover/v1
+kind: Topology
+metadata: { name: observe-refs }
+drivers:
+  apps: { type: process, stopTimeout: 2s }
+  infra: { type: exec, dir: ./infra }
+components:
+  db:
+    driver: apps
+    version: "1"
+    run: { command: [node, db.js] }
+    health: { tcp: {}, interval: 100ms, deadline: 10s }
+  reports:
+    driver: infra
+    version: "1"
+    dependsOn: [db]
+    env: { DB: { ref: db, format: "http://{address}/" } }
+`,
+    );
+    const migrated = await runCli(['topology', 'migrate', '-f', file, '--yes']);
+    expect(migrated.code, migrated.stderr).toBe(0);
+    const layout = await readCurrentLayout(StateDir.at(path.join(dir, '.cutover')), 'observe-refs');
+    const observed = await observeEnvironment(StateDir.at(path.join(dir, '.cutover')), 'observe-refs');
+    expect(observed.components.reports?.replicas).toEqual([
+      { address: null, state: 'running', detail: `http://${layout.slots?.db?.addresses[0]}/` },
+    ]);
   });
 });
