@@ -117,6 +117,13 @@ export function recordEffect(
     case 'record_layout':
       t.state = { ...s, layoutRecorded: true };
       return;
+    case 'retire':
+      // A retired slot is fenced no more (blue after a switch, green after a switch back).
+      if (s.switch?.fenced.includes(`${command.component}/${command.slot}`)) {
+        const fenced = s.switch.fenced.filter((f) => f !== `${command.component}/${command.slot}`);
+        t.state = { ...s, switch: { ...s.switch, fenced } };
+      }
+      return;
     default:
       return;
   }
