@@ -43,6 +43,10 @@ export function startKeyedWriter({ url, rate, prefix }) {
   done.catch(() => undefined);
   return {
     pid: child.pid,
+    /** Stops it at once, records lost (an interrupted bench). */
+    kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    },
     async stop() {
       child.ref();
       child.channel?.ref();

@@ -47,7 +47,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { routerClient } from '../dist/router/client.js';
 import { startKeyedWriter } from './keyed-writer.js';
-import { freePort, judgeGoal, median, recordedGoal, runNode, strictGoal, withTempDir } from './support.js';
+import {
+  atCleanUp,
+  freePort,
+  judgeGoal,
+  median,
+  recordedGoal,
+  runNode,
+  strictGoal,
+  withTempDir,
+} from './support.js';
 
 export const name = 'stateful';
 export const title =
@@ -221,14 +230,21 @@ async function measure(kind, rate, log) {
       return r;
     };
     // Whatever happens (an error, ^C), the router and the store's processes go away.
-    const down = () => downOrKill(dir, file, stateDir);
-    process.on('exit', down);
+    const processes = processesOf(stateDir);
+    let writer = null;
+    const down = () => {
+      writer?.kill();
+      processes.down(dir, file);
+    };
+    const unregister = atCleanUp(down);
+    // The records are read while the CLI runs too: it may be interrupted before it returns.
+    const remembering = setInterval(processes.remember, 250).unref();
     try {
       log(`${rate} writes/s, ${kind}: 1.0.0 goes live`);
       await cli(['topology', 'migrate', '--yes']);
       writeFileSync(file, text.replace('version: "1.0.0"', 'version: "2.0.0"'));
       log(`${rate} writes/s, ${kind}: 1.0.0 → 2.0.0 under writes`);
-      const writer = startKeyedWriter({ url, rate, prefix: `${kind[0]}${rate}` });
+      writer = startKeyedWriter({ url, rate, prefix: `${kind[0]}${rate}` });
       await sleep(settleMs);
       const loadBefore = loadavg()[0];
       // A migration that fails (rolled back) is a figure too: what the writers saw, and what blue kept.
@@ -263,7 +279,8 @@ async function measure(kind, rate, log) {
         .map((line) => JSON.parse(line));
       return judgeRun({ kind, rate, records, stored, summary, lastHold, logLines, loadBefore, loadAfter });
     } finally {
-      process.off('exit', down);
+      clearInterval(remembering);
+      unregister();
       down();
     }
   });
@@ -351,38 +368,45 @@ async function storedKeys(url) {
 }
 
 /**
- * `topology down`; if it fails, the router and the live replicas are killed by the pids their
- * records in the state directory name, each only while its start time is the recorded one (a pid
- * reused since is someone else's), never by a pattern.
+ * The processes the CLI started for a workspace (the router and the store's replicas, which outlive
+ * it), as their records in the state directory name them, remembered after each command: when the
+ * run is interrupted, run.js removes the workspace before this process exits, records and all.
  */
-function downOrKill(dir, file, stateDir) {
-  const r = spawnSync(process.execPath, [cliPath, 'topology', 'down', '--yes', '-f', file], {
-    cwd: dir,
-    timeout: 60_000,
-  });
-  if (r.status === 0) return;
-  const owned = [];
-  const slots = join(stateDir, 'environments', 'kv', 'slots');
-  for (const slot of existsSync(slots) ? readdirSync(slots) : []) {
-    try {
-      const record = JSON.parse(readFileSync(join(slots, slot, 'slot.json'), 'utf8'));
-      if (!record.retired) owned.push(...(record.replicas ?? []));
-    } catch {
-      // no record, or one being written
+function processesOf(stateDir) {
+  const owned = new Map();
+  const remember = () => {
+    const slots = join(stateDir, 'environments', 'kv', 'slots');
+    const records = [join(stateDir, 'router', 'router.json')];
+    for (const slot of existsSync(slots) ? readdirSync(slots) : [])
+      records.push(join(slots, slot, 'slot.json'));
+    for (const file of records) {
+      try {
+        const record = JSON.parse(readFileSync(file, 'utf8'));
+        for (const { pid, startTime } of record.replicas ?? [record]) owned.set(pid, String(startTime));
+      } catch {
+        // no record, or one being written
+      }
     }
-  }
-  try {
-    owned.push(JSON.parse(readFileSync(join(stateDir, 'router', 'router.json'), 'utf8')));
-  } catch {
-    // no router
-  }
-  for (const { pid, startTime } of owned) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      if (stat.slice(stat.lastIndexOf(') ') + 2).split(' ')[19] === String(startTime))
-        process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
+  };
+  /** `topology down`; failing that, each remembered process still running as itself is killed. */
+  const down = (dir, file) => {
+    remember();
+    if (existsSync(file)) {
+      const r = spawnSync(process.execPath, [cliPath, 'topology', 'down', '--yes', '-f', file], {
+        cwd: dir,
+        timeout: 60_000,
+      });
+      if (r.status === 0) return;
     }
-  }
+    for (const [pid, startTime] of owned) {
+      try {
+        // A pid reused since is someone else's: only the process started at the recorded time.
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        if (stat.slice(stat.lastIndexOf(') ') + 2).split(' ')[19] === startTime) process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  };
+  return { remember, down };
 }
