@@ -29,6 +29,7 @@ import * as planBench from './plan-bench.js';
 import * as routerBench from './router-bench.js';
 import * as routerClientBench from './router-client-bench.js';
 import * as serverBench from './server-bench.js';
+import * as statefulBench from './stateful-bench.js';
 import { cleanUpEverything } from './support.js';
 import * as temporalBench from './temporal-bench.js';
 import * as watchBench from './watch-bench.js';
@@ -41,6 +42,7 @@ const benches = [
   routerBench,
   routerClientBench,
   writeHoldBench,
+  statefulBench,
   serverBench,
   logStreamBench,
   watchBench,

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 
 const liveChildren = new Set();
 const liveTempDirs = new Set();
+const cleanUpHooks = new Set();
 
 export function median(values) {
   if (values.length === 0) return Number.NaN;
@@ -69,10 +70,30 @@ export function runNode(args, { cwd, env, timeoutMs = 10 * 60_000 } = {}) {
   });
 }
 
+/**
+ * Runs `hook` (synchronous) when everything is cleaned up on an interrupt: after this bench's own
+ * children are killed (a CLI in the middle of a migration starts nothing more), before the temp
+ * dirs are removed, so that what those children started (a router, a component's processes, which
+ * outlive them) is stopped while its records and working directories are still there. Returns the
+ * function that unregisters it.
+ */
+export function atCleanUp(hook) {
+  cleanUpHooks.add(hook);
+  return () => cleanUpHooks.delete(hook);
+}
+
 /** Synchronous on purpose: it runs from signal handlers, just before the process exits. */
 export function cleanUpEverything() {
   for (const child of liveChildren) child.kill('SIGKILL');
   liveChildren.clear();
+  for (const hook of cleanUpHooks) {
+    try {
+      hook();
+    } catch (error) {
+      console.error(`clean-up: ${error?.message ?? error}`);
+    }
+  }
+  cleanUpHooks.clear();
   for (const dir of liveTempDirs) rmSync(dir, { recursive: true, force: true });
   liveTempDirs.clear();
 }
