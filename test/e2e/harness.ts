@@ -262,9 +262,9 @@ export class Sandbox {
   /**
    * Kills, by pid, everything this test started: CLI children still running, the runner of every
    * migration (detached runners outlive the CLI), then fixture scripts still running (a killed
-   * runner leaves its script behind, in its own process group); then removes the directory.
+   * runner leaves its script behind, in its own process group). The directory stays.
    */
-  async cleanup(): Promise<void> {
+  async stop(): Promise<void> {
     for (const child of this.children) {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     }
@@ -274,6 +274,11 @@ export class Sandbox {
     }
     await sleep(50);
     killLeftoverScripts(this.calls());
+  }
+
+  /** `stop`, then removes the directory. */
+  async cleanup(): Promise<void> {
+    await this.stop();
     await this.removeDir();
   }
 }
