@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { defineConfig } from 'vitest/config';
 import { projectFiles } from './test/support/projects.js';
+import LongestFirst from './test/support/sequencer.js';
 
 // Every process the run starts inherits this mark (vitest's workers, and through them every CLI,
 // server, runner and replica a test starts): test/support/leftover-processes.ts finds the ones
@@ -54,6 +55,8 @@ export default defineConfig({
         },
       },
     ],
+    // The longest files first, whatever their project: a long file started late is the run's tail.
+    sequence: { sequencer: LongestFirst },
     // Fails the run when a process it started is still alive at its end.
     globalSetup: ['./test/support/leftover-processes.ts'],
     // A plain closing line ("N passed, N failed") that any CI log reader understands, after the

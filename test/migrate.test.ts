@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it, type TestContext } from 'vitest';
 import { readCurrentLayout } from '../engine/store/layout-store.js';
 import { StateDir } from '../engine/store/state-dir.js';
 import { readRoutingTable } from '../router/route-table.js';
@@ -18,22 +18,19 @@ import {
   workspace,
 } from './support/migrations.js';
 
-const spaces: Workspace[] = [];
-afterEach(async () => {
-  for (const ws of spaces.splice(0)) await ws.cleanup();
-});
-
-async function ws(fixture?: string, edit?: (yaml: string) => string): Promise<Workspace> {
+/** A workspace of the fixture, taken down when the test `t` ends (the tests run at once). */
+async function ws(t: TestContext, fixture?: string, edit?: (yaml: string) => string): Promise<Workspace> {
   const w = await workspace(fixture, edit);
-  spaces.push(w);
+  t.onTestFinished(() => w.cleanup());
   return w;
 }
 
 const verb = (w: Workspace, v: string, id: string) => runCli(['topology', 'migration', v, id, '-f', w.file]);
 
-describe('cutover topology migrate (local mode)', () => {
-  it('migrates the exec example to completion; a plan after it has no actions', async () => {
-    const w = await ws('examples/exec-demo');
+// Every test has workspaces of its own and waits on its own processes: they run at once.
+describe.concurrent('cutover topology migrate (local mode)', () => {
+  it('migrates the exec example to completion; a plan after it has no actions', async (t) => {
+    const w = await ws(t, 'examples/exec-demo');
     const result = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
     expect(result.stderr).toContain('Plan: 2 to add, 0 to change, 0 to remove; 4 actions.');
     expect(result.code).toBe(0);
@@ -58,8 +55,8 @@ describe('cutover topology migrate (local mode)', () => {
     expect(again.stdout).toContain('No changes.');
   });
 
-  it('fails a migration whose health gate fails: green retired, blue untouched, exit 1', async () => {
-    const w = await ws(undefined, (y) => y.replace('failureThreshold: 100', 'failureThreshold: 1'));
+  it('fails a migration whose health gate fails: green retired, blue untouched, exit 1', async (t) => {
+    const w = await ws(t, undefined, (y) => y.replace('failureThreshold: 100', 'failureThreshold: 1'));
     releaseGate(w);
     expect((await runCli(['topology', 'migrate', '-f', w.file, '--yes'])).code).toBe(0);
     const blue = slotDirs(w);
@@ -86,8 +83,8 @@ describe('cutover topology migrate (local mode)', () => {
     expect(routesAfter.routes['gated/web']).toEqual(routesBefore.routes['gated/web']);
   });
 
-  it('waits in awaiting_commit with the manual strategy; rollback after drain restores blue', async () => {
-    const w = await ws(undefined, (y) => y.replace('commit: auto', 'commit: manual'));
+  it('waits in awaiting_commit with the manual strategy; rollback after drain restores blue', async (t) => {
+    const w = await ws(t, undefined, (y) => y.replace('commit: auto', 'commit: manual'));
     releaseGate(w);
     const first = await migrateDetached(w);
     await waitFor(w, first, (s) => s.lifecycle === 'awaiting_commit');
@@ -126,8 +123,8 @@ describe('cutover topology migrate (local mode)', () => {
     );
   });
 
-  it('respects the bake time before an automatic commit', async () => {
-    const w = await ws(undefined, (y) => y.replace('commit: auto', 'commit: auto\n  bake: 1500ms'));
+  it('respects the bake time before an automatic commit', async (t) => {
+    const w = await ws(t, undefined, (y) => y.replace('commit: auto', 'commit: auto\n  bake: 1500ms'));
     releaseGate(w);
     const id = await migrateDetached(w);
     const baking = await waitFor(w, id, (s) => s.status.includes('bake') || isFinal(s));
@@ -140,7 +137,7 @@ describe('cutover topology migrate (local mode)', () => {
 });
 
 /** Every verb in every state an operator can find a migration in, from another process. */
-describe('operator verbs against a detached migration', () => {
+describe.concurrent('operator verbs against a detached migration', () => {
   const refusedIn = async (w: Workspace, id: string, verbs: string[], state: string) => {
     for (const v of verbs) {
       const result = await verb(w, v, id);
@@ -152,8 +149,8 @@ describe('operator verbs against a detached migration', () => {
     }
   };
 
-  it('running ⇄ paused, then cancel; a cancelled migration refuses everything', async () => {
-    const w = await ws();
+  it('running ⇄ paused, then cancel; a cancelled migration refuses everything', async (t) => {
+    const w = await ws(t);
     const id = await migrateDetached(w);
     await waitFor(w, id, (s) => s.status.includes('health_gate'));
     await refusedIn(w, id, ['resume', 'commit'], 'running');
@@ -171,8 +168,8 @@ describe('operator verbs against a detached migration', () => {
     await refusedIn(w, id, ['pause', 'resume', 'rollback', 'cancel', 'commit'], 'cancelled');
   });
 
-  it('rollback from running and from paused; a rolled-back migration refuses everything', async () => {
-    const w = await ws();
+  it('rollback from running and from paused; a rolled-back migration refuses everything', async (t) => {
+    const w = await ws(t);
     const a = await migrateDetached(w);
     await waitFor(w, a, (s) => s.status.includes('health_gate'));
     expect((await verb(w, 'rollback', a)).code).toBe(0);
@@ -194,8 +191,8 @@ describe('operator verbs against a detached migration', () => {
     expect((await waitFor(w, c, isFinal)).lifecycle).toBe('cancelled');
   });
 
-  it('awaiting commit: pause and resume refused, cancel and commit allowed; completed refuses everything', async () => {
-    const w = await ws(undefined, (y) => y.replace('commit: auto', 'commit: manual'));
+  it('awaiting commit: pause and resume refused, cancel and commit allowed; completed refuses everything', async (t) => {
+    const w = await ws(t, undefined, (y) => y.replace('commit: auto', 'commit: manual'));
     releaseGate(w);
     const a = await migrateDetached(w);
     await waitFor(w, a, (s) => s.lifecycle === 'awaiting_commit');
@@ -210,8 +207,8 @@ describe('operator verbs against a detached migration', () => {
     await refusedIn(w, b, ['pause', 'resume', 'rollback', 'cancel', 'commit'], 'completed');
   });
 
-  it('a failed migration refuses everything and keeps its reason', async () => {
-    const w = await ws(undefined, (y) => y.replace('failureThreshold: 100', 'failureThreshold: 1'));
+  it('a failed migration refuses everything and keeps its reason', async (t) => {
+    const w = await ws(t, undefined, (y) => y.replace('failureThreshold: 100', 'failureThreshold: 1'));
     const id = await migrateDetached(w);
     const failed = await waitFor(w, id, isFinal);
     expect(failed.lifecycle).toBe('failed');
@@ -219,8 +216,8 @@ describe('operator verbs against a detached migration', () => {
     await refusedIn(w, id, ['pause', 'resume', 'rollback', 'cancel', 'commit'], 'failed');
   });
 
-  it('finds a migration by a unique prefix and says when there is none', async () => {
-    const w = await ws();
+  it('finds a migration by a unique prefix and says when there is none', async (t) => {
+    const w = await ws(t);
     releaseGate(w);
     const id = await migrateDetached(w);
     await waitFor(w, id.slice(0, 12), isFinal);
@@ -232,8 +229,8 @@ describe('operator verbs against a detached migration', () => {
     expect(list.items.map((m: { id: string }) => m.id)).toEqual([id]);
   });
 
-  it('follows the log of a running migration until it ends', async () => {
-    const w = await ws();
+  it('follows the log of a running migration until it ends', async (t) => {
+    const w = await ws(t);
     const id = await migrateDetached(w);
     await waitFor(w, id, (s) => s.status.includes('health_gate'));
     const follow = runCli(['topology', 'migration', 'logs', id, '-f', w.file, '--follow']);
@@ -246,8 +243,8 @@ describe('operator verbs against a detached migration', () => {
     expect(lines.at(-1)).toMatch(/completed: environment gated is at the new layout$/);
   });
 
-  it('refuses to migrate off a terminal without --yes', async () => {
-    const w = await ws();
+  it('refuses to migrate off a terminal without --yes', async (t) => {
+    const w = await ws(t);
     const result = await runCli(['topology', 'migrate', '-f', w.file]);
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(
@@ -255,12 +252,12 @@ describe('operator verbs against a detached migration', () => {
     );
     expect(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')).toContain('"cutover"');
   });
-  it('migrates examples/web-app (API processes behind the router, a database by scripts), then takes it down', async () => {
+  it('migrates examples/web-app (API processes behind the router, a database by scripts), then takes it down', async (t) => {
     const w = await liveWorkspace((y) => y.replace('bake: 1m', 'bake: 0s'), {
       name: 'web-app',
       listen: '127.0.0.1:18080',
     });
-    spaces.push(w);
+    t.onTestFinished(() => w.cleanup());
     const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
     expect(first.stderr + first.stdout).toMatch(/: completed$/m);
     expect(first.code).toBe(0);

@@ -4,7 +4,7 @@
  * any migration, and a migration whose runner died is picked up again by the next command on it.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CutoverError, environmentFault } from '../../core/errors.js';
@@ -304,24 +304,31 @@ export async function startRunner(
 ): Promise<StartedRunner> {
   const paths = stateDir.migration(environment, id);
   const out = openSync(paths.runnerOutput, 'a');
-  const child = spawn(
-    process.execPath,
-    [
-      cutoverCliPath(),
-      'internal',
-      'run-migration',
-      '--state-dir',
-      stateDir.root,
-      '--environment',
-      environment,
-      id,
-    ],
-    {
-      detached: true,
-      stdio: ['ignore', out, out],
-      env: runnerEnv(process.env, secrets),
-    },
-  );
+  let child: ReturnType<typeof spawn>;
+  try {
+    child = spawn(
+      process.execPath,
+      [
+        cutoverCliPath(),
+        'internal',
+        'run-migration',
+        '--state-dir',
+        stateDir.root,
+        '--environment',
+        environment,
+        id,
+      ],
+      {
+        detached: true,
+        stdio: ['ignore', out, out],
+        env: runnerEnv(process.env, secrets),
+      },
+    );
+  } finally {
+    // The runner has its own copy: kept open here, a long-lived caller (the server, watch --apply)
+    // would hold one file per migration it started, resumed or adopted.
+    closeSync(out);
+  }
   child.unref();
   const pid = child.pid ?? 0;
   const deadline = Date.now() + runnerStartTimeoutMs;

@@ -5,7 +5,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it, type TestContext } from 'vitest';
 import { startLoad } from '../../bench/load.js';
 import { runBinary, runCli } from '../support/cli.js';
 import {
@@ -18,17 +18,14 @@ import {
 import { Api, ServerHarness } from '../support/server.js';
 
 type Live = Workspace & { url: string };
-const spaces: Live[] = [];
-const servers = new ServerHarness();
-afterEach(async () => {
-  await servers.cleanup();
-  for (const w of spaces.splice(0)) await w.cleanup();
-});
 
-/** The live demo (web 1.0.0 behind the router), `migrated` once or not at all. */
-async function live(migrated = true): Promise<Live> {
+/**
+ * The live demo (web 1.0.0 behind the router), `migrated` once or not at all; taken down when the
+ * test `t` ends (the tests after the first run at once, each in a workspace of its own).
+ */
+async function live(t: TestContext, migrated = true): Promise<Live> {
   const w = await liveWorkspace();
-  spaces.push(w);
+  t.onTestFinished(() => w.cleanup());
   if (migrated) expect((await runCli(['topology', 'migrate', '-f', w.file, '--yes'])).code).toBe(0);
   return w;
 }
@@ -74,9 +71,11 @@ function logKinds(w: Live, id: string): string[] {
 
 const rate = 500;
 
+// The load test runs alone (its load generator shares this process); the others wait on their own
+// processes and run at once.
 describe('cutover topology rollback --to', () => {
-  it('previous, under load after a commit: a green-blue migration back to 1.0.0, zero failed, a new serial', async () => {
-    const w = await live();
+  it('previous, under load after a commit: a green-blue migration back to 1.0.0, zero failed, a new serial', async (t) => {
+    const w = await live(t);
     await bump(w, '1.0.0', '2.0.0');
     expect(await versionServed(w)).toBe('2.0.0');
     const load = startLoad({ url: w.url, rate });
@@ -104,8 +103,8 @@ describe('cutover topology rollback --to', () => {
     expect(kept(w)).toEqual([1, 2, 3]);
   });
 
-  it('<migration id> and serial:<n>: the layout that migration committed, with --json as migrate', async () => {
-    const w = await live();
+  it.concurrent('<migration id> and serial:<n>: the layout that migration committed, with --json as migrate', async (t) => {
+    const w = await live(t);
     const to2 = await bump(w, '1.0.0', '2.0.0');
     await bump(w, '2.0.0', '3.0.0');
     // A unique prefix: the first 10 characters of a ULID are its millisecond time, so 8 of them
@@ -121,8 +120,8 @@ describe('cutover topology rollback --to', () => {
     expect(layout(w).serial).toBe(5);
   });
 
-  it('keeps the last CUTOVER_KEEP_LAYOUTS layouts; one no longer kept is named, with what to do', async () => {
-    const w = await live();
+  it.concurrent('keeps the last CUTOVER_KEEP_LAYOUTS layouts; one no longer kept is named, with what to do', async (t) => {
+    const w = await live(t);
     const env = { CUTOVER_KEEP_LAYOUTS: '2' };
     await bump(w, '1.0.0', '2.0.0', env);
     await bump(w, '2.0.0', '3.0.0', env);
@@ -140,8 +139,8 @@ describe('cutover topology rollback --to', () => {
     expect(bad.stderr).toContain('CUTOVER_KEEP_LAYOUTS=all: not a whole number of at least 1');
   });
 
-  it('errors say what to do: nothing recorded, nothing before, the current one, an empty layout, unknown or uncommitted ids', async () => {
-    const w = await live(false);
+  it.concurrent('errors say what to do: nothing recorded, nothing before, the current one, an empty layout, unknown or uncommitted ids', async (t) => {
+    const w = await live(t, false);
     const none = await rollback(w, 'previous');
     expect(none.code).toBe(1);
     expect(none.stderr).toContain('environment live-demo has no recorded layout');
@@ -178,8 +177,10 @@ describe('cutover topology rollback --to', () => {
     expect(empty.stderr).toContain('layout serial 2 is the empty layout `cutover topology down` recorded');
   });
 
-  it('through a cutover server: POST /v1/environments/{name}/rollback plans (dryRun) and runs it; the CLI with --server', async () => {
-    const w = await live();
+  it.concurrent('through a cutover server: POST /v1/environments/{name}/rollback plans (dryRun) and runs it; the CLI with --server', async (t) => {
+    const w = await live(t);
+    const servers = new ServerHarness();
+    t.onTestFinished(() => servers.cleanup());
     await bump(w, '1.0.0', '2.0.0');
     const server = await servers.start({ stateDir: w.stateDir, workdir: path.dirname(w.file) });
     const api = await Api.connect(server.url);

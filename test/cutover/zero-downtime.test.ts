@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it, type TestContext } from 'vitest';
 import { startLoad } from '../../bench/load.js';
 import { readRouterRecord } from '../../router/router-record.js';
 // Migrations under load run in their own process (runBinary), as a user runs them: in-process they
@@ -21,14 +21,11 @@ import {
 } from '../support/migrations.js';
 
 type Live = Workspace & { url: string };
-const spaces: Live[] = [];
-afterEach(async () => {
-  for (const w of spaces.splice(0)) await w.cleanup();
-});
 
-async function live(edit?: (yaml: string) => string): Promise<Live> {
+/** The live demo migrated to 1.0.0, in a workspace of its own taken down when the test `t` ends. */
+async function live(t: TestContext, edit?: (yaml: string) => string): Promise<Live> {
   const w = await liveWorkspace(edit);
-  spaces.push(w);
+  t.onTestFinished(() => w.cleanup());
   expect((await runCli(['topology', 'migrate', '-f', w.file, '--yes'])).code).toBe(0);
   return w;
 }
@@ -61,9 +58,11 @@ function logOf(w: Workspace, id: string): { at: number; kind: string; message: s
     .map((l) => JSON.parse(l));
 }
 
+// The tests under load run one at a time (the load generator shares this process with them); the
+// four between them, which wait on their own processes, run at once.
 describe('zero-downtime cutover through the router', () => {
-  it('v1 → v2 under load: zero failed; v2 only after its gate passed; all v2 after the cutover', async () => {
-    const w = await live();
+  it('v1 → v2 under load: zero failed; v2 only after its gate passed; all v2 after the cutover', async (t) => {
+    const w = await live(t);
     setFileVersion(w, '1.0.0', '2.0.0');
     let id = '';
     let endedAt = 0;
@@ -85,8 +84,8 @@ describe('zero-downtime cutover through the router', () => {
     expect(run.records.some((r) => r.version === '1.0.0')).toBe(true);
   });
 
-  it('rollback after the cutover, under load: zero failed; all v1 afterwards', async () => {
-    const w = await live();
+  it('rollback after the cutover, under load: zero failed; all v1 afterwards', async (t) => {
+    const w = await live(t);
     setFileVersion(w, '1.0.0', '2.0.0', (y) => `${y}strategy: { commit: manual }\n`);
     const id = await migrateDetached(w);
     await waitFor(w, id, (s) => s.lifecycle === 'awaiting_commit');
@@ -102,8 +101,8 @@ describe('zero-downtime cutover through the router', () => {
     expect(new Set(after.map((r) => r.version))).toEqual(new Set(['1.0.0']));
   });
 
-  it('a broken green: zero failed, and no request reached green', async () => {
-    const w = await live();
+  it('a broken green: zero failed, and no request reached green', async (t) => {
+    const w = await live(t);
     setFileVersion(w, '1.0.0', '2.0.0', (y) =>
       y.replace('    replicas: 2\n', '    replicas: 2\n    env: { UNHEALTHY: "1" }\n'),
     );
@@ -117,9 +116,9 @@ describe('zero-downtime cutover through the router', () => {
     expect(run.records.filter((r) => r.slot === 'green')).toEqual([]);
   });
 
-  it('the health gate checks green through the preview listener before real traffic moves', async () => {
+  it.concurrent('the health gate checks green through the preview listener before real traffic moves', async (t) => {
     const previewPort = await freePort();
-    const w = await live((y) =>
+    const w = await live(t, (y) =>
       y.replace('    to: web\n', `    to: web\n    preview: 127.0.0.1:${previewPort}\n`),
     );
     setFileVersion(w, '1.0.0', '2.0.0');
@@ -140,8 +139,8 @@ describe('zero-downtime cutover through the router', () => {
     ).toBe('2.0.0');
   });
 
-  it('drain: a 3 s request begun on blue before the cutover completes with 200', async () => {
-    const w = await live();
+  it.concurrent('drain: a 3 s request begun on blue before the cutover completes with 200', async (t) => {
+    const w = await live(t);
     setFileVersion(w, '1.0.0', '2.0.0');
     const slow = fetch(`${w.url}slow?ms=3000`).then(async (r) => ({
       status: r.status,
@@ -160,8 +159,8 @@ describe('zero-downtime cutover through the router', () => {
     expect(Date.now() - started).toBeGreaterThan(2_500);
   });
 
-  it('the drain timeout bounds the wait for a long request', async () => {
-    const w = await live((y) => y.replace('drain: { timeout: 10s }', 'drain: { timeout: 1s }'));
+  it.concurrent('the drain timeout bounds the wait for a long request', async (t) => {
+    const w = await live(t, (y) => y.replace('drain: { timeout: 10s }', 'drain: { timeout: 1s }'));
     setFileVersion(w, '1.0.0', '2.0.0');
     void fetch(`${w.url}slow?ms=4000`).catch(() => undefined);
     await sleep(100);
@@ -178,8 +177,8 @@ describe('zero-downtime cutover through the router', () => {
     expect(ended - began).toBeLessThan(3_000);
   });
 
-  it('a router killed with SIGKILL comes back, from its table, on the right slot', async () => {
-    const w = await live();
+  it.concurrent('a router killed with SIGKILL comes back, from its table, on the right slot', async (t) => {
+    const w = await live(t);
     setFileVersion(w, '1.0.0', '2.0.0');
     expect((await runCli(['topology', 'migrate', '-f', w.file, '--yes'])).code).toBe(0);
     const record = readRouterRecord(w.stateDir);
@@ -192,8 +191,8 @@ describe('zero-downtime cutover through the router', () => {
     expect(body.version).toBe('2.0.0');
   });
 
-  it('the engine killed with SIGKILL mid-migration: traffic keeps flowing, and the migration resumes', async () => {
-    const w = await live((y) => y.replace('successThreshold: 2', 'successThreshold: 8'));
+  it('the engine killed with SIGKILL mid-migration: traffic keeps flowing, and the migration resumes', async (t) => {
+    const w = await live(t, (y) => y.replace('successThreshold: 2', 'successThreshold: 8'));
     setFileVersion(w, '1.0.0', '2.0.0');
     const run = await withLoad(w.url, async () => {
       const id = await migrateDetached(w);

@@ -170,7 +170,8 @@ function journalState(sb: Sandbox, id: string): MigrationState {
 }
 
 async function show(sb: Sandbox, id: string): Promise<Show> {
-  const result = await sb.migration('show', id, {}, ['--json']);
+  // In this process: a probe, polled (a Node start every 150 ms would be most of this file's work).
+  const result = await sb.inProcess(['topology', 'migration', 'show', id, '-f', targetFile, '--json']);
   if (result.code !== 0) throw new Error(`show ${id} exited ${result.code}: ${result.stderr}`);
   return JSON.parse(result.stdout) as Show;
 }

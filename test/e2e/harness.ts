@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { cpSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { repoRoot, tempDir } from '../support/cli.js';
+import { repoRoot, runCli, tempDir } from '../support/cli.js';
 
 export const fixtureDir = path.join(repoRoot, 'test', 'fixtures', 'slow-exec');
 /** Every component at version "1": the layout live before a test's migration. */
@@ -82,16 +82,7 @@ export class Sandbox {
     knobs: Knobs = {},
     extra: { env?: NodeJS.ProcessEnv; nodeArgs?: string[] } = {},
   ): { child: ChildProcess; done: Promise<CliResult> } {
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      NO_COLOR: '1',
-      CUTOVER_STATE_DIR: this.stateDir,
-      SLOW_MS: String(knobs.SLOW_MS ?? 0),
-      SLOW_ONLY: knobs.SLOW_ONLY ?? '',
-      OTHER_MS: String(knobs.OTHER_MS ?? 0),
-      CRASH_UNHEALTHY: knobs.CRASH_UNHEALTHY ?? '',
-      ...extra.env,
-    };
+    const env: NodeJS.ProcessEnv = { ...process.env, ...this.env(knobs), ...extra.env };
     const child = spawn(process.execPath, [...(extra.nodeArgs ?? []), bin, ...args], {
       cwd: this.dir,
       env,
@@ -114,6 +105,28 @@ export class Sandbox {
       });
     });
     return { child, done };
+  }
+
+  /** This sandbox's state directory and the script knobs, as the CLI's environment. */
+  private env(knobs: Knobs): NodeJS.ProcessEnv {
+    return {
+      NO_COLOR: '1',
+      CUTOVER_STATE_DIR: this.stateDir,
+      SLOW_MS: String(knobs.SLOW_MS ?? 0),
+      SLOW_ONLY: knobs.SLOW_ONLY ?? '',
+      OTHER_MS: String(knobs.OTHER_MS ?? 0),
+      CRASH_UNHEALTHY: knobs.CRASH_UNHEALTHY ?? '',
+    };
+  }
+
+  /**
+   * Runs the CLI in this process (test/support/cli.ts `runCli`), in this sandbox's directory with
+   * its state directory and knobs: for the commands whose own process is not what a test looks at
+   * (list, show, logs, resume, a migrate that is not faulted), without a Node start each. A
+   * migration's runner it starts is a real process, killed by `cleanup`.
+   */
+  async inProcess(args: string[], knobs: Knobs = {}): Promise<CliResult> {
+    return { ...(await runCli(args, { cwd: this.dir, env: this.env(knobs) })), signal: null };
   }
 
   /** Runs the CLI to its end (bounded). */
@@ -249,9 +262,9 @@ export class Sandbox {
   /**
    * Kills, by pid, everything this test started: CLI children still running, the runner of every
    * migration (detached runners outlive the CLI), then fixture scripts still running (a killed
-   * runner leaves its script behind, in its own process group); then removes the directory.
+   * runner leaves its script behind, in its own process group). The directory stays.
    */
-  async cleanup(): Promise<void> {
+  async stop(): Promise<void> {
     for (const child of this.children) {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     }
@@ -261,6 +274,11 @@ export class Sandbox {
     }
     await sleep(50);
     killLeftoverScripts(this.calls());
+  }
+
+  /** `stop`, then removes the directory. */
+  async cleanup(): Promise<void> {
+    await this.stop();
     await this.removeDir();
   }
 }

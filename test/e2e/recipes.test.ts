@@ -125,15 +125,18 @@ describe('the recipes install cutover the same way in every job', () => {
   });
 });
 
+// The two hosts' recipes run at once, each in a world of its own (repositories, cutover server,
+// code host, npm prefix); the scenarios of one host run in order, each on the state the one before
+// left (`it.sequential` inside the concurrent suite).
 for (const kind of ['github', 'gitlab'] as const) {
-  describe(`the ${kind} recipe, end to end`, () => {
+  describe.concurrent(`the ${kind} recipe, end to end`, () => {
     let world: World;
     beforeAll(async () => {
       world = await World.create(kind);
     }, setupTimeoutMs);
     afterAll(() => world?.close());
 
-    it(
+    it.sequential(
       'plans a pull request commit into one comment, and a second push updates it',
       async () => {
         // A reviewer's comment that imitates ours: never updated, never applied.
@@ -164,7 +167,7 @@ for (const kind of ['github', 'gitlab'] as const) {
       scenarioTimeoutMs,
     );
 
-    it(
+    it.sequential(
       'applies exactly the plan the pull request showed on merge, and posts the outcome',
       async () => {
         const shown = savedPlanIn(world.planComment(1));
@@ -191,7 +194,7 @@ for (const kind of ['github', 'gitlab'] as const) {
       scenarioTimeoutMs,
     );
 
-    it(
+    it.sequential(
       'refuses a plan made stale by another merge, and says why on the pull request',
       async () => {
         const api = await world.branch('api-3', (text) => setVersion(text, 'api', '3'));
@@ -227,7 +230,7 @@ for (const kind of ['github', 'gitlab'] as const) {
       scenarioTimeoutMs,
     );
 
-    it(
+    it.sequential(
       'applies nothing when a push that failed to plan smuggles a saved plan into the comment through its error',
       async () => {
         // A saved plan nobody reviewed (api 666), valid against the live layout: the author can get
@@ -265,7 +268,7 @@ for (const kind of ['github', 'gitlab'] as const) {
       scenarioTimeoutMs,
     );
 
-    it(
+    it.sequential(
       'refuses the shown plan when the merge holds a later push that was never planned',
       async () => {
         const head = await world.branch('late', (text) => setVersion(text, 'api', '4'));

@@ -34,6 +34,9 @@ afterAll(async () => {
 const sandboxes: Sandbox[] = [];
 const unmounts: string[] = [];
 afterEach(async () => {
+  // The processes first: a runner still ending (a migration it has just finished) keeps a mount
+  // of its state directory busy, and the directory could then not be removed.
+  for (const sb of sandboxes) await sb.stop();
   for (const dir of unmounts.splice(0)) spawnSync('umount', [dir]);
   for (const sb of sandboxes.splice(0)) await sb.cleanup();
 });

@@ -117,7 +117,7 @@ export interface ListedMigration {
 export async function listAll(
   sb: Sandbox,
 ): Promise<{ code: number | null; list: ListedMigration[]; stderr: string }> {
-  const r = await sb.cli(['topology', 'migration', 'list', '--all', '--json', '-f', targetFile]);
+  const r = await sb.inProcess(['topology', 'migration', 'list', '--all', '--json', '-f', targetFile]);
   return {
     code: r.code,
     list: r.code === 0 ? (JSON.parse(r.stdout) as { items: ListedMigration[] }).items : [],
@@ -131,7 +131,9 @@ export const finalLifecycles = ['completed', 'rolled_back', 'cancelled', 'failed
  * Brings the environment to the target layout the way an operator would: resume the migration
  * left in flight (if any) and follow its log until it ends, then migrate again if the target is not
  * live yet. `listedBefore`: a `listAll` the caller has just made (saves a CLI run). Returns what
- * the operator saw at each step, for the failure message.
+ * the operator saw at each step, for the failure message. These commands, and `listAll`, run
+ * in-process (`Sandbox.inProcess`): the faulted command is the real process (`runWithFault`); what
+ * follows it checks what it left, through the same commands without a Node start each.
  */
 export async function recover(
   sb: Sandbox,
@@ -143,15 +145,31 @@ export async function recover(
   seen.push(`list: exit ${listed.code} ${listed.stderr.trim()}`);
   const inFlight = listed.list.find((m) => m.id !== baseId && !finalLifecycles.includes(m.lifecycle));
   if (inFlight) {
-    const r = await sb.migration('resume', inFlight.id);
+    const r = await sb.inProcess(['topology', 'migration', 'resume', inFlight.id, '-f', targetFile]);
     seen.push(`resume ${inFlight.id}: exit ${r.code} ${r.stderr.trim()}`);
     // Followed to its end as an operator would (one process, not a poll of `show`); the loop
     // below then only confirms the end, or waits on if the follow stopped early.
-    const followed = await sb.migration('logs', inFlight.id, {}, ['--follow']);
+    const followed = await sb.inProcess([
+      'topology',
+      'migration',
+      'logs',
+      inFlight.id,
+      '-f',
+      targetFile,
+      '--follow',
+    ]);
     seen.push(`logs --follow: exit ${followed.code} ${followed.stderr.trim().split('\n').at(-1) ?? ''}`);
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const s = await sb.migration('show', inFlight.id, {}, ['--json']);
+      const s = await sb.inProcess([
+        'topology',
+        'migration',
+        'show',
+        inFlight.id,
+        '-f',
+        targetFile,
+        '--json',
+      ]);
       const lifecycle =
         s.code === 0 ? (JSON.parse(s.stdout) as { summary: ListedMigration }).summary.lifecycle : '';
       if (finalLifecycles.includes(lifecycle)) {
@@ -165,7 +183,7 @@ export async function recover(
   }
   const layout = sb.layout();
   if (!Object.values(layout.slots).every((slot) => slot.version === '2')) {
-    const r = await sb.cli(migrateArgs);
+    const r = await sb.inProcess(migrateArgs);
     seen.push(
       `migrate again: exit ${r.code} ${r.stdout.trim()} ${r.stderr
         .split('\n')

@@ -90,11 +90,13 @@ beforeAll(async () => {
 afterAll(async () => {
   await cli('topology', 'down', '--yes').catch(() => undefined);
   if (worker) killSlots(worker.stateDir);
-  await worker?.stop();
-  await w?.cleanup();
+  // The receivers first: a delivery still waiting on the hanging one is a call in flight, which
+  // the worker's SIGTERM lets finish (for up to its grace time, past the 5 s stop() waits).
   await hook?.close();
   await hang?.close();
   await hangOnce?.close();
+  await worker?.stop();
+  await w?.cleanup();
   await servers.cleanup();
 }, 60_000);
 

@@ -20,7 +20,6 @@ import {
 } from '../support/migrations.js';
 import { type DevServer, startDevServer } from '../support/temporal.js';
 import {
-  cleanupsAfterEach,
   connectClient,
   inGate,
   isFinalState,
@@ -33,8 +32,6 @@ import {
   waitForState,
 } from './robustness-helpers.js';
 
-const cleanups = cleanupsAfterEach();
-
 /** Kills the server with `signal` and waits for its exit. */
 async function kill(server: DevServer, signal: NodeJS.Signals): Promise<void> {
   const child = server.process;
@@ -46,9 +43,17 @@ async function kill(server: DevServer, signal: NodeJS.Signals): Promise<void> {
   clearTimeout(timer);
 }
 
+// The two signals run at once: each has its own dev server (port and database file), worker,
+// workspace and task queue, and cleans up only what it started when it ends.
 describe('Temporal mode: the server restarted mid-migration (persistent database)', () => {
   for (const signal of ['SIGKILL', 'SIGTERM'] as const) {
-    it(`${signal} while the gate holds, restart on the same port and file: the same worker carries on, the migration completes`, async () => {
+    it.concurrent(`${signal} while the gate holds, restart on the same port and file: the same worker carries on, the migration completes`, async ({
+      onTestFinished,
+    }) => {
+      const cleanups: (() => Promise<void>)[] = [];
+      onTestFinished(async () => {
+        for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+      });
       const scratch = await tempDir('cutover-temporal-db-');
       cleanups.push(scratch.cleanup);
       const port = await freePort();
@@ -69,6 +74,7 @@ describe('Temporal mode: the server restarted mid-migration (persistent database
       cleanups.push(() => client.close());
 
       const worker = await startWorkerProcess(t, ws.stateDir);
+      cleanups.push(() => worker.kill('SIGKILL'));
       const id = await migrateDetached(t, ws.file);
       await waitForState(client, id, inGate('api'), 20_000);
       await sleep(300);
