@@ -239,6 +239,18 @@ export function actionFailed(
     return;
   }
   setRun(t, { ...run, command: null });
+  if (isSwitchCommand(command)) {
+    // The router may be holding requests: the log says the hold ends with the switch undone.
+    notice(
+      t,
+      at,
+      'write_hold_ended',
+      'warn',
+      `the switch is undone (${describeCommand(command)}: ${message}): blue takes writes again, and the held requests go to it`,
+      action.stage,
+      action.id,
+    );
+  }
   const kind = command.kind === 'check_health' ? 'gate_failed' : 'action_failed';
   const reason =
     command.kind === 'check_health'

@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { describeCommand } from '../../../core/migration/queries.js';
-import { undoPrerequisites } from '../../../core/migration/undo-order.js';
 import type { Command, MigrationSpec } from '../../../core/migration/types.js';
+import { undoPrerequisites } from '../../../core/migration/undo-order.js';
 import { clone, shopDoc } from '../../support/builders.js';
 import { Driver, specOf } from '../../support/migration-builders.js';
 
@@ -53,7 +53,9 @@ describe('the switch of a stateful component', () => {
     ]);
     // No 10 % or 50 % step: writes never split between two primaries.
     expect(said(d).filter((c) => /at (10|50)% green/.test(c))).toEqual([]);
-    expect(d.notices.map((n) => n.kind)).toEqual(expect.arrayContaining(['write_hold_started', 'write_hold_ended']));
+    expect(d.notices.map((n) => n.kind)).toEqual(
+      expect.arrayContaining(['write_hold_started', 'write_hold_ended']),
+    );
     expect(d.notices.find((n) => n.kind === 'write_hold_ended')?.message).toMatch(/went to green/);
   });
 
@@ -66,6 +68,9 @@ describe('the switch of a stateful component', () => {
     const order = undoPrerequisites(d.state.ending?.steps ?? [], d.state.spec.desired);
     expect(order[1]).toEqual([0]); // the routes wait for blue to be writable
     expect(d.state.switch?.fenced).toEqual([]);
+    expect(d.notices.find((n) => n.kind === 'write_hold_ended')?.message).toMatch(
+      /^the switch is undone \(green db catches up with blue: boom\)/,
+    );
   });
 
   it('a rollback from awaiting_commit switches back: hold at 100 %, fence green, blue catches up, promote blue, unfence it, then routes back', () => {
@@ -106,7 +111,11 @@ describe('the switch of a stateful component', () => {
     const after = ran.slice(ran.lastIndexOf('blue db catches up with green'));
     expect(after).toEqual(expect.arrayContaining(['unfence green db', 'route public at 100% green']));
     expect(ending?.skipped.map((s) => s.what)).toEqual(
-      expect.arrayContaining(['blue db catches up with green', 'route public back to blue', 'retire green db']),
+      expect.arrayContaining([
+        'blue db catches up with green',
+        'route public back to blue',
+        'retire green db',
+      ]),
     );
     expect(d.notices.at(-1)?.message).toMatch(/blue may not be serving/);
   });
