@@ -1,21 +1,9 @@
 import { own } from '../records.js';
 import { formatDuration } from '../topology/duration.js';
 import { defaults, type Topology } from '../topology/types.js';
-import type { Action } from './types.js';
+import type { Action, PlanStateful } from './types.js';
 
-/**
- * What the plan promises of each stateful component it replaces (issue 28): `switch` when its
- * driver replicates continuously (PlanInputs.switchable): the switch under a write hold loses no
- * acknowledged write, on the migration and on a rollback until the commit; `copy` otherwise: one
- * copy at the replicate stage, which cannot carry what blue takes after it.
- */
-export interface PlanStateful {
-  component: string;
-  how: 'switch' | 'copy';
-  /** The hold's budget (switch): how long writes may wait at the router. */
-  writeHold?: string;
-  maxLag: string;
-}
+export type { PlanStateful };
 
 export function planStateful(
   actions: readonly Action[],

@@ -1,6 +1,5 @@
 import type { PlanHook } from './plan-hooks.js';
 import type { PlanNotifyTarget } from './plan-notify.js';
-import type { PlanStateful } from './plan-stateful.js';
 
 /**
  * A plan is data: what apply will do, in order, and why. It is computed by `buildPlan` alone and
@@ -161,4 +160,18 @@ export interface Plan {
 
 export function isEmptyPlan(plan: Plan): boolean {
   return plan.actions.length === 0 && plan.settings.length === 0 && (plan.drift?.length ?? 0) === 0;
+}
+
+/**
+ * What the plan promises of each stateful component it replaces (issue 28): `switch` when its
+ * driver replicates continuously (PlanInputs.switchable): the switch under a write hold loses no
+ * acknowledged write, on the migration and on a rollback until the commit; `copy` otherwise: one
+ * copy at the replicate stage, which cannot carry what blue takes after it.
+ */
+export interface PlanStateful {
+  component: string;
+  how: 'switch' | 'copy';
+  /** The hold's budget (switch): how long writes may wait at the router. */
+  writeHold?: string;
+  maxLag: string;
 }
