@@ -23,7 +23,8 @@ export function beginCommit(t: Transition, at: number, why: string): void {
 /** Running: pause if asked, else the next action before the commit, the bake, then the commit. */
 export function advanceRunning(t: Transition, at: number): Advanced {
   const s = t.state;
-  if (s.pauseRequested) {
+  // A switch under way is finished first: paused in it, the router would hold and blue stay fenced.
+  if (s.pauseRequested && !switching(s)) {
     if (s.inflight.length > 0) return 'settled'; // paused once what is in flight has ended
     t.state = { ...s, lifecycle: 'paused', pauseRequested: false };
     notice(t, at, 'paused', 'info', `paused${describePosition(t.state)}`);
@@ -134,7 +135,7 @@ export function advanceCommitting(t: Transition, at: number): Advanced {
  * while a pause is requested.
  */
 function scheduleActions(t: Transition, at: number, to: number): void {
-  if (t.state.pauseRequested) return;
+  if (t.state.pauseRequested && !switching(t.state)) return;
   const limit = parallelismOf(t.state.spec);
   for (const run of t.state.running) {
     if (t.state.inflight.length >= limit) return;
@@ -189,6 +190,11 @@ function issueAction(t: Transition, at: number, index: number): void {
     if (previews.length > 0) t.state = { ...t.state, touchedRoutes: [...t.state.touchedRoutes, ...previews] };
   }
   issue(t, command, index);
+}
+
+/** A switch to green has begun (the router holds) and has not released its requests yet. */
+function switching(s: MigrationState): boolean {
+  return s.switch !== undefined && !s.switch.released && s.switch.direction === 'to_green';
 }
 
 /** `provisioned` with one more, in the order of their provisions in the plan (dependencies first), whatever order they started in. */

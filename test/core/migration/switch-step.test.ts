@@ -120,6 +120,24 @@ describe('the switch of a stateful component', () => {
     expect(d.notices.at(-1)?.message).toMatch(/blue may not be serving/);
   });
 
+  it('a pause asked during the switch takes effect once the switch is over, not with blue fenced', () => {
+    const d = new Driver(switchedSpec());
+    drive(
+      d,
+      () => false,
+      (x) => x.state.inflight[0]?.kind === 'fence',
+    );
+    d.verb('pause');
+    drive(
+      d,
+      () => false,
+      (x) => x.state.lifecycle === 'paused',
+    );
+    expect(d.state.lifecycle).toBe('paused');
+    expect(d.state.switch).toMatchObject({ released: true, primary: { db: 'green' } });
+    expect(said(d)).toContain('route public at 100% green');
+  });
+
   it('a migration whose spec switches nothing shifts as before', () => {
     const spec = switchedSpec();
     delete spec.switched;
