@@ -1,0 +1,487 @@
+/**
+ * The postgres driver's Replicator (types.ts): PostgreSQL's logical replication between the
+ * clusters of two slots.
+ *
+ * - follow: `to`'s application database is made anew with `from`'s schema (pg_dump --schema-only),
+ *   `from` gets the publication `cutover_pub` FOR ALL TABLES, and `to` a subscription to it with
+ *   copy_data = true. The subscription's (and its replication slot's) name is derived from the two
+ *   slot ids, so a call again finds it and leaves it.
+ * - lag: bytes are `from`'s pg_current_wal_lsn() less the subscription's replication slot's
+ *   confirmed_flush_lsn (what the follower applied and flushed: an idle follower confirms what it
+ *   received, so an idle source's own WAL does not count as lag once reported, within a second);
+ *   at least 1 while a table's initial copy is still running. ms is how long ago the last
+ *   transaction the follower applied was committed on the source (its commit timestamp, kept by
+ *   track_commit_timestamp), 0 when caught up.
+ * - fence: the application role gets default_transaction_read_only; every session of it that began
+ *   before the fence and holds no write transaction is terminated; sessions with one are waited
+ *   for. Other roles (the superuser, the replication workers) are not fenced.
+ * - promote: the subscriptions into the slot are dropped and every sequence is set from the data
+ *   (the largest value of the column it belongs to, its own and the old primary's last value):
+ *   logical replication does not carry sequences. The slot is unfenced.
+ * - reverse: a publication on the new primary, a subscription on the old one with copy_data = false.
+ *   It must be made before the new primary takes writes (the switch holds them until then).
+ * - stop: subscriptions, replication slots and publications between the two, both ways.
+ *
+ * Not replicated: DDL (a schema change during a migration stops replication of that table) and
+ * large objects.
+ */
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { adminConnection } from './postgres-cluster.js';
+import { type PostgresSettings, postgresSettings, superuser } from './postgres-settings.js';
+import { type Connection, ident, literal, query, runClient, SqlError, scalar } from './postgres-sql.js';
+import {
+  type ComponentCallContext,
+  type DriverCallOptions,
+  PermanentDriverError,
+  type ReplicationLag,
+  type Replicator,
+  type SlotInfo,
+} from './types.js';
+
+const publication = 'cutover_pub';
+const pollMs = 100;
+/** How long a replication slot may stay in use by a departing walsender before it is terminated. */
+const slotReleaseMs = 5_000;
+/** How much of a query pg_stat_activity shows that a fence failure quotes. */
+const quotedQueryChars = 200;
+
+/** The cluster of a slot, reached as the superuser in the application's database. */
+function appAdmin(settings: PostgresSettings, slot: SlotInfo): Connection {
+  return adminConnection(settings, portOf(slot), settings.database);
+}
+
+export function portOf(slot: SlotInfo): number {
+  const port = Number(slot.details?.port ?? slot.addresses[0]?.split(':').pop());
+  if (!Number.isInteger(port) || port <= 0)
+    throw new PermanentDriverError(`the ${slot.slot} slot of ${slot.component} records no PostgreSQL port`);
+  return port;
+}
+
+function slotIdOf(slot: SlotInfo): string {
+  return String(slot.details?.slotId ?? `${slot.component}-${slot.slot}`);
+}
+
+/** The subscription (and replication slot) that carries `from` into `to`: at most 63 characters. */
+export function subscriptionName(from: SlotInfo, to: SlotInfo): string {
+  const digest = createHash('sha256')
+    .update(`${slotIdOf(from)}>${slotIdOf(to)}`)
+    .digest('hex');
+  return `cutover_${digest.slice(0, 16)}`;
+}
+
+function conninfo(settings: PostgresSettings, slot: SlotInfo): string {
+  return `host=127.0.0.1 port=${portOf(slot)} dbname=${settings.database} user=${superuser}`;
+}
+
+export function createPostgresReplicator(): Replicator {
+  return {
+    capabilities: { follow: true, lag: true, fence: true, reverse: true },
+
+    async follow(ctx, from, to, options) {
+      const settings = await postgresSettings(ctx);
+      const name = subscriptionName(from, to);
+      const target = appAdmin(settings, to);
+      if (await subscriptionExists(target, name, options.signal)) {
+        options.log(`${ctx.component}: ${to.slot} already follows ${from.slot} (${name})`);
+        return;
+      }
+      const source = appAdmin(settings, from);
+      await ensurePublication(source, options.signal);
+      await copySchema(settings, from, to, options);
+      await dropSlot(source, name, options.signal);
+      await query(
+        target,
+        `CREATE SUBSCRIPTION ${ident(name)} CONNECTION ${literal(conninfo(settings, from))} PUBLICATION ${publication} WITH (copy_data = true)`,
+        options.signal,
+      );
+      options.log(`${ctx.component}: ${to.slot} follows ${from.slot} (subscription ${name}, initial copy)`);
+    },
+
+    async lag(ctx, from, to, options) {
+      const settings = await postgresSettings(ctx);
+      return measureLag(settings, from, to, options.signal);
+    },
+
+    async fence(ctx, slot, deadline, options) {
+      const settings = await postgresSettings(ctx);
+      return fenceRole(ctx, settings, slot, deadline, options);
+    },
+
+    async unfence(ctx, slot, options) {
+      const settings = await postgresSettings(ctx);
+      await unfenceRole(settings, slot, options);
+    },
+
+    async catchUp(ctx, from, to, position, deadline, options) {
+      const settings = await postgresSettings(ctx);
+      const source = appAdmin(settings, from);
+      const name = subscriptionName(from, to);
+      for (;;) {
+        const row = (
+          await query(
+            source,
+            `SELECT confirmed_flush_lsn, pg_wal_lsn_diff(${literal(position)}::pg_lsn, confirmed_flush_lsn) FROM pg_replication_slots WHERE slot_name = ${literal(name)}`,
+            options.signal,
+          )
+        )[0];
+        if (!row)
+          throw new PermanentDriverError(
+            `${to.slot} of ${ctx.component} does not follow ${from.slot}: no replication slot ${name}`,
+          );
+        const behind = Number(row[1]);
+        if (row[0] !== '' && behind <= 0) return measureLag(settings, from, to, options.signal);
+        if (Date.now() >= deadline) {
+          const lag = await measureLag(settings, from, to, options.signal);
+          throw new PermanentDriverError(
+            `${to.slot} of ${ctx.component} did not apply ${from.slot}'s position ${position} in time: ${row[0] === '' ? 'nothing confirmed yet' : `applied ${row[0]}, ${behind} bytes short`} (lag ${lag.bytes} bytes, ${lag.ms ?? '?'} ms)`,
+          );
+        }
+        await sleep(pollMs, undefined, { signal: options.signal });
+      }
+    },
+
+    async promote(ctx, slot, options) {
+      const settings = await postgresSettings(ctx);
+      await promoteSlot(ctx, settings, slot, options);
+    },
+
+    async reverse(ctx, from, to, options) {
+      const settings = await postgresSettings(ctx);
+      const name = subscriptionName(from, to);
+      const target = appAdmin(settings, to);
+      if (await subscriptionExists(target, name, options.signal)) return;
+      const source = appAdmin(settings, from);
+      await ensurePublication(source, options.signal);
+      await dropSlot(source, name, options.signal);
+      await query(
+        target,
+        `CREATE SUBSCRIPTION ${ident(name)} CONNECTION ${literal(conninfo(settings, from))} PUBLICATION ${publication} WITH (copy_data = false)`,
+        options.signal,
+      );
+      options.log(`${ctx.component}: ${to.slot} follows ${from.slot} back (subscription ${name}, no copy)`);
+    },
+
+    async stop(ctx, from, to, options) {
+      const settings = await postgresSettings(ctx);
+      await stopBetween(ctx, settings, from, to, options);
+    },
+  };
+}
+
+async function subscriptionExists(conn: Connection, name: string, signal: AbortSignal): Promise<boolean> {
+  return (
+    (await scalar(conn, `SELECT count(*) FROM pg_subscription WHERE subname = ${literal(name)}`, signal)) !==
+    '0'
+  );
+}
+
+async function ensurePublication(conn: Connection, signal: AbortSignal): Promise<void> {
+  const exists = await scalar(
+    conn,
+    `SELECT count(*) FROM pg_publication WHERE pubname = ${literal(publication)}`,
+    signal,
+  );
+  if (exists === '0') await query(conn, `CREATE PUBLICATION ${publication} FOR ALL TABLES`, signal);
+}
+
+/**
+ * `to`'s application database made anew from `from`'s schema (what `init` made in `to` is
+ * replaced: the live database's schema is the one that counts).
+ */
+async function copySchema(
+  settings: PostgresSettings,
+  from: SlotInfo,
+  to: SlotInfo,
+  options: DriverCallOptions,
+) {
+  const db = settings.database;
+  const schema = await runClient(
+    appAdmin(settings, from),
+    'pg_dump',
+    ['--schema-only', '--no-publications', '--no-subscriptions'],
+    options.signal,
+  );
+  await query(
+    adminConnection(settings, portOf(to)),
+    `DROP DATABASE IF EXISTS ${ident(db)} WITH (FORCE);\nCREATE DATABASE ${ident(db)} OWNER ${ident(settings.user)};\n`,
+    options.signal,
+  );
+  await query(appAdmin(settings, to), schema, options.signal);
+  options.log(`copied the schema of ${from.slot}'s ${db} into ${to.slot}`);
+}
+
+/** Drops a replication slot an earlier attempt left (waiting for a departing walsender to let go). */
+async function dropSlot(conn: Connection, name: string, signal: AbortSignal): Promise<void> {
+  const until = Date.now() + slotReleaseMs;
+  for (;;) {
+    const row = (
+      await query(
+        conn,
+        `SELECT active, coalesce(active_pid, 0) FROM pg_replication_slots WHERE slot_name = ${literal(name)}`,
+        signal,
+      )
+    )[0];
+    if (!row) return;
+    if (row[0] === 'f') {
+      await query(
+        conn,
+        `SELECT pg_drop_replication_slot(${literal(name)}) FROM pg_replication_slots WHERE slot_name = ${literal(name)} AND NOT active`,
+        signal,
+      );
+      continue;
+    }
+    if (Date.now() >= until) await query(conn, `SELECT pg_terminate_backend(${Number(row[1])})`, signal);
+    await sleep(pollMs, undefined, { signal });
+  }
+}
+
+async function measureLag(
+  settings: PostgresSettings,
+  from: SlotInfo,
+  to: SlotInfo,
+  signal: AbortSignal,
+): Promise<ReplicationLag> {
+  const name = subscriptionName(from, to);
+  const row = (
+    await query(
+      appAdmin(settings, from),
+      `SELECT pg_current_wal_lsn(), coalesce(confirmed_flush_lsn::text, ''), coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn), 0) FROM pg_replication_slots WHERE slot_name = ${literal(name)}`,
+      signal,
+    )
+  )[0];
+  if (!row)
+    throw new PermanentDriverError(
+      `${to.slot} of ${to.component} does not follow ${from.slot}: no replication slot ${name}`,
+    );
+  const [source = '', applied = '', diff = '0'] = row;
+  const follower = (
+    await query(
+      appAdmin(settings, to),
+      `SELECT (SELECT count(*) FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid WHERE s.subname = ${literal(name)} AND r.srsubstate <> 'r'),
+              coalesce(round(extract(epoch FROM clock_timestamp() - (pg_last_committed_xact()).timestamp) * 1000)::text, '')`,
+      signal,
+    )
+  )[0] ?? ['0', ''];
+  const syncing = Number(follower[0]) > 0;
+  const bytes = Math.max(Math.max(0, Number(diff)), syncing ? 1 : 0);
+  const since = follower[1] === '' ? null : Math.max(0, Number(follower[1]));
+  return { source, applied: applied || '0/0', bytes, ms: bytes === 0 ? 0 : since };
+}
+
+/** The role settings that fence the application role, and when it was fenced (the DB's clock). */
+const fencedAtSetting = 'cutover.fenced_at';
+
+async function fenceRole(
+  ctx: ComponentCallContext,
+  settings: PostgresSettings,
+  slot: SlotInfo,
+  deadline: number,
+  options: DriverCallOptions,
+): Promise<{ position: string }> {
+  const admin = adminConnection(settings, portOf(slot));
+  const role = ident(settings.user);
+  // Read after the setting is committed: a session that began before this time may have read the
+  // role's settings before the fence; one that began after cannot have.
+  const fencedAt =
+    (await scalar(
+      admin,
+      `ALTER ROLE ${role} SET default_transaction_read_only = on;\nSELECT clock_timestamp();\n`,
+      options.signal,
+    )) ?? '';
+  await query(admin, `ALTER ROLE ${role} SET ${fencedAtSetting} = ${literal(fencedAt)}`, options.signal);
+  const before = `usename = ${literal(settings.user)} AND backend_start < ${literal(fencedAt)}::timestamptz AND pid <> pg_backend_pid()`;
+  for (;;) {
+    await query(
+      admin,
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE ${before} AND backend_xid IS NULL`,
+      options.signal,
+    );
+    const writers = await query(
+      admin,
+      `SELECT pid, coalesce(backend_xid::text, ''), coalesce(round(extract(epoch FROM clock_timestamp() - xact_start) * 1000)::text, ''), replace(replace(left(query, ${quotedQueryChars}), E'\\n', ' '), E'\\t', ' ') FROM pg_stat_activity WHERE ${before} ORDER BY xact_start`,
+      options.signal,
+    );
+    if (writers.length === 0) break;
+    const writing = writers.find((w) => w[1] !== '');
+    if (writing && Date.now() >= deadline) {
+      await unfenceRole(settings, slot, options);
+      const [pid, xid, openMs, text] = writing;
+      throw new PermanentDriverError(
+        `${ctx.component}'s ${slot.slot} could not be fenced: a write transaction of ${settings.user} is still open (pid ${pid}, xid ${xid}, open ${(Number(openMs) / 1000).toFixed(1)}s, query: ${text}); the fence is lifted`,
+      );
+    }
+    await sleep(pollMs, undefined, { signal: options.signal });
+  }
+  const position = (await scalar(admin, 'SELECT pg_current_wal_lsn()', options.signal)) ?? '';
+  options.log(`${ctx.component}: ${slot.slot} fenced (${settings.user} read-only) at ${position}`);
+  return { position };
+}
+
+async function unfenceRole(settings: PostgresSettings, slot: SlotInfo, options: DriverCallOptions) {
+  const admin = adminConnection(settings, portOf(slot));
+  const role = ident(settings.user);
+  const config = await scalar(
+    admin,
+    `SELECT array_to_string(setconfig, E'\\n') FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole WHERE r.rolname = ${literal(settings.user)} AND s.setdatabase = 0`,
+    options.signal,
+  );
+  const fencedAt = (config ?? '')
+    .split('\n')
+    .find((line) => line.startsWith(`${fencedAtSetting}=`))
+    ?.slice(fencedAtSetting.length + 1);
+  await query(admin, `ALTER ROLE ${role} RESET default_transaction_read_only`, options.signal);
+  if (fencedAt === undefined) return;
+  // Sessions that began while fenced stay read-only for their lifetime: end those that hold no write
+  // (they cannot), so the application's next connection writes again.
+  await query(
+    admin,
+    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = ${literal(settings.user)} AND backend_start >= ${literal(fencedAt)}::timestamptz AND backend_xid IS NULL AND pid <> pg_backend_pid()`,
+    options.signal,
+  );
+  await query(admin, `ALTER ROLE ${role} RESET ${fencedAtSetting}`, options.signal);
+  options.log(`${slot.component}: ${slot.slot} unfenced (${settings.user} writes again)`);
+}
+
+interface SubscriptionRow {
+  name: string;
+  conninfo: string;
+}
+
+async function promoteSlot(
+  ctx: ComponentCallContext,
+  settings: PostgresSettings,
+  slot: SlotInfo,
+  options: DriverCallOptions,
+) {
+  const self = appAdmin(settings, slot);
+  const subscriptions: SubscriptionRow[] = (
+    await query(
+      self,
+      `SELECT subname, subconninfo FROM pg_subscription WHERE subdbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND subname LIKE 'cutover\\_%'`,
+      options.signal,
+    )
+  ).map(([name = '', info = '']) => ({ name, conninfo: info }));
+  const oldValues: Record<string, string> = {};
+  for (const sub of subscriptions) {
+    await query(self, `ALTER SUBSCRIPTION ${ident(sub.name)} DISABLE`, options.signal);
+    const port = Number(/port=(\d+)/.exec(sub.conninfo)?.[1]);
+    try {
+      const rows = await query(
+        { bin: settings.bin, port, database: settings.database, user: superuser },
+        `SELECT format('%I.%I', schemaname, sequencename), last_value FROM pg_sequences WHERE last_value IS NOT NULL`,
+        options.signal,
+      );
+      for (const [seq = '', value = ''] of rows) oldValues[seq] = value;
+    } catch (error) {
+      if (!(error instanceof SqlError) || !error.unreachable) throw error;
+      options.log(
+        `${ctx.component}: the old primary (port ${port}) is unreachable; sequences are set from the data alone`,
+      );
+    }
+  }
+  await setSequences(self, oldValues, options.signal);
+  for (const sub of subscriptions) await dropSubscription(self, sub.name, options);
+  await unfenceRole(settings, slot, options);
+  options.log(
+    `${ctx.component}: ${slot.slot} promoted (${subscriptions.length} subscription(s) dropped, sequences set)`,
+  );
+}
+
+/**
+ * Every sequence of the database set to at least the largest value of the column it belongs to
+ * (serial or identity), its own last value and the old primary's, so the next value is past all.
+ */
+async function setSequences(conn: Connection, oldValues: Record<string, string>, signal: AbortSignal) {
+  const old = literal(JSON.stringify(oldValues));
+  await query(
+    conn,
+    `DO $cutover$
+DECLARE
+  s record;
+  top numeric;
+  old jsonb := ${old}::jsonb;
+BEGIN
+  FOR s IN
+    SELECT format('%I.%I', sn.nspname, sc.relname) AS seq, sq.last_value AS own,
+           format('%I.%I', tn.nspname, t.relname) AS tbl, a.attname AS col
+      FROM pg_class sc
+      JOIN pg_namespace sn ON sn.oid = sc.relnamespace
+      JOIN pg_sequences sq ON sq.schemaname = sn.nspname AND sq.sequencename = sc.relname
+      LEFT JOIN pg_depend d ON d.objid = sc.oid AND d.classid = 'pg_class'::regclass
+        AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')
+      LEFT JOIN pg_class t ON t.oid = d.refobjid
+      LEFT JOIN pg_namespace tn ON tn.oid = t.relnamespace
+      LEFT JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = d.refobjsubid
+     WHERE sc.relkind = 'S'
+  LOOP
+    top := NULL;
+    IF s.col IS NOT NULL THEN
+      EXECUTE format('SELECT max(%I)::numeric FROM %s', s.col, s.tbl) INTO top;
+    END IF;
+    top := greatest(top, s.own::numeric, (old ->> s.seq)::numeric);
+    IF top IS NOT NULL THEN
+      PERFORM setval(s.seq::regclass, top::bigint, true);
+    END IF;
+  END LOOP;
+END
+$cutover$;`,
+    signal,
+  );
+}
+
+/** Drops a subscription and its slot on the publisher; without the publisher, only the subscription. */
+async function dropSubscription(conn: Connection, name: string, options: DriverCallOptions) {
+  try {
+    await query(conn, `DROP SUBSCRIPTION IF EXISTS ${ident(name)}`, options.signal);
+  } catch (error) {
+    if (!(error instanceof SqlError) || error.unreachable) throw error;
+    options.log(`dropping subscription ${name} without its publisher's slot (${error.message})`);
+    await query(
+      conn,
+      `ALTER SUBSCRIPTION ${ident(name)} DISABLE;\nALTER SUBSCRIPTION ${ident(name)} SET (slot_name = NONE);\nDROP SUBSCRIPTION ${ident(name)};\n`,
+      options.signal,
+    );
+  }
+}
+
+/**
+ * Ends replication between the two slots, both ways: subscriptions, their replication slots and the
+ * publications. A side that is no longer reachable (a retired slot) is skipped, not both.
+ */
+async function stopBetween(
+  ctx: ComponentCallContext,
+  settings: PostgresSettings,
+  from: SlotInfo,
+  to: SlotInfo,
+  options: DriverCallOptions,
+) {
+  const names = [subscriptionName(from, to), subscriptionName(to, from)];
+  const sides = [from, to];
+  let reached = 0;
+  let lastError: unknown;
+  // Subscriptions first (on both), then what they used on the publishers.
+  for (const side of sides) {
+    try {
+      for (const name of names) await dropSubscription(appAdmin(settings, side), name, options);
+      reached++;
+    } catch (error) {
+      if (!(error instanceof SqlError) || !error.unreachable) throw error;
+      lastError = error;
+      options.log(
+        `${ctx.component}: ${side.slot} is unreachable; its side of the replication is left (${error.message})`,
+      );
+    }
+  }
+  if (reached === 0) throw lastError;
+  for (const side of sides) {
+    try {
+      const conn = appAdmin(settings, side);
+      for (const name of names) await dropSlot(conn, name, options.signal);
+      await query(conn, `DROP PUBLICATION IF EXISTS ${publication}`, options.signal);
+    } catch (error) {
+      if (!(error instanceof SqlError) || !error.unreachable) throw error;
+    }
+  }
+  options.log(`${ctx.component}: replication between ${from.slot} and ${to.slot} stopped and dropped`);
+}

@@ -1,0 +1,176 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { postgresSettings } from '../../../engine/drivers/postgres-settings.js';
+import { PermanentDriverError } from '../../../engine/drivers/types.js';
+import { Resources } from '../../support/resources.js';
+import { eventually } from '../../support/wait.js';
+import {
+  callOptions,
+  connect,
+  openWriteTransaction,
+  pgContext,
+  pgWorkspace,
+  portOfSlot,
+  provision,
+  sql,
+  Writer,
+} from './postgres-fixtures.js';
+
+const resources = new Resources();
+afterEach(() => resources.cleanup(), 60_000);
+
+/** Time for a step that waits on the other cluster (generous: the machine is shared). */
+const stepMs = 30_000;
+
+describe('postgres driver replication (real PostgreSQL 15)', () => {
+  it('switches to green and back, losing no acknowledged write, with sequences ahead of the data', async () => {
+    const ws = await pgWorkspace(resources);
+    const blueCtx = pgContext(ws, 'm1');
+    const ctx = pgContext(ws, 'm2');
+    const o = () => callOptions(ws);
+    const repl = ws.driver.replication;
+    if (!repl) throw new Error('the postgres driver has no Replicator');
+    const blue = await provision(ws, blueCtx, 'blue');
+    const { bin } = await postgresSettings(ctx);
+    const writer = new Writer(bin, portOfSlot(blue), 'w');
+    resources.add(() => writer.stop());
+    writer.start();
+    await eventually(() => writer.ackedOn(portOfSlot(blue)) >= 20, stepMs);
+
+    const green = await provision(ws, ctx, 'green');
+    await repl.follow(ctx, blue, green, o());
+    await repl.follow(ctx, blue, green, o()); // again: left as it is
+    const first = await repl.lag(ctx, blue, green, o());
+    expect(first.bytes).not.toBeNull();
+    let caughtUp = first;
+    await eventually(async () => {
+      caughtUp = await repl.lag(ctx, blue, green, o());
+      return (caughtUp.bytes ?? Infinity) < 16_384;
+    }, stepMs);
+    expect(caughtUp.ms).not.toBeNull();
+
+    // The switch: fence blue, green applies blue's position, green is promoted and followed back.
+    const { position } = await repl.fence(ctx, blue, Date.now() + 5_000, o());
+    expect(position).toMatch(/^[0-9A-F]+\/[0-9A-F]+$/);
+    const blueApp = await connect(ctx, blue);
+    await expect(sql(blueApp, `INSERT INTO items (k) VALUES ('refused')`)).rejects.toThrow(
+      /read-only transaction/,
+    );
+    const atFence = writer.acked.length;
+    await repl.catchUp(ctx, blue, green, position, Date.now() + stepMs, o());
+    await repl.promote(ctx, green, o());
+    await repl.reverse(ctx, green, blue, o());
+    writer.port = portOfSlot(green);
+    expect(writer.acked.length).toBe(atFence); // blue took nothing while fenced
+    await eventually(() => writer.ackedOn(portOfSlot(green)) >= 30, stepMs);
+
+    const greenAdmin = await connect(ctx, green, 'postgres');
+    const [[ahead]] = (await sql(
+      greenAdmin,
+      `SELECT last_value >= (SELECT max(id) FROM items) FROM items_id_seq`,
+    )) as [[string]];
+    expect(ahead).toBe('t');
+
+    // Rows written on green reach blue through the reverse direction.
+    const lastOnGreen = writer.acked.filter((a) => a.port === portOfSlot(green)).at(-1)?.key;
+    await eventually(
+      async () =>
+        (await sql(blueApp, `SELECT count(*) FROM items WHERE k = '${lastOnGreen}'`))[0]?.[0] === '1',
+      stepMs,
+    );
+
+    // The rollback: the same switch the other way.
+    const back = await repl.fence(ctx, green, Date.now() + 5_000, o());
+    await repl.catchUp(ctx, green, blue, back.position, Date.now() + stepMs, o());
+    await repl.promote(ctx, blue, o());
+    await repl.reverse(ctx, blue, green, o());
+    writer.port = portOfSlot(blue);
+    const onBlueBefore = writer.ackedOn(portOfSlot(blue));
+    await eventually(() => writer.ackedOn(portOfSlot(blue)) >= onBlueBefore + 30, stepMs);
+    await writer.stop();
+
+    await repl.stop(ctx, blue, green, o());
+    await repl.stop(ctx, blue, green, o()); // again: nothing left to drop
+    for (const slot of [blue, green]) {
+      const admin = await connect(ctx, slot, 'postgres');
+      const [[subs, pubs, slots]] = (await sql(
+        admin,
+        `SELECT (SELECT count(*) FROM pg_subscription), (SELECT count(*) FROM pg_publication), (SELECT count(*) FROM pg_replication_slots)`,
+      )) as [[string, string, string]];
+      expect({ slot: slot.slot, subs, pubs, slots }).toEqual({
+        slot: slot.slot,
+        subs: '0',
+        pubs: '0',
+        slots: '0',
+      });
+    }
+
+    // Every acknowledged insert is on the serving side (blue), once; none failed on a duplicate id.
+    const rows = new Set((await sql(blueApp, 'SELECT k FROM items')).map(([k]) => k));
+    const missing = writer.acked.filter((a) => !rows.has(a.key));
+    expect(missing).toEqual([]);
+    expect(writer.errors.filter((e) => /duplicate key/.test(e))).toEqual([]);
+    expect(writer.ackedOn(portOfSlot(green))).toBeGreaterThanOrEqual(30);
+    const [[blueAhead]] = (await sql(
+      await connect(ctx, blue, 'postgres'),
+      `SELECT last_value >= (SELECT max(id) FROM items) FROM items_id_seq`,
+    )) as [[string]];
+    expect(blueAhead).toBe('t');
+  }, 180_000);
+
+  it('fails a fence by its deadline naming the open write transaction, and blue takes writes again', async () => {
+    const ws = await pgWorkspace(resources);
+    const ctx = pgContext(ws, 'm1');
+    const repl = ws.driver.replication;
+    if (!repl) throw new Error('the postgres driver has no Replicator');
+    const blue = await provision(ws, ctx, 'blue');
+    const app = await connect(ctx, blue);
+    const long = await openWriteTransaction(app, 'long-one');
+    resources.add(() => long.end());
+
+    const started = Date.now();
+    const fence = repl.fence(ctx, blue, started + 1_500, callOptions(ws));
+    await expect(fence).rejects.toThrow(PermanentDriverError);
+    await expect(fence).rejects.toThrow(
+      /write transaction of app is still open \(pid \d+, xid \d+, open \d+\.\ds, query: INSERT INTO items \(k\) VALUES \('long-one'\)/,
+    );
+    expect(Date.now() - started).toBeLessThan(5_000);
+
+    // Lifted: a new session writes.
+    await sql(app, `INSERT INTO items (k) VALUES ('after')`);
+    await long.end();
+    expect(await sql(app, `SELECT k FROM items ORDER BY k`)).toEqual([['after']]);
+  }, 120_000);
+
+  it('reports lag above zero while a throttled follower trails the writes', async () => {
+    const ws = await pgWorkspace(resources);
+    const blueCtx = pgContext(ws, 'm1');
+    const ctx = pgContext(ws, 'm2');
+    const repl = ws.driver.replication;
+    if (!repl) throw new Error('the postgres driver has no Replicator');
+    const blue = await provision(ws, blueCtx, 'blue');
+    const green = await provision(ws, ctx, 'green');
+    await repl.follow(ctx, blue, green, callOptions(ws));
+    resources.add(() => repl.stop(ctx, blue, green, callOptions(ws)));
+    await eventually(async () => (await repl.lag(ctx, blue, green, callOptions(ws))).bytes === 0, 30_000);
+
+    // Each row green applies takes 50 ms (the apply worker fires ALWAYS triggers).
+    await sql(
+      await connect(ctx, green, 'postgres'),
+      `CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.05); RETURN NEW; END $$;
+       CREATE TRIGGER slow BEFORE INSERT ON items FOR EACH ROW EXECUTE FUNCTION slow();
+       ALTER TABLE items ENABLE ALWAYS TRIGGER slow;`,
+    );
+    const { bin } = await postgresSettings(ctx);
+    const writer = new Writer(bin, portOfSlot(blue), 'w', 2);
+    resources.add(() => writer.stop());
+    writer.start();
+    let lag = await repl.lag(ctx, blue, green, callOptions(ws));
+    await eventually(async () => {
+      lag = await repl.lag(ctx, blue, green, callOptions(ws));
+      return (lag.bytes ?? 0) > 0 && (lag.ms ?? 0) > 500;
+    }, 30_000);
+    expect(writer.acked.length).toBeGreaterThan(0);
+    const before = writer.acked.length;
+    await eventually(() => writer.acked.length > before + 10, 10_000); // writes go on
+  }, 120_000);
+});
