@@ -321,15 +321,11 @@ async function fenceRole(
 async function unfenceRole(settings: PostgresSettings, slot: SlotInfo, options: DriverCallOptions) {
   const admin = adminConnection(settings, portOf(slot));
   const role = ident(settings.user);
-  const config = await scalar(
+  const fencedAt = await scalar(
     admin,
-    `SELECT array_to_string(setconfig, E'\\n') FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole WHERE r.rolname = ${literal(settings.user)} AND s.setdatabase = 0`,
+    `SELECT substr(c, ${fencedAtSetting.length + 2}) FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole, unnest(s.setconfig) c WHERE r.rolname = ${literal(settings.user)} AND s.setdatabase = 0 AND c LIKE ${literal(`${fencedAtSetting}=%`)}`,
     options.signal,
   );
-  const fencedAt = (config ?? '')
-    .split('\n')
-    .find((line) => line.startsWith(`${fencedAtSetting}=`))
-    ?.slice(fencedAtSetting.length + 1);
   await query(admin, `ALTER ROLE ${role} RESET default_transaction_read_only`, options.signal);
   if (fencedAt === undefined) return;
   // Sessions that began while fenced stay read-only for their lifetime: end those that hold no write
