@@ -39,6 +39,7 @@ function serverConfig(port: number): string {
     'max_logical_replication_workers = 8',
     'max_worker_processes = 16',
     'wal_receiver_status_interval = 1s',
+    'wal_writer_delay = 10ms',
     'track_commit_timestamp = on',
     'shared_buffers = 32MB',
     '',

@@ -41,6 +41,8 @@ import {
 
 const publication = 'cutover_pub';
 const pollMs = 100;
+/** A fence and a catch-up run inside the router's write hold: they look again often. */
+const fencePollMs = 20;
 /** How long a replication slot may stay in use by a departing walsender before it is terminated. */
 const slotReleaseMs = 5_000;
 /** How much of a query pg_stat_activity shows that a fence failure quotes. */
@@ -137,7 +139,7 @@ export function createPostgresReplicator(): Replicator {
             `${to.slot} of ${ctx.component} did not apply ${from.slot}'s position ${position} in time: ${row[0] === '' ? 'nothing confirmed yet' : `applied ${row[0]}, ${behind} bytes short`} (lag ${lag.bytes} bytes, ${lag.ms ?? '?'} ms)`,
           );
         }
-        await sleep(pollMs, undefined, { signal: options.signal });
+        await sleep(fencePollMs, undefined, { signal: options.signal });
       }
     },
 
@@ -281,29 +283,35 @@ async function fenceRole(
 ): Promise<{ position: string }> {
   const admin = adminConnection(settings, portOf(slot));
   const role = ident(settings.user);
-  // Read after the setting is committed: a session that began before this time may have read the
-  // role's settings before the fence; one that began after cannot have.
+  // The time is read after the setting is committed: a session that began before it may have read
+  // the role's settings before the fence; one that began after cannot have. One client for all.
   const fencedAt =
     (await scalar(
       admin,
-      `ALTER ROLE ${role} SET default_transaction_read_only = on;\nSELECT clock_timestamp();\n`,
+      `ALTER ROLE ${role} SET default_transaction_read_only = on;
+SELECT clock_timestamp() AS fenced_at \\gset
+ALTER ROLE ${role} SET ${fencedAtSetting} = :'fenced_at';
+SELECT :'fenced_at';
+`,
       options.signal,
     )) ?? '';
-  await query(admin, `ALTER ROLE ${role} SET ${fencedAtSetting} = ${literal(fencedAt)}`, options.signal);
   const before = `usename = ${literal(settings.user)} AND backend_start < ${literal(fencedAt)}::timestamptz AND pid <> pg_backend_pid()`;
+  // Each pass, in one client and in this order: end the sessions from before the fence that hold no
+  // write, list those still there, then read the position (after the list, so after every write
+  // of a session it no longer shows).
+  const pass = `SELECT 'k', count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE ${before} AND backend_xid IS NULL;
+SELECT 'w', pid, coalesce(backend_xid::text, ''), coalesce(round(extract(epoch FROM clock_timestamp() - xact_start) * 1000)::text, ''), replace(replace(left(query, ${quotedQueryChars}), E'\\n', ' '), E'\\t', ' ') FROM pg_stat_activity WHERE ${before} ORDER BY xact_start;
+SELECT 'p', pg_current_wal_lsn();
+`;
+  let position = '';
   for (;;) {
-    await query(
-      admin,
-      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE ${before} AND backend_xid IS NULL`,
-      options.signal,
-    );
-    const writers = await query(
-      admin,
-      `SELECT pid, coalesce(backend_xid::text, ''), coalesce(round(extract(epoch FROM clock_timestamp() - xact_start) * 1000)::text, ''), replace(replace(left(query, ${quotedQueryChars}), E'\\n', ' '), E'\\t', ' ') FROM pg_stat_activity WHERE ${before} ORDER BY xact_start`,
-      options.signal,
-    );
-    if (writers.length === 0) break;
-    const writing = writers.find((w) => w[1] !== '');
+    const rows = await query(admin, pass, options.signal);
+    const left = rows.filter((r) => r[0] === 'w').map((r) => r.slice(1));
+    if (left.length === 0) {
+      position = rows.find((r) => r[0] === 'p')?.[1] ?? '';
+      break;
+    }
+    const writing = left.find((w) => w[1] !== '');
     if (writing && Date.now() >= deadline) {
       await unfenceRole(settings, slot, options);
       const [pid, xid, openMs, text] = writing;
@@ -311,9 +319,8 @@ async function fenceRole(
         `${ctx.component}'s ${slot.slot} could not be fenced: a write transaction of ${settings.user} is still open (pid ${pid}, xid ${xid}, open ${(Number(openMs) / 1000).toFixed(1)}s, query: ${text}); the fence is lifted`,
       );
     }
-    await sleep(pollMs, undefined, { signal: options.signal });
+    await sleep(fencePollMs, undefined, { signal: options.signal });
   }
-  const position = (await scalar(admin, 'SELECT pg_current_wal_lsn()', options.signal)) ?? '';
   options.log(`${ctx.component}: ${slot.slot} fenced (${settings.user} read-only) at ${position}`);
   return { position };
 }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { access, readdir } from 'node:fs/promises';
+import { access, readdir, readFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import { defaults, type PostgresDriverSpec } from '../../core/topology/types.js';
@@ -104,8 +104,16 @@ async function serverUser(runAs: string | undefined): Promise<OsUser | null> {
   return entry;
 }
 
-/** The passwd entry of `name` (getent reads every source the machine is set up with). */
-function getent(name: string): Promise<OsUser | null> {
+/**
+ * The passwd entry of `name`: /etc/passwd, else getent (which reads every source the machine is set
+ * up with; a process to start, so second).
+ */
+async function getent(name: string): Promise<OsUser | null> {
+  const local = (await readFile('/etc/passwd', 'utf8').catch(() => ''))
+    .split('\n')
+    .map((line) => line.split(':'))
+    .find((fields) => fields[0] === name && fields.length >= 7);
+  if (local) return { name, uid: Number(local[2]), gid: Number(local[3]), home: local[5] ?? '/' };
   return new Promise((resolve) => {
     const child = spawn('getent', ['passwd', name], { stdio: ['ignore', 'pipe', 'ignore'] });
     let out = '';
