@@ -194,4 +194,55 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     const before = writer.acked.length;
     await eventually(() => writer.acked.length > before + 10, 10_000); // writes go on
   }, 120_000);
+
+  it("replicate copies once: green has blue's rows and sequence, follows nothing, and takes inserts", async () => {
+    const ws = await pgWorkspace(resources);
+    const blueCtx = pgContext(ws, 'm1');
+    const ctx = pgContext(ws, 'm2');
+    const blue = await provision(ws, blueCtx, 'blue');
+    const blueApp = await connect(ctx, blue);
+    await sql(blueApp, `INSERT INTO items (k) SELECT 'seed-' || n FROM generate_series(1, 500) n`);
+    const green = await provision(ws, ctx, 'green');
+    await ws.driver.replicate(ctx, blue, green, callOptions(ws));
+
+    const greenApp = await connect(ctx, green);
+    expect(await sql(greenApp, 'SELECT count(*), max(id) FROM items')).toEqual([['500', '500']]);
+    expect(await sql(greenApp, `INSERT INTO items (k) VALUES ('on-green') RETURNING id`)).toEqual([['501']]);
+    await sql(blueApp, `INSERT INTO items (k) VALUES ('late')`);
+    for (const slot of [blue, green]) {
+      const [[subs, pubs, slots]] = (await sql(
+        await connect(ctx, slot, 'postgres'),
+        `SELECT (SELECT count(*) FROM pg_subscription), (SELECT count(*) FROM pg_publication), (SELECT count(*) FROM pg_replication_slots)`,
+      )) as [[string, string, string]];
+      expect({ subs, pubs, slots }).toEqual({ subs: '0', pubs: '0', slots: '0' });
+    }
+    expect(await sql(greenApp, `SELECT count(*) FROM items WHERE k = 'late'`)).toEqual([['0']]);
+  }, 120_000);
+
+  it('stop after the old primary was retired drops what the live one holds for it', async () => {
+    const ws = await pgWorkspace(resources);
+    const blueCtx = pgContext(ws, 'm1');
+    const ctx = pgContext(ws, 'm2');
+    const repl = ws.driver.replication;
+    if (!repl) throw new Error('the postgres driver has no Replicator');
+    const blue = await provision(ws, blueCtx, 'blue');
+    const green = await provision(ws, ctx, 'green');
+    await repl.follow(ctx, blue, green, callOptions(ws));
+    const { position } = await repl.fence(ctx, blue, Date.now() + 5_000, callOptions(ws));
+    await repl.catchUp(ctx, blue, green, position, Date.now() + stepMs, callOptions(ws));
+    await repl.promote(ctx, green, callOptions(ws));
+    await repl.reverse(ctx, green, blue, callOptions(ws));
+    const greenAdmin = await connect(ctx, green, 'postgres');
+    expect(await sql(greenAdmin, 'SELECT count(*) FROM pg_replication_slots')).toEqual([['1']]);
+
+    await ws.driver.retire(blueCtx, blue, callOptions(ws));
+    await repl.stop(ctx, green, blue, callOptions(ws));
+    expect(
+      await sql(
+        greenAdmin,
+        'SELECT (SELECT count(*) FROM pg_replication_slots), (SELECT count(*) FROM pg_publication), (SELECT count(*) FROM pg_subscription)',
+      ),
+    ).toEqual([['0', '0', '0']]);
+    await sql(await connect(ctx, green), `INSERT INTO items (k) VALUES ('still-live')`);
+  }, 120_000);
 });
