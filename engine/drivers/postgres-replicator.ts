@@ -89,6 +89,7 @@ export function createPostgresReplicator(): Replicator {
         return;
       }
       const source = appAdmin(settings, from);
+      await checkReplicaIdentity(source, from, options.signal);
       await ensurePublication(source, options.signal);
       await copySchema(settings, from, to, options);
       await dropSlot(source, name, options.signal);
@@ -175,6 +176,27 @@ async function subscriptionExists(conn: Connection, name: string, signal: AbortS
   return (
     (await scalar(conn, `SELECT count(*) FROM pg_subscription WHERE subname = ${literal(name)}`, signal)) !==
     '0'
+  );
+}
+
+/**
+ * A table without a primary key (or another replica identity) cannot be published FOR ALL TABLES
+ * without breaking the application: PostgreSQL then refuses its UPDATEs and DELETEs on the source.
+ * Refused before anything is made, naming the tables.
+ */
+async function checkReplicaIdentity(conn: Connection, slot: SlotInfo, signal: AbortSignal): Promise<void> {
+  const tables = await query(
+    conn,
+    `SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE c.relkind IN ('r', 'p') AND c.relpersistence = 'p' AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'
+        AND (c.relreplident = 'n' OR (c.relreplident = 'd' AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)))
+      ORDER BY 1`,
+    signal,
+  );
+  if (tables.length === 0) return;
+  const names = tables.map(([name]) => name).join(', ');
+  throw new PermanentDriverError(
+    `${slot.component}'s tables ${names} have no primary key or replica identity, so replicating them would make PostgreSQL refuse their UPDATEs and DELETEs on ${slot.slot}: add a primary key, or ALTER TABLE … REPLICA IDENTITY FULL`,
   );
 }
 

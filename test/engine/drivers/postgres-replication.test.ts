@@ -245,4 +245,33 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     ).toEqual([['0', '0', '0']]);
     await sql(await connect(ctx, green), `INSERT INTO items (k) VALUES ('still-live')`);
   }, 120_000);
+
+  it('refuses to follow a blue whose tables lack a replica identity, naming them, before making anything', async () => {
+    const ws = await pgWorkspace(resources);
+    const blueCtx = pgContext(ws, 'm1');
+    const ctx = pgContext(ws, 'm2');
+    const repl = ws.driver.replication;
+    if (!repl) throw new Error('the postgres driver has no Replicator');
+    const blue = await provision(ws, blueCtx, 'blue');
+    const green = await provision(ws, ctx, 'green');
+    const blueApp = await connect(ctx, blue);
+    await sql(blueApp, 'CREATE TABLE events (at timestamptz, what text)');
+    const follow = repl.follow(ctx, blue, green, callOptions(ws));
+    await expect(follow).rejects.toThrow(PermanentDriverError);
+    await expect(follow).rejects.toThrow(/tables public\.events have no primary key or replica identity/);
+    // Nothing was made, and blue's application goes on updating the table.
+    await sql(blueApp, `INSERT INTO events VALUES (now(), 'x'); UPDATE events SET what = 'y'`);
+    const admin = await connect(ctx, blue, 'postgres');
+    expect(
+      await sql(
+        admin,
+        'SELECT (SELECT count(*) FROM pg_publication), (SELECT count(*) FROM pg_replication_slots)',
+      ),
+    ).toEqual([['0', '0']]);
+
+    await sql(blueApp, 'ALTER TABLE events REPLICA IDENTITY FULL');
+    await repl.follow(ctx, blue, green, callOptions(ws));
+    resources.add(() => repl.stop(ctx, blue, green, callOptions(ws)));
+    await sql(blueApp, `UPDATE events SET what = 'z'`);
+  }, 120_000);
 });
