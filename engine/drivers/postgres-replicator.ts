@@ -267,10 +267,11 @@ async function measureLag(
   signal: AbortSignal,
 ): Promise<ReplicationLag> {
   const name = subscriptionName(from, to);
+  const lastCommitUs = `coalesce((extract(epoch FROM (pg_last_committed_xact()).timestamp) * 1000000)::bigint::text, '')`;
   const row = (
     await query(
       appAdmin(settings, from),
-      `SELECT pg_current_wal_lsn(), coalesce(confirmed_flush_lsn::text, ''), coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn), 0) FROM pg_replication_slots WHERE slot_name = ${literal(name)}`,
+      `SELECT pg_current_wal_lsn(), coalesce(confirmed_flush_lsn::text, ''), coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn), 0), ${lastCommitUs} FROM pg_replication_slots WHERE slot_name = ${literal(name)}`,
       signal,
     )
   )[0];
@@ -278,19 +279,43 @@ async function measureLag(
     throw new PermanentDriverError(
       `${to.slot} of ${to.component} does not follow ${from.slot}: no replication slot ${name}`,
     );
-  const [source = '', applied = '', diff = '0'] = row;
-  const follower = (
-    await query(
-      appAdmin(settings, to),
-      `SELECT (SELECT count(*) FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid WHERE s.subname = ${literal(name)} AND r.srsubstate <> 'r'),
+  const [source = '', applied = '', diff = '0', sourceCommitUs = ''] = row;
+  // A follower keeps the source's commit timestamps (track_commit_timestamp): its last committed
+  // transaction is the last one it applied.
+  const [syncingTables = '0', followerCommitUs = '', sinceMs = ''] =
+    (
+      await query(
+        appAdmin(settings, to),
+        `SELECT (SELECT count(*) FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid WHERE s.subname = ${literal(name)} AND r.srsubstate <> 'r'),
+              ${lastCommitUs},
               coalesce(round(extract(epoch FROM clock_timestamp() - (pg_last_committed_xact()).timestamp) * 1000)::text, '')`,
-      signal,
-    )
-  )[0] ?? ['0', ''];
-  const syncing = Number(follower[0]) > 0;
-  const bytes = Math.max(Math.max(0, Number(diff)), syncing ? 1 : 0);
-  const since = follower[1] === '' ? null : Math.max(0, Number(follower[1]));
-  return { source, applied: applied || '0/0', bytes, ms: bytes === 0 ? 0 : since };
+        signal,
+      )
+    )[0] ?? [];
+  const bytes = Math.max(0, Number(diff), Number(syncingTables) > 0 ? 1 : 0);
+  return {
+    source,
+    applied: applied || '0/0',
+    bytes,
+    ms: lagMs(bytes, sourceCommitUs, followerCommitUs, sinceMs),
+  };
+}
+
+/**
+ * How long ago the follower's last applied transaction was committed on the source: 0 when caught
+ * up, or when the source committed nothing since (its WAL moved for other reasons, e.g. a
+ * checkpoint, which the follower confirms within a second); null when the follower applied nothing.
+ */
+function lagMs(
+  bytes: number,
+  sourceCommitUs: string,
+  followerCommitUs: string,
+  sinceMs: string,
+): number | null {
+  if (bytes === 0) return 0;
+  if (sourceCommitUs !== '' && followerCommitUs !== '' && Number(followerCommitUs) >= Number(sourceCommitUs))
+    return 0;
+  return sinceMs === '' ? null : Math.max(0, Number(sinceMs));
 }
 
 /** The role settings that fence the application role, and when it was fenced (the DB's clock). */
