@@ -136,8 +136,17 @@ export function createPostgresReplicator(): Replicator {
         if (row[0] !== '' && behind <= 0) return measureLag(settings, from, to, options.signal);
         if (Date.now() >= deadline) {
           const lag = await measureLag(settings, from, to, options.signal);
+          const errors = await scalar(
+            appAdmin(settings, to),
+            `SELECT apply_error_count FROM pg_stat_subscription_stats WHERE subname = ${literal(name)}`,
+            options.signal,
+          );
+          const failing =
+            Number(errors ?? 0) > 0
+              ? `; its subscription failed to apply ${errors} time(s), see its postgres.log`
+              : '';
           throw new PermanentDriverError(
-            `${to.slot} of ${ctx.component} did not apply ${from.slot}'s position ${position} in time: ${row[0] === '' ? 'nothing confirmed yet' : `applied ${row[0]}, ${behind} bytes short`} (lag ${lag.bytes} bytes, ${lag.ms ?? '?'} ms)`,
+            `${to.slot} of ${ctx.component} did not apply ${from.slot}'s position ${position} in time: ${row[0] === '' ? 'nothing confirmed yet' : `applied ${row[0]}, ${behind} bytes short`} (lag ${lag.bytes} bytes, ${lag.ms ?? '?'} ms)${failing}`,
           );
         }
         await sleep(fencePollMs, undefined, { signal: options.signal });

@@ -206,6 +206,20 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     expect(writer.acked.length).toBeGreaterThan(0);
     const before = writer.acked.length;
     await eventually(() => writer.acked.length > before + 10, 10_000); // writes go on
+
+    // Green cannot apply blue's fenced position in time: catchUp fails at its deadline stating the lag.
+    await writer.stop();
+    const { position } = await repl.fence(ctx, blue, Date.now() + 5_000, callOptions(ws));
+    const started = Date.now();
+    const catchUp = repl.catchUp(ctx, blue, green, position, started + 1_000, callOptions(ws));
+    await expect(catchUp).rejects.toThrow(PermanentDriverError);
+    await expect(catchUp).rejects.toThrow(
+      new RegExp(
+        `green of db did not apply blue's position ${position} in time: applied [0-9A-F/]+, \\d+ bytes short \\(lag [1-9]\\d* bytes, [1-9]\\d* ms\\)$`,
+      ),
+    );
+    expect(Date.now() - started).toBeLessThan(5_000);
+    await repl.unfence(ctx, blue, callOptions(ws));
   }, 120_000);
 
   it("replicate copies once: green has blue's rows and sequence, follows nothing, and takes inserts", async () => {
@@ -286,5 +300,26 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     await repl.follow(ctx, blue, green, callOptions(ws));
     resources.add(() => repl.stop(ctx, blue, green, callOptions(ws)));
     await sql(blueApp, `UPDATE events SET what = 'z'`);
+  }, 120_000);
+
+  it('catchUp names the failing subscription when green cannot apply a change (a row written on green)', async () => {
+    const ws = await pgWorkspace(resources);
+    const blueCtx = pgContext(ws, 'm1');
+    const ctx = pgContext(ws, 'm2');
+    const repl = ws.driver.replication;
+    if (!repl) throw new Error('the postgres driver has no Replicator');
+    const blue = await provision(ws, blueCtx, 'blue');
+    const green = await provision(ws, ctx, 'green');
+    await repl.follow(ctx, blue, green, callOptions(ws));
+    resources.add(() => repl.stop(ctx, blue, green, callOptions(ws)));
+    await eventually(async () => (await repl.lag(ctx, blue, green, callOptions(ws))).bytes === 0, 30_000);
+    await sql(await connect(ctx, green), `INSERT INTO items (k) VALUES ('clash')`);
+    await sql(await connect(ctx, blue), `INSERT INTO items (k) VALUES ('clash')`);
+    const { position } = await repl.fence(ctx, blue, Date.now() + 5_000, callOptions(ws));
+    await expect(
+      repl.catchUp(ctx, blue, green, position, Date.now() + 3_000, callOptions(ws)),
+    ).rejects.toThrow(
+      /bytes short .*; its subscription failed to apply [1-9]\d* time\(s\), see its postgres\.log$/,
+    );
   }, 120_000);
 });
