@@ -8,7 +8,7 @@ import { superuser } from './postgres-settings.js';
 import { type Connection, ident, query, SqlError } from './postgres-sql.js';
 import { stopProcessGroup } from './process-group.js';
 import { spawnFailure } from './spawn-failure.js';
-import { type DriverCallOptions, PermanentDriverError } from './types.js';
+import { type DriverCallOptions, PermanentDriverError, type SlotInfo } from './types.js';
 
 /** How long a new server may take to accept connections. */
 const startTimeoutMs = 60_000;
@@ -335,4 +335,16 @@ function serverEnv(user: OsUser | null): NodeJS.ProcessEnv {
     env.LOGNAME = user.name;
   }
   return env;
+}
+
+/** The cluster of a slot, reached as the superuser in the application's database. */
+export function appAdmin(settings: PostgresSettings, slot: SlotInfo): Connection {
+  return adminConnection(settings, portOf(slot), settings.database);
+}
+
+export function portOf(slot: SlotInfo): number {
+  const port = Number(slot.details?.port ?? slot.addresses[0]?.split(':').pop());
+  if (!Number.isInteger(port) || port <= 0)
+    throw new PermanentDriverError(`the ${slot.slot} slot of ${slot.component} records no PostgreSQL port`);
+  return port;
 }

@@ -28,10 +28,11 @@ import {
   clusterAlive,
   createCluster,
   logTail,
+  portOf,
   readCluster,
   stopCluster,
 } from './postgres-cluster.js';
-import { createPostgresReplicator, portOf } from './postgres-replicator.js';
+import { createPostgresReplicator } from './postgres-replicator.js';
 import { postgresSettings } from './postgres-settings.js';
 import { scalar } from './postgres-sql.js';
 import type { ComponentCallContext, ComponentDriver, SlotInfo } from './types.js';

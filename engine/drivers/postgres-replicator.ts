@@ -27,7 +27,9 @@
  */
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { adminConnection } from './postgres-cluster.js';
+import { adminConnection, appAdmin, portOf } from './postgres-cluster.js';
+import { fencePollMs, fenceRole, unfenceRole } from './postgres-fence.js';
+import { dropSubscription, promoteSlot } from './postgres-promote.js';
 import { type PostgresSettings, postgresSettings, superuser } from './postgres-settings.js';
 import { type Connection, ident, literal, query, runClient, SqlError, scalar } from './postgres-sql.js';
 import {
@@ -41,24 +43,8 @@ import {
 
 const publication = 'cutover_pub';
 const pollMs = 100;
-/** A fence and a catch-up run inside the router's write hold: they look again often. */
-const fencePollMs = 20;
 /** How long a replication slot may stay in use by a departing walsender before it is terminated. */
 const slotReleaseMs = 5_000;
-/** How much of a query pg_stat_activity shows that a fence failure quotes. */
-const quotedQueryChars = 200;
-
-/** The cluster of a slot, reached as the superuser in the application's database. */
-function appAdmin(settings: PostgresSettings, slot: SlotInfo): Connection {
-  return adminConnection(settings, portOf(slot), settings.database);
-}
-
-export function portOf(slot: SlotInfo): number {
-  const port = Number(slot.details?.port ?? slot.addresses[0]?.split(':').pop());
-  if (!Number.isInteger(port) || port <= 0)
-    throw new PermanentDriverError(`the ${slot.slot} slot of ${slot.component} records no PostgreSQL port`);
-  return port;
-}
 
 function slotIdOf(slot: SlotInfo): string {
   return String(slot.details?.slotId ?? `${slot.component}-${slot.slot}`);
@@ -325,183 +311,6 @@ function lagMs(
   if (sourceCommitUs !== '' && followerCommitUs !== '' && Number(followerCommitUs) >= Number(sourceCommitUs))
     return 0;
   return sinceMs === '' ? null : Math.max(0, Number(sinceMs));
-}
-
-/** The role settings that fence the application role, and when it was fenced (the DB's clock). */
-const fencedAtSetting = 'cutover.fenced_at';
-
-async function fenceRole(
-  ctx: ComponentCallContext,
-  settings: PostgresSettings,
-  slot: SlotInfo,
-  deadline: number,
-  options: DriverCallOptions,
-): Promise<{ position: string }> {
-  const admin = adminConnection(settings, portOf(slot));
-  const role = ident(settings.user);
-  // The time is read after the setting is committed: a session that began before it may have read
-  // the role's settings before the fence; one that began after cannot have. One client for all.
-  const fencedAt =
-    (await scalar(
-      admin,
-      `ALTER ROLE ${role} SET default_transaction_read_only = on;
-SELECT clock_timestamp() AS fenced_at \\gset
-ALTER ROLE ${role} SET ${fencedAtSetting} = :'fenced_at';
-SELECT :'fenced_at';
-`,
-      options.signal,
-    )) ?? '';
-  const before = `usename = ${literal(settings.user)} AND backend_start < ${literal(fencedAt)}::timestamptz AND pid <> pg_backend_pid()`;
-  // Each pass, in one client and in this order: end the sessions from before the fence that hold no
-  // write, list those still there, then read the position (after the list, so after every write
-  // of a session it no longer shows).
-  const pass = `SELECT 'k', count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE ${before} AND backend_xid IS NULL;
-SELECT 'w', pid, coalesce(backend_xid::text, ''), coalesce(round(extract(epoch FROM clock_timestamp() - xact_start) * 1000)::text, ''), replace(replace(left(query, ${quotedQueryChars}), E'\\n', ' '), E'\\t', ' ') FROM pg_stat_activity WHERE ${before} ORDER BY xact_start;
-SELECT 'p', pg_current_wal_lsn();
-`;
-  let position = '';
-  for (;;) {
-    const rows = await query(admin, pass, options.signal);
-    const left = rows.filter((r) => r[0] === 'w').map((r) => r.slice(1));
-    if (left.length === 0) {
-      position = rows.find((r) => r[0] === 'p')?.[1] ?? '';
-      break;
-    }
-    const writing = left.find((w) => w[1] !== '');
-    if (writing && Date.now() >= deadline) {
-      await unfenceRole(settings, slot, options);
-      const [pid, xid, openMs, text] = writing;
-      throw new PermanentDriverError(
-        `${ctx.component}'s ${slot.slot} could not be fenced: a write transaction of ${settings.user} is still open (pid ${pid}, xid ${xid}, open ${(Number(openMs) / 1000).toFixed(1)}s, query: ${text}); the fence is lifted`,
-      );
-    }
-    await sleep(fencePollMs, undefined, { signal: options.signal });
-  }
-  options.log(`${ctx.component}: ${slot.slot} fenced (${settings.user} read-only) at ${position}`);
-  return { position };
-}
-
-async function unfenceRole(settings: PostgresSettings, slot: SlotInfo, options: DriverCallOptions) {
-  const admin = adminConnection(settings, portOf(slot));
-  const role = ident(settings.user);
-  const fencedAt = await scalar(
-    admin,
-    `SELECT substr(c, ${fencedAtSetting.length + 2}) FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole, unnest(s.setconfig) c WHERE r.rolname = ${literal(settings.user)} AND s.setdatabase = 0 AND c LIKE ${literal(`${fencedAtSetting}=%`)}`,
-    options.signal,
-  );
-  await query(admin, `ALTER ROLE ${role} RESET default_transaction_read_only`, options.signal);
-  if (fencedAt === undefined) return;
-  // Sessions that began while fenced stay read-only for their lifetime: end those that hold no write
-  // (they cannot), so the application's next connection writes again.
-  await query(
-    admin,
-    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = ${literal(settings.user)} AND backend_start >= ${literal(fencedAt)}::timestamptz AND backend_xid IS NULL AND pid <> pg_backend_pid()`,
-    options.signal,
-  );
-  await query(admin, `ALTER ROLE ${role} RESET ${fencedAtSetting}`, options.signal);
-  options.log(`${slot.component}: ${slot.slot} unfenced (${settings.user} writes again)`);
-}
-
-interface SubscriptionRow {
-  name: string;
-  conninfo: string;
-}
-
-async function promoteSlot(
-  ctx: ComponentCallContext,
-  settings: PostgresSettings,
-  slot: SlotInfo,
-  options: DriverCallOptions,
-) {
-  const self = appAdmin(settings, slot);
-  const subscriptions: SubscriptionRow[] = (
-    await query(
-      self,
-      `SELECT subname, subconninfo FROM pg_subscription WHERE subdbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND subname LIKE 'cutover\\_%'`,
-      options.signal,
-    )
-  ).map(([name = '', info = '']) => ({ name, conninfo: info }));
-  const oldValues: Record<string, string> = {};
-  for (const sub of subscriptions) {
-    await query(self, `ALTER SUBSCRIPTION ${ident(sub.name)} DISABLE`, options.signal);
-    const port = Number(/port=(\d+)/.exec(sub.conninfo)?.[1]);
-    try {
-      const rows = await query(
-        { bin: settings.bin, port, database: settings.database, user: superuser },
-        `SELECT format('%I.%I', schemaname, sequencename), last_value FROM pg_sequences WHERE last_value IS NOT NULL`,
-        options.signal,
-      );
-      for (const [seq = '', value = ''] of rows) oldValues[seq] = value;
-    } catch (error) {
-      if (!(error instanceof SqlError) || !error.unreachable) throw error;
-      options.log(
-        `${ctx.component}: the old primary (port ${port}) is unreachable; sequences are set from the data alone`,
-      );
-    }
-  }
-  await setSequences(self, oldValues, options.signal);
-  for (const sub of subscriptions) await dropSubscription(self, sub.name, options);
-  await unfenceRole(settings, slot, options);
-  options.log(
-    `${ctx.component}: ${slot.slot} promoted (${subscriptions.length} subscription(s) dropped, sequences set)`,
-  );
-}
-
-/**
- * Every sequence of the database set to at least the largest value of the column it belongs to
- * (serial or identity), its own last value and the old primary's, so the next value is past all.
- */
-async function setSequences(conn: Connection, oldValues: Record<string, string>, signal: AbortSignal) {
-  const old = literal(JSON.stringify(oldValues));
-  await query(
-    conn,
-    `DO $cutover$
-DECLARE
-  s record;
-  top numeric;
-  old jsonb := ${old}::jsonb;
-BEGIN
-  FOR s IN
-    SELECT format('%I.%I', sn.nspname, sc.relname) AS seq, sq.last_value AS own,
-           format('%I.%I', tn.nspname, t.relname) AS tbl, a.attname AS col
-      FROM pg_class sc
-      JOIN pg_namespace sn ON sn.oid = sc.relnamespace
-      JOIN pg_sequences sq ON sq.schemaname = sn.nspname AND sq.sequencename = sc.relname
-      LEFT JOIN pg_depend d ON d.objid = sc.oid AND d.classid = 'pg_class'::regclass
-        AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')
-      LEFT JOIN pg_class t ON t.oid = d.refobjid
-      LEFT JOIN pg_namespace tn ON tn.oid = t.relnamespace
-      LEFT JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = d.refobjsubid
-     WHERE sc.relkind = 'S'
-  LOOP
-    top := NULL;
-    IF s.col IS NOT NULL THEN
-      EXECUTE format('SELECT max(%I)::numeric FROM %s', s.col, s.tbl) INTO top;
-    END IF;
-    top := greatest(top, s.own::numeric, (old ->> s.seq)::numeric);
-    IF top IS NOT NULL THEN
-      PERFORM setval(s.seq::regclass, top::bigint, true);
-    END IF;
-  END LOOP;
-END
-$cutover$;`,
-    signal,
-  );
-}
-
-/** Drops a subscription and its slot on the publisher; without the publisher, only the subscription. */
-async function dropSubscription(conn: Connection, name: string, options: DriverCallOptions) {
-  try {
-    await query(conn, `DROP SUBSCRIPTION IF EXISTS ${ident(name)}`, options.signal);
-  } catch (error) {
-    if (!(error instanceof SqlError) || error.unreachable) throw error;
-    options.log(`dropping subscription ${name} without its publisher's slot (${error.message})`);
-    await query(
-      conn,
-      `ALTER SUBSCRIPTION ${ident(name)} DISABLE;\nALTER SUBSCRIPTION ${ident(name)} SET (slot_name = NONE);\nDROP SUBSCRIPTION ${ident(name)};\n`,
-      options.signal,
-    );
-  }
 }
 
 /**
