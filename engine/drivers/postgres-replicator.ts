@@ -20,7 +20,9 @@
  *   logical replication does not carry sequences. The slot is unfenced.
  * - reverse: a publication on the new primary, a subscription on the old one with copy_data = false.
  *   It must be made before the new primary takes writes (the switch holds them until then).
- * - stop: subscriptions, replication slots and publications between the two, both ways.
+ * - stop: the subscription into `to` and its replication slot on `from`; a slot the other direction
+ *   left without its subscription; a side's publication once no cutover slot is left there. The
+ *   other direction, while it runs, is left alone.
  *
  * Not replicated: DDL (a schema change during a migration stops replication of that table) and
  * large objects.
@@ -314,8 +316,11 @@ function lagMs(
 }
 
 /**
- * Ends replication between the two slots, both ways: subscriptions, their replication slots and the
- * publications. A side that is no longer reachable (a retired slot) is skipped, not both.
+ * Ends replication into `to` from `from`: the subscription on `to` and its replication slot on
+ * `from`. What no replication uses any more goes too: a slot of the other direction whose
+ * subscription is gone (an orphan keeps WAL forever), and on each side the publication once no
+ * cutover slot is left there. The other direction, while it runs, is left alone. A side that is no
+ * longer reachable (a retired slot) is skipped, not both.
  */
 async function stopBetween(
   ctx: ComponentCallContext,
@@ -324,32 +329,39 @@ async function stopBetween(
   to: SlotInfo,
   options: DriverCallOptions,
 ) {
-  const names = [subscriptionName(from, to), subscriptionName(to, from)];
-  const sides = [from, to];
-  let reached = 0;
-  let lastError: unknown;
-  // Subscriptions first (on both), then what they used on the publishers.
-  for (const side of sides) {
+  const name = subscriptionName(from, to);
+  const back = subscriptionName(to, from);
+  const reach = async (side: SlotInfo, step: (conn: Connection) => Promise<void>): Promise<boolean> => {
     try {
-      for (const name of names) await dropSubscription(appAdmin(settings, side), name, options);
-      reached++;
+      await step(appAdmin(settings, side));
+      return true;
     } catch (error) {
       if (!(error instanceof SqlError) || !error.unreachable) throw error;
-      lastError = error;
       options.log(
         `${ctx.component}: ${side.slot} is unreachable; its side of the replication is left (${error.message})`,
       );
+      return false;
     }
+  };
+  let backFollows = true;
+  const toReached = await reach(to, (conn) => dropSubscription(conn, name, options));
+  const fromReached = await reach(from, async (conn) => {
+    await dropSlot(conn, name, options.signal);
+    backFollows = await subscriptionExists(conn, back, options.signal);
+  });
+  if (!toReached && !fromReached)
+    throw new Error(`neither ${from.slot} nor ${to.slot} of ${ctx.component} is reachable`);
+  // `from` follows `to` no more (or never did): a slot `to` keeps for it is an orphan.
+  if (fromReached && !backFollows) await reach(to, (conn) => dropSlot(conn, back, options.signal));
+  for (const side of [from, to]) {
+    await reach(side, async (conn) => {
+      const slots = await scalar(
+        conn,
+        `SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'cutover\\_%'`,
+        options.signal,
+      );
+      if (slots === '0') await query(conn, `DROP PUBLICATION IF EXISTS ${publication}`, options.signal);
+    });
   }
-  if (reached === 0) throw lastError;
-  for (const side of sides) {
-    try {
-      const conn = appAdmin(settings, side);
-      for (const name of names) await dropSlot(conn, name, options.signal);
-      await query(conn, `DROP PUBLICATION IF EXISTS ${publication}`, options.signal);
-    } catch (error) {
-      if (!(error instanceof SqlError) || !error.unreachable) throw error;
-    }
-  }
-  options.log(`${ctx.component}: replication between ${from.slot} and ${to.slot} stopped and dropped`);
+  options.log(`${ctx.component}: replication of ${from.slot} into ${to.slot} stopped and dropped`);
 }

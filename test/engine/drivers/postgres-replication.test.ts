@@ -70,7 +70,9 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     )) as [[string]];
     expect(ahead).toBe('t');
 
-    // Rows written on green reach blue through the reverse direction.
+    // Stopping the forward direction (promote dropped it already) leaves the reverse one running:
+    // rows written on green reach blue.
+    await repl.stop(ctx, blue, green, o());
     const lastOnGreen = writer.acked.filter((a) => a.port === portOfSlot(green)).at(-1)?.key;
     await eventually(
       async () =>
