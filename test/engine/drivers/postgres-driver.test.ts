@@ -50,6 +50,25 @@ describe('postgres driver slots (real PostgreSQL 15)', () => {
     expect(logs?.[0]?.lines.join('\n')).toMatch(/shut down|shutting down/);
   }, 120_000);
 
+  it('tracks the server while provision runs, so a runner that dies meanwhile leaves none behind', async () => {
+    const ws = await pgWorkspace(resources);
+    const ctx = pgContext(ws, 'm1');
+    const tracked: { pid: number; released: boolean }[] = [];
+    const trackProcess = (pid: number) => {
+      const entry = { pid, released: false };
+      tracked.push(entry);
+      return () => {
+        entry.released = true;
+      };
+    };
+    const slot = await ws.driver.provision(ctx, 'green', { ...callOptions(ws), trackProcess });
+    resources.add(() => ws.driver.retire(ctx, slot, callOptions(ws)));
+    // Tracked from its start (the runner's tracker kills it if the runner dies), released once
+    // recorded in the slot (cluster.json), which a provision again or a retire stops.
+    expect(tracked).toEqual([{ pid: slot.details?.pid, released: true }]);
+    expect((await readCluster(slot.details?.slotDir as string))?.pid).toBe(slot.details?.pid);
+  }, 120_000);
+
   it('a provision again stops the server an earlier attempt left in the slot', async () => {
     const ws = await pgWorkspace(resources);
     const ctx = pgContext(ws, 'm1');
