@@ -1,14 +1,20 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readCluster } from '../../../engine/drivers/postgres-cluster.js';
-import { groupRunning } from '../../../engine/drivers/process-group.js';
+import { groupRunning, stopProcessGroup } from '../../../engine/drivers/process-group.js';
 import { PermanentDriverError } from '../../../engine/drivers/types.js';
 import { tcpProbe } from '../../../engine/health/probes.js';
+import { stopLeftoverProcesses } from '../../../engine/runner/tracked-processes.js';
 import { isAlive } from '../../../platform/process-identity.js';
 import { Resources } from '../../support/resources.js';
+import { eventually } from '../../support/wait.js';
 import { callOptions, connect, pgContext, pgWorkspace, provision, sql } from './postgres-fixtures.js';
 
+/** The compiled code a runner process runs (`npm run build` first). */
+const repoRoot = path.resolve(import.meta.dirname, '../../..');
 const resources = new Resources();
 afterEach(() => resources.cleanup(), 60_000);
 
@@ -67,6 +73,53 @@ describe('postgres driver slots (real PostgreSQL 15)', () => {
     // recorded in the slot (cluster.json), which a provision again or a retire stops.
     expect(tracked).toEqual([{ pid: slot.details?.pid, released: true }]);
     expect((await readCluster(slot.details?.slotDir as string))?.pid).toBe(slot.details?.pid);
+  }, 120_000);
+
+  it('a runner killed during provision leaves a tracked server, which the next runner stops', async () => {
+    const ws = await pgWorkspace(resources);
+    const trackDir = path.join(ws.base, 'tracked');
+    const dist = (file: string) => JSON.stringify(path.join(repoRoot, 'dist', file));
+    const script = `
+      import { createPostgresDriver } from ${dist('engine/drivers/postgres-driver.js')};
+      import { StateDir } from ${dist('engine/store/state-dir.js')};
+      import { processTracker } from ${dist('engine/runner/tracked-processes.js')};
+      const [base, trackDir] = process.argv.slice(1);
+      const ctx = { environment: 'test-env', migrationId: 'm1', component: 'db', baseDir: base,
+        stateDir: StateDir.at(base + '/.cutover'),
+        spec: { driver: 'pg', version: '1', env: {}, replicas: 1, placement: { labels: {} }, dependsOn: [], stateful: true },
+        driver: { type: 'postgres', database: 'app', user: 'app', init: 'init.sql' } };
+      await createPostgresDriver().provision(ctx, 'green', {
+        signal: new AbortController().signal, log: (line) => console.log(line), trackProcess: processTracker(trackDir) });
+      console.log('provisioned');`;
+    const runner = spawn(process.execPath, ['--input-type=module', '-e', script, ws.base, trackDir], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    resources.add(() => {
+      if (runner.exitCode === null && runner.signalCode === null) runner.kill('SIGKILL');
+    });
+    let out = '';
+    runner.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString('utf8');
+    });
+    runner.stderr.on('data', (chunk: Buffer) => {
+      out += chunk.toString('utf8');
+    });
+    await eventually(
+      () => /started postgres \(pid \d+\)/.test(out),
+      60_000,
+      () => out,
+    );
+    runner.kill('SIGKILL');
+    await once(runner, 'close');
+    expect(out).not.toContain('provisioned');
+    const pid = Number(/started postgres \(pid (\d+)\)/.exec(out)?.[1]);
+    const record = await readCluster(ws.stateDir.slotDir('test-env', 'db-m1'));
+    const leader = { pid, startTime: record?.startTime ?? null };
+    resources.add(() => stopProcessGroup(leader, 1_000).then(() => undefined));
+    expect(isAlive(leader)).toBe(true); // the killed runner left it running...
+
+    expect(stopLeftoverProcesses(trackDir)).toEqual([pid]); // ...and the next runner stops it
+    expect(groupRunning(leader)).toBe(false);
   }, 120_000);
 
   it('a provision again stops the server an earlier attempt left in the slot', async () => {
