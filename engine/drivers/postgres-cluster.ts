@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { appendFile, chown, mkdir, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { environmentCause } from '../../core/errors.js';
 import { isAlive, type ProcessIdentity, processIdentity } from '../../platform/process-identity.js';
 import type { OsUser, PostgresSettings } from './postgres-settings.js';
 import { superuser } from './postgres-settings.js';
@@ -83,6 +84,7 @@ export async function createCluster(
 ): Promise<ClusterRecord> {
   const { slotDir, port } = target;
   const dataDir = dataDirOf(slotDir);
+  const initSql = await readInit(settings);
   await stopCluster(settings, slotDir, undefined, options);
   await rm(dataDir, { recursive: true, force: true });
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
@@ -137,7 +139,7 @@ export async function createCluster(
     await writeFile(path.join(slotDir, 'cluster.json'), `${JSON.stringify(record, null, 2)}\n`);
     options.log(`started postgres (pid ${pid}) on 127.0.0.1:${port}`);
     await waitReady(settings, record, options.signal);
-    await createAppDatabase(settings, port, options);
+    await createAppDatabase(settings, port, initSql, options);
   } catch (error) {
     await stopCluster(settings, slotDir, record, options).catch(() => undefined);
     throw error;
@@ -147,23 +149,35 @@ export async function createCluster(
   return record;
 }
 
-/** The role and database the application uses, then the `init` file run as that role. */
-async function createAppDatabase(settings: PostgresSettings, port: number, options: DriverCallOptions) {
+/** The `init` file's SQL, read before a cluster is made for it (a missing file fails at once). */
+async function readInit(settings: PostgresSettings): Promise<string | undefined> {
+  if (settings.init === undefined) return undefined;
+  try {
+    return await readFile(settings.init, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const cause =
+      code === 'ENOENT' ? 'it does not exist' : (environmentCause(error) ?? (error as Error).message);
+    throw new PermanentDriverError(
+      `the postgres driver's init file ${settings.init} cannot be read: ${cause}; fix \`init\` (relative to the topology file)`,
+    );
+  }
+}
+
+/** The role and database the application uses, then the `init` SQL run as that role. */
+async function createAppDatabase(
+  settings: PostgresSettings,
+  port: number,
+  sql: string | undefined,
+  options: DriverCallOptions,
+) {
   const admin = adminConnection(settings, port);
   await query(
     admin,
     `CREATE ROLE ${ident(settings.user)} LOGIN;\nCREATE DATABASE ${ident(settings.database)} OWNER ${ident(settings.user)};\n`,
     options.signal,
   );
-  if (settings.init === undefined) return;
-  let sql: string;
-  try {
-    sql = await readFile(settings.init, 'utf8');
-  } catch (error) {
-    throw new PermanentDriverError(
-      `the postgres driver's init file ${settings.init} cannot be read: ${spawnFailure(error as Error)}`,
-    );
-  }
+  if (sql === undefined) return;
   options.log(`running ${settings.init} as ${settings.user}`);
   try {
     await query(

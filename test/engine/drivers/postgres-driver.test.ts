@@ -156,6 +156,9 @@ describe('postgres driver slots (real PostgreSQL 15)', () => {
     await expect(fail({ bin: 'nowhere' })).rejects.toThrow(
       /^PostgreSQL's initdb is not in .*nowhere: install Debian's postgresql-15 \(apt-get install postgresql-15\)/,
     );
+    await expect(fail({ init: 'missing.sql' })).rejects.toThrow(
+      /^the postgres driver's init file .*missing\.sql cannot be read: it does not exist; fix `init` \(relative to the topology file\)$/,
+    );
     await chmod(ws.base, 0o700);
     await expect(fail({})).rejects.toThrow(
       /^the OS user postgres, which runs PostgreSQL, cannot reach .*pgdata \(.*cutover-pg-\w+ is closed to other users\): open the state directory's parents to it \(chmod o\+x\)/,
