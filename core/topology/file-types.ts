@@ -42,6 +42,7 @@ export type DriverFile =
         { host?: string; runtime?: string; config?: string; labels?: Record<string, string> }
       >;
     }
+  | { type: 'postgres'; bin?: string; database?: string; init?: string; runAs?: string; user?: string }
   | { type: 'router' }
   | { type: 'nginx'; configFile: string; reload?: string[] };
 

@@ -22,6 +22,7 @@ import type {
   Health,
   NotifyTarget,
   NotifyUrl,
+  PostgresDriverSpec,
   Route,
   Topology,
 } from './types.js';
@@ -95,6 +96,16 @@ function normalizeDriver(driver: DriverFile): DriverSpec {
       if (driver.runtime !== undefined) out.runtime = driver.runtime;
       out.stopTimeout = duration(driver.stopTimeout, defaults.containerStopTimeoutMs);
       out.type = 'container';
+      return out;
+    }
+    case 'postgres': {
+      const out = {} as PostgresDriverSpec;
+      if (driver.bin !== undefined) out.bin = driver.bin;
+      out.database = driver.database ?? defaults.postgresDatabase;
+      if (driver.init !== undefined) out.init = driver.init;
+      if (driver.runAs !== undefined) out.runAs = driver.runAs;
+      out.type = 'postgres';
+      out.user = driver.user ?? defaults.postgresUser;
       return out;
     }
     case 'router':

@@ -69,6 +69,8 @@ function driverFile(driver: DriverSpec): DriverFile {
       const { stopTimeout, ...rest } = driver;
       return { ...rest, stopTimeout: formatDuration(stopTimeout) };
     }
+    case 'postgres':
+      return { ...driver };
     case 'router':
       return { type: 'router' };
     case 'nginx':

@@ -35,10 +35,29 @@ export type DriverSpec =
   | { type: 'process'; stopTimeout: DurationMs }
   | { type: 'exec'; dir: string; timeout: DurationMs }
   | ContainerDriverSpec
+  | PostgresDriverSpec
   | { type: 'router' }
   | { type: 'nginx'; configFile: string; reload: string[] };
 
-export type ComponentDriverType = 'process' | 'exec' | 'container';
+export type ComponentDriverType = 'process' | 'exec' | 'container' | 'postgres';
+
+/**
+ * PostgreSQL clusters, one per slot (engine/drivers/postgres-*.ts). Fields in alphabetical order
+ * (see normalize.ts); optional ones are kept only when set, and resolved where the runner runs.
+ */
+export interface PostgresDriverSpec {
+  /** Directory of the server programs (initdb, postgres, pg_ctl); absent: Debian's, else the PATH. */
+  bin?: string;
+  /** The application's database, owned by `user`. */
+  database: string;
+  /** An SQL file run as `user` in a new cluster (a first deployment), relative to the topology file. */
+  init?: string;
+  /** The OS user that runs initdb and the server; absent: the runner's user, `postgres` if that is root. */
+  runAs?: string;
+  type: 'postgres';
+  /** The application's role (LOGIN); fenced with default_transaction_read_only at a switch. */
+  user: string;
+}
 
 /**
  * A container engine's settings (engine/drivers/container-*.ts). Fields in alphabetical order (see
@@ -226,6 +245,8 @@ export const defaults = {
   writeHoldMs: 2_000,
   /** And at most this many requests (the next ones get 503 with Retry-After). */
   maxHeld: 1_000,
+  postgresDatabase: 'app',
+  postgresUser: 'app',
   shift: [100],
   drainTimeoutMs: 30_000,
   bakeMs: 0,

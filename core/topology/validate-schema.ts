@@ -93,6 +93,8 @@ const patternMessages: Record<string, string> = {
   labels: 'label keys are letters, digits and . _ / - (at most 128)',
   env: 'environment variable names are letters, digits and _, not starting with a digit',
   secret: 'secret names are letters, digits and _, not starting with a digit',
+  sqlname:
+    'must be a PostgreSQL name: lower-case letters, digits and _ (at most 63), not starting with a digit, neither pg_… nor postgres',
 };
 
 /** Patterns written in place rather than as a definition, by their text. */

@@ -4,12 +4,13 @@ import { createExecDriver } from './exec-driver.js';
 import { createNginxDriver } from './nginx-driver.js';
 import { observeNginxRoute } from './nginx-observe.js';
 import { PortPool } from './port-pool.js';
+import { createPostgresDriver } from './postgres-driver.js';
 import { createProcessDriver } from './process-driver.js';
 import { createRouterDriver } from './router-driver.js';
 
 /**
- * The built-in drivers: components as processes, exec scripts or containers, routes by the router
- * or nginx. The process and container drivers take their replicas' ports from one pool, so that
+ * The built-in drivers: components as processes, exec scripts, containers or PostgreSQL clusters,
+ * routes by the router or nginx. The process, container and postgres drivers take their ports from one pool, so that
  * provisions running at once never pick the same port.
  */
 export function defaultDrivers(ports = new PortPool()): DriverSet {
@@ -18,6 +19,7 @@ export function defaultDrivers(ports = new PortPool()): DriverSet {
       exec: createExecDriver(),
       process: createProcessDriver({ ports }),
       container: createContainerDriver({ ports }),
+      postgres: createPostgresDriver({ ports }),
     },
     route: { router: createRouterDriver(), nginx: { ...createNginxDriver(), observe: observeNginxRoute } },
   };

@@ -16,7 +16,7 @@ export interface DriverSet {
 /** The driver of a component, or a permanent error saying why there is none. */
 export function componentDriverFor(drivers: DriverSet, ctx: ComponentCallContext): ComponentDriver {
   const type = ctx.driver.type;
-  if (type !== 'process' && type !== 'exec' && type !== 'container')
+  if (type !== 'process' && type !== 'exec' && type !== 'container' && type !== 'postgres')
     throw new PermanentDriverError(`driver ${ctx.spec.driver} (${type}) cannot run components`);
   const driver = drivers.component[type];
   if (!driver)

@@ -108,7 +108,9 @@ async function observeComponent(
   });
   const type = ctx.driver.type;
   const driver =
-    type === 'process' || type === 'exec' || type === 'container' ? drivers.component[type] : undefined;
+    type === 'process' || type === 'exec' || type === 'container' || type === 'postgres'
+      ? drivers.component[type]
+      : undefined;
   if (!driver?.observe) return unknown(`the ${type} driver cannot observe`);
   try {
     return { ...seen, replicas: await bounded(driver.observe(ctx, slot, options), options, timeoutMs) };

@@ -9,7 +9,7 @@
  *   or a router (forks).
  * - `temporal`: tests that need the Temporal dev server; it is started (once) only when this
  *   project runs (test/support/temporal-global-setup.ts).
- * - `infra`: tests of the real Podman, nginx and Prometheus; the Podman images are built once per
+ * - `infra`: tests of the real Podman, nginx, Prometheus and PostgreSQL; the Podman images are built once per
  *   run (test/support/podman-global-setup.ts).
  *
  * A project is its `include` less its `exclude`.
@@ -47,13 +47,14 @@ const pureElsewhere = [
   'test/watch/trigger-match.test.ts',
 ];
 
-/** Tests that start a real Podman, nginx or Prometheus. */
+/** Tests that start a real Podman, nginx, Prometheus or PostgreSQL. */
 const infraFiles = [
   'test/cutover/container-*.test.ts',
   'test/cutover/progressive-prometheus.test.ts',
   'test/drift.test.ts',
   'test/engine/analysis/prometheus.test.ts',
   'test/engine/drivers/container-*.test.ts',
+  'test/engine/drivers/postgres-*.test.ts',
   'test/examples/containers-example.test.ts',
   'test/nginx/**/*.test.ts',
   'test/router/differential.test.ts',

@@ -1,0 +1,367 @@
+/**
+ * The postgres driver's Replicator (types.ts): PostgreSQL's logical replication between the
+ * clusters of two slots.
+ *
+ * - follow: `to`'s application database is made anew with `from`'s schema (pg_dump --schema-only),
+ *   `from` gets the publication `cutover_pub` FOR ALL TABLES, and `to` a subscription to it with
+ *   copy_data = true. The subscription's (and its replication slot's) name is derived from the two
+ *   slot ids, so a call again finds it and leaves it.
+ * - lag: bytes are `from`'s pg_current_wal_lsn() less the subscription's replication slot's
+ *   confirmed_flush_lsn (what the follower applied and flushed: an idle follower confirms what it
+ *   received, so an idle source's own WAL does not count as lag once reported, within a second);
+ *   at least 1 while a table's initial copy is still running. ms is how long ago the last
+ *   transaction the follower applied was committed on the source (its commit timestamp, kept by
+ *   track_commit_timestamp), 0 when caught up.
+ * - fence: the application role gets default_transaction_read_only; every session of it that began
+ *   before the fence and holds no write transaction is terminated; sessions with one are waited
+ *   for. Other roles (the superuser, the replication workers) are not fenced.
+ * - promote: the subscriptions into the slot are dropped and every sequence is set from the data
+ *   (the largest value of the column it belongs to, its own and the old primary's last value):
+ *   logical replication does not carry sequences. The slot is unfenced.
+ * - reverse: a publication on the new primary, a subscription on the old one with copy_data = false.
+ *   It must be made before the new primary takes writes (the switch holds them until then).
+ * - stop: the subscription into `to` and its replication slot on `from`; a slot the other direction
+ *   left without its subscription; a side's publication once no cutover slot is left there. The
+ *   other direction, while it runs, is left alone.
+ *
+ * Not replicated: DDL (a schema change during a migration stops replication of that table) and
+ * large objects.
+ */
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { adminConnection, appAdmin, portOf } from './postgres-cluster.js';
+import { fencePollMs, fenceRole, unfenceRole } from './postgres-fence.js';
+import { dropSubscription, promoteSlot } from './postgres-promote.js';
+import { type PostgresSettings, postgresSettings, superuser } from './postgres-settings.js';
+import { type Connection, ident, literal, query, runClient, SqlError, scalar } from './postgres-sql.js';
+import {
+  type ComponentCallContext,
+  type DriverCallOptions,
+  PermanentDriverError,
+  type ReplicationLag,
+  type Replicator,
+  type SlotInfo,
+} from './types.js';
+
+const publication = 'cutover_pub';
+const pollMs = 100;
+/** How long a replication slot may stay in use by a departing walsender before it is terminated. */
+const slotReleaseMs = 5_000;
+
+function slotIdOf(slot: SlotInfo): string {
+  return String(slot.details?.slotId ?? `${slot.component}-${slot.slot}`);
+}
+
+/** The subscription (and replication slot) that carries `from` into `to`: at most 63 characters. */
+export function subscriptionName(from: SlotInfo, to: SlotInfo): string {
+  const digest = createHash('sha256')
+    .update(`${slotIdOf(from)}>${slotIdOf(to)}`)
+    .digest('hex');
+  return `cutover_${digest.slice(0, 16)}`;
+}
+
+function conninfo(settings: PostgresSettings, slot: SlotInfo): string {
+  return `host=127.0.0.1 port=${portOf(slot)} dbname=${settings.database} user=${superuser}`;
+}
+
+export function createPostgresReplicator(): Replicator {
+  return {
+    capabilities: { follow: true, lag: true, fence: true, reverse: true },
+
+    async follow(ctx, from, to, options) {
+      const settings = await postgresSettings(ctx);
+      const name = subscriptionName(from, to);
+      const target = appAdmin(settings, to);
+      if (await subscriptionExists(target, name, options.signal)) {
+        options.log(`${ctx.component}: ${to.slot} already follows ${from.slot} (${name})`);
+        return;
+      }
+      const source = appAdmin(settings, from);
+      await checkReplicaIdentity(source, from, options.signal);
+      await ensurePublication(source, options.signal);
+      await copySchema(settings, from, to, options);
+      await dropSlot(source, name, options.signal);
+      await query(
+        target,
+        `CREATE SUBSCRIPTION ${ident(name)} CONNECTION ${literal(conninfo(settings, from))} PUBLICATION ${publication} WITH (copy_data = true)`,
+        options.signal,
+      );
+      options.log(`${ctx.component}: ${to.slot} follows ${from.slot} (subscription ${name}, initial copy)`);
+    },
+
+    async lag(ctx, from, to, options) {
+      const settings = await postgresSettings(ctx);
+      return measureLag(settings, from, to, options.signal);
+    },
+
+    async fence(ctx, slot, deadline, options) {
+      const settings = await postgresSettings(ctx);
+      return fenceRole(ctx, settings, slot, deadline, options);
+    },
+
+    async unfence(ctx, slot, options) {
+      const settings = await postgresSettings(ctx);
+      await unfenceRole(settings, slot, options);
+    },
+
+    async catchUp(ctx, from, to, position, deadline, options) {
+      const settings = await postgresSettings(ctx);
+      const source = appAdmin(settings, from);
+      const name = subscriptionName(from, to);
+      for (;;) {
+        const row = (
+          await query(
+            source,
+            `SELECT confirmed_flush_lsn, pg_wal_lsn_diff(${literal(position)}::pg_lsn, confirmed_flush_lsn) FROM pg_replication_slots WHERE slot_name = ${literal(name)}`,
+            options.signal,
+          )
+        )[0];
+        if (!row)
+          throw new PermanentDriverError(
+            `${to.slot} of ${ctx.component} does not follow ${from.slot}: no replication slot ${name}`,
+          );
+        const behind = Number(row[1]);
+        if (row[0] !== '' && behind <= 0) return measureLag(settings, from, to, options.signal);
+        if (Date.now() >= deadline) {
+          const lag = await measureLag(settings, from, to, options.signal);
+          const errors = await scalar(
+            appAdmin(settings, to),
+            `SELECT apply_error_count FROM pg_stat_subscription_stats WHERE subname = ${literal(name)}`,
+            options.signal,
+          );
+          const failing =
+            Number(errors ?? 0) > 0
+              ? `; its subscription failed to apply ${errors} time(s), see its postgres.log`
+              : '';
+          throw new PermanentDriverError(
+            `${to.slot} of ${ctx.component} did not apply ${from.slot}'s position ${position} in time: ${row[0] === '' ? 'nothing confirmed yet' : `applied ${row[0]}, ${behind} bytes short`} (lag ${lag.bytes} bytes, ${lag.ms ?? '?'} ms)${failing}`,
+          );
+        }
+        await sleep(fencePollMs, undefined, { signal: options.signal });
+      }
+    },
+
+    async promote(ctx, slot, options) {
+      const settings = await postgresSettings(ctx);
+      await promoteSlot(ctx, settings, slot, options);
+    },
+
+    async reverse(ctx, from, to, options) {
+      const settings = await postgresSettings(ctx);
+      const name = subscriptionName(from, to);
+      const target = appAdmin(settings, to);
+      if (await subscriptionExists(target, name, options.signal)) return;
+      const source = appAdmin(settings, from);
+      await ensurePublication(source, options.signal);
+      await dropSlot(source, name, options.signal);
+      await query(
+        target,
+        `CREATE SUBSCRIPTION ${ident(name)} CONNECTION ${literal(conninfo(settings, from))} PUBLICATION ${publication} WITH (copy_data = false)`,
+        options.signal,
+      );
+      options.log(`${ctx.component}: ${to.slot} follows ${from.slot} back (subscription ${name}, no copy)`);
+    },
+
+    async stop(ctx, from, to, options) {
+      const settings = await postgresSettings(ctx);
+      await stopBetween(ctx, settings, from, to, options);
+    },
+  };
+}
+
+async function subscriptionExists(conn: Connection, name: string, signal: AbortSignal): Promise<boolean> {
+  return (
+    (await scalar(conn, `SELECT count(*) FROM pg_subscription WHERE subname = ${literal(name)}`, signal)) !==
+    '0'
+  );
+}
+
+/**
+ * A table without a primary key (or another replica identity) cannot be published FOR ALL TABLES
+ * without breaking the application: PostgreSQL then refuses its UPDATEs and DELETEs on the source.
+ * Refused before anything is made, naming the tables.
+ */
+async function checkReplicaIdentity(conn: Connection, slot: SlotInfo, signal: AbortSignal): Promise<void> {
+  const tables = await query(
+    conn,
+    `SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE c.relkind IN ('r', 'p') AND c.relpersistence = 'p' AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'
+        AND (c.relreplident = 'n' OR (c.relreplident = 'd' AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)))
+      ORDER BY 1`,
+    signal,
+  );
+  if (tables.length === 0) return;
+  const names = tables.map(([name]) => name).join(', ');
+  throw new PermanentDriverError(
+    `${slot.component}'s tables ${names} have no primary key or replica identity, so replicating them would make PostgreSQL refuse their UPDATEs and DELETEs on ${slot.slot}: add a primary key, or ALTER TABLE … REPLICA IDENTITY FULL`,
+  );
+}
+
+async function ensurePublication(conn: Connection, signal: AbortSignal): Promise<void> {
+  const exists = await scalar(
+    conn,
+    `SELECT count(*) FROM pg_publication WHERE pubname = ${literal(publication)}`,
+    signal,
+  );
+  if (exists === '0') await query(conn, `CREATE PUBLICATION ${publication} FOR ALL TABLES`, signal);
+}
+
+/**
+ * `to`'s application database made anew from `from`'s schema (what `init` made in `to` is
+ * replaced: the live database's schema is the one that counts).
+ */
+async function copySchema(
+  settings: PostgresSettings,
+  from: SlotInfo,
+  to: SlotInfo,
+  options: DriverCallOptions,
+) {
+  const db = settings.database;
+  const schema = await runClient(
+    appAdmin(settings, from),
+    'pg_dump',
+    ['--schema-only', '--no-publications', '--no-subscriptions'],
+    options.signal,
+  );
+  await query(
+    adminConnection(settings, portOf(to)),
+    `DROP DATABASE IF EXISTS ${ident(db)} WITH (FORCE);\nCREATE DATABASE ${ident(db)} OWNER ${ident(settings.user)};\n`,
+    options.signal,
+  );
+  await query(appAdmin(settings, to), schema, options.signal);
+  options.log(`copied the schema of ${from.slot}'s ${db} into ${to.slot}`);
+}
+
+/** Drops a replication slot an earlier attempt left (waiting for a departing walsender to let go). */
+async function dropSlot(conn: Connection, name: string, signal: AbortSignal): Promise<void> {
+  const until = Date.now() + slotReleaseMs;
+  for (;;) {
+    const row = (
+      await query(
+        conn,
+        `SELECT active, coalesce(active_pid, 0) FROM pg_replication_slots WHERE slot_name = ${literal(name)}`,
+        signal,
+      )
+    )[0];
+    if (!row) return;
+    if (row[0] === 'f') {
+      await query(
+        conn,
+        `SELECT pg_drop_replication_slot(${literal(name)}) FROM pg_replication_slots WHERE slot_name = ${literal(name)} AND NOT active`,
+        signal,
+      );
+      continue;
+    }
+    if (Date.now() >= until) await query(conn, `SELECT pg_terminate_backend(${Number(row[1])})`, signal);
+    await sleep(pollMs, undefined, { signal });
+  }
+}
+
+async function measureLag(
+  settings: PostgresSettings,
+  from: SlotInfo,
+  to: SlotInfo,
+  signal: AbortSignal,
+): Promise<ReplicationLag> {
+  const name = subscriptionName(from, to);
+  const lastCommitUs = `coalesce((extract(epoch FROM (pg_last_committed_xact()).timestamp) * 1000000)::bigint::text, '')`;
+  const row = (
+    await query(
+      appAdmin(settings, from),
+      `SELECT pg_current_wal_lsn(), coalesce(confirmed_flush_lsn::text, ''), coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn), 0), ${lastCommitUs} FROM pg_replication_slots WHERE slot_name = ${literal(name)}`,
+      signal,
+    )
+  )[0];
+  if (!row)
+    throw new PermanentDriverError(
+      `${to.slot} of ${to.component} does not follow ${from.slot}: no replication slot ${name}`,
+    );
+  const [source = '', applied = '', diff = '0', sourceCommitUs = ''] = row;
+  // A follower keeps the source's commit timestamps (track_commit_timestamp): its last committed
+  // transaction is the last one it applied.
+  const [syncingTables = '0', followerCommitUs = '', sinceMs = ''] =
+    (
+      await query(
+        appAdmin(settings, to),
+        `SELECT (SELECT count(*) FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid WHERE s.subname = ${literal(name)} AND r.srsubstate <> 'r'),
+              ${lastCommitUs},
+              coalesce(round(extract(epoch FROM clock_timestamp() - (pg_last_committed_xact()).timestamp) * 1000)::text, '')`,
+        signal,
+      )
+    )[0] ?? [];
+  const bytes = Math.max(0, Number(diff), Number(syncingTables) > 0 ? 1 : 0);
+  return {
+    source,
+    applied: applied || '0/0',
+    bytes,
+    ms: lagMs(bytes, sourceCommitUs, followerCommitUs, sinceMs),
+  };
+}
+
+/**
+ * How long ago the follower's last applied transaction was committed on the source: 0 when caught
+ * up, or when the source committed nothing since (its WAL moved for other reasons, e.g. a
+ * checkpoint, which the follower confirms within a second); null when the follower applied nothing.
+ */
+function lagMs(
+  bytes: number,
+  sourceCommitUs: string,
+  followerCommitUs: string,
+  sinceMs: string,
+): number | null {
+  if (bytes === 0) return 0;
+  if (sourceCommitUs !== '' && followerCommitUs !== '' && Number(followerCommitUs) >= Number(sourceCommitUs))
+    return 0;
+  return sinceMs === '' ? null : Math.max(0, Number(sinceMs));
+}
+
+/**
+ * Ends replication into `to` from `from`: the subscription on `to` and its replication slot on
+ * `from`. What no replication uses any more goes too: a slot of the other direction whose
+ * subscription is gone (an orphan keeps WAL forever), and on each side the publication once no
+ * cutover slot is left there. The other direction, while it runs, is left alone. A side that is no
+ * longer reachable (a retired slot) is skipped, not both.
+ */
+async function stopBetween(
+  ctx: ComponentCallContext,
+  settings: PostgresSettings,
+  from: SlotInfo,
+  to: SlotInfo,
+  options: DriverCallOptions,
+) {
+  const name = subscriptionName(from, to);
+  const back = subscriptionName(to, from);
+  const reach = async (side: SlotInfo, step: (conn: Connection) => Promise<void>): Promise<boolean> => {
+    try {
+      await step(appAdmin(settings, side));
+      return true;
+    } catch (error) {
+      if (!(error instanceof SqlError) || !error.unreachable) throw error;
+      options.log(
+        `${ctx.component}: ${side.slot} is unreachable; its side of the replication is left (${error.message})`,
+      );
+      return false;
+    }
+  };
+  let backFollows = true;
+  const toReached = await reach(to, (conn) => dropSubscription(conn, name, options));
+  const fromReached = await reach(from, async (conn) => {
+    await dropSlot(conn, name, options.signal);
+    backFollows = await subscriptionExists(conn, back, options.signal);
+  });
+  if (!toReached && !fromReached)
+    throw new Error(`neither ${from.slot} nor ${to.slot} of ${ctx.component} is reachable`);
+  // `from` follows `to` no more (or never did): a slot `to` keeps for it is an orphan.
+  if (fromReached && !backFollows) await reach(to, (conn) => dropSlot(conn, back, options.signal));
+  for (const side of [from, to]) {
+    await reach(side, async (conn) => {
+      const slots = await scalar(
+        conn,
+        `SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'cutover\\_%'`,
+        options.signal,
+      );
+      if (slots === '0') await query(conn, `DROP PUBLICATION IF EXISTS ${publication}`, options.signal);
+    });
+  }
+  options.log(`${ctx.component}: replication of ${from.slot} into ${to.slot} stopped and dropped`);
+}

@@ -1,0 +1,327 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { postgresSettings } from '../../../engine/drivers/postgres-settings.js';
+import { PermanentDriverError } from '../../../engine/drivers/types.js';
+import { Resources } from '../../support/resources.js';
+import { eventually } from '../../support/wait.js';
+import {
+  callOptions,
+  connect,
+  openWriteTransaction,
+  pgContext,
+  pgWorkspace,
+  portOfSlot,
+  provision,
+  sql,
+  Writer,
+} from './postgres-fixtures.js';
+
+const resources = new Resources();
+afterEach(() => resources.cleanup(), 60_000);
+
+/** Time for a step that waits on the other cluster (generous: the machine is shared). */
+const stepMs = 30_000;
+
+describe('postgres driver replication (real PostgreSQL 15)', () => {
+  it('switches to green and back, losing no acknowledged write, with sequences ahead of the data', async () => {
+    const ws = await pgWorkspace(resources);
+    const blueCtx = pgContext(ws, 'm1');
+    const ctx = pgContext(ws, 'm2');
+    const o = () => callOptions(ws);
+    const repl = ws.driver.replication;
+    if (!repl) throw new Error('the postgres driver has no Replicator');
+    const blue = await provision(ws, blueCtx, 'blue');
+    const { bin } = await postgresSettings(ctx);
+    const writer = new Writer(bin, portOfSlot(blue), 'w');
+    resources.add(() => writer.stop());
+    writer.start();
+    await eventually(() => writer.ackedOn(portOfSlot(blue)) >= 20, stepMs);
+
+    const green = await provision(ws, ctx, 'green');
+    await repl.follow(ctx, blue, green, o());
+    await repl.follow(ctx, blue, green, o()); // again: left as it is
+    const first = await repl.lag(ctx, blue, green, o());
+    expect(first.bytes).not.toBeNull();
+    let caughtUp = first;
+    await eventually(async () => {
+      caughtUp = await repl.lag(ctx, blue, green, o());
+      return (caughtUp.bytes ?? Infinity) < 16_384;
+    }, stepMs);
+    expect(caughtUp.ms).not.toBeNull();
+
+    // The switch: fence blue, green applies blue's position, green is promoted and followed back.
+    const { position } = await repl.fence(ctx, blue, Date.now() + 5_000, o());
+    expect(position).toMatch(/^[0-9A-F]+\/[0-9A-F]+$/);
+    const blueApp = await connect(ctx, blue);
+    await expect(sql(blueApp, `INSERT INTO items (k) VALUES ('refused')`)).rejects.toThrow(
+      /read-only transaction/,
+    );
+    const atFence = writer.acked.length;
+    await repl.catchUp(ctx, blue, green, position, Date.now() + stepMs, o());
+    await repl.promote(ctx, green, o());
+    await repl.reverse(ctx, green, blue, o());
+    writer.port = portOfSlot(green);
+    expect(writer.acked.length).toBe(atFence); // blue took nothing while fenced
+    await eventually(() => writer.ackedOn(portOfSlot(green)) >= 30, stepMs);
+
+    const greenAdmin = await connect(ctx, green, 'postgres');
+    const [[ahead]] = (await sql(
+      greenAdmin,
+      `SELECT last_value >= (SELECT max(id) FROM items) FROM items_id_seq`,
+    )) as [[string]];
+    expect(ahead).toBe('t');
+
+    // Stopping the forward direction (promote dropped it already) leaves the reverse one running:
+    // rows written on green reach blue.
+    await repl.stop(ctx, blue, green, o());
+    const lastOnGreen = writer.acked.filter((a) => a.port === portOfSlot(green)).at(-1)?.key;
+    await eventually(
+      async () =>
+        (await sql(blueApp, `SELECT count(*) FROM items WHERE k = '${lastOnGreen}'`))[0]?.[0] === '1',
+      stepMs,
+    );
+
+    // The rollback: the same switch the other way.
+    const back = await repl.fence(ctx, green, Date.now() + 5_000, o());
+    await repl.catchUp(ctx, green, blue, back.position, Date.now() + stepMs, o());
+    await repl.promote(ctx, blue, o());
+    await repl.reverse(ctx, blue, green, o());
+    writer.port = portOfSlot(blue);
+    const onBlueBefore = writer.ackedOn(portOfSlot(blue));
+    await eventually(() => writer.ackedOn(portOfSlot(blue)) >= onBlueBefore + 30, stepMs);
+    await writer.stop();
+
+    await repl.stop(ctx, blue, green, o());
+    await repl.stop(ctx, blue, green, o()); // again: nothing left to drop
+    for (const slot of [blue, green]) {
+      const admin = await connect(ctx, slot, 'postgres');
+      const [[subs, pubs, slots]] = (await sql(
+        admin,
+        `SELECT (SELECT count(*) FROM pg_subscription), (SELECT count(*) FROM pg_publication), (SELECT count(*) FROM pg_replication_slots)`,
+      )) as [[string, string, string]];
+      expect({ slot: slot.slot, subs, pubs, slots }).toEqual({
+        slot: slot.slot,
+        subs: '0',
+        pubs: '0',
+        slots: '0',
+      });
+    }
+
+    // Every acknowledged insert is on the serving side (blue), once; none failed on a duplicate id.
+    const rows = new Set((await sql(blueApp, 'SELECT k FROM items')).map(([k]) => k));
+    const missing = writer.acked.filter((a) => !rows.has(a.key));
+    expect(missing).toEqual([]);
+    expect(writer.errors.filter((e) => /duplicate key/.test(e))).toEqual([]);
+    expect(writer.ackedOn(portOfSlot(green))).toBeGreaterThanOrEqual(30);
+    const [[blueAhead]] = (await sql(
+      await connect(ctx, blue, 'postgres'),
+      `SELECT last_value >= (SELECT max(id) FROM items) FROM items_id_seq`,
+    )) as [[string]];
+    expect(blueAhead).toBe('t');
+  }, 180_000);
+
+  it('fails a fence by its deadline naming the open write transaction, and blue takes writes again', async () => {
+    const ws = await pgWorkspace(resources);
+    const ctx = pgContext(ws, 'm1');
+    const repl = ws.driver.replication;
+    if (!repl) throw new Error('the postgres driver has no Replicator');
+    const blue = await provision(ws, ctx, 'blue');
+    const app = await connect(ctx, blue);
+    const long = await openWriteTransaction(app, 'long-one');
+    resources.add(() => long.end());
+
+    const started = Date.now();
+    const fence = repl.fence(ctx, blue, started + 2_000, callOptions(ws));
+    fence.catch(() => {});
+    // A session that begins while blue is fenced is read-only for its lifetime...
+    const admin = await connect(ctx, blue, 'postgres');
+    await eventually(
+      async () => (await sql(admin, `SELECT count(*) FROM pg_db_role_setting`))[0]?.[0] !== '0',
+      5_000,
+    );
+    const { bin } = await postgresSettings(ctx);
+    const writer = new Writer(bin, portOfSlot(blue), 'during');
+    resources.add(() => writer.stop());
+    writer.start();
+    await eventually(() => writer.errors.some((e) => /read-only transaction/.test(e)), 5_000);
+    await expect(fence).rejects.toThrow(PermanentDriverError);
+    await expect(fence).rejects.toThrow(
+      /write transaction of app is still open \(pid \d+, xid \d+, open \d+\.\ds, query: INSERT INTO items \(k\) VALUES \('long-one'\)/,
+    );
+    expect(Date.now() - started).toBeLessThan(6_000);
+
+    // ...so lifting the fence ends it: the writer's next session writes, and so does a new one.
+    await eventually(
+      () => writer.acked.length >= 5,
+      10_000,
+      () => `${writer.errors.slice(-5).join('\n')}\n${ws.log.join('\n')}`,
+    );
+    await sql(app, `INSERT INTO items (k) VALUES ('after')`);
+    await writer.stop();
+    await long.end();
+    const keys = (await sql(app, 'SELECT k FROM items')).map(([k]) => k);
+    expect(keys).toContain('after');
+    expect(keys).not.toContain('long-one');
+    expect(keys.length).toBe(writer.acked.length + 1);
+  }, 120_000);
+
+  it('reports lag above zero while a throttled follower trails the writes', async () => {
+    const ws = await pgWorkspace(resources);
+    const blueCtx = pgContext(ws, 'm1');
+    const ctx = pgContext(ws, 'm2');
+    const repl = ws.driver.replication;
+    if (!repl) throw new Error('the postgres driver has no Replicator');
+    const blue = await provision(ws, blueCtx, 'blue');
+    const green = await provision(ws, ctx, 'green');
+    await repl.follow(ctx, blue, green, callOptions(ws));
+    resources.add(() => repl.stop(ctx, blue, green, callOptions(ws)));
+    await sql(await connect(ctx, blue), `INSERT INTO items (k) VALUES ('first')`);
+    await eventually(async () => (await repl.lag(ctx, blue, green, callOptions(ws))).bytes === 0, 30_000);
+
+    // Blue's WAL moves without a transaction (a checkpoint): bytes until green confirms, but no lag
+    // in time, however long ago the last write was.
+    const blueAdmin = await connect(ctx, blue, 'postgres');
+    const idle: { bytes: number | null; ms: number | null }[] = [];
+    await eventually(async () => {
+      await sql(blueAdmin, 'CHECKPOINT');
+      const lag = await repl.lag(ctx, blue, green, callOptions(ws));
+      if ((lag.bytes ?? 0) > 0) idle.push({ bytes: lag.bytes, ms: lag.ms });
+      return idle.length >= 3;
+    }, 30_000);
+    expect(idle.map((l) => l.ms)).toEqual([0, 0, 0]);
+
+    // Each row green applies takes 50 ms (the apply worker fires ALWAYS triggers).
+    await sql(
+      await connect(ctx, green, 'postgres'),
+      `CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.05); RETURN NEW; END $$;
+       CREATE TRIGGER slow BEFORE INSERT ON items FOR EACH ROW EXECUTE FUNCTION slow();
+       ALTER TABLE items ENABLE ALWAYS TRIGGER slow;`,
+    );
+    const { bin } = await postgresSettings(ctx);
+    const writer = new Writer(bin, portOfSlot(blue), 'w', 2);
+    resources.add(() => writer.stop());
+    writer.start();
+    let lag = await repl.lag(ctx, blue, green, callOptions(ws));
+    await eventually(async () => {
+      lag = await repl.lag(ctx, blue, green, callOptions(ws));
+      return (lag.bytes ?? 0) > 0 && (lag.ms ?? 0) > 500;
+    }, 30_000);
+    expect(writer.acked.length).toBeGreaterThan(0);
+    const before = writer.acked.length;
+    await eventually(() => writer.acked.length > before + 10, 10_000); // writes go on
+
+    // Green cannot apply blue's fenced position in time: catchUp fails at its deadline stating the lag.
+    await writer.stop();
+    const { position } = await repl.fence(ctx, blue, Date.now() + 5_000, callOptions(ws));
+    const started = Date.now();
+    const catchUp = repl.catchUp(ctx, blue, green, position, started + 1_000, callOptions(ws));
+    await expect(catchUp).rejects.toThrow(PermanentDriverError);
+    await expect(catchUp).rejects.toThrow(
+      new RegExp(
+        `green of db did not apply blue's position ${position} in time: applied [0-9A-F/]+, \\d+ bytes short \\(lag [1-9]\\d* bytes, [1-9]\\d* ms\\)$`,
+      ),
+    );
+    expect(Date.now() - started).toBeLessThan(5_000);
+    await repl.unfence(ctx, blue, callOptions(ws));
+  }, 120_000);
+
+  it("replicate copies once: green has blue's rows and sequence, follows nothing, and takes inserts", async () => {
+    const ws = await pgWorkspace(resources);
+    const blueCtx = pgContext(ws, 'm1');
+    const ctx = pgContext(ws, 'm2');
+    const blue = await provision(ws, blueCtx, 'blue');
+    const blueApp = await connect(ctx, blue);
+    await sql(blueApp, `INSERT INTO items (k) SELECT 'seed-' || n FROM generate_series(1, 500) n`);
+    const green = await provision(ws, ctx, 'green');
+    await ws.driver.replicate(ctx, blue, green, callOptions(ws));
+
+    const greenApp = await connect(ctx, green);
+    expect(await sql(greenApp, 'SELECT count(*), max(id) FROM items')).toEqual([['500', '500']]);
+    expect(await sql(greenApp, `INSERT INTO items (k) VALUES ('on-green') RETURNING id`)).toEqual([['501']]);
+    await sql(blueApp, `INSERT INTO items (k) VALUES ('late')`);
+    for (const slot of [blue, green]) {
+      const [[subs, pubs, slots]] = (await sql(
+        await connect(ctx, slot, 'postgres'),
+        `SELECT (SELECT count(*) FROM pg_subscription), (SELECT count(*) FROM pg_publication), (SELECT count(*) FROM pg_replication_slots)`,
+      )) as [[string, string, string]];
+      expect({ subs, pubs, slots }).toEqual({ subs: '0', pubs: '0', slots: '0' });
+    }
+    expect(await sql(greenApp, `SELECT count(*) FROM items WHERE k = 'late'`)).toEqual([['0']]);
+  }, 120_000);
+
+  it('stop after the old primary was retired drops what the live one holds for it', async () => {
+    const ws = await pgWorkspace(resources);
+    const blueCtx = pgContext(ws, 'm1');
+    const ctx = pgContext(ws, 'm2');
+    const repl = ws.driver.replication;
+    if (!repl) throw new Error('the postgres driver has no Replicator');
+    const blue = await provision(ws, blueCtx, 'blue');
+    const green = await provision(ws, ctx, 'green');
+    await repl.follow(ctx, blue, green, callOptions(ws));
+    const { position } = await repl.fence(ctx, blue, Date.now() + 5_000, callOptions(ws));
+    await repl.catchUp(ctx, blue, green, position, Date.now() + stepMs, callOptions(ws));
+    await repl.promote(ctx, green, callOptions(ws));
+    await repl.reverse(ctx, green, blue, callOptions(ws));
+    const greenAdmin = await connect(ctx, green, 'postgres');
+    expect(await sql(greenAdmin, 'SELECT count(*) FROM pg_replication_slots')).toEqual([['1']]);
+
+    await ws.driver.retire(blueCtx, blue, callOptions(ws));
+    await repl.stop(ctx, green, blue, callOptions(ws));
+    expect(
+      await sql(
+        greenAdmin,
+        'SELECT (SELECT count(*) FROM pg_replication_slots), (SELECT count(*) FROM pg_publication), (SELECT count(*) FROM pg_subscription)',
+      ),
+    ).toEqual([['0', '0', '0']]);
+    await sql(await connect(ctx, green), `INSERT INTO items (k) VALUES ('still-live')`);
+  }, 120_000);
+
+  it('refuses to follow a blue whose tables lack a replica identity, naming them, before making anything', async () => {
+    const ws = await pgWorkspace(resources);
+    const blueCtx = pgContext(ws, 'm1');
+    const ctx = pgContext(ws, 'm2');
+    const repl = ws.driver.replication;
+    if (!repl) throw new Error('the postgres driver has no Replicator');
+    const blue = await provision(ws, blueCtx, 'blue');
+    const green = await provision(ws, ctx, 'green');
+    const blueApp = await connect(ctx, blue);
+    await sql(blueApp, 'CREATE TABLE events (at timestamptz, what text)');
+    const follow = repl.follow(ctx, blue, green, callOptions(ws));
+    await expect(follow).rejects.toThrow(PermanentDriverError);
+    await expect(follow).rejects.toThrow(/tables public\.events have no primary key or replica identity/);
+    // Nothing was made, and blue's application goes on updating the table.
+    await sql(blueApp, `INSERT INTO events VALUES (now(), 'x'); UPDATE events SET what = 'y'`);
+    const admin = await connect(ctx, blue, 'postgres');
+    expect(
+      await sql(
+        admin,
+        'SELECT (SELECT count(*) FROM pg_publication), (SELECT count(*) FROM pg_replication_slots)',
+      ),
+    ).toEqual([['0', '0']]);
+
+    await sql(blueApp, 'ALTER TABLE events REPLICA IDENTITY FULL');
+    await repl.follow(ctx, blue, green, callOptions(ws));
+    resources.add(() => repl.stop(ctx, blue, green, callOptions(ws)));
+    await sql(blueApp, `UPDATE events SET what = 'z'`);
+  }, 120_000);
+
+  it('catchUp names the failing subscription when green cannot apply a change (a row written on green)', async () => {
+    const ws = await pgWorkspace(resources);
+    const blueCtx = pgContext(ws, 'm1');
+    const ctx = pgContext(ws, 'm2');
+    const repl = ws.driver.replication;
+    if (!repl) throw new Error('the postgres driver has no Replicator');
+    const blue = await provision(ws, blueCtx, 'blue');
+    const green = await provision(ws, ctx, 'green');
+    await repl.follow(ctx, blue, green, callOptions(ws));
+    resources.add(() => repl.stop(ctx, blue, green, callOptions(ws)));
+    await eventually(async () => (await repl.lag(ctx, blue, green, callOptions(ws))).bytes === 0, 30_000);
+    await sql(await connect(ctx, green), `INSERT INTO items (k) VALUES ('clash')`);
+    await sql(await connect(ctx, blue), `INSERT INTO items (k) VALUES ('clash')`);
+    const { position } = await repl.fence(ctx, blue, Date.now() + 5_000, callOptions(ws));
+    await expect(
+      repl.catchUp(ctx, blue, green, position, Date.now() + 3_000, callOptions(ws)),
+    ).rejects.toThrow(
+      /bytes short .*; its subscription failed to apply [1-9]\d* time\(s\), see its postgres\.log$/,
+    );
+  }, 120_000);
+});
