@@ -44,7 +44,13 @@ import {
   slotEnv,
   topologyOf,
 } from './command-context.js';
-import { runSwitchCommand, stopReplicationOf, waitLagOf, withinBudget } from './execute-switch.js';
+import {
+  followIfSwitched,
+  runSwitchCommand,
+  stopReplicationOf,
+  waitLagOf,
+  withinBudget,
+} from './execute-switch.js';
 import { quoteReplicaLogs } from './replica-logs.js';
 
 export type { DriverSet, ExecuteOptions };
@@ -181,7 +187,9 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
         throw new PermanentDriverError(
           `no ${pair?.blue ? 'green' : 'live'} slot of ${c.component} recorded to replicate`,
         );
-      await componentDriverFor(o.drivers, ctx).replicate(ctx, pair.blue, pair.green, call);
+      // A switched component's green follows blue from here to the switch; the others get one copy.
+      if (!(await followIfSwitched(s, o, call, ctx)))
+        await componentDriverFor(o.drivers, ctx).replicate(ctx, pair.blue, pair.green, call);
       return undefined;
     }
     case 'check_health': {

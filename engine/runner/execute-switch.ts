@@ -265,3 +265,20 @@ export async function stopReplicationOf(
   await replicator.stop(ctx, pair.blue, pair.green, call);
   await replicator.stop(ctx, pair.green, pair.blue, call);
 }
+
+/** The replicate stage of a switched component: the initial copy, then green follows blue. False: not switched. */
+export async function followIfSwitched(
+  s: MigrationState,
+  o: ExecuteOptions,
+  call: DriverCallOptions,
+  ctx: ComponentCallContext,
+): Promise<boolean> {
+  const replicator = switchedReplicator(s, o, ctx);
+  const pair = own(s.slots, ctx.component);
+  if (!replicator || !pair?.blue || !pair.green) return false;
+  await replicator.follow(ctx, pair.blue, pair.green, call);
+  o.log(
+    `${ctx.component}: green follows blue (${replicator.capabilities.follow ? 'continuously' : 'one copy now, the final sync under the write hold'})`,
+  );
+  return true;
+}

@@ -51,6 +51,7 @@ const pureElsewhere = [
 const infraFiles = [
   'test/cutover/container-*.test.ts',
   'test/cutover/progressive-prometheus.test.ts',
+  'test/cutover/stateful-postgres.test.ts',
   'test/drift.test.ts',
   'test/engine/analysis/prometheus.test.ts',
   'test/engine/drivers/container-*.test.ts',

@@ -1,0 +1,155 @@
+/**
+ * Issue 28 on real PostgreSQL: an api in front of a database, both replaced (the api finds the
+ * database of its own generation through a reference), the database switched under the router's
+ * write hold — blue fenced by its role's default_transaction_read_only, green catching up by
+ * logical replication, promoted with its sequences set from the data, and replicating back to blue
+ * until the commit. A writer sends 200 uniquely keyed, acknowledged inserts/s through the route all
+ * along: migrate; migrate with `commit: manual` and roll back from awaiting_commit; migrate and
+ * commit. After each: none missing on the serving side, no 5xx, no duplicate key, and the sequence
+ * ahead of its column. Real clusters (Debian's PostgreSQL 15, run as the `postgres` user when the
+ * tests run as root), the real router and CLI.
+ */
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { readCurrentLayout } from '../../engine/store/layout-store.js';
+import { StateDir } from '../../engine/store/state-dir.js';
+import { repoRoot, runCli } from '../support/cli.js';
+import {
+  isFinal,
+  migrateDetached,
+  setVersion,
+  type Workspace,
+  waitFor,
+  workspace,
+} from '../support/migrations.js';
+import { startWriter, storedKeys, type WriteRecord } from '../support/writer.js';
+
+let w: Workspace;
+let url: string;
+
+beforeAll(async () => {
+  w = await workspace('test/fixtures/stateful-pg', (yaml) =>
+    yaml.replace('PG_MODULE: "pg"', `PG_MODULE: "${path.join(repoRoot, 'node_modules/pg/lib/index.js')}"`),
+  );
+  // The clusters run as another user, who must reach their directories under it.
+  chmodSync(w.dir, 0o711);
+  url = `http://${/listen: (127\.0\.0\.1:\d+)/.exec(readFileSync(w.file, 'utf8'))?.[1]}/`;
+  const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
+  expect(first.code, first.stdout + first.stderr).toBe(0);
+}, 120_000);
+
+afterAll(async () => {
+  await runCli(['topology', 'down', '-f', w.file, '--yes']).catch(() => undefined);
+  await w.cleanup();
+}, 120_000);
+
+/** The serving database's rows: count, distinct keys, the largest id and the sequence's value. */
+async function database(): Promise<{ rows: number; keys: number; maxId: number; sequence: number }> {
+  const layout = await readCurrentLayout(StateDir.at(w.stateDir), 'pgshop');
+  const address = layout.slots?.db?.addresses[0] as string;
+  const client = new pg.Client({ connectionString: `postgres://app@${address}/app` });
+  await client.connect();
+  try {
+    const counts = await client.query(
+      'SELECT count(*)::int AS rows, count(DISTINCT k)::int AS keys, coalesce(max(id), 0)::int AS max_id FROM items',
+    );
+    const sequence = await client.query('SELECT last_value::int AS value FROM items_id_seq');
+    const row = counts.rows[0] as { rows: number; keys: number; max_id: number };
+    return {
+      rows: row.rows,
+      keys: row.keys,
+      maxId: row.max_id,
+      sequence: (sequence.rows[0] as { value: number }).value,
+    };
+  } finally {
+    await client.end();
+  }
+}
+
+async function judge(records: WriteRecord[], label: string, version: string): Promise<void> {
+  const acked = records.filter((r) => r.status === 200);
+  const stored = await storedKeys(url);
+  const db = await database();
+  const missing = acked.filter((r) => !stored.keys.has(r.key));
+  const failed = records.filter((r) => r.status !== 200);
+  console.log(
+    `${label}: ${acked.length} acknowledged, ${missing.length} missing, ${failed.length} not acknowledged; rows ${db.rows} (distinct ${db.keys}), max id ${db.maxId}, sequence ${db.sequence}`,
+  );
+  expect(stored.version).toBe(version);
+  expect(missing.map((r) => r.key)).toEqual([]);
+  expect(failed.map((r) => `${r.key}: ${r.status}`)).toEqual([]);
+  expect(acked.length).toBeGreaterThan(100);
+  expect(db.keys).toBe(db.rows);
+  expect(db.sequence).toBeGreaterThanOrEqual(db.maxId);
+}
+
+/** db to `db`'s next version: api is replaced with it (its reference moves to the new db). */
+function bump(dbVersion: string, apiVersion: string): void {
+  setVersion(w, 'db', dbVersion);
+  setVersion(w, 'api', apiVersion);
+}
+
+it('migrate: every acknowledged insert is in green', async () => {
+  bump('2', '2.0.0');
+  const writer = startWriter(url, 200, 'a');
+  const result = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
+  const records = await writer.stop();
+  expect(result.code, result.stdout + result.stderr).toBe(0);
+  expect(result.stdout + result.stderr).toMatch(
+    /write hold ended after \d+ ms: the held requests went to green/,
+  );
+  await judge(records, 'postgres: migrate 1 → 2', '2.0.0');
+}, 180_000);
+
+it('a rollback from awaiting_commit, after the switch: every insert green took is in blue', async () => {
+  bump('3', '3.0.0');
+  writeFileSync(w.file, readFileSync(w.file, 'utf8').replace('commit: auto', 'commit: manual'));
+  const writer = startWriter(url, 200, 'b');
+  const id = await migrateDetached(w);
+  const waiting = await waitFor(w, id, (s) => s.lifecycle === 'awaiting_commit' || isFinal(s), 120_000);
+  expect(waiting.lifecycle, waiting.reason ?? '').toBe('awaiting_commit');
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  const rollback = await runCli(['topology', 'migration', 'rollback', id, '-f', w.file]);
+  expect(rollback.code, rollback.stdout + rollback.stderr).toBe(0);
+  const ended = await waitFor(w, id, (s) => isFinal(s), 120_000);
+  const records = await writer.stop();
+  expect(ended.lifecycle, ended.reason ?? '').toBe('rolled_back');
+  await judge(records, 'postgres: rollback of 3 from awaiting_commit', '2.0.0');
+}, 240_000);
+
+it('the migration after a rollback, committed: nothing lost', async () => {
+  const writer = startWriter(url, 200, 'c');
+  const id = await migrateDetached(w);
+  const waiting = await waitFor(w, id, (s) => s.lifecycle === 'awaiting_commit' || isFinal(s), 120_000);
+  expect(waiting.lifecycle, waiting.reason ?? '').toBe('awaiting_commit');
+  const commit = await runCli(['topology', 'migration', 'commit', id, '-f', w.file]);
+  expect(commit.code, commit.stdout + commit.stderr).toBe(0);
+  const ended = await waitFor(w, id, (s) => isFinal(s), 120_000);
+  const records = await writer.stop();
+  expect(ended.lifecycle, ended.reason ?? '').toBe('completed');
+  await judge(records, 'postgres: migrate to 3, committed', '3.0.0');
+}, 240_000);
+
+it('a write transaction held open on blue past the hold budget: the switch is undone, blue serves, nothing lost, the reason names it', async () => {
+  const layout = await readCurrentLayout(StateDir.at(w.stateDir), 'pgshop');
+  const blue = new pg.Client({ connectionString: `postgres://app@${layout.slots?.db?.addresses[0]}/app` });
+  await blue.connect();
+  try {
+    await blue.query('BEGIN');
+    await blue.query(`INSERT INTO items (k) VALUES ('long-transaction')`);
+    bump('4', '4.0.0');
+    writeFileSync(w.file, readFileSync(w.file, 'utf8').replace('commit: manual', 'commit: auto'));
+    const writer = startWriter(url, 200, 'd');
+    const result = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
+    const records = await writer.stop();
+    expect(result.code, result.stdout + result.stderr).toBe(1);
+    expect(result.stdout + result.stderr).toMatch(/the switch is undone/);
+    expect(result.stderr).toMatch(/transaction/);
+    await judge(records, 'postgres: a long transaction on blue', '3.0.0');
+  } finally {
+    await blue.query('ROLLBACK').catch(() => undefined);
+    await blue.end();
+  }
+}, 240_000);
