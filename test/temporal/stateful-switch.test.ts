@@ -276,33 +276,52 @@ describe('Temporal mode: the worker running the switch is SIGKILLed', () => {
   const holdTable = { op: 'rename', path: 'router/routes\\.json$', nth: 1 };
   const catchUpCopy = { op: 'cp', path: 'slots/store-[^/]+/data$', nth: 2 };
   const releaseTable = { op: 'rename', path: 'router/routes\\.json$', nth: 2 };
-  const cases: { name: string; fault: typeof holdTable; late: boolean; greenSick?: boolean }[] = [
+  interface KillCase {
+    name: string;
+    fault: typeof holdTable;
+    /** The command the next worker runs again. */
+    rerun: string;
+    /** Whether the next worker starts only once the router holds nothing. */
+    late: boolean;
+    /** The router's hold when the next worker starts: still held, ended by its bound, released. */
+    router: 'holding' | 'expired' | 'released';
+    greenSick?: boolean;
+  }
+  const cases: KillCase[] = [
     {
       name: 'once the router holds, before the fence; the next worker at once',
       fault: holdTable,
+      rerun: 'hold_routes',
       late: false,
+      router: 'holding',
     },
     {
       name: 'once the router holds, before the fence; the next worker after the hold expired',
       fault: holdTable,
+      rerun: 'hold_routes',
       late: true,
+      router: 'expired',
     },
     {
       name: 'once green caught up, before promote; the next worker at once',
       fault: catchUpCopy,
+      rerun: 'catch_up',
       late: false,
+      router: 'holding',
     },
     {
       name: 'once green caught up, before promote; the next worker after the hold expired',
       fault: catchUpCopy,
+      rerun: 'catch_up',
       late: true,
+      router: 'expired',
     },
-    { name: 'once the release went live, before it was recorded', fault: releaseTable, late: true },
     {
-      name: 'once the release went live, before it was recorded, and green fails its health meanwhile',
+      name: 'once the release went live, before it was recorded',
       fault: releaseTable,
+      rerun: 'shift_routes',
       late: true,
-      greenSick: true,
+      router: 'released',
     },
   ];
 
@@ -356,6 +375,9 @@ describe('Temporal mode: the worker running the switch is SIGKILLed', () => {
       ).toEqual([]);
       expect(broken, log).toEqual([]);
       expect((await route(sp))?.hold).toBeUndefined();
+      // The second worker took the killed one's call over.
+      expect(log).toContain(`${c.rerun} is run again (attempt 2): the worker that ran it stopped answering`);
+      expect(atRestart?.hold ? 'holding' : atRestart?.lastHold?.ended).toBe(c.router);
     }, 180_000);
   }
 });
