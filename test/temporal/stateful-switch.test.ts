@@ -323,6 +323,16 @@ describe('Temporal mode: the worker running the switch is SIGKILLed', () => {
       late: true,
       router: 'released',
     },
+    // Green took writes from the release on; the next worker's call of it refuses a green that
+    // fails its health, and the rollback must bring what green took back to blue.
+    {
+      name: 'once the release went live, before it was recorded, and green fails its health meanwhile',
+      fault: releaseTable,
+      rerun: 'shift_routes',
+      late: true,
+      router: 'released',
+      greenSick: true,
+    },
   ];
 
   for (const c of cases) {
