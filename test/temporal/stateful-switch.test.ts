@@ -111,10 +111,10 @@ async function route(s: Space): Promise<RouteSnapshot | undefined> {
 /** Every acknowledged write is on the serving side, and no write met a 5xx or a broken socket. */
 async function judge(
   s: Space,
+  id: string,
   records: WriteRecord[],
   label: string,
   version: string,
-  bounds: { p99: number; max: number } = { p99: 1_000, max: 2_000 },
 ): Promise<void> {
   const acked = records.filter((r) => r.status === 200);
   const stored = await storedKeys(s.url);
@@ -122,14 +122,16 @@ async function judge(
   const missing = acked.filter((r) => !stored.keys.has(r.key));
   const failed = records.filter((r) => r.status !== 200);
   const ms = acked.map((r) => r.ms);
+  const holds = [...(await logText(s.t, id)).matchAll(/write hold ended after (\d+) ms/g)].map((m) => m[1]);
   console.log(
-    `Temporal, ${label}: ${acked.length} acknowledged, ${missing.length} missing, ${failed.length} not acknowledged (${[...new Set(failed.map((r) => r.status))].join(', ')}); write latency p99 ${percentile(ms, 99)} ms, max ${Math.max(...ms)} ms`,
+    `Temporal, ${label}: ${acked.length} acknowledged, ${missing.length} missing, ${failed.length} not acknowledged (${[...new Set(failed.map((r) => r.status))].join(', ')}); write latency p99 ${percentile(ms, 99)} ms, max ${Math.max(...ms)} ms; write holds ${holds.join(', ')} ms`,
   );
   expect(missing.map((r) => r.key)).toEqual([]);
   expect(failed.filter((r) => r.status >= 500 || r.status === 0)).toEqual([]);
   expect(acked.length).toBeGreaterThan(100);
-  expect(percentile(ms, 99)).toBeLessThanOrEqual(bounds.p99);
-  expect(Math.max(...ms)).toBeLessThanOrEqual(bounds.max);
+  // The write hold (issue 28's bounds): p99 of what writes waited ≤ 1 s, nothing past the budget (2 s).
+  expect(percentile(ms, 99)).toBeLessThanOrEqual(1_000);
+  expect(Math.max(...ms)).toBeLessThanOrEqual(2_000);
   // The router holds nothing once the migration has ended.
   expect((await route(s))?.hold).toBeUndefined();
 }
@@ -163,7 +165,7 @@ describe('Temporal mode: the switch of a stateful component loses no acknowledge
       /write hold on www: nothing in flight to blue[\s\S]*blue store fenced at position[\s\S]*green store applied blue's writes up to[\s\S]*green store promoted/,
     );
     expect(log).toMatch(/write hold ended after \d+ ms: the held requests went to green/);
-    await judge(sp, records, 'migrate 1.0.0 → 2.0.0', '2.0.0');
+    await judge(sp, id, records, 'migrate 1.0.0 → 2.0.0', '2.0.0');
   }, 90_000);
 
   it('a rollback from awaiting_commit, after the switch: every write green took reaches blue', async () => {
@@ -181,7 +183,7 @@ describe('Temporal mode: the switch of a stateful component loses no acknowledge
     const records = await writer.stop();
     expect(ended.lifecycle).toBe('rolled_back');
     expect(await logText(sp.t, id)).toMatch(/blue store applied green's writes up to/);
-    await judge(sp, records, 'rollback of 3.0.0 from awaiting_commit', '2.0.0');
+    await judge(sp, id, records, 'rollback of 3.0.0 from awaiting_commit', '2.0.0');
   }, 120_000);
 
   it('the migration after a rollback, committed: nothing lost', async () => {
@@ -194,7 +196,7 @@ describe('Temporal mode: the switch of a stateful component loses no acknowledge
     const ended = await waitForState(sp.client, id, isFinalState, 60_000);
     const records = await writer.stop();
     expect(ended.lifecycle).toBe('completed');
-    await judge(sp, records, 'migrate to 3.0.0, committed', '3.0.0');
+    await judge(sp, id, records, 'migrate to 3.0.0, committed', '3.0.0');
   }, 120_000);
 });
 
