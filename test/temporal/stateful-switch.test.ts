@@ -390,6 +390,8 @@ describe('Temporal mode: the worker running the switch is SIGKILLed', () => {
       // The second worker took the killed one's call over.
       expect(log).toContain(`${c.rerun} is run again (attempt 2): the worker that ran it stopped answering`);
       expect(atRestart?.hold ? 'holding' : atRestart?.lastHold?.ended).toBe(c.router);
+      // Green took writes before it failed: the rollback switched back, blue caught up with green.
+      if (c.greenSick) expect(log).toMatch(/blue store applied green's writes up to/);
     }, 180_000);
   }
 });
