@@ -339,3 +339,27 @@ export async function superviseRouter(
     }
   }
 }
+
+/**
+ * Whether the route's last write hold, begun at `since` or later, was released by a table that
+ * sends all of the route to green (the table went live: green has taken writes since).
+ */
+export async function holdReleasedToGreen(
+  ctx: RouteCallContext,
+  route: string,
+  since: number,
+): Promise<boolean> {
+  const snapshot = await routerClient(ctx.stateDir.root)
+    .routes()
+    .catch(() => null);
+  const entry = snapshot?.routes[routeKey(ctx.environment, route)];
+  const last = entry?.lastHold;
+  return (
+    entry !== undefined &&
+    entry.hold === undefined &&
+    entry.greenPercent === 100 &&
+    last?.ended === 'released' &&
+    last.releasedTo === 'green' &&
+    last.endedAt >= since
+  );
+}

@@ -16,6 +16,7 @@ import type { Route } from '../../core/topology/types.js';
 import { loopbackRequest } from '../../platform/loopback-http.js';
 import { analyzeHold, type RouteReader } from '../analysis/analyze-hold.js';
 import { componentDriverFor, type DriverSet, routeDriverFor } from '../drivers/driver-set.js';
+import { holdReleasedToGreen } from '../drivers/router-driver.js';
 import {
   type ComponentCallContext,
   type DriverCallOptions,
@@ -230,10 +231,14 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       return undefined;
     }
     case 'shift_routes':
-      // The release of a switch to green: only within its budget (then the held requests go to green).
-      if (s.switch && !s.switch.released && !c.restore)
-        withinBudget(s, 'releasing the held requests to green');
-      await checkGreenBefore(s, o, c, c.routes);
+      // A release of a switch to green that already went live (a runner that died before its result
+      // was journaled) is applied again as it is; otherwise only within the hold's budget, and with
+      // green looked at first.
+      if (!(await releaseWentLive(s, o, c))) {
+        if (s.switch && !s.switch.released && !c.restore)
+          withinBudget(s, 'releasing the held requests to green');
+        await checkGreenBefore(s, o, c, c.routes);
+      }
       await applyRoutes(s, o, call, c);
       return undefined;
     case 'remove_route': {
@@ -322,6 +327,25 @@ async function greenSlots(
     });
   }
   return watched;
+}
+
+/**
+ * Whether the release of the switch in progress (the routes at 100 % green without the hold) went
+ * live already: its runner died after the router applied it and before its result was kept. Green
+ * has taken writes since: the release is set again as it is, without a look at green first (a
+ * refusal would undo the switch as if green had taken nothing, and drop green's writes).
+ */
+async function releaseWentLive(s: MigrationState, o: ExecuteOptions, c: RouteSetting & { routes: string[] }) {
+  const sw = s.switch;
+  if (!sw || sw.released || sw.direction !== 'to_green' || c.restore || c.greenPercent !== 100) return false;
+  for (const route of c.routes) {
+    const ctx = routeContext(s, o, 'desired', routeSpec(s, route, false).driver);
+    if (!(await holdReleasedToGreen(ctx, route, sw.heldAt))) return false;
+  }
+  o.log(
+    `the write hold on ${c.routes.join(', ')} was released to green before (green has taken writes since): the routes are set again as they are`,
+  );
+  return true;
 }
 
 /** Before more traffic moves to green, green is looked at again (the routes' targets). */
