@@ -115,8 +115,11 @@ async function holdRoutes(
       );
   }
   const heldAt = Date.now();
+  // A hold of its own each time the command runs: run again (a runner that died meanwhile), it
+  // starts afresh, its bound counted from now as the engine's budget is, instead of keeping the
+  // first run's (near its end, or past it).
   const hold = {
-    id: c.id,
+    id: `${c.id}@${heldAt}`,
     since: heldAt,
     expiresAt: heldAt + c.budgetMs + holdExpiryGraceMs,
     maxHeld: c.maxHeld,
