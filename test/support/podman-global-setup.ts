@@ -21,19 +21,19 @@ declare module 'vitest' {
 /** The marks the container tests build (a mark not here is built by the test's fixture). */
 export const prebuiltMarks = ['one', 'two', 'unhealthy', 'build-one', 'build-two'];
 
-let built: { dir: string; config: string; ids: string[] } | null = null;
+let built: { dir: string; config: string; names: string[] } | null = null;
 
 export async function setup(project: TestProject): Promise<void> {
   const prefix = `ctestrun${randomBytes(4).toString('hex')}`;
   const dir = await mkdtemp(path.join(tmpdir(), `cutover-${prefix}-`));
   const config = await writeBuildContext(dir);
-  built = { dir, config, ids: [] };
+  built = { dir, config, names: [] };
   const images: Record<string, { name: string; id: string }> = {};
   try {
     for (const mark of prebuiltMarks) {
       const name = `localhost/${prefix}-app:${mark}`;
       const id = await buildImage(dir, config, name, mark);
-      built.ids.push(id);
+      built.names.push(name);
       images[mark] = { name, id };
     }
   } catch (error) {
@@ -45,7 +45,9 @@ export async function setup(project: TestProject): Promise<void> {
 
 export async function teardown(): Promise<void> {
   if (!built) return;
-  // By id: with every name a fixture may have left on it.
-  for (const id of built.ids) await runPodman(['rmi', '-f', id.replace(/^sha256:/, '')], built.config);
+  // By the names this run gave them, never by id: another run (a second checkout's tests on the
+  // same machine) that built the same content has the same image id under its own names, and a
+  // `rmi -f <id>` took those too ("image not known" in the other run). The image goes with its last name.
+  for (const name of built.names) await runPodman(['rmi', name], built.config);
   await rm(built.dir, { recursive: true, force: true });
 }

@@ -250,10 +250,11 @@ export async function podmanFixture(): Promise<PodmanFixture> {
         if (volumes.length > 0) await podman(['volume', 'rm', '-f', ...volumes]);
       }
       // This fixture's names (`untag <name> <name>` removes that name only: a run's shared build
-      // keeps its own), then the images it built itself (a rebuilt tag leaves its earlier image
-      // untagged).
+      // keeps its own), then the images it built itself, now nameless (a rebuilt tag leaves its
+      // earlier image untagged).
       for (const name of images) await podman(['untag', name, name]);
-      for (const id of ids) await podman(['rmi', '-f', id]);
+      // Not forced: an image another run also has (the same content, the same id) keeps its names.
+      for (const id of ids) await podman(['rmi', id]);
       for (const remote of secondHosts) {
         await remote(['rm', '-f', '-t', '0', '--all']);
         await remote(['volume', 'rm', '-f', '--all']);
