@@ -1,6 +1,7 @@
 import { maxPort, minPort, splitHostPort } from '../host-port.js';
 import { has, own } from '../records.js';
 import { checkContainerDriver, checkContainerFields, checkPlacement } from './check-container.js';
+import { checkInlineCredentials } from './check-credentials.js';
 import { checkHooks } from './check-hooks.js';
 import type { PathProblem } from './diagnostic.js';
 import { parseDuration } from './duration.js';
@@ -25,6 +26,7 @@ export function checkTopology(file: TopologyFile): PathProblem[] {
   checkCycles(edges, problems);
   checkDurations(file, problems, durationProblems);
   problems.push(...checkHooks(file.strategy?.hooks));
+  problems.push(...checkInlineCredentials(file));
   return problems;
 }
 
