@@ -24,8 +24,11 @@ const maxHeldChars = 64 * 1024;
 const logFd = 1;
 const controlFd = 3;
 
-/** The pump's whole life: the replica's output in, masked lines out, until the output ends. */
-function runLogPump(fifo: string | undefined): void {
+/**
+ * The pump's whole life: the replica's output in, masked lines out, until the output ends. `again`:
+ * how many pumps before this one were stopped by a signal (its keeper starts it again).
+ */
+function runLogPump(fifo: string | undefined, again: number): void {
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => {});
   process.on('uncaughtException', (error) => write(`--- cutover: the log pump: ${error.message}\n`));
 
@@ -102,7 +105,11 @@ function runLogPump(fifo: string | undefined): void {
   function withoutSettings(): void {
     if (redact) return;
     control.off('data', onSettings);
-    write('--- cutover: the log pump got no masking settings: this output is not logged\n');
+    write(
+      again > 0
+        ? '--- cutover: the log pump was stopped by a signal and started again without the values to mask: the output from here on is not logged\n'
+        : '--- cutover: the log pump got no values to mask: the output is not logged\n',
+    );
     dropping = true;
     redact = redactorOf([]);
     start();
@@ -111,4 +118,4 @@ function runLogPump(fifo: string | undefined): void {
   control.once('end', withoutSettings);
 }
 
-runLogPump(process.argv[2]);
+runLogPump(process.argv[2], Number(process.argv[3] ?? 0));

@@ -26,34 +26,63 @@ export interface ReplicaSpawn {
 
 /** The replica's log pump, as seen from the process that started it, until it is released. */
 export interface LogPump {
-  /** true once the pump masks and writes; false when it ended without (it did not start). */
-  ready: Promise<boolean>;
+  /** Whether it ended before it said it masks and writes: it did not start. */
+  failed(): boolean;
   /** Settles when the pump has exited (it wrote the replica's last lines), or was released. */
   done: Promise<void>;
-  /** Lets go of the pump: it runs on with the replica, and this process may exit. */
+  /**
+   * Lets go of the pump (it gets what was sent to it first): it runs on with the replica, and
+   * this process may exit.
+   */
   release(): void;
 }
 
 /**
- * The replica's shell, given (after `$0`) the FIFO, node, the pump, the number and names of the
- * secret variables, then the replica's command. It forks the pump first, reading the FIFO, with
- * the secret variables unset (it masks them: it gets their values over fd 3, from cutover), so the
- * pump is in the replica's process group: a stop signals both, a stop waits for both, and Node
- * cannot put a process into another's group. Then the shell becomes the replica (exec: same pid,
- * leading the group), writing into the FIFO, without fd 3, and with SIGPIPE ignored as systemd does
- * for its services (IgnoreSIGPIPE=yes): a pump that died costs the replica its log, not its life.
+ * The replica's shell, given (after `$0`) the FIFO, node, the pump, the pump's keeper, the number
+ * and names of the secret variables, then the replica's command.
+ *
+ * It forks the pump's keeper first, reading the FIFO, so the pump is in the replica's process group
+ * (a stop signals both and waits for both; Node cannot put a process into another's group). The
+ * pump runs without the secret variables (it gets their values over fd 3, from cutover) and without
+ * the replica's NODE_OPTIONS; under `--jitless` (40 ms of CPU to start instead of 65, half the
+ * memory, and still 170,000 lines masked a second); and at `nice 10`, since it shares the replica's
+ * CPU share (the session's autogroup): at normal priority its start delayed the replica's, 430 ms
+ * to its port instead of 170 on a loaded machine. Node takes the default action of SIGTERM until
+ * the pump's handler is in place, so a stop in those first milliseconds killed the pump and lost
+ * what the replica printed: the keeper (ignoring SIGTERM, holding the FIFO open) starts a pump
+ * killed by a signal again, at most 5 times; one killed after it took the values writes nothing.
+ *
+ * Then the shell becomes the replica (exec: same pid, leading the group), writing into the FIFO,
+ * without fd 3, with SIGPIPE ignored as systemd does for its services (IgnoreSIGPIPE=yes): a pump
+ * and keeper that died cost the replica its log, not its life.
  */
 const replicaShell = [
-  'f=$1 node=$2 pump=$3 n=$4',
-  'shift 4',
+  'f=$1 node=$2 pump=$3 keeper=$4 n=$5',
+  'shift 5',
   'PATH="$PATH:/usr/bin:/bin" mkfifo -m 600 "$f" || exit 70',
   '(',
   '  while [ "$n" -gt 0 ]; do unset -v "$1"; shift; n=$((n - 1)); done',
-  '  exec "$node" "$pump" "$f"',
+  '  unset -v NODE_OPTIONS',
+  "  trap '' TERM INT HUP",
+  '  exec /bin/sh -c "$keeper" cutover-log-pump "$node" "$pump" "$f"',
   ') <"$f" &',
   'while [ "$n" -gt 0 ]; do shift; n=$((n - 1)); done',
   "trap '' PIPE",
   'exec "$@" >"$f" 2>&1 3<&-',
+].join('\n');
+
+/**
+ * The pump's keeper: a shell of its own (exec'd, so its environment is the one without the secret
+ * variables), ignoring SIGTERM from the start, that starts the pump again when a signal killed it.
+ */
+const pumpKeeper = [
+  'node=$1 pump=$2 f=$3 again=0',
+  'while :; do',
+  '  PATH="$PATH:/usr/bin:/bin" nice -n 10 "$node" --jitless --no-expose-wasm "$pump" "$f" "$again"',
+  '  s=$?',
+  '  [ "$s" -gt 128 ] && [ "$again" -lt 5 ] || exit "$s"',
+  '  again=$((again + 1))',
+  'done',
 ].join('\n');
 
 /**
@@ -74,6 +103,7 @@ export function spawnReplica(spec: ReplicaSpawn): { child: ChildProcess; pump: L
       spec.fifo,
       process.execPath,
       pumpProgram,
+      pumpKeeper,
       String(spec.secretKeys.length),
       ...spec.secretKeys,
       file,
@@ -84,8 +114,7 @@ export function spawnReplica(spec: ReplicaSpawn): { child: ChildProcess; pump: L
   const control = child.stdio[3] as Socket | null;
   if (!control) {
     // the spawn failed (it says why in 'error'): there is no pump to wait for
-    const none = Promise.resolve();
-    return { child, pump: { ready: Promise.resolve(false), done: none, release: () => {} } };
+    return { child, pump: { failed: () => true, done: Promise.resolve(), release: () => {} } };
   }
   const values = spec.secretKeys.map((key) => spec.env[key] ?? '');
   control.write(`${JSON.stringify({ values })}\n`);
@@ -94,15 +123,26 @@ export function spawnReplica(spec: ReplicaSpawn): { child: ChildProcess; pump: L
     // the pump is gone; `ready` and `done` say so
   });
   let said = '';
-  const ready = new Promise<boolean>((resolve) => {
-    control.on('data', (data: Buffer) => {
-      said += data.toString('utf8');
-      if (said.includes('ready\n')) resolve(true);
-    });
-    control.once('close', () => resolve(false));
+  let state: 'starting' | 'ready' | 'failed' = 'starting';
+  control.on('data', (data: Buffer) => {
+    said += data.toString('utf8');
+    if (said.includes('ready\n')) state = 'ready';
   });
-  const done = new Promise<void>((resolve) => control.once('close', () => resolve()));
-  return { child, pump: { ready, done, release: () => control.destroy() } };
+  const done = new Promise<void>((resolve) =>
+    control.once('close', () => {
+      if (state === 'starting') state = 'failed';
+      resolve();
+    }),
+  );
+  const pump: LogPump = {
+    failed: () => state === 'failed',
+    done,
+    release: () => {
+      if (state === 'starting') state = 'ready'; // not asked again: it may still be starting
+      control.end(); // after what was written: a pump still starting reads it all the same
+    },
+  };
+  return { child, pump };
 }
 
 /**

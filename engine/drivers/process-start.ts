@@ -21,8 +21,6 @@ import {
 
 /** How long a started replica must keep running to count as started, unless the driver is told otherwise. */
 export const defaultStartupGraceMs = 300;
-/** A replica's log pump that has not started this long after the replica fails the start. */
-export const logPumpStartTimeoutMs = 10_000;
 /** After a replica exited, how long its pump may take to write its last lines before they are quoted. */
 const logPumpDrainTimeoutMs = 2_000;
 const logTailLines = 10;
@@ -210,8 +208,10 @@ export async function startReplica(launch: ReplicaLaunch, component: string): Pr
 
 /**
  * Waits out the start-up grace of the replicas just started: one that exits within it fails the
- * start (quoting its log once its pump wrote it), and so does a log pump that did not start. The
- * pumps are released either way: they run on with their replicas.
+ * start (quoting its log once its pump wrote it), and so does a log pump that ended without
+ * starting. A pump still starting is not waited for (its replica does not wait for it either: it
+ * writes into the pipe meanwhile). The pumps are released either way: they run on with their
+ * replicas.
  */
 export async function checkStartup(
   component: string,
@@ -224,35 +224,14 @@ export async function checkStartup(
     await Promise.race([sleep(graceMs, undefined, { signal }), ...started.map((s) => s.exited)]);
     const failed = started.find((s) => s.exit);
     if (failed) throw await startupFailure(component, command, failed, graceMs);
-    for (const replica of started) {
-      if (await settledWithin(replica.pump.ready, logPumpStartTimeoutMs, signal)) continue;
-      const { index } = replica.record;
+    const broken = started.find((s) => s.pump.failed());
+    if (broken) {
       throw new PermanentDriverError(
-        `the log pump of ${component} replica ${index} did not start within ${formatDuration(logPumpStartTimeoutMs)}${await logTail(replica)}`,
+        `the log pump of ${component} replica ${broken.record.index} ended as it started, so the replica's output would not be logged${await logTail(broken)}`,
       );
     }
   } finally {
     for (const replica of started) replica.pump.release();
-  }
-}
-
-/** Whether `promise` resolved true within `ms` (an abort rejects). */
-async function settledWithin(promise: Promise<boolean>, ms: number, signal: AbortSignal): Promise<boolean> {
-  signal.throwIfAborted();
-  let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
-  try {
-    return await Promise.race([
-      promise,
-      new Promise<boolean>((resolve, reject) => {
-        timer = setTimeout(() => resolve(false), ms);
-        onAbort = () => reject(signal.reason);
-        signal.addEventListener('abort', onAbort, { once: true });
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-    if (onAbort) signal.removeEventListener('abort', onAbort);
   }
 }
 

@@ -57,7 +57,7 @@ async function start(launch: ReplicaLaunch): Promise<ProcessIdentity> {
   return replica.record;
 }
 
-/** The live processes of the process group `pgid` other than its leader: the log pump. */
+/** The live processes of the process group `pgid` other than its leader: the log pump and its keeper. */
 function othersInGroup(pgid: number): number[] {
   return readdirSync('/proc')
     .filter((entry) => /^\d+$/.test(entry) && Number(entry) !== pgid)
@@ -75,6 +75,15 @@ function othersInGroup(pgid: number): number[] {
 
 const logOf = (s: Setup) => readFileSync(s.launch.log, 'utf8');
 
+/** The log pump of the replica leading `pgid` (its keeper is the other process of the group). */
+function pumpOf(pgid: number): number {
+  const [pump, ...more] = othersInGroup(pgid).filter(
+    (pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] === node,
+  );
+  expect(more).toEqual([]);
+  return pump as number;
+}
+
 describe('the log pump of a process replica', () => {
   it('writes what the replica prints, stdout and stderr in order, its secrets masked; holds none where others read', async () => {
     const s = await setup([
@@ -91,32 +100,33 @@ describe('the log pump of a process replica', () => {
     const lines = logOf(s).split('\n').slice(1); // after cutover's header
     expect(lines).toEqual(['one (sensitive)', 'two (sensitive)', 'url postgres://(sensitive)@db/x', '']);
 
-    const [pump, ...more] = othersInGroup(replica.pid);
-    expect(more).toEqual([]);
-    expect(readFileSync(`/proc/${pump}/cmdline`, 'utf8')).toContain('process-log-pump.js');
-    for (const what of ['environ', 'cmdline']) {
-      expect(readFileSync(`/proc/${pump}/${what}`, 'utf8'), what).not.toContain(s.password);
+    const others = othersInGroup(replica.pid);
+    expect(others).toHaveLength(2); // the pump and its keeper
+    expect(others).toContain(pumpOf(replica.pid));
+    for (const other of others) {
+      for (const what of ['environ', 'cmdline']) {
+        expect(readFileSync(`/proc/${other}/${what}`, 'utf8'), what).not.toContain(s.password);
+      }
     }
     expect(readFileSync(`/proc/${replica.pid}/environ`, 'utf8')).toContain(`DB_PASSWORD=${s.password}`);
     // The FIFO between them is gone from the slot directory once both ends are open.
     expect(readdirSync(s.dir).sort()).toEqual(['data', 'replica-0.log']);
   }, 30_000);
 
-  it('is stopped with its replica, after writing the lines the replica printed as it stopped', async () => {
+  it('is stopped with its replica, after writing the lines the replica printed as it stopped, even while still starting', async () => {
+    // The replica says (in a file, not through its log) when its SIGTERM handler is in place; the
+    // stop comes then, while the pump (started beside it, at a lower priority) may still be starting.
     const s = await setup([
       node,
       '-e',
-      "process.on('SIGTERM', () => { console.log('bye ' + process.env.DB_PASSWORD); process.exit(0); }); console.log('up'); setInterval(() => {}, 1000);",
+      "process.on('SIGTERM', () => { console.log('bye ' + process.env.DB_PASSWORD); process.exit(0); }); console.log('up'); require('fs').writeFileSync(process.env.CUTOVER_DATA_DIR + '/ready', ''); setInterval(() => {}, 1000);",
     ]);
-    const replica = await start(s.launch);
-    await eventually(
-      () => logOf(s).includes('\nup\n'),
-      10_000,
-      () => logOf(s),
-    );
-    expect(await stopProcessGroup(replica, 5_000)).toBe('stopped');
+    const replica = (await startReplica(s.launch, 'api')).record;
+    leaders.push(replica);
+    await eventually(() => existsSync(path.join(s.dir, 'data', 'ready')), 20_000);
+    expect(await stopProcessGroup(replica, 10_000)).toBe('stopped');
     expect(othersInGroup(replica.pid)).toEqual([]);
-    expect(logOf(s)).toContain('\nbye (sensitive)\n');
+    expect(logOf(s)).toContain('\nup\nbye (sensitive)\n');
     expect(logOf(s)).not.toContain(s.password);
   }, 30_000);
 
@@ -168,9 +178,9 @@ setInterval(() => {}, 1000);`,
     expect(logOf(s)).not.toContain(s.password);
   }, 40_000);
 
-  it('killed on its own, costs the replica its log from then on, never its life', async () => {
+  it('killed on its own, is started again by its keeper; both killed, they cost the replica its log, never its life', async () => {
     // The replica prints a line and counts it, every 20 ms: with SIGPIPE's default action, its
-    // first line after the pump's death would kill it.
+    // first line after the last reader of its output died would kill it.
     const s = await setup([
       'sh',
       '-c',
@@ -182,13 +192,31 @@ setInterval(() => {}, 1000);`,
       10_000,
       () => logOf(s),
     );
-    const [pump] = othersInGroup(replica.pid);
-    process.kill(pump as number, 'SIGKILL');
-    await eventually(() => !existsSync(`/proc/${pump}`) || othersInGroup(replica.pid).length === 0, 10_000);
     const count = () => Number(readFileSync(path.join(s.dir, 'data', 'count'), 'utf8'));
-    const atDeath = count();
-    await eventually(() => count() >= atDeath + 10 || !isAlive(replica), 20_000);
-    expect(isAlive(replica)).toBe(true);
-    expect(count()).toBeGreaterThanOrEqual(atDeath + 10);
-  }, 40_000);
+    const goesOn = async () => {
+      const from = count();
+      await eventually(() => count() >= from + 10 || !isAlive(replica), 20_000);
+      expect(isAlive(replica)).toBe(true);
+    };
+
+    const pump = pumpOf(replica.pid);
+    process.kill(pump, 'SIGKILL');
+    // It had taken the values to mask: the one started again says it writes nothing from now on.
+    await eventually(
+      () => logOf(s).includes('started again'),
+      20_000,
+      () => logOf(s),
+    );
+    expect(pumpOf(replica.pid)).not.toBe(pump);
+    await goesOn();
+
+    const keeper = othersInGroup(replica.pid).find(
+      (pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[3] === 'cutover-log-pump',
+    ) as number;
+    const logWriters = [keeper, pumpOf(replica.pid)];
+    for (const pid of logWriters) process.kill(pid, 'SIGKILL');
+    await eventually(() => logWriters.every((pid) => !othersInGroup(replica.pid).includes(pid)), 10_000);
+    await goesOn();
+    expect(logOf(s)).not.toContain(s.password);
+  }, 60_000);
 });
