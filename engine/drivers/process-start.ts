@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdir, open, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { CutoverError } from '../../core/errors.js';
 import { redactorOf } from '../../core/redact.js';
 import { formatDuration } from '../../core/topology/duration.js';
 import { isSecretRef } from '../../core/topology/secret-refs.js';
@@ -21,8 +22,11 @@ import {
 
 /** How long a started replica must keep running to count as started, unless the driver is told otherwise. */
 export const defaultStartupGraceMs = 300;
-/** After a replica exited, how long its pump may take to write its last lines before they are quoted. */
-const logPumpDrainTimeoutMs = 2_000;
+/**
+ * After a replica exited, how long its pump may take to write its last lines before they are
+ * quoted: the pump, started at a lower priority, may still be starting on a busy machine.
+ */
+const logPumpDrainTimeoutMs = 10_000;
 const logTailLines = 10;
 const loopback = '127.0.0.1';
 
@@ -169,6 +173,7 @@ export async function startReplica(launch: ReplicaLaunch, component: string): Pr
     try {
       ({ child, pump } = spawnReplica({ ...launch, secretKeys, fifo, logFd: handle.fd }));
     } catch (error) {
+      if (error instanceof CutoverError) throw error; // no log pump to start: cutover's fault
       spawnError = Promise.resolve(error as Error);
     }
     const spawned = child;
