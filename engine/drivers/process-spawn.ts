@@ -120,7 +120,7 @@ export function spawnReplica(spec: ReplicaSpawn): { child: ChildProcess; pump: L
   control.write(`${JSON.stringify({ values })}\n`);
   control.unref();
   control.on('error', () => {
-    // the pump is gone; `ready` and `done` say so
+    // the pump is gone: failed() and done say so
   });
   let said = '';
   let state: 'starting' | 'ready' | 'failed' = 'starting';
@@ -166,6 +166,9 @@ function logPumpProgram(): string {
   );
 }
 
+/** Where the replica's shell looks for a program when its environment has no PATH (dash's default). */
+const shellDefaultPath = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
 /**
  * Throws as spawn would for a program that cannot run: ENOENT when it is nowhere on `PATH` (or not
  * at its path, relative to `cwd`), EACCES when it is there but not executable. The replica's shell
@@ -174,7 +177,7 @@ function logPumpProgram(): string {
 function checkRunnable(file: string, cwd: string, pathVariable: string | undefined): void {
   const candidates = file.includes('/')
     ? [path.resolve(cwd, file)]
-    : (pathVariable ?? '').split(':').map((dir) => path.resolve(cwd, dir, file));
+    : (pathVariable ?? shellDefaultPath).split(':').map((dir) => path.resolve(cwd, dir, file));
   let denied = false;
   for (const candidate of candidates) {
     try {
