@@ -32,6 +32,21 @@ const authorizationValue = /\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{8,}/g;
 /** A Slack incoming webhook: its path is the credential. */
 const slackWebhookPath = /(hooks\.slack\.com\/)(?:services|workflows|triggers)\/[^\s"'<>\\]+/gi;
 
+/**
+ * The credential shapes `url` holds, as a user would name them ("its user info", "its query
+ * parameter token", "its Slack webhook path"); empty when it holds none. The same shapes as
+ * maskCredentialShapes masks, so a URL the topology check lets through is one nothing masks.
+ */
+export function credentialShapesInUrl(url: string): string[] {
+  const found: string[] = [];
+  if (new RegExp(urlUserInfo.source, 'i').test(url)) found.push('its user info');
+  for (const match of url.matchAll(credentialParameter)) {
+    found.push(`its query parameter ${(match[1] ?? '').slice(1, -1)}`);
+  }
+  if (new RegExp(slackWebhookPath.source, 'i').test(url)) found.push('its Slack webhook path');
+  return found;
+}
+
 /** Masks credential shapes only: what a process that knows no secret value can still do. */
 export function maskCredentialShapes(text: string): string {
   return text

@@ -1,6 +1,7 @@
 import { maxPort, minPort, splitHostPort } from '../host-port.js';
 import { has, own } from '../records.js';
 import { checkContainerDriver, checkContainerFields, checkPlacement } from './check-container.js';
+import { checkInlineCredentials } from './check-credentials.js';
 import { checkEnvRefs } from './check-env-refs.js';
 import { checkHooks } from './check-hooks.js';
 import type { PathProblem } from './diagnostic.js';
@@ -27,6 +28,7 @@ export function checkTopology(file: TopologyFile): PathProblem[] {
   problems.push(...checkEnvRefs(file));
   checkDurations(file, problems, durationProblems);
   problems.push(...checkHooks(file.strategy?.hooks));
+  problems.push(...checkInlineCredentials(file));
   return problems;
 }
 
