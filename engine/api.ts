@@ -15,9 +15,8 @@ import type { Topology } from '../core/topology/types.js';
 import { observeEnvironmentLayout } from './observe/observe-environment.js';
 import { observeLayout } from './observe/observe-layout.js';
 import type { ProcessSecrets } from './secrets/secret-source.js';
-import { localHome } from './services/local-home.js';
 import { checkReplace } from './services/migration-common.js';
-import { type MigrationHome, prepareMigration } from './services/prepare-migration.js';
+import type { MigrationHome } from './services/prepare-migration.js';
 import type {
   PlanAgainst,
   PlanOptions,
@@ -131,6 +130,12 @@ export async function planTopologyText(
   options: PlanOptions = {},
 ): Promise<Plan> {
   if (against.kind === 'recorded' || against.kind === 'layout') {
+    // Loaded here: a plan between two texts (plan --against, a pull request's review) needs neither
+    // the state directory's migrations nor the drivers they bring, and starts sooner without them.
+    const [{ localHome }, { prepareMigration }] = await Promise.all([
+      import('./services/local-home.js'),
+      import('./services/prepare-migration.js'),
+    ]);
     const home = against.kind === 'recorded' ? localHome(against.stateDir, against.secrets) : against.home;
     const request = {
       source: desired,

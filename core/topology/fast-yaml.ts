@@ -212,7 +212,10 @@ class FastYamlReader {
   /** The component `name` of the text loaded before, when this text writes it in the same lines from `start`. */
   private sameLines(name: string, start: number): ComponentLines | undefined {
     const known = this.reuse?.lines(name);
-    return known !== undefined && this.src.startsWith(known.text, start) ? known : undefined;
+    if (known === undefined) return undefined;
+    // Equality of two slices, not startsWith: V8 compares a slice (what `known.text` is) that way
+    // several times faster.
+    return this.src.slice(start, start + known.text.length) === known.text ? known : undefined;
   }
 
   /**
