@@ -27,28 +27,24 @@ export interface ComponentsRead {
  * nothing changes them).
  */
 export class ComponentReuse {
-  private byName: ReadonlyMap<string, ComponentLines & { readonly component: Component }> = new Map();
+  /** What the last successful load read of its components, and the models it made of them. */
+  private read: ComponentsRead | undefined;
+  private components: Readonly<Record<string, Component>> = {};
 
   /** The lines and value of component `name` in the text loaded before. */
   lines(name: string): ComponentLines | undefined {
-    return this.byName.get(name);
+    return this.read?.lines.get(name);
   }
 
   /** The model of component `name` loaded before from this very value (the object the parse took over). */
   component(name: string, raw: unknown): Component | undefined {
-    const known = this.byName.get(name);
-    return known !== undefined && known.raw === raw ? known.component : undefined;
+    const known = this.read?.lines.get(name);
+    return known !== undefined && known.raw === raw ? own(this.components, name) : undefined;
   }
 
-  /** After a successful load: what it read and the components it made (nothing to keep when the fast path did not read it). */
+  /** After a successful load: what it read (nothing when the fast path did not read it) and the components it made. */
   remember(read: ComponentsRead | undefined, components: Readonly<Record<string, Component>>): void {
-    const next = new Map<string, ComponentLines & { component: Component }>();
-    if (read) {
-      for (const [name, lines] of read.lines) {
-        const component = own(components, name);
-        if (component) next.set(name, { text: lines.text, raw: lines.raw, component });
-      }
-    }
-    this.byName = next;
+    this.read = read;
+    this.components = components;
   }
 }
