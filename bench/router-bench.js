@@ -32,6 +32,7 @@ import { summaryOf } from '../dist/core/migration/summary.js';
 import { isFinal } from '../dist/core/migration/types.js';
 import { createNginxDriver } from '../dist/engine/drivers/nginx-driver.js';
 import { createRouteTableDriver } from '../dist/engine/drivers/router-driver.js';
+import { noSecrets } from '../dist/engine/secrets/secret-source.js';
 import { findMigration, loadState, operate } from '../dist/engine/services/migrations.js';
 import { StateDir } from '../dist/engine/store/state-dir.js';
 import { seededRandom } from './generate-topology.js';
@@ -431,7 +432,7 @@ async function measureCutover(scratch, { rounds, rollbacks }, log) {
         await waitLifecycle(dir, id, (l) => l === 'awaiting_commit');
         const result = await underLoad(url, async () => {
           if (runs === rollbackByCli) await cli(['topology', 'migration', 'rollback', id]);
-          else await operate(findMigration(StateDir.at(join(dir, '.cutover')), id), 'rollback');
+          else await operate(findMigration(StateDir.at(join(dir, '.cutover')), id), noSecrets, 'rollback');
           // Waiting reads the state here: a CLI polling or following the log would be one more
           // Node process starting during the measurement, which no rollback needs.
           await waitLifecycle(dir, id, isFinal);

@@ -8,15 +8,15 @@ import { type CurrentLayout, emptyLayout } from '../core/layout.js';
 import type { ObservedLayout } from '../core/observed.js';
 import { buildPlan } from '../core/plan/build-plan.js';
 import type { Plan } from '../core/plan/types.js';
+import { ComponentReuse } from '../core/topology/component-reuse.js';
 import type { Diagnostic } from '../core/topology/diagnostic.js';
 import { type LoadResult, loadTopology } from '../core/topology/load-topology.js';
 import type { Topology } from '../core/topology/types.js';
 import { observeEnvironmentLayout } from './observe/observe-environment.js';
 import { observeLayout } from './observe/observe-layout.js';
 import type { ProcessSecrets } from './secrets/secret-source.js';
-import { localHome } from './services/local-home.js';
 import { checkReplace } from './services/migration-common.js';
-import { type MigrationHome, prepareMigration } from './services/prepare-migration.js';
+import type { MigrationHome } from './services/prepare-migration.js';
 import type {
   PlanAgainst,
   PlanOptions,
@@ -54,8 +54,8 @@ export async function validateTopologyFile(file: string): Promise<LoadResult> {
   return loadTopology(await readTopologyFile(file), { file });
 }
 
-async function loadOrThrow(text: string, file: string): Promise<Topology> {
-  const result = loadTopology(text, { file });
+async function loadOrThrow(text: string, file: string, reuse?: ComponentReuse): Promise<Topology> {
+  const result = loadTopology(text, reuse ? { file, reuse } : { file });
   if (!result.ok) throw new TopologyInvalidError(result.diagnostics);
   return result.topology;
 }
@@ -130,6 +130,12 @@ export async function planTopologyText(
   options: PlanOptions = {},
 ): Promise<Plan> {
   if (against.kind === 'recorded' || against.kind === 'layout') {
+    // Loaded here: a plan between two texts (plan --against, a pull request's review) needs neither
+    // the state directory's migrations nor the drivers they bring, and starts sooner without them.
+    const [{ localHome }, { prepareMigration }] = await Promise.all([
+      import('./services/local-home.js'),
+      import('./services/prepare-migration.js'),
+    ]);
     const home = against.kind === 'recorded' ? localHome(against.stateDir, against.secrets) : against.home;
     const request = {
       source: desired,
@@ -138,11 +144,14 @@ export async function planTopologyText(
     };
     return (await prepareMigration(request, home)).plan;
   }
-  const model = await loadOrThrow(desired.text, desired.file);
+  // The two texts are usually two versions of one file: the second load takes over the components
+  // the first read in the same lines (component-reuse.ts).
+  const reuse = against.kind === 'text' ? new ComponentReuse() : undefined;
+  const model = await loadOrThrow(desired.text, desired.file, reuse);
   checkReplace(model, options.replace, desired.file);
   const replace = options.replace === undefined ? {} : { replace: options.replace };
   if (against.kind === 'empty') return buildPlan(emptyLayout(model.metadata.name), model, replace);
-  const base = await loadOrThrow(against.source.text, against.source.file);
+  const base = await loadOrThrow(against.source.text, against.source.file, reuse);
   return buildPlan({ environment: base.metadata.name, serial: 0, topology: base }, model, replace);
 }
 

@@ -81,7 +81,8 @@ export function classify(
 ): Classification {
   const before = current?.components ?? noComponents;
   const desiredDepths = dependencyDepths(desired.components);
-  const currentDepths = dependencyDepths(before);
+  // Most plans keep the graph (versions and settings change, dependencies do not): the same depths.
+  const currentDepths = sameGraph(before, desired.components) ? desiredDepths : dependencyDepths(before);
   const components = new Map<string, ComponentFate>();
   // Dependencies first, so a dependency's fate is known before its dependents are judged.
   const order = byDepth(desiredDepths);
@@ -149,7 +150,7 @@ function componentChanges(
   let changes = deepEqual(old, now) ? [] : diffValues(old, now);
   // A secret's value is never diffed (the model does not hold it): its own rules decide `env` then.
   // A dependency's reference is one value to a reviewer, not its `ref` and `format` apart.
-  if (hasReferences(old) || hasReferences(now)) {
+  if (hasReferences(old) || (now !== old && hasReferences(now))) {
     changes = spliceEnvChanges(changes, envChanges(old, now, secrets.recorded, secrets.digests));
   }
   if (old.driver !== now.driver) return changes;
@@ -176,6 +177,24 @@ function hasReferences(component: Component): boolean {
     if (isSecretRef(value) || isDependencyRef(value)) return true;
   }
   return false;
+}
+
+/** The same components, in the same order, with the same dependencies: so the same dependency depths. */
+function sameGraph(a: Readonly<Record<string, Component>>, b: Readonly<Record<string, Component>>): boolean {
+  const names = Object.keys(a);
+  const others = Object.keys(b);
+  if (names.length !== others.length) return false;
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i] as string;
+    if (others[i] !== name) return false;
+    // Own keys (from Object.keys): a plain read is enough, and `__proto__` reads the own value.
+    const x = (a[name] as Component).dependsOn;
+    const y = (b[name] as Component).dependsOn;
+    if (x === y) continue;
+    if (x.length !== y.length) return false;
+    for (let j = 0; j < x.length; j++) if (x[j] !== y[j]) return false;
+  }
+  return true;
 }
 
 function classifyRoutes(

@@ -10,6 +10,7 @@
  * Plain scalars are resolved by the same functions as js-yaml's schema uses (yaml-scalars.ts), so
  * `yes` stays text and `0x1F` is 31 on both paths.
  */
+import type { ComponentLines, ComponentReuse, ComponentsRead } from './component-reuse.js';
 import { resolvePlainScalar } from './yaml-scalars.js';
 
 /** Thrown (never escapes) when the text leaves the subset. */
@@ -27,10 +28,17 @@ const surrogate = /[\ud800-\udfff]/;
 /** Deeper than this, js-yaml's own depth limit could apply; leave such texts to it. */
 const maxDepth = 40;
 
-/** The value of a text in the supported subset, or undefined when js-yaml must parse it. */
-export function parseFastYaml(text: string): { value: unknown } | undefined {
+/**
+ * The value of a text in the supported subset, or undefined when js-yaml must parse it. With `reuse`,
+ * an entry of the top-level `components` written in exactly the lines the text loaded before wrote it
+ * takes that text's value, unread; `read` then says what each entry's lines were and which were taken.
+ */
+export function parseFastYaml(
+  text: string,
+  reuse?: Pick<ComponentReuse, 'lines'>,
+): { value: unknown; read?: ComponentsRead } | undefined {
   if (unusualCharacter.test(text) || (surrogate.test(text) && loneSurrogate.test(text))) return undefined;
-  return new FastYamlReader(text).read();
+  return new FastYamlReader(text, reuse).read();
 }
 
 /**
@@ -54,19 +62,24 @@ class FastYamlReader {
    */
   private readonly cacheText: string[] = new Array<string>(cacheSize).fill('');
   private readonly cacheValue: unknown[] = new Array<unknown>(cacheSize).fill(null);
+  /** Only with a reuse: the components loaded before, and what this parse reads of `components`. */
+  private readonly reuse: Pick<ComponentReuse, 'lines'> | undefined;
+  private readonly components: { lines: Map<string, ComponentLines>; reused: Set<string> } | undefined;
 
-  constructor(text: string) {
+  constructor(text: string, reuse: Pick<ComponentReuse, 'lines'> | undefined) {
     this.src = text;
     this.end = text.length;
+    this.reuse = reuse;
+    this.components = reuse ? { lines: new Map(), reused: new Set() } : undefined;
   }
 
-  read(): { value: unknown } | undefined {
+  read(): { value: unknown; read?: ComponentsRead } | undefined {
     try {
       this.nextContentLine();
       if (this.indent !== 0) return undefined; // empty, or an indented top level
-      const root = this.blockMapping(0, 1);
+      const root = this.blockMapping(0, 1, false);
       if (this.lineStart < this.end) return undefined;
-      return { value: root };
+      return this.components ? { value: root, read: this.components } : { value: root };
     } catch (error) {
       if (error === giveUp) return undefined;
       throw error;
@@ -120,11 +133,15 @@ class FastYamlReader {
     this.nextContentLine();
   }
 
-  /** A block mapping whose keys are at indentation `n`; the current line is its first entry. */
-  private blockMapping(n: number, depth: number): Record<string, unknown> {
+  /**
+   * A block mapping whose keys are at indentation `n`; the current line is its first entry.
+   * `components`: this is the top-level `components` of a parse with a reuse.
+   */
+  private blockMapping(n: number, depth: number, components: boolean): Record<string, unknown> {
     if (depth > maxDepth) fail();
     const out: Record<string, unknown> = {};
     for (;;) {
+      const entryStart = this.lineStart;
       let p = this.lineStart + n;
       const c = this.src.charCodeAt(p);
       let key: string;
@@ -140,31 +157,18 @@ class FastYamlReader {
           hash = (hash * 31 + k) | 0;
         key = String(this.plainScalar(start, p, hash));
       }
-      if (this.src.charCodeAt(p) !== 58 /* : */) fail();
-      p++;
-      const after = this.src.charCodeAt(p);
-      if (p < this.end && after !== 32 && after !== 10) fail();
-      while (this.src.charCodeAt(p) === 32) p++;
-      const v = this.src.charCodeAt(p);
+      const known = components ? this.sameLines(key, entryStart) : undefined;
       let entry: unknown;
-      if (p >= this.end || v === 10 || (v === 35 && this.src.charCodeAt(p - 1) === 32)) {
-        // Nothing on the line: a nested block, an indentless sequence, or null.
-        this.lineStart = this.lineEndAfter(p);
+      if (known !== undefined) {
+        // The same lines as in the text loaded before: the same value. What follows them is judged
+        // below as after any entry (a deeper line, or a dash at this indentation, gives up).
+        entry = known.raw;
+        this.lineStart = entryStart + known.text.length;
         this.nextContentLine();
-        if (this.indent > n) {
-          entry = this.isSequenceEntry(this.lineStart + this.indent)
-            ? this.blockSequence(this.indent, depth + 1)
-            : this.blockMapping(this.indent, depth + 1);
-        } else if (this.indent === n && this.isSequenceEntry(this.lineStart + n)) {
-          entry = this.blockSequence(n, depth + 1);
-        } else {
-          entry = null;
-        }
       } else {
-        p = this.inlineValue(p, depth + 1);
-        entry = this.node;
-        this.finishLine(p);
+        entry = this.entryValue(p, n, depth, depth === 1 && key === 'components' && this.reuse !== undefined);
       }
+      if (components) this.readComponent(key, entryStart, entry, known);
       // js-yaml reports a duplicate key. No value here is undefined, so a plain read rules most keys
       // out before the own-property check (a key such as `constructor` reads an inherited value).
       if (out[key] !== undefined && Object.hasOwn(out, key)) fail();
@@ -175,6 +179,56 @@ class FastYamlReader {
       }
       if (this.indent > n) fail();
       return out;
+    }
+  }
+
+  /** The value of the entry whose key ends at `p`; `components`: it is the top-level `components`. */
+  private entryValue(p: number, n: number, depth: number, components: boolean): unknown {
+    if (this.src.charCodeAt(p) !== 58 /* : */) fail();
+    p++;
+    const after = this.src.charCodeAt(p);
+    if (p < this.end && after !== 32 && after !== 10) fail();
+    while (this.src.charCodeAt(p) === 32) p++;
+    const v = this.src.charCodeAt(p);
+    if (p >= this.end || v === 10 || (v === 35 && this.src.charCodeAt(p - 1) === 32)) {
+      // Nothing on the line: a nested block, an indentless sequence, or null.
+      this.lineStart = this.lineEndAfter(p);
+      this.nextContentLine();
+      if (this.indent > n) {
+        return this.isSequenceEntry(this.lineStart + this.indent)
+          ? this.blockSequence(this.indent, depth + 1)
+          : this.blockMapping(this.indent, depth + 1, components);
+      }
+      if (this.indent === n && this.isSequenceEntry(this.lineStart + n))
+        return this.blockSequence(n, depth + 1);
+      return null;
+    }
+    p = this.inlineValue(p, depth + 1);
+    const entry = this.node;
+    this.finishLine(p);
+    return entry;
+  }
+
+  /** The component `name` of the text loaded before, when this text writes it in the same lines from `start`. */
+  private sameLines(name: string, start: number): ComponentLines | undefined {
+    const known = this.reuse?.lines(name);
+    if (known === undefined) return undefined;
+    // Equality of two slices, not startsWith: V8 compares a slice (what `known.text` is) that way
+    // several times faster.
+    return this.src.slice(start, start + known.text.length) === known.text ? known : undefined;
+  }
+
+  /**
+   * Notes the lines of a component just read (from `start` to the next content line) and its value.
+   * Only lines that end with a newline: so text taken over always ends at the start of a line here.
+   */
+  private readComponent(name: string, start: number, raw: unknown, known: ComponentLines | undefined): void {
+    const read = this.components as NonNullable<typeof this.components>;
+    if (known !== undefined) {
+      read.lines.set(name, known);
+      read.reused.add(name);
+    } else if (this.lineStart > start && this.src.charCodeAt(this.lineStart - 1) === 10) {
+      read.lines.set(name, { text: this.src.slice(start, this.lineStart), raw });
     }
   }
 

@@ -1,4 +1,6 @@
+import { setOwn } from '../records.js';
 import { checkTopology } from './check-topology.js';
+import type { ComponentReuse } from './component-reuse.js';
 import type { Diagnostic, PathProblem } from './diagnostic.js';
 import type { TopologyFile } from './file-types.js';
 import { locateProblems } from './locate.js';
@@ -16,6 +18,12 @@ export interface LoadOptions {
   /** Larger texts are refused before parsing. */
   maxBytes?: number;
   limits?: ParseLimits;
+  /**
+   * The components of the topology loaded before through it (the other side of a plan), taken over
+   * where this text writes them in the same lines; this load's are kept in it when it succeeds.
+   * The result is the same as without it, only faster for nearly equal texts.
+   */
+  reuse?: ComponentReuse;
 }
 
 /** 64 MiB: about 400,000 components written out in full. */
@@ -31,12 +39,32 @@ export function loadTopology(text: string, options: LoadOptions): LoadResult {
   if (text.length > maxBytes) {
     return fail(file, 1, 1, `file is ${text.length} bytes; the limit is ${maxBytes}`);
   }
-  const parsed = parseLocatedYaml(text, file, options.limits ?? defaultParseLimits);
+  const reuse = options.reuse;
+  const parsed = parseLocatedYaml(text, file, options.limits ?? defaultParseLimits, reuse);
   if (!parsed.ok) return { ok: false, diagnostics: [parsed.diagnostic] };
-  const problems = [...validateAgainstSchema(parsed.value)];
+  const problems = schemaProblemsOf(parsed.value, parsed.read?.reused);
   problems.push(...bestEffortChecks(parsed.value, problems));
   if (problems.length > 0) return { ok: false, diagnostics: locateProblems(file, text, problems) };
-  return { ok: true, topology: normalizeTopology(parsed.value as TopologyFile) };
+  const topology = normalizeTopology(parsed.value as TopologyFile, reuse);
+  reuse?.remember(parsed.read, topology.components);
+  return { ok: true, topology };
+}
+
+/**
+ * The schema's problems with the value. Components taken over from a reuse passed it when first
+ * loaded, and the schema judges each component on its own: only the others are validated. When
+ * anything fails, the whole is validated again, so the problems are exactly the whole's.
+ */
+function schemaProblemsOf(value: unknown, reused: ReadonlySet<string> | undefined): PathProblem[] {
+  if (reused === undefined || reused.size === 0) return [...validateAgainstSchema(value)];
+  const root = value as Record<string, unknown>;
+  const components = root.components as Record<string, unknown>;
+  const others: Record<string, unknown> = {};
+  for (const name of Object.keys(components)) {
+    if (!reused.has(name)) setOwn(others, name, components[name]);
+  }
+  const problems = validateAgainstSchema({ ...root, components: others });
+  return problems.length === 0 ? [] : [...validateAgainstSchema(value)];
 }
 
 /**

@@ -1,6 +1,7 @@
 import { InvariantError } from '../errors.js';
 import type { NotifyEventName } from '../notify/types.js';
 import { setOwn } from '../records.js';
+import type { ComponentReuse } from './component-reuse.js';
 import { defaultRefFormat } from './dependency-refs.js';
 import { parseDuration } from './duration.js';
 import type {
@@ -36,15 +37,21 @@ import { defaults } from './types.js';
  * Invariant (a property test holds it): every object of the model has its keys in sorted order, so
  * `JSON.stringify(model)` is already canonical JSON. Fixed-shape objects are written below with
  * their fields in alphabetical order for that reason; keep them so.
+ *
+ * Invariant: a component's model is a function of its own entry alone (component-reuse.ts takes a
+ * component loaded before from the same entry, `reuse`, rather than normalising it again).
  */
-export function normalizeTopology(file: TopologyFile): Topology {
+export function normalizeTopology(file: TopologyFile, reuse?: Pick<ComponentReuse, 'component'>): Topology {
   const metadata = {} as Topology['metadata'];
   if (file.metadata.description !== undefined) metadata.description = file.metadata.description;
   metadata.labels = sortedRecord(file.metadata.labels ?? {});
   metadata.name = file.metadata.name;
   return {
     apiVersion: 'cutover/v1',
-    components: mapSorted(file.components, normalizeComponent),
+    components: mapSorted(
+      file.components,
+      reuse ? (c, name) => reuse.component(name, c) ?? normalizeComponent(c) : normalizeComponent,
+    ),
     drivers: mapSorted(file.drivers ?? {}, normalizeDriver),
     kind: 'Topology',
     metadata,
@@ -250,9 +257,9 @@ function duration(text: string | undefined, fallbackMs: number): number {
   return ms;
 }
 
-function mapSorted<A, B>(record: Record<string, A>, f: (a: A) => B): Record<string, B> {
+function mapSorted<A, B>(record: Record<string, A>, f: (a: A, key: string) => B): Record<string, B> {
   const out: Record<string, B> = {};
-  for (const key of sortedKeys(record)) setOwn(out, key, f(record[key] as A));
+  for (const key of sortedKeys(record)) setOwn(out, key, f(record[key] as A, key));
   return out;
 }
 

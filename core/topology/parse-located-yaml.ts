@@ -1,8 +1,11 @@
+import type { ComponentReuse, ComponentsRead } from './component-reuse.js';
 import type { Diagnostic } from './diagnostic.js';
 import { locateDuplicateKey, locateProblems } from './locate.js';
 import { defaultParseLimits, type ParseLimits, parseYaml } from './parse-yaml.js';
 
-export type LocatedYaml = { ok: true; value: unknown } | { ok: false; diagnostic: Diagnostic };
+export type LocatedYaml =
+  | { ok: true; value: unknown; read?: ComponentsRead }
+  | { ok: false; diagnostic: Diagnostic };
 
 /**
  * YAML text from outside (a topology, a tokens file) → plain data, or the one problem that stopped
@@ -13,8 +16,9 @@ export function parseLocatedYaml(
   text: string,
   file: string,
   limits: ParseLimits = defaultParseLimits,
+  reuse?: Pick<ComponentReuse, 'lines'>,
 ): LocatedYaml {
-  const parsed = parseYaml(text, limits);
+  const parsed = parseYaml(text, limits, reuse);
   if (parsed.ok) return parsed;
   if ('problem' in parsed) {
     return { ok: false, diagnostic: locateProblems(file, text, [parsed.problem])[0] as Diagnostic };

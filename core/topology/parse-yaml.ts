@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import type { ComponentReuse, ComponentsRead } from './component-reuse.js';
 import type { PathProblem } from './diagnostic.js';
 import { parseFastYaml } from './fast-yaml.js';
 import { scalarTypes } from './yaml-scalars.js';
@@ -40,7 +41,8 @@ export function loadWithJsYaml(text: string): unknown {
 }
 
 export type ParsedYaml =
-  | { ok: true; value: unknown }
+  /** `read`: with a reuse, what the fast path read of `components` (component-reuse.ts). */
+  | { ok: true; value: unknown; read?: ComponentsRead }
   | { ok: false; line: number; column: number; message: string }
   | { ok: false; problem: PathProblem };
 
@@ -56,18 +58,24 @@ export interface ParseLimits {
 
 export const defaultParseLimits: ParseLimits = { maxExpandedNodesPerChar: 1, minExpandedNodes: 100_000 };
 
-export function parseYaml(text: string, limits: ParseLimits = defaultParseLimits): ParsedYaml {
+export function parseYaml(
+  text: string,
+  limits: ParseLimits = defaultParseLimits,
+  reuse?: Pick<ComponentReuse, 'lines'>,
+): ParsedYaml {
   // Most files are in the plain subset fast-yaml.ts reads, several times faster; it gives the same
   // value as js-yaml, and leaves everything else, errors included, to js-yaml.
-  const parsed = parseFastYaml(text) ?? parseWithJsYaml(text);
+  const fast = parseFastYaml(text, reuse);
+  const parsed = fast ?? parseWithJsYaml(text);
   if (!('value' in parsed)) return parsed;
   const value = parsed.value;
+  const ok: ParsedYaml = fast?.read ? { ok: true, value, read: fast.read } : { ok: true, value };
   // Aliases need anchors: a text without `&` has nothing to expand, and large files usually have none.
-  if (!text.includes('&')) return { ok: true, value };
+  if (!text.includes('&')) return ok;
   const limit = Math.max(limits.minExpandedNodes, Math.ceil(text.length * limits.maxExpandedNodesPerChar));
   const expansion = measureExpansion(value, limit);
   if (expansion !== undefined) return { ok: false, problem: expansion };
-  return { ok: true, value };
+  return ok;
 }
 
 function parseWithJsYaml(text: string): { value: unknown } | Extract<ParsedYaml, { line: number }> {

@@ -2,22 +2,9 @@
  * The MigrationService of this machine: migrations in a state directory, each driven by a runner
  * process of its own (or by the caller's process, with `attach`).
  */
-import { attachedGraceMs } from '../notify/notifier.js';
 import type { ProcessSecrets } from '../secrets/secret-source.js';
 import { readCurrentLayout, readLayoutAt } from '../store/layout-store.js';
 import type { StateDir } from '../store/state-dir.js';
-import {
-  activeMigration,
-  createMigration,
-  findMigration,
-  hostMigration,
-  listMigrations,
-  loadState,
-  operate,
-  readLog,
-  spawnRunner,
-  summarize,
-} from './migrations.js';
 import { planAgainstLive } from './plan-live.js';
 import { rollbackOperations } from './rollback-source.js';
 import type { MigrationService } from './service-types.js';
@@ -30,10 +17,12 @@ const inTheBackground = (pid: number) => `in the background (pid ${pid})`;
  * for messages.
  */
 export function localService(stateDir: StateDir, secrets: ProcessSecrets, reachAgain = ''): MigrationService {
-  const ref = (id: string) => findMigration(stateDir, id);
   // The topology loader and the planner are loaded by the operations that use them: an operator's
   // verb needs neither, and a CLI starting on a busy machine takes CPU from the traffic it serves.
+  // The migrations (runners, journals, claims, notifications) likewise: a plan needs none of them.
   const api = () => import('../api.js');
+  const migrations = () => import('./migrations.js');
+  const ref = async (id: string) => (await migrations()).findMigration(stateDir, id);
   const service: MigrationService = {
     where: stateDir.root,
     reachAgain,
@@ -49,6 +38,7 @@ export function localService(stateDir: StateDir, secrets: ProcessSecrets, reachA
     layoutAt: (environment, serial) => readLayoutAt(stateDir, environment, serial),
     observe: async (environment) => (await api()).observeEnvironment(stateDir, environment),
     async start(request) {
+      const { createMigration, loadState, spawnRunner, summarize } = await migrations();
       const created = await createMigration({
         source: { text: request.text, file: request.file, baseDir: request.baseDir },
         stateDir,
@@ -76,7 +66,9 @@ export function localService(stateDir: StateDir, secrets: ProcessSecrets, reachA
       };
     },
     async attach(id, onLine) {
-      const r = ref(id);
+      const r = await ref(id);
+      const { hostMigration, spawnRunner, summarize } = await migrations();
+      const { attachedGraceMs } = await import('../notify/notifier.js');
       // Loaded here: the drivers pull in most of the engine.
       const { defaultDrivers } = await import('../drivers/default-drivers.js');
       const hosted = await hostMigration(stateDir, r.environment, r.id, defaultDrivers(), secrets, onLine);
@@ -95,6 +87,7 @@ export function localService(stateDir: StateDir, secrets: ProcessSecrets, reachA
       };
     },
     async list(filter) {
+      const { listMigrations } = await migrations();
       return listMigrations(
         stateDir,
         filter.environment === undefined
@@ -105,33 +98,37 @@ export function localService(stateDir: StateDir, secrets: ProcessSecrets, reachA
         .sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
     },
     async find(prefix) {
-      return ref(prefix).id;
+      return (await ref(prefix)).id;
     },
     async show(id) {
-      const r = ref(id);
+      const r = await ref(id);
+      const { loadState, summarize } = await migrations();
       const state = loadState(r.stateDir, r.environment, r.id);
       return { summary: summarize(r, state, reachAgain), state };
     },
-    logs(id, options) {
-      return readLog(ref(id), options);
+    async *logs(id, options) {
+      const r = await ref(id);
+      yield* (await migrations()).readLog(r, options);
     },
     async *events(options) {
       const { followEvents } = await import('../notify/event-feed.js');
       yield* followEvents(stateDir, options);
     },
     async verb(id, verb, by, options) {
-      const r = ref(id);
+      const r = await ref(id);
+      const { operate, summarize } = await migrations();
       const outcome = await operate(r, secrets, verb, by, options);
       return { summary: summarize(r, outcome.state, reachAgain), recovered: outcome.recovered };
     },
     async resolve(id, request, by) {
-      const r = ref(id);
+      const r = await ref(id);
+      const { summarize } = await migrations();
       const { resolveLocal } = await import('./resolve-local.js');
       const state = await resolveLocal(r, secrets, request, by);
       return { summary: summarize(r, state, reachAgain), state };
     },
     async inFlight(environment) {
-      return activeMigration(stateDir, environment);
+      return (await migrations()).activeMigration(stateDir, environment);
     },
     async status(environment) {
       const { readEnvironmentStatus } = await import('../status/read-status.js');
