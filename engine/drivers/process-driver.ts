@@ -6,12 +6,10 @@
  *
  * - A slot is `<component>-<migrationId>` (`details.slotId`), living in
  *   `<stateDir>/environments/<environment>/slots/<slotId>/`: `slot.json` (the processes: pid, start
- *   time, port, log), `replica-<i>.log` (stdout and stderr of replica i, appended across restarts,
- *   written masked by its log pump: process-spawn.ts) and `data/`, the slot's data directory
- *   (`CUTOVER_DATA_DIR`).
+ *   time, port, log), `replica-<i>.log` (stdout and stderr of replica i, appended across restarts)
+ *   and `data/`, the slot's data directory (`CUTOVER_DATA_DIR`).
  * - provision starts `run.command` (argv, no shell) `replicas` times, in `run.cwd` (relative to the
- *   topology file), each in its own process group (with its log pump) with SIGPIPE ignored,
- *   cutover's environment, the component's `env`,
+ *   topology file), each in its own process group with cutover's environment, the component's `env`,
  *   `PORT`, `HOST=127.0.0.1` and CUTOVER_ENVIRONMENT, CUTOVER_COMPONENT, CUTOVER_SLOT,
  *   CUTOVER_SLOT_ID, CUTOVER_VERSION, CUTOVER_REPLICA, CUTOVER_DATA_DIR. A replica that exits within
  *   the start-up grace (300 ms unless the driver is made with another) is a permanent failure quoting its log. Provisioning a slot again stops the

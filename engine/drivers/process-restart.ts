@@ -7,6 +7,7 @@
 import { mkdir, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { PortPool } from './port-pool.js';
 import { stopProcessGroup } from './process-group.js';
 import { observeReplica } from './process-observe.js';
@@ -19,12 +20,12 @@ import {
   writeSlot,
 } from './process-slot.js';
 import {
-  checkStartup,
   replicaLaunch,
   type SlotTarget,
   type Started,
   slotRecord,
   startReplica,
+  startupFailure,
 } from './process-start.js';
 import {
   type ComponentCallContext,
@@ -117,10 +118,14 @@ export async function restartProcessSlot(
       );
     }
     if (started.length > 0) {
-      await checkStartup(ctx.component, command, started, startupGraceMs, options.signal);
+      await Promise.race([
+        sleep(startupGraceMs, undefined, { signal: options.signal }),
+        ...started.map((s) => s.exited),
+      ]);
+      const failed = started.find((s) => s.exit);
+      if (failed) throw await startupFailure(ctx.component, command, failed, startupGraceMs);
     }
   } catch (error) {
-    for (const replica of started) replica.pump.release();
     await Promise.all(started.map((s) => stopProcessGroup(s.record, stopTimeoutMs)));
     const startedPids = new Set(started.map((s) => s.record.pid));
     replicas.splice(0, replicas.length, ...replicas.filter((r) => !startedPids.has(r.pid)));

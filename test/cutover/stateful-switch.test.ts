@@ -45,7 +45,7 @@ async function judge(records: WriteRecord[], label: string, version: string): Pr
   );
   expect(missing.map((r) => r.key)).toEqual([]);
   expect(failed.filter((r) => r.status >= 500 || r.status === 0)).toEqual([]);
-  expect(acked.length).toBeGreaterThan(100);
+  expect(acked.length).toBeGreaterThan(50);
   // How long writes waited (the hold's p99 ≤ 1 s and max ≤ 2 s) is a benchmark's figure, judged in
   // bench/stateful-bench.js: on a loaded test machine the app's own latency is most of it.
 }
