@@ -102,8 +102,11 @@ export async function prepareMigration(request: PrepareRequest, home: MigrationH
       ? await planSecrets(desired, home.secrets.key, home.secrets.read.for(source.baseDir))
       : undefined;
     const images = await imageDigestsFor(desired, source.baseDir);
-    const { defaultDrivers } = await import('../drivers/default-drivers.js');
-    const switchable = switchableComponents(desired, defaultDrivers());
+    // The drivers are loaded only for a topology with state (a plan's start-up stays as it was).
+    const stateful = Object.values(desired.components).some((c) => c.stateful);
+    const switchable = stateful
+      ? switchableComponents(desired, (await import('../drivers/default-drivers.js')).defaultDrivers())
+      : [];
     const known: PlanInputs = {
       ...(switchable.length === 0 ? {} : { switchable }),
       ...(request.replace === undefined ? {} : { replace: request.replace }),

@@ -26,7 +26,7 @@ import { topologySource } from '../../engine/sources/topology-source.js';
 import { StateDir } from '../../engine/store/state-dir.js';
 import { routerClient } from '../../router/client.js';
 import { runCli } from '../support/cli.js';
-import { setVersion, type Workspace, workspace } from '../support/migrations.js';
+import { routeUrl, setVersion, type Workspace, workspace } from '../support/migrations.js';
 import { eventually } from '../support/wait.js';
 import { startWriter, storedKeys, type WriteRecord } from '../support/writer.js';
 
@@ -39,7 +39,7 @@ const runners: LocalRunner[] = [];
 
 beforeAll(async () => {
   w = await workspace('test/fixtures/stateful-kv');
-  url = `http://${/listen: (127\.0\.0\.1:\d+)/.exec(readFileSync(w.file, 'utf8'))?.[1]}/`;
+  url = routeUrl(w);
   const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
   expect(first.code, first.stdout + first.stderr).toBe(0);
 }, 60_000);

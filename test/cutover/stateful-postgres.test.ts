@@ -19,6 +19,7 @@ import { repoRoot, runCli } from '../support/cli.js';
 import {
   isFinal,
   migrateDetached,
+  routeUrl,
   setVersion,
   type Workspace,
   waitFor,
@@ -36,7 +37,7 @@ beforeAll(async () => {
   );
   // The clusters run as another user, who must reach their directories under it.
   chmodSync(w.dir, 0o711);
-  url = `http://${/listen: (127\.0\.0\.1:\d+)/.exec(readFileSync(w.file, 'utf8'))?.[1]}/`;
+  url = routeUrl(w);
   const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
   expect(first.code, first.stdout + first.stderr).toBe(0);
 }, 120_000);

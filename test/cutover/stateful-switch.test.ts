@@ -10,6 +10,7 @@ import { runCli } from '../support/cli.js';
 import {
   isFinal,
   migrateDetached,
+  routeUrl,
   setVersion,
   type Workspace,
   waitFor,
@@ -22,7 +23,7 @@ let url: string;
 
 beforeAll(async () => {
   w = await workspace('test/fixtures/stateful-kv');
-  url = `http://${/listen: (127\.0\.0\.1:\d+)/.exec(readFileSync(w.file, 'utf8'))?.[1]}/`;
+  url = routeUrl(w);
   const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
   expect(first.code, first.stdout + first.stderr).toBe(0);
 }, 60_000);

@@ -1,10 +1,3 @@
-/**
- * The router is supervised (issue 26, item 4): one killed with SIGKILL is started again at once,
- * from its routing table, by the runner during a migration (here in a manual hold, where no route
- * step would come to start it until a person promotes) and by self-heal between migrations. Real
- * app processes, the real router and the real CLI; a load at 50 requests/s counts what clients saw.
- */
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startLoad } from '../../bench/load.js';
 import { SelfHeal } from '../../engine/heal/self-heal.js';
@@ -16,6 +9,7 @@ import { runCli } from '../support/cli.js';
 import {
   isFinal,
   migrateDetached,
+  routeUrl,
   setVersion,
   type Workspace,
   waitFor,
@@ -31,7 +25,7 @@ beforeAll(async () => {
   w = await workspace('test/fixtures/canary', (yaml) =>
     yaml.replace('shift: [100]', 'shift: [{ weight: 50, hold: manual }, 100]'),
   );
-  url = `http://${/listen: (127\.0\.0\.1:\d+)/.exec(readFileSync(w.file, 'utf8'))?.[1]}/`;
+  url = routeUrl(w);
   const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
   expect(first.code, first.stderr).toBe(0);
 }, 60_000);

@@ -46,6 +46,11 @@ export async function workspace(
   };
 }
 
+/** The URL of the workspace's first route (its `listen` address, found free by `workspace`). */
+export function routeUrl(ws: Workspace): string {
+  return `http://${/listen: (127\.0\.0\.1:\d+)/.exec(readFileSync(ws.file, 'utf8'))?.[1]}/`;
+}
+
 /** A port nothing listens on now (bound, read and closed). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
