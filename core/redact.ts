@@ -47,6 +47,23 @@ export function credentialShapesInUrl(url: string): string[] {
   return found;
 }
 
+/** A header whose name says it carries a credential (`Authorization`, `X-Api-Key`, a cookie, a token). */
+const credentialHeaderName =
+  /^(?:proxy-)?authorization$|^(?:set-)?cookie$|api[_-]?key|token|secret|password|passwd|signature/i;
+
+/**
+ * The credential shapes a request header holds, as a user would name them ("its name
+ * Authorization", "a bearer token in its value"); empty when it holds none. A header named for a
+ * credential counts whatever its value: what a user writes there is one.
+ */
+export function credentialShapesInHeader(name: string, value: string): string[] {
+  const found: string[] = [];
+  if (credentialHeaderName.test(name)) found.push(`its name ${name}`);
+  const scheme = new RegExp(authorizationValue.source).exec(value)?.[1];
+  if (scheme !== undefined) found.push(`a ${scheme.toLowerCase()} credential in its value`);
+  return found;
+}
+
 /** Masks credential shapes only: what a process that knows no secret value can still do. */
 export function maskCredentialShapes(text: string): string {
   return text

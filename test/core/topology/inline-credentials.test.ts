@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadTopology } from '../../../core/topology/load-topology.js';
 
-const file = (notifyUrl: string, hookUrl: string) => `apiVersion: cutover/v1
+const file = (notifyUrl: string, hookUrl: string, headers = '{}') => `apiVersion: cutover/v1
 kind: Topology
 metadata: { name: shop }
 drivers: { apps: { type: process } }
@@ -17,11 +17,11 @@ strategy:
   hooks:
     rollout:
       - name: smoke
-        http: { url: ${hookUrl} }
+        http: { url: ${hookUrl}, headers: ${headers} }
 `;
 
-function problems(notifyUrl: string, hookUrl = '"https://ci.example/smoke"'): string[] {
-  const result = loadTopology(file(notifyUrl, hookUrl), { file: 'topology.yaml' });
+function problems(notifyUrl: string, hookUrl = '"https://ci.example/smoke"', headers?: string): string[] {
+  const result = loadTopology(file(notifyUrl, hookUrl, headers), { file: 'topology.yaml' });
   return result.ok ? [] : result.diagnostics.map((d) => `${d.line}:${d.column} ${d.path}: ${d.message}`);
 }
 
@@ -51,4 +51,20 @@ describe('credentials written in a URL', () => {
     expect(problems('"https://hooks.example/cutover?team=ops&monkey=1"')).toEqual([]);
     expect(problems('{ secret: OPS_URL }', '{ secret: SMOKE_URL }')).toEqual([]);
   });
+
+  it('are refused in an http hook header written in plain text, by its name or its value', () => {
+    const ok = '"https://ci.example/smoke"';
+    const hookHeaders = (h: string) => problems(ok, ok, h);
+    expect(hookHeaders('{ Authorization: "Bearer abcdefgh12345" }')).toEqual([
+      '13:76 strategy.hooks.rollout[0].http.headers.Authorization: holds a credential in plain text (its name Authorization, a bearer credential in its value), which the record of the topology would keep; write Authorization: { secret: NAME } and set NAME where migrations run ($CUTOVER_SECRET_NAME or the secrets file)',
+    ]);
+    expect(hookHeaders('{ X-Api-Key: k1 }')).toEqual([expect.stringContaining('(its name X-Api-Key)')]);
+    expect(hookHeaders('{ X-Forward: "Basic dXNlcjpwYXNzd29yZA==" }')).toEqual([
+      expect.stringContaining('(a basic credential in its value)'),
+    ]);
+    expect(hookHeaders('{ Authorization: { secret: SMOKE_TOKEN }, X-Team: ops, Accept: application/json }')).toEqual(
+      [],
+    );
+  });
 });
+
