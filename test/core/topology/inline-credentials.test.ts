@@ -62,9 +62,8 @@ describe('credentials written in a URL', () => {
     expect(hookHeaders('{ X-Forward: "Basic dXNlcjpwYXNzd29yZA==" }')).toEqual([
       expect.stringContaining('(a basic credential in its value)'),
     ]);
-    expect(hookHeaders('{ Authorization: { secret: SMOKE_TOKEN }, X-Team: ops, Accept: application/json }')).toEqual(
-      [],
-    );
+    expect(
+      hookHeaders('{ Authorization: { secret: SMOKE_TOKEN }, X-Team: ops, Accept: application/json }'),
+    ).toEqual([]);
   });
 });
-
