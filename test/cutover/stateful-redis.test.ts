@@ -80,6 +80,11 @@ function bump(cacheVersion: string, appVersion: string): void {
 
 it('migrate: every acknowledged write is in green', async () => {
   bump('2', '2.0.0');
+  // The plan says what the driver promises, and what it cannot carry.
+  const plan = await runCli(['topology', 'plan', '-f', w.file]);
+  expect(plan.stdout).toMatch(
+    /Stateful: cache is switched under a write hold of at most 3s: .* Redis: a write counts once the server replied; the append-only file is fsync'd each second .* Lua script or MULTI\/EXEC that reaches blue while it is fenced waits, then is refused \(READONLY\)/,
+  );
   const writer = startWriter(url, 200, 'a');
   const result = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
   const records = await writer.stop();
