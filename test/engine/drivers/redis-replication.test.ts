@@ -276,6 +276,27 @@ describe('redis driver replication (real redis-server 7)', () => {
     expect((await info(portOf(blue), 'replication')).role).toBe('master');
   }, 60_000);
 
+  it('a green that does not apply what it receives: lag says so in bytes and in time, then 0 once it does', async () => {
+    const w = await world();
+    const blue = await provision(w, context(w, 'm1'), 'blue');
+    const ctx = context(w, 'm2');
+    const started = Date.now();
+    const green = await provision(w, ctx, 'green');
+    console.log(`redis: provision ${Date.now() - started} ms`);
+    await w.repl.follow(ctx, blue, green, o(w));
+    await eventually(async () => (await w.repl.lag(ctx, blue, green, o(w))).bytes === 0, stepMs);
+    // A paused server does not apply its primary's stream either: green falls behind while writes go on.
+    await client(portOf(green)).call('CLIENT', 'PAUSE', '4000', 'WRITE');
+    for (let i = 0; i < 50; i++) await client(portOf(blue)).set(`k${i}`, 'x'.repeat(100));
+    const behind = await w.repl.lag(ctx, blue, green, o(w));
+    console.log(`redis: a paused green: ${JSON.stringify(behind)}`);
+    expect(behind.bytes).toBeGreaterThan(5_000);
+    // maxLag 1 s (the default): it waited maxLag + 1 s for green and says so, a lower bound.
+    expect(behind.ms).toBeGreaterThanOrEqual(2_000);
+    await eventually(async () => (await w.repl.lag(ctx, blue, green, o(w))).bytes === 0, stepMs);
+    expect(await client(portOf(green)).get('k49')).toBe('x'.repeat(100));
+  }, 60_000);
+
   it('a fence that a running script keeps from answering fails by its deadline and lifts itself', async () => {
     const w = await world();
     const ctx = context(w, 'm1');
