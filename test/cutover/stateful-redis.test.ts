@@ -9,8 +9,9 @@
  * missing on the serving side, none twice in its log, no 5xx (nothing failed inside the hold).
  */
 
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { readCurrentLayout } from '../../engine/store/layout-store.js';
 import { StateDir } from '../../engine/store/state-dir.js';
@@ -128,4 +129,30 @@ it('the migration after a rollback, committed: nothing lost', async () => {
   const records = await writer.stop();
   expect(ended.lifecycle, ended.reason ?? '').toBe('completed');
   await judge(records, 'redis: migrate to 3, committed', '3.0.0');
+}, 120_000);
+
+it('a green that lags holds the gate and fails at replicate.timeout naming the lag; blue serves, nothing lost', async () => {
+  const live = (await served()).version;
+  bump('4', '4.0.0');
+  writeFileSync(w.file, readFileSync(w.file, 'utf8').replace('timeout: 30s', 'timeout: 3s'));
+  const writer = startWriter(url, 200, 'd');
+  const id = await migrateDetached(w);
+  // Green's server, once it answers, stops applying what it receives (a paused server does not).
+  const record = path.join(w.stateDir, 'environments', 'kvshop', 'slots', `cache-${id}`, 'server.json');
+  await eventually(() => existsSync(record), 60_000);
+  const { port } = JSON.parse(readFileSync(record, 'utf8')) as { port: number };
+  const green = new Redis({ host: '127.0.0.1', port, retryStrategy: (n) => (n > 50 ? null : 20) });
+  green.on('error', () => {});
+  try {
+    await green.call('CLIENT', 'PAUSE', '15000', 'WRITE');
+    const ended = await waitFor(w, id, (s) => isFinal(s), 60_000);
+    const records = await writer.stop();
+    console.log(`redis: a lagging green: ${ended.lifecycle}: ${ended.reason}`);
+    expect(ended.reason).toMatch(
+      /replication of cache lagging: green trails blue by .*more than replicate\.maxLag 1s, for all of replicate\.timeout 3s/,
+    );
+    await judge(records, 'redis: a lagging green', live);
+  } finally {
+    green.disconnect();
+  }
 }, 120_000);
