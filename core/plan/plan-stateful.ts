@@ -16,19 +16,24 @@ export function planStateful(
     const spec = own(desired.components, action.component);
     if (!spec?.stateful) continue;
     const maxLag = formatDuration(spec.replicate?.maxLag ?? defaults.replicateMaxLagMs);
-    const limits = driverLimits(desired, spec);
-    const extra = limits === undefined ? {} : { limits };
     if (switchable?.includes(action.component)) {
       const writeHold = formatDuration(spec.replicate?.writeHold ?? defaults.writeHoldMs);
-      out.push({ component: action.component, how: 'switch', writeHold, maxLag, ...extra });
-    } else out.push({ component: action.component, how: 'copy', maxLag, ...extra });
+      const limits = driverLimits(desired, spec);
+      out.push({
+        component: action.component,
+        how: 'switch',
+        writeHold,
+        maxLag,
+        ...(limits === undefined ? {} : { limits }),
+      });
+    } else out.push({ component: action.component, how: 'copy', maxLag });
   }
   return out;
 }
 
 /**
- * What a component's driver cannot carry, for its Stateful line: the redis driver's (fsync policy,
- * what a fence holds and refuses, what replication does not carry).
+ * What a switched component's driver cannot carry, for its Stateful line: the redis driver's (fsync
+ * policy, what a fence holds and refuses, what replication does not carry).
  */
 function driverLimits(desired: Topology, spec: Component): string | undefined {
   const driver = own(desired.drivers, spec.driver);
