@@ -3,7 +3,7 @@
  * and log in the slot's directory, started detached on a loopback port and stopped by its pid.
  */
 import { spawn } from 'node:child_process';
-import { access, mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defaults, type RedisDriverSpec } from '../../core/topology/types.js';
@@ -139,7 +139,10 @@ export async function startServer(
   const untrack = options.trackProcess?.(pid);
   const record: ServerRecord = { ...target, pid, startTime: processIdentity(pid).startTime };
   try {
-    await writeFile(path.join(slotDir, 'server.json'), `${JSON.stringify(record, null, 2)}\n`);
+    // Written whole, then renamed: a reader never sees half of it.
+    const file = path.join(slotDir, 'server.json');
+    await writeFile(`${file}.tmp`, `${JSON.stringify(record, null, 2)}\n`);
+    await rename(`${file}.tmp`, file);
     options.log(`started redis-server (pid ${pid}) on 127.0.0.1:${port}`);
     await waitReady(record, options.signal);
   } catch (error) {

@@ -9,10 +9,11 @@
  * missing on the serving side, none twice in its log, no 5xx (nothing failed inside the hold).
  */
 
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { stopProcessGroup } from '../../engine/drivers/process-group.js';
 import { readCurrentLayout } from '../../engine/store/layout-store.js';
 import { StateDir } from '../../engine/store/state-dir.js';
 import { repoRoot, runCli } from '../support/cli.js';
@@ -45,6 +46,17 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await runCli(['topology', 'down', '-f', w.file, '--yes']).catch(() => undefined);
+  // A migration a failed test left running keeps its servers from `down`: stopped by their pids.
+  const slots = path.join(w.stateDir, 'environments', 'kvshop', 'slots');
+  for (const slot of existsSync(slots) ? readdirSync(slots) : []) {
+    const record = path.join(slots, slot, 'server.json');
+    if (!existsSync(record)) continue;
+    const { pid, startTime } = JSON.parse(readFileSync(record, 'utf8')) as {
+      pid: number;
+      startTime: string | null;
+    };
+    await stopProcessGroup({ pid, startTime }, 1_000).catch(() => undefined);
+  }
   await w.cleanup();
 }, 60_000);
 
@@ -139,8 +151,13 @@ it('a green that lags holds the gate and fails at replicate.timeout naming the l
   const id = await migrateDetached(w);
   // Green's server, once it answers, stops applying what it receives (a paused server does not).
   const record = path.join(w.stateDir, 'environments', 'kvshop', 'slots', `cache-${id}`, 'server.json');
-  await eventually(() => existsSync(record), 60_000);
-  const { port } = JSON.parse(readFileSync(record, 'utf8')) as { port: number };
+  let port = 0;
+  await eventually(() => {
+    port = existsSync(record)
+      ? ((JSON.parse(readFileSync(record, 'utf8') || '{}') as { port?: number }).port ?? 0)
+      : 0;
+    return port > 0;
+  }, 60_000);
   const green = new Redis({ host: '127.0.0.1', port, retryStrategy: (n) => (n > 50 ? null : 20) });
   green.on('error', () => {});
   try {
