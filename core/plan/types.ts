@@ -174,4 +174,6 @@ export interface PlanStateful {
   /** The hold's budget (switch): how long writes may wait at the router. */
   writeHold?: string;
   maxLag: string;
+  /** What the component's driver cannot carry or promise (the redis driver's); absent: nothing to add. */
+  limits?: string;
 }

@@ -145,16 +145,22 @@ function checkComponent(
     driver.type !== 'process' &&
     driver.type !== 'exec' &&
     driver.type !== 'container' &&
-    driver.type !== 'postgres'
+    driver.type !== 'postgres' &&
+    driver.type !== 'redis'
   ) {
     problems.push({
       path: ['components', name, 'driver'],
-      message: `driver "${component.driver}" is of type ${driver.type}; components need a process, exec, container or postgres driver`,
+      message: `driver "${component.driver}" is of type ${driver.type}; components need a process, exec, container, postgres or redis driver`,
     });
   } else if (driver.type === 'postgres' && component.replicas !== undefined && component.replicas !== 1) {
     problems.push({
       path: ['components', name, 'replicas'],
       message: 'must be 1 for a component on a postgres driver (one cluster per slot)',
+    });
+  } else if (driver.type === 'redis' && component.replicas !== undefined && component.replicas !== 1) {
+    problems.push({
+      path: ['components', name, 'replicas'],
+      message: 'must be 1 for a component on a redis driver (one redis-server per slot)',
     });
   } else if (driver.type === 'process' && !component.run) {
     problems.push({

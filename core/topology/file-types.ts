@@ -43,6 +43,7 @@ export type DriverFile =
       >;
     }
   | { type: 'postgres'; bin?: string; database?: string; init?: string; runAs?: string; user?: string }
+  | { type: 'redis'; appendfsync?: 'always' | 'everysec'; bin?: string }
   | { type: 'router' }
   | { type: 'nginx'; configFile: string; reload?: string[] };
 

@@ -24,6 +24,7 @@ import type {
   NotifyTarget,
   NotifyUrl,
   PostgresDriverSpec,
+  RedisDriverSpec,
   Route,
   Topology,
 } from './types.js';
@@ -113,6 +114,13 @@ function normalizeDriver(driver: DriverFile): DriverSpec {
       if (driver.runAs !== undefined) out.runAs = driver.runAs;
       out.type = 'postgres';
       out.user = driver.user ?? defaults.postgresUser;
+      return out;
+    }
+    case 'redis': {
+      const out = {} as RedisDriverSpec;
+      out.appendfsync = driver.appendfsync ?? defaults.redisAppendfsync;
+      if (driver.bin !== undefined) out.bin = driver.bin;
+      out.type = 'redis';
       return out;
     }
     case 'router':

@@ -70,6 +70,7 @@ function driverFile(driver: DriverSpec): DriverFile {
       return { ...rest, stopTimeout: formatDuration(stopTimeout) };
     }
     case 'postgres':
+    case 'redis':
       return { ...driver };
     case 'router':
       return { type: 'router' };

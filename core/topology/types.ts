@@ -36,10 +36,11 @@ export type DriverSpec =
   | { type: 'exec'; dir: string; timeout: DurationMs }
   | ContainerDriverSpec
   | PostgresDriverSpec
+  | RedisDriverSpec
   | { type: 'router' }
   | { type: 'nginx'; configFile: string; reload: string[] };
 
-export type ComponentDriverType = 'process' | 'exec' | 'container' | 'postgres';
+export type ComponentDriverType = 'process' | 'exec' | 'container' | 'postgres' | 'redis';
 
 /**
  * PostgreSQL clusters, one per slot (engine/drivers/postgres-*.ts). Fields in alphabetical order
@@ -57,6 +58,18 @@ export interface PostgresDriverSpec {
   type: 'postgres';
   /** The application's role (LOGIN); fenced with default_transaction_read_only at a switch. */
   user: string;
+}
+
+/**
+ * A redis-server per slot (engine/drivers/redis-*.ts). Fields in alphabetical order (see
+ * normalize.ts); `bin` is kept only when set, and resolved where the runner runs.
+ */
+export interface RedisDriverSpec {
+  /** The AOF's fsync policy: `everysec` (default) or `always` (fsync before each reply). */
+  appendfsync: 'always' | 'everysec';
+  /** Directory of redis-server; absent: the PATH (Debian's /usr/bin). */
+  bin?: string;
+  type: 'redis';
 }
 
 /**
@@ -247,6 +260,7 @@ export const defaults = {
   maxHeld: 1_000,
   postgresDatabase: 'app',
   postgresUser: 'app',
+  redisAppendfsync: 'everysec' as const,
   shift: [100],
   drainTimeoutMs: 30_000,
   bakeMs: 0,

@@ -6,11 +6,13 @@ import { observeNginxRoute } from './nginx-observe.js';
 import { PortPool } from './port-pool.js';
 import { createPostgresDriver } from './postgres-driver.js';
 import { createProcessDriver } from './process-driver.js';
+import { createRedisDriver } from './redis-driver.js';
 import { createRouterDriver } from './router-driver.js';
 
 /**
- * The built-in drivers: components as processes, exec scripts, containers or PostgreSQL clusters,
- * routes by the router or nginx. The process, container and postgres drivers take their ports from one pool, so that
+ * The built-in drivers: components as processes, exec scripts, containers, PostgreSQL clusters or
+ * redis-servers, routes by the router or nginx. The process, container, postgres and redis drivers
+ * take their ports from one pool, so that
  * provisions running at once never pick the same port.
  */
 export function defaultDrivers(ports = new PortPool()): DriverSet {
@@ -20,6 +22,7 @@ export function defaultDrivers(ports = new PortPool()): DriverSet {
       process: createProcessDriver({ ports }),
       container: createContainerDriver({ ports }),
       postgres: createPostgresDriver({ ports }),
+      redis: createRedisDriver({ ports }),
     },
     route: { router: createRouterDriver(), nginx: { ...createNginxDriver(), observe: observeNginxRoute } },
   };

@@ -16,7 +16,13 @@ export interface DriverSet {
 /** The driver of a component, or a permanent error saying why there is none. */
 export function componentDriverFor(drivers: DriverSet, ctx: ComponentCallContext): ComponentDriver {
   const type = ctx.driver.type;
-  if (type !== 'process' && type !== 'exec' && type !== 'container' && type !== 'postgres')
+  if (
+    type !== 'process' &&
+    type !== 'exec' &&
+    type !== 'container' &&
+    type !== 'postgres' &&
+    type !== 'redis'
+  )
     throw new PermanentDriverError(`driver ${ctx.spec.driver} (${type}) cannot run components`);
   const driver = drivers.component[type];
   if (!driver)

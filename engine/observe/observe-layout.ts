@@ -108,7 +108,7 @@ async function observeComponent(
   });
   const type = ctx.driver.type;
   const driver =
-    type === 'process' || type === 'exec' || type === 'container' || type === 'postgres'
+    type === 'process' || type === 'exec' || type === 'container' || type === 'postgres' || type === 'redis'
       ? drivers.component[type]
       : undefined;
   if (!driver?.observe) return unknown(`the ${type} driver cannot observe`);

@@ -9,7 +9,7 @@
  *   or a router (forks).
  * - `temporal`: tests that need the Temporal dev server; it is started (once) only when this
  *   project runs (test/support/temporal-global-setup.ts).
- * - `infra`: tests of the real Podman, nginx, Prometheus and PostgreSQL; the Podman images are built once per
+ * - `infra`: tests of the real Podman, nginx, Prometheus, PostgreSQL and redis-server; the Podman images are built once per
  *   run (test/support/podman-global-setup.ts).
  *
  * A project is its `include` less its `exclude`.
@@ -47,15 +47,17 @@ const pureElsewhere = [
   'test/watch/trigger-match.test.ts',
 ];
 
-/** Tests that start a real Podman, nginx, Prometheus or PostgreSQL. */
+/** Tests that start a real Podman, nginx, Prometheus, PostgreSQL or redis-server. */
 const infraFiles = [
   'test/cutover/container-*.test.ts',
   'test/cutover/progressive-prometheus.test.ts',
   'test/cutover/stateful-postgres.test.ts',
+  'test/cutover/stateful-redis.test.ts',
   'test/drift.test.ts',
   'test/engine/analysis/prometheus.test.ts',
   'test/engine/drivers/container-*.test.ts',
   'test/engine/drivers/postgres-*.test.ts',
+  'test/engine/drivers/redis-*.test.ts',
   'test/examples/containers-example.test.ts',
   'test/nginx/**/*.test.ts',
   'test/router/differential.test.ts',
