@@ -299,7 +299,7 @@ async function measureLag(
     await query(
       appAdmin(settings, from),
       `SELECT pg_current_wal_lsn(), coalesce(confirmed_flush_lsn::text, ''), coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn), 0), ${lastCommitUs},
-              coalesce((SELECT string_agg(s.slot_name || '=' || coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), coalesce(s.confirmed_flush_lsn, s.restart_lsn)), 0), ',') FROM pg_replication_slots s WHERE s.slot_name LIKE 'pg\\_%\\_sync\\_%'), '')
+              coalesce((SELECT string_agg(concat_ws(' ', s.slot_name, coalesce(s.confirmed_flush_lsn, s.restart_lsn, '0/0'), coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), coalesce(s.confirmed_flush_lsn, s.restart_lsn)), 0)), ',') FROM pg_replication_slots s WHERE s.slot_name LIKE 'pg\\_%\\_sync\\_%'), '')
          FROM pg_replication_slots WHERE slot_name = ${literal(name)}`,
       signal,
     )
@@ -325,14 +325,16 @@ async function measureLag(
   const copying = Number(copyingText);
   // A table being copied: the subscription's slot confirms its changes without applying them (the
   // copy will, from its own slot, pg_<subscription oid>_sync_…): what that slot has not confirmed is lag.
-  const copyBytes = syncSlots
-    .split(',')
-    .filter((entry) => oid !== '' && entry.startsWith(`pg_${oid}_sync_`))
-    .map((entry) => Number(entry.slice(entry.lastIndexOf('=') + 1)));
-  const bytes = Math.max(0, Number(diff), ...copyBytes, copying > 0 ? 1 : 0);
+  let least = { applied: applied || '0/0', bytes: Math.max(0, Number(diff)) };
+  for (const entry of syncSlots.split(',')) {
+    const [slot = '', confirmed = '', behind = '0'] = entry.split(' ');
+    if (oid !== '' && slot.startsWith(`pg_${oid}_sync_`) && Number(behind) > least.bytes)
+      least = { applied: confirmed, bytes: Number(behind) };
+  }
+  const bytes = Math.max(least.bytes, copying > 0 ? 1 : 0);
   return {
     source,
-    applied: applied || '0/0',
+    applied: least.applied,
     bytes,
     ms: copying > 0 ? null : lagMs(bytes, sourceCommitUs, followerCommitUs, sinceMs),
   };
