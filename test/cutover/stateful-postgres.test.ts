@@ -5,8 +5,9 @@
  * logical replication, promoted with its sequences set from the data, and replicating back to blue
  * until the commit. A writer sends 200 uniquely keyed, acknowledged inserts/s through the route all
  * along: migrate; migrate with `commit: manual` and roll back from awaiting_commit; migrate and
- * commit. After each: none missing on the serving side, no 5xx, no duplicate key, and the sequence
- * ahead of its column. Real clusters (Debian's PostgreSQL 15, run as the `postgres` user when the
+ * commit; a long write transaction on blue; a throttled green that holds the health gate until
+ * replicate.timeout. After each: none missing on the serving side, no 5xx, no duplicate key, and
+ * the sequence ahead of its column. Real clusters (Debian's PostgreSQL 15, run as the `postgres` user when the
  * tests run as root), the real router and CLI.
  */
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
@@ -210,7 +211,8 @@ it('a lagging green (a throttled subscriber) holds the gate and fails at replica
     .split('\n')
     .filter((line) => line.includes('replication lagging: green db trails blue by'));
   const at = (line: string | undefined) => Date.parse(`1970-01-01T${line?.slice(0, 12)}Z`);
-  const gateWaited = at(logs.split('\n').find((line) => line.includes(' failed'))) - at(lagLines[0]);
+  const gateWaited =
+    at(logs.split('\n').find((line) => line.includes('health gate failed for db'))) - at(lagLines[0]);
   console.log(
     `postgres: a throttled green: ${lagLines.length} lag line(s), the gate failed ${gateWaited} ms after the first; ${ended.lifecycle}: ${ended.reason}`,
   );
@@ -222,6 +224,9 @@ it('a lagging green (a throttled subscriber) holds the gate and fails at replica
   expect(lagLines.length).toBeGreaterThanOrEqual(2); // said while it waits, every 5 s
   expect(gateWaited).toBeGreaterThanOrEqual(5_000); // held for replicate.timeout (6 s) from its first measure
   expect(logs).not.toMatch(/blue db fenced|write hold/); // it never reached the switch
+  expect(logs).toMatch(/rolling back: green retired \(no traffic had moved to it\)/);
+  expect(logs).toMatch(/db: replication of blue into green stopped and dropped/);
+  expect(logs).toMatch(/failed: blue is serving \(health gate failed for db: replication of db lagging/);
   await judge(records, 'postgres: a throttled green', live);
   // Nothing left of the attempt on blue: not fenced, no replication slot, no publication; the router holds nothing.
   const [fenced, slots, publications] = await onLive('app', async (app) => [
