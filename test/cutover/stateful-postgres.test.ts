@@ -139,21 +139,30 @@ it('the migration after a rollback, committed: nothing lost', async () => {
 it('a write transaction held open on blue past the hold budget: the switch is undone, blue serves, nothing lost, the reason names it', async () => {
   const live = (await storedKeys(url)).version;
   bump('4', '4.0.0');
-  writeFileSync(w.file, readFileSync(w.file, 'utf8').replace('commit: manual', 'commit: auto'));
-  const writer = startWriter(url, 200, 'd');
-  const id = await migrateDetached(w);
-  // Once green follows blue (a transaction open before would hold up the replication slot's start),
-  // a write transaction begins on blue and stays open.
+  // Green api's health gate waits for a file the test makes: by then green db passed its gate (its
+  // initial copy done: a write transaction open on blue before would hold up the replication
+  // slots' start, the subscription's and its table copies', and so the gate, not the fence).
+  const gateFile = path.join(w.dir, 'api-gate-open');
+  const httpHealth = '      http: { path: /healthz }\n      interval: 100ms\n';
+  const fileHealth = `      command: [sh, -c, "test -e ${gateFile}"]\n      interval: 300ms\n      failureThreshold: 100\n`;
+  writeFileSync(
+    w.file,
+    readFileSync(w.file, 'utf8').replace('commit: manual', 'commit: auto').replace(httpHealth, fileHealth),
+  );
   const layout = await readCurrentLayout(StateDir.at(w.stateDir), 'pgshop');
   const blue = new pg.Client({ connectionString: `postgres://app@${layout.slots?.db?.addresses[0]}/app` });
   await blue.connect();
   try {
+    const writer = startWriter(url, 200, 'd');
+    const id = await migrateDetached(w);
+    // Green db is caught up and green api's gate waits: a write transaction begins on blue and stays open.
     await eventually(async () => {
       const logs = await runCli(['topology', 'migration', 'logs', id, '-f', w.file]);
-      return logs.stdout.includes('green follows blue');
+      return logs.stdout.includes('health_gate:api');
     }, 120_000);
     await blue.query('BEGIN');
     await blue.query(`INSERT INTO items (k) VALUES ('long-transaction')`);
+    writeFileSync(gateFile, '');
     // The switch is undone within its budget, naming the transaction; the transaction ends later
     // (dropping what replication made on blue waits for it).
     const undone = await waitFor(w, id, (s) => /transaction/.test(s.reason ?? '') || isFinal(s), 120_000);
@@ -168,6 +177,7 @@ it('a write transaction held open on blue past the hold budget: the switch is un
   } finally {
     await blue.query('ROLLBACK').catch(() => undefined);
     await blue.end();
+    writeFileSync(w.file, readFileSync(w.file, 'utf8').replace(fileHealth, httpHealth));
   }
 }, 240_000);
 
