@@ -6,12 +6,17 @@
  *   `from` gets the publication `cutover_pub` FOR ALL TABLES, and `to` a subscription to it with
  *   copy_data = true. The subscription's (and its replication slot's) name is derived from the two
  *   slot ids, so a call again finds it and leaves it.
- * - lag: bytes are `from`'s pg_current_wal_lsn() less the subscription's replication slot's
- *   confirmed_flush_lsn (what the follower applied and flushed: an idle follower confirms what it
- *   received, so an idle source's own WAL does not count as lag once reported, within a second);
- *   at least 1 while a table's initial copy is still running. ms is how long ago the last
- *   transaction the follower applied was committed on the source (its commit timestamp, kept by
- *   track_commit_timestamp), 0 when caught up.
+ * - lag: bytes are `from`'s pg_current_wal_lsn() less the least confirmed_flush_lsn of the
+ *   subscription's replication slots (what the follower applied and flushed: an idle follower
+ *   confirms what it received, so an idle source's own WAL does not count as lag once reported,
+ *   within a second), its tables' initial copies' slots included: while a table is being copied the
+ *   subscription's own slot confirms that table's changes without applying them (the copy will).
+ *   ms is how long ago the last transaction the follower applied was committed on the source (its
+ *   commit timestamp, kept by track_commit_timestamp), 0 when caught up; unknown (null) while a
+ *   table's initial copy runs (one transaction: none of it is applied until it ends) or when the
+ *   follower's last commit is its own (not replicated).
+ * - catchUp: `to` has applied a position once the subscription's slot confirmed it and every table
+ *   finished its initial copy.
  * - fence: the application role gets default_transaction_read_only; every session of it that began
  *   before the fence and holds no write transaction is terminated; sessions with one are waited
  *   for. Other roles (the superuser, the replication workers) are not fenced.
@@ -121,7 +126,9 @@ export function createPostgresReplicator(): Replicator {
             `${to.slot} of ${ctx.component} does not follow ${from.slot}: no replication slot ${name}`,
           );
         const behind = Number(row[1]);
-        if (row[0] !== '' && behind <= 0) return measureLag(settings, from, to, options.signal);
+        const copying = (await copyState(settings, to, name, options.signal)).copying;
+        if (row[0] !== '' && behind <= 0 && copying === 0)
+          return measureLag(settings, from, to, options.signal);
         if (Date.now() >= deadline) {
           const lag = await measureLag(settings, from, to, options.signal);
           const errors = await scalar(
@@ -134,7 +141,7 @@ export function createPostgresReplicator(): Replicator {
               ? `; its subscription failed to apply ${errors} time(s), see its postgres.log`
               : '';
           throw new PermanentDriverError(
-            `${to.slot} of ${ctx.component} did not apply ${from.slot}'s position ${position} in time: ${row[0] === '' ? 'nothing confirmed yet' : `applied ${row[0]}, ${behind} bytes short`} (lag ${lag.bytes} bytes, ${lag.ms ?? '?'} ms)${failing}`,
+            `${to.slot} of ${ctx.component} did not apply ${from.slot}'s position ${position} in time: ${row[0] === '' ? 'nothing confirmed yet' : `applied ${row[0]}, ${Math.max(0, behind)} bytes short`}${copying > 0 ? `, the initial copy of ${copying} table(s) still running` : ''} (lag ${lag.bytes} bytes, ${lag.ms ?? '?'} ms)${failing}`,
           );
         }
         await sleep(fencePollMs, undefined, { signal: options.signal });
@@ -257,6 +264,27 @@ async function dropSlot(conn: Connection, name: string, signal: AbortSignal): Pr
   }
 }
 
+/**
+ * The subscription `name` on `to`: its oid, and how many of its tables have not finished their
+ * initial copy (state other than ready). Nothing copying when the subscription is gone.
+ */
+async function copyState(
+  settings: PostgresSettings,
+  to: SlotInfo,
+  name: string,
+  signal: AbortSignal,
+): Promise<{ oid: string; copying: number }> {
+  const [oid = '', copying = '0'] =
+    (
+      await query(
+        appAdmin(settings, to),
+        `SELECT s.oid, (SELECT count(*) FROM pg_subscription_rel r WHERE r.srsubid = s.oid AND r.srsubstate <> 'r') FROM pg_subscription s WHERE s.subname = ${literal(name)}`,
+        signal,
+      )
+    )[0] ?? [];
+  return { oid, copying: Number(copying) };
+}
+
 async function measureLag(
   settings: PostgresSettings,
   from: SlotInfo,
@@ -265,10 +293,14 @@ async function measureLag(
 ): Promise<ReplicationLag> {
   const name = subscriptionName(from, to);
   const lastCommitUs = `coalesce((extract(epoch FROM (pg_last_committed_xact()).timestamp) * 1000000)::bigint::text, '')`;
+  // The source first (what it wrote, then what each slot confirmed), the follower after: a
+  // position the follower confirms in between is not lag.
   const row = (
     await query(
       appAdmin(settings, from),
-      `SELECT pg_current_wal_lsn(), coalesce(confirmed_flush_lsn::text, ''), coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn), 0), ${lastCommitUs} FROM pg_replication_slots WHERE slot_name = ${literal(name)}`,
+      `SELECT pg_current_wal_lsn(), coalesce(confirmed_flush_lsn::text, ''), coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn), 0), ${lastCommitUs},
+              coalesce((SELECT string_agg(concat_ws(' ', s.slot_name, coalesce(s.confirmed_flush_lsn, s.restart_lsn, '0/0'), coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), coalesce(s.confirmed_flush_lsn, s.restart_lsn)), 0)), ',') FROM pg_replication_slots s WHERE s.slot_name LIKE 'pg\\_%\\_sync\\_%'), '')
+         FROM pg_replication_slots WHERE slot_name = ${literal(name)}`,
       signal,
     )
   )[0];
@@ -276,32 +308,43 @@ async function measureLag(
     throw new PermanentDriverError(
       `${to.slot} of ${to.component} does not follow ${from.slot}: no replication slot ${name}`,
     );
-  const [source = '', applied = '', diff = '0', sourceCommitUs = ''] = row;
+  const [source = '', applied = '', diff = '0', sourceCommitUs = '', syncSlots = ''] = row;
   // A follower keeps the source's commit timestamps (track_commit_timestamp): its last committed
-  // transaction is the last one it applied.
-  const [syncingTables = '0', followerCommitUs = '', sinceMs = ''] =
+  // transaction is the last one it applied, when it came by replication (a replication origin).
+  const [oid = '', copyingText = '0', followerCommitUs = '', sinceMs = ''] =
     (
       await query(
         appAdmin(settings, to),
-        `SELECT (SELECT count(*) FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid WHERE s.subname = ${literal(name)} AND r.srsubstate <> 'r'),
-              ${lastCommitUs},
-              coalesce(round(extract(epoch FROM clock_timestamp() - (pg_last_committed_xact()).timestamp) * 1000)::text, '')`,
+        `SELECT coalesce((SELECT oid::text FROM pg_subscription WHERE subname = ${literal(name)}), ''),
+                (SELECT count(*) FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid WHERE s.subname = ${literal(name)} AND r.srsubstate <> 'r'),
+                CASE WHEN (pg_last_committed_xact()).roident <> 0 THEN ${lastCommitUs} ELSE '' END,
+                CASE WHEN (pg_last_committed_xact()).roident <> 0 THEN coalesce(round(extract(epoch FROM clock_timestamp() - (pg_last_committed_xact()).timestamp) * 1000)::text, '') ELSE '' END`,
         signal,
       )
     )[0] ?? [];
-  const bytes = Math.max(0, Number(diff), Number(syncingTables) > 0 ? 1 : 0);
+  const copying = Number(copyingText);
+  // A table being copied: the subscription's slot confirms its changes without applying them (the
+  // copy will, from its own slot, pg_<subscription oid>_sync_…): what that slot has not confirmed is lag.
+  let least = { applied: applied || '0/0', bytes: Math.max(0, Number(diff)) };
+  for (const entry of syncSlots.split(',')) {
+    const [slot = '', confirmed = '', behind = '0'] = entry.split(' ');
+    if (oid !== '' && slot.startsWith(`pg_${oid}_sync_`) && Number(behind) > least.bytes)
+      least = { applied: confirmed, bytes: Number(behind) };
+  }
+  const bytes = Math.max(least.bytes, copying > 0 ? 1 : 0);
   return {
     source,
-    applied: applied || '0/0',
+    applied: least.applied,
     bytes,
-    ms: lagMs(bytes, sourceCommitUs, followerCommitUs, sinceMs),
+    ms: copying > 0 ? null : lagMs(bytes, sourceCommitUs, followerCommitUs, sinceMs),
   };
 }
 
 /**
  * How long ago the follower's last applied transaction was committed on the source: 0 when caught
  * up, or when the source committed nothing since (its WAL moved for other reasons, e.g. a
- * checkpoint, which the follower confirms within a second); null when the follower applied nothing.
+ * checkpoint, which the follower confirms within a second); null when the follower applied nothing
+ * (or its last commit was its own).
  */
 function lagMs(
   bytes: number,

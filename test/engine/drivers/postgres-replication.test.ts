@@ -224,6 +224,47 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     await repl.unfence(ctx, blue, callOptions(ws));
   }, 120_000);
 
+  it('a table still in its initial copy is not caught up: the lag does not say so and catchUp waits for the copy', async () => {
+    const ws = await pgWorkspace(resources);
+    const blueCtx = pgContext(ws, 'm1');
+    const ctx = pgContext(ws, 'm2');
+    const repl = ws.driver.replication;
+    if (!repl) throw new Error('the postgres driver has no Replicator');
+    const blue = await provision(ws, blueCtx, 'blue');
+    const green = await provision(ws, ctx, 'green');
+    // Blue has 60 rows; each row green copies or applies takes 50 ms (an ALWAYS trigger that sleeps
+    // in the replication workers only, carried to green with the schema): a copy of about 3 s.
+    await sql(
+      await connect(ctx, blue, 'postgres'),
+      `INSERT INTO items (k) SELECT 'before-' || i FROM generate_series(1, 60) i;
+       CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN IF current_setting('session_replication_role') = 'replica' THEN PERFORM pg_sleep(0.05); END IF; RETURN NEW; END $$;
+       CREATE TRIGGER slow BEFORE INSERT ON items FOR EACH ROW EXECUTE FUNCTION slow();
+       ALTER TABLE items ENABLE ALWAYS TRIGGER slow;`,
+    );
+    await repl.follow(ctx, blue, green, callOptions(ws));
+    resources.add(() => repl.stop(ctx, blue, green, callOptions(ws)));
+    const blueApp = await connect(ctx, blue);
+    await sql(blueApp, `INSERT INTO items (k) VALUES ('during-copy')`);
+    // While the copy runs, green has none of blue's rows: the lag is not within a second.
+    const copying = await repl.lag(ctx, blue, green, callOptions(ws));
+    expect(copying.bytes).toBeGreaterThan(0);
+    expect(copying.ms === null || copying.ms > 1_000, JSON.stringify(copying)).toBe(true);
+
+    // The switch's catch-up: blue fenced, green must have applied blue's position — which it has
+    // not while the copy runs, whatever its replication slot confirms.
+    const { position } = await repl.fence(ctx, blue, Date.now() + 5_000, callOptions(ws));
+    const catchUp = repl.catchUp(ctx, blue, green, position, Date.now() + 1_000, callOptions(ws));
+    await expect(catchUp).rejects.toThrow(
+      /did not apply blue's position .* in time: .*initial copy of 1 table/,
+    );
+    // Given the time, it does: every row of blue is in green.
+    await repl.catchUp(ctx, blue, green, position, Date.now() + stepMs, callOptions(ws));
+    const greenApp = await connect(ctx, green);
+    expect((await sql(greenApp, 'SELECT count(*) FROM items'))[0]?.[0]).toBe('61');
+    await repl.unfence(ctx, blue, callOptions(ws));
+  }, 120_000);
+
   it("replicate copies once: green has blue's rows and sequence, follows nothing, and takes inserts", async () => {
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
