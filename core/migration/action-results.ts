@@ -131,14 +131,13 @@ export function recordEffect(
     const heldMs = releaseSwitch(t, at);
     const to = command.restore || command.greenPercent < 100 ? 'blue' : 'green';
     const count = switched?.heldCount;
-    const held =
-      count === undefined ? 'the held requests' : `the ${count} held request${count === 1 ? '' : 's'}`;
+    const held = count === undefined ? '' : ` (${count} held)`;
     notice(
       t,
       at,
       'write_hold_ended',
       'info',
-      `write hold ended after ${heldMs} ms: ${held} went to ${to}`,
+      `write hold ended after ${heldMs} ms: the held requests went to ${to}${held}`,
       'cutover',
     );
     return;

@@ -90,7 +90,7 @@ function heldEnded(
     [
       'write_hold_ended',
       {
-        message: `write hold ended after ${durationMs} ms: ${held} went to ${releasedTo}`,
+        message: `write hold ended after ${durationMs} ms: the held requests went to ${releasedTo}${held}`,
         routes,
         hold: {
           routes,
