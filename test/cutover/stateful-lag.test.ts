@@ -19,6 +19,7 @@ import type { MigrationState } from '../../core/migration/types.js';
 import { defaultDrivers } from '../../engine/drivers/default-drivers.js';
 import type { DriverSet } from '../../engine/drivers/driver-set.js';
 import type { ComponentDriver, Replicator } from '../../engine/drivers/types.js';
+import { followEvents } from '../../engine/notify/event-feed.js';
 import { LocalRunner } from '../../engine/runner/local-runner.js';
 import { processSecrets } from '../../engine/secrets/secret-source.js';
 import { createMigration } from '../../engine/services/migrations.js';
@@ -27,6 +28,7 @@ import { StateDir } from '../../engine/store/state-dir.js';
 import { liveRouterRecord } from '../../router/router-record.js';
 import { runCli } from '../support/cli.js';
 import { routeUrl, setVersion, type Workspace, workspace } from '../support/migrations.js';
+import { startInProcess } from '../support/server-in-process.js';
 import { startWriter } from '../support/writer.js';
 
 interface Received {
@@ -213,6 +215,24 @@ it('a lagging green holds the gate: the lag is shown live, said once, and the ho
     .migration;
   expect(inFlight.replication?.[0]?.waiting).toBe(true);
 
+  // The API: the migration and its environment, from a server on the same state directory.
+  const server = await startInProcess({ stateDir: w.stateDir, workdir: w.dir, args: ['--no-adopt'] });
+  try {
+    const detail = await server.app.inject({ method: 'GET', url: `/v1/migrations/${id}` });
+    expect(detail.statusCode, detail.body).toBe(200);
+    const apiFigure = (detail.json() as { summary: { replication?: Record<string, unknown>[] } }).summary
+      .replication?.[0];
+    expect(apiFigure).toMatchObject({ component: 'store', maxLagMs: 200, waiting: true });
+    expect(typeof apiFigure?.measuredAt).toBe('string');
+    const environmentStatus = await server.app.inject({ method: 'GET', url: '/v1/environments/kv' });
+    expect(environmentStatus.statusCode, environmentStatus.body).toBe(200);
+    const apiInFlight = (environmentStatus.json() as { migration: { replication?: { waiting: boolean }[] } })
+      .migration;
+    expect(apiInFlight.replication?.[0]?.waiting).toBe(true);
+  } finally {
+    await server.close();
+  }
+
   // The router's /metrics.
   const metrics = await found(async () => {
     const text = await metricsText();
@@ -267,6 +287,22 @@ it('a lagging green holds the gate: the lag is shown live, said once, and the ho
   expect(typeof hold.heldCount).toBe('number');
   console.log(
     `write hold: ${hold.heldCount} held for ${hold.durationMs} ms; lag at the gate ${lagSeconds} s`,
+  );
+
+  // The events feed (what the server's GET /v1/events streams) tells the same events.
+  const feed = new AbortController();
+  const streamed: string[] = [];
+  for await (const event of followEvents(stateDir, { signal: feed.signal, after: `${id}.1.0` })) {
+    streamed.push(event.data.event);
+    if (event.data.event === 'completed') feed.abort();
+  }
+  expect(streamed).toEqual(
+    expect.arrayContaining([
+      'replication_lagging',
+      'replication_caught_up',
+      'write_hold_started',
+      'write_hold_ended',
+    ]),
   );
 
   // After the migration, show carries no live figure.
