@@ -25,6 +25,14 @@ export const notifyEventNames = [
 ] as const;
 export type NotifyEventName = (typeof notifyEventNames)[number];
 
+/** The events of a stateful switch (core/notify/switch-events.ts). */
+export const switchEventNames: readonly NotifyEventName[] = [
+  'write_hold_started',
+  'write_hold_ended',
+  'replication_lagging',
+  'replication_caught_up',
+];
+
 /** The CloudEvents `type` prefix: `dev.cutover.migration.completed`. */
 export const cloudEventTypePrefix = 'dev.cutover.migration.';
 
