@@ -28,13 +28,18 @@ function switchedSpec(): MigrationSpec {
 const lagging: LagReport = { component: 'db', lagMs: 4_200, lagBytes: 8_192, maxLagMs: 1_000 };
 
 /**
- * Runs the migration: db's gate check finds it lagging `episodes` times in a row (each a check
- * that reports the lag, then a wait that ends within), a hold's release held 7 requests.
+ * Runs the migration (until a command `until` picks): db's first gate check finds it lagging, the
+ * wait then ends within maxLag (or fails: `failWait`); the hold's release held 7 requests.
  */
-function drive(d: Driver, options: { failWait?: boolean } = {}): Driver {
+function drive(
+  d: Driver,
+  options: { failWait?: boolean } = {},
+  until: (c: Command) => boolean = () => false,
+): Driver {
   let lagged = false;
   for (let i = 0; i < 300 && d.state.inflight[0]; i++) {
     const c = d.state.inflight[0] as Command;
+    if (until(c)) return d;
     if (c.kind === 'check_health' && c.component === 'db' && !lagged) {
       lagged = true;
       d.event({ type: 'command_succeeded', commandId: c.id, lagging });
@@ -128,6 +133,20 @@ describe('the replication lag at the health gate', () => {
     });
     // The same journal gives the same events (ids included) wherever it is read.
     expect(notificationsOfJournal(d.events)).toEqual(events);
+  });
+
+  it('a pause stops the wait at once; resumed, the gate checks green again (a new episode if it still lags)', () => {
+    const d = drive(new Driver(switchedSpec()), {}, (c) => c.kind === 'wait_lag');
+    const wait = d.state.inflight.find((c) => c.kind === 'wait_lag') as Command;
+    expect(wait).toBeDefined();
+    const paused = d.verb('pause');
+    expect(paused.cancels).toEqual([wait.id]);
+    d.event({ type: 'command_cancelled', commandId: wait.id, elapsedMs: 1_500 });
+    expect(d.state.lifecycle).toBe('paused');
+    d.verb('resume');
+    expect(d.state.inflight.map((c) => `${c.kind} ${'component' in c ? c.component : ''}`)).toContain(
+      'check_health db',
+    );
   });
 
   it('within maxLag: by time when the driver tells it, else by nothing left in bytes', () => {
