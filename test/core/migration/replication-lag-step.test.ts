@@ -33,7 +33,7 @@ const lagging: LagReport = { component: 'db', lagMs: 4_200, lagBytes: 8_192, max
  */
 function drive(
   d: Driver,
-  options: { failWait?: boolean } = {},
+  options: { failWait?: boolean; failCatchUp?: boolean } = {},
   until: (c: Command) => boolean = () => false,
 ): Driver {
   let lagged = false;
@@ -56,6 +56,8 @@ function drive(
           commandId: c.id,
           lagging: { ...lagging, lagMs: 300, lagBytes: 0 },
         });
+    } else if (c.kind === 'catch_up' && options.failCatchUp) {
+      d.event({ type: 'command_failed', commandId: c.id, error: { message: 'boom', retryable: false } });
     } else if (c.kind === 'fence') {
       d.event({ type: 'command_succeeded', commandId: c.id, switched: { position: `0/${c.slot}` } });
     } else if (c.kind === 'hold_routes') {
@@ -133,6 +135,14 @@ describe('the replication lag at the health gate', () => {
     });
     // The same journal gives the same events (ids included) wherever it is read.
     expect(notificationsOfJournal(d.events)).toEqual(events);
+  });
+
+  it('a switch undone: its hold ends once, released to blue', () => {
+    const d = drive(new Driver(switchedSpec()), { failCatchUp: true });
+    expect(d.state.lifecycle).toBe('failed');
+    const ended = notificationsOfJournal(d.events).filter((e) => e.data.event === 'write_hold_ended');
+    expect(ended).toHaveLength(1);
+    expect(ended[0]?.data.hold).toMatchObject({ routes: ['public'], releasedTo: 'blue', heldCount: 7 });
   });
 
   it('a pause stops the wait at once; resumed, the gate checks green again (a new episode if it still lags)', () => {
