@@ -6,6 +6,7 @@
  * ISO 8601.
  */
 import type { CurrentLayout, Slot } from './layout.js';
+import { figureJson, type ReplicationFigureJson } from './migration/replication-lag.js';
 import type { MigrationSummary, RunnerState } from './migration/summary.js';
 import type { ObservedLayout, ReplicaState, RouteServingState } from './observed.js';
 import { findDrift } from './plan/drift.js';
@@ -81,17 +82,22 @@ export interface MigrationInFlight {
   resumeWith?: string;
   /** The last analysis of a shift hold, when one ran: its verdict and figures. */
   analysis?: MigrationSummary['analysis'];
+  /** The replication lag of its switched components, as the health gate last measured it. */
+  replication?: ReplicationFigureJson[];
 }
 
 /** The migration in flight, from its summary: what status shows of it. */
 export function migrationInFlightOf(summary: MigrationSummary): MigrationInFlight {
-  const { id, status, runner, resumeWith, analysis } = summary;
+  const { id, status, runner, resumeWith, analysis, replication } = summary;
   return {
     id,
     status,
     runner,
     ...(resumeWith === undefined ? {} : { resumeWith }),
     ...(analysis === undefined ? {} : { analysis }),
+    ...(replication === undefined || replication.length === 0
+      ? {}
+      : { replication: replication.map(figureJson) }),
   };
 }
 

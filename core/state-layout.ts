@@ -5,7 +5,7 @@
  * nothing here touches the disk. Paths are joined with `/` (cutover runs on POSIX systems).
  *
  *   environments/<env>/layout.json, layouts/<serial>.json, active.json
- *   environments/<env>/migrations/<id>/journal.ndjson, log.ndjson, notifications.ndjson, runner.json, runner.out, processes/
+ *   environments/<env>/migrations/<id>/journal.ndjson, log.ndjson, notifications.ndjson, runner.json, runner.out, processes/, replication.json
  *   environments/<env>/slots/<slot id>/
  *   router/routes.json, router/router.json, router/router.out
  *   server/idempotency/, server/hook-deliveries/
@@ -28,6 +28,11 @@ export interface MigrationPaths {
   runnerOutput: string;
   /** Process groups that driver calls started and that still run: one file each. */
   processes: string;
+  /**
+   * The replication lag of its switched components as the health gate last measured it, written
+   * atomically at most about once a second while the gate measures (not the record: the journal is).
+   */
+  replication: string;
 }
 
 export class StateLayout {
@@ -85,6 +90,7 @@ export class StateLayout {
       runner: `${dir}/runner.json`,
       runnerOutput: `${dir}/runner.out`,
       processes: `${dir}/processes`,
+      replication: `${dir}/replication.json`,
     };
   }
 

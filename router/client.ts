@@ -3,6 +3,7 @@ import type { RouteTraffic } from '../core/analysis/traffic.js';
 import { CutoverError, isErrorCode } from '../core/errors.js';
 import { jsonOr, type LoopbackAnswer, loopbackRequest } from '../platform/loopback-http.js';
 import type { InFlightAnswer, ReloadResult, RoutesSnapshot } from './control-types.js';
+import type { ReplicationReport } from './replication-lag.js';
 import { liveRouterRecord, type RouterRecord } from './router-record.js';
 
 /** Longest a control call waits for the router to answer. */
@@ -21,6 +22,8 @@ export interface RouterClient {
    * two of these (core/analysis/traffic.ts). Rejects with RUNNER_UNREACHABLE for a route not served.
    */
   traffic(routeKey: string): Promise<RouteTraffic>;
+  /** The engine's last measure of a switched component's lag, for the router's `/metrics`. */
+  reportReplication(report: ReplicationReport): Promise<void>;
 }
 
 /**
@@ -29,10 +32,10 @@ export interface RouterClient {
  * when no router runs or it does not answer.
  */
 export function routerClient(stateDir: string): RouterClient {
-  const call = async <T>(method: 'GET' | 'POST', pathAndQuery: string): Promise<T> => {
+  const call = async <T>(method: 'GET' | 'POST', pathAndQuery: string, body?: unknown): Promise<T> => {
     const record = liveRouterRecord(stateDir);
     if (!record) throw noRouter(stateDir);
-    return callRouter<T>(record, method, pathAndQuery);
+    return callRouter<T>(record, method, pathAndQuery, body);
   };
   return {
     reload: () => call<ReloadResult>('POST', '/reload'),
@@ -43,10 +46,18 @@ export function routerClient(stateDir: string): RouterClient {
       return (await call<InFlightAnswer>('GET', `/in-flight?${query}`)).inFlight;
     },
     traffic: (routeKey) => call<RouteTraffic>('GET', `/traffic?${new URLSearchParams({ route: routeKey })}`),
+    reportReplication: async (report) => {
+      await call<unknown>('POST', '/replication', report);
+    },
   };
 }
 
-async function callRouter<T>(record: RouterRecord, method: 'GET' | 'POST', pathAndQuery: string): Promise<T> {
+async function callRouter<T>(
+  record: RouterRecord,
+  method: 'GET' | 'POST',
+  pathAndQuery: string,
+  sent?: unknown,
+): Promise<T> {
   let answer: LoopbackAnswer;
   try {
     answer = await loopbackRequest({
@@ -54,7 +65,11 @@ async function callRouter<T>(record: RouterRecord, method: 'GET' | 'POST', pathA
       host: '127.0.0.1',
       port: record.port,
       path: pathAndQuery,
-      headers: { authorization: `Bearer ${record.token}` },
+      headers: {
+        authorization: `Bearer ${record.token}`,
+        ...(sent === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(sent === undefined ? {} : { body: JSON.stringify(sent) }),
       timeoutMs: routerControlTimeoutMs,
     });
   } catch (error) {
@@ -64,7 +79,7 @@ async function callRouter<T>(record: RouterRecord, method: 'GET' | 'POST', pathA
     );
   }
   const body = jsonOr(answer.body, {}) as T & { error?: string; code?: string };
-  if (answer.status !== 200) {
+  if (answer.status !== 200 && answer.status !== 204) {
     // An error the router raised itself (a damaged table) keeps its code.
     if (isErrorCode(body.code) && body.error !== undefined) throw new CutoverError(body.code, body.error);
     throw new CutoverError(

@@ -4,6 +4,7 @@ import type { RouteTraffic } from '../core/analysis/traffic.js';
 import { CutoverError } from '../core/errors.js';
 import type { InFlightAnswer, ReloadResult, RoutesSnapshot } from './control-types.js';
 import { prometheusTextType } from './metrics-text.js';
+import { type ReplicationReport, reportProblem } from './replication-lag.js';
 
 /** What the control API drives: the router, seen through the things it can be asked. */
 export interface ControlTarget {
@@ -12,6 +13,7 @@ export interface ControlTarget {
   inFlight(routeKey: string, addresses: readonly string[]): number;
   traffic(routeKey: string): RouteTraffic | null;
   metricsText(): string;
+  reportReplication(report: ReplicationReport): void;
 }
 
 export interface ControlServer {
@@ -34,6 +36,8 @@ export interface ControlServer {
  * - `POST /reload` → re-reads the table; answers `ReloadResult` once the new state is live
  * - `GET /routes` → `RoutesSnapshot`: each route's split, addresses and requests in flight
  * - `GET /in-flight?route=<env/route>&address=<a>&address=<b>` → `InFlightAnswer`
+ * - `POST /replication` with a `ReplicationReport` → 204: the engine's last measure of a switched
+ *   component's replication lag, shown on `/metrics` (router/replication-lag.ts)
  */
 export async function startRouterControl(target: ControlTarget): Promise<ControlServer> {
   const token = randomBytes(24).toString('hex');
@@ -102,9 +106,42 @@ function route(target: ControlTarget, req: IncomingMessage, res: ServerResponse,
       else send(res, 200, traffic);
       return;
     }
+    case 'POST /replication':
+      readReport(req).then(
+        (report) => {
+          const problem = reportProblem(report);
+          if (problem !== null) return send(res, 400, { error: problem });
+          target.reportReplication(report as ReplicationReport);
+          res.writeHead(204).end();
+        },
+        () => send(res, 400, { error: 'the body is not JSON' }),
+      );
+      return;
     default:
       send(res, 404, { error: `no ${endpoint}` });
   }
+}
+
+/** A report is a few hundred bytes; a body past this is refused. */
+const maxReportBytes = 4_096;
+
+function readReport(req: IncomingMessage): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => {
+      text += chunk;
+      if (text.length > maxReportBytes) req.destroy(new Error('too large'));
+    });
+    req.on('end', () => {
+      try {
+        resolve(JSON.parse(text));
+      } catch (error) {
+        reject(error);
+      }
+    });
+    req.on('error', reject);
+  });
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {

@@ -1,4 +1,5 @@
 import { latencyBucketBoundsMs, type RouteTraffic, type SlotTraffic } from '../core/analysis/traffic.js';
+import { type ReplicationReport, replicationLines } from './replication-lag.js';
 import { slots } from './routing-state.js';
 import { holdDurationBoundsMs, type RouteHoldMetrics } from './write-holds.js';
 
@@ -15,12 +16,14 @@ const holdLeLabels: readonly string[] = [...holdDurationBoundsMs.map((ms) => Str
  * `cutover_route_request_duration_seconds`, each labelled with environment, route and slot; then the
  * write holds of each route (labelled with environment and route): `cutover_route_held_requests`,
  * `cutover_route_write_holds_total`, `cutover_route_held_requests_total`,
- * `cutover_route_hold_refused_total` and the histogram `cutover_route_write_hold_seconds`.
+ * `cutover_route_hold_refused_total` and the histogram `cutover_route_write_hold_seconds`; then the
+ * replication lag the engine reported of each switched component (router/replication-lag.ts).
  */
 export function renderMetricsText(
   routes: readonly RouteTraffic[],
   startedAtMs: number,
   holds: readonly RouteHoldMetrics[] = [],
+  replication: readonly ReplicationReport[] = [],
 ): string {
   const series = routes.flatMap((route) => {
     const [environment, name] = splitKey(route.route);
@@ -57,6 +60,7 @@ export function renderMetricsText(
     lines.push(`${histogram}_count{${s.labels}} ${s.traffic.requests}`);
   }
   lines.push(...holdLines(holds));
+  lines.push(...replicationLines(replication, escapeLabel));
   lines.push(
     '# HELP cutover_router_start_time_seconds When the router started counting, in seconds since the epoch.',
     '# TYPE cutover_router_start_time_seconds gauge',

@@ -33,6 +33,7 @@ import { InFlightRegistry } from './in-flight.js';
 import { renderMetricsText } from './metrics-text.js';
 import { type ProxyDeps, proxyRequest, sendText } from './proxy-request.js';
 import { BodyBudget } from './replayable-body.js';
+import { ReplicationFigures, type ReplicationReport } from './replication-lag.js';
 import { RouteListeners } from './route-listeners.js';
 import { routingTablePath } from './route-table.js';
 import { claimRouterRecord, releaseRouterRecord, routerRecordPath } from './router-record.js';
@@ -70,6 +71,8 @@ export interface Router {
   traffic(routeKey: string): RouteTraffic | null;
   /** Every route's traffic in Prometheus's text format. */
   metricsText(): string;
+  /** The engine's last measure of a switched component's replication lag, for `/metrics`. */
+  reportReplication(report: ReplicationReport): void;
   /** Stops accepting, lets requests in flight finish (up to `routerCloseGraceMs`), releases the record. */
   close(): Promise<void>;
 }
@@ -96,6 +99,7 @@ class TableRouter implements Router {
   private readonly inFlightRegistry = new InFlightRegistry();
   private readonly pools = new UpstreamPools();
   private readonly metrics = new SlotMetrics();
+  private readonly replication = new ReplicationFigures();
   private readonly holds: WriteHolds;
   private readonly listeners: RouteListeners;
   private control: ControlServer | null = null;
@@ -287,7 +291,16 @@ class TableRouter implements Router {
   }
 
   metricsText(): string {
-    return renderMetricsText(this.metrics.all(), this.metrics.startedAt, this.holds.metrics());
+    return renderMetricsText(
+      this.metrics.all(),
+      this.metrics.startedAt,
+      this.holds.metrics(),
+      this.replication.current(),
+    );
+  }
+
+  reportReplication(report: ReplicationReport): void {
+    this.replication.report(report);
   }
 
   async close(): Promise<void> {

@@ -4,6 +4,7 @@
  * this is the one place they become text, so the CLI's `--json` and the API cannot differ.
  * The http MigrationService reads them back (engine/services/wire-times.ts): keep the two in step.
  */
+import { figureJson, type ReplicationFigureJson } from '../core/migration/replication-lag.js';
 import type { MigrationSummary } from '../core/migration/summary.js';
 import type { LogLine, MigrationState } from '../core/migration/types.js';
 
@@ -12,10 +13,10 @@ type WithIsoTimes<T, K extends keyof T> = Omit<T, K> & {
   [P in K]: null extends T[P] ? string | null : string;
 };
 
-export type MigrationSummaryJson = WithIsoTimes<
-  MigrationSummary,
-  'startedAt' | 'updatedAt' | 'committedAt' | 'endedAt'
->;
+export type MigrationSummaryJson = Omit<
+  WithIsoTimes<MigrationSummary, 'startedAt' | 'updatedAt' | 'committedAt' | 'endedAt'>,
+  'replication'
+> & { replication?: ReplicationFigureJson[] };
 export type LogLineJson = WithIsoTimes<LogLine, 'at'>;
 export type MigrationStateJson = Omit<
   WithIsoTimes<MigrationState, 'startedAt' | 'updatedAt' | 'committedAt' | 'endedAt'>,
@@ -30,8 +31,10 @@ export function isoTime(ms: number | null): string | null {
 }
 
 export function summaryJson(s: MigrationSummary): MigrationSummaryJson {
+  const { replication, ...rest } = s;
   return {
-    ...s,
+    ...rest,
+    ...(replication === undefined ? {} : { replication: replication.map(figureJson) }),
     startedAt: isoTime(s.startedAt),
     updatedAt: isoTime(s.updatedAt),
     committedAt: isoTime(s.committedAt),

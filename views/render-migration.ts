@@ -1,6 +1,7 @@
 import { assertNever } from '../core/errors.js';
 import { sortedHas } from '../core/migration/plan-index.js';
 import { commitIndex } from '../core/migration/queries.js';
+import { describeFigure } from '../core/migration/replication-lag.js';
 import type { MigrationSummary } from '../core/migration/summary.js';
 import type { LogLine, MigrationState } from '../core/migration/types.js';
 import { stages } from '../core/plan/types.js';
@@ -67,6 +68,10 @@ export function renderMigration(summary: MigrationSummary, state: MigrationState
   if (summary.committedAt !== null) lines.push(`  committed: ${time(summary.committedAt)} UTC`);
   if (summary.endedAt !== null) lines.push(`  ended:     ${time(summary.endedAt)} UTC`);
   if (summary.runnerPid !== null) lines.push(`  runner:    pid ${summary.runnerPid}`);
+  for (const figure of summary.replication ?? []) {
+    const text = `  lag:       ${describeFigure(figure, (ms) => `${time(ms)} UTC`)}`;
+    lines.push(figure.waiting ? style.yellow(text) : text);
+  }
   lines.push(...renderSkippedSteps(state, style));
   lines.push(...renderAnalyses(state, style));
   lines.push('', style.bold('Actions:'));

@@ -8,6 +8,7 @@ import type {
   ReplicaStatus,
   RouteStatus,
 } from '../core/environment-status.js';
+import { describeFigure } from '../core/migration/replication-lag.js';
 import type { ReplicaState } from '../core/observed.js';
 import type { Style } from './style.js';
 
@@ -28,6 +29,10 @@ export function renderStatusText(status: EnvironmentStatus, style: Style): strin
   if (analysis) {
     const outcome = analysis.outcome === 'breach' ? style.red(analysis.outcome) : analysis.outcome;
     lines.push(`  analysis:   ${outcome} at ${analysis.weight} %: ${analysis.reason}`);
+  }
+  for (const figure of status.migration?.replication ?? []) {
+    const text = `  lag:        ${describeFigure({ ...figure, measuredAt: Date.parse(figure.measuredAt) }, (ms) => `${when(new Date(ms).toISOString())} UTC`)}`;
+    lines.push(figure.waiting ? style.yellow(text) : text);
   }
   lines.push('', style.bold('Components:'));
   if (status.components.length === 0) lines.push(style.dim('  none'));

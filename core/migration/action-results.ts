@@ -2,9 +2,10 @@ import type { Action } from '../plan/types.js';
 import { own, setOwn } from '../records.js';
 import { hookFailureRollsBack } from '../topology/hook-types.js';
 import { describeCommand, hookWhere, subStepCount } from './queries.js';
+import { lagCaughtUpMessage, laggingMessage, lagWaitOf } from './replication-lag.js';
 import { isSwitchCommand, recordSwitchEffect, releaseSwitch } from './switch.js';
-import { finishRun, notice, retryLater, retryRunLater, runOf, setRun } from './transition.js';
-import type { AnalysisResult, Command, SwitchResult, Transition } from './types.js';
+import { finishRun, issue, notice, retryLater, retryRunLater, runOf, setRun } from './transition.js';
+import type { AnalysisResult, Command, LagReport, SwitchResult, Transition } from './types.js';
 import { beginEnding } from './undo.js';
 
 /** Attempts of one driver call before its action fails (transient errors only). */
@@ -16,12 +17,24 @@ export function actionSucceeded(
   command: Command,
   at: number,
   analysis?: AnalysisResult,
+  lagging?: LagReport,
 ): void {
   const s = t.state;
   if (s.lifecycle === 'committing' || s.lifecycle === 'running' || s.lifecycle === 'paused') {
     if (command.kind === 'analyze' && onAnalysis(t, command, at, analysis)) return;
     if (command.kind === 'hook') {
       notice(t, at, 'hook_passed', 'info', `hook ${command.name} (${hookWhere(command)}) passed`);
+    }
+    if (command.kind === 'check_health' && lagging && waitForLag(t, command, at, lagging)) return;
+    if (command.kind === 'wait_lag') {
+      notice(
+        t,
+        at,
+        'replication_caught_up',
+        'info',
+        lagCaughtUpMessage(lagging, command.component),
+        'health_gate',
+      );
     }
     completeStep(t, command, at);
   }
@@ -61,6 +74,34 @@ function onAnalysis(
   return false;
 }
 
+/**
+ * The gate found green healthy but trailing blue by more than maxLag: the episode begins (one
+ * `replication_lagging` notice), and the gate's action waits for the lag (`wait_lag`) before it
+ * passes. False when the command is no gate's.
+ */
+function waitForLag(
+  t: Transition,
+  command: Extract<Command, { kind: 'check_health' }>,
+  at: number,
+  lagging: LagReport,
+): boolean {
+  const run = runOf(t.state, command.id);
+  const action = run ? t.state.spec.plan.actions[run.index] : undefined;
+  if (!run || action?.type !== 'check_health') return false;
+  const wait = lagWaitOf(t.state, command.component);
+  notice(
+    t,
+    at,
+    'replication_lagging',
+    'warn',
+    laggingMessage(lagging, wait.timeoutMs),
+    action.stage,
+    action.id,
+  );
+  issue(t, wait, run.index);
+  return true;
+}
+
 /** A confirmPromotion or postRollout hook ran (passed, or postRollout failed): the next one is due. */
 function countHook(t: Transition, point: string): void {
   const run = t.state.hooksRun ?? { confirmPromotion: 0, postRollout: 0 };
@@ -89,12 +130,14 @@ export function recordEffect(
     // The routes set without the hold: what it held went on to the side they now send to.
     const heldMs = releaseSwitch(t, at);
     const to = command.restore || command.greenPercent < 100 ? 'blue' : 'green';
+    const count = switched?.heldCount;
+    const held = count === undefined ? '' : ` (${count} held)`;
     notice(
       t,
       at,
       'write_hold_ended',
       'info',
-      `write hold ended after ${heldMs} ms: the held requests went to ${to}`,
+      `write hold ended after ${heldMs} ms: the held requests went to ${to}${held}`,
       'cutover',
     );
     return;
@@ -160,13 +203,14 @@ function completeStep(t: Transition, command: Command, at: number): void {
     // Each step of a shift in the log: what a person watching a progressive rollout looks for.
     notice(t, at, 'traffic_step', 'info', `${describeCommand(command)}`, action.stage, action.id);
   }
-  if (command.kind === 'check_health' && action.type === 'check_health') {
+  if ((command.kind === 'check_health' || command.kind === 'wait_lag') && action.type === 'check_health') {
+    const slot = command.kind === 'check_health' ? command.slot : undefined;
     notice(
       t,
       at,
       'gate_passed',
       'info',
-      `health gate passed: ${command.slot === 'blue' ? 'restarted' : 'green'} ${action.component} is healthy`,
+      `health gate passed: ${slot === 'blue' ? 'restarted' : 'green'} ${action.component} is healthy`,
       action.stage,
       action.id,
     );
@@ -251,11 +295,11 @@ export function actionFailed(
       action.id,
     );
   }
-  const kind = command.kind === 'check_health' ? 'gate_failed' : 'action_failed';
-  const reason =
-    command.kind === 'check_health'
-      ? `health gate failed for ${action.component}: ${message}`
-      : `${action.id} failed: ${message}`;
+  const gate = command.kind === 'check_health' || command.kind === 'wait_lag';
+  const kind = gate ? 'gate_failed' : 'action_failed';
+  const reason = gate
+    ? `health gate failed for ${action.component}: ${message}`
+    : `${action.id} failed: ${message}`;
   notice(t, at, kind, 'error', reason, action.stage, action.id);
   beginEnding(t, at, 'failed', reason);
 }

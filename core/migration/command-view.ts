@@ -50,6 +50,7 @@ export function commandView(state: MigrationState, command: Command): MigrationS
     case 'catch_up':
     case 'promote_slot':
     case 'reverse_replication':
+    case 'wait_lag':
       components.add(command.component);
       break;
     case 'analyze':

@@ -211,6 +211,7 @@ export function isCancellable(command: Command): boolean {
   return (
     command.kind === 'wait' ||
     command.kind === 'check_health' ||
+    command.kind === 'wait_lag' ||
     command.kind === 'drain' ||
     command.kind === 'analyze'
   );

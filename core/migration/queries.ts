@@ -95,6 +95,8 @@ export function describeCommand(c: Command): string {
       return `replicate ${c.component}`;
     case 'check_health':
       return `health check of ${c.slot === 'blue' ? 'restarted' : 'green'} ${c.component}`;
+    case 'wait_lag':
+      return `wait for green ${c.component} to trail blue by at most maxLag`;
     case 'apply_route':
       if (c.promote) return `route ${c.route}: green is its live slot`;
       return c.restore ? `route ${c.route} back to blue` : `route ${c.route} at ${c.greenPercent}% green`;

@@ -82,7 +82,7 @@ export function step(previous: MigrationState, event: MigrationEvent): Transitio
       t.state = { ...t.state, lastError: null };
       recordEffect(t, command, event.output, event.at, event.switched);
       if (t.state.lifecycle === 'rolling_back') undoSucceeded(t, command, event.at);
-      else actionSucceeded(t, command, event.at, event.analysis);
+      else actionSucceeded(t, command, event.at, event.analysis, event.lagging);
       break;
     }
     case 'command_failed': {

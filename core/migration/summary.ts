@@ -1,4 +1,5 @@
 import type { VerdictOutcome } from '../analysis/verdict.js';
+import type { ReplicationFigure } from './replication-lag.js';
 import { type CommitOrigin, isFinal, type MigrationState } from './types.js';
 
 function lastAnalysis(state: MigrationState): Pick<MigrationSummary, 'analysis'> {
@@ -33,6 +34,11 @@ export interface MigrationSummary {
   runnerPid: number | null;
   /** The last analysis of a shift hold, when one ran (every one is in the state's `analyses`). */
   analysis?: { outcome: VerdictOutcome; weight: number; reason: string };
+  /**
+   * While it is in flight: the replication lag of each switched component as its health gate last
+   * measured it (core/migration/replication-lag.ts), when one was measured. Local mode only.
+   */
+  replication?: ReplicationFigure[];
   /**
    * Whether a process drives it, read when asked: `alive`; `dead` (in flight, and the process that
    * drove it is gone: `resumeWith` picks it up); `starting` (just created, its runner not up yet);

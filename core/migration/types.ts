@@ -169,6 +169,12 @@ export type Command =
   | { id: string; kind: 'promote_slot'; component: string; slot: 'blue' | 'green' }
   /** The slot `from` (the new primary) replicates into the other, without a copy. */
   | { id: string; kind: 'reverse_replication'; component: string; from: 'blue' | 'green' }
+  /**
+   * The health gate found green trailing blue by more than `replicate.maxLag` (its check's result
+   * carried `lagging`): wait until it trails by at most that, for at most `timeoutMs`
+   * (`replicate.timeout`), then the gate passes; past it, the gate fails naming the lag.
+   */
+  | { id: string; kind: 'wait_lag'; component: string; timeoutMs: number }
   | { id: string; kind: 'record_layout' };
 
 export type CommandKind = Command['kind'];
@@ -207,6 +213,25 @@ export interface SwitchResult {
   heldAt?: number;
   /** catch_up: the lag when the follower had applied the position (bytes; null: unknown). */
   lagBytes?: number | null;
+  /**
+   * The release of a hold (the routes set without it): requests the router held, summed over the
+   * routes, when it could tell (absent from an older router, or none running).
+   */
+  heldCount?: number;
+}
+
+/**
+ * A switched component's replication lag as the health gate measured it: on a `check_health`
+ * that found green trailing by more than maxLag (`lagging`), and on the `wait_lag` that ended
+ * with it within. Journaled once per episode, never per poll (the live figure is not journaled:
+ * ReplicationFigure).
+ */
+export interface LagReport {
+  component: string;
+  /** How far green trails in time (ms), and in bytes of the log; null when the driver cannot tell. */
+  lagMs: number | null;
+  lagBytes: number | null;
+  maxLagMs: number;
 }
 
 /**
@@ -253,6 +278,8 @@ export type MigrationEvent =
       analysis?: AnalysisResult;
       /** A switch step's result: a fence's position, a hold's start, a catch-up's lag. */
       switched?: SwitchResult;
+      /** A gate's lag check (check_health beyond maxLag, wait_lag within it): see LagReport. */
+      lagging?: LagReport;
     }
   | { type: 'command_failed'; at: number; commandId: string; error: CommandError }
   | { type: 'command_cancelled'; at: number; commandId: string; elapsedMs: number }
@@ -300,6 +327,7 @@ export type NoticeKind =
   | 'write_hold_started'
   | 'write_hold_ended'
   | 'replication_lagging'
+  | 'replication_caught_up'
   | 'ended';
 
 export interface SlotPair {

@@ -1,9 +1,11 @@
 import { start, step } from '../migration/step.js';
 import type { MigrationEvent, MigrationSpec, MigrationState } from '../migration/types.js';
+import { switchNotifications } from './switch-events.js';
 import {
   type AnalysisFailure,
   type CloudEvent,
   cloudEventTypePrefix,
+  type EventDetail,
   type NotificationData,
   type NotifyEventName,
   type Severity,
@@ -20,20 +22,11 @@ export const eventSeverity: Record<NotifyEventName, Severity> = {
   awaiting_promotion: 'info',
   completed: 'info',
   failed: 'error',
+  write_hold_started: 'info',
+  write_hold_ended: 'info',
+  replication_lagging: 'warning',
+  replication_caught_up: 'info',
 };
-
-/** What one event adds to the common data. */
-export interface EventDetail {
-  message: string;
-  /** A traffic step: the route, when one moved (a 1.0/1.1 plan moves one route per command). */
-  route?: string;
-  /** A traffic step: every route that moved together (plan format 1.2 moves them in one step). */
-  routes?: string[];
-  weight?: number;
-  reason?: string;
-  analysis?: AnalysisFailure;
-  serial?: number;
-}
 
 /**
  * The notifications one journaled event causes, from the state before it (null for `created`) and
@@ -42,8 +35,8 @@ export interface EventDetail {
  * that delivers, the server that streams).
  *
  * Derived from transitions, never from inside the step function: a lifecycle reached (awaiting
- * commit, completed, rolled back, cancelled, failed) or a traffic step applied (a route's green
- * share raised while running forward).
+ * commit, completed, rolled back, cancelled, failed), a traffic step applied (a route's green
+ * share raised while running forward), or a step of a stateful switch (switch-events.ts).
  */
 export function notificationsOf(
   before: MigrationState | null,
@@ -69,6 +62,7 @@ export function notificationsOf(
         },
       ]);
     }
+    found.push(...switchNotifications(before, event, after));
     const failed = analysisFailed(before, after);
     if (failed) found.push(failed);
     if (before.lifecycle !== after.lifecycle) {

@@ -18,8 +18,20 @@ export const notifyEventNames = [
   'awaiting_promotion',
   'completed',
   'failed',
+  'write_hold_started',
+  'write_hold_ended',
+  'replication_lagging',
+  'replication_caught_up',
 ] as const;
 export type NotifyEventName = (typeof notifyEventNames)[number];
+
+/** The events of a stateful switch (core/notify/switch-events.ts). */
+export const switchEventNames: readonly NotifyEventName[] = [
+  'write_hold_started',
+  'write_hold_ended',
+  'replication_lagging',
+  'replication_caught_up',
+];
 
 /** The CloudEvents `type` prefix: `dev.cutover.migration.completed`. */
 export const cloudEventTypePrefix = 'dev.cutover.migration.';
@@ -46,6 +58,40 @@ export interface NotificationData {
   reason?: string;
   /** analysis_failed (from the analysis of a step, when it lands): the check and its figures. */
   analysis?: AnalysisFailure;
+  /** write_hold_started, write_hold_ended: the hold of a stateful switch (see WriteHoldDetail). */
+  hold?: WriteHoldDetail;
+  /** replication_lagging, replication_caught_up: the switched component and its lag. */
+  component?: string;
+  lag?: { lagMs: number | null; lagBytes: number | null; maxLagMs: number };
+}
+
+/** What one event adds to the common data. */
+export interface EventDetail {
+  message: string;
+  /** A traffic step: the route, when one moved (a 1.0/1.1 plan moves one route per command). */
+  route?: string;
+  /** A traffic step: every route that moved together (plan format 1.2 moves them in one step). */
+  routes?: string[];
+  weight?: number;
+  reason?: string;
+  analysis?: AnalysisFailure;
+  serial?: number;
+  hold?: WriteHoldDetail;
+  component?: string;
+  lag?: NotificationData['lag'];
+}
+
+/** A write hold of the switch of stateful components (issue 28), as its notifications tell it. */
+export interface WriteHoldDetail {
+  routes: string[];
+  /** The side the writes leave: blue for the switch to green, green for the way back. */
+  from?: 'blue' | 'green';
+  budgetMs?: number;
+  maxHeld?: number;
+  /** write_hold_ended: where the held requests went, how long they were held (ms), and how many (when the router told). */
+  releasedTo?: 'blue' | 'green';
+  durationMs?: number;
+  heldCount?: number;
 }
 
 /**

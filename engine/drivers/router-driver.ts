@@ -7,6 +7,7 @@ import type { Route } from '../../core/topology/types.js';
 import { cutoverCliPath } from '../../platform/package-path.js';
 import { routerClient, waitDrained } from '../../router/client.js';
 import type { ListenFailure, ReloadResult, RoutesSnapshot } from '../../router/control-types.js';
+import type { ReplicationReport } from '../../router/replication-lag.js';
 import {
   type RoutingEntry,
   readRoutingTable,
@@ -362,4 +363,39 @@ export async function holdReleasedToGreen(
     last.releasedTo === 'green' &&
     last.endedAt >= since
   );
+}
+
+/**
+ * Tells the router serving `stateDir` a switched component's replication lag, for its `/metrics`
+ * (router/replication-lag.ts). Nothing when no router runs; a router that does not answer (or an
+ * older one, without the endpoint) costs the figure, never the gate.
+ */
+export async function reportReplicationLag(stateDir: StateDir, report: ReplicationReport): Promise<void> {
+  if (!liveRouterRecord(stateDir.root)) return;
+  await routerClient(stateDir.root)
+    .reportReplication(report)
+    .catch(() => undefined);
+}
+
+/**
+ * How many requests the routes' last write holds held, summed, when each ended at `since` or later
+ * (the release just applied); undefined when the router cannot tell (none runs, an older one).
+ */
+export async function heldCountSince(
+  stateDir: StateDir,
+  environment: string,
+  routes: readonly string[],
+  since: number,
+): Promise<number | undefined> {
+  const snapshot = await routerClient(stateDir.root)
+    .routes()
+    .catch(() => null);
+  if (!snapshot) return undefined;
+  let count = 0;
+  for (const route of routes) {
+    const last = snapshot.routes[routeKey(environment, route)]?.lastHold;
+    if (!last || last.endedAt < since) return undefined;
+    count += last.heldCount;
+  }
+  return count;
 }

@@ -1,5 +1,6 @@
 import { CutoverError } from '../../core/errors.js';
 import type { SlotInfo, WriteHold } from '../../core/layout.js';
+import type { ReplicationFigure } from '../../core/migration/replication-lag.js';
 import type { Command, MigrationState } from '../../core/migration/types.js';
 import { own } from '../../core/records.js';
 import type { Route, Topology } from '../../core/topology/types.js';
@@ -26,6 +27,8 @@ export interface ExecuteOptions {
   trackProcess?: (pid: number) => () => void;
   /** This process's secrets (decided at its edge); read relative to the migration's topology. */
   secrets: ProcessSecrets;
+  /** A switched component's lag as the gate just measured it (throttled): the live figure, kept by the runner. */
+  replicationFigure?: (figure: ReplicationFigure) => void;
 }
 
 export type RouteSetting = Pick<

@@ -8,6 +8,7 @@ import type {
   AnalysisResult,
   Command,
   CommandError,
+  LagReport,
   MigrationState,
   SwitchResult,
 } from '../../core/migration/types.js';
@@ -47,9 +48,11 @@ import {
 } from './command-context.js';
 import {
   followIfSwitched,
+  heldByRelease,
+  lagBeyondMax,
   runSwitchCommand,
   stopReplicationOf,
-  waitLagOf,
+  waitLagWithin,
   withinBudget,
 } from './execute-switch.js';
 import { quoteReplicaLogs } from './replica-logs.js';
@@ -57,7 +60,13 @@ import { quoteReplicaLogs } from './replica-logs.js';
 export type { DriverSet, ExecuteOptions };
 
 export type CommandResult =
-  | { type: 'command_succeeded'; output?: SlotInfo; analysis?: AnalysisResult; switched?: SwitchResult }
+  | {
+      type: 'command_succeeded';
+      output?: SlotInfo;
+      analysis?: AnalysisResult;
+      switched?: SwitchResult;
+      lagging?: LagReport;
+    }
   | { type: 'command_failed'; error: CommandError }
   | { type: 'command_cancelled'; elapsedMs: number };
 
@@ -78,6 +87,7 @@ const ownTimeout: ReadonlySet<Command['kind']> = new Set<Command['kind']>([
   'drain',
   'retire',
   'check_health',
+  'wait_lag',
   'wait',
   // A hold's window and a hook (its timeout and retries) bound themselves.
   'analyze',
@@ -129,7 +139,27 @@ export async function executeCommand(
       const switched = await runSwitchCommand(state, command as never, { ...options, signal }, call);
       return { type: 'command_succeeded', switched };
     }
+    if (command.kind === 'wait_lag') {
+      const lagging = await waitLagWithin(
+        state,
+        command,
+        { ...options, signal },
+        { signal, log: options.log },
+      );
+      return lagging ? { type: 'command_succeeded', lagging } : { type: 'command_succeeded' };
+    }
     const output = await run(state, command, { ...options, signal });
+    if (command.kind === 'check_health' && command.slot !== 'blue') {
+      // A switched component's green must also trail blue by at most replicate.maxLag: past it,
+      // the step function says so once and the gate waits (wait_lag).
+      const call = { signal, log: options.log };
+      const lagging = await lagBeyondMax(state, { ...options, signal }, call, command.component);
+      if (lagging) return { type: 'command_succeeded', lagging };
+    }
+    if (command.kind === 'shift_routes' || command.kind === 'apply_route') {
+      const switched = await heldByRelease(state, options, command);
+      if (switched) return { type: 'command_succeeded', switched };
+    }
     return output ? { type: 'command_succeeded', output } : { type: 'command_succeeded' };
   } catch (error) {
     if (options.signal.aborted) return { type: 'command_cancelled', elapsedMs: Date.now() - started };
@@ -218,8 +248,6 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       // two shift steps the gate has looked through the previews already, and opening a route at
       // 0 % again would take its step's traffic back off green.
       if (!live && !c.betweenSteps) await checkThroughPreviews(s, o, call, c.component, ctx);
-      // A switched component's green must also trail blue by at most replicate.maxLag.
-      if (!live) await waitLagOf(s, o, call, c.component);
       return undefined;
     }
     case 'apply_route': {
@@ -290,6 +318,7 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       return undefined;
     case 'analyze':
     case 'hook':
+    case 'wait_lag':
     case 'hold_routes':
     case 'fence':
     case 'unfence':

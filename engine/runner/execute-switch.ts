@@ -6,11 +6,18 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { SlotInfo } from '../../core/layout.js';
+import {
+  describeLagAmount,
+  lagWithin,
+  type ReplicationFigure,
+} from '../../core/migration/replication-lag.js';
 import { switchDeadline } from '../../core/migration/switch.js';
-import type { Command, MigrationState, SwitchResult } from '../../core/migration/types.js';
+import type { Command, LagReport, MigrationState, SwitchResult } from '../../core/migration/types.js';
 import { own } from '../../core/records.js';
 import { formatDuration } from '../../core/topology/duration.js';
+import { defaults } from '../../core/topology/types.js';
 import { componentDriverFor, routeDriverFor } from '../drivers/driver-set.js';
+import { heldCountSince, reportReplicationLag } from '../drivers/router-driver.js';
 import {
   type ComponentCallContext,
   type DriverCallOptions,
@@ -175,56 +182,145 @@ function replicatorOf(o: ExecuteOptions, ctx: ComponentCallContext): Replicator 
   return replicator;
 }
 
-/**
- * After the health gate, a switched component's green must trail blue by at most
- * `replicate.maxLag` before any traffic moves: waits while it trails more, saying so every few
- * seconds (`replication_lagging`), and fails at `replicate.timeout` with the lag.
- */
-export async function waitLagWithin(
-  ctx: ComponentCallContext,
-  replicator: Replicator,
-  blue: SlotInfo,
-  green: SlotInfo,
+/** How often the gate measures a lag while it waits. */
+export const lagPollMs = 200;
+/** The live figure (the runner's file, the router's /metrics) at most this often, and at once when the gate starts or stops waiting. */
+export const lagFigureEveryMs = 1_000;
+/** A line in the log while the gate waits, this often. */
+const lagSayEveryMs = 5_000;
+
+/** One switched component's lag, measured and shown live (the journal keeps only the episode). */
+interface LagGauge {
+  measure(): Promise<{ lag: ReplicationLag; figure: ReplicationFigure }>;
+}
+
+/** The gauge of a switched component whose driver tells its lag; null for any other. */
+async function lagGaugeOf(
+  s: MigrationState,
   o: ExecuteOptions,
   call: DriverCallOptions,
-): Promise<void> {
-  if (!replicator.capabilities.lag) return;
-  const maxLag = ctx.spec.replicate?.maxLag ?? 1_000;
-  const timeout = ctx.spec.replicate?.timeout ?? 300_000;
+  component: string,
+): Promise<{ gauge: LagGauge; maxLagMs: number } | null> {
+  if (!(s.spec.switched ?? []).includes(component)) return null;
+  const { ctx } = await componentContext(s, o, component, 'desired', 'omit');
+  const replicator = switchedReplicator(s, o, ctx) as Replicator;
+  const pair = own(s.slots, component);
+  if (!replicator.capabilities.lag || !pair?.blue || !pair.green) return null;
+  const { blue, green } = pair;
+  const maxLagMs = ctx.spec.replicate?.maxLag ?? defaults.replicateMaxLagMs;
+  let shownAt = 0;
+  let shownWaiting: boolean | null = null;
+  const gauge: LagGauge = {
+    async measure() {
+      const lag = await replicator.lag(ctx, blue, green, call);
+      const measured = { lagMs: lag.ms, lagBytes: lag.bytes };
+      const figure: ReplicationFigure = {
+        component,
+        ...measured,
+        applied: String(lag.applied),
+        source: String(lag.source),
+        maxLagMs,
+        measuredAt: Date.now(),
+        waiting: !lagWithin(measured, maxLagMs),
+      };
+      if (figure.waiting !== shownWaiting || figure.measuredAt - shownAt >= lagFigureEveryMs) {
+        shownAt = figure.measuredAt;
+        shownWaiting = figure.waiting;
+        showFigure(s, o, figure);
+      }
+      return { lag, figure };
+    },
+  };
+  return { gauge, maxLagMs };
+}
+
+/** The live figure: to the runner (`migration show`, `topology status`, the API) and to the router's /metrics. */
+function showFigure(s: MigrationState, o: ExecuteOptions, figure: ReplicationFigure): void {
+  o.replicationFigure?.(figure);
+  void reportReplicationLag(o.stateDir, {
+    environment: s.spec.environment,
+    component: figure.component,
+    lagSeconds: figure.lagMs === null ? null : Math.max(0, figure.lagMs) / 1000,
+    lagBytes: figure.lagBytes,
+    maxLagSeconds: figure.maxLagMs / 1000,
+    measuredAt: figure.measuredAt,
+    waiting: figure.waiting,
+  });
+}
+
+function reportOf(figure: ReplicationFigure): LagReport {
+  return {
+    component: figure.component,
+    lagMs: figure.lagMs,
+    lagBytes: figure.lagBytes,
+    maxLagMs: figure.maxLagMs,
+  };
+}
+
+/**
+ * The health gate's look at a switched component's lag, once, after green is healthy: the lag
+ * when green trails blue by more than `replicate.maxLag` (the step function then says so once and
+ * waits: `wait_lag`), else null (within, not switched, or a driver that cannot tell).
+ */
+export async function lagBeyondMax(
+  s: MigrationState,
+  o: ExecuteOptions,
+  call: DriverCallOptions,
+  component: string,
+): Promise<LagReport | null> {
+  const found = await lagGaugeOf(s, o, call, component);
+  if (!found) return null;
+  const { lag, figure } = await found.gauge.measure();
+  if (!figure.waiting) {
+    o.log(
+      `replication: green ${component} trails blue by ${describeLag(lag)} (maxLag ${formatDuration(found.maxLagMs)})`,
+    );
+    return null;
+  }
+  return reportOf(figure);
+}
+
+/**
+ * `wait_lag`: the gate waits while green trails blue by more than `replicate.maxLag`, saying so in
+ * the log every few seconds, and fails at `replicate.timeout` with the lag. Resolves with the lag
+ * within bounds.
+ */
+export async function waitLagWithin(
+  s: MigrationState,
+  c: Extract<Command, { kind: 'wait_lag' }>,
+  o: ExecuteOptions,
+  call: DriverCallOptions,
+): Promise<LagReport | undefined> {
+  const found = await lagGaugeOf(s, o, call, c.component);
+  if (!found) return undefined;
   const started = Date.now();
-  let lastSaid = 0;
+  let lastSaid = started;
   let lag: ReplicationLag | null = null;
-  while (Date.now() - started <= timeout) {
-    lag = await replicator.lag(ctx, blue, green, call);
-    if (within(lag, maxLag)) {
+  while (Date.now() - started <= c.timeoutMs) {
+    const measured = await found.gauge.measure();
+    lag = measured.lag;
+    if (!measured.figure.waiting) {
       o.log(
-        `replication: green ${ctx.component} trails blue by ${describeLag(lag)} (maxLag ${formatDuration(maxLag)})`,
+        `replication: green ${c.component} trails blue by ${describeLag(lag)} (maxLag ${formatDuration(found.maxLagMs)}) after ${formatDuration(Date.now() - started) || '0s'}`,
       );
-      return;
+      return reportOf(measured.figure);
     }
-    if (Date.now() - lastSaid >= 5_000) {
+    if (Date.now() - lastSaid >= lagSayEveryMs) {
       lastSaid = Date.now();
       o.log(
-        `replication lagging: green ${ctx.component} trails blue by ${describeLag(lag)}, more than maxLag ${formatDuration(maxLag)}; waiting`,
+        `replication lagging: green ${c.component} trails blue by ${describeLag(lag)}, more than maxLag ${formatDuration(found.maxLagMs)}; waiting`,
       );
     }
-    await sleep(200, undefined, { signal: o.signal });
+    await sleep(lagPollMs, undefined, { signal: o.signal });
   }
   throw new PermanentDriverError(
-    `replication of ${ctx.component} lagging: green trails blue by ${lag ? describeLag(lag) : 'an unknown amount'}, more than replicate.maxLag ${formatDuration(maxLag)}, for all of replicate.timeout ${formatDuration(timeout)}`,
+    `replication of ${c.component} lagging: green trails blue by ${lag ? describeLag(lag) : 'an unknown amount'}, more than replicate.maxLag ${formatDuration(found.maxLagMs)}, for all of replicate.timeout ${formatDuration(c.timeoutMs)}`,
   );
 }
 
-function within(lag: ReplicationLag, maxLagMs: number): boolean {
-  if (lag.ms !== null) return lag.ms <= maxLagMs;
-  return lag.bytes === 0;
-}
-
 export function describeLag(lag: ReplicationLag): string {
-  const parts: string[] = [];
-  if (lag.ms !== null) parts.push(formatDuration(Math.max(0, Math.round(lag.ms))) || '0s');
-  if (lag.bytes !== null) parts.push(`${lag.bytes} bytes`);
-  return parts.length > 0 ? `${parts.join(', ')} (at ${lag.applied} of ${lag.source})` : 'an unknown amount';
+  const amount = describeLagAmount({ lagMs: lag.ms, lagBytes: lag.bytes });
+  return lag.ms === null && lag.bytes === null ? amount : `${amount} (at ${lag.applied} of ${lag.source})`;
 }
 
 /** The component's Replicator when the migration switches it; null otherwise. */
@@ -235,21 +331,6 @@ function switchedReplicator(
 ): Replicator | null {
   if (!(s.spec.switched ?? []).includes(ctx.component)) return null;
   return replicatorOf(o, ctx);
-}
-
-/** The health gate's lag check of a switched component (waitLagWithin); nothing for the others. */
-export async function waitLagOf(
-  s: MigrationState,
-  o: ExecuteOptions,
-  call: DriverCallOptions,
-  component: string,
-): Promise<void> {
-  if (!(s.spec.switched ?? []).includes(component)) return;
-  const { ctx } = await componentContext(s, o, component, 'desired', 'omit');
-  const replicator = switchedReplicator(s, o, ctx) as Replicator;
-  const pair = own(s.slots, component);
-  if (!pair?.blue || !pair.green) return;
-  await waitLagWithin(ctx, replicator, pair.blue, pair.green, o, call);
 }
 
 /**
@@ -284,4 +365,20 @@ export async function followIfSwitched(
     `${ctx.component}: green follows blue (${replicator.capabilities.follow ? 'continuously' : 'one copy now, the final sync under the write hold'})`,
   );
   return true;
+}
+
+/**
+ * The routes were just set without the hold (the release, or the undo's restore): how many
+ * requests the hold held, as the router tells it, for the journal (write_hold_ended).
+ */
+export async function heldByRelease(
+  s: MigrationState,
+  o: ExecuteOptions,
+  command: Extract<Command, { kind: 'shift_routes' | 'apply_route' }>,
+): Promise<SwitchResult | undefined> {
+  const sw = s.switch;
+  if (!sw || sw.released) return undefined;
+  const routes = command.kind === 'shift_routes' ? command.routes : [command.route];
+  const heldCount = await heldCountSince(o.stateDir, s.spec.environment, routes, sw.heldAt);
+  return heldCount === undefined ? undefined : { heldCount };
 }

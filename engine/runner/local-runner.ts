@@ -22,8 +22,9 @@ import { processRedactor } from '../redact/process-redactor.js';
 import type { ProcessSecrets } from '../secrets/secret-source.js';
 import type { MigrationPaths, StateDir } from '../store/state-dir.js';
 import { releaseEnvironment } from './active-claim.js';
-import { type DriverSet, executeCommand } from './execute-command.js';
+import { type DriverSet, type ExecuteOptions, executeCommand } from './execute-command.js';
 import { JournalWriter, readJournal } from './journal.js';
+import { replicationFigureWriter } from './replication-figures.js';
 import { processTracker, stopLeftoverProcesses } from './tracked-processes.js';
 
 export interface RunnerDeps {
@@ -68,6 +69,8 @@ export class LocalRunner {
   private readonly supervision = new AbortController();
   /** Applied at the writers: the journal (after `created`), the log, the notifications. */
   private readonly redact: Redactor;
+  /** Keeps the health gate's last measure of each switched component's lag (not the record). */
+  private readonly replicationFigure: NonNullable<ExecuteOptions['replicationFigure']>;
 
   private constructor(
     private readonly deps: RunnerDeps,
@@ -82,6 +85,7 @@ export class LocalRunner {
     this.redact = deps.redact ?? processRedactor(deps.secrets.env);
     this.paths = deps.stateDir.migration(state.spec.environment, state.spec.id);
     this.trackProcess = processTracker(this.paths.processes);
+    this.replicationFigure = replicationFigureWriter(this.paths.replication);
     if (deps.onLine) this.listeners.add(deps.onLine);
     const { notify } = state.spec.desired;
     this.notifier =
@@ -237,6 +241,7 @@ export class LocalRunner {
       signal: controller.signal,
       log,
       trackProcess: this.trackProcess,
+      replicationFigure: this.replicationFigure,
     })
       .then((result) => {
         this.aborts.delete(command.id);

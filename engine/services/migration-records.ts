@@ -10,6 +10,7 @@ import { replay } from '../../core/migration/step.js';
 import { type MigrationSummary, summaryOf } from '../../core/migration/summary.js';
 import { isFinal, type MigrationState } from '../../core/migration/types.js';
 import { readJournal } from '../runner/journal.js';
+import { readReplicationFigures } from '../runner/replication-figures.js';
 import type { StateDir } from '../store/state-dir.js';
 import { runnerSeen } from './runner-liveness.js';
 
@@ -66,7 +67,11 @@ export function isFinished(stateDir: StateDir, environment: string, id: string):
 
 /** `reachAgain`: the options that reach this state directory, for the command that resumes a dead runner's migration. */
 export function summarize(ref: MigrationRef, state: MigrationState, reachAgain = ''): MigrationSummary {
-  return summaryOf(state, runnerSeen(ref.stateDir, state, reachAgain));
+  const summary = summaryOf(state, runnerSeen(ref.stateDir, state, reachAgain));
+  if (isFinal(state.lifecycle) || (state.spec.switched ?? []).length === 0) return summary;
+  // The live figures of the health gate's lag checks, beside the journal (not the record).
+  const figures = readReplicationFigures(ref.stateDir.migration(ref.environment, ref.id).replication);
+  return figures.length === 0 ? summary : { ...summary, replication: figures };
 }
 
 function unreadableSummary(ref: MigrationRef, problem: string): MigrationSummary {

@@ -3,6 +3,7 @@
  * types hold epoch milliseconds. The http MigrationService reads them back here, the inverse of
  * views/migration-json.ts: keep the two in step.
  */
+import type { ReplicationFigure } from '../../core/migration/replication-lag.js';
 import type { MigrationSummary } from '../../core/migration/summary.js';
 import type { LogLine, MigrationState } from '../../core/migration/types.js';
 
@@ -19,8 +20,17 @@ function ms(value: unknown): number | null {
 type Wire<T> = { [K in keyof T]: unknown };
 
 export function summaryFromWire(s: Wire<MigrationSummary>): MigrationSummary {
+  const figures = Array.isArray(s.replication) ? (s.replication as Wire<ReplicationFigure>[]) : undefined;
   return {
     ...(s as MigrationSummary),
+    ...(figures === undefined
+      ? {}
+      : {
+          replication: figures.map((f) => ({
+            ...(f as ReplicationFigure),
+            measuredAt: ms(f.measuredAt) ?? 0,
+          })),
+        }),
     startedAt: ms(s.startedAt) ?? 0,
     updatedAt: ms(s.updatedAt) ?? 0,
     committedAt: ms(s.committedAt),

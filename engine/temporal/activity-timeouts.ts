@@ -29,6 +29,8 @@ export function activityTimeoutMs(command: Command, spec: MigrationSpec): number
     case 'promote_slot':
     case 'reverse_replication':
       return routeCallTimeoutMs;
+    case 'wait_lag':
+      return command.timeoutMs + activityMarginMs;
     case 'wait':
       // A hold or the bake watching green (the workflow waits on a timer for a retry).
       return command.ms + activityMarginMs;

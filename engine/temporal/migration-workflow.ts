@@ -43,6 +43,7 @@ import {
 import { upgradeState } from '../../core/migration/upgrade-state.js';
 import { refuseVerb } from '../../core/migration/verb-policy.js';
 import { notificationsOf } from '../../core/notify/migration-events.js';
+import { switchEventNames } from '../../core/notify/types.js';
 import type { CutoverActivities } from './activities.js';
 import { activityTimeoutMs } from './activity-timeouts.js';
 import {
@@ -64,6 +65,7 @@ import {
   notificationsQuery,
   notifyHandOffPatch,
   notifyWorkflowId,
+  switchNotificationsPatch,
   WorkflowNotifications,
 } from './workflow-notify.js';
 
@@ -165,8 +167,10 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
       ? new WorkflowNotifications(targets, spec.baseDir, log)
       : null;
   const kept = new KeptNotifications();
+  const switchNotifications = patched(switchNotificationsPatch);
   const notify = (before: MigrationState | null, event: MigrationEvent) => {
-    const out = notificationsOf(before, event, state, events);
+    const all = notificationsOf(before, event, state, events);
+    const out = switchNotifications ? all : all.filter((e) => !switchEventNames.includes(e.data.event));
     kept.add(events, out);
     notifications?.publish(out);
   };

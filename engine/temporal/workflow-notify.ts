@@ -30,6 +30,12 @@ import type { CutoverActivities } from './activities.js';
 export const notificationsPatch = 'notifications';
 
 /**
+ * The marker of runs that deliver the notifications of a stateful switch (switchEventNames: the
+ * write hold, the replication lag); runs recorded without it replay without them.
+ */
+export const switchNotificationsPatch = 'switch-notifications';
+
+/**
  * The marker of runs that hand the deliveries left at their end to `notifyWorkflow`; runs recorded
  * without it (but with `notificationsPatch`) replay the bounded wait instead.
  */

@@ -42,6 +42,7 @@ const pureElsewhere = [
   'test/plan.test.ts',
   'test/render.test.ts',
   'test/test-layout.test.ts',
+  'test/router/replication-lag.test.ts',
   'test/router/request-checks.test.ts',
   'test/verb-wait.test.ts',
   'test/watch/trigger-match.test.ts',
