@@ -1,0 +1,242 @@
+/**
+ * Issue 28: the local runner PROCESS killed with SIGKILL at each point of a stateful switch — after
+ * the router began to hold (before the fence), after blue's fence, after green's promotion, after
+ * the release to green — then `cutover topology migration resume <id>`, as a user would: nothing
+ * acknowledged is lost, nothing stays fenced, the router holds nothing, no process is left.
+ *
+ * The runner is the real one `cutover topology migrate --detach` starts (`internal run-migration`,
+ * its pid in runner.json). The points last milliseconds, so the test does not poll for them: it
+ * follows the migration's journal (fs.watch) and folds each new event through the step function,
+ * and the moment the event of the point is there it kills the runner; once the process is gone,
+ * the journal must end with that very event (the kill landed before the next point was journaled).
+ * To give each point a window a kill can land in, the store holds 32 MB of earlier data, which
+ * blue's fence (a digest) and green's catch-up (a copy) read under the hold, and the hold's budget
+ * (`writeHold`) is 5 s, so that a resume on a loaded machine still lands within it. A writer sends
+ * 200 acknowledged writes/s through the route all along; held while the runner is dead.
+ *
+ * test/cutover/stateful-crash stops an in-process runner at the same points (its detach) and
+ * covers the resume after the router's own bound let go of the hold.
+ */
+import { cpSync, existsSync, type FSWatcher, readdirSync, readFileSync, watch, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { replay, step } from '../../core/migration/step.js';
+import { isFinal, type MigrationEvent, type MigrationState } from '../../core/migration/types.js';
+import { readJournal } from '../../engine/runner/journal.js';
+import { repoRoot, runCli } from '../support/cli.js';
+import { migrateDetached, routeUrl, setVersion, type Workspace, workspace } from '../support/migrations.js';
+import { running, waitGone } from '../support/processes.js';
+import { expectNoHold, expectNothingLost } from '../support/stateful.js';
+import { eventually } from '../support/wait.js';
+import { startWriter } from '../support/writer.js';
+
+type Point = 'hold' | 'fence' | 'promote' | 'release';
+
+/** Where the switch stands once the point's event is journaled (and not yet the next one's). */
+const reached: Record<Point, (s: MigrationState) => boolean> = {
+  hold: (s) => s.switch?.direction === 'to_green' && Object.keys(s.switch.positions).length === 0,
+  fence: (s) => s.switch?.positions.store !== undefined && s.switch.primary.store !== 'green',
+  promote: (s) => s.switch?.primary.store === 'green' && !s.switch.released,
+  release: (s) => s.switch?.direction === 'to_green' && s.switch.released,
+};
+
+/** The earlier data of the store: read by the fence's digest and copied by the catch-up. */
+const ballastBytes = 32 * 1024 * 1024;
+
+let w: Workspace;
+let url: string;
+let version = 1;
+
+beforeAll(async () => {
+  w = await workspace('test/fixtures/stateful-kv', (yaml) => yaml.replace('writeHold: 2s', 'writeHold: 5s'));
+  // The store commits the writes that arrive during an fsync together after it, as databases do
+  // (the bench's store): with one fsync per write the fixture's store is near its capacity at
+  // 200 writes/s on a busy machine, and the writes held while the runner was dead, released at
+  // once, then keep it from answering its health check for seconds: green is rolled back, rightly.
+  cpSync(path.join(repoRoot, 'bench', 'fixtures', 'kv-group-commit.mjs'), path.join(w.dir, 'kv.mjs'));
+  url = routeUrl(w);
+  const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
+  expect(first.code, first.stdout + first.stderr).toBe(0);
+  const layout = JSON.parse(readFileSync(layoutFile(), 'utf8')) as {
+    slots: { store: { details: { slotDir: string } } };
+  };
+  writeFileSync(
+    path.join(layout.slots.store.details.slotDir, 'data', 'ballast.bin'),
+    Buffer.alloc(ballastBytes, 7),
+  );
+}, 60_000);
+
+afterAll(async () => {
+  await runCli(['topology', 'down', '-f', w.file, '--yes']).catch(() => undefined);
+  await w.cleanup();
+}, 60_000);
+
+function envDir(): string {
+  return path.join(w.stateDir, 'environments', 'kv');
+}
+
+function layoutFile(): string {
+  return path.join(envDir(), 'layout.json');
+}
+
+function migrationDir(id: string): string {
+  return path.join(envDir(), 'migrations', id);
+}
+
+function runnerPid(id: string): number {
+  const record = JSON.parse(readFileSync(path.join(migrationDir(id), 'runner.json'), 'utf8')) as {
+    process: { pid: number };
+  };
+  return record.process.pid;
+}
+
+interface Kill {
+  pid: number;
+  /** How many events the journal had when the point's event was seen (it is the last of them). */
+  events: number;
+}
+
+/**
+ * Follows `id`'s journal and SIGKILLs its runner the moment the events journaled make `point`
+ * reached; resolves with the pid and the journal's length then. Rejects after `timeoutMs`.
+ */
+function killWhenReached(id: string, point: Point, timeoutMs = 30_000): Promise<Kill> {
+  const file = path.join(migrationDir(id), 'journal.ndjson');
+  return new Promise((resolve, reject) => {
+    let state: MigrationState | null = null;
+    let count = 0;
+    let offset = 0;
+    let done = false;
+    let watcher: FSWatcher | undefined;
+    const finish = (error: Error | null, kill?: Kill) => {
+      if (done) return;
+      done = true;
+      watcher?.close();
+      clearInterval(fallback);
+      clearTimeout(timer);
+      if (error) reject(error);
+      else resolve(kill as Kill);
+    };
+    const look = () => {
+      if (done) return;
+      const buffer = readFileSync(file);
+      const end = buffer.lastIndexOf(0x0a);
+      if (end < offset) return;
+      const lines = buffer.subarray(offset, end).toString('utf8').split('\n').filter(Boolean);
+      offset = end + 1;
+      for (const line of lines) {
+        const event = JSON.parse(line) as MigrationEvent;
+        count += 1;
+        state = state === null ? replay([event]) : step(state, event).state;
+        if (reached[point](state)) {
+          const pid = runnerPid(id);
+          process.kill(pid, 'SIGKILL');
+          finish(null, { pid, events: count });
+          return;
+        }
+        if (isFinal(state.lifecycle)) {
+          finish(new Error(`${id} ended (${state.lifecycle}) without reaching the ${point}`));
+          return;
+        }
+      }
+    };
+    watcher = watch(file, look);
+    // The watch sees every append; this only covers an event missed between reading and watching.
+    const fallback = setInterval(look, 50);
+    const timer = setTimeout(
+      () => finish(new Error(`the ${point} not reached within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    look();
+  });
+}
+
+/** The migration's state from its journal as it is now. */
+function journalState(id: string): { state: MigrationState; events: MigrationEvent[] } {
+  const { events } = readJournal(path.join(migrationDir(id), 'journal.ndjson'));
+  return { state: replay(events), events };
+}
+
+interface SlotRecord {
+  slotId: string;
+  retired?: boolean;
+  replicas: { pid: number }[];
+}
+
+function slotRecords(): SlotRecord[] {
+  const root = path.join(envDir(), 'slots');
+  return readdirSync(root).map(
+    (slot) => JSON.parse(readFileSync(path.join(root, slot, 'slot.json'), 'utf8')) as SlotRecord,
+  );
+}
+
+/** Every replica of a retired slot is gone; the one slot not retired is the live one, running. */
+function expectOnlyLiveReplicas(): void {
+  const live = (
+    JSON.parse(readFileSync(layoutFile(), 'utf8')) as { slots: { store: { details: { slotId: string } } } }
+  ).slots.store.details.slotId;
+  const records = slotRecords();
+  const serving = records.filter((r) => !r.retired).map((r) => r.slotId);
+  expect(serving).toEqual([live]);
+  const left = records
+    .filter((r) => r.retired)
+    .flatMap((r) =>
+      r.replicas.filter((replica) => running(replica.pid)).map((replica) => `${r.slotId}: ${replica.pid}`),
+    );
+  expect(left).toEqual([]);
+  for (const r of records.filter((r) => !r.retired))
+    for (const replica of r.replicas) expect(running(replica.pid), `live replica ${replica.pid}`).toBe(true);
+}
+
+const lastOf = (events: readonly MigrationEvent[]): string => {
+  const last = events.at(-1);
+  return last ? `${last.type}${'commandId' in last ? ` ${last.commandId}` : ''}` : 'nothing';
+};
+
+for (const point of ['hold', 'fence', 'promote', 'release'] as const) {
+  it(`SIGKILLed after the ${point}, then resumed: the switch completes, nothing lost, nothing fenced or held`, async () => {
+    version += 1;
+    const next = `${version}.0.0`;
+    setVersion(w, 'store', next);
+    const started = Date.now();
+    const writer = startWriter(url, 200, `${point}-`);
+    const id = await migrateDetached(w);
+    const kill = await killWhenReached(id, point);
+    const killedAt = Date.now();
+    await waitGone(kill.pid);
+    // Where it landed: the journal ends with the point's event; nothing after it was journaled.
+    const atKill = journalState(id);
+    expect(atKill.events.length, `journal at the kill ends with ${lastOf(atKill.events)}`).toBe(kill.events);
+    expect(reached[point](atKill.state)).toBe(true);
+    const pointAt = (atKill.events.at(-1) as MigrationEvent).at;
+
+    const resume = await runCli(['topology', 'migration', 'resume', id, '-f', w.file]);
+    expect(resume.code, resume.stdout + resume.stderr).toBe(0);
+    const resumedAt = Date.now();
+    const runnerFile = path.join(migrationDir(id), 'runner.json');
+    const resumed = existsSync(runnerFile) ? runnerPid(id) : null;
+    expect(resumed).not.toBe(kill.pid);
+    let final = atKill.state;
+    await eventually(
+      () => {
+        final = journalState(id).state;
+        return isFinal(final.lifecycle);
+      },
+      60_000,
+      () => `${id}: ${final.lifecycle}`,
+    );
+    const records = await writer.stop();
+
+    const figures = await expectNothingLost(url, records);
+    expect(final.lifecycle, final.ending?.reason).toBe('completed');
+    expect(figures.version).toBe(next);
+    expect(final.switch?.fenced ?? []).toEqual([]);
+    await expectNoHold(w.stateDir);
+    if (resumed !== null) await waitGone(resumed);
+    expectOnlyLiveReplicas();
+    const waited = Math.max(...records.map((r) => r.ms));
+    console.log(
+      `SIGKILL after the ${point}: landed ${killedAt - pointAt} ms after its event (${lastOf(atKill.events)} last journaled); resumed ${resumedAt - killedAt} ms later; ${final.lifecycle}; ${figures.sent} writes sent, ${figures.acknowledged} acknowledged, ${figures.missing} missing, refused ${JSON.stringify(figures.refused)}; longest write ${waited} ms; ${Date.now() - started} ms in all`,
+    );
+  }, 90_000);
+}

@@ -1,0 +1,53 @@
+/**
+ * The judgement every stateful switch test makes after a migration (issue 28), in one place:
+ * no acknowledged write missing on the serving side, no answer but the allowed ones, and no write
+ * hold left on the router. The figures come back for the test's log line.
+ */
+import { expect } from 'vitest';
+import { routerClient } from '../../router/client.js';
+import { storedKeys, type WriteRecord } from './writer.js';
+
+export interface WriteFigures {
+  sent: number;
+  acknowledged: number;
+  missing: number;
+  /** Statuses of the writes not acknowledged, with how many of each. */
+  refused: Record<number, number>;
+  /** The version that answered `GET /keys` (the serving side). */
+  version: string;
+}
+
+/**
+ * Every acknowledged write is on the side `url` reaches now, and no write got an answer outside
+ * `allowed` (a hold past its bound of requests answers 503 Retry-After: not acknowledged, not lost).
+ */
+export async function expectNothingLost(
+  url: string,
+  records: readonly WriteRecord[],
+  allowed: readonly number[] = [200],
+): Promise<WriteFigures> {
+  const acked = records.filter((r) => r.status === 200);
+  const stored = await storedKeys(url);
+  const missing = acked.filter((r) => !stored.keys.has(r.key));
+  const refused: Record<number, number> = {};
+  for (const r of records) if (r.status !== 200) refused[r.status] = (refused[r.status] ?? 0) + 1;
+  expect(missing.map((r) => r.key)).toEqual([]);
+  const otherwise = records.filter((r) => !allowed.includes(r.status));
+  expect(otherwise.map((r) => `${r.key}: ${r.status} after ${r.ms} ms`)).toEqual([]);
+  return {
+    sent: records.length,
+    acknowledged: acked.length,
+    missing: missing.length,
+    refused,
+    version: stored.version,
+  };
+}
+
+/** The router of the state directory holds no request on any route. */
+export async function expectNoHold(stateDir: string): Promise<void> {
+  const snapshot = (await routerClient(stateDir).routes()) as unknown as {
+    routes: Record<string, { hold?: unknown }>;
+  };
+  const held = Object.entries(snapshot.routes).filter(([, r]) => r.hold !== undefined);
+  expect(held.map(([name]) => name)).toEqual([]);
+}
