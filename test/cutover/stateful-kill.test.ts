@@ -19,10 +19,12 @@
  */
 import { cpSync, existsSync, type FSWatcher, readdirSync, readFileSync, watch, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { replay, step } from '../../core/migration/step.js';
 import { isFinal, type MigrationEvent, type MigrationState } from '../../core/migration/types.js';
 import { readJournal } from '../../engine/runner/journal.js';
+import { routerClient } from '../../router/client.js';
 import { repoRoot, runCli } from '../support/cli.js';
 import { migrateDetached, routeUrl, setVersion, type Workspace, workspace } from '../support/migrations.js';
 import { running, waitGone } from '../support/processes.js';
@@ -30,7 +32,8 @@ import { expectNothingLost, heldRoutes, type WriteFigures } from '../support/sta
 import { eventually } from '../support/wait.js';
 import { startWriter } from '../support/writer.js';
 
-type Point = 'hold' | 'fence' | 'promote' | 'release';
+/** `routed`: the release written to the router's table, before the runner journaled it. */
+type Point = 'hold' | 'fence' | 'promote' | 'release' | 'routed';
 
 /** Where the switch stands once the point's event is journaled (and not yet the next one's). */
 const reached: Record<Point, (s: MigrationState) => boolean> = {
@@ -38,6 +41,7 @@ const reached: Record<Point, (s: MigrationState) => boolean> = {
   fence: (s) => s.switch?.positions.store !== undefined && s.switch.primary.store !== 'green',
   promote: (s) => s.switch?.primary.store === 'green' && !s.switch.released,
   release: (s) => s.switch?.direction === 'to_green' && s.switch.released,
+  routed: (s) => s.switch?.primary.store === 'green' && !s.switch.released,
 };
 
 /** The earlier data of the store: read by the fence's digest and copied by the catch-up. */
@@ -92,56 +96,74 @@ function runnerPid(id: string): number {
 
 interface Kill {
   pid: number;
-  /** How many events the journal had when the point's event was seen (it is the last of them). */
+  /** How many events the journal had when the point was seen (its event is the last of them). */
   events: number;
+  /** When the point was seen: its event's time, or when the router's table had the release. */
+  at: number;
 }
 
 /**
- * Follows `id`'s journal and SIGKILLs its runner the moment the events journaled make `point`
- * reached; resolves with the pid and the journal's length then. Rejects after `timeoutMs`.
+ * SIGKILLs `id`'s runner the moment `point` is reached; resolves with the pid and the journal's
+ * length then. The points of the journal are seen by following it (fs.watch) and folding each new
+ * event through the step function; `routed`, by watching the router's table file for the release
+ * (the runner writes it, then asks the router to reload; the router also reloads on the file's
+ * change). Rejects after `timeoutMs`.
  */
 function killWhenReached(id: string, point: Point, timeoutMs = 30_000): Promise<Kill> {
-  const file = path.join(migrationDir(id), 'journal.ndjson');
+  const journal = path.join(migrationDir(id), 'journal.ndjson');
+  const table = path.join(w.stateDir, 'router', 'routes.json');
   return new Promise((resolve, reject) => {
     let state: MigrationState | null = null;
     let count = 0;
     let offset = 0;
     let done = false;
-    let watcher: FSWatcher | undefined;
+    const watchers: FSWatcher[] = [];
     const finish = (error: Error | null, kill?: Kill) => {
       if (done) return;
       done = true;
-      watcher?.close();
+      for (const watcher of watchers) watcher.close();
       clearInterval(fallback);
       clearTimeout(timer);
       if (error) reject(error);
       else resolve(kill as Kill);
     };
-    const look = () => {
-      if (done) return;
-      const buffer = readFileSync(file);
+    const kill = (at: number) => {
+      const pid = runnerPid(id);
+      process.kill(pid, 'SIGKILL');
+      finish(null, { pid, events: count, at });
+    };
+    /** Folds the events journaled since the last look; whether the point is reached. */
+    const follow = (): boolean => {
+      const buffer = readFileSync(journal);
       const end = buffer.lastIndexOf(0x0a);
-      if (end < offset) return;
+      if (end < offset) return false;
       const lines = buffer.subarray(offset, end).toString('utf8').split('\n').filter(Boolean);
       offset = end + 1;
       for (const line of lines) {
         const event = JSON.parse(line) as MigrationEvent;
         count += 1;
         state = state === null ? replay([event]) : step(state, event).state;
-        if (reached[point](state)) {
-          const pid = runnerPid(id);
-          process.kill(pid, 'SIGKILL');
-          finish(null, { pid, events: count });
-          return;
+        if (point !== 'routed' && reached[point](state)) {
+          kill(event.at);
+          return true;
         }
         if (isFinal(state.lifecycle)) {
           finish(new Error(`${id} ended (${state.lifecycle}) without reaching the ${point}`));
-          return;
+          return true;
         }
       }
+      return false;
     };
-    watcher = watch(file, look);
-    // The watch sees every append; this only covers an event missed between reading and watching.
+    const look = () => {
+      if (done || follow() || point !== 'routed') return;
+      if (releasedInTable(table)) {
+        follow();
+        if (!done) kill(Date.now());
+      }
+    };
+    watchers.push(watch(journal, look));
+    if (point === 'routed') watchers.push(watch(path.dirname(table), look));
+    // The watches see every change; this only covers one missed between reading and watching.
     const fallback = setInterval(look, 50);
     const timer = setTimeout(
       () => finish(new Error(`the ${point} not reached within ${timeoutMs} ms`)),
@@ -149,6 +171,18 @@ function killWhenReached(id: string, point: Point, timeoutMs = 30_000): Promise<
     );
     look();
   });
+}
+
+/** The router's table (as written, maybe not yet applied) sends every route to green, without a hold. */
+function releasedInTable(table: string): boolean {
+  let routes: Record<string, { greenPercent: number; hold?: unknown }>;
+  try {
+    routes = (JSON.parse(readFileSync(table, 'utf8')) as { routes: typeof routes }).routes;
+  } catch {
+    return false; // being replaced
+  }
+  const entries = Object.values(routes);
+  return entries.length > 0 && entries.every((r) => r.greenPercent === 100 && r.hold === undefined);
 }
 
 /** The migration's state from its journal as it is now. */
@@ -217,12 +251,26 @@ async function killThenResume(point: Point, late = false): Promise<Outcome> {
   // Where it landed: in the point's window (the next point's event is not in the journal; after the
   // release, the next one is the drain's: nothing after the release's event).
   const atKill = journalState(id);
-  const landed = `the ${point}'s event ${lastOf(atKill.events.slice(0, kill.events))}, last journaled ${lastOf(atKill.events)}`;
+  const landed = `at ${point === 'routed' ? 'the table' : lastOf(atKill.events.slice(0, kill.events))}, last journaled ${lastOf(atKill.events)}`;
   expect(reached[point](atKill.state), landed).toBe(true);
   if (point === 'release') expect(atKill.events.length, landed).toBe(kill.events);
-  const pointAt = (atKill.events[kill.events - 1] as MigrationEvent).at;
-  // The router's own bound (the budget plus a grace) releases what it holds, by the weights it has.
-  if (late) await eventually(async () => (await heldRoutes(w.stateDir)).length === 0, 30_000);
+  if (point === 'routed') {
+    // With no runner, the router applied the table it found: the hold was released to green.
+    await eventually(async () => {
+      const snapshot = (await routerClient(w.stateDir).routes()) as unknown as {
+        routes: Record<string, { lastHold?: { releasedTo?: string; endedAt?: number } }>;
+      };
+      return Object.values(snapshot.routes).every((r) => r.lastHold?.releasedTo === 'green');
+    }, 10_000);
+  }
+  if (late) {
+    // The router's own bound (the budget plus a grace) releases what it holds, by the weights it
+    // has; after `routed`, its reload of the table already released it to green.
+    await eventually(async () => (await heldRoutes(w.stateDir)).length === 0, 30_000);
+    // The resumed runner finds the switch's budget spent.
+    const sw = atKill.state.switch as NonNullable<MigrationState['switch']>;
+    await sleep(Math.max(0, sw.heldAt + sw.budgetMs - Date.now()));
+  }
 
   const resume = await runCli(['topology', 'migration', 'resume', id, '-f', w.file]);
   expect(resume.code, resume.stdout + resume.stderr).toBe(0);
@@ -250,7 +298,7 @@ async function killThenResume(point: Point, late = false): Promise<Outcome> {
   if (resumed !== null) await waitGone(resumed);
   expectOnlyLiveReplicas();
   const waited = Math.max(...records.map((r) => r.ms));
-  const line = `SIGKILL after the ${point}: landed ${killedAt - pointAt} ms after its event (${landed}); stood still ${stoodStill} ms; ${final.lifecycle}${final.ending?.reason ? ` (${final.ending.reason})` : ''}; ${figures.sent} writes sent, ${figures.acknowledged} acknowledged, ${figures.missing} missing, refused ${JSON.stringify(figures.refused)}; longest write ${waited} ms; ${Date.now() - started} ms in all`;
+  const line = `SIGKILL after the ${point}: landed ${killedAt - kill.at} ms after it (${landed}); stood still ${stoodStill} ms; ${final.lifecycle}${final.ending?.reason ? ` (${final.ending.reason})` : ''}; ${figures.sent} writes sent, ${figures.acknowledged} acknowledged, ${figures.missing} missing, refused ${JSON.stringify(figures.refused)}; longest write ${waited} ms; ${Date.now() - started} ms in all`;
   console.log(line);
   return { final, figures, line };
 }
@@ -271,4 +319,10 @@ it('SIGKILLed after the promotion, resumed only after the router let go of the h
   expect(final.lifecycle).toBe('failed');
   expect(final.ending?.reason).toMatch(/budget/);
   expect(figures.version).toBe(live);
+}, 90_000);
+
+it('SIGKILLed as the release reached the router, before it was journaled, resumed past the budget: green keeps what it took, completed', async () => {
+  const { final, figures } = await killThenResume('routed', true);
+  expect(final.lifecycle, final.ending?.reason).toBe('completed');
+  expect(figures.version).toBe(`${version}.0.0`);
 }, 90_000);
