@@ -14,8 +14,11 @@
  * (`writeHold`) is 5 s, so that a resume on a loaded machine still lands within it. A writer sends
  * 200 acknowledged writes/s through the route all along; held while the runner is dead.
  *
- * test/cutover/stateful-crash stops an in-process runner at the same points (its detach) and
- * covers the resume after the router's own bound let go of the hold.
+ * Twice more, resumed late (the hold's budget spent): after the promotion, once the router let go of
+ * the hold by its own bound (the switch is undone, blue serves); and as the release reached the
+ * router's table, before the runner journaled it (the router applies it by itself, green takes
+ * writes: the resumed runner must go on, not undo). test/cutover/stateful-crash stops an in-process
+ * runner at the same points (its detach).
  */
 import { cpSync, existsSync, type FSWatcher, readdirSync, readFileSync, watch, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -298,7 +301,7 @@ async function killThenResume(point: Point, late = false): Promise<Outcome> {
   if (resumed !== null) await waitGone(resumed);
   expectOnlyLiveReplicas();
   const waited = Math.max(...records.map((r) => r.ms));
-  const line = `SIGKILL after the ${point}: landed ${killedAt - kill.at} ms after it (${landed}); stood still ${stoodStill} ms; ${final.lifecycle}${final.ending?.reason ? ` (${final.ending.reason})` : ''}; ${figures.sent} writes sent, ${figures.acknowledged} acknowledged, ${figures.missing} missing, refused ${JSON.stringify(figures.refused)}; longest write ${waited} ms; ${Date.now() - started} ms in all`;
+  const line = `SIGKILL ${point === 'routed' ? 'as the release reached the router' : `after the ${point}`}${late ? ', resumed late' : ''}: landed ${killedAt - kill.at} ms after it (${landed}); stood still ${stoodStill} ms; ${final.lifecycle}${final.ending?.reason ? ` (${final.ending.reason})` : ''}; ${figures.sent} writes sent, ${figures.acknowledged} acknowledged, ${figures.missing} missing, refused ${JSON.stringify(figures.refused)}; longest write ${waited} ms; ${Date.now() - started} ms in all`;
   console.log(line);
   return { final, figures, line };
 }
