@@ -26,7 +26,12 @@ import { topologySource } from '../../engine/sources/topology-source.js';
 import { StateDir } from '../../engine/store/state-dir.js';
 import { runCli } from '../support/cli.js';
 import { routeUrl, setVersion, type Workspace, workspace } from '../support/migrations.js';
-import { expectNothingLost, heldRoutes, type WriteFigures } from '../support/stateful.js';
+import {
+  expectNothingLost,
+  heldRoutes,
+  useGroupCommitStore,
+  type WriteFigures,
+} from '../support/stateful.js';
 import { eventually } from '../support/wait.js';
 import { startWriter, type WriteRecord } from '../support/writer.js';
 
@@ -39,6 +44,7 @@ const runners: LocalRunner[] = [];
 
 beforeAll(async () => {
   w = await workspace('test/fixtures/stateful-kv');
+  useGroupCommitStore(w.dir);
   url = routeUrl(w);
   const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
   expect(first.code, first.stdout + first.stderr).toBe(0);

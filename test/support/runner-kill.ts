@@ -13,7 +13,7 @@
  * catch-up (a copy) read under the hold; the hold's budget (`writeHold`) is 5 s, so that a resume
  * on a loaded machine still lands within it.
  */
-import { cpSync, existsSync, type FSWatcher, readdirSync, readFileSync, watch, writeFileSync } from 'node:fs';
+import { existsSync, type FSWatcher, readdirSync, readFileSync, watch, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'vitest';
@@ -21,10 +21,10 @@ import { replay, step } from '../../core/migration/step.js';
 import { isFinal, type MigrationEvent, type MigrationState } from '../../core/migration/types.js';
 import { readJournal } from '../../engine/runner/journal.js';
 import { routerClient } from '../../router/client.js';
-import { repoRoot, runCli } from './cli.js';
+import { runCli } from './cli.js';
 import { migrateDetached, routeUrl, setVersion, type Workspace, workspace } from './migrations.js';
 import { running, waitGone } from './processes.js';
-import { expectNothingLost, heldRoutes, type WriteFigures } from './stateful.js';
+import { expectNothingLost, heldRoutes, useGroupCommitStore, type WriteFigures } from './stateful.js';
 import { eventually } from './wait.js';
 import { startWriter } from './writer.js';
 
@@ -71,16 +71,12 @@ export interface Outcome {
 
 /** A workspace of test/fixtures/stateful-kv, its store live at 1.0.0 with its earlier data. */
 export async function startRunnerKills(): Promise<RunnerKills> {
-  let w: Workspace;
-  let url: string;
   let version = 1;
-  w = await workspace('test/fixtures/stateful-kv', (yaml) => yaml.replace('writeHold: 2s', 'writeHold: 5s'));
-  // The store commits the writes that arrive during an fsync together after it, as databases do
-  // (the bench's store): with one fsync per write the fixture's store is near its capacity at
-  // 200 writes/s on a busy machine, and the writes held while the runner was dead, released at
-  // once, then keep it from answering its health check for seconds: green is rolled back, rightly.
-  cpSync(path.join(repoRoot, 'bench', 'fixtures', 'kv-group-commit.mjs'), path.join(w.dir, 'kv.mjs'));
-  url = routeUrl(w);
+  const w = await workspace('test/fixtures/stateful-kv', (yaml) =>
+    yaml.replace('writeHold: 2s', 'writeHold: 5s'),
+  );
+  useGroupCommitStore(w.dir);
+  const url = routeUrl(w);
   const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
   expect(first.code, first.stdout + first.stderr).toBe(0);
   const layout = JSON.parse(readFileSync(layoutFile(), 'utf8')) as {

@@ -3,9 +3,24 @@
  * no acknowledged write missing on the serving side, no answer but the allowed ones, and no write
  * hold left on the router (`heldRoutes`). The figures come back for the test's log line.
  */
+import { cpSync } from 'node:fs';
+import path from 'node:path';
 import { expect } from 'vitest';
 import { routerClient } from '../../router/client.js';
+import { repoRoot } from './cli.js';
 import { storedKeys, type WriteRecord } from './writer.js';
+
+/**
+ * Makes a copy of test/fixtures/stateful-kv commit the writes that arrive during an fsync together
+ * after it, as databases do (the bench's store, bench/fixtures/kv-group-commit.mjs; each write is
+ * still acknowledged only once fsync'd). With one fsync per write the fixture's store is near its
+ * capacity at 200 writes/s on a busy machine: the writes a runner's crash kept held, released at
+ * once, then keep it from answering its health check for seconds, and green is rolled back (rightly,
+ * with nothing lost) instead of the case the test is about.
+ */
+export function useGroupCommitStore(dir: string): void {
+  cpSync(path.join(repoRoot, 'bench', 'fixtures', 'kv-group-commit.mjs'), path.join(dir, 'kv.mjs'));
+}
 
 export interface WriteFigures {
   sent: number;
