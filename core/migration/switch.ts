@@ -43,6 +43,19 @@ export function isSwitchCommand(command: Pick<Command, 'kind'>): boolean {
 }
 
 /**
+ * Whether the command is a step of the switch back to blue in progress: one of the switch's own, or
+ * its release (the routes restored to blue). Failing for good, either leaves green with writes blue
+ * may lack (after the router let go of the hold by its bound, to green), so the switch back is
+ * abandoned and green serves again (undo.ts).
+ */
+export function isSwitchBackStep(s: MigrationState, command: Command): boolean {
+  const sw = s.switch;
+  if (sw?.direction !== 'to_blue') return false;
+  if (isSwitchCommand(command)) return true;
+  return command.kind === 'shift_routes' && command.restore && !sw.released;
+}
+
+/**
  * The switched components that routes sending to `targets` reach: the targets and what they
  * depend on, transitively, in the desired topology; sorted.
  */
@@ -188,21 +201,54 @@ export function undoSwitch(s: MigrationState, liveRoutes: readonly string[]): Un
   const components = s.spec.switched ?? [];
   const steps: Unnumbered<Command>[] = [];
   if (sw.direction === 'to_green' && sw.released && liveRoutes.length > 0) {
-    const moved = components.filter((c) => sw.primary[c] === 'green');
-    steps.push({
-      kind: 'hold_routes',
-      routes: [...liveRoutes],
-      greenPercent: 100,
-      from: 'green',
-      ...holdSettings(s, moved),
-    });
-    for (const component of moved) steps.push({ kind: 'fence', component, slot: 'green' });
-    for (const component of moved) steps.push({ kind: 'catch_up', component, from: 'green' });
-    for (const component of moved) steps.push({ kind: 'promote_slot', component, slot: 'blue' });
+    steps.push(
+      ...switchBackSteps(
+        s,
+        liveRoutes,
+        components.filter((c) => sw.primary[c] === 'green'),
+      ),
+    );
   }
   // Blue takes writes again before the routes send the held requests to it.
   for (const component of components) steps.push({ kind: 'unfence', component, slot: 'blue' });
   return steps;
+}
+
+/** The switch back to blue of `moved`: hold at 100 % green, fence green, blue catches up, promote blue. */
+function switchBackSteps(
+  s: MigrationState,
+  routes: readonly string[],
+  moved: readonly string[],
+): Unnumbered<Command>[] {
+  const steps: Unnumbered<Command>[] = [
+    { kind: 'hold_routes', routes: [...routes], greenPercent: 100, from: 'green', ...holdSettings(s, moved) },
+  ];
+  for (const component of moved) steps.push({ kind: 'fence', component, slot: 'green' });
+  for (const component of moved) steps.push({ kind: 'catch_up', component, from: 'green' });
+  for (const component of moved) steps.push({ kind: 'promote_slot', component, slot: 'blue' });
+  return steps;
+}
+
+/**
+ * A person retries the steps of a switch back to blue that was given up (undo.ts
+ * abandonSwitchBack): green has served again since, unfenced, taking writes, so the steps left
+ * cannot be taken again one by one (blue would miss what green took since its catch-up, or catch
+ * up without a hold). The switch back is made afresh before them: hold, fence green, blue catches
+ * up, promote blue, unfence it. Nothing when `retried` has no step of it (a retire left, say).
+ */
+export function switchBackAgain(s: MigrationState, retried: readonly Command[]): Unnumbered<Command>[] {
+  const sw = s.switch;
+  if (sw?.direction !== 'to_blue' || !sw.released) return [];
+  if (!retried.some((c) => isSwitchCommand(c) || (c.kind === 'shift_routes' && c.restore))) return [];
+  const hold = s.ending?.steps.find(
+    (c): c is Extract<Command, { kind: 'hold_routes' }> => c.kind === 'hold_routes' && c.from === 'green',
+  );
+  if (!hold) return [];
+  const components = s.spec.switched ?? [];
+  return [
+    ...switchBackSteps(s, hold.routes, components),
+    ...components.map((component) => ({ kind: 'unfence', component, slot: 'blue' }) as const),
+  ];
 }
 
 /** After a switch back to blue failed: green unfenced, and its routes at 100 % without the hold. */

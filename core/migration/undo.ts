@@ -2,7 +2,7 @@ import { assertNever } from '../errors.js';
 import { isAbortedOnEnding, retryBackoffMs, sinceFormat12, undoSteps } from './commands.js';
 import { lowerBound, sortedHas } from './plan-index.js';
 import { describeCommand, isRouteCommand, parallelismOf } from './queries.js';
-import { isSwitchCommand, keepGreenServing } from './switch.js';
+import { isSwitchBackStep, keepGreenServing } from './switch.js';
 import { type Advanced, detachRun, notice, retryLater } from './transition.js';
 import type { Command, Ending, MigrationState, Outcome, SkippedStep, Transition, UndoRun } from './types.js';
 import { undoPrerequisites } from './undo-order.js';
@@ -227,12 +227,7 @@ export function undoFailed(t: Transition, command: Command, at: number, message:
   );
   // A retried step that fails again is left for a person again: the same entry, not a second one.
   const again = ending.skipped.some((entry) => entry.retrying?.as === command.id);
-  if (
-    !again &&
-    isSwitchCommand(command) &&
-    t.state.switch?.direction === 'to_blue' &&
-    place.engine === 'graph'
-  ) {
+  if (!again && isSwitchBackStep(t.state, command) && place.engine === 'graph') {
     finishUndoStep(t, place, [...ending.skipped, { command, what, error: message }]);
     abandonSwitchBack(t, at, message);
     return;

@@ -4,6 +4,7 @@ import { isCancellable, shiftParts } from './commands.js';
 import { beginCommit } from './forward.js';
 import { describeCommand, isParked } from './queries.js';
 import { refuseResolve, stepsToResolve } from './resolve-policy.js';
+import { isSwitchCommand, switchBackAgain } from './switch.js';
 import { finishRun, notice, setRun } from './transition.js';
 import type { Command, MigrationState, ResolveHow, SkippedStep, Transition, Verb } from './types.js';
 import { beginEnding } from './undo.js';
@@ -78,11 +79,19 @@ export function onResolve(
     return;
   }
   let next = s.nextCommand;
-  const retried: Command[] = [];
+  // A switch back given up is made afresh first; its own steps left are retried as those.
+  const retried: Command[] = switchBackAgain(
+    s,
+    [...targets].map((entry) => entry.command),
+  ).map((step) => ({ ...step, id: `c${next++}` }) as Command);
+  const fresh = [...retried];
   const skipped = ending.skipped.map((entry): SkippedStep => {
     if (!targets.has(entry)) return entry;
-    const command = { ...entry.command, id: `c${next++}` } as Command;
-    retried.push(command);
+    const again = isSwitchCommand(entry.command)
+      ? fresh.find((c) => sameSwitchStep(c, entry.command))
+      : undefined;
+    const command = again ?? ({ ...entry.command, id: `c${next++}` } as Command);
+    if (!again) retried.push(command);
     return { ...entry, retrying: { as: command.id, ...(by ? { by } : {}) } };
   });
   t.state = {
@@ -138,4 +147,12 @@ function promote(t: Transition, at: number, who: string, full: boolean): void {
     return;
   }
   setRun(t, { ...run, subStep: next, attempt: 1, gateRemainingMs: null, command: null });
+}
+
+/** The same step of a switch: its kind, and the component and side it acts on. */
+function sameSwitchStep(a: Command, b: Command): boolean {
+  if (a.kind !== b.kind) return false;
+  const side = (c: Command) =>
+    'component' in c ? `${c.component}/${'slot' in c ? c.slot : 'from' in c ? c.from : ''}` : '';
+  return side(a) === side(b);
 }

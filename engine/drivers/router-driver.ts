@@ -343,12 +343,14 @@ export async function superviseRouter(
 
 /**
  * Whether the route's last write hold, begun at `since` or later, was released by a table that
- * sends all of the route to green (the table went live: green has taken writes since).
+ * sends all of the route to `side` (the table went live: that side has taken writes since). Not a
+ * hold the router let go of by its own bound: that one went by the weights the hold kept.
  */
-export async function holdReleasedToGreen(
+export async function holdReleasedTo(
   ctx: RouteCallContext,
   route: string,
   since: number,
+  side: 'blue' | 'green',
 ): Promise<boolean> {
   const snapshot = await routerClient(ctx.stateDir.root)
     .routes()
@@ -358,9 +360,9 @@ export async function holdReleasedToGreen(
   return (
     entry !== undefined &&
     entry.hold === undefined &&
-    entry.greenPercent === 100 &&
+    (side === 'blue' || entry.greenPercent === 100) &&
     last?.ended === 'released' &&
-    last.releasedTo === 'green' &&
+    last.releasedTo === side &&
     last.endedAt >= since
   );
 }

@@ -17,7 +17,7 @@ import type { Route } from '../../core/topology/types.js';
 import { loopbackRequest } from '../../platform/loopback-http.js';
 import { analyzeHold, type RouteReader } from '../analysis/analyze-hold.js';
 import { componentDriverFor, type DriverSet, routeDriverFor } from '../drivers/driver-set.js';
-import { holdReleasedToGreen } from '../drivers/router-driver.js';
+import { holdReleasedTo } from '../drivers/router-driver.js';
 import {
   type ComponentCallContext,
   type DriverCallOptions,
@@ -258,17 +258,20 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       await driver.apply(routeContext(s, o, side, state.spec.driver), state, call);
       return undefined;
     }
-    case 'shift_routes':
-      // A release of a switch to green that already went live (a runner that died before its result
-      // was journaled) is applied again as it is; otherwise only within the hold's budget, and with
-      // green looked at first.
-      if (!(await releaseWentLive(s, o, c))) {
-        if (s.switch && !s.switch.released && !c.restore)
-          withinBudget(s, 'releasing the held requests to green');
+    case 'shift_routes': {
+      // The release of a switch (to green; or back to blue, a rollback's routes restored) that
+      // already went live (a runner that died before its result was journaled) is applied again as
+      // it is; otherwise only within the hold's budget, and with green looked at first.
+      // Past the budget the router has let go of the held requests by the weights the hold kept
+      // (blue's on the way to green, green's on the way back), and that side has taken writes since.
+      const release = releaseOf(s, c);
+      if (!release || !(await releaseWentLive(s, o, c, release))) {
+        if (release) withinBudget(s, `releasing the held requests to ${release}`);
         await checkGreenBefore(s, o, c, c.routes);
       }
       await applyRoutes(s, o, call, c);
       return undefined;
+    }
     case 'remove_route': {
       const side: LayoutSide = own(s.spec.base.topology?.routes, c.route) ? 'base' : 'desired';
       const topology = topologyOf(s, side);
@@ -359,20 +362,36 @@ async function greenSlots(
 }
 
 /**
- * Whether the release of the switch in progress (the routes at 100 % green without the hold) went
- * live already: its runner died after the router applied it and before its result was kept. Green
- * has taken writes since: the release is set again as it is, without a look at green first (a
- * refusal would undo the switch as if green had taken nothing, and drop green's writes).
+ * Which release of a switch the route setting is, if it is one: to green (the routes at 100 % green
+ * without the hold, the switch to green in progress), or to blue (the routes restored, the switch
+ * back in progress). The routes of a switch undone or abandoned are not a release of it.
  */
-async function releaseWentLive(s: MigrationState, o: ExecuteOptions, c: RouteSetting & { routes: string[] }) {
+function releaseOf(s: MigrationState, c: RouteSetting): 'green' | 'blue' | null {
   const sw = s.switch;
-  if (!sw || sw.released || sw.direction !== 'to_green' || c.restore || c.greenPercent !== 100) return false;
+  if (!sw || sw.released) return null;
+  if (sw.direction === 'to_green') return !c.restore && c.greenPercent === 100 ? 'green' : null;
+  return c.restore ? 'blue' : null;
+}
+
+/**
+ * Whether the release of the switch in progress went live already: its runner died after the
+ * router applied it and before its result was kept. That side has taken writes since: the release
+ * is set again as it is, without a look at green first (a refusal would undo the switch as if the
+ * side had taken nothing, and drop its writes).
+ */
+async function releaseWentLive(
+  s: MigrationState,
+  o: ExecuteOptions,
+  c: RouteSetting & { routes: string[] },
+  to: 'green' | 'blue',
+) {
+  const sw = s.switch as NonNullable<MigrationState['switch']>;
   for (const route of c.routes) {
-    const ctx = routeContext(s, o, 'desired', routeSpec(s, route, false).driver);
-    if (!(await holdReleasedToGreen(ctx, route, sw.heldAt))) return false;
+    const ctx = routeContext(s, o, c.restore ? 'base' : 'desired', routeSpec(s, route, c.restore).driver);
+    if (!(await holdReleasedTo(ctx, route, sw.heldAt, to))) return false;
   }
   o.log(
-    `the write hold on ${c.routes.join(', ')} was released to green before (green has taken writes since): the routes are set again as they are`,
+    `the write hold on ${c.routes.join(', ')} was released to ${to} before (${to} has taken writes since): the routes are set again as they are`,
   );
   return true;
 }

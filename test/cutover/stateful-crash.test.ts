@@ -24,11 +24,16 @@ import { noSecrets } from '../../engine/secrets/secret-source.js';
 import { createMigration } from '../../engine/services/migrations.js';
 import { topologySource } from '../../engine/sources/topology-source.js';
 import { StateDir } from '../../engine/store/state-dir.js';
-import { routerClient } from '../../router/client.js';
 import { runCli } from '../support/cli.js';
 import { routeUrl, setVersion, type Workspace, workspace } from '../support/migrations.js';
+import {
+  expectNothingLost,
+  heldRoutes,
+  useGroupCommitStore,
+  type WriteFigures,
+} from '../support/stateful.js';
 import { eventually } from '../support/wait.js';
-import { startWriter, storedKeys, type WriteRecord } from '../support/writer.js';
+import { startWriter, type WriteRecord } from '../support/writer.js';
 
 type Point = 'hold' | 'fence' | 'promote' | 'release';
 
@@ -39,6 +44,7 @@ const runners: LocalRunner[] = [];
 
 beforeAll(async () => {
   w = await workspace('test/fixtures/stateful-kv');
+  useGroupCommitStore(w.dir);
   url = routeUrl(w);
   const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
   expect(first.code, first.stdout + first.stderr).toBe(0);
@@ -129,24 +135,15 @@ async function judge(
   final: MigrationState,
   records: WriteRecord[],
   refused: 'none' | 'hold full' = 'none',
-) {
-  const acked = records.filter((r) => r.status === 200);
-  const stored = await storedKeys(url);
-  const missing = acked.filter((r) => !stored.keys.has(r.key));
-  console.log(
-    `runner stopped at ${point}: ${final.lifecycle} (${final.ending?.reason ?? 'switched'}); ${acked.length} acknowledged, ${missing.length} missing, ${records.length - acked.length} not acknowledged`,
-  );
-  expect(missing.map((r) => r.key)).toEqual([]);
+): Promise<WriteFigures> {
   // A hold past its bound of requests answers 503 (Retry-After): not acknowledged, not lost.
-  const allowed = refused === 'hold full' ? [200, 503] : [200];
-  const refusedOtherwise = records.filter((r) => !allowed.includes(r.status));
-  expect(refusedOtherwise.map((r) => `${r.key}: ${r.status} after ${r.ms} ms`)).toEqual([]);
+  const figures = await expectNothingLost(url, records, refused === 'hold full' ? [200, 503] : [200]);
+  console.log(
+    `runner stopped at ${point}: ${final.lifecycle} (${final.ending?.reason ?? 'switched'}); ${figures.acknowledged} acknowledged, ${figures.missing} missing, ${figures.sent - figures.acknowledged} not acknowledged`,
+  );
   expect(final.switch?.fenced ?? []).toEqual([]);
-  const snapshot = (await routerClient(w.stateDir).routes()) as unknown as {
-    routes: Record<string, { hold?: unknown }>;
-  };
-  expect(Object.values(snapshot.routes).filter((r) => r.hold !== undefined)).toEqual([]);
-  return stored;
+  expect(await heldRoutes(w.stateDir)).toEqual([]);
+  return figures;
 }
 
 for (const point of ['hold', 'fence', 'promote', 'release'] as const) {
@@ -154,9 +151,9 @@ for (const point of ['hold', 'fence', 'promote', 'release'] as const) {
     const writer = startWriter(url, 200, `${point}-`);
     const final = await crashAt(point);
     const records = await writer.stop();
-    const stored = await judge(point, final, records);
+    const figures = await judge(point, final, records);
     expect(final.lifecycle, final.ending?.reason).toBe('completed');
-    expect(stored.version).toBe(`${version}.0.0`);
+    expect(figures.version).toBe(`${version}.0.0`);
   }, 90_000);
 }
 
@@ -166,8 +163,8 @@ it('stopped after the promotion and picked up only after the router let go of th
   const final = await crashAt('promote', 2_000 + holdExpiryGraceMs + 1_000);
   const records = await writer.stop();
   // 7 s of the router holding at 200 writes/s: past its 1,000 it answers 503.
-  const stored = await judge('promote (late)', final, records, 'hold full');
+  const figures = await judge('promote (late)', final, records, 'hold full');
   expect(final.lifecycle).toBe('failed');
   expect(final.ending?.reason).toMatch(/budget/);
-  expect(stored.version).toBe(live);
+  expect(figures.version).toBe(live);
 }, 90_000);

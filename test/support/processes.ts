@@ -1,6 +1,7 @@
 /** Child processes of the tests, watched and stopped by pid. */
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Whether a process of this pid exists (a zombie not yet reaped counts). */
@@ -11,6 +12,21 @@ export function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Whether a process of this pid runs: not a zombie. An orphan that died (its parent, a runner, was
+ * killed) waits for init to reap it, which in some containers takes a while; it holds nothing.
+ */
+export function running(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return false;
+  }
+  const state = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+  return state !== 'Z' && state !== 'X';
 }
 
 /** Waits (bounded) until no process has this pid. */

@@ -120,6 +120,46 @@ describe('the switch of a stateful component', () => {
     expect(d.notices.at(-1)?.message).toMatch(/blue may not be serving/);
   });
 
+  it('a release back to blue that fails for good (past the budget) gives the switch back up too: routes stay on green, green is not retired', () => {
+    const d = drive(new Driver(switchedSpec('manual')));
+    d.verb('rollback');
+    drive(d, (c) => c.kind === 'shift_routes' && c.restore);
+    expect(d.state.lifecycle).toBe('rolled_back');
+    const ran = said(d);
+    expect(ran.slice(ran.lastIndexOf('route public back to blue'))).toEqual(
+      expect.arrayContaining(['unfence green db', 'route public at 100% green']),
+    );
+    expect(ran.filter((c) => c.startsWith('retire green'))).toEqual([]);
+  });
+
+  for (const failing of ['catch-up', 'release'] as const) {
+    it(`a retry of a switch back given up (its ${failing} failed) switches back afresh: a new hold, green fenced, blue catches up, before the routes go back`, () => {
+      const d = drive(new Driver(switchedSpec('manual')));
+      d.verb('rollback');
+      const fails = (c: Command) =>
+        failing === 'catch-up'
+          ? c.kind === 'catch_up' && c.from === 'green'
+          : c.kind === 'shift_routes' && c.restore;
+      drive(d, fails);
+      const before = d.log.length;
+      d.event({ type: 'resolve', how: 'retry', by: 'ana' });
+      drive(d);
+      expect(d.state.lifecycle).toBe('rolled_back');
+      const retried = said(d).slice(before);
+      expect(retried.slice(0, 6)).toEqual([
+        'hold requests of public (budget 2s)',
+        'fence green db',
+        'blue db catches up with green',
+        'promote blue db',
+        'unfence blue db',
+        'route public back to blue',
+      ]);
+      expect(retried).toContain('retire green db');
+      // Every step left for a person is resolved by the retry (the switch's own by its fresh steps).
+      expect(d.state.ending?.skipped.filter((step) => step.resolved === undefined)).toEqual([]);
+    });
+  }
+
   it('a pause asked during the switch takes effect once the switch is over, not with blue fenced', () => {
     const d = new Driver(switchedSpec());
     drive(
