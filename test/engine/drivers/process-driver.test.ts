@@ -10,6 +10,7 @@ import { createProcessDriver, readSlot, stopSlotProcesses } from '../../../engin
 import { groupRunning } from '../../../engine/drivers/process-group.js';
 import type { ReplicaRecord } from '../../../engine/drivers/process-slot.js';
 import { replicaLaunch, startReplica } from '../../../engine/drivers/process-start.js';
+import { slotLogPumps } from '../../../engine/drivers/process-strays.js';
 import {
   type ComponentCallContext,
   type DriverCallOptions,
@@ -152,12 +153,19 @@ describe('process driver', () => {
       const replica = replicas[i] as ReplicaRecord;
       expect(address).toBe(`127.0.0.1:${replica.port}`);
       expect(await getVersion(address)).toEqual({ version: '2.1.0', pid: replica.pid });
-      // Detached: alive after the call, leading its own process group, writing to its log, not to us.
+      // Detached: alive after the call, leading its own process group, writing to its log pump
+      // (leading a group of its own, in the slot directory), which writes its log; not to us.
       expect(isAlive(replica)).toBe(true);
       expect(pgidOf(replica.pid)).toBe(replica.pid);
       expect(replica.log).toBe(path.join(slotDir, `replica-${i}.log`));
-      expect(readlinkSync(`/proc/${replica.pid}/fd/1`)).toBe(replica.log);
-      expect(readlinkSync(`/proc/${replica.pid}/fd/2`)).toBe(replica.log);
+      const output = readlinkSync(`/proc/${replica.pid}/fd/1`);
+      expect(output).toMatch(/^(socket|pipe):/);
+      expect(readlinkSync(`/proc/${replica.pid}/fd/2`)).toBe(output);
+      const pump = replica.pump as ProcessIdentity;
+      expect(isAlive(pump)).toBe(true);
+      expect(pgidOf(pump.pid)).toBe(pump.pid);
+      expect(readlinkSync(`/proc/${pump.pid}/fd/1`)).toBe(replica.log);
+      expect(readlinkSync(`/proc/${pump.pid}/cwd`)).toBe(slotDir);
       expect(await logContaining(replica.log, 'listening on')).toContain(`version=2.1.0`);
     }
     expect(options.lines).toEqual(
@@ -215,8 +223,11 @@ describe('process driver', () => {
     await driver.retire(ctx, slot, options);
     for (const replica of replicas) {
       expect(groupRunning(replica)).toBe(false);
-      expect(await readFile(replica.log, 'utf8')).toContain('SIGTERM: draining');
+      // Its last lines are in its log, written by its pump, which has ended.
+      expect(await readFile(replica.log, 'utf8')).toContain('drained, exiting');
+      expect(isAlive(replica.pump as ProcessIdentity)).toBe(false);
     }
+    expect(slotLogPumps(slot.details?.slotDir as string)).toEqual([]);
     expect(options.lines.sort()).toEqual(
       replicas.map((r) => `stopped api replica ${r.index} (pid ${r.pid})`),
     );
@@ -306,6 +317,10 @@ describe('process driver', () => {
       else await driver.retire(ctx, first, options);
 
       expect(groupRunning(stray)).toBe(false);
+      // Its log pump, which slot.json did not record either, has ended with it.
+      if (next === 'retire') expect(slotLogPumps(slotDir)).toEqual([]);
+      else expect(slotLogPumps(slotDir)).toHaveLength(2); // the new replicas'
+      expect(isAlive(stray.pump as ProcessIdentity)).toBe(false);
       expect(options.lines).toContain(
         `stopped api replica (pid ${stray.pid}), which slot.json did not record`,
       );
