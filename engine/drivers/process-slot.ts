@@ -117,10 +117,7 @@ export async function stopSlotProcesses(
       return { replica, outcome };
     }),
   );
-  const pumps = uniqueIdentities([
-    ...replicas.flatMap((replica) => (replica.pump ? [replica.pump] : [])),
-    ...slotLogPumps(slotDir),
-  ]);
+  const pumps = uniqueIdentities([...replicas.flatMap(pumpOf), ...slotLogPumps(slotDir)]);
   await Promise.all(pumps.map((pump) => endLogPump(pump, name, options)));
   if (record && !record.retired) {
     await writeSlot(slotDir, { ...record, retired: true, retiredAt: new Date().toISOString() });
@@ -135,8 +132,15 @@ export async function stopReplica(
   options: { log?: (line: string) => void; signal?: AbortSignal } = {},
 ): Promise<StopOutcome> {
   const outcome = await stopProcessGroup(replica, graceMs, options.signal);
-  if (replica.pump) await endLogPump(replica.pump, 'replica', options);
+  for (const pump of pumpOf(replica)) await endLogPump(pump, 'replica', options);
   return outcome;
+}
+
+/** The replica's recorded log pump; none for a malformed entry (a record is not trusted with any pid). */
+function pumpOf(replica: ReplicaRecord): ProcessIdentity[] {
+  const pump = replica.pump;
+  if (typeof pump !== 'object' || pump === null) return [];
+  return Number.isSafeInteger(pump.pid) && pump.pid > 1 ? [pump] : [];
 }
 
 /** Waits for a log pump whose replica is gone to end by itself; kills it if it does not. */
@@ -148,7 +152,7 @@ async function endLogPump(
   const outcome = await awaitProcessGroup(pump, logPumpEndTimeoutMs, options.signal);
   if (outcome === 'killed') {
     options.log?.(
-      `killed the log pump (pid ${pump.pid}) of a ${name}: its output was still open ${formatDuration(logPumpEndTimeoutMs)} after it was stopped (a process it started holds it?); its last lines may be missing from its log`,
+      `killed the log pump (pid ${pump.pid}) of a stopped ${name}: its output was still open ${formatDuration(logPumpEndTimeoutMs)} on (a process the replica started may hold it); its last lines may be missing from its log`,
     );
   }
 }
