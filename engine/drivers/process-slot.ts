@@ -45,7 +45,7 @@ export interface ReplicaRecord extends ProcessIdentity {
  * replica is gone, before it is killed: the pump may still be starting on a busy machine, or a
  * process the replica started (outside its group) may hold its output open.
  */
-export const logPumpEndTimeoutMs = 10_000;
+export const defaultLogPumpEndTimeoutMs = 10_000;
 
 export interface StoppedReplica {
   replica: ReplicaRecord;
@@ -78,6 +78,8 @@ export async function writeSlot(slotDir: string, record: SlotRecord): Promise<vo
 }
 
 export interface StopOptions {
+  /** After the replicas are gone, how long their log pumps may take to end (default 10 s). */
+  logPumpEndTimeoutMs?: number;
   /** SIGTERM to SIGKILL; the process driver's `stopTimeout`. */
   stopTimeoutMs?: number;
   /** Replicas known from elsewhere (the slot info a migration journaled), stopped as well. */
@@ -147,12 +149,13 @@ function pumpOf(replica: ReplicaRecord): ProcessIdentity[] {
 async function endLogPump(
   pump: ProcessIdentity,
   name: string,
-  options: { log?: (line: string) => void; signal?: AbortSignal },
+  options: { log?: (line: string) => void; signal?: AbortSignal; logPumpEndTimeoutMs?: number },
 ): Promise<void> {
-  const outcome = await awaitProcessGroup(pump, logPumpEndTimeoutMs, options.signal);
+  const timeoutMs = options.logPumpEndTimeoutMs ?? defaultLogPumpEndTimeoutMs;
+  const outcome = await awaitProcessGroup(pump, timeoutMs, options.signal);
   if (outcome === 'killed') {
     options.log?.(
-      `killed the log pump (pid ${pump.pid}) of a stopped ${name}: its output was still open ${formatDuration(logPumpEndTimeoutMs)} on (a process the replica started may hold it); its last lines may be missing from its log`,
+      `killed the log pump (pid ${pump.pid}) of a stopped ${name}: its output was still open ${formatDuration(timeoutMs)} on (a process the replica started may hold it); its last lines may be missing from its log`,
     );
   }
 }

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { groupRunning, stopProcessGroup } from '../../../engine/drivers/process-group.js';
-import { type ReplicaRecord, stopReplica } from '../../../engine/drivers/process-slot.js';
+import { type ReplicaRecord, stopReplica, stopSlotProcesses } from '../../../engine/drivers/process-slot.js';
 import { checkStartup, type ReplicaLaunch, startReplica } from '../../../engine/drivers/process-start.js';
 import { slotLogPumps } from '../../../engine/drivers/process-strays.js';
 import {
@@ -130,6 +130,37 @@ describe('the log pump of a process replica', () => {
     expect(logOf(s)).toContain('\nup\nbye (sensitive)\n');
     expect(logOf(s)).not.toContain(s.password);
   }, 30_000);
+
+  it('a stop still returns, within its bound, when a process the replica started elsewhere keeps its output open: the pump is killed, and the stop says so', async () => {
+    // The replica starts a child in a session of its own, without the replica's environment (a
+    // stop of the slot misses it: neither in the replica's group nor found by CUTOVER_DATA_DIR),
+    // that inherits its stdout and stderr, and says its pid in a file.
+    const s = await setup([
+      node,
+      '-e',
+      "const c = require('child_process').spawn('sleep', ['600'], { detached: true, env: { PATH: process.env.PATH }, stdio: ['ignore', 'inherit', 'inherit'] }); c.unref(); require('fs').writeFileSync(process.env.CUTOVER_DATA_DIR + '/child', String(c.pid)); setInterval(() => {}, 1000);",
+    ]);
+    const replica = await start(s.launch);
+    const childFile = path.join(s.dir, 'data', 'child');
+    await eventually(() => existsSync(childFile) && readFileSync(childFile, 'utf8') !== '', 20_000);
+    const child = processIdentity(Number(readFileSync(childFile, 'utf8')));
+    leaders.push(child);
+    const pump = replica.pump as ProcessIdentity;
+    const lines: string[] = [];
+    const stopped = await stopSlotProcesses(s.dir, {
+      replicas: [replica],
+      stopTimeoutMs: 5_000,
+      logPumpEndTimeoutMs: 500,
+      log: (line) => lines.push(line),
+    });
+    expect(stopped.map((one) => one.outcome)).toEqual(['stopped']);
+    expect(isAlive(pump)).toBe(false);
+    expect(isAlive(child)).toBe(true); // not cutover's to stop: it left the replica's group
+    expect(lines).toEqual([
+      `stopped replica 0 (pid ${replica.pid})`,
+      `killed the log pump (pid ${pump.pid}) of a stopped replica: its output was still open 500ms on (a process the replica started may hold it); its last lines may be missing from its log`,
+    ]);
+  }, 40_000);
 
   it('outlives the process that started it (SIGKILLed), masking what the replica prints later', async () => {
     const s = await setup([
