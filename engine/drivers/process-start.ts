@@ -45,8 +45,8 @@ export interface Started {
   logOffset: number;
   exit?: { code: number | null; signal: NodeJS.Signals | null };
   exited: Promise<void>;
-  /** What writes its output to its log, masked (process-spawn.ts). */
-  pump: LogPump;
+  /** What writes its output to its log, masked (process-spawn.ts); none for a replica given no secret. */
+  pump?: LogPump;
 }
 
 /**
@@ -158,7 +158,7 @@ export async function startReplica(launch: ReplicaLaunch, component: string): Pr
   // 0600: what a replica prints is its own.
   const handle = await open(launch.log, 'a', 0o600);
   const secrets = (launch.secretKeys ?? []).map((key) => launch.env[key] ?? '');
-  let spawned: { child: ChildProcess; pump: LogPump } | undefined;
+  let spawned: { child: ChildProcess; pump?: LogPump } | undefined;
   let spawnError: Promise<Error> | undefined;
   let replica: Started | undefined;
   try {
@@ -185,10 +185,10 @@ export async function startReplica(launch: ReplicaLaunch, component: string): Pr
             index: launch.index,
             port: launch.port,
             log: launch.log,
-            pump: pump.identity,
+            ...(pump ? { pump: pump.identity } : {}),
           },
           logOffset,
-          pump,
+          ...(pump ? { pump } : {}),
           exited: new Promise((resolve) => {
             child.once('exit', (code, signal) => {
               started.exit = { code, signal };
@@ -227,9 +227,9 @@ export async function checkStartup(
   await Promise.race([sleep(graceMs, undefined, { signal }), ...started.map((s) => s.exited)]);
   const failed = started.find((s) => s.exit);
   if (failed) throw await startupFailure(component, command, failed, graceMs);
-  const broken = started.find((s) => s.pump.exit && s.pump.exit.code !== 0);
+  const broken = started.find((s) => s.pump?.exit && s.pump.exit.code !== 0);
   if (broken) {
-    const { code, signal: killedBy } = broken.pump.exit ?? {};
+    const { code, signal: killedBy } = broken.pump?.exit ?? {};
     throw new PermanentDriverError(
       `the log pump of ${component} replica ${broken.record.index} ${code === null ? `was killed by ${killedBy}` : `exited with code ${code}`} as it started, so the replica's output would not be logged${await logTail(broken)}`,
     );
@@ -247,7 +247,7 @@ export async function startupFailure(
   // Its last lines are in its log once its pump, which ends with the replica's output, wrote them.
   const drained = new AbortController();
   await Promise.race([
-    failed.pump.exited,
+    failed.pump?.exited ?? Promise.resolve(),
     sleep(logPumpDrainTimeoutMs, undefined, { signal: drained.signal }).catch(() => undefined),
   ]);
   drained.abort();

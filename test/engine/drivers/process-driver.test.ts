@@ -76,12 +76,19 @@ function spec(overrides: Partial<Component> = {}): Component {
   };
 }
 
+/** A component given a secret (its replicas' output goes through a log pump that masks it). */
+const withSecret = { env: { VERSION: '2.1.0', API_TOKEN: { secret: 'API_TOKEN' } } };
+
 function context(
   ws: { base: string; stateDir: string },
   component: Component,
   { migrationId = 'm1', stopTimeout = 5_000 } = {},
 ): ComponentCallContext {
+  const secret = Object.values(component.env).some(
+    (v) => typeof v === 'object' && v !== null && 'secret' in v,
+  );
   return {
+    ...(secret ? { env: { VERSION: component.version, API_TOKEN: 'token-0123456789' } } : {}),
     environment: 'test-env',
     migrationId,
     component: 'api',
@@ -137,7 +144,7 @@ describe('process driver', () => {
   it('provisions replicas on their own ports, detached, each answering with its version', async () => {
     const ws = await workspace();
     const options = callOptions();
-    const slot = await driver.provision(context(ws, spec({ replicas: 2 })), 'green', options);
+    const slot = await driver.provision(context(ws, spec({ replicas: 2, ...withSecret })), 'green', options);
 
     const slotDir = path.join(ws.stateDir, 'environments', 'test-env', 'slots', 'api-m1');
     expect(slot).toMatchObject({
@@ -173,6 +180,17 @@ describe('process driver', () => {
     );
     expect((await stat(path.join(slotDir, 'data'))).isDirectory()).toBe(true);
     expect(await readSlot(slotDir)).toMatchObject({ slotId: 'api-m1', slot: 'green', replicas });
+  });
+
+  it('starts no log pump for a replica given no secret: it writes its log itself', async () => {
+    const ws = await workspace();
+    const slot = await driver.provision(context(ws, spec()), 'green', callOptions());
+    const [replica] = replicasOf(slot) as [ReplicaRecord];
+    expect(replica.pump).toBeUndefined();
+    expect(readlinkSync(`/proc/${replica.pid}/fd/1`)).toBe(replica.log);
+    expect(readlinkSync(`/proc/${replica.pid}/fd/2`)).toBe(replica.log);
+    expect(slotLogPumps(path.dirname(replica.log))).toEqual([]);
+    expect(await logContaining(replica.log, 'listening on')).toContain('version=2.1.0');
   });
 
   it('gives each replica its environment, working directory and data directory', async () => {
@@ -297,7 +315,7 @@ describe('process driver', () => {
   for (const next of ['provision', 'retire'] as const) {
     it(`${next} stops a replica of the slot that slot.json does not record (its starter was killed)`, async () => {
       const ws = await workspace();
-      const ctx = context(ws, spec({ replicas: 2 }));
+      const ctx = context(ws, spec({ replicas: 2, ...withSecret }));
       const first = await driver.provision(ctx, 'green', callOptions());
       const slotDir = first.details?.slotDir as string;
       // Replica 2 as the killed call started it: spawned the driver's way, never recorded.
