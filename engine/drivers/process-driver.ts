@@ -6,10 +6,12 @@
  *
  * - A slot is `<component>-<migrationId>` (`details.slotId`), living in
  *   `<stateDir>/environments/<environment>/slots/<slotId>/`: `slot.json` (the processes: pid, start
- *   time, port, log), `replica-<i>.log` (stdout and stderr of replica i, appended across restarts)
- *   and `data/`, the slot's data directory (`CUTOVER_DATA_DIR`).
+ *   time, port, log, log pump), `replica-<i>.log` (stdout and stderr of replica i, appended across
+ *   restarts, written masked by its log pump: process-spawn.ts) and `data/`, the slot's data
+ *   directory (`CUTOVER_DATA_DIR`).
  * - provision starts `run.command` (argv, no shell) `replicas` times, in `run.cwd` (relative to the
- *   topology file), each in its own process group with cutover's environment, the component's `env`,
+ *   topology file), each in its own process group with SIGPIPE ignored, its output through its log
+ *   pump (a process of its own, in the slot directory), with cutover's environment, the component's `env`,
  *   `PORT`, `HOST=127.0.0.1` and CUTOVER_ENVIRONMENT, CUTOVER_COMPONENT, CUTOVER_SLOT,
  *   CUTOVER_SLOT_ID, CUTOVER_VERSION, CUTOVER_REPLICA, CUTOVER_DATA_DIR. A replica that exits within
  *   the start-up grace (300 ms unless the driver is made with another) is a permanent failure quoting its log. Provisioning a slot again stops the
@@ -21,8 +23,9 @@
  *   are while blue runs: for state that must be consistent, use a command.
  * - drain does nothing: the router drains traffic, the processes serve until retired.
  * - retire sends SIGTERM to each replica's process group (recorded or found as above), SIGKILL after
- *   the driver's `stopTimeout`, waits until they are gone and marks the slot retired; the directory
- *   and logs stay.
+ *   the driver's `stopTimeout`, waits until they are gone and their log pumps have written their
+ *   last lines and ended (killed 10 s on if a process outside the group holds a replica's output),
+ *   and marks the slot retired; the directory and logs stay, and nothing writes in it any more.
  * - observe reports each replica: running (pid alive, port accepting), not_answering, not_running.
  * - restart (a restart in place, process-restart.ts) starts again the live slot's replicas that are
  *   down, on their recorded ports if free, else new ones, appending to their logs and slot.json.

@@ -21,6 +21,27 @@ export async function stopProcessGroup(
 ): Promise<StopOutcome> {
   if (!groupRunning(leader)) return 'not-running';
   signalGroup(leader.pid, 'SIGTERM');
+  return killAfter(leader, graceMs, signal);
+}
+
+/**
+ * Waits for the process group led by `leader` to end by itself (nothing is sent to it first: a
+ * replica's log pump ends with its replica's output), SIGKILL after `graceMs`; as stopProcessGroup.
+ */
+export async function awaitProcessGroup(
+  leader: ProcessIdentity,
+  graceMs: number,
+  signal?: AbortSignal,
+): Promise<StopOutcome> {
+  if (!groupRunning(leader)) return 'not-running';
+  return killAfter(leader, graceMs, signal);
+}
+
+async function killAfter(
+  leader: ProcessIdentity,
+  graceMs: number,
+  signal?: AbortSignal,
+): Promise<StopOutcome> {
   if (await goneWithin(leader, graceMs, signal)) return 'stopped';
   signalGroup(leader.pid, 'SIGKILL');
   if (await goneWithin(leader, killWaitMs, signal)) return 'killed';

@@ -7,9 +7,7 @@
 import { mkdir, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { PortPool } from './port-pool.js';
-import { stopProcessGroup } from './process-group.js';
 import { observeReplica } from './process-observe.js';
 import {
   type ReplicaRecord,
@@ -17,15 +15,16 @@ import {
   recordedReplicas,
   slotDirOf,
   slotIdOf,
+  stopReplica,
   writeSlot,
 } from './process-slot.js';
 import {
+  checkStartup,
   replicaLaunch,
   type SlotTarget,
   type Started,
   slotRecord,
   startReplica,
-  startupFailure,
 } from './process-start.js';
 import {
   type ComponentCallContext,
@@ -81,7 +80,7 @@ export async function restartProcessSlot(
     }
     if (replica && seen?.state === 'not_answering') {
       options.log(`stopping ${ctx.component} replica ${index} (pid ${replica.pid}): alive but not answering`);
-      await stopProcessGroup(replica, stopTimeoutMs, options.signal);
+      await stopReplica(replica, stopTimeoutMs, options);
     }
     down.push({ index, port: replica?.port });
   }
@@ -118,15 +117,10 @@ export async function restartProcessSlot(
       );
     }
     if (started.length > 0) {
-      await Promise.race([
-        sleep(startupGraceMs, undefined, { signal: options.signal }),
-        ...started.map((s) => s.exited),
-      ]);
-      const failed = started.find((s) => s.exit);
-      if (failed) throw await startupFailure(ctx.component, command, failed, startupGraceMs);
+      await checkStartup(ctx.component, command, started, startupGraceMs, options.signal);
     }
   } catch (error) {
-    await Promise.all(started.map((s) => stopProcessGroup(s.record, stopTimeoutMs)));
+    await Promise.all(started.map((s) => stopReplica(s.record, stopTimeoutMs, { log: options.log })));
     const startedPids = new Set(started.map((s) => s.record.pid));
     replicas.splice(0, replicas.length, ...replicas.filter((r) => !startedPids.has(r.pid)));
     await save();

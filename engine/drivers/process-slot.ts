@@ -4,8 +4,8 @@ import { formatDuration } from '../../core/topology/duration.js';
 import { defaults } from '../../core/topology/types.js';
 import type { ProcessIdentity } from '../../platform/process-identity.js';
 import { writeJsonAtomic } from '../store/layout-store.js';
-import { type StopOutcome, stopProcessGroup } from './process-group.js';
-import { unrecordedReplicas } from './process-strays.js';
+import { awaitProcessGroup, type StopOutcome, stopProcessGroup } from './process-group.js';
+import { slotLogPumps, unrecordedReplicas } from './process-strays.js';
 import type { ComponentCallContext, Slot, SlotInfo } from './types.js';
 
 /**
@@ -36,7 +36,16 @@ export interface ReplicaRecord extends ProcessIdentity {
   index: number;
   port: number;
   log: string;
+  /** The log pump writing its log (process-spawn.ts); none in a record from before pumps. */
+  pump?: ProcessIdentity;
 }
+
+/**
+ * How long a replica's log pump may take to write the replica's last lines and end, once the
+ * replica is gone, before it is killed: the pump may still be starting on a busy machine, or a
+ * process the replica started (outside its group) may hold its output open.
+ */
+export const defaultLogPumpEndTimeoutMs = 10_000;
 
 export interface StoppedReplica {
   replica: ReplicaRecord;
@@ -69,6 +78,8 @@ export async function writeSlot(slotDir: string, record: SlotRecord): Promise<vo
 }
 
 export interface StopOptions {
+  /** After the replicas are gone, how long their log pumps may take to end (default 10 s). */
+  logPumpEndTimeoutMs?: number;
   /** SIGTERM to SIGKILL; the process driver's `stopTimeout`. */
   stopTimeoutMs?: number;
   /** Replicas known from elsewhere (the slot info a migration journaled), stopped as well. */
@@ -79,25 +90,26 @@ export interface StopOptions {
 
 /**
  * Stops every process recorded for the slot in `slotDir` (and any given in options), gracefully,
- * and marks the slot retired. Idempotent: processes already gone are skipped, and a slot that was
- * never recorded has nothing to mark.
+ * waits for their log pumps to write their last lines and end, and marks the slot retired: nothing
+ * of the slot runs, nor writes in its directory, once this returns. Idempotent: processes already
+ * gone are skipped, and a slot that was never recorded has nothing to mark.
  */
 export async function stopSlotProcesses(
   slotDir: string,
   options: StopOptions = {},
 ): Promise<StoppedReplica[]> {
   const record = await readSlot(slotDir);
-  const replicas = uniqueReplicas([...(options.replicas ?? []), ...(record?.replicas ?? [])]);
+  const replicas = uniqueIdentities([...(options.replicas ?? []), ...(record?.replicas ?? [])]);
   const strays = unrecordedReplicas(slotDir, new Set(replicas.map((r) => r.pid))).map(
     (identity): ReplicaRecord => ({ ...identity, index: unrecordedIndex, port: 0, log: '' }),
   );
   const graceMs = options.stopTimeoutMs ?? defaults.processStopTimeoutMs;
+  const name = `${record ? `${record.component} ` : ''}replica`;
   const stopped = await Promise.all(
     [...replicas, ...strays].map(async (replica) => {
       const outcome = await stopProcessGroup(replica, graceMs, options.signal);
       if (outcome !== 'not-running') {
         const how = outcome === 'killed' ? `killed after ${formatDuration(graceMs)}` : 'stopped';
-        const name = `${record ? `${record.component} ` : ''}replica`;
         const which =
           replica.index === unrecordedIndex
             ? ` (pid ${replica.pid}), which slot.json did not record`
@@ -107,18 +119,53 @@ export async function stopSlotProcesses(
       return { replica, outcome };
     }),
   );
+  const pumps = uniqueIdentities([...replicas.flatMap(pumpOf), ...slotLogPumps(slotDir)]);
+  await Promise.all(pumps.map((pump) => endLogPump(pump, name, options)));
   if (record && !record.retired) {
     await writeSlot(slotDir, { ...record, retired: true, retiredAt: new Date().toISOString() });
   }
   return stopped;
 }
 
+/** Stops one replica (its process group) and waits for its log pump to end. */
+export async function stopReplica(
+  replica: ReplicaRecord,
+  graceMs: number,
+  options: { log?: (line: string) => void; signal?: AbortSignal } = {},
+): Promise<StopOutcome> {
+  const outcome = await stopProcessGroup(replica, graceMs, options.signal);
+  for (const pump of pumpOf(replica)) await endLogPump(pump, 'replica', options);
+  return outcome;
+}
+
+/** The replica's recorded log pump; none for a malformed entry (a record is not trusted with any pid). */
+function pumpOf(replica: ReplicaRecord): ProcessIdentity[] {
+  const pump = replica.pump;
+  if (typeof pump !== 'object' || pump === null) return [];
+  return Number.isSafeInteger(pump.pid) && pump.pid > 1 ? [pump] : [];
+}
+
+/** Waits for a log pump whose replica is gone to end by itself; kills it if it does not. */
+async function endLogPump(
+  pump: ProcessIdentity,
+  name: string,
+  options: { log?: (line: string) => void; signal?: AbortSignal; logPumpEndTimeoutMs?: number },
+): Promise<void> {
+  const timeoutMs = options.logPumpEndTimeoutMs ?? defaultLogPumpEndTimeoutMs;
+  const outcome = await awaitProcessGroup(pump, timeoutMs, options.signal);
+  if (outcome === 'killed') {
+    options.log?.(
+      `killed the log pump (pid ${pump.pid}) of a stopped ${name}: its output was still open ${formatDuration(timeoutMs)} on (a process the replica started may hold it); its last lines may be missing from its log`,
+    );
+  }
+}
+
 /** The index of a replica found running but not in slot.json (its number was never recorded). */
 const unrecordedIndex = -1;
 
-function uniqueReplicas(replicas: ReplicaRecord[]): ReplicaRecord[] {
-  const seen = new Map<string, ReplicaRecord>();
-  for (const replica of replicas) seen.set(`${replica.pid}:${replica.startTime}`, replica);
+function uniqueIdentities<T extends ProcessIdentity>(processes: T[]): T[] {
+  const seen = new Map<string, T>();
+  for (const one of processes) seen.set(`${one.pid}:${one.startTime}`, one);
   return [...seen.values()];
 }
 

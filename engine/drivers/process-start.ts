@@ -1,13 +1,17 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdir, open, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { CutoverError } from '../../core/errors.js';
+import { redactorOf } from '../../core/redact.js';
 import { formatDuration } from '../../core/topology/duration.js';
+import { isSecretRef } from '../../core/topology/secret-refs.js';
 import { processIdentity } from '../../platform/process-identity.js';
 import { inheritedEnv } from '../secrets/resolve-secrets.js';
 import { componentEnv } from './component-env.js';
 import type { PortPool } from './port-pool.js';
 import { type ReplicaRecord, type SlotRecord, stopSlotProcesses, writeSlot } from './process-slot.js';
+import { type LogPump, spawnReplica } from './process-spawn.js';
 import { spawnFailure } from './spawn-failure.js';
 import {
   type ComponentCallContext,
@@ -16,9 +20,13 @@ import {
   type Slot,
 } from './types.js';
 
-/** A replica that exits this soon after it started failed to start (bad command, port, config). */
 /** How long a started replica must keep running to count as started, unless the driver is told otherwise. */
 export const defaultStartupGraceMs = 300;
+/**
+ * After a replica exited, how long its log pump may take to write its last lines before they are
+ * quoted: the pump, started at a lower priority, may still be starting on a busy machine.
+ */
+const logPumpDrainTimeoutMs = 10_000;
 const logTailLines = 10;
 const loopback = '127.0.0.1';
 
@@ -37,6 +45,8 @@ export interface Started {
   logOffset: number;
   exit?: { code: number | null; signal: NodeJS.Signals | null };
   exited: Promise<void>;
+  /** What writes its output to its log, masked (process-spawn.ts); none for a replica given no secret. */
+  pump?: LogPump;
 }
 
 /**
@@ -76,12 +86,7 @@ export async function startReplicas(
         `started ${ctx.component} replica ${index} (pid ${replica.record.pid}) on ${loopback}:${port}`,
       );
     }
-    await Promise.race([
-      sleep(target.startupGraceMs, undefined, { signal: options.signal }),
-      ...started.map((s) => s.exited),
-    ]);
-    const failed = started.find((s) => s.exit);
-    if (failed) throw await startupFailure(ctx.component, command, failed, target.startupGraceMs);
+    await checkStartup(ctx.component, command, started, target.startupGraceMs, options.signal);
     return record.replicas;
   } catch (error) {
     await stopSlotProcesses(target.slotDir, { stopTimeoutMs: target.stopTimeoutMs, log: options.log });
@@ -93,6 +98,8 @@ export interface ReplicaLaunch {
   command: string[];
   cwd: string;
   env: NodeJS.ProcessEnv;
+  /** The names of the variables of `env` whose values are secrets: masked in the replica's log. */
+  secretKeys?: string[];
   log: string;
   index: number;
   port: number;
@@ -138,59 +145,95 @@ export function replicaLaunch(
     CUTOVER_REPLICA: String(at.index),
     CUTOVER_DATA_DIR: path.join(target.slotDir, 'data'),
   };
-  return { ...at, env, log: path.join(target.slotDir, `replica-${at.index}.log`) };
+  const secretKeys = Object.keys(ctx.spec.env).filter((key) => isSecretRef(ctx.spec.env[key]));
+  return { ...at, env, secretKeys, log: path.join(target.slotDir, `replica-${at.index}.log`) };
 }
 
 /**
- * Spawns one replica detached, in its own process group, with stdout and stderr appended to its log
- * file: it holds no pipe to cutover and is not waited for, so it runs on when cutover exits.
+ * Spawns one replica detached, in its own process group, its stdout and stderr appended to its log
+ * file through its log pump, which masks its secrets (process-spawn.ts): it holds no pipe to
+ * cutover and is not waited for, so it runs on when cutover exits.
  */
 export async function startReplica(launch: ReplicaLaunch, component: string): Promise<Started> {
-  // 0600: what a replica prints is its own, and may be a secret it was given.
+  // 0600: what a replica prints is its own.
   const handle = await open(launch.log, 'a', 0o600);
-  let child: ChildProcess;
-  let spawnError: Promise<Error>;
+  const secrets = (launch.secretKeys ?? []).map((key) => launch.env[key] ?? '');
+  let spawned: { child: ChildProcess; pump?: LogPump } | undefined;
+  let spawnError: Promise<Error> | undefined;
   let replica: Started | undefined;
   try {
     const header = `--- ${new Date().toISOString()} cutover: starting ${component} replica ${launch.index} on ${loopback}:${launch.port}: ${launch.command.join(' ')}\n`;
-    await handle.write(header);
+    await handle.write(redactorOf(secrets).text(header));
     const logOffset = (await handle.stat()).size;
-    const [file = '', ...args] = launch.command;
-    child = spawn(file, args, {
-      cwd: launch.cwd,
-      env: launch.env,
-      stdio: ['ignore', handle.fd, handle.fd],
-      detached: true,
-    });
-    // Emitted on the next tick when the spawn failed: listen before anything else is awaited.
-    spawnError = new Promise<Error>((resolve) => child.once('error', resolve));
-    if (child.pid !== undefined) {
-      // Its identity and its exit are taken before anything is awaited: a replica that exits at
-      // once (a shell, in milliseconds) is reaped on the next turn of the event loop, and an 'exit'
-      // with no listener yet was lost, so the start-up check waited out its grace and passed.
-      const started: Started = {
-        record: { ...processIdentity(child.pid), index: launch.index, port: launch.port, log: launch.log },
-        logOffset,
-        exited: new Promise((resolve) => {
-          child.once('exit', (code, signal) => {
-            started.exit = { code, signal };
-            resolve();
-          });
-        }),
-      };
-      replica = started;
+    try {
+      spawned = await spawnReplica({ ...launch, secrets, logFd: handle.fd });
+    } catch (error) {
+      if (error instanceof CutoverError) throw error; // no log pump to start: cutover's fault
+      spawnError = Promise.resolve(error as Error);
+    }
+    if (spawned) {
+      const { child, pump } = spawned;
+      // Emitted on the next tick when the spawn failed: listen before anything else is awaited.
+      spawnError = new Promise<Error>((resolve) => child.once('error', resolve));
+      if (child.pid !== undefined) {
+        // Its identity and its exit are taken before anything is awaited: a replica that exits at
+        // once (a shell, in milliseconds) is reaped on the next turn of the event loop, and an 'exit'
+        // with no listener yet was lost, so the start-up check waited out its grace and passed.
+        const started: Started = {
+          record: {
+            ...processIdentity(child.pid),
+            index: launch.index,
+            port: launch.port,
+            log: launch.log,
+            ...(pump ? { pump: pump.identity } : {}),
+          },
+          logOffset,
+          ...(pump ? { pump } : {}),
+          exited: new Promise((resolve) => {
+            child.once('exit', (code, signal) => {
+              started.exit = { code, signal };
+              resolve();
+            });
+          }),
+        };
+        replica = started;
+        child.unref();
+      }
     }
   } finally {
     await handle.close();
   }
   if (replica === undefined) {
-    const error = await spawnError;
+    const error = await (spawnError as Promise<Error>);
     throw new PermanentDriverError(
       `cannot run ${launch.command.join(' ')}: ${spawnFailure(error, launch.cwd)}`,
     );
   }
-  child.unref();
   return replica;
+}
+
+/**
+ * Waits out the start-up grace of the replicas just started: one that exits within it fails the
+ * start (quoting its log once its pump wrote it), and so does a log pump that failed (not one that
+ * ended with its replica's output: a replica may close its stdout and stderr).
+ */
+export async function checkStartup(
+  component: string,
+  command: string[],
+  started: Started[],
+  graceMs: number,
+  signal: AbortSignal,
+): Promise<void> {
+  await Promise.race([sleep(graceMs, undefined, { signal }), ...started.map((s) => s.exited)]);
+  const failed = started.find((s) => s.exit);
+  if (failed) throw await startupFailure(component, command, failed, graceMs);
+  const broken = started.find((s) => s.pump?.exit && s.pump.exit.code !== 0);
+  if (broken) {
+    const { code, signal: killedBy } = broken.pump?.exit ?? {};
+    throw new PermanentDriverError(
+      `the log pump of ${component} replica ${broken.record.index} ${code === null ? `was killed by ${killedBy}` : `exited with code ${code}`} as it started, so the replica's output would not be logged${await logTail(broken)}`,
+    );
+  }
 }
 
 export async function startupFailure(
@@ -201,15 +244,26 @@ export async function startupFailure(
 ): Promise<Error> {
   const { code, signal } = failed.exit ?? { code: null, signal: null };
   const how = code === null ? `was killed by ${signal}` : `exited with code ${code}`;
-  const text = await readFile(failed.record.log)
-    .then((buffer) => buffer.subarray(failed.logOffset).toString('utf8'))
+  // Its last lines are in its log once its pump, which ends with the replica's output, wrote them.
+  const drained = new AbortController();
+  await Promise.race([
+    failed.pump?.exited ?? Promise.resolve(),
+    sleep(logPumpDrainTimeoutMs, undefined, { signal: drained.signal }).catch(() => undefined),
+  ]);
+  drained.abort();
+  return new PermanentDriverError(
+    `${component} replica ${failed.record.index} (${command.join(' ')}) ${how} within ${formatDuration(graceMs)} of starting${await logTail(failed)}`,
+  );
+}
+
+/** "; last lines of <log>:\n…" of what the replica wrote since it started, or that it wrote nothing. */
+async function logTail(replica: Started): Promise<string> {
+  const { log } = replica.record;
+  const text = await readFile(log)
+    .then((buffer) => buffer.subarray(replica.logOffset).toString('utf8'))
     .catch(() => '');
   const lines = text.split('\n').filter((line) => line.trim() !== '');
-  const tail =
-    lines.length > 0
-      ? `; last lines of ${failed.record.log}:\n${lines.slice(-logTailLines).join('\n')}`
-      : `; nothing in ${failed.record.log}`;
-  return new PermanentDriverError(
-    `${component} replica ${failed.record.index} (${command.join(' ')}) ${how} within ${formatDuration(graceMs)} of starting${tail}`,
-  );
+  return lines.length > 0
+    ? `; last lines of ${log}:\n${lines.slice(-logTailLines).join('\n')}`
+    : `; nothing in ${log}`;
 }

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { type ProcessIdentity, processIdentity } from '../../platform/process-identity.js';
+import { logPumpEnv } from './process-spawn.js';
 
 /**
  * Replicas of a slot that its slot.json does not record. startReplicas spawns a replica and then
@@ -12,8 +13,23 @@ import { type ProcessIdentity, processIdentity } from '../../platform/process-id
  * leading its own group) are found in /proc. Elsewhere none are found: the record is all there is.
  */
 export function unrecordedReplicas(slotDir: string, recorded: ReadonlySet<number>): ProcessIdentity[] {
-  if (process.platform !== 'linux') return [];
   const tag = `CUTOVER_DATA_DIR=${path.join(slotDir, 'data')}`;
+  return groupLeadersWhere((pid, environ) => !recorded.has(pid) && environ.includes(tag));
+}
+
+/**
+ * The log pumps (process-spawn.ts) writing the logs of the slot in `slotDir`, recorded or not: each
+ * names the log it writes in its environment (`CUTOVER_LOG_PUMP`) and leads its own group. Linux
+ * only, as above.
+ */
+export function slotLogPumps(slotDir: string): ProcessIdentity[] {
+  const prefix = `${logPumpEnv}=${slotDir}${path.sep}`;
+  return groupLeadersWhere((_pid, environ) => environ.some((entry) => entry.startsWith(prefix)));
+}
+
+/** Running leaders of their process groups whose environment (its `NAME=value` entries) passes `wanted`. */
+function groupLeadersWhere(wanted: (pid: number, environ: string[]) => boolean): ProcessIdentity[] {
+  if (process.platform !== 'linux') return [];
   let entries: string[];
   try {
     entries = readdirSync('/proc');
@@ -24,15 +40,14 @@ export function unrecordedReplicas(slotDir: string, recorded: ReadonlySet<number
   for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
     const pid = Number(entry);
-    if (recorded.has(pid) || !leadsItsGroup(pid)) continue;
+    if (!leadsItsGroup(pid)) continue;
     let environ: string;
     try {
       environ = readFileSync(`/proc/${pid}/environ`, 'utf8');
     } catch {
       continue; // gone, or another user's
     }
-    if (!environ.split('\0').includes(tag)) continue;
-    found.push(processIdentity(pid));
+    if (wanted(pid, environ.split('\0'))) found.push(processIdentity(pid));
   }
   return found;
 }

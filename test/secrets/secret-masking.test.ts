@@ -131,6 +131,15 @@ describe('secret masking', () => {
     );
     expect(result.stdout + result.stderr).not.toContain(password);
     expect(notified.got.map((r) => r.body).filter((b) => b.includes(password))).toEqual([]);
+    // The replica's own log too: what it printed, masked.
+    const slots = path.join(ws.stateDir, 'environments', 'leaks', 'slots');
+    const logs = readdirSync(slots, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.log'));
+    expect(logs.length).toBeGreaterThan(0);
+    for (const log of logs) {
+      const text = readFileSync(path.join(slots, log), 'utf8');
+      expect(text, log).toContain('authentication failed for (sensitive)');
+      expect(text, log).not.toContain(password);
+    }
   }, 60_000);
 
   it('a secret printed by a replica and a hook, credentials in a hook URL and a notify URL: in no state file, log, answer, payload or environment that does not need them', async () => {
@@ -210,14 +219,27 @@ describe('secret masking', () => {
     expect(routerEnv).not.toMatch(/CUTOVER_SECRET/);
     const replicas = filesUnder(ws.stateDir).filter((f) => f.endsWith('slot.json'));
     expect(replicas.length).toBeGreaterThan(0);
-    const pids = replicas.flatMap((f) =>
-      [...readFileSync(f, 'utf8').matchAll(/"pid":(\d+)/g)].map((m) => Number(m[1])),
+    const records = replicas.map(
+      (f) =>
+        JSON.parse(readFileSync(f, 'utf8')) as { replicas: Array<{ pid: number; pump?: { pid: number } }> },
     );
+    const pids = records.flatMap((record) => record.replicas.map((replica) => replica.pid));
     const replicaEnvs = pids.filter((pid) => existsSync(`/proc/${pid}`)).map(environOf);
     expect(replicaEnvs.length).toBeGreaterThan(0);
     for (const replicaEnv of replicaEnvs) {
       expect(replicaEnv).toContain(`DB_PASSWORD=${values.password}`); // it needs it
       expect(replicaEnv).not.toMatch(/CUTOVER_SECRET/);
+    }
+    // What writes a replica's log (its log pump) holds no secret where others can read it.
+    const writers = records
+      .flatMap((record) => record.replicas.map((replica) => replica.pump?.pid ?? 0))
+      .filter((pid) => pid > 0 && existsSync(`/proc/${pid}`));
+    expect(writers.length).toBeGreaterThan(0);
+    for (const writer of writers) {
+      const writerEnv = environOf(writer);
+      expect(writerEnv).not.toMatch(/CUTOVER_SECRET/);
+      for (const value of Object.values(values)) expect(writerEnv).not.toContain(value);
+      expect(readFileSync(`/proc/${writer}/cmdline`, 'utf8')).not.toContain(values.password);
     }
 
     // The server on the state directory, with the secrets where it runs, asked as every role.
@@ -256,12 +278,11 @@ describe('secret masking', () => {
     const replicaLogs = files.filter((f) => /replica-\d+\.log$/.test(f));
     expect(replicaLogs.length).toBeGreaterThan(0);
     for (const [what, value] of Object.entries(values)) {
-      // A replica's own log is what it printed, written by it: the only copy, and 0600 (a masking
-      // pump for it was tried and reverted: issue 26's note).
-      const holding = files.filter((f) => readFileSync(f).includes(value));
-      expect(holding, what).toEqual(
-        what === 'password' ? replicaLogs.filter((f) => holding.includes(f)) : [],
-      );
+      // Replicas' own logs included.
+      expect(
+        files.filter((f) => readFileSync(f).includes(value)),
+        what,
+      ).toEqual([]);
       expect(
         outputs.filter((o) => o.includes(value)),
         what,
@@ -275,6 +296,10 @@ describe('secret masking', () => {
         what,
       ).toEqual([]);
     }
-    for (const log of replicaLogs) expect(modeOf(log), log).toBe(0o600);
+    // A replica's own log has what it printed, its password masked, and is 0600.
+    for (const log of replicaLogs) {
+      expect(readFileSync(log, 'utf8'), log).toContain('connecting with password (sensitive)');
+      expect(modeOf(log), log).toBe(0o600);
+    }
   }, 120_000);
 });

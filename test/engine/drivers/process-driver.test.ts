@@ -10,6 +10,7 @@ import { createProcessDriver, readSlot, stopSlotProcesses } from '../../../engin
 import { groupRunning } from '../../../engine/drivers/process-group.js';
 import type { ReplicaRecord } from '../../../engine/drivers/process-slot.js';
 import { replicaLaunch, startReplica } from '../../../engine/drivers/process-start.js';
+import { slotLogPumps } from '../../../engine/drivers/process-strays.js';
 import {
   type ComponentCallContext,
   type DriverCallOptions,
@@ -75,12 +76,19 @@ function spec(overrides: Partial<Component> = {}): Component {
   };
 }
 
+/** A component given a secret (its replicas' output goes through a log pump that masks it). */
+const withSecret = { env: { VERSION: '2.1.0', API_TOKEN: { secret: 'API_TOKEN' } } };
+
 function context(
   ws: { base: string; stateDir: string },
   component: Component,
   { migrationId = 'm1', stopTimeout = 5_000 } = {},
 ): ComponentCallContext {
+  const secret = Object.values(component.env).some(
+    (v) => typeof v === 'object' && v !== null && 'secret' in v,
+  );
   return {
+    ...(secret ? { env: { VERSION: component.version, API_TOKEN: 'token-0123456789' } } : {}),
     environment: 'test-env',
     migrationId,
     component: 'api',
@@ -136,7 +144,7 @@ describe('process driver', () => {
   it('provisions replicas on their own ports, detached, each answering with its version', async () => {
     const ws = await workspace();
     const options = callOptions();
-    const slot = await driver.provision(context(ws, spec({ replicas: 2 })), 'green', options);
+    const slot = await driver.provision(context(ws, spec({ replicas: 2, ...withSecret })), 'green', options);
 
     const slotDir = path.join(ws.stateDir, 'environments', 'test-env', 'slots', 'api-m1');
     expect(slot).toMatchObject({
@@ -152,12 +160,19 @@ describe('process driver', () => {
       const replica = replicas[i] as ReplicaRecord;
       expect(address).toBe(`127.0.0.1:${replica.port}`);
       expect(await getVersion(address)).toEqual({ version: '2.1.0', pid: replica.pid });
-      // Detached: alive after the call, leading its own process group, writing to its log, not to us.
+      // Detached: alive after the call, leading its own process group, writing to its log pump
+      // (leading a group of its own, in the slot directory), which writes its log; not to us.
       expect(isAlive(replica)).toBe(true);
       expect(pgidOf(replica.pid)).toBe(replica.pid);
       expect(replica.log).toBe(path.join(slotDir, `replica-${i}.log`));
-      expect(readlinkSync(`/proc/${replica.pid}/fd/1`)).toBe(replica.log);
-      expect(readlinkSync(`/proc/${replica.pid}/fd/2`)).toBe(replica.log);
+      const output = readlinkSync(`/proc/${replica.pid}/fd/1`);
+      expect(output).toMatch(/^(socket|pipe):/);
+      expect(readlinkSync(`/proc/${replica.pid}/fd/2`)).toBe(output);
+      const pump = replica.pump as ProcessIdentity;
+      expect(isAlive(pump)).toBe(true);
+      expect(pgidOf(pump.pid)).toBe(pump.pid);
+      expect(readlinkSync(`/proc/${pump.pid}/fd/1`)).toBe(replica.log);
+      expect(readlinkSync(`/proc/${pump.pid}/cwd`)).toBe(slotDir);
       expect(await logContaining(replica.log, 'listening on')).toContain(`version=2.1.0`);
     }
     expect(options.lines).toEqual(
@@ -165,6 +180,17 @@ describe('process driver', () => {
     );
     expect((await stat(path.join(slotDir, 'data'))).isDirectory()).toBe(true);
     expect(await readSlot(slotDir)).toMatchObject({ slotId: 'api-m1', slot: 'green', replicas });
+  });
+
+  it('starts no log pump for a replica given no secret: it writes its log itself', async () => {
+    const ws = await workspace();
+    const slot = await driver.provision(context(ws, spec()), 'green', callOptions());
+    const [replica] = replicasOf(slot) as [ReplicaRecord];
+    expect(replica.pump).toBeUndefined();
+    expect(readlinkSync(`/proc/${replica.pid}/fd/1`)).toBe(replica.log);
+    expect(readlinkSync(`/proc/${replica.pid}/fd/2`)).toBe(replica.log);
+    expect(slotLogPumps(path.dirname(replica.log))).toEqual([]);
+    expect(await logContaining(replica.log, 'listening on')).toContain('version=2.1.0');
   });
 
   it('gives each replica its environment, working directory and data directory', async () => {
@@ -215,8 +241,11 @@ describe('process driver', () => {
     await driver.retire(ctx, slot, options);
     for (const replica of replicas) {
       expect(groupRunning(replica)).toBe(false);
-      expect(await readFile(replica.log, 'utf8')).toContain('SIGTERM: draining');
+      // Its last lines are in its log, written by its pump, which has ended.
+      expect(await readFile(replica.log, 'utf8')).toContain('drained, exiting');
+      expect(isAlive(replica.pump as ProcessIdentity)).toBe(false);
     }
+    expect(slotLogPumps(slot.details?.slotDir as string)).toEqual([]);
     expect(options.lines.sort()).toEqual(
       replicas.map((r) => `stopped api replica ${r.index} (pid ${r.pid})`),
     );
@@ -286,7 +315,7 @@ describe('process driver', () => {
   for (const next of ['provision', 'retire'] as const) {
     it(`${next} stops a replica of the slot that slot.json does not record (its starter was killed)`, async () => {
       const ws = await workspace();
-      const ctx = context(ws, spec({ replicas: 2 }));
+      const ctx = context(ws, spec({ replicas: 2, ...withSecret }));
       const first = await driver.provision(ctx, 'green', callOptions());
       const slotDir = first.details?.slotDir as string;
       // Replica 2 as the killed call started it: spawned the driver's way, never recorded.
@@ -306,6 +335,10 @@ describe('process driver', () => {
       else await driver.retire(ctx, first, options);
 
       expect(groupRunning(stray)).toBe(false);
+      // Its log pump, which slot.json did not record either, has ended with it.
+      if (next === 'retire') expect(slotLogPumps(slotDir)).toEqual([]);
+      else expect(slotLogPumps(slotDir)).toHaveLength(2); // the new replicas'
+      expect(isAlive(stray.pump as ProcessIdentity)).toBe(false);
       expect(options.lines).toContain(
         `stopped api replica (pid ${stray.pid}), which slot.json did not record`,
       );

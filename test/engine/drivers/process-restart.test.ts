@@ -94,9 +94,13 @@ async function pidAt(address: string): Promise<number> {
   }
 }
 
-/** A live slot of two replicas, provisioned for real, as a migration committed it. */
+/**
+ * A live slot of two replicas, provisioned for real, as a migration committed it: each answers (a
+ * replica still starting is not answering, and restart would replace it).
+ */
 async function liveSlot(ctx: ComponentCallContext): Promise<SlotInfo> {
   const slot = await createProcessDriver().provision(ctx, 'green', callOptions());
+  for (const address of slot.addresses) await pidAt(address);
   return { ...slot, slot: 'blue' };
 }
 
@@ -152,7 +156,10 @@ describe('process driver restart in place', () => {
       run: { command: [node, '-e', 'console.error("no config");process.exit(3)'] },
     });
 
-    const restart = (driver.restart as NonNullable<typeof driver.restart>)(broken, live, callOptions());
+    // A grace of a minute: the exit ends it as it happens, where node on a busy machine may take
+    // longer than the default 300 ms to start and exit.
+    const patient = createProcessDriver({ startupGraceMs: 60_000 });
+    const restart = (patient.restart as NonNullable<typeof patient.restart>)(broken, live, callOptions());
     await expect(restart).rejects.toThrow(PermanentDriverError);
     await expect(restart).rejects.toThrow(/worker replica 0 .* exited with code 3 .*no config/s);
     expect(groupRunning(alive)).toBe(true);
