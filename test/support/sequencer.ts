@@ -1,38 +1,59 @@
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
- * Seconds each of the slowest files took on a quiet CI run (2 cores, 3 workers), as the run's
- * closing list of the 25 slowest files prints them. Only their order matters: a file that became
- * slow, or fast, moves here when that list shows it.
+ * Seconds each of the slowest files took on a quiet CI run (2 cores, 3 workers): every file over
+ * 10 s in the last passing fresh-clone run (session 12's ci6), as vitest reports each file. Only
+ * their order matters: a file that became slow, or fast, moves here when a run shows it. Files
+ * changed since that run carry their expected time (stateful-switch, state-dir, slow-bodies and
+ * recipes: session 13, idle waits cut).
  */
 export const ciSeconds: Record<string, number> = {
-  'test/faults/write-sites.test.ts': 78,
-  'test/cutover/rollback-to-layout.test.ts': 63,
-  'test/e2e/recipes.test.ts': 60,
-  'test/cutover/zero-downtime.test.ts': 48,
-  'test/router/slow-bodies.test.ts': 33,
-  'test/temporal/robustness-server-restart.test.ts': 26,
-  'test/temporal/robustness.test.ts': 25,
-  'test/cutover/progressive-prometheus.test.ts': 25,
-  'test/e2e/crash.test.ts': 25,
-  'test/secrets/secrets.test.ts': 23,
-  'test/cutover/container-zero-downtime.test.ts': 23,
-  'test/engine/drivers/container-driver.test.ts': 23,
-  'test/temporal/resolve.test.ts': 23,
-  'test/faults/state-dir.test.ts': 22,
-  'test/router/upstream-client.test.ts': 21,
-  'test/modes/engine-acceptance.test.ts': 21,
-  'test/temporal/notifications.test.ts': 21,
-  'test/migrate.test.ts': 20,
-  'test/server/contract.test.ts': 20,
-  'test/cutover/parallel-zero-downtime.test.ts': 19,
+  'test/faults/write-sites.test.ts': 76,
+  'test/temporal/stateful-switch.test.ts': 50,
+  'test/e2e/recipes.test.ts': 50,
+  'test/engine/drivers/postgres-replication.test.ts': 39,
+  'test/engine/drivers/container-driver.test.ts': 30,
+  'test/cutover/stateful-postgres.test.ts': 30,
+  'test/cutover/zero-downtime.test.ts': 29,
+  'test/router/slow-bodies.test.ts': 28,
+  'test/cutover/container-zero-downtime.test.ts': 28,
+  'test/cutover/progressive-prometheus.test.ts': 28,
+  'test/cutover/parallel-zero-downtime.test.ts': 22,
+  'test/cutover/rollback-to-layout.test.ts': 22,
+  'test/temporal/robustness.test.ts': 21,
+  'test/temporal/resolve.test.ts': 21,
+  'test/modes/engine-acceptance.test.ts': 20,
+  'test/e2e/crash.test.ts': 19,
   'test/router/listen-failure.test.ts': 19,
-  'test/e2e/status-self-heal.test.ts': 19,
+  'test/router/upstream-client.test.ts': 19,
+  'test/temporal/no-worker.test.ts': 18,
   'test/honest/resolve.test.ts': 18,
-  'test/temporal/no-worker.test.ts': 17,
-  'test/engine/drivers/container-replicate.test.ts': 17,
+  'test/server/contract.test.ts': 17,
+  'test/temporal/secrets.test.ts': 17,
   'test/nginx/nginx-driver.test.ts': 16,
-  'test/watch/local.test.ts': 16,
+  'test/temporal/robustness-server-restart.test.ts': 16,
+  'test/temporal/robustness-many.test.ts': 16,
+  'test/faults/state-dir.test.ts': 15,
+  'test/engine/drivers/container-review.test.ts': 15,
+  'test/watch/local.test.ts': 15,
+  'test/temporal/notifications.test.ts': 15,
+  'test/cutover/progressive.test.ts': 15,
+  'test/engine/drivers/container-replicate.test.ts': 14,
+  'test/cutover/stateful-crash.test.ts': 14,
+  'test/e2e/notifications.test.ts': 13,
+  'test/faults/damaged-files.test.ts': 13,
+  'test/cutover/green-lost-in-hold.test.ts': 13,
+  'test/watch/remote.test.ts': 12,
+  'test/engine/analysis/prometheus.test.ts': 11,
+  'test/honest/adoption.test.ts': 11,
+  'test/temporal/progressive.test.ts': 11,
+  'test/temporal/dependency-refs.test.ts': 11,
+  'test/cutover/container-green-lost.test.ts': 11,
+  'test/server/fuzz.test.ts': 11,
+  'test/migrate.test.ts': 11,
+  'test/temporal/observe-drift.test.ts': 10,
+  'test/secrets/secrets.test.ts': 10,
+  'test/drift.test.ts': 10,
 };
 
 /**
