@@ -4,11 +4,11 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * Seconds each of the slowest files took on a quiet CI run (2 cores, 3 workers): every file over
  * 10 s in the last passing fresh-clone run (session 12's ci6), as vitest reports each file. Only
  * their order matters: a file that became slow, or fast, moves here when a run shows it. Files
- * changed since that run carry their expected time (stateful-switch, state-dir, slow-bodies and
- * recipes: session 13, idle waits cut).
+ * changed since that run carry their expected time (stateful-switch, write-sites, state-dir,
+ * slow-bodies, listen-failure and recipes: session 13, idle waits cut).
  */
 export const ciSeconds: Record<string, number> = {
-  'test/faults/write-sites.test.ts': 76,
+  'test/faults/write-sites.test.ts': 58,
   'test/temporal/stateful-switch.test.ts': 50,
   'test/e2e/recipes.test.ts': 50,
   'test/engine/drivers/postgres-replication.test.ts': 39,
@@ -24,7 +24,6 @@ export const ciSeconds: Record<string, number> = {
   'test/temporal/resolve.test.ts': 21,
   'test/modes/engine-acceptance.test.ts': 20,
   'test/e2e/crash.test.ts': 19,
-  'test/router/listen-failure.test.ts': 19,
   'test/router/upstream-client.test.ts': 19,
   'test/temporal/no-worker.test.ts': 18,
   'test/honest/resolve.test.ts': 18,
@@ -34,6 +33,7 @@ export const ciSeconds: Record<string, number> = {
   'test/temporal/robustness-server-restart.test.ts': 16,
   'test/temporal/robustness-many.test.ts': 16,
   'test/faults/state-dir.test.ts': 15,
+  'test/router/listen-failure.test.ts': 15,
   'test/engine/drivers/container-review.test.ts': 15,
   'test/watch/local.test.ts': 15,
   'test/temporal/notifications.test.ts': 15,
