@@ -30,6 +30,11 @@ export default defineConfig({
           name: 'unit',
           ...projectFiles.unit,
           pool: 'threads',
+          // A worker thread imports the core once for all the files it runs, not once per file:
+          // the project's CPU halves (78 → 41 CPU-seconds for its 58 files, measured side by side
+          // on a loaded machine). Safe here: the core keeps no module state, and the setup files
+          // (idempotent) still run before each file.
+          isolate: false,
           setupFiles: [...shared.setupFiles, './test/support/no-process-setup.ts'],
         },
       },

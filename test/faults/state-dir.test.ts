@@ -6,7 +6,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, type TestContext } from 'vitest';
 import type { Sandbox } from '../e2e/harness.js';
 import {
   baseFile,
@@ -31,27 +31,41 @@ afterAll(async () => {
   await template?.cleanup();
 });
 
-const sandboxes: Sandbox[] = [];
-const unmounts: string[] = [];
-afterEach(async () => {
-  // The processes first: a runner still ending (a migration it has just finished) keeps a mount
-  // of its state directory busy, and the directory could then not be removed.
-  for (const sb of sandboxes) await sb.stop();
-  for (const dir of unmounts.splice(0)) spawnSync('umount', [dir]);
-  for (const sb of sandboxes.splice(0)) await sb.cleanup();
-});
+/**
+ * The tests run at once (each in a sandbox of its own: most of a test is waiting on the processes
+ * it started), so each cleans up only what it made, when it ends: the processes first (a runner
+ * still ending keeps a mount of its state directory busy, and the directory could then not be
+ * removed), then its mounts, then its directories.
+ */
+interface Made {
+  sandbox(): Promise<Sandbox>;
+  /** Unmounted when the test ends. */
+  mounted(dir: string): void;
+}
 
-async function sandbox(): Promise<Sandbox> {
-  const sb = await sandboxFrom(template);
-  sandboxes.push(sb);
-  return sb;
+function made(context: TestContext): Made {
+  const sandboxes: Sandbox[] = [];
+  const unmounts: string[] = [];
+  context.onTestFinished(async () => {
+    for (const sb of sandboxes) await sb.stop();
+    for (const dir of unmounts) spawnSync('umount', [dir]);
+    for (const sb of sandboxes) await sb.cleanup();
+  });
+  return {
+    async sandbox() {
+      const sb = await sandboxFrom(template);
+      sandboxes.push(sb);
+      return sb;
+    },
+    mounted: (dir) => unmounts.push(dir),
+  };
 }
 
 const env = (sb: Sandbox) => path.join(sb.stateDir, 'environments', 'crash');
 
-describe('a full or read-only state directory (item 6)', () => {
-  it('a claim that cannot be released at the end does not keep migrate running: it ends, and the claim is stale', async () => {
-    const sb = await sandbox();
+describe.concurrent('a full or read-only state directory (item 6)', () => {
+  it('a claim that cannot be released at the end does not keep migrate running: it ends, and the claim is stale', async (context) => {
+    const sb = await made(context).sandbox();
     // The disk fills up as the migration ends: taking the claim's lock is refused.
     const run = await runWithFault(sb, migrateArgs, {
       op: ['open', 'symlink'],
@@ -69,8 +83,8 @@ describe('a full or read-only state directory (item 6)', () => {
     expect({ code: back.code, stderr: back.stderr }).toMatchObject({ code: 0 });
   });
 
-  it('a journal that cannot be appended to mid-run: migrate ends with one line naming the journal and resume, and resume finishes it', async () => {
-    const sb = await sandbox();
+  it('a journal that cannot be appended to mid-run: migrate ends with one line naming the journal and resume, and resume finishes it', async (context) => {
+    const sb = await made(context).sandbox();
     const run = await runWithFault(sb, migrateArgs, {
       op: 'write',
       path: 'journal\\.ndjson$',
@@ -91,8 +105,8 @@ describe('a full or read-only state directory (item 6)', () => {
     expect(sb.layout().slots.a?.version, seen.join('\n')).toBe('2');
   });
 
-  it('SIGTERM on a full disk: migrate says in one line that no background runner could take over, and resume picks it up', async () => {
-    const sb = await sandbox();
+  it('SIGTERM on a full disk: migrate says in one line that no background runner could take over, and resume picks it up', async (context) => {
+    const sb = await made(context).sandbox();
     const { child, done } = sb.start(
       migrateArgs,
       { SLOW_MS: 3000, SLOW_ONLY: 'drain:c' },
@@ -124,13 +138,13 @@ describe('a full or read-only state directory (item 6)', () => {
     expect(sb.layout().slots.a?.version, seen.join('\n')).toBe('2');
   });
 
-  it.each([
+  it.for([
     ['ENOSPC', 'no space left on the device'],
     ['EACCES', 'permission denied'],
   ] as const)(
     '%s on the claim at start: one line naming the state directory, exit 1, no temp file',
-    async (fault, cause) => {
-      const sb = await sandbox();
+    async ([fault, cause], context) => {
+      const sb = await made(context).sandbox();
       const run = await runWithFault(sb, migrateArgs, {
         op: 'write',
         path: 'active\\.json\\.\\d+\\..*\\.tmp$',
@@ -152,8 +166,8 @@ describe('a full or read-only state directory (item 6)', () => {
     },
   );
 
-  it("the claim is fsync'd before it is linked into place", async () => {
-    const sb = await sandbox();
+  it("the claim is fsync'd before it is linked into place", async (context) => {
+    const sb = await made(context).sandbox();
     const run = await runWithFault(sb, migrateArgs, {
       op: 'fsync',
       path: 'active\\.json\\.\\d+\\..*\\.tmp$',
@@ -174,13 +188,14 @@ describe('a full or read-only state directory (item 6)', () => {
     if (!canMount) throw new Error('this test mounts a tmpfs: run it as root, with mount(8) on the PATH');
   }
 
-  it('a real read-only state directory at start: one line naming it, exit 1', async () => {
+  it('a real read-only state directory at start: one line naming it, exit 1', async (context) => {
     mustMount();
-    const sb = await sandbox();
+    const test = made(context);
+    const sb = await test.sandbox();
     const dir = path.join(sb.dir, 'readonly-state');
     mkdirSync(dir);
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=1m', 'tmpfs', dir]);
-    unmounts.push(dir);
+    test.mounted(dir);
     const { child, done } = sb.start(migrateArgs, {}, { env: { CUTOVER_STATE_DIR: dir } });
     const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
     const result = await done;
@@ -195,9 +210,10 @@ describe('a full or read-only state directory (item 6)', () => {
     ]);
   });
 
-  it('a real full disk in the middle of a migration: migrate ends by itself with one line, and the migration finishes once there is space', async () => {
+  it('a real full disk in the middle of a migration: migrate ends by itself with one line, and the migration finishes once there is space', async (context) => {
     mustMount();
-    const sb = await sandbox();
+    const test = made(context);
+    const sb = await test.sandbox();
     // The state directory on a small tmpfs of its own, holding the base layout.
     const state = sb.stateDir;
     const saved = path.join(sb.dir, 'saved-state');
@@ -205,7 +221,7 @@ describe('a full or read-only state directory (item 6)', () => {
     rmSync(state, { recursive: true });
     mkdirSync(state);
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=2m', 'tmpfs', state]);
-    unmounts.push(state);
+    test.mounted(state);
     execFileSync('cp', ['-a', `${saved}/.`, state]);
     // drain of c is slow: the disk is filled while it runs, and the rest runs on a full disk.
     const { child, done } = sb.start(migrateArgs, { SLOW_MS: 1500, SLOW_ONLY: 'drain:c' });
@@ -241,23 +257,26 @@ describe('a full or read-only state directory (item 6)', () => {
   }, 120_000);
 });
 
-describe('claims (item 7)', () => {
-  it.each([
+describe.concurrent('claims (item 7)', () => {
+  it.for([
     ['empty', ''],
     ['unparsable', '{"migrationId": "mig_0'],
-  ])('an %s active.json with nothing in flight is replaced, with a notice', async (_, content) => {
-    const sb = await sandbox();
-    writeFileSync(path.join(env(sb), 'active.json'), content);
-    const run = await sb.cli(migrateArgs);
-    expect(run.stderr).toMatch(
-      /^cutover: .*active\.json could not be read \(.*\) and no migration of crash is in flight: replaced it$/m,
-    );
-    expect({ code: run.code, out: run.stdout.trim() }).toMatchObject({ code: 0 });
-    expect(run.stdout).toMatch(/: completed$/m);
-  });
+  ] as const)(
+    'an %s active.json with nothing in flight is replaced, with a notice',
+    async ([, content], context) => {
+      const sb = await made(context).sandbox();
+      writeFileSync(path.join(env(sb), 'active.json'), content);
+      const run = await sb.cli(migrateArgs);
+      expect(run.stderr).toMatch(
+        /^cutover: .*active\.json could not be read \(.*\) and no migration of crash is in flight: replaced it$/m,
+      );
+      expect({ code: run.code, out: run.stdout.trim() }).toMatchObject({ code: 0 });
+      expect(run.stdout).toMatch(/: completed$/m);
+    },
+  );
 
-  it('an unreadable active.json while a migration is in flight names that migration', async () => {
-    const sb = await sandbox();
+  it('an unreadable active.json while a migration is in flight names that migration', async (context) => {
+    const sb = await made(context).sandbox();
     // A migration in flight whose runner died (SIGKILL right after its third journal line).
     const killed = await runWithFault(sb, migrateArgs, {
       op: 'fsync',
@@ -277,9 +296,9 @@ describe('claims (item 7)', () => {
   });
 });
 
-describe('journals (item 8)', () => {
-  it('one damaged journal: list shows the others and marks that one unreadable, naming its file', async () => {
-    const sb = await sandbox();
+describe.concurrent('journals (item 8)', () => {
+  it('one damaged journal: list shows the others and marks that one unreadable, naming its file', async (context) => {
+    const sb = await made(context).sandbox();
     const done = await sb.cli(migrateArgs);
     expect(done.code).toBe(0);
     const journal = sb.journalFile(baseId);
@@ -302,8 +321,8 @@ describe('journals (item 8)', () => {
     });
   });
 
-  it('a journal without its first line names the file, is not an internal error, and blocks nothing', async () => {
-    const sb = await sandbox();
+  it('a journal without its first line names the file, is not an internal error, and blocks nothing', async (context) => {
+    const sb = await made(context).sandbox();
     const id = 'mig_01jzzzzzzzzzzzzzzzzzzzzzzz';
     mkdirSync(sb.migrationDir(id), { recursive: true });
     writeFileSync(sb.journalFile(id), '');

@@ -12,6 +12,15 @@ import { repoRoot } from '../support/cli.js';
 
 export const preload = path.join(repoRoot, 'test', 'fixtures', 'preload', 'inject-fault.mjs');
 
+/**
+ * The fixture's scripts in a runner that `resume` starts from this process (`recover`, in-process
+ * commands) run without a pause, as in every command of a sandbox: such a runner inherits this
+ * process's environment, not the command's (engine/services/migrations.ts `runnerEnv`), and
+ * without SLOW_MS the scripts sleep 300 ms a call (test/fixtures/slow-exec/infra/lib.sh): about
+ * 6 s of every recovery was those pauses (a resumed migration's drains took 1.2–1.5 s each).
+ */
+process.env.SLOW_MS ??= '0';
+
 export type FaultKind = 'ENOSPC' | 'EACCES' | 'SIGKILL';
 export type FaultOp =
   | 'open'

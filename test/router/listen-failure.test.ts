@@ -9,22 +9,33 @@ import { chownSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from '
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it, type TestContext } from 'vitest';
 import { type CliResult, repoRoot, runCli } from '../support/cli.js';
 import { liveWorkspace, show, type Workspace } from '../support/migrations.js';
 
-const spaces: Workspace[] = [];
-const holders: Server[] = [];
-afterEach(async () => {
-  for (const holder of holders.splice(0)) {
-    holder.closeAllConnections();
-    await new Promise((resolve) => holder.close(resolve));
-  }
-  for (const w of spaces.splice(0)) await w.cleanup();
-});
+/**
+ * What one test made, removed when it ends (the tests run at once, each in its own workspace: most
+ * of a test is the migration's retries of the route step): the other programs' servers, then the
+ * workspaces.
+ */
+function made(context: TestContext) {
+  const spaces: Workspace[] = [];
+  const holders: Server[] = [];
+  context.onTestFinished(async () => {
+    for (const holder of holders) {
+      holder.closeAllConnections();
+      await new Promise((resolve) => holder.close(resolve));
+    }
+    for (const w of spaces) await w.cleanup();
+  });
+  return {
+    space: (w: Workspace) => spaces.push(w),
+    holdAddress: (url: string) => holdAddress(url, holders),
+  };
+}
 
 /** Another program's HTTP server on `url`'s address, answering "other program". */
-async function holdAddress(url: string): Promise<void> {
+async function holdAddress(url: string, holders: Server[]): Promise<void> {
   const { hostname, port } = new URL(url);
   const holder = createServer((_req, res) => res.end('other program'));
   holders.push(holder);
@@ -40,12 +51,13 @@ async function answer(url: string): Promise<string> {
 
 const migrationId = (text: string) => /(mig_[0-9a-z]+)/.exec(text)?.[1] as string;
 
-describe('a route address held by another program', () => {
-  it('fails the migration that adds the route, naming the address and "in use"', async () => {
+describe.concurrent('a route address held by another program', () => {
+  it('fails the migration that adds the route, naming the address and "in use"', async (context) => {
+    const test = made(context);
     const w = await liveWorkspace();
-    spaces.push(w);
+    test.space(w);
     const address = new URL(w.url).host;
-    await holdAddress(w.url);
+    await test.holdAddress(w.url);
 
     const result = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
     expect(result.stdout + result.stderr).not.toMatch(/: completed$/m);
@@ -59,9 +71,10 @@ describe('a route address held by another program', () => {
     expect(await answer(w.url)).toBe('other program');
   });
 
-  it('fails the step when a router started afresh cannot take the address back', async () => {
+  it('fails the step when a router started afresh cannot take the address back', async (context) => {
+    const test = made(context);
     const w = await liveWorkspace();
-    spaces.push(w);
+    test.space(w);
     const address = new URL(w.url).host;
     const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
     expect(first.code, first.stderr).toBe(0);
@@ -72,7 +85,7 @@ describe('a route address held by another program', () => {
     const routerPid = (JSON.parse(readFileSync(record, 'utf8')) as { pid: number }).pid;
     process.kill(routerPid, 'SIGKILL');
     await waitGone(routerPid);
-    await holdAddress(w.url);
+    await test.holdAddress(w.url);
 
     writeFileSync(w.file, readFileSync(w.file, 'utf8').replace('version: "1.0.0"', 'version: "1.1.0"'));
     const second = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
@@ -89,14 +102,15 @@ describe('a route address held by another program', () => {
     expect(await answer(w.url)).toBe('other program');
   });
 
-  it('fails the migration when the address is refused: permission denied, with what to do', async () => {
+  it('fails the migration when the address is refused: permission denied, with what to do', async (context) => {
+    const test = made(context);
     // A port below 1024 is refused to a user without CAP_NET_BIND_SERVICE: the CLI runs as nobody
     // when the tests run as root. (The port is never bound, so any such number serves.)
     const port = 1 + Math.floor(Math.random() * 1023);
     const w = await liveWorkspace((yaml) =>
       yaml.replace(/listen: 127\.0\.0\.1:\d+/, `listen: 127.0.0.1:${port}`),
     );
-    spaces.push(w);
+    test.space(w);
     const asRoot = process.getuid?.() === 0;
     if (asRoot) {
       chownSync(w.dir, nobody, nobody);
@@ -114,12 +128,13 @@ describe('a route address held by another program', () => {
   });
 });
 
-describe('a router the driver cannot start', () => {
-  it("fails the step with one line: the router's last word and where its output is", async () => {
+describe.concurrent('a router the driver cannot start', () => {
+  it("fails the step with one line: the router's last word and where its output is", async (context) => {
+    const test = made(context);
     // A damaged state directory: where the router's record goes, a directory. Every router the
     // driver starts (one per attempt) exits at once, each adding its line to router.out.
     const w = await liveWorkspace();
-    spaces.push(w);
+    test.space(w);
     const record = path.join(w.stateDir, 'router', 'router.json');
     mkdirSync(record, { recursive: true });
 
