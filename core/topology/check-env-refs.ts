@@ -1,7 +1,7 @@
 import { has } from '../records.js';
 import { refPlaceholders, unknownPlaceholders } from './dependency-refs.js';
 import type { PathProblem } from './diagnostic.js';
-import type { TopologyFile } from './file-types.js';
+import type { ComponentFile, TopologyFile } from './file-types.js';
 import { suggest } from './validate-schema.js';
 
 /**
@@ -12,9 +12,12 @@ import { suggest } from './validate-schema.js';
  */
 export function checkEnvRefs(file: TopologyFile, checked?: ReadonlySet<string>): PathProblem[] {
   const problems: PathProblem[] = [];
-  for (const [name, component] of Object.entries(file.components ?? {})) {
+  const components = file.components ?? {};
+  for (const name of Object.keys(components)) {
     // A reference reaches only the component's own `dependsOn`: one that passed before passes again.
     if (checked?.has(name)) continue;
+    // An own key (from Object.keys): a plain read is enough, and `__proto__` reads the own value.
+    const component = components[name] as ComponentFile;
     const env = component?.env;
     if (env === null || typeof env !== 'object') continue;
     const dependsOn = Array.isArray(component.dependsOn) ? component.dependsOn : [];
