@@ -1,19 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { CutoverError } from '../core/errors.js';
-import { registerInternal } from './commands/internal.js';
-import { registerProxy } from './commands/proxy.js';
-import { registerServer } from './commands/server.js';
-import { registerApply } from './commands/topology-apply.js';
-import { registerDown } from './commands/topology-down.js';
-import { registerMigrate } from './commands/topology-migrate.js';
-import { registerMigration } from './commands/topology-migration.js';
-import { registerPlan } from './commands/topology-plan.js';
-import { registerRollback } from './commands/topology-rollback.js';
-import { registerStatus } from './commands/topology-status.js';
-import { registerValidate } from './commands/topology-validate.js';
-import { registerWatch } from './commands/watch.js';
-import { registerWorker } from './commands/worker.js';
 import { type CommandContext, type CommandRun, commandRun } from './context.js';
 import { reportError, wantsJson } from './report-error.js';
 import { addSecretsFileOptions } from './secrets-file.js';
@@ -34,8 +21,58 @@ function cutoverVersion(): string {
   throw new CutoverError('INTERNAL', 'cannot find the package.json of cutover');
 }
 
-/** The commander program of one run: its commands write to the run's streams. */
-export function buildProgram(run: CommandRun): Command {
+/** Adds one command (with its subcommands) to its parent: `topology` for the topology commands, else the program. */
+type Register = (parent: Command, run: CommandRun, version: string) => void;
+
+/**
+ * Each command's module by the word that names it, in the order help lists them. A run that names
+ * its command (`cutover topology plan …`) loads only that command's module (a plan starts without
+ * the other twelve and what they import); any other (help, a typo, an option before the command)
+ * loads them all, so help, suggestions and errors are those of the whole program.
+ */
+const topologyCommands: Record<string, () => Promise<Register>> = {
+  validate: async () => (await import('./commands/topology-validate.js')).registerValidate,
+  plan: async () => (await import('./commands/topology-plan.js')).registerPlan,
+  migrate: async () => (await import('./commands/topology-migrate.js')).registerMigrate,
+  apply: async () => (await import('./commands/topology-apply.js')).registerApply,
+  migration: async () => (await import('./commands/topology-migration.js')).registerMigration,
+  rollback: async () => (await import('./commands/topology-rollback.js')).registerRollback,
+  down: async () => (await import('./commands/topology-down.js')).registerDown,
+  status: async () => (await import('./commands/topology-status.js')).registerStatus,
+};
+const programCommands: Record<string, () => Promise<Register>> = {
+  server: async () => {
+    const { registerServer } = await import('./commands/server.js');
+    return (program, run, version) => registerServer(program, version, run);
+  },
+  watch: async () => (await import('./commands/watch.js')).registerWatch,
+  worker: async () => (await import('./commands/worker.js')).registerWorker,
+  proxy: async () => (await import('./commands/proxy.js')).registerProxy,
+  internal: async () => (await import('./commands/internal.js')).registerInternal,
+};
+
+/** The commands a command line needs: the one it names, or all of them. */
+async function commandsFor(argv: readonly string[]): Promise<{ topology: Register[]; program: Register[] }> {
+  const [first, second] = argv.slice(2);
+  const load = (table: Record<string, () => Promise<Register>>, names: string[]) =>
+    Promise.all(names.map((name) => (table[name] as () => Promise<Register>)()));
+  if (first === 'topology' && second !== undefined && Object.hasOwn(topologyCommands, second)) {
+    return { topology: await load(topologyCommands, [second]), program: [] };
+  }
+  if (first !== undefined && Object.hasOwn(programCommands, first)) {
+    return { topology: [], program: await load(programCommands, [first]) };
+  }
+  return {
+    topology: await load(topologyCommands, Object.keys(topologyCommands)),
+    program: await load(programCommands, Object.keys(programCommands)),
+  };
+}
+
+/** The commander program of one run: its commands (`commands`, see commandsFor) write to the run's streams. */
+export function buildProgram(
+  run: CommandRun,
+  commands: { topology: readonly Register[]; program: readonly Register[] },
+): Command {
   const version = cutoverVersion();
   const program = new Command('cutover')
     .description('Green-blue migrations of infrastructure layouts, driven by topology files kept in Git.')
@@ -55,19 +92,8 @@ Documentation: README.md; the topology schema: schemas/topology.v1.json`,
     .command('topology')
     .description('validate, plan and migrate topologies; operate migrations')
     .addHelpText('after', '\nExample:\n  $ cutover topology plan -f examples/web-app/topology.yaml');
-  registerValidate(topology, run);
-  registerPlan(topology, run);
-  registerMigrate(topology, run);
-  registerApply(topology, run);
-  registerMigration(topology, run);
-  registerRollback(topology, run);
-  registerDown(topology, run);
-  registerStatus(topology, run);
-  registerServer(program, version, run);
-  registerWatch(program, run);
-  registerWorker(program, run);
-  registerProxy(program, run);
-  registerInternal(program, run);
+  for (const register of commands.topology) register(topology, run, version);
+  for (const register of commands.program) register(program, run, version);
   addSecretsFileOptions(program, run);
   // Subcommands inherit the parent's error handling only when told to.
   const all = (c: Command): Command[] => [c, ...c.commands.flatMap(all)];
@@ -96,7 +122,7 @@ Documentation: README.md; the topology schema: schemas/topology.v1.json`,
  */
 export async function main(argv: string[], context: CommandContext): Promise<number> {
   const run = commandRun(context);
-  const program = buildProgram(run);
+  const program = buildProgram(run, await commandsFor(argv));
   const output = { json: wantsJson(argv), stdout: context.stdout, stderr: context.stderr };
   try {
     await program.parseAsync(argv);

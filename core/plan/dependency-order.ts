@@ -20,8 +20,8 @@ export function dependencyDepths(
   for (let i = 0; i < n; i++) {
     // An own key (from Object.keys): a plain read is enough, and `__proto__` reads the own value.
     const deps = (components[names[i] as string] as { dependsOn: readonly string[] }).dependsOn;
-    for (const dep of deps) {
-      const j = index.get(dep); // dependencies outside the graph are ignored
+    for (let k = 0; k < deps.length; k++) {
+      const j = index.get(deps[k] as string); // dependencies outside the graph are ignored
       if (j === undefined) continue;
       pending[i] = (pending[i] as number) + 1;
       const list = dependents[j];
@@ -44,7 +44,8 @@ export function dependencyDepths(
     const next = (depth[at] as number) + 1;
     const list = dependents[at];
     if (!list) continue;
-    for (const dependent of list) {
+    for (let k = 0; k < list.length; k++) {
+      const dependent = list[k] as number;
       const d = depth[dependent] as number;
       if (d < 0) order.push(dependent);
       if (next > d) depth[dependent] = next;

@@ -1,18 +1,23 @@
 import { has } from '../records.js';
 import { refPlaceholders, unknownPlaceholders } from './dependency-refs.js';
 import type { PathProblem } from './diagnostic.js';
-import type { TopologyFile } from './file-types.js';
+import type { ComponentFile, TopologyFile } from './file-types.js';
 import { suggest } from './validate-schema.js';
 
 /**
  * A reference in a component's `env` (`{ ref: db, format: … }`) names a component this one
  * `dependsOn` (only a dependency is stood up before it, in the same generation), and its format
  * uses only the known placeholders. Takes a schema-valid file; an entry too malformed to read is
- * skipped (the schema's errors describe it).
+ * skipped (the schema's errors describe it), and so are the `checked` ones (see checkTopology).
  */
-export function checkEnvRefs(file: TopologyFile): PathProblem[] {
+export function checkEnvRefs(file: TopologyFile, checked?: ReadonlySet<string>): PathProblem[] {
   const problems: PathProblem[] = [];
-  for (const [name, component] of Object.entries(file.components ?? {})) {
+  const components = file.components ?? {};
+  for (const name of Object.keys(components)) {
+    // A reference reaches only the component's own `dependsOn`: one that passed before passes again.
+    if (checked?.has(name)) continue;
+    // An own key (from Object.keys): a plain read is enough, and `__proto__` reads the own value.
+    const component = components[name] as ComponentFile;
     const env = component?.env;
     if (env === null || typeof env !== 'object') continue;
     const dependsOn = Array.isArray(component.dependsOn) ? component.dependsOn : [];

@@ -7,25 +7,33 @@ import { checkHooks } from './check-hooks.js';
 import type { PathProblem } from './diagnostic.js';
 import { parseDuration } from './duration.js';
 import type { ComponentFile, TopologyFile } from './file-types.js';
-import { findCycles } from './find-cycles.js';
+import { findCycles, reachesCycle } from './find-cycles.js';
 import { checkSharedDwells, checkShiftSteps } from './shift-holds.js';
 import { suggest } from './validate-schema.js';
 
 /**
  * Rules the JSON Schema cannot express: references between entries, cycles, address clashes and
  * field combinations. Takes a schema-valid file; returns every problem, never stops at the first.
+ *
+ * `checked`: components known to pass their own checks with these very drivers (component-reuse.ts:
+ * taken over from a file that passed them all, whose drivers were the same). Of those, only what
+ * reaches outside the entry is checked: that what `dependsOn` names exists, and, as a cycle needs a
+ * component that was not in the acyclic file before, cycles are searched from the others only. The
+ * problems found then are a part of the file's, not all of them, and possibly in another order:
+ * the caller checks the whole again when there are any.
  */
-export function checkTopology(file: TopologyFile): PathProblem[] {
+export function checkTopology(file: TopologyFile, checked?: ReadonlySet<string>): PathProblem[] {
   const problems: PathProblem[] = [];
   // One walk over the components (the bulk of a large file) does the checks of each entry that
   // used to be separate passes; their problems are kept in the order the passes gave them.
   const durationProblems: PathProblem[] = [];
-  const edges = new Map<string, string[]>();
-  walkComponents(file, problems, durationProblems, edges);
+  const edges = new Map<string, readonly string[]>();
+  walkComponents(file, problems, durationProblems, edges, checked);
   checkRoutes(file, problems);
   forEachEntry(file.drivers, (name, driver) => problems.push(...checkContainerDriver(name, driver)));
-  checkCycles(edges, problems);
-  problems.push(...checkEnvRefs(file));
+  if (checked === undefined) checkCycles(edges, problems);
+  else checkCyclesFrom(edges, checked, problems);
+  problems.push(...checkEnvRefs(file, checked));
   checkDurations(file, problems, durationProblems);
   problems.push(...checkHooks(file.strategy?.hooks));
   problems.push(...checkInlineCredentials(file));
@@ -99,13 +107,25 @@ function walkComponents(
   file: TopologyFile,
   problems: PathProblem[],
   durationProblems: PathProblem[],
-  edges: Map<string, string[]>,
+  edges: Map<string, readonly string[]>,
+  checked: ReadonlySet<string> | undefined,
 ): void {
   const drivers = file.drivers ?? {};
   const components = file.components;
   const names = Object.keys(components); // throws, as before, when there are no components at all
   for (const name of names) {
     const component = components[name] as ComponentFile;
+    if (checked?.has(name)) {
+      // Passed before, so its `dependsOn` is a list of other components' names: do they exist here?
+      const deps = component.dependsOn ?? [];
+      for (let i = 0; i < deps.length; i++) {
+        if (!has(components, deps[i] as string)) {
+          problems.push({ path: ['components', name, 'dependsOn', i], message: 'unknown component' });
+        }
+      }
+      edges.set(name, deps);
+      continue;
+    }
     try {
       checkComponent(file, drivers, names, name, component, problems);
     } catch {
@@ -320,7 +340,22 @@ function findClash(
   );
 }
 
+/** Whether a cycle is reachable from a component not in `checked` (a part of the problems: see checkTopology). */
+function checkCyclesFrom(
+  edges: ReadonlyMap<string, readonly string[]>,
+  checked: ReadonlySet<string>,
+  problems: PathProblem[],
+): void {
+  const from: string[] = [];
+  for (const name of edges.keys()) if (!checked.has(name)) from.push(name);
+  const at = reachesCycle(edges, from);
+  if (at !== undefined) problems.push({ path: ['components', at, 'dependsOn'], message: 'dependency cycle' });
+}
+
 function checkCycles(edges: ReadonlyMap<string, readonly string[]>, problems: PathProblem[]): void {
+  // Most files have no cycle: a walk in file order says so without findCycles' sorting and indexing,
+  // which only the report of the cycles needs.
+  if (reachesCycle(edges, [...edges.keys()]) === undefined) return;
   for (const cycle of findCycles(edges)) {
     const first = cycle[0] as string;
     problems.push({

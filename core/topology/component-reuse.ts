@@ -21,7 +21,8 @@ export interface ComponentsRead {
  * A component written in exactly the same lines (indentation included) has the same value, passes
  * the schema the same way (the schema judges each component on its own) and normalises to the same
  * model (normalizeComponent reads only its own entry), so it is taken as loaded before rather than
- * parsed, validated and normalised again; the cross-reference checks still read every component.
+ * parsed, validated and normalised again. Its own checks pass again too when the drivers are written
+ * alike; what reaches other components (that its dependencies exist, cycles) is checked again.
  * Made by the caller for the loads it relates, never shared between callers; it holds only what a
  * successful load read, and the models it gives share those components' objects (models are data:
  * nothing changes them).
@@ -30,6 +31,8 @@ export class ComponentReuse {
   /** What the last successful load read of its components, and the models it made of them. */
   private read: ComponentsRead | undefined;
   private components: Readonly<Record<string, Component>> = {};
+  /** That load's `drivers` as written (JSON): its components passed their checks against them. */
+  private drivers: string | undefined;
 
   /** The lines and value of component `name` in the text loaded before. */
   lines(name: string): ComponentLines | undefined {
@@ -42,9 +45,25 @@ export class ComponentReuse {
     return known !== undefined && known.raw === raw ? own(this.components, name) : undefined;
   }
 
-  /** After a successful load: what it read (nothing when the fast path did not read it) and the components it made. */
-  remember(read: ComponentsRead | undefined, components: Readonly<Record<string, Component>>): void {
+  /**
+   * Whether `drivers` (as a text's value gives them) are the ones of the load before, written alike:
+   * a component taken over then passes its own checks again (check-topology.ts).
+   */
+  sameDrivers(drivers: unknown): boolean {
+    return this.drivers !== undefined && this.drivers === JSON.stringify(drivers ?? null);
+  }
+
+  /**
+   * After a successful load: what it read (nothing when the fast path did not read it), its drivers
+   * as written, and the components it made.
+   */
+  remember(
+    read: ComponentsRead | undefined,
+    drivers: unknown,
+    components: Readonly<Record<string, Component>>,
+  ): void {
     this.read = read;
+    this.drivers = read === undefined ? undefined : JSON.stringify(drivers ?? null);
     this.components = components;
   }
 }

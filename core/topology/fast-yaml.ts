@@ -157,14 +157,22 @@ class FastYamlReader {
           hash = (hash * 31 + k) | 0;
         key = String(this.plainScalar(start, p, hash));
       }
-      const known = components ? this.sameLines(key, entryStart) : undefined;
+      let known = components ? this.sameLines(key, entryStart) : undefined;
       let entry: unknown;
       if (known !== undefined) {
-        // The same lines as in the text loaded before: the same value. What follows them is judged
-        // below as after any entry (a deeper line, or a dash at this indentation, gives up).
-        entry = known.raw;
+        // The same lines as in the text loaded before: the same value, unless the entry goes on past
+        // them (a line added at its end): then it is read. What follows is judged below as after
+        // any entry (a dash at this indentation gives up).
         this.lineStart = entryStart + known.text.length;
         this.nextContentLine();
+        if (this.indent > n) {
+          this.lineStart = entryStart;
+          this.indent = n;
+          known = undefined;
+        }
+      }
+      if (known !== undefined) {
+        entry = known.raw;
       } else {
         entry = this.entryValue(p, n, depth, depth === 1 && key === 'components' && this.reuse !== undefined);
       }

@@ -64,3 +64,46 @@ function canonicalCycle(cycle: string[]): string[] {
   for (let i = 1; i < cycle.length; i++) if ((cycle[i] as string) < (cycle[min] as string)) min = i;
   return [...cycle.slice(min), ...cycle.slice(0, min)];
 }
+
+/**
+ * A node on a cycle reachable from `from`, or undefined when none is: an iterative depth-first walk
+ * of only what `from` reaches (a few components of a large graph when the rest is known acyclic).
+ * Targets outside the graph are left out, as in findCycles.
+ */
+export function reachesCycle(
+  edges: ReadonlyMap<string, readonly string[]>,
+  from: readonly string[],
+): string | undefined {
+  const state = new Map<string, 1 | 2>(); // 1 on the current path, 2 finished
+  const path: string[] = [];
+  const next: number[] = [];
+  for (const start of from) {
+    if (state.has(start)) continue;
+    state.set(start, 1);
+    path.push(start);
+    next.push(0);
+    while (path.length > 0) {
+      const top = path.length - 1;
+      const node = path[top] as string;
+      const out = edges.get(node) ?? [];
+      const k = next[top] as number;
+      if (k < out.length) {
+        next[top] = k + 1;
+        const target = out[k] as string;
+        if (!edges.has(target)) continue;
+        const s = state.get(target);
+        if (s === 1) return target;
+        if (s === undefined) {
+          state.set(target, 1);
+          path.push(target);
+          next.push(0);
+        }
+        continue;
+      }
+      state.set(node, 2);
+      path.pop();
+      next.pop();
+    }
+  }
+  return undefined;
+}

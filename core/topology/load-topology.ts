@@ -42,11 +42,21 @@ export function loadTopology(text: string, options: LoadOptions): LoadResult {
   const reuse = options.reuse;
   const parsed = parseLocatedYaml(text, file, options.limits ?? defaultParseLimits, reuse);
   if (!parsed.ok) return { ok: false, diagnostics: [parsed.diagnostic] };
-  const problems = schemaProblemsOf(parsed.value, parsed.read?.reused);
-  problems.push(...bestEffortChecks(parsed.value, problems));
+  const reused = parsed.read?.reused;
+  const problems = schemaProblemsOf(parsed.value, reused);
+  // Components taken over passed their own checks before: with the same drivers, they pass again.
+  const checked =
+    problems.length === 0 &&
+    reused !== undefined &&
+    reused.size > 0 &&
+    reuse?.sameDrivers((parsed.value as TopologyFile).drivers)
+      ? reused
+      : undefined;
+  problems.push(...bestEffortChecks(parsed.value, problems, checked));
   if (problems.length > 0) return { ok: false, diagnostics: locateProblems(file, text, problems) };
-  const topology = normalizeTopology(parsed.value as TopologyFile, reuse);
-  reuse?.remember(parsed.read, topology.components);
+  const value = parsed.value as TopologyFile;
+  const topology = normalizeTopology(value, reuse);
+  reuse?.remember(parsed.read, value.drivers, topology.components);
   return { ok: true, topology };
 }
 
@@ -70,12 +80,19 @@ function schemaProblemsOf(value: unknown, reused: ReadonlySet<string> | undefine
 /**
  * The cross-reference checks assume a schema-valid shape. When the schema already failed they still
  * run, so that one pass reports every problem, but a check tripping over a malformed part is dropped,
- * and so is a problem inside a part the schema already rejected.
+ * and so is a problem inside a part the schema already rejected. With `checked` (components that
+ * passed their own checks before, on a schema-valid file) only the rest is checked at first; when
+ * anything fails, the whole is checked again, so the problems are exactly the whole's.
  */
-function bestEffortChecks(value: unknown, schemaProblems: readonly PathProblem[]): PathProblem[] {
+function bestEffortChecks(
+  value: unknown,
+  schemaProblems: readonly PathProblem[],
+  checked?: ReadonlySet<string>,
+): PathProblem[] {
   let found: PathProblem[];
   try {
-    found = checkTopology(value as TopologyFile);
+    found = checkTopology(value as TopologyFile, checked);
+    if (checked !== undefined && found.length > 0) found = checkTopology(value as TopologyFile);
   } catch {
     return [];
   }

@@ -125,6 +125,64 @@ describe('loading with the components of the text loaded before', () => {
     expectSame(loads);
   });
 
+  describe('checks what reaches beyond a component taken over', () => {
+    const text = (a: string, drivers = 'type: exec\n    dir: .') =>
+      [
+        'apiVersion: cutover/v1',
+        'kind: Topology',
+        'metadata:',
+        '  name: shop',
+        'drivers:',
+        '  apps:',
+        `    ${drivers}`,
+        'components:',
+        '  a:',
+        '    driver: apps',
+        `    version: "1"${a}`,
+        '  b:',
+        '    driver: apps',
+        '    version: "1"',
+        '    dependsOn: [a]',
+        '  c:',
+        '    driver: apps',
+        '    version: "1"',
+        '    dependsOn: [b]',
+        '',
+      ].join('\n');
+
+    it('takes the others over when a line is added at the end of a component', () => {
+      const reuse = new ComponentReuse();
+      const before = loadTopology(text(''), { file: 'before.yaml', reuse });
+      // `a` goes on past its lines of before: it is read, not taken over with the line left dangling
+      // (which sent the whole text to js-yaml, the slow path, before).
+      const after = loadTopology(text('\n    replicas: 2'), { file: 'after.yaml', reuse });
+      expect(shared(before, after)).toBe(2);
+      expectSame(loadAfter(text(''), text('\n    replicas: 2')));
+    });
+
+    it('a cycle closed by the one component that changed', () => {
+      const loads = loadAfter(text(''), text('\n    dependsOn: [c]'));
+      expect(loads.alone.ok).toBe(false);
+      expectSame(loads);
+    });
+
+    it('a dependency that is gone', () => {
+      const first = `${text('')}  d:\n    driver: apps\n    version: "1"\n    dependsOn: [c]\n`;
+      const loads = loadAfter(
+        first,
+        first.replace('  c:\n    driver: apps\n    version: "1"\n    dependsOn: [b]\n', ''),
+      );
+      expect(loads.alone.ok).toBe(false);
+      expectSame(loads);
+    });
+
+    it('a driver that changed under the components', () => {
+      const loads = loadAfter(text(''), text('', 'type: process'));
+      expect(loads.alone.ok).toBe(false);
+      expectSame(loads);
+    });
+  });
+
   it('plans the benchmark pair as the two files loaded alone do, taking over the unchanged components', () => {
     const pair = generateTopologyPair(300, 7);
     const reuse = new ComponentReuse();
