@@ -222,7 +222,10 @@ describe('redis driver replication (real redis-server 7)', () => {
     );
     // The held write is refused once blue follows green (a replica is read-only): never taken.
     expect(await heldOutcome).toMatch(/READONLY/);
-    expect(writer.acked.length).toBe(atFence); // blue took nothing while fenced
+    // Blue took nothing while fenced: the writer sends one write at a time, so at most the one in
+    // flight as the pause began (run before it, its reply read after \`atFence\`) is acknowledged
+    // since; it is blue's before the fence, and the judge finds it on green.
+    expect(writer.acked.length - atFence).toBeLessThanOrEqual(1);
     expect(await client(portOf(green)).get('held')).toBeNull();
     // Blue continued from its own offset: a partial resync, no full copy.
     await eventually(

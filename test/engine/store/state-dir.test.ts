@@ -15,6 +15,7 @@ describe('StateDir', () => {
       runner: '/var/lib/cutover/environments/prod/migrations/mig_1/runner.json',
       runnerOutput: '/var/lib/cutover/environments/prod/migrations/mig_1/runner.out',
       processes: '/var/lib/cutover/environments/prod/migrations/mig_1/processes',
+      replication: '/var/lib/cutover/environments/prod/migrations/mig_1/replication.json',
       notifications: '/var/lib/cutover/environments/prod/migrations/mig_1/notifications.ndjson',
     });
     expect(state.slotDir('prod', 'api-m1')).toBe('/var/lib/cutover/environments/prod/slots/api-m1');
