@@ -13,7 +13,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { MigrationState } from '../../core/migration/types.js';
 import type { TemporalMigrations } from '../../engine/temporal/temporal-migrations.js';
 import { routerClient } from '../../router/client.js';
@@ -31,6 +31,7 @@ import { percentile, startWriter, storedKeys, type WriteRecord } from '../suppor
 import {
   connectClient,
   isFinalState,
+  killWorkers,
   logText,
   migrateDetached,
   sharedTemporal,
@@ -38,7 +39,6 @@ import {
   type TemporalTarget,
   temporalEnv,
   uniqueName,
-  type WorkerProcess,
   waitForState,
 } from './robustness-helpers.js';
 
@@ -49,13 +49,6 @@ interface Space {
   environment: string;
   client: TemporalMigrations;
   cli(args: string[]): ReturnType<typeof runCli>;
-  /**
-   * What the teardown stops: every worker and writer started for this space (spaces run side by
-   * side: never another's, and a writer left by a failed test does not load the others').
-   */
-  stops: Set<() => Promise<unknown>>;
-  /** `cutover worker` on this space's task queue and state directory. */
-  worker(): Promise<WorkerProcess>;
 }
 
 /**
@@ -96,20 +89,14 @@ async function space(prefix: string): Promise<Space> {
   const w: Workspace = { dir, file, stateDir, cleanup: () => rm(dir, { recursive: true, force: true }) };
   const client = await connectClient(t);
   const cli = (args: string[]) => runCli([...args, '-f', w.file], { env: temporalEnv(t) });
-  const stops = new Set<() => Promise<unknown>>();
-  const worker = async () => {
-    const started = await startWorkerProcess(t, stateDir);
-    stops.add(() => started.kill('SIGKILL'));
-    return started;
-  };
-  return { t, w, url: `http://127.0.0.1:${port}/`, environment, client, cli, stops, worker };
+  return { t, w, url: `http://127.0.0.1:${port}/`, environment, client, cli };
 }
 
 /** Down (through a live worker), then every process the space left, by pid, and its files. */
 async function teardown(s: Space | undefined): Promise<void> {
   if (!s) return;
   await s.cli(['topology', 'down', '--yes']).catch(() => undefined);
-  await Promise.all([...s.stops].map((stop) => stop()));
+  await killWorkers();
   killSlots(s.w.stateDir);
   killRunners(s.w.stateDir);
   await s.client.close().catch(() => undefined);
@@ -156,7 +143,7 @@ describe('Temporal mode: the switch of a stateful component loses no acknowledge
 
   beforeAll(async () => {
     s = await space('kv');
-    await s.worker();
+    await startWorkerProcess(s.t, s.w.stateDir);
     const first = await s.cli(['topology', 'migrate', '--yes']);
     expect(first.code, first.stdout + first.stderr).toBe(0);
   }, 60_000);
@@ -222,16 +209,18 @@ interface FaultedWorker {
   kill(): Promise<void>;
 }
 
+/** The kills of the faulted workers a test started (after each test, by pid). */
+const faulted = new Set<() => Promise<void>>();
+
 /**
  * `cutover worker` with test/fixtures/preload/inject-fault.mjs: SIGKILLed right after its `nth`
  * file-system call `op` on a file matching `path` (a point of the switch, the same on every run).
  */
 async function faultedWorker(
-  s: Space,
+  t: TemporalTarget,
+  stateDir: string,
   fault: { op: string; path: string; nth: number },
 ): Promise<FaultedWorker> {
-  const { t, w } = s;
-  const stateDir = w.stateDir;
   const firedFile = path.join(stateDir, '..', `fired-${Date.now()}`);
   const child = spawn(
     process.execPath,
@@ -256,7 +245,7 @@ async function faultedWorker(
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     await exited;
   };
-  s.stops.add(kill);
+  faulted.add(kill);
   const deadline = Date.now() + 20_000;
   while (!err.includes('cutover worker on')) {
     if (child.exitCode !== null || Date.now() > deadline) {
@@ -268,10 +257,14 @@ async function faultedWorker(
   return { fired: () => (existsSync(firedFile) ? readFileSync(firedFile, 'utf8') : ''), exited, kill };
 }
 
-describe.concurrent('Temporal mode: the worker running the switch is SIGKILLed', () => {
-  // The cases run side by side, each in a space of its own (most of a case is waiting: for the
-  // dead worker's heartbeat timeout, for the router's bound on a hold), at most three at once.
-  const slot = limiter(3);
+describe('Temporal mode: the worker running the switch is SIGKILLed', () => {
+  let s: Space | undefined;
+  afterEach(async () => {
+    for (const kill of faulted) await kill();
+    faulted.clear();
+    await teardown(s);
+    s = undefined;
+  }, 60_000);
 
   /**
    * Where the worker dies: each a file-system call of the worker (the preload's count), so the
@@ -345,95 +338,64 @@ describe.concurrent('Temporal mode: the worker running the switch is SIGKILLed',
   ];
 
   for (const c of cases) {
-    it(
-      `killed ${c.name}: the migration ends, nothing lost, nothing held`,
-      () =>
-        slot(async () => {
-          const sp = await space('kvkill');
-          try {
-            await killCase(sp, c);
-          } finally {
-            await teardown(sp);
-          }
-        }),
-      360_000,
-    );
-  }
+    it(`killed ${c.name}: the migration ends, nothing lost, nothing held`, async () => {
+      s = await space('kvkill');
+      const sp = s;
+      const first = await startWorkerProcess(sp.t, sp.w.stateDir);
+      const initial = await sp.cli(['topology', 'migrate', '--yes']);
+      expect(initial.code, initial.stdout + initial.stderr).toBe(0);
+      await first.kill('SIGTERM');
 
-  async function killCase(sp: Space, c: KillCase): Promise<void> {
-    const first = await sp.worker();
-    const initial = await sp.cli(['topology', 'migrate', '--yes']);
-    expect(initial.code, initial.stdout + initial.stderr).toBe(0);
-    await first.kill('SIGTERM');
-
-    const doomed = await faultedWorker(sp, c.fault);
-    setVersion(sp.w, 'store', '2.0.0');
-    const writer = startWriter(sp.url, 200, 'k');
-    sp.stops.add(() => writer.stop());
-    const id = await migrateDetached(sp.t, sp.w.file);
-    const died = await Promise.race([doomed.exited.then(() => true), sleep(60_000).then(() => false)]);
-    expect(died, 'the worker was never killed: the point was not reached').toBe(true);
-    expect(doomed.fired()).toMatch(/^SIGKILL /);
-    if (c.greenSick) writeFileSync(path.join(slotDir(sp, id), 'sick'), '');
-    if (c.late) {
-      // Until a hold has ended (the router may apply the table it died after a moment later).
-      const ended = async () => {
-        const r = await route(sp);
-        return !r?.hold && r?.lastHold !== undefined;
-      };
-      const deadline = Date.now() + 20_000;
-      while (!(await ended()) && Date.now() < deadline) await sleep(50);
-    }
-    const atRestart = await route(sp);
-    await sp.worker();
-    const ended = await waitForState(sp.client, id, isFinalState, 90_000);
-    const records = await writer.stop();
-    const log = await logText(sp.t, id);
-    const hold = atRestart?.hold
-      ? `holding (${JSON.stringify(atRestart.hold)})`
-      : JSON.stringify(atRestart?.lastHold);
-    const acked = records.filter((r) => r.status === 200);
-    const stored = await storedKeys(sp.url);
-    const missing = acked.filter((r) => !stored.keys.has(r.key));
-    const refused = records.filter((r) => r.status === 503);
-    const broken = records.filter((r) => r.status !== 200 && r.status !== 503);
-    console.log(
-      `Temporal, worker killed ${c.name}: ${ended.lifecycle}; ${acked.length} acknowledged, ${missing.length} missing, ${refused.length} answered 503 (the hold full), ${broken.length} other failures; write latency max ${Math.max(...acked.map((r) => r.ms))} ms; the router's hold when the next worker started: ${hold}`,
-    );
-    // Completed, or undone with blue serving (failed: the switch could not finish in its budget).
-    expect(['completed', 'rolled_back', 'failed'], log).toContain(ended.lifecycle);
-    expect(stored.version, log).toBe(ended.lifecycle === 'completed' ? '2.0.0' : '1.0.0');
-    expect(
-      missing.map((r) => r.key),
-      log,
-    ).toEqual([]);
-    expect(broken, log).toEqual([]);
-    expect((await route(sp))?.hold).toBeUndefined();
-    // The second worker took the killed one's call over.
-    expect(log).toContain(`${c.rerun} is run again (attempt 2): the worker that ran it stopped answering`);
-    expect(atRestart?.hold ? 'holding' : atRestart?.lastHold?.ended).toBe(c.router);
-    // Green took writes before it failed: the rollback switched back, blue caught up with green.
-    if (c.greenSick) expect(log).toMatch(/blue store applied green's writes up to/);
+      const doomed = await faultedWorker(sp.t, sp.w.stateDir, c.fault);
+      setVersion(sp.w, 'store', '2.0.0');
+      const writer = startWriter(sp.url, 200, 'k');
+      const id = await migrateDetached(sp.t, sp.w.file);
+      const died = await Promise.race([doomed.exited.then(() => true), sleep(60_000).then(() => false)]);
+      expect(died, 'the worker was never killed: the point was not reached').toBe(true);
+      expect(doomed.fired()).toMatch(/^SIGKILL /);
+      if (c.greenSick) writeFileSync(path.join(slotDir(sp, id), 'sick'), '');
+      if (c.late) {
+        // Until a hold has ended (the router may apply the table it died after a moment later).
+        const ended = async () => {
+          const r = await route(sp);
+          return !r?.hold && r?.lastHold !== undefined;
+        };
+        const deadline = Date.now() + 20_000;
+        while (!(await ended()) && Date.now() < deadline) await sleep(50);
+      }
+      const atRestart = await route(sp);
+      await startWorkerProcess(sp.t, sp.w.stateDir);
+      const ended = await waitForState(sp.client, id, isFinalState, 90_000);
+      const records = await writer.stop();
+      const log = await logText(sp.t, id);
+      const hold = atRestart?.hold
+        ? `holding (${JSON.stringify(atRestart.hold)})`
+        : JSON.stringify(atRestart?.lastHold);
+      const acked = records.filter((r) => r.status === 200);
+      const stored = await storedKeys(sp.url);
+      const missing = acked.filter((r) => !stored.keys.has(r.key));
+      const refused = records.filter((r) => r.status === 503);
+      const broken = records.filter((r) => r.status !== 200 && r.status !== 503);
+      console.log(
+        `Temporal, worker killed ${c.name}: ${ended.lifecycle}; ${acked.length} acknowledged, ${missing.length} missing, ${refused.length} answered 503 (the hold full), ${broken.length} other failures; write latency max ${Math.max(...acked.map((r) => r.ms))} ms; the router's hold when the next worker started: ${hold}`,
+      );
+      // Completed, or undone with blue serving (failed: the switch could not finish in its budget).
+      expect(['completed', 'rolled_back', 'failed'], log).toContain(ended.lifecycle);
+      expect(stored.version, log).toBe(ended.lifecycle === 'completed' ? '2.0.0' : '1.0.0');
+      expect(
+        missing.map((r) => r.key),
+        log,
+      ).toEqual([]);
+      expect(broken, log).toEqual([]);
+      expect((await route(sp))?.hold).toBeUndefined();
+      // The second worker took the killed one's call over.
+      expect(log).toContain(`${c.rerun} is run again (attempt 2): the worker that ran it stopped answering`);
+      expect(atRestart?.hold ? 'holding' : atRestart?.lastHold?.ended).toBe(c.router);
+      // Green took writes before it failed: the rollback switched back, blue caught up with green.
+      if (c.greenSick) expect(log).toMatch(/blue store applied green's writes up to/);
+    }, 180_000);
   }
 });
-
-/** Runs the functions it is given at most `n` at a time, in the order they came. */
-function limiter(n: number): <T>(fn: () => Promise<T>) => Promise<T> {
-  let running = 0;
-  const waiting: (() => void)[] = [];
-  return async (fn) => {
-    // A slot is taken here, or handed over by the run that ends (never freed in between).
-    if (running < n) running++;
-    else await new Promise<void>((resolve) => waiting.push(resolve));
-    try {
-      return await fn();
-    } finally {
-      const next = waiting.shift();
-      if (next) next();
-      else running--;
-    }
-  };
-}
 
 /** The slot directory of `migrationId`'s green store. */
 function slotDir(s: Space, migrationId: string): string {
