@@ -146,7 +146,14 @@ it('the migration after a rollback, committed: nothing lost', async () => {
 it('a green that lags holds the gate and fails at replicate.timeout naming the lag; blue serves, nothing lost', async () => {
   const live = (await served()).version;
   bump('4', '4.0.0');
-  writeFileSync(w.file, readFileSync(w.file, 'utf8').replace('timeout: 30s', 'timeout: 3s'));
+  // Green cache's health check waits for a file the test makes once green is paused: the gate's lag
+  // check comes after it (a gate that passed before the pause landed made this a switch failure).
+  const gateFile = path.join(w.dir, 'cache-gate-open');
+  const tcpHealth = '      tcp: {}\n      interval: 100ms\n';
+  const fileHealth = `      command: [sh, -c, "test -e ${gateFile}"]\n      interval: 200ms\n      failureThreshold: 100\n`;
+  const text = readFileSync(w.file, 'utf8');
+  expect(text).toContain(tcpHealth);
+  writeFileSync(w.file, text.replace('timeout: 30s', 'timeout: 3s').replace(tcpHealth, fileHealth));
   const writer = startWriter(url, 200, 'd');
   const id = await migrateDetached(w);
   // Green's server, once it answers, stops applying what it receives (a paused server does not).
@@ -162,6 +169,7 @@ it('a green that lags holds the gate and fails at replicate.timeout naming the l
   green.on('error', () => {});
   try {
     await green.call('CLIENT', 'PAUSE', '15000', 'WRITE');
+    writeFileSync(gateFile, '');
     const ended = await waitFor(w, id, (s) => isFinal(s), 60_000);
     const records = await writer.stop();
     console.log(`redis: a lagging green: ${ended.lifecycle}: ${ended.reason}`);

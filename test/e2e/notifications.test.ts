@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachedGraceMs } from '../../engine/notify/notifier.js';
 import { repoRoot, runBinary, runCli } from '../support/cli.js';
 import { freePort, liveWorkspace, setFileVersion, type Workspace } from '../support/migrations.js';
+import { running } from '../support/processes.js';
 
 const hookKey = 'test-signing-key-21';
 const env = { CUTOVER_SECRET_HOOK_KEY: hookKey };
@@ -277,7 +278,8 @@ describe('notifications', () => {
       process.kill(summary.runnerPid, 'SIGTERM');
       await until('the runner to exit', () => (alive(summary.runnerPid) ? undefined : true), 15_000);
       // Its process group is killed with the runner, well before the target's 25 s timeout.
-      await until('the notify command to be gone', () => (alive(commandPid) ? undefined : true), 10_000);
+      // Gone: not running (a zombie not yet reaped by whoever inherited it counts as gone).
+      await until('the notify command to be gone', () => (running(commandPid) ? undefined : true), 10_000);
     } finally {
       if (alive(commandPid)) process.kill(-commandPid, 'SIGKILL'); // the test's own leftover, if it failed
     }

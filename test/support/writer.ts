@@ -23,34 +23,42 @@ export function startWriter(url: string, rate: number, prefix = 'w'): Writer {
   const records: WriteRecord[] = [];
   const pending = new Set<Promise<void>>();
   let n = 0;
+  // One write: sent again once if it failed on a reused keep-alive connection before any answer
+  // (the server closed it as idle while this request was on its way: nothing reached the store).
+  // Node's documentation gives this as what a client of keep-alive does (request.reusedSocket);
+  // any other socket error counts as a failed write.
+  const send = (key: string, sentAt: number, resend: boolean, resolve: () => void) => {
+    const req = http.request(
+      {
+        host: target.hostname,
+        port: target.port,
+        method: 'POST',
+        path: `/put?k=${key}`,
+        agent,
+        timeout: 15_000,
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => {
+          records.push({ key, sentAt, status: res.statusCode ?? 0, ms: Date.now() - sentAt });
+          resolve();
+        });
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      if (resend && req.reusedSocket && error.code === 'ECONNRESET') {
+        send(key, sentAt, false, resolve);
+        return;
+      }
+      records.push({ key, sentAt, status: 0, ms: Date.now() - sentAt });
+      resolve();
+    });
+    req.end();
+  };
   const write = () => {
     const key = `${prefix}-${++n}`;
-    const sentAt = Date.now();
-    const done = new Promise<void>((resolve) => {
-      const req = http.request(
-        {
-          host: target.hostname,
-          port: target.port,
-          method: 'POST',
-          path: `/put?k=${key}`,
-          agent,
-          timeout: 15_000,
-        },
-        (res) => {
-          res.resume();
-          res.on('end', () => {
-            records.push({ key, sentAt, status: res.statusCode ?? 0, ms: Date.now() - sentAt });
-            resolve();
-          });
-        },
-      );
-      req.on('timeout', () => req.destroy(new Error('timeout')));
-      req.on('error', () => {
-        records.push({ key, sentAt, status: 0, ms: Date.now() - sentAt });
-        resolve();
-      });
-      req.end();
-    });
+    const done = new Promise<void>((resolve) => send(key, Date.now(), true, resolve));
     pending.add(done);
     void done.then(() => pending.delete(done));
   };
