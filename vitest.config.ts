@@ -38,17 +38,7 @@ export default defineConfig({
           setupFiles: [...shared.setupFiles, './test/support/no-process-setup.ts'],
         },
       },
-      {
-        test: {
-          ...shared,
-          name: 'integration',
-          ...projectFiles.integration,
-          pool: 'forks',
-          // A forked worker imports the engine once for all the files it runs (ARCHITECTURE.md, "Tests").
-          isolate: false,
-        },
-      },
-      { test: { ...shared, name: 'mocking', ...projectFiles.mocking, pool: 'forks' } },
+      { test: { ...shared, name: 'integration', ...projectFiles.integration, pool: 'forks' } },
       {
         test: {
           ...shared,

@@ -6,8 +6,7 @@
  * - `unit`: the pure core, the views, the property tests and anything else that starts no process
  *   (worker threads; test/support/no-process-setup.ts makes starting one fail there).
  * - `integration`: tests that start processes (the CLI, a cutover server, runners, replicas, git)
- *   or a router (forks; a worker runs its files in one module graph, `isolate: false`).
- * - `mocking`: the integration tests that replace a module with `vi.mock`, each file isolated.
+ *   or a router (forks).
  * - `temporal`: tests that need the Temporal dev server; it is started (once) only when this
  *   project runs (test/support/temporal-global-setup.ts).
  * - `infra`: tests of the real Podman, nginx, Prometheus, PostgreSQL and redis-server; the Podman images are built once per
@@ -65,17 +64,6 @@ const infraFiles = [
   'test/router/differential.test.ts',
 ];
 
-/**
- * Integration tests that replace a module (`vi.mock('node:fs')`): they run in a project of their
- * own, isolated per file, since the integration project shares one module graph between the files
- * a worker runs.
- */
-const mockingFiles = [
-  'test/e2e/claim-race.test.ts',
-  'test/faults/claim-lock-race.test.ts',
-  'test/router/watch-table.test.ts',
-];
-
 /** Tests that need the Temporal dev server. */
 const temporalFiles = [
   'test/temporal/**/*.test.ts',
@@ -84,7 +72,7 @@ const temporalFiles = [
   'test/port-in-use.test.ts',
 ];
 
-export const projectFiles: Record<'unit' | 'integration' | 'mocking' | 'temporal' | 'infra', ProjectFiles> = {
+export const projectFiles: Record<'unit' | 'integration' | 'temporal' | 'infra', ProjectFiles> = {
   unit: {
     include: [
       'test/core/**/*.test.ts',
@@ -110,9 +98,8 @@ export const projectFiles: Record<'unit' | 'integration' | 'mocking' | 'temporal
       'test/server/**/*.test.ts',
       'test/watch/**/*.test.ts',
     ],
-    exclude: [...pureElsewhere, ...infraFiles, ...temporalFiles, ...mockingFiles],
+    exclude: [...pureElsewhere, ...infraFiles, ...temporalFiles],
   },
-  mocking: { include: mockingFiles, exclude: [] },
   temporal: { include: temporalFiles, exclude: pureTemporal },
   infra: { include: infraFiles, exclude: [] },
 };
