@@ -84,11 +84,7 @@ async function underAttack(
   ) => Promise<{ socket: ReturnType<typeof rawClient>; trickle: string }[]>,
 ) {
   const queueTimeoutMs = 1_000;
-  // The attackers' silence after the window lasts a bodyTimeout: short, but well above the
-  // trickle's interval on a loaded machine. The window stays long: the first second of an attack
-  // (this process pushing up to 260 MiB) is the GETs' slowest, and a shorter window (2.5 s) gave
-  // that second most of the p99 (over 900 ms at load 10).
-  const bodyTimeoutMs = 2_000;
+  const bodyTimeoutMs = 4_000;
   const trickleIntervalMs = 300;
   const windowMs = 5_000;
   let slowOpen = 0;
@@ -393,7 +389,7 @@ describe('router: slow request bodies', () => {
         expect(filler.received()).toMatch(/\r\nconnection: close\r\n/i);
       }
       expect(refused[0]?.received()).toMatch(
-        /memory for request bodies was full: this body waited 2s for it \(bodyTimeout of route test\/web\)/,
+        /memory for request bodies was full: this body waited 4s for it \(bodyTimeout of route test\/web\)/,
       );
     });
 
