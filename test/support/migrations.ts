@@ -1,7 +1,7 @@
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { type AddressInfo, createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { PortPool } from '../../engine/drivers/port-pool.js';
 import { repoRoot, runCli, tempDir } from './cli.js';
 
 export interface Workspace {
@@ -52,15 +52,11 @@ export function routeUrl(ws: Workspace): string {
 }
 
 /** A port nothing listens on now (bound, read and closed). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const port = (server.address() as AddressInfo).port;
-      server.close(() => resolve(port));
-    });
-  });
+export async function freePort(): Promise<number> {
+  // Below the ephemeral range, as the drivers choose (engine/drivers/port-pool.ts): a port from
+  // bind(0) could be taken by another test's outgoing connection before the route binds it.
+  const [port] = await new PortPool().take(1);
+  return port as number;
 }
 
 /**

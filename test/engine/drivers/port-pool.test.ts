@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { PortPool } from '../../../engine/drivers/port-pool.js';
+import { listenerPorts, PortPool } from '../../../engine/drivers/port-pool.js';
 
 describe('PortPool', () => {
   it('never hands out a port twice within the hold, across calls (concurrent provisions share a driver set)', async () => {
@@ -15,5 +16,20 @@ describe('PortPool', () => {
         seen.add(port);
       }
     expect(seen.size).toBe(800);
+  });
+
+  it('chooses below the ephemeral range, where no outgoing connection takes a port between its choice and its bind', async () => {
+    const [ephemeralLow] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8')
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    const range = listenerPorts();
+    expect(range?.high).toBe((ephemeralLow as number) - 1);
+    const ports = await new PortPool().take(200);
+    expect(new Set(ports).size).toBe(200);
+    for (const port of ports) {
+      expect(port).toBeGreaterThanOrEqual(range?.low as number);
+      expect(port).toBeLessThan(ephemeralLow as number);
+    }
   });
 });
