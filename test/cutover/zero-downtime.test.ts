@@ -37,6 +37,8 @@ const rate = 500;
 interface Run {
   records: { version?: string; status: number; error?: string; doneAt?: number; slot?: string }[];
   failed: number;
+  /** The first few failed requests, as the load saw them. */
+  failures?: unknown[];
   rate: number;
   /** Epoch ms of the load's start: record times are relative to it. */
   startedAt: number;
@@ -50,6 +52,11 @@ async function withLoad(url: string, during: () => Promise<void>): Promise<Run> 
   await sleep(500);
   const result = await load.stop();
   return { ...result, startedAt };
+}
+
+/** What the failed requests of `run` were (its first few): the reason a zero-failed check gives. */
+function failuresOf(run: Run): string {
+  return `${run.failed} of ${run.records.length} failed; the first: ${JSON.stringify(run.failures ?? [])}`;
 }
 
 function logOf(w: Workspace, id: string): { at: number; kind: string; message: string }[] {
@@ -74,7 +81,7 @@ describe('zero-downtime cutover through the router', () => {
       endedAt = Date.now();
       id = /^(mig_[0-9a-z]+): completed$/m.exec(result.stdout)?.[1] as string;
     });
-    expect(run.failed).toBe(0);
+    expect(run.failed, failuresOf(run)).toBe(0);
     // The load was really sent (the generator shares 2 cores with the run: 424-445 of 500/s seen).
     expect(run.rate).toBeGreaterThanOrEqual(rate * 0.8);
     const gatePassed = logOf(w, id).find((l) => l.kind === 'gate_passed')?.at as number;
@@ -97,7 +104,7 @@ describe('zero-downtime cutover through the router', () => {
       expect((await waitFor(w, id, (s) => s.lifecycle === 'rolled_back')).lifecycle).toBe('rolled_back');
       endedAt = Date.now();
     });
-    expect(run.failed).toBe(0);
+    expect(run.failed, failuresOf(run)).toBe(0);
     expect(run.records.some((r) => r.version === '2.0.0')).toBe(true);
     const after = run.records.filter((r) => run.startedAt + (r.doneAt ?? 0) > endedAt + 50);
     expect(new Set(after.map((r) => r.version))).toEqual(new Set(['1.0.0']));
@@ -113,7 +120,7 @@ describe('zero-downtime cutover through the router', () => {
       expect(result.code).toBe(1);
       expect(result.stdout).toMatch(/failed: health gate failed for web: .* GET \/healthz → 503/);
     });
-    expect(run.failed).toBe(0);
+    expect(run.failed, failuresOf(run)).toBe(0);
     expect(new Set(run.records.map((r) => r.version))).toEqual(new Set(['1.0.0']));
     expect(run.records.filter((r) => r.slot === 'green')).toEqual([]);
   });
@@ -206,7 +213,7 @@ describe('zero-downtime cutover through the router', () => {
         (await waitFor(w, id, (s) => ['completed', 'failed', 'rolled_back'].includes(s.lifecycle))).lifecycle,
       ).toBe('completed');
     });
-    expect(run.failed).toBe(0);
+    expect(run.failed, failuresOf(run)).toBe(0);
     expect(run.records.at(-1)?.version).toBe('2.0.0');
   });
 });
