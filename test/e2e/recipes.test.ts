@@ -8,7 +8,7 @@
  * installed by the recipes' own install step from `npm pack` of this working tree. The code host's
  * API is the only thing replaced, at the HTTP boundary (test/support/code-host.ts).
  */
-import { cpSync, mkdirSync, readFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -48,6 +48,16 @@ const npmPrefix: Record<HostKind, string> = { github: '', gitlab: '' };
  * and baseline migration run from this checkout); each host's suite waits for its own.
  */
 const worlds: Partial<Record<HostKind, Promise<World>>> = {};
+/** The files beside the checkout before packing it (steps run there must leave nothing behind). */
+const besideCheckout = (): string[] =>
+  readdirSync(path.dirname(repoRoot)).filter((name) => {
+    try {
+      return statSync(path.join(path.dirname(repoRoot), name)).isFile();
+    } catch {
+      return false; // removed since listed
+    }
+  });
+let besideBefore: string[] = [];
 
 beforeAll(async () => {
   for (const kind of ['github', 'gitlab'] as const) {
@@ -56,6 +66,7 @@ beforeAll(async () => {
     worlds[kind] = made;
   }
   const dir = await harness.tempDir('cutover-recipes-');
+  besideBefore = besideCheckout();
   tarball = await packWorkingTree(dir);
   for (const kind of ['github', 'gitlab'] as const) npmPrefix[kind] = path.join(dir, `npm-${kind}`);
   // The install steps as written, once per test file (both at once: they share npm's cache).
@@ -102,6 +113,12 @@ beforeAll(async () => {
 afterAll(() => harness.cleanup());
 
 describe('the recipes install cutover the same way in every job', () => {
+  it('leaves no file beside the checkout when it runs a step there (the pack)', () => {
+    // Each step's script was written to a file in the directory above its working directory: for
+    // the pack, the checkout's parent, which kept one per run.
+    expect(besideCheckout().filter((name) => !besideBefore.includes(name))).toEqual([]);
+  });
+
   it("runs the jobs with the machine's access to the npm registry, as a runner has it (the install resolves manifests there)", () => {
     const env = runnerEnv('/prefix');
     const present = registryAccess.filter((name) => process.env[name] !== undefined);

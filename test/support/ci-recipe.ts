@@ -31,14 +31,16 @@ export interface JobResult {
   workspace: string;
 }
 
-/** Runs a script with bash (`shell: bash` on GitHub; GitLab's runner shell) in `cwd`. */
+/**
+ * Runs a script with bash (`shell: bash` on GitHub; GitLab's runner shell) in `cwd`, given on the
+ * command line: a script file beside the workspace would be left in the directory above it (the
+ * repository's parent, for the steps run in the checkout).
+ */
 export function bash(script: string, cwd: string, env: NodeJS.ProcessEnv, name: string): Promise<StepResult> {
-  const file = path.join(cwd, '..', `step-${Date.now()}-${Math.random().toString(36).slice(2)}.sh`);
-  writeFileSync(file, script);
   return new Promise((resolve) => {
     execFile(
       'bash',
-      ['--noprofile', '--norc', '-eo', 'pipefail', file],
+      ['--noprofile', '--norc', '-eo', 'pipefail', '-c', script, name],
       { cwd, env, timeout: stepTimeoutMs, maxBuffer: 16 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
