@@ -8,6 +8,13 @@ import type { OsUser, PostgresSettings } from './postgres-settings.js';
 import { superuser } from './postgres-settings.js';
 import { type Connection, ident, query, SqlError } from './postgres-sql.js';
 import { stopProcessGroup } from './process-group.js';
+import {
+  logTail,
+  readRecord,
+  type ServerSlotRecord,
+  serverAlive,
+  portOf as slotPort,
+} from './server-slot.js';
 import { spawnFailure } from './spawn-failure.js';
 import { type DriverCallOptions, PermanentDriverError, type SlotInfo } from './types.js';
 
@@ -18,7 +25,6 @@ const stopTimeoutSeconds = 30;
 /** After SIGTERM to the server's group (pg_ctl failed), the time before SIGKILL. */
 const killGraceMs = 10_000;
 const readyPollMs = 100;
-const logTailLines = 10;
 
 /**
  * The server settings every slot's cluster gets (appended to its postgresql.conf, so a server
@@ -48,13 +54,8 @@ function serverConfig(port: number): string {
 }
 
 /** What the driver keeps of a slot's cluster (in SlotInfo.details and `<slotDir>/cluster.json`). */
-export interface ClusterRecord {
-  slotId: string;
-  slotDir: string;
+export interface ClusterRecord extends ServerSlotRecord {
   dataDir: string;
-  port: number;
-  pid: number;
-  startTime: string | null;
 }
 
 export function dataDirOf(slotDir: string): string {
@@ -227,22 +228,8 @@ export async function stopCluster(
   return 'stopped';
 }
 
-export async function readCluster(slotDir: string): Promise<ClusterRecord | undefined> {
-  try {
-    return JSON.parse(await readFile(path.join(slotDir, 'cluster.json'), 'utf8')) as ClusterRecord;
-  } catch {
-    return undefined;
-  }
-}
-
-export function clusterAlive(record: ClusterRecord): boolean {
-  return isAlive({ pid: record.pid, startTime: record.startTime });
-}
-
-/** The last lines the server wrote to its log. */
-export async function logTail(slotDir: string, lines = logTailLines): Promise<string[]> {
-  const text = await readFile(logFileOf(slotDir), 'utf8').catch(() => '');
-  return text.split('\n').filter(Boolean).slice(-lines);
+export function readCluster(slotDir: string): Promise<ClusterRecord | undefined> {
+  return readRecord<ClusterRecord>(slotDir, 'cluster.json');
 }
 
 async function waitReady(settings: PostgresSettings, record: ClusterRecord, signal: AbortSignal) {
@@ -254,8 +241,8 @@ async function waitReady(settings: PostgresSettings, record: ClusterRecord, sign
     } catch (error) {
       if (!(error instanceof SqlError) || !error.unreachable) throw error;
     }
-    if (!clusterAlive(record)) {
-      const tail = await logTail(record.slotDir);
+    if (!serverAlive(record)) {
+      const tail = await logTail(logFileOf(record.slotDir));
       throw new PermanentDriverError(
         `postgres exited at start-up on 127.0.0.1:${record.port}; its log (${logFileOf(record.slotDir)}) ends:\n${tail.join('\n')}`,
       );
@@ -357,8 +344,5 @@ export function appAdmin(settings: PostgresSettings, slot: SlotInfo): Connection
 }
 
 export function portOf(slot: SlotInfo): number {
-  const port = Number(slot.details?.port ?? slot.addresses[0]?.split(':').pop());
-  if (!Number.isInteger(port) || port <= 0)
-    throw new PermanentDriverError(`the ${slot.slot} slot of ${slot.component} records no PostgreSQL port`);
-  return port;
+  return slotPort(slot, 'PostgreSQL');
 }

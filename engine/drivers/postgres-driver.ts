@@ -19,26 +19,14 @@
  *   fails) and keeps the directory. Idempotent.
  * - observe: running (server alive, port accepting), not_answering, not_running.
  */
-import { mkdir } from 'node:fs/promises';
 import { defaults } from '../../core/topology/types.js';
-import { tcpProbe } from '../health/probes.js';
-import { PortPool } from './port-pool.js';
-import {
-  type ClusterRecord,
-  clusterAlive,
-  createCluster,
-  logTail,
-  portOf,
-  readCluster,
-  stopCluster,
-} from './postgres-cluster.js';
+import type { PortPool } from './port-pool.js';
+import { createCluster, portOf, stopCluster } from './postgres-cluster.js';
 import { createPostgresReplicator } from './postgres-replicator.js';
 import { postgresSettings } from './postgres-settings.js';
 import { scalar } from './postgres-sql.js';
-import type { ComponentCallContext, ComponentDriver, SlotInfo } from './types.js';
-
-/** A server's port that does not accept a connection within this is `not_answering`. */
-const connectTimeoutMs = 1_000;
+import { createServerPerSlotDriver } from './server-slot.js';
+import type { ComponentDriver } from './types.js';
 
 export interface PostgresDriverOptions {
   /** Where the servers' ports come from; share one with every driver that may provision at the same time. */
@@ -46,26 +34,15 @@ export interface PostgresDriverOptions {
 }
 
 export function createPostgresDriver(driverOptions: PostgresDriverOptions = {}): ComponentDriver {
-  const ports = driverOptions.ports ?? new PortPool();
   const replication = createPostgresReplicator();
-  return {
-    async provision(ctx, slot, options) {
-      options.signal.throwIfAborted();
-      const settings = await postgresSettings(ctx);
-      const slotId = `${ctx.component}-${ctx.migrationId}`;
-      const slotDir = ctx.stateDir.slotDir(ctx.environment, slotId);
-      await mkdir(slotDir, { recursive: true });
-      const [port] = await ports.take(1);
-      const record = await createCluster(settings, { slotId, slotDir, port: port as number }, options);
-      return {
-        component: ctx.component,
-        slot,
-        version: ctx.spec.version,
-        addresses: [`127.0.0.1:${record.port}`],
-        details: { ...record },
-      };
-    },
-
+  return createServerPerSlotDriver({
+    server: 'postgres',
+    recordFile: 'cluster.json',
+    logFile: 'postgres.log',
+    ports: driverOptions.ports,
+    settings: postgresSettings,
+    start: createCluster,
+    stop: stopCluster,
     async replicate(ctx, from, to, options) {
       const timeoutMs = ctx.spec.replicate?.timeout ?? defaults.replicateTimeoutMs;
       const deadline = Date.now() + timeoutMs;
@@ -81,51 +58,6 @@ export function createPostgresDriver(driverOptions: PostgresDriverOptions = {}):
       await replication.promote(ctx, to, options);
       await replication.stop(ctx, from, to, options);
     },
-
-    async drain() {
-      // Clients leave with the traffic; the server serves until retired.
-    },
-
-    async retire(ctx, slot, options) {
-      options.signal.throwIfAborted();
-      const slotDir = slotDirOf(ctx, slot);
-      const settings = await postgresSettings(ctx);
-      await stopCluster(settings, slotDir, recordOf(slot) ?? (await readCluster(slotDir)), options);
-    },
-
-    async observe(ctx, slot, options) {
-      const record = recordOf(slot) ?? (await readCluster(slotDirOf(ctx, slot)));
-      if (!record)
-        return [{ address: slot.addresses[0] ?? null, state: 'unknown', detail: 'no cluster recorded' }];
-      const address = `127.0.0.1:${record.port}`;
-      const seen = { address, pid: record.pid };
-      if (!clusterAlive(record)) return [{ ...seen, state: 'not_running', detail: 'exited' }];
-      const probe = await tcpProbe(address).run(connectTimeoutMs, options.signal);
-      if (!probe) return [{ ...seen, state: 'unknown', detail: 'observation stopped' }];
-      if (probe.ok) return [{ ...seen, state: 'running' }];
-      return [{ ...seen, state: 'not_answering', detail: probe.summary }];
-    },
-
-    async logs(ctx, slot, lines) {
-      return [{ replica: 0, name: 'postgres', lines: await logTail(slotDirOf(ctx, slot), lines) }];
-    },
-
     replication,
-  };
-}
-
-function slotDirOf(ctx: ComponentCallContext, slot: SlotInfo): string {
-  const recorded = slot.details?.slotDir;
-  if (typeof recorded === 'string') return recorded;
-  return ctx.stateDir.slotDir(
-    ctx.environment,
-    String(slot.details?.slotId ?? `${slot.component}-${ctx.migrationId}`),
-  );
-}
-
-function recordOf(slot: SlotInfo): ClusterRecord | undefined {
-  const d = slot.details;
-  if (!d || typeof d.pid !== 'number' || typeof d.port !== 'number' || typeof d.slotDir !== 'string')
-    return undefined;
-  return d as unknown as ClusterRecord;
+  });
 }

@@ -17,28 +17,13 @@
  *   and exits; SIGKILL after 10 s) and keeps the directory. Idempotent.
  * - observe: running (server alive, port accepting), not_answering, not_running.
  */
-import { mkdir } from 'node:fs/promises';
 import { defaults } from '../../core/topology/types.js';
-import { tcpProbe } from '../health/probes.js';
-import { PortPool } from './port-pool.js';
+import type { PortPool } from './port-pool.js';
 import { parseInfo, redis } from './redis-client.js';
 import { createRedisReplicator } from './redis-replicator.js';
-import {
-  callTimeoutMs,
-  logTail,
-  portOf,
-  readServer,
-  recordOf,
-  redisSettings,
-  serverAlive,
-  slotDirOf,
-  startServer,
-  stopServer,
-} from './redis-server.js';
+import { callTimeoutMs, portOf, redisSettings, startServer, stopServer } from './redis-server.js';
+import { createServerPerSlotDriver } from './server-slot.js';
 import type { ComponentDriver } from './types.js';
-
-/** A server's port that does not accept a connection within this is `not_answering`. */
-const connectTimeoutMs = 1_000;
 
 export interface RedisDriverOptions {
   /** Where the servers' ports come from; share one with every driver that may provision at the same time. */
@@ -46,26 +31,15 @@ export interface RedisDriverOptions {
 }
 
 export function createRedisDriver(driverOptions: RedisDriverOptions = {}): ComponentDriver {
-  const ports = driverOptions.ports ?? new PortPool();
   const replication = createRedisReplicator();
-  return {
-    async provision(ctx, slot, options) {
-      options.signal.throwIfAborted();
-      const settings = await redisSettings(ctx);
-      const slotId = `${ctx.component}-${ctx.migrationId}`;
-      const slotDir = ctx.stateDir.slotDir(ctx.environment, slotId);
-      await mkdir(slotDir, { recursive: true });
-      const [port] = await ports.take(1);
-      const record = await startServer(settings, { slotId, slotDir, port: port as number }, options);
-      return {
-        component: ctx.component,
-        slot,
-        version: ctx.spec.version,
-        addresses: [`127.0.0.1:${record.port}`],
-        details: { ...record },
-      };
-    },
-
+  return createServerPerSlotDriver({
+    server: 'redis-server',
+    recordFile: 'server.json',
+    logFile: 'redis.log',
+    ports: driverOptions.ports,
+    settings: redisSettings,
+    start: startServer,
+    stop: (_settings, slotDir, known, options) => stopServer(slotDir, known, options),
     async replicate(ctx, from, to, options) {
       const deadline = Date.now() + (ctx.spec.replicate?.timeout ?? defaults.replicateTimeoutMs);
       await replication.follow(ctx, from, to, options);
@@ -79,34 +53,6 @@ export function createRedisDriver(driverOptions: RedisDriverOptions = {}): Compo
       await replication.promote(ctx, to, options);
       await replication.stop(ctx, from, to, options);
     },
-
-    async drain() {
-      // Clients leave with the traffic; the server serves until retired.
-    },
-
-    async retire(ctx, slot, options) {
-      options.signal.throwIfAborted();
-      const slotDir = slotDirOf(ctx, slot);
-      await stopServer(slotDir, recordOf(slot) ?? (await readServer(slotDir)), options);
-    },
-
-    async observe(ctx, slot, options) {
-      const record = recordOf(slot) ?? (await readServer(slotDirOf(ctx, slot)));
-      if (!record)
-        return [{ address: slot.addresses[0] ?? null, state: 'unknown', detail: 'no server recorded' }];
-      const address = `127.0.0.1:${record.port}`;
-      const seen = { address, pid: record.pid };
-      if (!serverAlive(record)) return [{ ...seen, state: 'not_running', detail: 'exited' }];
-      const probe = await tcpProbe(address).run(connectTimeoutMs, options.signal);
-      if (!probe) return [{ ...seen, state: 'unknown', detail: 'observation stopped' }];
-      if (probe.ok) return [{ ...seen, state: 'running' }];
-      return [{ ...seen, state: 'not_answering', detail: probe.summary }];
-    },
-
-    async logs(ctx, slot, lines) {
-      return [{ replica: 0, name: 'redis-server', lines: await logTail(slotDirOf(ctx, slot), lines) }];
-    },
-
     replication,
-  };
+  });
 }

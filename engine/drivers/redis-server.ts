@@ -3,13 +3,20 @@
  * and log in the slot's directory, started detached on a loopback port and stopped by its pid.
  */
 import { spawn } from 'node:child_process';
-import { access, mkdir, open, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { access, mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defaults, type RedisDriverSpec } from '../../core/topology/types.js';
-import { isAlive, processIdentity } from '../../platform/process-identity.js';
+import { processIdentity } from '../../platform/process-identity.js';
 import { stopProcessGroup } from './process-group.js';
 import { RedisConnectionError, redis } from './redis-client.js';
+import {
+  logTail,
+  readRecord,
+  type ServerSlotRecord,
+  serverAlive,
+  portOf as slotPort,
+} from './server-slot.js';
 import { spawnFailure } from './spawn-failure.js';
 import {
   type ComponentCallContext,
@@ -25,7 +32,6 @@ const killGraceMs = 10_000;
 const readyPollMs = 50;
 /** A server that has not exited on SIGTERM gets it again this often. */
 const termRetryMs = 200;
-const logTailLines = 10;
 /** A call to a server that does not answer within this fails (a fence has its own bound). */
 export const callTimeoutMs = 5_000;
 
@@ -37,13 +43,7 @@ export interface RedisSettings {
 }
 
 /** What the driver keeps of a slot's server (in SlotInfo.details and `<slotDir>/server.json`). */
-export interface ServerRecord {
-  slotId: string;
-  slotDir: string;
-  port: number;
-  pid: number;
-  startTime: string | null;
-}
+export type ServerRecord = ServerSlotRecord;
 
 export async function redisSettings(ctx: ComponentCallContext): Promise<RedisSettings> {
   const spec: Partial<RedisDriverSpec> = ctx.driver.type === 'redis' ? ctx.driver : {};
@@ -163,7 +163,7 @@ async function waitReady(record: ServerRecord, signal: AbortSignal) {
       if (!(error instanceof RedisConnectionError)) throw error;
     }
     if (!serverAlive(record)) {
-      const tail = await logTail(record.slotDir);
+      const tail = await logTail(logFileOf(record.slotDir));
       throw new PermanentDriverError(
         `redis-server exited at start-up on 127.0.0.1:${record.port}; its log (${logFileOf(record.slotDir)}) ends:\n${tail.join('\n')}`,
       );
@@ -202,43 +202,10 @@ export async function stopServer(
   return 'stopped';
 }
 
-export async function readServer(slotDir: string): Promise<ServerRecord | undefined> {
-  try {
-    return JSON.parse(await readFile(path.join(slotDir, 'server.json'), 'utf8')) as ServerRecord;
-  } catch {
-    return undefined;
-  }
-}
-
-export function serverAlive(record: ServerRecord): boolean {
-  return isAlive({ pid: record.pid, startTime: record.startTime });
-}
-
-/** The last lines the server wrote to its log. */
-export async function logTail(slotDir: string, lines = logTailLines): Promise<string[]> {
-  const text = await readFile(logFileOf(slotDir), 'utf8').catch(() => '');
-  return text.split('\n').filter(Boolean).slice(-lines);
+export function readServer(slotDir: string): Promise<ServerRecord | undefined> {
+  return readRecord<ServerRecord>(slotDir, 'server.json');
 }
 
 export function portOf(slot: SlotInfo): number {
-  const port = Number(slot.details?.port ?? slot.addresses[0]?.split(':').pop());
-  if (!Number.isInteger(port) || port <= 0)
-    throw new PermanentDriverError(`the ${slot.slot} slot of ${slot.component} records no redis port`);
-  return port;
-}
-
-export function slotDirOf(ctx: ComponentCallContext, slot: SlotInfo): string {
-  const recorded = slot.details?.slotDir;
-  if (typeof recorded === 'string') return recorded;
-  return ctx.stateDir.slotDir(
-    ctx.environment,
-    String(slot.details?.slotId ?? `${slot.component}-${ctx.migrationId}`),
-  );
-}
-
-export function recordOf(slot: SlotInfo): ServerRecord | undefined {
-  const d = slot.details;
-  if (!d || typeof d.pid !== 'number' || typeof d.port !== 'number' || typeof d.slotDir !== 'string')
-    return undefined;
-  return d as unknown as ServerRecord;
+  return slotPort(slot, 'redis');
 }
