@@ -6,6 +6,9 @@ import { topologyHooksSchema, topologySchema } from '../core/topology/validate-s
 import { repoRoot } from './support/cli.js';
 
 const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+/** The topology reference (generated from the schema by scripts/docs-reference.mjs) and the topology page. */
+const reference = readFileSync(path.join(repoRoot, 'docs', 'reference', 'topology.md'), 'utf8');
+const topologyPage = readFileSync(path.join(repoRoot, 'docs', 'topology.md'), 'utf8');
 
 type SchemaNode = {
   $ref?: string;
@@ -42,7 +45,7 @@ function schemaPaths(): string[] {
       }
     }
     const extra = node.additionalProperties;
-    if (typeof extra === 'object' && extra.$ref && /(component|route|driver)$/.test(extra.$ref)) {
+    if (typeof extra === 'object' && extra.$ref && /(component|route|driver|notifytarget)$/.test(extra.$ref)) {
       walk(extra, `${at}.<name>`, depth + 1, file);
     }
   };
@@ -50,14 +53,12 @@ function schemaPaths(): string[] {
   return [...out].sort();
 }
 
-/** Field paths in the first column of the README's reference table. */
+/** Field paths in the first column of the reference's table. */
 function documentedPaths(): string[] {
-  const start = readme.indexOf('### Reference');
-  const section = readme.slice(start, readme.indexOf('\n## ', start));
-  return [...section.matchAll(/^\| `([$\w.<>]+)` +\|/gm)].map((m) => m[1] as string);
+  return [...reference.matchAll(/^\| `([$\w.<>]+)` +\|/gm)].map((m) => m[1] as string);
 }
 
-describe('README', () => {
+describe('the topology reference (docs/reference/topology.md)', () => {
   it('documents every field of the topology schema', () => {
     const paths = schemaPaths();
     expect(paths.length).toBeGreaterThan(50);
@@ -71,14 +72,24 @@ describe('README', () => {
     expect(documentedPaths().filter((p) => !known.has(p))).toEqual([]);
   });
 
-  it('shows a topology example that validates', () => {
-    const block = /```yaml\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
-    const result = loadTopology(block, { file: 'README.md' });
-    expect(result.ok ? [] : result.diagnostics).toEqual([]);
+});
+
+describe('README and the topology page', () => {
+  it('show topology examples that validate', () => {
+    for (const [file, text] of [
+      ['README.md', readme],
+      ['docs/topology.md', topologyPage],
+    ] as const) {
+      const block = /```yaml\n([\s\S]*?)```/.exec(text)?.[1] ?? '';
+      expect(block.length, file).toBeGreaterThan(0);
+      const result = loadTopology(block, { file });
+      expect(result.ok ? [] : result.diagnostics, file).toEqual([]);
+    }
   });
 
-  it('has the two quick-start commands', () => {
+  it('README has the two quick-start commands, as .ci/run runs the second', () => {
     expect(readme).toContain('npm ci && npm run demo');
     expect(readme).toContain('npm ci && npm test');
+    expect(readFileSync(path.join(repoRoot, '.ci', 'run'), 'utf8')).toMatch(/^npm ci && npm test$/m);
   });
 });
