@@ -12,4 +12,7 @@ export declare function openApiDocument(modules: {
   buildServer: (options: never) => Promise<{ app: { swagger(): unknown }; close(): Promise<void> }>;
   StateDir: { at(dir: string): unknown };
 }): Promise<unknown>;
-export declare function generatedPages(sources: { main: Main; openapi: unknown }): Promise<Record<string, string>>;
+export declare function generatedPages(sources: {
+  main: Main;
+  openapi: unknown;
+}): Promise<Record<string, string>>;

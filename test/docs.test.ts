@@ -139,7 +139,10 @@ describe('links', () => {
 /** Every ```sh runnable block: its page and its text. */
 function runnableBlocks(): { page: string; script: string }[] {
   return docPages().flatMap((page) =>
-    [...read(page).matchAll(/^```sh runnable\n([\s\S]*?)^```$/gm)].map((m) => ({ page, script: m[1] as string })),
+    [...read(page).matchAll(/^```sh runnable\n([\s\S]*?)^```$/gm)].map((m) => ({
+      page,
+      script: m[1] as string,
+    })),
   );
 }
 

@@ -45,7 +45,11 @@ function schemaPaths(): string[] {
       }
     }
     const extra = node.additionalProperties;
-    if (typeof extra === 'object' && extra.$ref && /(component|route|driver|notifytarget)$/.test(extra.$ref)) {
+    if (
+      typeof extra === 'object' &&
+      extra.$ref &&
+      /(component|route|driver|notifytarget)$/.test(extra.$ref)
+    ) {
       walk(extra, `${at}.<name>`, depth + 1, file);
     }
   };
@@ -71,7 +75,6 @@ describe('the topology reference (docs/reference/topology.md)', () => {
     const known = new Set(schemaPaths());
     expect(documentedPaths().filter((p) => !known.has(p))).toEqual([]);
   });
-
 });
 
 describe('README and the topology page', () => {
