@@ -25,9 +25,18 @@ const generatedNote = (from, how) =>
 
 /** A table cell: no line break, no unescaped pipe. */
 const cell = (text) =>
-  String(text)
-    .replace(/\s*\n\s*/g, ' ')
-    .replace(/\|/g, '\\|');
+  escapeTags(
+    String(text)
+      .replace(/\s*\n\s*/g, ' ')
+      .replace(/\|/g, '\\|'),
+  );
+
+/** Outside code spans, `<name>` would be read as an HTML tag and vanish. */
+const escapeTags = (text) =>
+  text
+    .split(/(`[^`]*`)/)
+    .map((part) => (part.startsWith('`') ? part : part.replace(/</g, '&lt;').replace(/>/g, '&gt;')))
+    .join('');
 
 /** What a schema node accepts, in a few words. */
 function typeOf(node, definitions) {
@@ -45,7 +54,8 @@ function typeOf(node, definitions) {
       componentenv: 'map',
       secret: '`{ secret: NAME }`',
       notifyurl: 'URL or `{ secret: NAME }`',
-      shiftstep: 'percentage or `{ weight, hold, analysis }`',
+      shiftstep: '`{ weight, hold, analysis }`',
+      'analysis.v1.json': 'object',
       health: 'object',
       component: 'object',
       route: 'object',
@@ -128,21 +138,34 @@ function schemaFields(schemas) {
       branches.push({ node: part.then, when });
     }
     for (const { node: b, when } of branches) {
+      // Fields that share one definition (the hook points' lists) show its fields once, under
+      // `<point>` (or `<key>`), not once per field.
+      const shared = new Map();
+      for (const [key, child] of Object.entries(b.properties ?? {})) {
+        if (child?.$ref) shared.set(child.$ref, [...(shared.get(child.$ref) ?? []), key]);
+      }
+      const walked = new Set();
+      const later = [];
       for (const [key, child] of Object.entries(b.properties ?? {})) {
         const p = at ? `${at}.${key}` : key;
         if (child === true) continue;
         const isRequired = (b.required ?? []).includes(key) || (node.required ?? []).includes(key);
         add(p, { node: child, when, required: isRequired, file });
-        const resolved = resolveLocal(child, definitions[file], definitions);
-        walk(
-          resolved,
-          p,
-          depth + 1,
-          child.$ref?.includes('.json#') ? child.$ref.split('#')[0] : file,
-          isRequired,
-          when,
-        );
+        // Into an object it holds, or the objects of a list (`shift[]`, `prometheus[]`).
+        const inner = objectIn(child, file, schemas, definitions);
+        if (!inner) continue;
+        const siblings = child.$ref ? (shared.get(child.$ref) ?? []) : [];
+        if (siblings.length < 2) {
+          walk(inner.node, `${p}${inner.suffix}`, depth + 1, inner.file, isRequired, when);
+        } else if (!walked.has(child.$ref)) {
+          walked.add(child.$ref);
+          const placeholder = at.endsWith('hooks') ? '<point>' : '<key>';
+          later.push(() =>
+            walk(inner.node, `${at}.${placeholder}${inner.suffix}`, depth + 1, inner.file, false, when),
+          );
+        }
       }
+      for (const walkShared of later) walkShared();
     }
     const extra = node.additionalProperties;
     if (
@@ -151,6 +174,8 @@ function schemaFields(schemas) {
       /(component|route|driver|notifytarget)$/.test(extra.$ref)
     ) {
       walk(extra, `${at}.<name>`, depth + 1, file, false, branch);
+    } else if (typeof extra === 'object' && extra.properties) {
+      walk(extra, `${at}.<name>`, depth + 1, file, false, branch);
     }
   };
   const main = 'topology.v1.json';
@@ -158,18 +183,31 @@ function schemaFields(schemas) {
   return { fields, definitions };
 }
 
-/** A node with its local $ref followed, for walking into it (objects only). */
-function resolveLocal(node, definitions, allDefinitions) {
-  if (node?.$ref?.includes('.json#')) {
-    const [file, pointer] = node.$ref.split('#');
-    const target = allDefinitions?.[file]?.[pointer.split('/').pop()];
-    return target?.type === 'object' && target.properties ? target : node;
+/**
+ * The object a field holds, to walk into: itself, the target of its $ref (`#/definitions/x`, in
+ * this file or `<file>#/definitions/x`, or a whole file, `analysis.v1.json`), or the object among
+ * the alternatives of its list's items (suffix `[]`). Components, routes, drivers, health checks
+ * and notification targets are walked by their own $ref (their branches by driver type).
+ */
+function objectIn(node, file, schemas, definitions) {
+  if (typeof node !== 'object' || node === null) return null;
+  if (node.type === 'array' && node.items) {
+    const items = node.items.anyOf ?? node.items.oneOf ?? [node.items];
+    for (const item of items) {
+      const found = objectIn(item, file, schemas, definitions);
+      if (found) return { ...found, suffix: '[]' };
+    }
+    return null;
   }
-  if (!node?.$ref) return node;
-  const name = node.$ref.split('/').pop();
-  if (/^(component|route|driver|health|notifytarget)$/.test(name)) return node;
-  const target = definitions?.[name];
-  return target?.type === 'object' && target.properties ? target : node;
+  if (node.$ref) {
+    if (/(component|route|driver|health|notifytarget)$/.test(node.$ref)) return { node, file, suffix: '' };
+    const [refFile, pointer = ''] = node.$ref.split('#');
+    const target = refFile || file;
+    const resolved = pointer ? definitions[target]?.[pointer.split('/').pop()] : schemas[target];
+    return resolved ? objectIn(resolved, target, schemas, definitions) : null;
+  }
+  const walkable = node.properties || node.allOf || typeof node.additionalProperties === 'object';
+  return node.type === 'object' && walkable ? { node, file, suffix: '' } : null;
 }
 
 /** Every field path of the topology schema, as the reference lists them. */
@@ -210,7 +248,7 @@ export function topologyReference(schemas) {
   return [
     '# Topology reference',
     '',
-    generatedNote('schemas/topology.v1.json and schemas/topology-hooks.v1.json', 'npm run docs'),
+    generatedNote('schemas/topology.v1.json, topology-hooks.v1.json and analysis.v1.json', 'npm run docs'),
     '',
     `${topology.description} The file is YAML, validated against [\`schemas/topology.v1.json\`](../../schemas/topology.v1.json); [the topology page](../topology.md) explains it with examples, and the rules checked beyond the schema.`,
     '',
@@ -309,8 +347,8 @@ export function apiReference(doc) {
   for (const [route, methods] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(methods)) {
       lines.push(`## ${method.toUpperCase()} ${route}`, '');
-      if (op.summary) lines.push(`${op.summary.trim()}`, '');
-      if (op.description && op.description !== op.summary) lines.push(op.description.trim(), '');
+      if (op.summary) lines.push(escapeTags(op.summary.trim()), '');
+      if (op.description && op.description !== op.summary) lines.push(escapeTags(op.description.trim()), '');
       const params = op.parameters ?? [];
       if (params.length > 0) {
         lines.push('| parameter | in | required | meaning |', '| --- | --- | --- | --- |');
@@ -346,6 +384,7 @@ export function topologySchemas() {
   return {
     'topology.v1.json': readJson('schemas/topology.v1.json'),
     'topology-hooks.v1.json': readJson('schemas/topology-hooks.v1.json'),
+    'analysis.v1.json': readJson('schemas/analysis.v1.json'),
   };
 }
 
