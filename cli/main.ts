@@ -86,7 +86,8 @@ Examples:
   $ cutover topology validate -f topology.yaml
   $ cutover topology plan -f topology.yaml --against-ref origin/main --format markdown
 
-Documentation: README.md; the topology schema: schemas/topology.v1.json`,
+Documentation: docs/README.md in the cutover package (every command: docs/reference/cli.md);
+the topology schema: schemas/topology.v1.json`,
     );
   const topology = program
     .command('topology')

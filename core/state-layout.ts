@@ -1,6 +1,6 @@
 /**
- * Where everything lives in a state directory: the one description of its layout (the README's
- * "State directory" section), shared by the engine (engine/store/state-dir.ts) and by the router
+ * Where everything lives in a state directory: the one description of its layout (shown in
+ * docs/state-directory.md), shared by the engine (engine/store/state-dir.ts) and by the router
  * program, which must not import the engine. Path building only, so it belongs to the pure core:
  * nothing here touches the disk. Paths are joined with `/` (cutover runs on POSIX systems).
  *

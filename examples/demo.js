@@ -153,7 +153,7 @@ try {
   console.log(`\n${bold('4. Tear down')}`);
   await cutover(['topology', 'down', '--yes'], { cwd: dir });
   console.log(
-    `\n${bold(failed === 0 ? 'Done: no request failed.' : `Done, but ${failed} requests failed.`)} Next: README.md.`,
+    `\n${bold(failed === 0 ? 'Done: no request failed.' : `Done, but ${failed} requests failed.`)} Next: docs/getting-started.md.`,
   );
 } catch (error) {
   // Interrupted: interrupted() stops everything and exits; this step's end is no failure.

@@ -1,5 +1,5 @@
 /**
- * The CLI's JSON contract (README "JSON contract"): one summary object under `summary`, lists as
+ * The CLI's JSON contract (docs/json.md): one summary object under `summary`, lists as
  * `{items, nextCursor}`, ISO 8601 times, and errors as `{"error": {"code", "message"}}` on stdout
  * with the usual exit code. The CLI runs as a real process on a real state directory.
  */

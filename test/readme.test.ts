@@ -6,32 +6,55 @@ import { topologyHooksSchema, topologySchema } from '../core/topology/validate-s
 import { repoRoot } from './support/cli.js';
 
 const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+/** The topology reference (generated from the schema by scripts/docs-reference.mjs) and the topology page. */
+const reference = readFileSync(path.join(repoRoot, 'docs', 'reference', 'topology.md'), 'utf8');
+const topologyPage = readFileSync(path.join(repoRoot, 'docs', 'topology.md'), 'utf8');
 
 type SchemaNode = {
   $ref?: string;
   properties?: Record<string, SchemaNode | boolean>;
   additionalProperties?: SchemaNode | boolean;
   allOf?: { then?: SchemaNode }[];
+  items?: SchemaNode & { anyOf?: SchemaNode[]; oneOf?: SchemaNode[] };
+  definitions?: Record<string, SchemaNode>;
 };
 
-/** Every field path the schema allows, e.g. `components.<name>.health.http.path`. */
+const analysisSchema = JSON.parse(
+  readFileSync(path.join(repoRoot, 'schemas', 'analysis.v1.json'), 'utf8'),
+) as SchemaNode;
+
+/**
+ * Every field path the schema allows, e.g. `components.<name>.health.http.path`; the fields of a
+ * list's objects as `routes.<name>.shift[].weight`, and the hooks' fields, the same at every hook
+ * point, as `strategy.hooks.<point>[].name`.
+ */
 function schemaPaths(): string[] {
-  // A $ref is `#/definitions/x` in the same file, or `<file>#/definitions/x` in another:
-  // `strategy.hooks` is defined in its own file, topology-hooks.v1.json.
-  const definitionsOf = (schema: unknown) =>
-    (schema as { definitions: Record<string, SchemaNode> }).definitions;
-  const files: Record<string, Record<string, SchemaNode>> = {
-    'topology.v1.json': definitionsOf(topologySchema),
-    'topology-hooks.v1.json': definitionsOf(topologyHooksSchema),
+  // A $ref is `#/definitions/x` in the same file, `<file>#/definitions/x` in another (`strategy.hooks`
+  // is defined in topology-hooks.v1.json), or a whole file (a shift step's `analysis.v1.json`).
+  const files: Record<string, SchemaNode> = {
+    'topology.v1.json': topologySchema as unknown as SchemaNode,
+    'topology-hooks.v1.json': topologyHooksSchema as unknown as SchemaNode,
+    'analysis.v1.json': analysisSchema,
   };
   const out = new Set<string>();
-  const walk = (node: SchemaNode, at: string, depth: number, file: string) => {
-    if (depth > 12) return;
+  const walk = (node: SchemaNode | undefined, at: string, depth: number, file: string) => {
+    if (depth > 14 || node === undefined) return;
     if (node.$ref) {
       const [refFile, pointer = ''] = node.$ref.split('#');
       const target = refFile || file;
-      walk(files[target]?.[pointer.split('/').pop() as string] as SchemaNode, at, depth + 1, target);
+      const schema = files[target];
+      walk(
+        pointer ? schema?.definitions?.[pointer.split('/').pop() as string] : schema,
+        at,
+        depth + 1,
+        target,
+      );
       return;
+    }
+    if (node.items) {
+      for (const item of node.items.anyOf ?? node.items.oneOf ?? [node.items]) {
+        walk(item, `${at}[]`, depth + 1, file);
+      }
     }
     const branches = [node, ...(node.allOf ?? []).map((b) => b.then ?? {})];
     for (const branch of branches) {
@@ -42,25 +65,28 @@ function schemaPaths(): string[] {
       }
     }
     const extra = node.additionalProperties;
-    if (typeof extra === 'object' && extra.$ref && /(component|route|driver)$/.test(extra.$ref)) {
-      walk(extra, `${at}.<name>`, depth + 1, file);
-    }
+    const walkable =
+      typeof extra === 'object' &&
+      ((extra.$ref && /(component|route|driver|notifytarget)$/.test(extra.$ref)) || extra.properties);
+    if (walkable) walk(extra as SchemaNode, `${at}.<name>`, depth + 1, file);
   };
   walk(topologySchema as unknown as SchemaNode, '', 0, 'topology.v1.json');
-  return [...out].sort();
+  const points = /^strategy\.hooks\.(preRollout|rollout|confirmPromotion|postRollout)\[\]/;
+  return [...new Set([...out].map((p) => p.replace(points, 'strategy.hooks.<point>[]')))].sort();
 }
 
-/** Field paths in the first column of the README's reference table. */
+/** Field paths in the first column of the reference's table. */
 function documentedPaths(): string[] {
-  const start = readme.indexOf('### Reference');
-  const section = readme.slice(start, readme.indexOf('\n## ', start));
-  return [...section.matchAll(/^\| `([$\w.<>]+)` +\|/gm)].map((m) => m[1] as string);
+  return [...reference.matchAll(/^\| `([$\w.<>[\]]+)` +\|/gm)].map((m) => m[1] as string);
 }
 
-describe('README', () => {
+describe('the topology reference (docs/reference/topology.md)', () => {
   it('documents every field of the topology schema', () => {
     const paths = schemaPaths();
-    expect(paths.length).toBeGreaterThan(50);
+    expect(paths.length).toBeGreaterThan(100);
+    expect(paths).toContain('routes.<name>.shift[].analysis.latency.p99.max');
+    expect(paths).toContain('strategy.hooks.<point>[].http.url');
+    expect(paths).toContain('drivers.<name>.hosts.<name>.labels');
     const documented = new Set(documentedPaths());
     const missing = paths.filter((p) => !documented.has(p));
     expect(missing).toEqual([]);
@@ -70,15 +96,24 @@ describe('README', () => {
     const known = new Set(schemaPaths());
     expect(documentedPaths().filter((p) => !known.has(p))).toEqual([]);
   });
+});
 
-  it('shows a topology example that validates', () => {
-    const block = /```yaml\n([\s\S]*?)```/.exec(readme)?.[1] ?? '';
-    const result = loadTopology(block, { file: 'README.md' });
-    expect(result.ok ? [] : result.diagnostics).toEqual([]);
+describe('README and the topology page', () => {
+  it('show topology examples that validate', () => {
+    for (const [file, text] of [
+      ['README.md', readme],
+      ['docs/topology.md', topologyPage],
+    ] as const) {
+      const block = /```yaml\n([\s\S]*?)```/.exec(text)?.[1] ?? '';
+      expect(block.length, file).toBeGreaterThan(0);
+      const result = loadTopology(block, { file });
+      expect(result.ok ? [] : result.diagnostics, file).toEqual([]);
+    }
   });
 
-  it('has the two quick-start commands', () => {
+  it('README has the two quick-start commands, as .ci/run runs the second', () => {
     expect(readme).toContain('npm ci && npm run demo');
     expect(readme).toContain('npm ci && npm test');
+    expect(readFileSync(path.join(repoRoot, '.ci', 'run'), 'utf8')).toMatch(/^npm ci && npm test$/m);
   });
 });

@@ -2,7 +2,7 @@ import { assertNever } from '../errors.js';
 import type { Lifecycle, MigrationState, Verb } from './types.js';
 
 /**
- * Which operator verb each lifecycle state allows: one table, shown in the README and checked
+ * Which operator verb each lifecycle state allows: one table, shown in docs/migrating.md and checked
  * against the code by a test. `null` means allowed; otherwise the reason it is refused.
  */
 export const verbTable: Record<Lifecycle, Record<Verb, string | null>> = {
@@ -135,7 +135,7 @@ export function verbText(verb: Verb): string {
 }
 
 /**
- * Every change of lifecycle state, and what causes it. The README shows this table; a test drives
+ * Every change of lifecycle state, and what causes it. docs/migrating.md shows this table; a test drives
  * the step function through random histories and checks that it makes no change missing here.
  */
 export const lifecycleTransitions: readonly { from: Lifecycle; to: Lifecycle; on: string }[] = [

@@ -2,7 +2,7 @@
  * The container driver: components realised as containers of a Podman or Docker engine, one per
  * replica, driven through the engine's CLI (container-engine.ts).
  *
- * Contract (for the README):
+ * Contract (for its docs page, docs/drivers/container.md):
  *
  * - A slot's id is the migration that provisioned it (`details.slotId`). Its replicas are named
  *   `cutover-<environment>-<component>-<slot id>-<n>` and labelled `dev.cutover.environment`,

@@ -2,7 +2,7 @@
  * The exec driver: components realised by your own executables, one per stage (how Terraform,
  * kubectl, Ansible or a cloud CLI plug into cutover).
  *
- * Contract (copied into the README; change both together):
+ * Contract (copied into docs/drivers/exec.md; change both together):
  *
  * - Files. For a component on a driver `{ type: exec, dir, timeout }`, cutover runs the executable
  *   `<dir>/<stage>` (dir relative to the topology file) for each stage: `provision`, `replicate`,

@@ -2,7 +2,7 @@
  * The postgres driver: a stateful component realised as a PostgreSQL cluster per slot, replicated
  * between slots with logical replication (postgres-replicator.ts).
  *
- * Contract (for the README):
+ * Contract (for its docs page, docs/drivers/postgres.md):
  *
  * - A slot is `<component>-<migrationId>` (`details.slotId`) in
  *   `<stateDir>/environments/<environment>/slots/<slotId>/`: `pgdata/` (the cluster, made with

@@ -2,7 +2,7 @@
  * The process driver: components realised as local processes, one per replica, each on a loopback
  * port of its own (`PORT`), started detached so they outlive the cutover process that started them.
  *
- * Contract (for the README):
+ * Contract (for its docs page, docs/drivers/process.md):
  *
  * - A slot is `<component>-<migrationId>` (`details.slotId`), living in
  *   `<stateDir>/environments/<environment>/slots/<slotId>/`: `slot.json` (the processes: pid, start

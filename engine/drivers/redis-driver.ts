@@ -2,7 +2,7 @@
  * The redis driver: a stateful component realised as a redis-server per slot, replicated between
  * slots with Redis's own replication (redis-replicator.ts).
  *
- * Contract (for the README):
+ * Contract (for its docs page, docs/drivers/redis.md):
  *
  * - A slot is `<component>-<migrationId>` (`details.slotId`) in
  *   `<stateDir>/environments/<environment>/slots/<slotId>/`: `redis.conf` (the server's settings),

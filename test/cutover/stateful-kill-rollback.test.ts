@@ -41,7 +41,7 @@ it("SIGKILLed in a rollback from awaiting_commit after blue's promotion, resumed
     expect(ended.ending?.skipped.length ?? 0).toBeGreaterThan(0);
     expect((await storedKeys(kills.url)).version).toBe(kills.version());
     expect(await heldRoutes(kills.w.stateDir)).toEqual([]);
-    // What a person does (README): runs the steps left again: the switch back, then the rest.
+    // What a person does (docs/stateful.md): runs the steps left again: the switch back, then the rest.
     const resolved = await runCli(['topology', 'migration', 'resolve', id, '--retry', '-f', kills.w.file]);
     expect(resolved.code, resolved.stdout + resolved.stderr).toBe(0);
     return kills.journalState(id).state;

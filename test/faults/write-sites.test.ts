@@ -42,7 +42,7 @@ import {
 } from './support.js';
 
 interface Site {
-  /** What is being written, for the test name and the README. */
+  /** What is being written, for the test name and docs/reliability.md. */
   name: string;
   op: FaultOp;
   path: string;

@@ -7,7 +7,7 @@
  * rollback after commit refused with the reason, on the CLI and over HTTP (`cutover server`).
  *
  * The verb table itself (which verb each lifecycle allows, and each refusal's reason) is checked
- * against the code and the README by test/lifecycle-table.test.ts; here each mode shows that a
+ * against the code and docs/migrating.md by test/lifecycle-table.test.ts; here each mode shows that a
  * refusal reaches the CLI as one line and changes nothing, in every lifecycle a scenario passes
  * through, every verb refused at least once after the end and all of them after the commit.
  *

@@ -408,7 +408,7 @@ export interface MigrationSummary {
   planId: string;
   actionsDone: number;
   actionsTotal: number;
-  /** Times are ISO 8601 in all JSON (the README's JSON contract). */
+  /** Times are ISO 8601 in all JSON (docs/json.md, the JSON contract). */
   startedAt: string;
   updatedAt: string;
   committedAt: string | null;

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { StateDir } from '../../../engine/store/state-dir.js';
 
 describe('StateDir', () => {
-  it('owns the layout the README lists, under an absolute root', () => {
+  it('owns the layout docs/state-directory.md lists, under an absolute root', () => {
     const state = StateDir.at('/var/lib/cutover');
     expect(state.layoutFile('prod')).toBe('/var/lib/cutover/environments/prod/layout.json');
     expect(state.layoutHistoryFile('prod', 7)).toBe('/var/lib/cutover/environments/prod/layouts/7.json');
