@@ -111,6 +111,6 @@ async function otherTopology(
   const why = loaded.ok ? 'its content differs' : 'it does not load';
   return new CutoverError(
     'PLAN_MISMATCH',
-    `${file} is not the topology ${planFile} was planned from (${why}; saved from ${saved.topology.file}${saved.commit ? ` at ${saved.commit.slice(0, 12)}` : ''}): plan ${file} again with --out and review, or apply without -f`,
+    `${file} is not the topology ${planFile} was planned from (${why}; saved from ${saved.topology.file}${saved.commit ? ` at ${saved.commit.slice(0, 12)}` : ''}): plan ${file} again with --out and review the new plan, then apply it with the same -f (it is what checks that the reviewed plan is of this file)`,
   );
 }

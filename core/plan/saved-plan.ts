@@ -108,7 +108,15 @@ function notASavedPlan(file: string, what: string, remedy: string): CutoverError
 }
 
 function makeOne(file: string): string {
-  return `make one with \`cutover topology plan --out ${file}\``;
+  return `make one with \`cutover topology plan --out ${savedPlanName(file)}\``;
+}
+
+/**
+ * The name to suggest for a saved plan in place of `file`: the file itself, unless its name says
+ * it holds a rendering (plan.md, plan.txt), which `plan --out` would overwrite with JSON.
+ */
+function savedPlanName(file: string): string {
+  return file.replace(/\.(md|markdown|txt)$/i, '.json');
 }
 
 /**
@@ -124,7 +132,9 @@ export function parseSavedPlan(text: string, file: string, remedy = makeOne(file
   try {
     value = JSON.parse(text);
   } catch {
-    const looks = /^\s*(#|<|cutover plan)/.test(text) ? ' (it looks like a plan rendering)' : '';
+    const looks = /^\s*(#|<|cutover plan)/.test(text)
+      ? ' (it looks like a plan rendering, which a review shows; apply takes the JSON that `plan --out` saves)'
+      : '';
     throw invalid(`not JSON${looks}`);
   }
   if (!isObject(value)) throw invalid('not a JSON object');

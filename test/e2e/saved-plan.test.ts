@@ -105,7 +105,7 @@ describe('saved plans, locally', () => {
     const other = await cli('topology', 'apply', 'again.json', '-f', 'topology.yaml', '--yes');
     expect(other.code).toBe(1);
     expect(other.stderr).toMatch(
-      /^cutover: topology\.yaml is not the topology again\.json was planned from \(its content differs; .*\): plan topology\.yaml again with --out/,
+      /^cutover: topology\.yaml is not the topology again\.json was planned from \(its content differs; .*\): plan topology\.yaml again with --out and review the new plan, then apply it with the same -f \(it is what checks that the reviewed plan is of this file\)\n$/,
     );
     // The saved topology is a dirty file's: no commit holds it.
     expect(savedIn(repo, 'again.json').commit).toBeNull();
@@ -129,7 +129,7 @@ describe('saved plans, locally', () => {
     const cases: [string, RegExp][] = [
       [
         'plan.md',
-        /^cutover: plan\.md is not a saved plan: not JSON \(it looks like a plan rendering\); make one with `cutover topology plan --out plan\.md`$/,
+        /^cutover: plan\.md is not a saved plan: not JSON \(it looks like a plan rendering, which a review shows; apply takes the JSON that `plan --out` saves\); make one with `cutover topology plan --out plan\.json`$/,
       ],
       [
         'rendering.json',

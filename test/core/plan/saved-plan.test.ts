@@ -29,7 +29,7 @@ describe('parseSavedPlan', () => {
   it.each([
     [
       '### cutover plan for `shop`',
-      /^plan\.json is not a saved plan: not JSON \(it looks like a plan rendering\)/,
+      /^plan\.json is not a saved plan: not JSON \(it looks like a plan rendering, which a review shows; apply takes the JSON that `plan --out` saves\)/,
     ],
     [
       renderPlanJson(plan),
