@@ -10,7 +10,7 @@ import { buildPlan } from '../core/plan/build-plan.js';
 import type { Plan } from '../core/plan/types.js';
 import { ComponentReuse } from '../core/topology/component-reuse.js';
 import type { Diagnostic } from '../core/topology/diagnostic.js';
-import { type LoadResult, loadTopology } from '../core/topology/load-topology.js';
+import { type LoadResult, loadTopology, loadUncheckedTopology } from '../core/topology/load-topology.js';
 import type { Topology } from '../core/topology/types.js';
 import { observeEnvironmentLayout } from './observe/observe-environment.js';
 import { observeLayout } from './observe/observe-layout.js';
@@ -24,6 +24,7 @@ import type {
   TopologyText,
   ValidateOutcome,
 } from './services/service-types.js';
+import { checkAside } from './sources/check-aside.js';
 import { readFileAtRef } from './sources/read-file-at-ref.js';
 import { readTopologyFile } from './sources/read-topology-file.js';
 import { baseDirOf } from './sources/topology-source.js';
@@ -144,10 +145,51 @@ export async function planTopologyText(
     };
     return (await prepareMigration(request, home)).plan;
   }
-  // The two texts are usually two versions of one file: the second load takes over the components
-  // the first read in the same lines (component-reuse.ts).
-  const reuse = against.kind === 'text' ? new ComponentReuse() : undefined;
+  // A large desired text is checked on another thread while this one makes its model and plans.
+  const aside = checkAside(desired.text, desired.file);
+  if (aside === undefined) return planTexts(desired, against, options);
+  let plan: Plan | undefined;
+  let failure: unknown;
+  try {
+    const reuse = reuseFor(against);
+    const file = desired.file;
+    const model = loadUncheckedTopology(desired.text, reuse ? { file, reuse } : { file });
+    if (model !== undefined) plan = await planModel(model, reuse, desired, against, options);
+  } catch (error) {
+    failure = error;
+  }
+  // The desired text's problems come first, as when it is loaded and checked before anything else.
+  const diagnostics = await aside;
+  if (diagnostics.length > 0) throw new TopologyInvalidError(diagnostics);
+  if (failure !== undefined) throw failure;
+  return plan ?? planTexts(desired, against, options);
+}
+
+type TextBase = { kind: 'text'; source: TopologyText } | { kind: 'empty' };
+
+/** The plan of a text against another, or against nothing. */
+async function planTexts(desired: TopologySource, against: TextBase, options: PlanOptions): Promise<Plan> {
+  const reuse = reuseFor(against);
   const model = await loadOrThrow(desired.text, desired.file, reuse);
+  return planModel(model, reuse, desired, against, options);
+}
+
+/**
+ * The two texts are usually two versions of one file: the second load takes over the components
+ * the first read in the same lines (component-reuse.ts).
+ */
+function reuseFor(against: TextBase): ComponentReuse | undefined {
+  return against.kind === 'text' ? new ComponentReuse() : undefined;
+}
+
+/** The plan of the desired text's model (loaded through `reuse`) against the other text, or nothing. */
+async function planModel(
+  model: Topology,
+  reuse: ComponentReuse | undefined,
+  desired: TopologySource,
+  against: TextBase,
+  options: PlanOptions,
+): Promise<Plan> {
   checkReplace(model, options.replace, desired.file);
   const replace = options.replace === undefined ? {} : { replace: options.replace };
   if (against.kind === 'empty') return buildPlan(emptyLayout(model.metadata.name), model, replace);
