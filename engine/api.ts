@@ -145,22 +145,39 @@ export async function planTopologyText(
     };
     return (await prepareMigration(request, home)).plan;
   }
-  // A large desired text is checked on another thread while this one makes its model and plans.
-  const aside = checkAside(desired.text, desired.file);
+  // Large texts are checked on another thread while this one makes their models and plans.
+  const other = against.kind === 'text' ? against.source : undefined;
+  const aside = checkAside(
+    { text: desired.text, file: desired.file },
+    other && { text: other.text, file: other.file },
+  );
   if (aside === undefined) return planTexts(desired, against, options);
   let plan: Plan | undefined;
+  let replaceError: unknown;
   let failure: unknown;
   try {
     const reuse = reuseFor(against);
-    const file = desired.file;
-    const model = loadUncheckedTopology(desired.text, reuse ? { file, reuse } : { file });
-    if (model !== undefined) plan = await planModel(model, reuse, desired, against, options);
+    const unchecked = (text: string, file: string) =>
+      loadUncheckedTopology(text, reuse ? { file, reuse } : { file });
+    const model = unchecked(desired.text, desired.file);
+    if (model !== undefined) {
+      try {
+        checkReplace(model, options.replace, desired.file);
+      } catch (error) {
+        replaceError = error;
+      }
+      const base = other === undefined ? null : unchecked(other.text, other.file);
+      if (replaceError === undefined && base !== undefined) plan = planAgainst(model, base, options);
+    }
   } catch (error) {
     failure = error;
   }
-  // The desired text's problems come first, as when it is loaded and checked before anything else.
-  const diagnostics = await aside;
-  if (diagnostics.length > 0) throw new TopologyInvalidError(diagnostics);
+  // In the order a load and check of each in turn reports them: the desired text's problems, then
+  // --replace's, then the other text's.
+  const problems = await aside;
+  if (problems.desired.length > 0) throw new TopologyInvalidError(problems.desired);
+  if (replaceError !== undefined) throw replaceError;
+  if (problems.base.length > 0) throw new TopologyInvalidError(problems.base);
   if (failure !== undefined) throw failure;
   return plan ?? planTexts(desired, against, options);
 }
@@ -191,9 +208,15 @@ async function planModel(
   options: PlanOptions,
 ): Promise<Plan> {
   checkReplace(model, options.replace, desired.file);
+  const base =
+    against.kind === 'empty' ? null : await loadOrThrow(against.source.text, against.source.file, reuse);
+  return planAgainst(model, base, options);
+}
+
+/** `base`: the other text's model, or null for nothing. */
+function planAgainst(model: Topology, base: Topology | null, options: PlanOptions): Plan {
   const replace = options.replace === undefined ? {} : { replace: options.replace };
-  if (against.kind === 'empty') return buildPlan(emptyLayout(model.metadata.name), model, replace);
-  const base = await loadOrThrow(against.source.text, against.source.file, reuse);
+  if (base === null) return buildPlan(emptyLayout(model.metadata.name), model, replace);
   return buildPlan({ environment: base.metadata.name, serial: 0, topology: base }, model, replace);
 }
 

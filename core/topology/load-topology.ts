@@ -1,6 +1,6 @@
 import { setOwn } from '../records.js';
 import { checkTopology } from './check-topology.js';
-import type { ComponentReuse, ComponentsRead } from './component-reuse.js';
+import { ComponentReuse, type ComponentsRead } from './component-reuse.js';
 import type { Diagnostic, PathProblem } from './diagnostic.js';
 import type { TopologyFile } from './file-types.js';
 import { locateProblems } from './locate.js';
@@ -41,13 +41,30 @@ export function loadTopology(text: string, options: LoadOptions): LoadResult {
   return { ok: true, topology };
 }
 
+/** A text and the name of its file, for a plan's two sides. */
+export interface NamedText {
+  text: string;
+  file: string;
+}
+
 /**
- * The problems `loadTopology` reports for the text, without making the model: none when it loads.
- * What a check run beside the model's making (engine/sources/check-aside.ts) computes.
+ * The problems loading a plan's texts reports, without making models: those of `desired`, and when
+ * it has none, those of `base` loaded after it through a reuse (as a plan of two texts loads them).
+ * What a check run beside the models' making (engine/sources/check-aside.ts) computes.
  */
-export function topologyProblems(text: string, options: Omit<LoadOptions, 'reuse'>): Diagnostic[] {
-  const checked = checkedValue(text, options);
-  return checked.ok ? [] : checked.diagnostics;
+export function planTextProblems(
+  desired: NamedText,
+  base?: NamedText,
+): { desired: Diagnostic[]; base: Diagnostic[] } {
+  const reuse = base === undefined ? undefined : new ComponentReuse();
+  const first = checkedValue(desired.text, reuse ? { file: desired.file, reuse } : { file: desired.file });
+  if (!first.ok) return { desired: first.diagnostics, base: [] };
+  if (base === undefined || reuse === undefined) return { desired: [], base: [] };
+  // No models: the reuse then only says which components are written as before (what the checks
+  // of the second text use), not what they normalise to.
+  reuse.remember(first.read, first.value.drivers, {});
+  const second = checkedValue(base.text, { file: base.file, reuse });
+  return { desired: [], base: second.ok ? [] : second.diagnostics };
 }
 
 /**
