@@ -10,7 +10,7 @@ import { buildPlan } from '../core/plan/build-plan.js';
 import type { Plan } from '../core/plan/types.js';
 import { ComponentReuse } from '../core/topology/component-reuse.js';
 import type { Diagnostic } from '../core/topology/diagnostic.js';
-import { type LoadResult, loadTopology } from '../core/topology/load-topology.js';
+import { type LoadResult, loadTopology, loadUncheckedTopology } from '../core/topology/load-topology.js';
 import type { Topology } from '../core/topology/types.js';
 import { observeEnvironmentLayout } from './observe/observe-environment.js';
 import { observeLayout } from './observe/observe-layout.js';
@@ -24,6 +24,7 @@ import type {
   TopologyText,
   ValidateOutcome,
 } from './services/service-types.js';
+import { checkAside } from './sources/check-aside.js';
 import { readFileAtRef } from './sources/read-file-at-ref.js';
 import { readTopologyFile } from './sources/read-topology-file.js';
 import { baseDirOf } from './sources/topology-source.js';
@@ -144,14 +145,78 @@ export async function planTopologyText(
     };
     return (await prepareMigration(request, home)).plan;
   }
-  // The two texts are usually two versions of one file: the second load takes over the components
-  // the first read in the same lines (component-reuse.ts).
-  const reuse = against.kind === 'text' ? new ComponentReuse() : undefined;
+  // Large texts are checked on another thread while this one makes their models and plans.
+  const other = against.kind === 'text' ? against.source : undefined;
+  const aside = checkAside(
+    { text: desired.text, file: desired.file },
+    other && { text: other.text, file: other.file },
+  );
+  if (aside === undefined) return planTexts(desired, against, options);
+  let plan: Plan | undefined;
+  let replaceError: unknown;
+  let failure: unknown;
+  try {
+    const reuse = reuseFor(against);
+    const unchecked = (text: string, file: string) =>
+      loadUncheckedTopology(text, reuse ? { file, reuse } : { file });
+    const model = unchecked(desired.text, desired.file);
+    if (model !== undefined) {
+      try {
+        checkReplace(model, options.replace, desired.file);
+      } catch (error) {
+        replaceError = error;
+      }
+      const base = other === undefined ? null : unchecked(other.text, other.file);
+      if (replaceError === undefined && base !== undefined) plan = planAgainst(model, base, options);
+    }
+  } catch (error) {
+    failure = error;
+  }
+  // In the order a load and check of each in turn reports them: the desired text's problems, then
+  // --replace's, then the other text's.
+  const problems = await aside;
+  if (problems.desired.length > 0) throw new TopologyInvalidError(problems.desired);
+  if (replaceError !== undefined) throw replaceError;
+  if (problems.base.length > 0) throw new TopologyInvalidError(problems.base);
+  if (failure !== undefined) throw failure;
+  return plan ?? planTexts(desired, against, options);
+}
+
+type TextBase = { kind: 'text'; source: TopologyText } | { kind: 'empty' };
+
+/** The plan of a text against another, or against nothing. */
+async function planTexts(desired: TopologySource, against: TextBase, options: PlanOptions): Promise<Plan> {
+  const reuse = reuseFor(against);
   const model = await loadOrThrow(desired.text, desired.file, reuse);
+  return planModel(model, reuse, desired, against, options);
+}
+
+/**
+ * The two texts are usually two versions of one file: the second load takes over the components
+ * the first read in the same lines (component-reuse.ts).
+ */
+function reuseFor(against: TextBase): ComponentReuse | undefined {
+  return against.kind === 'text' ? new ComponentReuse() : undefined;
+}
+
+/** The plan of the desired text's model (loaded through `reuse`) against the other text, or nothing. */
+async function planModel(
+  model: Topology,
+  reuse: ComponentReuse | undefined,
+  desired: TopologySource,
+  against: TextBase,
+  options: PlanOptions,
+): Promise<Plan> {
   checkReplace(model, options.replace, desired.file);
+  const base =
+    against.kind === 'empty' ? null : await loadOrThrow(against.source.text, against.source.file, reuse);
+  return planAgainst(model, base, options);
+}
+
+/** `base`: the other text's model, or null for nothing. */
+function planAgainst(model: Topology, base: Topology | null, options: PlanOptions): Plan {
   const replace = options.replace === undefined ? {} : { replace: options.replace };
-  if (against.kind === 'empty') return buildPlan(emptyLayout(model.metadata.name), model, replace);
-  const base = await loadOrThrow(against.source.text, against.source.file, reuse);
+  if (base === null) return buildPlan(emptyLayout(model.metadata.name), model, replace);
   return buildPlan({ environment: base.metadata.name, serial: 0, topology: base }, model, replace);
 }
 

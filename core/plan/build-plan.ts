@@ -62,6 +62,7 @@ export function buildPlan(current: CurrentLayout, desired: Topology, inputs: Pla
     [...buildUpActions(c), ...cutoverActions(c), ...teardownActions(c, current.topology)],
     current.topology,
     desired,
+    c.currentDependents,
   );
   const resources = resourceChanges(c, actions);
   const settings = settingsChanges(current.topology, desired, c.usedDrivers);

@@ -3,7 +3,7 @@ import { has, own } from '../records.js';
 import { dependencyRefsOf, isDependencyRef } from '../topology/dependency-refs.js';
 import { isSecretRef } from '../topology/secret-refs.js';
 import type { Component, Route, Topology } from '../topology/types.js';
-import { byDepth, dependencyDepths } from './dependency-order.js';
+import { byDepth, dependencyGraph } from './dependency-order.js';
 import { deepEqual, describeChange, diffValues } from './diff-values.js';
 import { type ImageDigests, imageChange, spliceChange } from './image-changes.js';
 import { envChanges, type SecretDigests, spliceEnvChanges } from './secret-changes.js';
@@ -39,6 +39,8 @@ export interface Classification {
   desiredDepths: Map<string, number>;
   /** Depths in the current graph: blue slots go down dependents first. */
   currentDepths: Map<string, number>;
+  /** The current layout's components that depend on a component (its blue slot goes down after theirs). */
+  currentDependents: (name: string) => readonly string[];
   /** Drivers named by a component or route of either layout (gathered here, in the one pass over them). */
   usedDrivers: Set<string>;
 }
@@ -80,16 +82,21 @@ export function classify(
   secrets: SecretEvidence = {},
 ): Classification {
   const before = current?.components ?? noComponents;
-  const desiredDepths = dependencyDepths(desired.components);
+  const desiredGraph = dependencyGraph(desired.components);
+  const desiredDepths = desiredGraph.depths;
   // Most plans keep the graph (versions and settings change, dependencies do not): the same depths.
-  const currentDepths = sameGraph(before, desired.components) ? desiredDepths : dependencyDepths(before);
+  const currentGraph = sameGraph(before, desired.components) ? desiredGraph : dependencyGraph(before);
+  const currentDepths = currentGraph.depths;
   const components = new Map<string, ComponentFate>();
   // Dependencies first, so a dependency's fate is known before its dependents are judged.
   const order = byDepth(desiredDepths);
   const driverChanged = new Map<string, boolean>();
   const usedDrivers = new Set<string>();
+  const { slots, images } = secrets;
   for (const name of order) {
-    const component = own(desired.components, name) as Component;
+    // A key of desired.components (byDepth of its depths): a plain read is enough, and
+    // `__proto__` reads the own value.
+    const component = desired.components[name] as Component;
     const old = own(before, name);
     usedDrivers.add(component.driver);
     if (!old) {
@@ -97,13 +104,21 @@ export function classify(
       continue;
     }
     usedDrivers.add(old.driver);
-    const liveSlot = own(secrets.slots ?? {}, name);
-    const recorded = liveSlot?.secretDigests;
+    // Most plans have neither (a plan of two texts): no lookup per component then.
+    const liveSlot = slots === undefined ? undefined : own(slots, name);
     let changes = componentChanges(current as Topology, desired, old, component, driverChanged, {
-      recorded,
+      recorded: liveSlot?.secretDigests,
       digests: secrets.digests,
     });
-    const image = imageChange(old, component, liveSlot?.imageId, own(secrets.images ?? {}, name));
+    const image =
+      component.image === undefined
+        ? null
+        : imageChange(
+            old,
+            component,
+            liveSlot?.imageId,
+            images === undefined ? undefined : own(images, name),
+          );
     if (image) changes = spliceChange(changes, image);
     const replacedDeps: string[] = [];
     for (const dep of component.dependsOn) {
@@ -135,7 +150,14 @@ export function classify(
     }
   }
   const routes = classifyRoutes(current, desired, components, forced.routes);
-  return { components, routes, desiredDepths, currentDepths, usedDrivers };
+  return {
+    components,
+    routes,
+    desiredDepths,
+    currentDepths,
+    currentDependents: currentGraph.dependentsOf,
+    usedDrivers,
+  };
 }
 
 function componentChanges(

@@ -9,6 +9,20 @@ import { InvariantError } from '../errors.js';
 export function dependencyDepths(
   components: Readonly<Record<string, { dependsOn: readonly string[] }>>,
 ): Map<string, number> {
+  return dependencyGraph(components).depths;
+}
+
+/** The depths of a dependency graph, and what depends on each component in it. */
+export interface DependencyGraph {
+  depths: Map<string, number>;
+  /** The components that name `name` in their `dependsOn` (one named twice may come twice). */
+  dependentsOf(name: string): string[];
+}
+
+/** `dependencyDepths`, and the graph's reverse edges it follows, asked for by name. */
+export function dependencyGraph(
+  components: Readonly<Record<string, { dependsOn: readonly string[] }>>,
+): DependencyGraph {
   // Indexes and typed arrays rather than maps keyed by name: this runs on every component of both
   // layouts. The result is the same map, with its entries in the same order (first depth assigned).
   const names = Object.keys(components);
@@ -56,7 +70,12 @@ export function dependencyDepths(
   if (queue.length !== n) throw new InvariantError('dependency cycle in a loaded topology');
   const out = new Map<string, number>();
   for (const i of order) out.set(names[i] as string, depth[i] as number);
-  return out;
+  const dependentsOf = (name: string): string[] => {
+    const j = index.get(name);
+    const list = j === undefined ? undefined : dependents[j];
+    return list === undefined ? [] : list.map((i) => names[i] as string);
+  };
+  return { depths: out, dependentsOf };
 }
 
 /** The names of a depth map, shallowest first; equal depths keep the map's order (a stable sort). */

@@ -20,7 +20,13 @@ import type { Action } from './types.js';
  * - a blue retirement (commit stage) waits for its drain and its dependents' retirements. Commit-stage
  *   actions also run only once the commit is reached, after every action before the commit.
  */
-export function withEdges(actions: readonly Action[], current: Topology | null, desired: Topology): Action[] {
+export function withEdges(
+  actions: readonly Action[],
+  current: Topology | null,
+  desired: Topology,
+  /** What depends on a component in `current`, when known (classify.ts has it): else indexed here. */
+  currentDependents?: (name: string) => readonly string[],
+): Action[] {
   // Every lookup below is an index built once: the edges of a plan cost time linear in the plan and
   // the layouts, not a scan of the current layout per action (10,000 components made that seconds).
   const position = new Map(actions.map((a, i) => [a.id, i]));
@@ -30,7 +36,7 @@ export function withEdges(actions: readonly Action[], current: Topology | null, 
   }
   const provisionOf = (c: string) => byKey.get(key('provision', c)) ?? byKey.get(key('restart', c));
   const cutoverIds = actions.filter((a) => a.stage === 'cutover').map((a) => a.id);
-  const dependentsBefore = dependentsIndex(current, actions);
+  const dependentsBefore = currentDependents ?? indexed(dependentsIndex(current, actions));
   const routesToBefore = routesToIndex(current);
   const routeActionOf = (r: string) =>
     byKey.get(key('create_route', r)) ??
@@ -73,14 +79,14 @@ export function withEdges(actions: readonly Action[], current: Topology | null, 
         after = [
           ...(routesToBefore.get(c) ?? []).map(routeActionOf),
           byKey.get(key('check_health', c)),
-          ...(dependentsBefore.get(c) ?? []).map((d) => byKey.get(key('drain', d))),
+          ...dependentsBefore(c).map((d) => byKey.get(key('drain', d))),
         ];
         break;
       case 'retire_blue':
       case 'retire':
         after = [
           byKey.get(key('drain', c)),
-          ...(dependentsBefore.get(c) ?? []).flatMap((d) => [
+          ...dependentsBefore(c).flatMap((d) => [
             byKey.get(key('retire_blue', d)),
             byKey.get(key('retire', d)),
           ]),
@@ -90,6 +96,10 @@ export function withEdges(actions: readonly Action[], current: Topology | null, 
     const list = [...new Set(after.filter((id): id is string => id !== undefined && position.has(id)))];
     return { ...a, after: list.sort(inPlanOrder) };
   });
+}
+
+function indexed(index: ReadonlyMap<string, string[]>): (name: string) => readonly string[] {
+  return (name) => index.get(name) ?? [];
 }
 
 function key(type: Action['type'], subject: string): string {

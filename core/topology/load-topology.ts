@@ -1,6 +1,6 @@
 import { setOwn } from '../records.js';
 import { checkTopology } from './check-topology.js';
-import type { ComponentReuse } from './component-reuse.js';
+import { ComponentReuse, type ComponentsRead } from './component-reuse.js';
 import type { Diagnostic, PathProblem } from './diagnostic.js';
 import type { TopologyFile } from './file-types.js';
 import { locateProblems } from './locate.js';
@@ -34,6 +34,68 @@ export const defaultMaxTopologyBytes = 64 * 1024 * 1024;
  * Pure (no I/O), and total: whatever the text, it returns one of the two results and never throws.
  */
 export function loadTopology(text: string, options: LoadOptions): LoadResult {
+  const checked = checkedValue(text, options);
+  if (!checked.ok) return checked;
+  const topology = normalizeTopology(checked.value, options.reuse);
+  options.reuse?.remember(checked.read, checked.value.drivers, topology.components);
+  return { ok: true, topology };
+}
+
+/** A text and the name of its file, for a plan's two sides. */
+export interface NamedText {
+  text: string;
+  file: string;
+}
+
+/**
+ * The problems loading a plan's texts reports, without making models: those of `desired`, and when
+ * it has none, those of `base` loaded after it through a reuse (as a plan of two texts loads them).
+ * What a check run beside the models' making (engine/sources/check-aside.ts) computes.
+ */
+export function planTextProblems(
+  desired: NamedText,
+  base?: NamedText,
+): { desired: Diagnostic[]; base: Diagnostic[] } {
+  const reuse = base === undefined ? undefined : new ComponentReuse();
+  const first = checkedValue(desired.text, reuse ? { file: desired.file, reuse } : { file: desired.file });
+  if (!first.ok) return { desired: first.diagnostics, base: [] };
+  if (base === undefined || reuse === undefined) return { desired: [], base: [] };
+  // No models: the reuse then only says which components are written as before (what the checks
+  // of the second text use), not what they normalise to.
+  reuse.remember(first.read, first.value.drivers, {});
+  const second = checkedValue(base.text, { file: base.file, reuse });
+  return { desired: [], base: second.ok ? [] : second.diagnostics };
+}
+
+/**
+ * The model of a text whose checks run elsewhere at the same time (`topologyProblems`, in a worker),
+ * or undefined when it cannot be made. Made as `loadTopology` makes it from a text that passes them,
+ * and remembered in `reuse` the same way. Only for a caller that uses it, and that reuse, once those
+ * checks found nothing: from a text they reject it may give a model, undefined or a remembered
+ * reuse, all to be dropped. Never throws.
+ */
+export function loadUncheckedTopology(text: string, options: LoadOptions): Topology | undefined {
+  try {
+    if (text.length > (options.maxBytes ?? defaultMaxTopologyBytes)) return undefined;
+    const reuse = options.reuse;
+    const parsed = parseLocatedYaml(text, options.file, options.limits ?? defaultParseLimits, reuse);
+    if (!parsed.ok) return undefined;
+    const value = parsed.value as TopologyFile;
+    const topology = normalizeTopology(value, reuse);
+    reuse?.remember(parsed.read, value.drivers, topology.components);
+    return topology;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Parse, schema and checks: the file's value when it passes them, else every problem, located. */
+function checkedValue(
+  text: string,
+  options: LoadOptions,
+):
+  | { ok: true; value: TopologyFile; read: ComponentsRead | undefined }
+  | { ok: false; diagnostics: Diagnostic[] } {
   const file = options.file;
   const maxBytes = options.maxBytes ?? defaultMaxTopologyBytes;
   if (text.length > maxBytes) {
@@ -54,10 +116,7 @@ export function loadTopology(text: string, options: LoadOptions): LoadResult {
       : undefined;
   problems.push(...bestEffortChecks(parsed.value, problems, checked));
   if (problems.length > 0) return { ok: false, diagnostics: locateProblems(file, text, problems) };
-  const value = parsed.value as TopologyFile;
-  const topology = normalizeTopology(value, reuse);
-  reuse?.remember(parsed.read, value.drivers, topology.components);
-  return { ok: true, topology };
+  return { ok: true, value: parsed.value as TopologyFile, read: parsed.read };
 }
 
 /**
@@ -104,6 +163,11 @@ function bestEffortChecks(
   });
 }
 
-function fail(file: string, line: number, column: number, message: string): LoadResult {
+function fail(
+  file: string,
+  line: number,
+  column: number,
+  message: string,
+): { ok: false; diagnostics: Diagnostic[] } {
   return { ok: false, diagnostics: [{ file, line, column, path: '', message }] };
 }
