@@ -18,16 +18,20 @@ import {
   recover,
   runWithFault,
   sandboxFrom,
+  scriptsWithoutPause,
   targetFile,
   tempFiles,
 } from './support.js';
 
 let template: Sandbox;
 let baseId: string;
+let restoreEnv: () => void;
 beforeAll(async () => {
+  restoreEnv = scriptsWithoutPause();
   ({ template, baseId } = await baseTemplate());
 }, 30_000);
 afterAll(async () => {
+  restoreEnv?.();
   await template?.cleanup();
 });
 
