@@ -89,6 +89,30 @@ export async function runWithFault(sb: Sandbox, args: string[], fault: Fault): P
 }
 
 /**
+ * What the commands a file runs in this process must leave of it as they found it: its directory,
+ * umask, environment and the listeners a command may add. runCli checks one command run alone;
+ * this is compared at the end of a file whose cases run at once (a leak there is not seen per run).
+ */
+export function processState(): Record<string, unknown> {
+  const umask = /^Umask:\s*(\d+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
+  const events = [
+    'SIGINT',
+    'SIGTERM',
+    'SIGHUP',
+    'exit',
+    'beforeExit',
+    'uncaughtException',
+    'unhandledRejection',
+  ];
+  return {
+    cwd: process.cwd(),
+    umask,
+    env: { ...process.env },
+    listeners: Object.fromEntries(events.map((e) => [e, process.listenerCount(e)])),
+  };
+}
+
+/**
  * Faults injected into commands run in this process (`Sandbox.inProcess`): node:fs wrapped once
  * for the file (`installFaultFs`, taken off by `uninstall` in its afterAll), each fault counted
  * only on the files of its own sandbox, so that cases running at once do not see each other's

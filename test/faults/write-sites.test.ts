@@ -33,7 +33,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, type ExpectStatic, it } from 'vitest';
+import { afterAll, beforeAll, describe, type ExpectStatic, expect, it } from 'vitest';
 import type { Sandbox } from '../e2e/harness.js';
 import {
   baseTemplate,
@@ -45,6 +45,7 @@ import {
   InProcessFaults,
   listAll,
   migrateArgs,
+  processState,
   recover,
   runWithFault,
   sandboxFrom,
@@ -153,7 +154,9 @@ let template: Sandbox;
 let baseId: string;
 let inProcess: InProcessFaults;
 let restoreEnv: () => void;
+let processBefore: ReturnType<typeof processState>;
 beforeAll(async () => {
+  processBefore = processState();
   restoreEnv = scriptsWithoutPause();
   inProcess = await InProcessFaults.install();
   ({ template, baseId } = await baseTemplate());
@@ -162,6 +165,7 @@ afterAll(async () => {
   inProcess?.uninstall();
   restoreEnv?.();
   await template?.cleanup();
+  expect(processState(), 'the in-process commands changed the test process').toEqual(processBefore);
 });
 /** The next steps the CLI's lines may name. */
 const nextStep = /free some space|check the owner and mode|use a writable directory|resume mig_\w+/;
