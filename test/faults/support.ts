@@ -18,11 +18,12 @@ import { repoRoot } from '../support/cli.js';
 export const preload = path.join(repoRoot, 'test', 'fixtures', 'preload', 'inject-fault.mjs');
 
 /**
- * The fixture's scripts in a runner that `resume` starts from this process (`recover`, in-process
- * commands) run without a pause, as in every command of a sandbox: such a runner inherits this
- * process's environment, not the command's (engine/services/migrations.ts `runnerEnv`), and
- * without SLOW_MS the scripts sleep 300 ms a call (test/fixtures/slow-exec/infra/lib.sh): about
- * 6 s of every recovery was those pauses (a resumed migration's drains took 1.2–1.5 s each).
+ * The fixture's scripts of a command run in this process, and of a runner that `resume` starts
+ * from it (`recover`, in-process commands), run without a pause, as in every command of a
+ * sandbox: both get this process's environment, not the command's (the exec driver's
+ * `inheritedEnv()`, engine/services/migrations.ts `runnerEnv`), so the knobs of
+ * `Sandbox.inProcess` do not reach them; without SLOW_MS the scripts sleep 300 ms a call
+ * (test/fixtures/slow-exec/infra/lib.sh): about 6 s of every recovery was those pauses.
  * Returns what puts the environment back (a file's afterAll: nothing of it outlives the file).
  */
 export function scriptsWithoutPause(): () => void {
