@@ -186,11 +186,16 @@ export async function migrateTo(
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   const ended = attached.done();
-  // With --json the caller wants an answer, and a manual commit (or promotion) may never come:
-  // return once the migration waits for it, and let it wait without this process.
-  const first = options.json ? await Promise.race([ended, awaitingCommit]) : await ended;
-  process.off('SIGINT', onSignal);
-  process.off('SIGTERM', onSignal);
+  let first: Awaited<typeof ended> | 'awaiting_commit';
+  try {
+    // With --json the caller wants an answer, and a manual commit (or promotion) may never come:
+    // return once the migration waits for it, and let it wait without this process.
+    first = options.json ? await Promise.race([ended, awaitingCommit]) : await ended;
+  } finally {
+    // Also when the run stopped on a fault: the process (a server, a test) outlives the command.
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
   if (viewed) update?.done();
   if (first === 'awaiting_commit') {
     ended.catch(() => {}); // the follow stops with leave(); its end is no news

@@ -270,7 +270,9 @@ export class Sandbox {
     }
     for (const id of this.migrationIds()) {
       const record = this.runner(id);
-      if (record) killRunner(record);
+      // A record naming this process: a runner that ran in it (a command run in-process), whose
+      // record a fault kept from being removed. Never this process.
+      if (record && record.process.pid !== process.pid) killRunner(record);
     }
     await sleep(50);
     killLeftoverScripts(this.calls());

@@ -3,29 +3,39 @@
  * truncated or filled with something else (a disk that lost a write, an editor, a power loss), as
  * the real CLI then finds them. Each case says what a user sees (one line naming the file and the
  * next step, never an internal error) and that following that step reaches the target layout.
+ * The first `migrate` after an emptied file, and the crash that cuts a journal's line (a SIGKILL),
+ * are real processes; the other damages are met by the CLI run in this process.
  */
 import { copyFileSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, type ExpectStatic, it } from 'vitest';
+import { afterAll, beforeAll, describe, type ExpectStatic, expect, it } from 'vitest';
 import type { Sandbox } from '../e2e/harness.js';
 import {
   baseTemplate,
   errorLines,
   listAll,
   migrateArgs,
+  processState,
   recover,
   runWithFault,
   sandboxFrom,
+  scriptsWithoutPause,
   tempFiles,
 } from './support.js';
 
 let template: Sandbox;
 let baseId: string;
+let restoreEnv: () => void;
+let processBefore: ReturnType<typeof processState>;
 beforeAll(async () => {
+  processBefore = processState();
+  restoreEnv = scriptsWithoutPause();
   ({ template, baseId } = await baseTemplate());
 }, 30_000);
 afterAll(async () => {
+  restoreEnv?.();
   await template?.cleanup();
+  expect(processState(), 'the in-process commands changed the test process').toEqual(processBefore);
 });
 
 type Damage = (file: string) => void;
@@ -113,7 +123,8 @@ describe.concurrent('damaged state files', () => {
       const sb = await sandboxFrom(template);
       try {
         await c.damage(sb, c.hurt);
-        const first = await sb.cli(migrateArgs);
+        // One damage per file as the real process (its exit code and stderr), the others in-process.
+        const first = c.how === 'emptied' ? await sb.cli(migrateArgs) : await sb.inProcess(migrateArgs);
         const errors = errorLines(first.stderr);
         expect(errors, first.stderr).toMatchObject({ trace: false, internal: false });
         c.expectFirst(first, sb, expect);

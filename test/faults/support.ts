@@ -1,25 +1,39 @@
 /**
- * Shared by the fault-injection tests: the real CLI run with test/fixtures/preload/inject-fault.mjs
- * (one file-system call fails with a real errno error, or the process is SIGKILLed right after it),
- * on a sandbox of test/e2e/harness.ts whose state holds the base layout of test/fixtures/slow-exec;
- * and the checks that every fault must pass: a clear end, nothing left half-written, nothing lost.
+ * Shared by the fault-injection tests: the CLI run with one file-system call failing with a real
+ * errno error, or the process SIGKILLed right after it — in this process (`InProcessFaults`: the
+ * CLI's `main` with test/fixtures/preload/fault-fs.mjs wrapping node:fs here, the fault scoped to
+ * the sandbox's directory) or as a real process (`runWithFault`: the compiled CLI with the preload
+ * test/fixtures/preload/inject-fault.mjs; the only way to SIGKILL it, and the process boundary
+ * tested) — on a sandbox of test/e2e/harness.ts whose state holds the base layout of
+ * test/fixtures/slow-exec; and the checks that every fault must pass: a clear end, nothing left
+ * half-written, nothing lost.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { baseFile, type CliResult, Sandbox, targetFile } from '../e2e/harness.js';
+import { type FaultFs, installFaultFs } from '../fixtures/preload/fault-fs.mjs';
 import { repoRoot } from '../support/cli.js';
 
 export const preload = path.join(repoRoot, 'test', 'fixtures', 'preload', 'inject-fault.mjs');
 
 /**
- * The fixture's scripts in a runner that `resume` starts from this process (`recover`, in-process
- * commands) run without a pause, as in every command of a sandbox: such a runner inherits this
- * process's environment, not the command's (engine/services/migrations.ts `runnerEnv`), and
- * without SLOW_MS the scripts sleep 300 ms a call (test/fixtures/slow-exec/infra/lib.sh): about
- * 6 s of every recovery was those pauses (a resumed migration's drains took 1.2–1.5 s each).
+ * The fixture's scripts of a command run in this process, and of a runner that `resume` starts
+ * from it (`recover`, in-process commands), run without a pause, as in every command of a
+ * sandbox: both get this process's environment, not the command's (the exec driver's
+ * `inheritedEnv()`, engine/services/migrations.ts `runnerEnv`), so the knobs of
+ * `Sandbox.inProcess` do not reach them; without SLOW_MS the scripts sleep 300 ms a call
+ * (test/fixtures/slow-exec/infra/lib.sh): about 6 s of every recovery was those pauses.
+ * Returns what puts the environment back (a file's afterAll: nothing of it outlives the file).
  */
-process.env.SLOW_MS ??= '0';
+export function scriptsWithoutPause(): () => void {
+  const before = process.env.SLOW_MS;
+  process.env.SLOW_MS ??= '0';
+  return () => {
+    if (before === undefined) delete process.env.SLOW_MS;
+    else process.env.SLOW_MS = before;
+  };
+}
 
 export type FaultKind = 'ENOSPC' | 'EACCES' | 'SIGKILL';
 export type FaultOp =
@@ -72,6 +86,73 @@ export async function runWithFault(sb: Sandbox, args: string[], fault: Fault): P
     return { ...result, fired, timedOut };
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/**
+ * What the commands a file runs in this process must leave of it as they found it: its directory,
+ * umask, environment and the listeners a command may add. runCli checks one command run alone;
+ * this is compared at the end of a file whose cases run at once (a leak there is not seen per run).
+ */
+export function processState(): Record<string, unknown> {
+  const umask = /^Umask:\s*(\d+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
+  const events = [
+    'SIGINT',
+    'SIGTERM',
+    'SIGHUP',
+    'exit',
+    'beforeExit',
+    'uncaughtException',
+    'unhandledRejection',
+  ];
+  return {
+    cwd: process.cwd(),
+    umask,
+    env: { ...process.env },
+    listeners: Object.fromEntries(events.map((e) => [e, process.listenerCount(e)])),
+  };
+}
+
+/**
+ * Faults injected into commands run in this process (`Sandbox.inProcess`): node:fs wrapped once
+ * for the file (`installFaultFs`, taken off by `uninstall` in its afterAll), each fault counted
+ * only on the files of its own sandbox, so that cases running at once do not see each other's
+ * calls. What a case checks is what `runWithFault` gives of a real process, without a Node start
+ * per case. A SIGKILL needs a process to kill: those cases use `runWithFault`.
+ */
+export class InProcessFaults {
+  private constructor(private readonly faults: FaultFs) {}
+
+  static async install(): Promise<InProcessFaults> {
+    return new InProcessFaults(await installFaultFs());
+  }
+
+  async run(sb: Sandbox, args: string[], fault: Fault & { fault: 'ENOSPC' | 'EACCES' }): Promise<FaultRun> {
+    let fired = '';
+    const entry = this.faults.add({
+      ...fault,
+      within: `${sb.dir}${path.sep}`,
+      onFire: (line) => {
+        fired += line;
+      },
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const hang = new Promise<'hang'>((resolve) => {
+      timer = setTimeout(() => resolve('hang'), faultRunTimeoutMs);
+    });
+    try {
+      const result = await Promise.race([sb.inProcess(args), hang]);
+      if (result === 'hang')
+        return { code: null, signal: null, stdout: '', stderr: '', fired, timedOut: true };
+      return { ...result, fired, timedOut: false };
+    } finally {
+      clearTimeout(timer);
+      this.faults.remove(entry);
+    }
+  }
+
+  uninstall(): void {
+    this.faults.uninstall();
   }
 }
 

@@ -22,22 +22,34 @@
  * kind, and a kill after a journal event is a journal boundary, swept after every event in process
  * by test/engine/runner/crash-sweep.test.ts and by real SIGKILLs of the runner at the boundaries the
  * sweep cannot stop at in test/e2e/crash.test.ts.
+ *
+ * Where each case runs: the ENOSPC and EACCES cases in this process (the CLI's `main`, node:fs
+ * wrapped here: `InProcessFaults` of ./support.ts), without a Node start each; the SIGKILLs, and
+ * the ENOSPC of the sites marked `real` (one mid-run stop, one at the runner record), as the real
+ * CLI process with the preload, so that what only a process shows (its exit code, its stderr, a
+ * record naming a dead pid) is still checked at the process boundary. What follows the fault
+ * (`recover`: list, resume, logs, show, migrate again) runs in this process in both; the runner
+ * that `resume` starts is a real process.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, type ExpectStatic, it } from 'vitest';
+import { afterAll, beforeAll, describe, type ExpectStatic, expect, it } from 'vitest';
 import type { Sandbox } from '../e2e/harness.js';
 import {
   baseTemplate,
   errorLines,
   type FaultKind,
   type FaultOp,
+  type FaultRun,
   finalLifecycles,
+  InProcessFaults,
   listAll,
   migrateArgs,
+  processState,
   recover,
   runWithFault,
   sandboxFrom,
+  scriptsWithoutPause,
   tempFiles,
 } from './support.js';
 
@@ -49,6 +61,8 @@ interface Site {
   nth: number;
   /** Also SIGKILLed right after it succeeds (see the header for which sites and why). */
   kill?: true;
+  /** Its ENOSPC runs as a real process too (see the header). */
+  real?: true;
 }
 
 /** writeTemp's name (platform/claim-lock.ts): `<file>.<pid>.<ms>.<random hex>.tmp`. */
@@ -80,14 +94,20 @@ const sites: Site[] = [
   { name: 'journal: first line written', op: 'write', path: journal, nth: 1 },
   { name: 'journal: first line fsync', op: 'fsync', path: journal, nth: 1 },
   { name: 'journal: reopened by the runner', op: 'open', path: journal, nth: 2 },
-  { name: 'journal: a provision result written', op: 'write', path: journal, nth: 3 },
+  { name: 'journal: a provision result written', op: 'write', path: journal, nth: 3, real: true },
   { name: 'journal: a health result fsync', op: 'fsync', path: journal, nth: 7 },
   { name: 'journal: the event that commits written', op: 'write', path: journal, nth: 11, kill: true },
   { name: 'journal: the layout-recorded event fsync', op: 'fsync', path: journal, nth: 12 },
   { name: 'journal: the last event written', op: 'write', path: journal, nth: 15 },
   { name: 'journal: the last event fsync', op: 'fsync', path: journal, nth: 15 },
   { name: 'runner record: temp file created', op: 'open', path: `runner\\.json${tmp}`, nth: 1, kill: true },
-  { name: 'runner record: temp file written', op: 'write', path: `runner\\.json${tmp}`, nth: 1 },
+  {
+    name: 'runner record: temp file written',
+    op: 'write',
+    path: `runner\\.json${tmp}`,
+    nth: 1,
+    real: true,
+  },
   { name: 'runner record: temp file fsync', op: 'fsync', path: `runner\\.json${tmp}`, nth: 1 },
   { name: 'runner record: linked into place', op: 'link', path: 'runner\\.json$', nth: 1, kill: true },
   { name: 'runner record: lock taken to release it', op: 'symlink', path: 'runner\\.json\\.lock$', nth: 1 },
@@ -132,11 +152,20 @@ const cases = sites.flatMap((site) => faultsFor(site).map((fault) => ({ site, fa
 
 let template: Sandbox;
 let baseId: string;
+let inProcess: InProcessFaults;
+let restoreEnv: () => void;
+let processBefore: ReturnType<typeof processState>;
 beforeAll(async () => {
+  processBefore = processState();
+  restoreEnv = scriptsWithoutPause();
+  inProcess = await InProcessFaults.install();
   ({ template, baseId } = await baseTemplate());
 }, 30_000);
 afterAll(async () => {
+  inProcess?.uninstall();
+  restoreEnv?.();
   await template?.cleanup();
+  expect(processState(), 'the in-process commands changed the test process').toEqual(processBefore);
 });
 /** The next steps the CLI's lines may name. */
 const nextStep = /free some space|check the owner and mode|use a writable directory|resume mig_\w+/;
@@ -156,8 +185,17 @@ describe.concurrent('faults at every write site of the state directory', () => {
   );
 });
 
+/** The faulted migrate: a real process for a SIGKILL and the `real` sites' ENOSPC, else in this process. */
+function faulted(sb: Sandbox, site: Site, fault: FaultKind): Promise<FaultRun> {
+  const spec = { op: site.op, path: site.path, nth: site.nth };
+  if (fault === 'SIGKILL' || (site.real && fault === 'ENOSPC')) {
+    return runWithFault(sb, migrateArgs, { ...spec, fault });
+  }
+  return inProcess.run(sb, migrateArgs, { ...spec, fault });
+}
+
 async function check(sb: Sandbox, site: Site, fault: FaultKind, expect: ExpectStatic): Promise<void> {
-  const run = await runWithFault(sb, migrateArgs, { op: site.op, path: site.path, nth: site.nth, fault });
+  const run = await faulted(sb, site, fault);
   const context = `stderr:\n${run.stderr}\nstdout:\n${run.stdout}`;
   expect(run.fired, `the site was never reached\n${context}`).not.toBe('');
   expect(run.timedOut, `migrate did not end\n${context}`).toBe(false);
