@@ -8,10 +8,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * write-sites, state-dir, slow-bodies, listen-failure and recipes: session 13, idle waits cut).
  */
 export const ciSeconds: Record<string, number> = {
-  // Session 14 split the file (105 s) in three; measured alone under load.
-  'test/temporal/stateful-switch-kill.test.ts': 62,
-  'test/temporal/stateful-switch-kill-late.test.ts': 62,
-  'test/temporal/stateful-switch.test.ts': 14,
+  'test/temporal/stateful-switch.test.ts': 105,
   'test/faults/write-sites.test.ts': 70,
   'test/e2e/recipes.test.ts': 42,
   'test/engine/drivers/postgres-replication.test.ts': 39,

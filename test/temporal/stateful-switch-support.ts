@@ -1,14 +1,19 @@
 /**
- * Issue 28 in Temporal mode, shared by the stateful-switch files: the switch of a stateful
- * component under the router's write hold runs in the migration workflow, each of its steps (hold,
- * fence, catch-up, promote, reverse) an activity, and loses no acknowledged write. The key store of
- * test/fixtures/stateful-kv (its state is a file: the process driver's `replicate.dataDir`), the
- * real router, the real CLI, a real `cutover worker` on the run's dev server; a writer sends
- * uniquely keyed writes at 200/s all along. The worker kills are split over two files
- * (stateful-switch-kill.test.ts, stateful-switch-kill-late.test.ts) so that they can run beside
- * each other and the run's tail is shorter; within a file the cases run one after the other. The
- * switch without a kill is a file of its own (stateful-switch.test.ts): its write-latency bounds
- * failed at load 20 beside the kills (holds of 1.1-2.4 s against ~0.35 s alone).
+ * Issue 28 in Temporal mode, the helpers of test/temporal/stateful-switch.test.ts: the switch of a
+ * stateful component under the router's write hold runs in the migration workflow, each of its
+ * steps (hold, fence, catch-up, promote, reverse) an activity, and loses no acknowledged write. The
+ * key store of test/fixtures/stateful-kv (its state is a file: the process driver's
+ * `replicate.dataDir`), the real router, the real CLI, a real `cutover worker` on the run's dev
+ * server; a writer sends uniquely keyed writes at 200/s all along.
+ *
+ * The kills run one after the other. Tried in session 14: the kills in two files (so that they run
+ * beside each other: ~61 and ~64 s of cases against ~125 s in one) and the switch without a kill
+ * in a third. At load 20-30 on the shared 2-core machine, beside each other, workers took over
+ * 20 s to start (no EADDRINUSE since ports are chosen below the ephemeral range), and the switch
+ * without a kill missed its write-latency bounds beside the kills (holds of 1.1-2.4 s, ~0.35 s
+ * alone); and in a CPU-bound run of two files at once, a long file started first (the sequencer's
+ * order) does not make the run's tail: splitting it buys overlap of its waits, which the other
+ * file fills anyway.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';

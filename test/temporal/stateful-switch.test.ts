@@ -1,9 +1,9 @@
 /**
  * Issue 28 in Temporal mode: the switch of a stateful component under the router's write hold runs
  * in the migration workflow and loses no acknowledged write: on a migration, on a rollback from
- * awaiting_commit (after the switch), on the migration after it. The worker running the switch
- * SIGKILLed: stateful-switch-kill.test.ts and stateful-switch-kill-late.test.ts. How:
- * test/temporal/stateful-switch-support.ts.
+ * awaiting_commit (after the switch), on the migration after it; and when the worker running the
+ * switch is SIGKILLed at one of six points and another takes over. How (and why the kills are not
+ * two files running beside each other): test/temporal/stateful-switch-support.ts.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -18,7 +18,7 @@ import {
   startWorkerProcess,
   waitForState,
 } from './robustness-helpers.js';
-import { judge, type Space, space, teardown } from './stateful-switch-support.js';
+import { describeKills, judge, killCases, type Space, space, teardown } from './stateful-switch-support.js';
 
 const awaitingOrFinal = (st: MigrationState) => st.lifecycle === 'awaiting_commit' || isFinalState(st);
 
@@ -83,3 +83,12 @@ describe('Temporal mode: the switch of a stateful component loses no acknowledge
     await judge(sp, id, records, 'migrate to 3.0.0, committed', '3.0.0');
   }, 120_000);
 });
+
+describeKills([
+  killCases.holdAtOnce,
+  killCases.holdLate,
+  killCases.catchUpAtOnce,
+  killCases.catchUpLate,
+  killCases.release,
+  killCases.releaseGreenSick,
+]);
