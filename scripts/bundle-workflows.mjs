@@ -1,5 +1,9 @@
 // Bundles cutover's Temporal workflow code once, at build time (workers load the bundle instead of
 // running webpack at every start). Run after tsc: it bundles dist/engine/temporal/workflows.js.
+// The source map stays inline (the SDK requires it, and maps workflow stack traces with it) but
+// without the sources' text, which the SDK reads only with showStackTraceSources (cutover does not
+// set it): 2.4 -> 1.3 MB, which every worker start decodes, parses, compiles and runs in its main
+// thread, copies to its workflow thread and parses there again.
 import { renameSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { upToDate } from './up-to-date.mjs';
@@ -11,7 +15,12 @@ const root = (name) => fileURLToPath(new URL(`../${name}`, import.meta.url));
 if (
   upToDate(
     out,
-    [root('dist'), root('node_modules/@temporalio/workflow/package.json'), root('package-lock.json')],
+    [
+      root('dist'),
+      root('node_modules/@temporalio/workflow/package.json'),
+      root('package-lock.json'),
+      fileURLToPath(import.meta.url),
+    ],
     (file) => !file.endsWith('.js') || file.startsWith(out),
   )
 ) {
@@ -20,6 +29,7 @@ if (
 const { bundleWorkflowCode } = await import('@temporalio/worker');
 const { code } = await bundleWorkflowCode({
   workflowsPath,
+  webpackConfigHook: (config) => ({ ...config, devtool: 'inline-nosources-source-map' }),
   logger: { trace() {}, debug() {}, info() {}, warn: console.warn, error: console.error, log() {} },
 });
 // Written beside and renamed: a worker starting during a build never loads half a bundle.
