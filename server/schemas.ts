@@ -54,9 +54,44 @@ function newAjv(coerce: boolean): Ajv {
  * errors, every error reported); query strings and path parameters coerce, as they are text.
  */
 export function validatorCompilers(): (route: { schema: object; httpPart?: string }) => ValidateFunction {
-  const strict = newAjv(false);
-  const coercing = newAjv(true);
-  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema);
+  const ajvs: { strict?: Ajv; coercing?: Ajv } = {};
+  const ajvFor = (httpPart: string | undefined): Ajv => {
+    if (httpPart === 'body') {
+      ajvs.strict ??= newAjv(false);
+      return ajvs.strict;
+    }
+    ajvs.coercing ??= newAjv(true);
+    return ajvs.coercing;
+  };
+  return ({ schema, httpPart }) => compiledOnFirstUse(() => ajvFor(httpPart).compile(schema));
+}
+
+/**
+ * A validator compiled when it first validates, not when the server starts: compiling every
+ * route's schemas cost each `cutover server` start most of its ~40 ms of Ajv work, for routes most
+ * runs never call. The schemas are constants of the package (test/server covers each route), so a
+ * schema that does not compile is not a user's error at either moment. Fastify reads `schemaEnv`
+ * (to let coercion replace a root value) and `errors` from the function it is given.
+ */
+function compiledOnFirstUse(compile: () => ValidateFunction): ValidateFunction {
+  let compiled: ValidateFunction | undefined;
+  const get = (): ValidateFunction => {
+    compiled ??= compile();
+    return compiled;
+  };
+  const validate = ((data: unknown, context?: Parameters<ValidateFunction>[1]) =>
+    get()(data, context)) as ValidateFunction;
+  Object.defineProperties(validate, {
+    errors: {
+      get: () => get().errors,
+      set: (errors: ValidateFunction['errors']) => {
+        get().errors = errors;
+      },
+    },
+    schemaEnv: { get: () => get().schemaEnv },
+    schema: { get: () => get().schema },
+  });
+  return validate;
 }
 
 /** The `{environment}` path parameter, named as the topology schema names environments (metadata.name). */

@@ -1,4 +1,3 @@
-import { createLogUpdate } from 'log-update';
 import { environmentFault } from '../../core/errors.js';
 import type { MigrationSummary } from '../../core/migration/summary.js';
 import type { LogLine } from '../../core/migration/types.js';
@@ -136,7 +135,8 @@ export async function migrateTo(
   );
   const live = stderr.isTTY && !options.json;
   const recent: LogLine[] = [];
-  const update = live ? createLogUpdate(stderr as NodeJS.WriteStream) : null;
+  // log-update (and the width tables it pulls in) only for a terminal: most runs are piped.
+  const update = live ? (await import('log-update')).createLogUpdate(stderr as NodeJS.WriteStream) : null;
   let viewed = false;
   const commitHint = `awaiting commit: run \`cutover topology migration commit ${id}${hint}\``;
   let reachedAwaitingCommit = () => {};

@@ -6,7 +6,6 @@
 import { spawn } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
-import https from 'node:https';
 import path from 'node:path';
 import type { CloudEvent } from '../../core/notify/types.js';
 import type { NotifyTarget, NotifyUrl } from '../../core/topology/types.js';
@@ -144,7 +143,8 @@ function post(
       resolve({ ok: false, retryable: false, error: 'the URL does not parse' });
       return;
     }
-    const client = target.protocol === 'https:' ? https : http;
+    // node:https (TLS) loaded only for an https URL: ~18 ms of CPU in every runner otherwise.
+    const client = target.protocol === 'https:' ? process.getBuiltinModule('node:https') : http;
     const request = client.request(
       target,
       { method: 'POST', headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } },
