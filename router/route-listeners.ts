@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { environmentCause } from '../core/errors.js';
 import { parseHostPort } from '../core/host-port.js';
@@ -10,6 +11,15 @@ import type { Binding } from './routing-state.js';
 /** A port another listener is letting go of (a route moved) is retried this often, this many times. */
 export const bindRetryIntervalMs = 50;
 export const bindAttempts = 6;
+
+/**
+ * How long an idle client keep-alive connection is kept: nginx's `keepalive_timeout` default (Node's
+ * own, 5 s, is shorter than most clients keep theirs). Node announces it (`Keep-Alive: timeout=75`)
+ * and closes a second after. Closing an idle connection races a request the client sends on it
+ * meanwhile; with 5 s, a write hold's burst of new connections fell idle together and was closed
+ * under the next burst 6 s later (writes failed on reused connections in fresh-clone runs).
+ */
+export const clientKeepAliveTimeoutMs = 75_000;
 
 /** One HTTP listener of a route. `binding` is what it served when last in the table. */
 export interface RouteListener {
@@ -46,7 +56,10 @@ export class RouteListeners {
   private readonly live = new Map<string, RouteListener>();
   private readonly draining = new Map<RouteListener, Promise<void>>();
 
-  constructor(private readonly handler: ListenerHandler) {}
+  constructor(
+    private readonly handler: ListenerHandler,
+    private readonly keepAliveTimeoutMs = clientKeepAliveTimeoutMs,
+  ) {}
 
   stopUnwanted(wanted: ReadonlyMap<string, Binding>): void {
     for (const [address, listener] of this.live) {
@@ -110,6 +123,10 @@ export class RouteListeners {
     if (!target) throw new Error('not host:port');
     for (let attempt = 1; ; attempt++) {
       const server = createServer({ maxHeaderSize: maxRequestHeadBytes });
+      server.keepAliveTimeout = this.keepAliveTimeoutMs;
+      // Only the keep-alive timer sets a socket timeout on these servers (no server or request
+      // timeout is set): with this listener, Node leaves the close to closeIdleClient.
+      server.on('timeout', closeIdleClient);
       const listener: RouteListener = {
         address,
         binding,
@@ -131,6 +148,21 @@ export class RouteListeners {
       }
     }
   }
+}
+
+/**
+ * Node's keep-alive timer fell due on an idle client connection. Node would destroy it there, in
+ * the loop's timers phase, before the loop reads what came meanwhile: a request the client sent
+ * just before (the router loaded, its timer late by tens of ms) would be reset unanswered, its
+ * bytes unread (the kernel answers RST). The close waits one turn of the loop instead: a request
+ * read by then keeps the connection (Node clears the timer once it parses the head; a head that
+ * stops halfway is Node's headersTimeout's).
+ */
+function closeIdleClient(socket: Socket): void {
+  const read = socket.bytesRead;
+  setImmediate(() => {
+    if (socket.bytesRead === read) socket.destroy();
+  });
 }
 
 function listen(server: Server, host: string, port: number): Promise<void> {

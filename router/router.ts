@@ -57,6 +57,8 @@ export interface RouterOptions {
   log: (line: string) => void;
   /** Serve the control API and claim the router record (default). Off only for embedding. */
   control?: boolean;
+  /** How long an idle client keep-alive connection is kept; default `clientKeepAliveTimeoutMs` (75 s). */
+  keepAliveTimeoutMs?: number;
 }
 
 export interface Router {
@@ -79,7 +81,7 @@ export interface Router {
 
 export async function startRouter(options: RouterOptions): Promise<Router> {
   await mkdir(path.dirname(routingTablePath(options.stateDir)), { recursive: true });
-  const router = new TableRouter(options.stateDir, options.log);
+  const router = new TableRouter(options.stateDir, options.log, options.keepAliveTimeoutMs);
   try {
     if (options.control !== false) await router.startControl();
     await router.reload();
@@ -115,6 +117,7 @@ class TableRouter implements Router {
   constructor(
     readonly stateDir: string,
     private readonly log: (line: string) => void,
+    keepAliveTimeoutMs?: number,
   ) {
     const deps: ProxyDeps = {
       currentRoute: (key) => this.state.routes.get(key),
@@ -142,7 +145,7 @@ class TableRouter implements Router {
       const hold = this.holds.holding(binding.routeKey);
       if (hold) return this.holds.admit(hold, { binding, req, res, client, arrivedMs: performance.now() });
       proxyRequest(deps, binding, route, req, res, client);
-    });
+    }, keepAliveTimeoutMs);
   }
 
   get controlPort(): number | null {

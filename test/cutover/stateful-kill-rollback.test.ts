@@ -8,6 +8,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { routerClient } from '../../router/client.js';
 import { runCli } from '../support/cli.js';
 import { type RunnerKills, startRunnerKills } from '../support/runner-kill.js';
 import { heldRoutes } from '../support/stateful.js';
@@ -38,7 +39,13 @@ it("SIGKILLed in a rollback from awaiting_commit after blue's promotion, resumed
     // again, and the rest of the rollback is left for a person (before: the routes went back to
     // blue, green was retired, and its writes with it: 721 and 854 acknowledged writes lost).
     expect(ended.lifecycle, ended.ending?.reason).toBe('rolled_back');
-    expect(ended.ending?.skipped.length ?? 0).toBeGreaterThan(0);
+    // Said in full when it fails: twice beside two CPU hogs (load 30-35) the rollback ended with
+    // nothing skipped, cause not found yet.
+    const routes = JSON.stringify((await routerClient(kills.w.stateDir).routes()).routes);
+    expect(
+      ended.ending?.skipped.length ?? 0,
+      `${JSON.stringify(kills.journalState(id).events.slice(-12))}\nrouter: ${routes}`,
+    ).toBeGreaterThan(0);
     expect((await storedKeys(kills.url)).version).toBe(kills.version());
     expect(await heldRoutes(kills.w.stateDir)).toEqual([]);
     // What a person does (docs/stateful.md): runs the steps left again: the switch back, then the rest.

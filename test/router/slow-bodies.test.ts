@@ -68,14 +68,102 @@ function percentile(values: number[], fraction: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * fraction) - 1)] ?? Number.NaN;
 }
 
+type Timed = Awaited<ReturnType<typeof timedRequest>>;
+
+/**
+ * A second route of the same router, `calm`, to an upstream no attacker reaches: a request to it
+ * waits for the same busy process as one to the attacked route (this process is the attackers, the
+ * router and the clients), and cannot wait for connections the slow bodies hold.
+ */
+async function calmRoute(stateDir: string): Promise<string> {
+  const calmApp = await countingUpstream(resources, (req, res) => {
+    req.resume();
+    req.on('end', () => res.end('ok'));
+  });
+  const calmListen = await freeListen();
+  await setRoute(stateDir, 'calm', {
+    listen: calmListen,
+    blue: [calmApp.address],
+    green: [],
+    greenPercent: 0,
+  });
+  return calmListen;
+}
+
+/** A backstop only: a request held for a connection gets 503 at the route's queueTimeout. */
+const clientTimeoutMs = 15_000;
+
+/** Each request sent at once to `listen` and, beside it, the same to `calmListen`. */
+function besideCalm(
+  listen: string,
+  calmListen: string,
+  requests: readonly { method: string; body?: string }[],
+): Promise<{ attacked: Timed; calm: Timed }[]> {
+  return Promise.all(
+    requests.map(async ({ method, body }) => {
+      const [attacked, calm] = await Promise.all([
+        timedRequest(listen, method, body, clientTimeoutMs),
+        timedRequest(calmListen, method, body, clientTimeoutMs),
+      ]);
+      return { attacked, calm };
+    }),
+  );
+}
+
+const answered200 = (r: Timed) => 'status' in r && r.status === 200;
+
+/**
+ * Every request answered 200, and served, not held behind the slow bodies: on a loaded 2-core
+ * machine a request took 2.6 s here with nothing held (ci11, ci15; 7 s beside two CPU hogs), so its
+ * time is judged against its calm twin's, which waited for the same process. One that waited for a
+ * connection the slow bodies hold comes at least a queueTimeout (1 s) later, or gets 503.
+ */
+function expectServedBesideCalm(pairs: readonly { attacked: Timed; calm: Timed }[]): void {
+  const failed = pairs
+    .flatMap(({ attacked, calm }) => [
+      { route: 'attacked', ...attacked },
+      { route: 'calm', ...calm },
+    ])
+    .filter((r) => !answered200(r));
+  expect(failed).toEqual([]);
+  const later = pairs.map(({ attacked, calm }) => attacked.ms - calm.ms);
+  const p99 = (values: number[]) => percentile(values, 0.99).toFixed(0);
+  expect(
+    percentile(later, 0.99),
+    `p99 of how much later ${pairs.length} requests came than their calm twins, ms (p99 ${p99(
+      pairs.map((p) => p.attacked.ms),
+    )}, calm p99 ${p99(pairs.map((p) => p.calm.ms))})`,
+  ).toBeLessThan(500);
+}
+
+/**
+ * Node (libuv 1.45 on) accepts one connection per turn of its loop, as nginx without multi_accept:
+ * a request sent while attackers still wait in the listener's accept queue waits for them all, one
+ * turn each (2.6 s in ci11 and ci15, its connection not yet accepted: nothing to do with the
+ * bodies). Resolves once the router accepted every connection of `clients` (the accept queue is
+ * empty: Linux's /proc/net/tcp shows its length as rx_queue of the LISTEN line).
+ */
+async function allAccepted(listen: string, clients: readonly { connecting: boolean }[]): Promise<void> {
+  const hexPort = `:${Number(listen.split(':')[1]).toString(16).toUpperCase().padStart(4, '0')}`;
+  await eventually(async () => {
+    if (clients.some((socket) => socket.connecting)) return false;
+    const lines = (await readFile('/proc/net/tcp', 'latin1')).split('\n').slice(1);
+    return lines.every((line) => {
+      const [, local, , state, queues] = line.trim().split(/\s+/);
+      return !local?.endsWith(hexPort) || state !== '0A' || queues?.endsWith(':00000000') === true;
+    });
+  }, 30_000);
+}
+
 /** A mebibyte: the router's bound for a body it reads whole before sending it. */
 const mebibyte = 1024 * 1024;
 
 /**
  * A route under a slow-body attack (the three probes of the review of issue 16): `attack` opens
  * raw client connections that each start a POST and then send a byte every `trickleIntervalMs`.
- * Ordinary GETs go on meanwhile for `windowMs`; returned with the most slow POSTs the upstream held
- * open at once and what the attackers were answered.
+ * Once the router accepted them all, ordinary GETs go on for `windowMs`, each beside a calm twin;
+ * returned with the most slow POSTs the upstream held open at once and what the attackers were
+ * answered.
  */
 async function underAttack(
   attack: (
@@ -108,20 +196,24 @@ async function underAttack(
     queueTimeoutMs,
     bodyTimeoutMs,
   });
+  const calmListen = await calmRoute(stateDir);
   await startTestRouter(resources, stateDir);
   const attackers = await attack(() => rawClient(listen), listen);
   const trickle = setInterval(() => {
     for (const { socket, trickle } of attackers) socket.socket.write(trickle);
   }, trickleIntervalMs);
   resources.add(() => clearInterval(trickle));
+  await allAccepted(
+    listen,
+    attackers.map(({ socket }) => socket.socket),
+  );
 
-  const gets: Awaited<ReturnType<typeof timedRequest>>[] = [];
+  const gets: { attacked: Timed; calm: Timed }[] = [];
+  const getRound = Array.from({ length: 4 }, () => ({ method: 'GET' }));
   const started = performance.now();
   while (performance.now() - started < windowMs) {
-    gets.push(
-      ...(await Promise.all(Array.from({ length: 4 }, () => timedRequest(listen, 'GET', undefined, 3_000)))),
-    );
-    if (gets.some((r) => !('status' in r) || r.status !== 200)) break;
+    gets.push(...(await besideCalm(listen, calmListen, getRound)));
+    if (!gets.every((p) => answered200(p.attacked) && answered200(p.calm))) break;
     await sleep(10);
   }
   clearInterval(trickle);
@@ -167,6 +259,7 @@ describe('router: slow request bodies', () => {
       greenPercent: 0,
       bodyTimeoutMs,
     });
+    const calmListen = await calmRoute(stateDir);
     await startTestRouter(resources, stateDir);
 
     // The attack: each declares 1 MB and sends a byte at a time, often enough not to time out.
@@ -186,36 +279,32 @@ describe('router: slow request bodies', () => {
       for (const { socket } of slow) socket.write('x');
     }, trickleIntervalMs);
     resources.add(() => clearInterval(trickle));
+    await allAccepted(
+      listen,
+      slow.map(({ socket }) => socket),
+    );
 
-    // Ordinary requests meanwhile, four at a time: GETs and small POSTs, for at least two
-    // bodyTimeouts, so that a slow client still sending would have been cut by a wrong timer.
-    const results: Awaited<ReturnType<typeof timedRequest>>[] = [];
+    // Ordinary requests meanwhile, four at a time (each beside its calm twin): GETs and small
+    // POSTs, for at least two bodyTimeouts, so that a slow client still sending would have been
+    // cut by a wrong timer.
+    const results: { attacked: Timed; calm: Timed }[] = [];
+    const round = [
+      { method: 'GET' },
+      { method: 'POST', body: 'small' },
+      { method: 'GET' },
+      { method: 'POST', body: '{"a":1}' },
+    ];
     const attackStarted = performance.now();
-    for (let round = 0; round < 50 || performance.now() - attackStarted < 2 * bodyTimeoutMs; round++) {
-      results.push(
-        ...(await Promise.all([
-          timedRequest(listen, 'GET', undefined, 2_000),
-          timedRequest(listen, 'POST', 'small', 2_000),
-          timedRequest(listen, 'GET', undefined, 2_000),
-          timedRequest(listen, 'POST', '{"a":1}', 2_000),
-        ])),
-      );
-      if (results.some((r) => !('status' in r))) break;
+    for (let n = 0; n < 50 || performance.now() - attackStarted < 2 * bodyTimeoutMs; n++) {
+      results.push(...(await besideCalm(listen, calmListen, round)));
+      if (!results.every((p) => 'status' in p.attacked && 'status' in p.calm)) break;
       await sleep(10);
     }
     clearInterval(trickle);
     // None of them was answered while it kept sending.
     expect(slow.filter((client) => client.received() !== '')).toEqual([]);
-    const failed = results.filter((r) => !('status' in r) || r.status !== 200);
-    expect(failed).toEqual([]);
-    const p99 = percentile(
-      results.map((r) => r.ms),
-      0.99,
-    );
-    // Served, not held behind the slow bodies (held, they would wait out the 4 s bodyTimeout or
-    // the 2 s client timeout): the bound is far below both and loose enough for a loaded 2-core
-    // machine (50 ms failed at load 13 with 188 ms); how fast is the router bench's question.
-    expect(p99, `p99 of ${results.length} ordinary requests, ms`).toBeLessThan(500);
+    // Served, not held behind the slow bodies: how fast is the router bench's question.
+    expectServedBesideCalm(results);
     // The slow bodies never reached the upstream, nor took its connections.
     expect(slowPostsSeen).toBe(0);
 
@@ -323,20 +412,10 @@ describe('router: slow request bodies', () => {
     // took an upstream connection, 256 of them were open upstream, and the GETs got 503.
     /**
      * This process is the attacking clients too, and pushes up to 260 MiB through its own event
-     * loop; a GET that waited for a connection would take the queueTimeout (1 s) and get 503. The
-     * bound stays under that (250 ms failed at 571 ms on a loaded 2-core machine).
+     * loop; a GET that waited for a connection would take the queueTimeout (1 s) and get 503.
      */
-    const probeGetP99Ms = 900;
     const expectGetsServed = (result: Awaited<ReturnType<typeof underAttack>>) => {
-      const failed = result.gets.filter((r) => !('status' in r) || r.status !== 200);
-      expect(failed).toEqual([]);
-      expect(
-        percentile(
-          result.gets.map((r) => r.ms),
-          0.99,
-        ),
-        'p99 of the GETs, ms',
-      ).toBeLessThan(probeGetP99Ms);
+      expectServedBesideCalm(result.gets);
       expect(result.mostSlowOpen).toBeLessThanOrEqual(streamedBodyMaxSockets);
     };
     /**

@@ -273,6 +273,21 @@ export async function startRunnerKills(): Promise<RunnerKills> {
     const landed = `at ${point === 'routed' ? 'the table' : lastOf(atKill.events.slice(0, kill.events))}, last journaled ${lastOf(atKill.events)}`;
     expect(reached[point](atKill.state), landed).toBe(true);
     if (point === 'release') expect(atKill.events.length, landed).toBe(kill.events);
+    if (point === 'back') {
+      // The release to blue follows blue's promotion within milliseconds; the runner writes it to the
+      // router before it journals it. A kill later than that (a loaded machine: seen 4 times beside
+      // two CPU hogs) finds the router released to blue: not the case this point is about.
+      const snapshot = (await routerClient(w.stateDir).routes()) as unknown as {
+        routes: Record<string, { lastHold?: { id?: string; releasedTo?: string; durationMs?: number } }>;
+      };
+      const releasedToBlue = Object.values(snapshot.routes)
+        .map((r) => r.lastHold)
+        .filter((h) => h?.releasedTo === 'blue' && h.id?.endsWith(`@${atKill.state.switch?.heldAt}`));
+      expect(
+        releasedToBlue,
+        `${landed}: the kill landed after the release to blue reached the router`,
+      ).toEqual([]);
+    }
     if (point === 'routed') {
       // With no runner, the router applied the table it found: the hold was released to green.
       await eventually(async () => {

@@ -48,7 +48,9 @@ export async function expectNothingLost(
   for (const r of records) if (r.status !== 200) refused[r.status] = (refused[r.status] ?? 0) + 1;
   expect(missing.map((r) => r.key)).toEqual([]);
   const otherwise = records.filter((r) => !allowed.includes(r.status));
-  expect(otherwise.map((r) => `${r.key}: ${r.status} after ${r.ms} ms`)).toEqual([]);
+  expect(
+    otherwise.map((r) => `${r.key}: ${r.status}${r.error ? ` (${r.error})` : ''} after ${r.ms} ms`),
+  ).toEqual([]);
   return {
     sent: records.length,
     acknowledged: acked.length,

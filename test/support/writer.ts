@@ -11,6 +11,8 @@ export interface WriteRecord {
   sentAt: number;
   status: number; // 0: a socket error
   ms: number;
+  /** For a socket error: its code, and whether it came on a reused keep-alive connection. */
+  error?: string;
 }
 
 export interface Writer {
@@ -23,11 +25,10 @@ export function startWriter(url: string, rate: number, prefix = 'w'): Writer {
   const records: WriteRecord[] = [];
   const pending = new Set<Promise<void>>();
   let n = 0;
-  // One write: sent again once if it failed on a reused keep-alive connection before any answer
-  // (the server closed it as idle while this request was on its way: nothing reached the store).
-  // Node's documentation gives this as what a client of keep-alive does (request.reusedSocket);
-  // any other socket error counts as a failed write.
-  const send = (key: string, sentAt: number, resend: boolean, resolve: () => void) => {
+  // One write; any socket error counts as a failed write. (Until session 14 a write that failed on
+  // a reused keep-alive connection was sent again once: that hid the router closing idle client
+  // connections under the next burst, router/route-listeners.ts.)
+  const send = (key: string, sentAt: number, resolve: () => void) => {
     const req = http.request(
       {
         host: target.hostname,
@@ -47,18 +48,15 @@ export function startWriter(url: string, rate: number, prefix = 'w'): Writer {
     );
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', (error: NodeJS.ErrnoException) => {
-      if (resend && req.reusedSocket && error.code === 'ECONNRESET') {
-        send(key, sentAt, false, resolve);
-        return;
-      }
-      records.push({ key, sentAt, status: 0, ms: Date.now() - sentAt });
+      const cause = `${error.code ?? error.message}${req.reusedSocket ? ' on a reused connection' : ''}`;
+      records.push({ key, sentAt, status: 0, ms: Date.now() - sentAt, error: cause });
       resolve();
     });
     req.end();
   };
   const write = () => {
     const key = `${prefix}-${++n}`;
-    const done = new Promise<void>((resolve) => send(key, Date.now(), true, resolve));
+    const done = new Promise<void>((resolve) => send(key, Date.now(), resolve));
     pending.add(done);
     void done.then(() => pending.delete(done));
   };
