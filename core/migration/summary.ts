@@ -135,6 +135,12 @@ export function describeLifecycle(state: MigrationState): string {
       return `rolling back (${state.ending?.reason ?? ''})`;
     case 'failed':
       return `failed: ${state.ending?.reason ?? 'unknown reason'}`;
+    // With its reason, as a failure has: "rolled back: analysis failed: green 5xx …".
+    case 'rolled_back':
+    case 'cancelled':
+      return state.ending?.reason
+        ? `${state.lifecycle.replace('_', ' ')}: ${state.ending.reason}`
+        : state.lifecycle.replace('_', ' ');
     default:
       return state.lifecycle.replace('_', ' ');
   }
