@@ -18,7 +18,8 @@ export function renderMigrationList(list: readonly MigrationSummary[], style: St
   const rows = list.map((m) => [
     m.id,
     m.environment,
-    m.status,
+    // A rollback migration says so where the eye looks first (its status), as `show` does.
+    m.rolledBackTo === undefined ? m.status : `${m.status} (rollback to serial ${m.rolledBackTo.serial})`,
     `${m.actionsDone}/${m.actionsTotal}`,
     time(m.startedAt),
     m.runnerPid ? String(m.runnerPid) : m.runner === 'dead' ? 'died' : '-',
@@ -37,6 +38,13 @@ export function renderMigrationList(list: readonly MigrationSummary[], style: St
       .join('  ')
       .trimEnd();
   return `${style.bold(line(header))}\n${rows.map(line).join('\n')}\n`;
+}
+
+/** A migration made by `rollback --to`, in words: "back to serial 3 (recorded by mig_…)". */
+export function rolledBackToText(summary: MigrationSummary): string | null {
+  const to = summary.rolledBackTo;
+  if (to === undefined) return null;
+  return `back to serial ${to.serial}${to.migrationId === undefined ? '' : ` (recorded by ${to.migrationId})`}`;
 }
 
 /** Where the recorded commit came from, in words: ` (from the saved plan)`. */
@@ -64,6 +72,8 @@ export function renderMigration(summary: MigrationSummary, state: MigrationState
     `  started:   ${time(summary.startedAt)} UTC${summary.startedBy === null ? '' : ` by ${summary.startedBy}`}`,
     `  commit:    ${summary.commit ?? 'unknown'}${commitOrigin(summary)}`,
   ];
+  const back = rolledBackToText(summary);
+  if (back !== null) lines.push(`  rollback:  ${back}, made by \`cutover topology rollback --to\``);
   if (summary.appliedCommit !== null)
     lines.push(`  applied:   ${summary.appliedCommit} (HEAD of the checkout applied from)`);
   if (summary.committedAt !== null) lines.push(`  committed: ${time(summary.committedAt)} UTC`);
