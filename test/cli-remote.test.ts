@@ -122,7 +122,7 @@ describe('the CLI through a cutover server', () => {
     const rolledBack = await cli(['topology', 'migration', 'rollback', id]);
     expect(rolledBack.code, rolledBack.stderr).toBe(0);
     // It waits for the end, following the log through the server.
-    expect(rolledBack.stdout).toBe(`${id}: rolled back\n`);
+    expect(rolledBack.stdout).toMatch(new RegExp(`^${id}: rolled back: rollback requested.*\n$`));
     // The environment's first migration: there is no blue to serve (issue 26, item 11).
     expect(rolledBack.stderr).toContain(
       'rolled back: nothing is serving: the environment had no layout before (a first deployment) (rollback requested',

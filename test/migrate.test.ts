@@ -110,7 +110,7 @@ describe.concurrent('cutover topology migrate (local mode)', () => {
     expect(rollback.stderr).toMatch(
       / {2}undo: route web back to blue done\n.* {2}undo: retire green api done\n/s,
     );
-    expect(rollback.stdout).toBe(`${id}: rolled back\n`);
+    expect(rollback.stdout).toMatch(new RegExp(`^${id}: rolled back: rollback requested.*\n$`));
     expect((await show(w, id)).lifecycle).toBe('rolled_back');
     expect(slotDirs(w)).toEqual(blue);
     expect((await readRoutingTable(w.stateDir)).routes['gated/web']?.greenPercent).toBe(0);

@@ -4,6 +4,7 @@
  * this is the one place they become text, so the CLI's `--json` and the API cannot differ.
  * The http MigrationService reads them back (engine/services/wire-times.ts): keep the two in step.
  */
+import { type ActionOutcomeEntry, actionOutcomes } from '../core/migration/action-outcomes.js';
 import { figureJson, type ReplicationFigureJson } from '../core/migration/replication-lag.js';
 import type { MigrationSummary } from '../core/migration/summary.js';
 import type { LogLine, MigrationState } from '../core/migration/types.js';
@@ -57,12 +58,20 @@ export function logLineJson(line: LogLine): LogLineJson {
   return { ...line, at: isoTime(line.at) };
 }
 
-/** `show`: the summary and the whole state. */
+/**
+ * `show`: the summary, the whole state, and what became of each action (done, undone, stopped,
+ * failed, not run: core/migration/action-outcomes.ts), as the text of `show` marks them.
+ */
 export function detailJson(detail: { summary: MigrationSummary; state: MigrationState }): {
   summary: MigrationSummaryJson;
   state: MigrationStateJson;
+  actions: ActionOutcomeEntry[];
 } {
-  return { summary: summaryJson(detail.summary), state: stateJson(detail.state) };
+  return {
+    summary: summaryJson(detail.summary),
+    state: stateJson(detail.state),
+    actions: actionOutcomes(detail.state),
+  };
 }
 
 /** A page of migrations, as `list --json` prints it and `GET /v1/migrations` serves it. */

@@ -1,4 +1,5 @@
 import { assertNever } from '../core/errors.js';
+import { actionOutcome, isUndoing } from '../core/migration/action-outcomes.js';
 import { sortedHas } from '../core/migration/plan-index.js';
 import { commitIndex } from '../core/migration/queries.js';
 import { describeFigure } from '../core/migration/replication-lag.js';
@@ -17,7 +18,8 @@ export function renderMigrationList(list: readonly MigrationSummary[], style: St
   const rows = list.map((m) => [
     m.id,
     m.environment,
-    m.status,
+    // A rollback migration says so where the eye looks first (its status), as `show` does.
+    m.rolledBackTo === undefined ? m.status : `${m.status} (rollback to serial ${m.rolledBackTo.serial})`,
     `${m.actionsDone}/${m.actionsTotal}`,
     time(m.startedAt),
     m.runnerPid ? String(m.runnerPid) : m.runner === 'dead' ? 'died' : '-',
@@ -36,6 +38,13 @@ export function renderMigrationList(list: readonly MigrationSummary[], style: St
       .join('  ')
       .trimEnd();
   return `${style.bold(line(header))}\n${rows.map(line).join('\n')}\n`;
+}
+
+/** A migration made by `rollback --to`, in words: "back to serial 3 (recorded by mig_…)". */
+export function rolledBackToText(summary: MigrationSummary): string | null {
+  const to = summary.rolledBackTo;
+  if (to === undefined) return null;
+  return `back to serial ${to.serial}${to.migrationId === undefined ? '' : ` (recorded by ${to.migrationId})`}`;
 }
 
 /** Where the recorded commit came from, in words: ` (from the saved plan)`. */
@@ -63,6 +72,8 @@ export function renderMigration(summary: MigrationSummary, state: MigrationState
     `  started:   ${time(summary.startedAt)} UTC${summary.startedBy === null ? '' : ` by ${summary.startedBy}`}`,
     `  commit:    ${summary.commit ?? 'unknown'}${commitOrigin(summary)}`,
   ];
+  const back = rolledBackToText(summary);
+  if (back !== null) lines.push(`  rollback:  ${back}, made by \`cutover topology rollback --to\``);
   if (summary.appliedCommit !== null)
     lines.push(`  applied:   ${summary.appliedCommit} (HEAD of the checkout applied from)`);
   if (summary.committedAt !== null) lines.push(`  committed: ${time(summary.committedAt)} UTC`);
@@ -75,8 +86,12 @@ export function renderMigration(summary: MigrationSummary, state: MigrationState
   lines.push(...renderSkippedSteps(state, style));
   lines.push(...renderAnalyses(state, style));
   lines.push('', style.bold('Actions:'));
+  // Once it undoes what it did, each action says whether it ran, was stopped, or never ran.
+  const words = isUndoing(state) ? (i: number) => `${outcomeWords(state, i).padEnd(16)} ` : () => '';
   state.spec.plan.actions.forEach((action, i) => {
-    lines.push(`  ${actionMark(state, i, style)} ${action.id.padEnd(32)} ${style.dim(action.reason)}`);
+    lines.push(
+      `  ${actionMark(state, i, style)} ${action.id.padEnd(32)} ${words(i)}${style.dim(action.reason)}`,
+    );
   });
   return `${lines.join('\n')}\n`;
 }
@@ -126,26 +141,48 @@ export function renderSkippedSteps(state: MigrationState, style: Style): string[
 }
 
 function actionMark(state: MigrationState, index: number, style: Style): string {
-  const rolledBack =
-    state.lifecycle === 'rolling_back' ||
-    state.lifecycle === 'rolled_back' ||
-    state.lifecycle === 'cancelled' ||
-    state.lifecycle === 'failed';
-  // Actions run concurrently: done ones may follow one still running, so ask the state, not the cursor.
-  if (sortedHas(state.done, index)) return rolledBack ? style.yellow('↺') : style.green('✓');
-  const running = state.running.some((r) => r.index === index);
-  if (running && !rolledBack) {
-    return state.lifecycle === 'running' || state.lifecycle === 'committing'
-      ? style.yellow('▶')
-      : style.yellow('‖');
+  const outcome = actionOutcome(state, index);
+  switch (outcome) {
+    case 'done':
+      return style.green('✓');
+    case 'undone':
+    case 'stopped':
+      return style.yellow('↺');
+    case 'failed':
+      return style.red('✗');
+    case 'running':
+    case 'not_run': {
+      // Actions run concurrently: done ones may follow one still running, so ask the state, not the cursor.
+      const current = outcome === 'running' || (index === state.cursor && state.lifecycle !== 'completed');
+      if (!current) return style.dim('·');
+      return state.lifecycle === 'running' || state.lifecycle === 'committing'
+        ? style.yellow('▶')
+        : style.yellow('‖');
+    }
+    default:
+      return assertNever(outcome, 'action outcome');
   }
-  if (index === state.cursor && !rolledBack && state.lifecycle !== 'completed') {
-    return state.lifecycle === 'running' || state.lifecycle === 'committing'
-      ? style.yellow('▶')
-      : style.yellow('‖');
+}
+
+/** What became of an action, in words, once the migration undoes what it did. */
+function outcomeWords(state: MigrationState, index: number): string {
+  const undoing = state.lifecycle === 'rolling_back' ? 'undoing' : 'undone';
+  const outcome = actionOutcome(state, index);
+  switch (outcome) {
+    case 'undone':
+      return `ran, ${undoing}`;
+    case 'stopped':
+      return `stopped, ${undoing}`;
+    case 'failed':
+      return 'failed';
+    case 'not_run':
+      return 'not run';
+    case 'done':
+    case 'running':
+      return outcome;
+    default:
+      return assertNever(outcome, 'action outcome');
   }
-  if (index === state.cursor && state.lifecycle === 'failed') return style.red('✗');
-  return style.dim('·');
 }
 
 /** `12:04:31  stage health_gate` — a log line as plain text. */

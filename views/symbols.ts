@@ -1,5 +1,5 @@
 import { assertNever } from '../core/errors.js';
-import { envReference } from '../core/plan/diff-values.js';
+import { readableValue } from '../core/plan/diff-values.js';
 import type { Change, ResourceChangeKind } from '../core/plan/types.js';
 import { sensitiveText } from '../core/topology/secret-refs.js';
 import type { Style } from './style.js';
@@ -59,11 +59,12 @@ export function formatValue(value: unknown): string {
 
 /**
  * One side of a change: a secret's side as the bare word `(sensitive)`, a reference to a dependency
- * as `ref db as "postgres://app@{host}:{port}/app"`, anything else as formatValue.
+ * as `ref db as "postgres://app@{host}:{port}/app"`, a route's holds as its steps are written
+ * (`20 % for 30s (analysis: success ≥ 99 %)`), anything else as formatValue.
  */
 export function formatChangeValue(change: Change, value: unknown): string {
   if (change.sensitive && value === sensitiveText) return sensitiveText;
-  return envReference(change.path, value) ?? formatValue(value);
+  return readableValue(change.path, value) ?? formatValue(value);
 }
 
 export function countsLine(

@@ -1,16 +1,15 @@
 import { environmentFault } from '../../core/errors.js';
 import type { MigrationSummary } from '../../core/migration/summary.js';
-import type { LogLine } from '../../core/migration/types.js';
 import type { PlannedAgainst } from '../../core/plan/saved-plan.js';
 import type { Plan } from '../../core/plan/types.js';
 import { isEmptyPlan } from '../../core/plan/types.js';
 import { baseDirOf, commitOfFile, readTopology, shortPlanId } from '../../engine/api.js';
 import type { MigrationService, StartResult } from '../../engine/services/migration-service.js';
 import { summaryJson } from '../../views/migration-json.js';
-import { renderLiveView, renderLogLine } from '../../views/render-migration.js';
 import { renderPlanText } from '../../views/render-plan-text.js';
 import { confirmedOrRefused } from '../confirm.js';
 import { type CommandContext, pathIn, styleOf } from '../context.js';
+import { liveOutput } from '../live-output.js';
 import { type ServerOption, withService } from '../service.js';
 
 export interface MigrateOptions extends ServerOption {
@@ -25,9 +24,6 @@ export interface MigrateOptions extends ServerOption {
   /** The Git commit the topology comes from, recorded with the migration (audit). */
   commit?: string;
 }
-
-/** How many log lines the live view keeps under the migration's state. */
-const liveViewLines = 20;
 
 /** `cutover topology migrate`, loaded only when that command runs (it pulls in the whole engine). */
 export async function runMigrate(options: MigrateOptions, context: CommandContext): Promise<number> {
@@ -133,11 +129,7 @@ export async function migrateTo(
   stderr.write(
     `\nMigration ${id} started${started.runs ? ` ${started.runs}` : ''}. From another terminal: cutover topology migration pause|rollback|… ${id}${hint}\n\n`,
   );
-  const live = stderr.isTTY && !options.json;
-  const recent: LogLine[] = [];
-  // log-update (and the width tables it pulls in) only for a terminal: most runs are piped.
-  const update = live ? (await import('log-update')).createLogUpdate(stderr as NodeJS.WriteStream) : null;
-  let viewed = false;
+  const output = options.json ? null : await liveOutput(stderr, style);
   const commitHint = `awaiting commit: run \`cutover topology migration commit ${id}${hint}\``;
   let reachedAwaitingCommit = () => {};
   const awaitingCommit = new Promise<'awaiting_commit'>((resolve) => {
@@ -152,27 +144,19 @@ export async function migrateTo(
     }
     if (line.kind === 'awaiting_commit') {
       // The log's own line names no options; this one reaches the migration again from here.
-      if (viewed) update?.done();
-      viewed = false;
+      output?.done();
       stderr.write(`${commitHint}\n`);
       reachedAwaitingCommit();
       return;
     }
-    if (update && state) {
-      recent.push(line);
-      if (recent.length > liveViewLines) recent.shift();
-      update(renderLiveView(state, recent, style));
-      viewed = true;
-    } else if (!options.json) {
-      stderr.write(`${renderLogLine(line, style)}\n`);
-    }
+    output?.line(line, state);
   });
   const onSignal = () => {
     // The migration must not die with this terminal: it goes on without it.
     void attached
       .leave()
       .then((where) => {
-        if (viewed) update?.done();
+        output?.done();
         stderr.write(`\nInterrupted: ${id} goes on ${where}.\n`);
         process.exit(130);
       })
@@ -196,7 +180,7 @@ export async function migrateTo(
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
-  if (viewed) update?.done();
+  output?.done();
   if (first === 'awaiting_commit') {
     ended.catch(() => {}); // the follow stops with leave(); its end is no news
     const where = await attached.leave();

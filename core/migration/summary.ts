@@ -1,6 +1,6 @@
 import type { VerdictOutcome } from '../analysis/verdict.js';
 import type { ReplicationFigure } from './replication-lag.js';
-import { type CommitOrigin, isFinal, type MigrationState } from './types.js';
+import { type CommitOrigin, isFinal, type MigrationState, type RolledBackTo } from './types.js';
 
 function lastAnalysis(state: MigrationState): Pick<MigrationSummary, 'analysis'> {
   const last = state.analyses?.at(-1);
@@ -32,6 +32,11 @@ export interface MigrationSummary {
   reason: string | null;
   /** pid of the live process driving it, if any. */
   runnerPid: number | null;
+  /**
+   * A migration made by `cutover topology rollback --to`: the recorded layout it goes back to (its
+   * serial, and the migration that recorded it when one did). Absent for a forward migration.
+   */
+  rolledBackTo?: RolledBackTo;
   /** The last analysis of a shift hold, when one ran (every one is in the state's `analyses`). */
   analysis?: { outcome: VerdictOutcome; weight: number; reason: string };
   /**
@@ -88,6 +93,7 @@ export function summaryOf(state: MigrationState, runner: RunnerSeen = { state: '
     reason: state.ending?.reason ?? null,
     runnerPid: runner.state === 'alive' ? runner.pid : null,
     runner: runner.state,
+    ...(state.spec.rolledBackTo === undefined ? {} : { rolledBackTo: { ...state.spec.rolledBackTo } }),
     ...lastAnalysis(state),
     ...(dead ? { resumeWith: dead.resumeWith } : {}),
     ...(dead && dead.pid !== null ? { deadRunnerPid: dead.pid } : {}),
@@ -135,6 +141,12 @@ export function describeLifecycle(state: MigrationState): string {
       return `rolling back (${state.ending?.reason ?? ''})`;
     case 'failed':
       return `failed: ${state.ending?.reason ?? 'unknown reason'}`;
+    // With its reason, as a failure has: "rolled back: analysis failed: green 5xx …".
+    case 'rolled_back':
+    case 'cancelled':
+      return state.ending?.reason
+        ? `${state.lifecycle.replace('_', ' ')}: ${state.ending.reason}`
+        : state.lifecycle.replace('_', ' ');
     default:
       return state.lifecycle.replace('_', ' ');
   }

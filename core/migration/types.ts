@@ -92,6 +92,18 @@ export interface MigrationSpec {
    * drivers; absent in older journals (and none): shifts are as they were.
    */
   switched?: string[];
+  /**
+   * A migration made by `cutover topology rollback --to`: the recorded layout it goes back to (its
+   * serial, and the migration that recorded it, when one did). Absent for a forward migration and
+   * in older journals.
+   */
+  rolledBackTo?: RolledBackTo;
+}
+
+/** The recorded layout a rollback migration goes back to. */
+export interface RolledBackTo {
+  serial: number;
+  migrationId?: string;
 }
 
 /** A command for the edge: a driver call or a wait. Serialisable; results come back as events. */

@@ -255,8 +255,12 @@ function cutoverActions(c: Classification): Action[] {
 
 /** The one shift of format 1.2: `cutover:shift`, with the routes it moves. */
 function shiftAction(shifted: readonly [string, Extract<RouteFate, { fate: 'update' }>][]): Action {
-  const more = (u: Extract<RouteFate, { fate: 'update' }>) =>
-    u.changes.length > 0 || u.drift !== undefined ? routeUpdateReason(u) : '';
+  // The reason names every hold as the topology writes them, so a change of the holds is not said
+  // again after it (routes without holds keep the reasons, and plan ids, they had).
+  const more = (u: Extract<RouteFate, { fate: 'update' }>) => {
+    const others = u.changes.filter((ch) => ch.path !== 'holds');
+    return others.length > 0 || u.drift !== undefined ? routeUpdateReason({ ...u, changes: others }) : '';
+  };
   const [only] = shifted;
   let reason: string;
   let changes: Change[];

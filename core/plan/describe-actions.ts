@@ -1,6 +1,6 @@
 import { type AnalysisSettings, defaultMinRequests } from '../analysis/analysis-settings.js';
 import { formatDuration } from '../topology/duration.js';
-import type { Component, Route } from '../topology/types.js';
+import type { Component, Route, StepHold } from '../topology/types.js';
 import { type StepDwell, shiftDwells, shiftSteps } from './shift-steps.js';
 
 /** One-line reasons for actions whose reason is not a list of changes. */
@@ -69,6 +69,20 @@ function describeSteps(steps: readonly number[], dwells: readonly StepDwell[] = 
       return `${weight} % ${hold}${analyses.length > 0 ? ` (analysis: ${analyses.join('; ')})` : ''}`;
     })
     .join(', then ');
+}
+
+/**
+ * A route's holds in the topology's terms, as its steps are written: "20 % for 30s (analysis:
+ * success ≥ 99 %, p99 ≤ 500ms), 50 % until promoted"; never the model's milliseconds and settings.
+ */
+export function describeHolds(holds: readonly StepHold[]): string {
+  if (holds.length === 0) return 'none';
+  return holds
+    .map((h) => {
+      const hold = h.hold === 'manual' ? 'until promoted' : `for ${formatDuration(h.hold)}`;
+      return `${h.weight} % ${hold}${h.analysis ? ` (analysis: ${describeAnalysis(h.analysis)})` : ''}`;
+    })
+    .join(', ');
 }
 
 /** "success ≥ 99 %, p99 ≤ 500ms, p99 ≤ 2× blue's, prometheus `…` ≤ 0.01". */

@@ -1,7 +1,8 @@
 import { own } from '../records.js';
 import { describeReference } from '../topology/dependency-refs.js';
 import { formatDuration } from '../topology/duration.js';
-import type { DependencyRef } from '../topology/types.js';
+import type { DependencyRef, StepHold } from '../topology/types.js';
+import { describeHolds } from './describe-actions.js';
 import type { Change } from './types.js';
 
 /** Leaf keys whose numbers are durations in milliseconds; changes show them as `30s`, `1m30s`. */
@@ -84,6 +85,14 @@ export function describeChange(change: Change): string {
     if (change.after === undefined) return `${change.path} removed`;
     return `${change.path} changed (sensitive)`;
   }
+  const holds = holdsOf(change.path, change.before) ?? holdsOf(change.path, change.after);
+  if (holds !== undefined) {
+    // Never cut: the steps as written are short, and a cut JSON array tells nobody anything.
+    const side = (value: unknown) => holdsOf(change.path, value) ?? 'none';
+    if (change.before === undefined) return `${change.path} added (${side(change.after)})`;
+    if (change.after === undefined) return `${change.path} removed`;
+    return `${change.path} ${side(change.before)} → ${side(change.after)}`;
+  }
   const shown = (value: unknown) => short(envReference(change.path, value) ?? value);
   if (change.before === undefined) return `${change.path} added (${shown(change.after)})`;
   if (change.after === undefined) return `${change.path} removed`;
@@ -100,6 +109,25 @@ export function envReference(path: string, value: unknown): string | undefined {
   return typeof ref.ref === 'string' && typeof ref.format === 'string'
     ? describeReference(ref as DependencyRef)
     : undefined;
+}
+
+/**
+ * A side of a change in the topology's own terms where the model's differs from the file's: a
+ * reference to a dependency (envReference), a route's step holds (`20 % for 30s (analysis: …)`);
+ * undefined for any other value, which reads as its JSON.
+ */
+export function readableValue(path: string, value: unknown): string | undefined {
+  return envReference(path, value) ?? holdsOf(path, value);
+}
+
+/** A route's `holds` (`holds`, or `<route>.holds` in a shift of several routes) in words. */
+function holdsOf(path: string, value: unknown): string | undefined {
+  if (path !== 'holds' && !path.endsWith('.holds')) return undefined;
+  if (path.startsWith('env.') || !Array.isArray(value)) return undefined;
+  const steps = value as unknown[];
+  const isHold = (s: unknown) =>
+    typeof s === 'object' && s !== null && typeof (s as StepHold).weight === 'number' && 'hold' in s;
+  return steps.every(isHold) ? describeHolds(steps as StepHold[]) : undefined;
 }
 
 export function short(value: unknown, max = 40): string {

@@ -16,6 +16,7 @@ import { type AnalysisVerdict, judgeWindow, type VerdictOutcome } from '../../co
 import type { AnalysisResult, Command, RouteVerdict } from '../../core/migration/types.js';
 import { formatDuration } from '../../core/topology/duration.js';
 import { PermanentDriverError } from '../drivers/types.js';
+import { leftText, sleepCounting, throttled } from '../runner/countdown.js';
 import {
   analysisSampleIntervalMs,
   judgeMeasurement,
@@ -97,7 +98,11 @@ async function analyzeRoute(
       );
     builtIn = await measureBuiltIn(reader.traffic, analysis, command, signal, log, route);
   } else {
-    await sleep(command.ms, undefined, { signal });
+    await sleepCounting(command.ms, signal, (left) =>
+      log(
+        `analysis at ${command.weight} %, route ${route}: prometheus judged at the end; ${leftText(left)} left`,
+      ),
+    );
   }
   const reasons: string[] = builtIn ? [builtIn.reason] : [];
   let outcome = builtIn?.outcome ?? 'pass';
@@ -165,10 +170,16 @@ async function measureBuiltIn(
     last = traffic;
     return traffic;
   };
+  // The analysis as it goes, at some of its looks (countdown.ts): the figures so far, the time left.
+  const progress = throttled(command.ms, log);
   const options = {
     checks: analysis.checks,
     weight: command.weight,
     sampleIntervalMs: Math.max(minSampleIntervalMs, Math.min(analysisSampleIntervalMs, command.ms / 5)),
+    onSample: (so: AnalysisVerdict, leftMs: number) =>
+      progress(
+        `analysis at ${command.weight} %, route ${route}: so far ${so.reason}; ${leftText(leftMs)} left`,
+      ),
   };
   const window = await measureWindow(recording, command.ms, signal, options);
   const verdict = judgeMeasurement(window, analysis.checks, command.weight);

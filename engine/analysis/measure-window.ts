@@ -20,6 +20,8 @@ export interface WindowOptions {
   /** Green's share at the step, for the reasons ("at the 10 % step"). */
   weight?: number;
   sampleIntervalMs?: number;
+  /** At each look before the end: the window so far, its verdict so far, and the time left. */
+  onSample?: (verdict: AnalysisVerdict, leftMs: number) => void;
 }
 
 export interface WindowMeasurement {
@@ -61,6 +63,7 @@ export async function measureWindow(
     if (options.checks) {
       const verdict = judgeWindow(window, options.checks, weightOf(options));
       if (verdict.outcome === 'breach') return { ...window, endedEarly: verdict };
+      options.onSample?.(verdict, endsAt - Date.now());
     }
   }
 }

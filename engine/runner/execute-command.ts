@@ -13,6 +13,7 @@ import type {
   SwitchResult,
 } from '../../core/migration/types.js';
 import { own } from '../../core/records.js';
+import { formatDuration } from '../../core/topology/duration.js';
 import type { Route } from '../../core/topology/types.js';
 import { loopbackRequest } from '../../platform/loopback-http.js';
 import { analyzeHold, type RouteReader } from '../analysis/analyze-hold.js';
@@ -46,6 +47,7 @@ import {
   slotEnv,
   topologyOf,
 } from './command-context.js';
+import { leftText, sleepCounting } from './countdown.js';
 import {
   followIfSwitched,
   heldByRelease,
@@ -309,11 +311,17 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       return undefined;
     }
     case 'wait': {
-      const sleeping = (signal: AbortSignal) => sleep(c.ms, undefined, { signal });
-      if (c.purpose === 'retry') await sleeping(o.signal);
+      if (c.purpose === 'retry') {
+        await sleep(c.ms, undefined, { signal: o.signal });
+        return undefined;
+      }
+      // A hold and the bake say how long is left as they go: never minutes of silence.
+      const sleeping = (signal: AbortSignal) =>
+        sleepCounting(c.ms, signal, (left) =>
+          o.log(`${c.purpose}: ${leftText(left)} left of ${formatDuration(c.ms)}`),
+        );
       // A hold and the bake watch green all along: green lost ends them, and the migration rolls back.
-      else
-        await whileGreenHealthy(await greenSlots(s, o), `during the ${c.purpose}`, o.signal, o.log, sleeping);
+      await whileGreenHealthy(await greenSlots(s, o), `during the ${c.purpose}`, o.signal, o.log, sleeping);
       return undefined;
     }
     case 'record_layout':

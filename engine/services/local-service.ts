@@ -50,6 +50,7 @@ export function localService(stateDir: StateDir, secrets: ProcessSecrets, reachA
         ...(request.commitFrom === undefined ? {} : { commitFrom: request.commitFrom }),
         ...(request.appliedCommit === undefined ? {} : { appliedCommit: request.appliedCommit }),
         ...(request.replace === undefined ? {} : { replace: request.replace }),
+        ...(request.rolledBackTo === undefined ? {} : { rolledBackTo: request.rolledBackTo }),
         ...(request.parallelism === undefined ? {} : { parallelism: request.parallelism }),
       });
       if (!created.created) return { created: false, planId: created.plan.planId };

@@ -6,7 +6,7 @@
 import { monotonicFactory } from 'ulid';
 import { CutoverError } from '../../core/errors.js';
 import type { CurrentLayout } from '../../core/layout.js';
-import type { CommitOrigin, MigrationSpec } from '../../core/migration/types.js';
+import type { CommitOrigin, MigrationSpec, RolledBackTo } from '../../core/migration/types.js';
 import type { PlanInputs } from '../../core/plan/drift.js';
 import type { SavedPlan } from '../../core/plan/saved-plan.js';
 import type { Plan } from '../../core/plan/types.js';
@@ -146,9 +146,10 @@ export function auditOf(
     commit?: string | null;
     commitFrom?: CommitOrigin;
     appliedCommit?: string | null;
+    rolledBackTo?: RolledBackTo;
   },
   whoRunsThis: () => string,
-): Pick<MigrationSpec, 'startedBy' | 'commit' | 'commitFrom' | 'appliedCommit'> {
+): Pick<MigrationSpec, 'startedBy' | 'commit' | 'commitFrom' | 'appliedCommit' | 'rolledBackTo'> {
   const commit = request.commit ?? null;
   return {
     startedBy: request.startedBy ?? whoRunsThis(),
@@ -156,5 +157,6 @@ export function auditOf(
     // Where a commit came from says nothing without one.
     ...(commit === null || request.commitFrom === undefined ? {} : { commitFrom: request.commitFrom }),
     ...(request.appliedCommit === undefined ? {} : { appliedCommit: request.appliedCommit }),
+    ...(request.rolledBackTo === undefined ? {} : { rolledBackTo: { ...request.rolledBackTo } }),
   };
 }

@@ -9,7 +9,7 @@ import { open } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CutoverError, environmentFault } from '../../core/errors.js';
 import { describeLifecycle } from '../../core/migration/summary.js';
-import type { CommitOrigin, LogLine } from '../../core/migration/types.js';
+import type { CommitOrigin, LogLine, RolledBackTo } from '../../core/migration/types.js';
 import { isFinal, type MigrationState, type Verb, type VerbOptions } from '../../core/migration/types.js';
 import { clock, refuseVerb } from '../../core/migration/verb-policy.js';
 import { osUserName } from '../../platform/os-user.js';
@@ -65,6 +65,8 @@ export interface CreateRequest {
   commit?: string | null;
   commitFrom?: CommitOrigin;
   appliedCommit?: string | null;
+  /** `rollback --to`: the recorded layout it goes back to. */
+  rolledBackTo?: RolledBackTo;
   /** Components to replace green-blue with no change (`migrate --replace`). */
   replace?: readonly string[];
   /** How many driver calls run at once (`--parallelism`); default: the topology's strategy.parallelism. */

@@ -9,7 +9,7 @@
 import { TopologyInvalidError } from '../../core/errors.js';
 import type { CurrentLayout } from '../../core/layout.js';
 import { migrationParallelism } from '../../core/migration/step.js';
-import type { CommitOrigin, MigrationSpec } from '../../core/migration/types.js';
+import type { CommitOrigin, MigrationSpec, RolledBackTo } from '../../core/migration/types.js';
 import type { ObservedLayout } from '../../core/observed.js';
 import { buildPlan } from '../../core/plan/build-plan.js';
 import type { PlanInputs } from '../../core/plan/drift.js';
@@ -150,6 +150,8 @@ export async function prepareMigration(request: PrepareRequest, home: MigrationH
 /** Who starts a migration, with what parallelism, and when (the parts of a spec a start request gives). */
 export interface SpecRequest {
   startedBy?: string;
+  /** `rollback --to`: the recorded layout it goes back to. */
+  rolledBackTo?: RolledBackTo;
   commit?: string | null;
   commitFrom?: CommitOrigin;
   appliedCommit?: string | null;

@@ -66,6 +66,11 @@ export function rollbackOperations(
           ...(request.planId === undefined ? {} : { planId: request.planId }),
           ...(request.attach === undefined ? {} : { attach: request.attach }),
           ...(request.startedBy === undefined ? {} : { startedBy: request.startedBy }),
+          // Recorded with it: show, list and the API say what it went back to.
+          rolledBackTo: {
+            serial: source.target.serial,
+            ...(source.target.migrationId === undefined ? {} : { migrationId: source.target.migrationId }),
+          },
         });
       } catch (error) {
         if (

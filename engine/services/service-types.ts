@@ -14,6 +14,7 @@ import type {
   LogLine,
   MigrationState,
   ResolveHow,
+  RolledBackTo,
   Verb,
   VerbOptions,
 } from '../../core/migration/types.js';
@@ -86,6 +87,8 @@ export interface StartRequest extends TopologySource {
   startedBy?: string;
   /** Components to replace green-blue with no change (`migrate --replace`). */
   replace?: readonly string[];
+  /** Set by `rollback --to`: the recorded layout this migration goes back to (recorded with it). */
+  rolledBackTo?: RolledBackTo;
   /** How many driver calls run at once (`--parallelism`); default: the topology's strategy.parallelism. */
   parallelism?: number;
   /**

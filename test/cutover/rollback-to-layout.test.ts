@@ -111,7 +111,22 @@ describe('cutover topology rollback --to', () => {
     // (slice(0, 12)) are shared by migrations created within about a second of each other.
     const back = await rollback(w, to2.slice(0, 'mig_'.length + 16), ['--json']);
     expect(back.code, back.stderr).toBe(0);
-    expect(JSON.parse(back.stdout)).toMatchObject({ summary: { lifecycle: 'completed' } });
+    const backSummary = JSON.parse(back.stdout).summary;
+    // Recorded as what it is (issue 29, item 6): the layout it went back to, in JSON, show and list.
+    expect(backSummary).toMatchObject({
+      lifecycle: 'completed',
+      rolledBackTo: { serial: 2, migrationId: to2 },
+    });
+    const shown = await runCli(['topology', 'migration', 'show', backSummary.id, '--state-dir', w.stateDir]);
+    expect(shown.stdout).toContain(
+      `rollback:  back to serial 2 (recorded by ${to2}), made by \`cutover topology rollback --to\``,
+    );
+    const listed = await runCli(['topology', 'migration', 'list', '--state-dir', w.stateDir]);
+    expect(listed.stdout).toMatch(
+      new RegExp(`${backSummary.id} +live-demo +completed \\(rollback to serial 2\\)`),
+    );
+    // A forward migration has none.
+    expect(listed.stdout).toMatch(new RegExp(`${to2} +live-demo +completed +\\d+/`));
     expect(await versionServed(w)).toBe('2.0.0');
     expect(layout(w).serial).toBe(4);
     const first = await rollback(w, 'serial:1');
