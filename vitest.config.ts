@@ -39,7 +39,16 @@ export default defineConfig({
           setupFiles: [...shared.setupFiles, './test/support/no-process-setup.ts'],
         },
       },
-      { test: { ...shared, name: 'integration', ...projectFiles.integration, pool: 'forks' } },
+      {
+        test: {
+          ...shared,
+          name: 'integration',
+          ...projectFiles.integration,
+          pool: 'forks',
+          // Fails a file that leaves its process changed (environment, cwd, umask, listeners…).
+          setupFiles: [...shared.setupFiles, './test/support/process-state-setup.ts'],
+        },
+      },
       {
         test: {
           ...shared,

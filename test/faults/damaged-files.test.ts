@@ -13,11 +13,14 @@ import {
   errorLines,
   listAll,
   migrateArgs,
+  quietFixtureScripts,
   recover,
   runWithFault,
   sandboxFrom,
   tempFiles,
 } from './support.js';
+
+quietFixtureScripts();
 
 let template: Sandbox;
 let baseId: string;

@@ -15,12 +15,15 @@ import {
   listAll,
   migrateArgs,
   preload,
+  quietFixtureScripts,
   recover,
   runWithFault,
   sandboxFrom,
   targetFile,
   tempFiles,
 } from './support.js';
+
+quietFixtureScripts();
 
 let template: Sandbox;
 let baseId: string;

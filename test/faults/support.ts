@@ -7,19 +7,30 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, vi } from 'vitest';
 import { baseFile, type CliResult, Sandbox, targetFile } from '../e2e/harness.js';
 import { repoRoot } from '../support/cli.js';
 
 export const preload = path.join(repoRoot, 'test', 'fixtures', 'preload', 'inject-fault.mjs');
 
 /**
- * The fixture's scripts in a runner that `resume` starts from this process (`recover`, in-process
- * commands) run without a pause, as in every command of a sandbox: such a runner inherits this
- * process's environment, not the command's (engine/services/migrations.ts `runnerEnv`), and
- * without SLOW_MS the scripts sleep 300 ms a call (test/fixtures/slow-exec/infra/lib.sh): about
- * 6 s of every recovery was those pauses (a resumed migration's drains took 1.2–1.5 s each).
+ * Call at the top of a faults file: for the file's run, the fixture's scripts in a runner that
+ * `resume` starts from this process (`recover`, in-process commands) run without a pause, as in
+ * every command of a sandbox: such a runner inherits this process's environment, not the
+ * command's (engine/services/migrations.ts `runnerEnv`), and without SLOW_MS the scripts sleep
+ * 300 ms a call (test/fixtures/slow-exec/infra/lib.sh): about 6 s of every recovery was those
+ * pauses (a resumed migration's drains took 1.2–1.5 s each). Undone at the file's end: the
+ * integration project runs files one after another in one process, and a SLOW_MS left set reached
+ * the notifications file's tests (session 13, ci11).
  */
-process.env.SLOW_MS ??= '0';
+export function quietFixtureScripts(): void {
+  beforeAll(() => {
+    if (process.env.SLOW_MS === undefined) vi.stubEnv('SLOW_MS', '0');
+  });
+  afterAll(() => {
+    vi.unstubAllEnvs();
+  });
+}
 
 export type FaultKind = 'ENOSPC' | 'EACCES' | 'SIGKILL';
 export type FaultOp =
@@ -88,8 +99,11 @@ export async function sandboxFrom(template: Sandbox): Promise<Sandbox> {
   return sb;
 }
 
-/** `cutover topology migrate -f topology.yaml --yes` (foreground: every write is in one process). */
-export const migrateArgs = ['topology', 'migrate', '-f', targetFile, '--yes'];
+/**
+ * `cutover topology migrate -f topology.yaml --yes` (foreground: every write is in one process).
+ * Frozen: one array for every faults file a process runs (the callers take a `string[]`).
+ */
+export const migrateArgs = Object.freeze(['topology', 'migrate', '-f', targetFile, '--yes']) as string[];
 export { baseFile, targetFile };
 
 /** Every file under the state directory whose name ends in .tmp (a write left half done). */
@@ -134,7 +148,7 @@ export async function listAll(
   };
 }
 
-export const finalLifecycles = ['completed', 'rolled_back', 'cancelled', 'failed'];
+export const finalLifecycles: readonly string[] = ['completed', 'rolled_back', 'cancelled', 'failed'];
 
 /**
  * Brings the environment to the target layout the way an operator would: resume the migration

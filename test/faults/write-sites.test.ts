@@ -35,11 +35,14 @@ import {
   finalLifecycles,
   listAll,
   migrateArgs,
+  quietFixtureScripts,
   recover,
   runWithFault,
   sandboxFrom,
   tempFiles,
 } from './support.js';
+
+quietFixtureScripts();
 
 interface Site {
   /** What is being written, for the test name and the README. */
