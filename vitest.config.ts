@@ -45,7 +45,22 @@ export default defineConfig({
           name: 'integration',
           ...projectFiles.integration,
           pool: 'forks',
-          // Fails a file that leaves its process changed (environment, cwd, umask, listeners…).
+          // A fork imports the engine, the CLI and the helpers once for all the files it runs, not
+          // once per file (a sample of 20 files: see ARCHITECTURE.md, "Tests"). Safe: the source
+          // and the test helpers keep no module state (test/module-state.test.ts), and a file that
+          // leaves its process changed (environment, cwd, umask, listeners…) fails, named, and
+          // the process is put back (the setup file below runs before each file).
+          isolate: false,
+          setupFiles: [...shared.setupFiles, './test/support/process-state-setup.ts'],
+        },
+      },
+      {
+        test: {
+          ...shared,
+          // Integration tests that replace a module (vi.mock): each file in a fresh fork.
+          name: 'isolated',
+          ...projectFiles.isolated,
+          pool: 'forks',
           setupFiles: [...shared.setupFiles, './test/support/process-state-setup.ts'],
         },
       },
