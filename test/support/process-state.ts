@@ -72,8 +72,10 @@ export function processChanges(before: ProcessState, after: ProcessState): strin
   if (before.exitCode !== after.exitCode) {
     changes.push(`process.exitCode: ${String(before.exitCode)} → ${String(after.exitCode)}`);
   }
-  if (before.dispatcher !== after.dispatcher)
+  // fetch makes its dispatcher at its first call: only a replaced one is a change.
+  if (before.dispatcher !== undefined && before.dispatcher !== after.dispatcher) {
     changes.push("fetch's global dispatcher replaced (setGlobalDispatcher)");
+  }
   if (before.fakeTimers !== after.fakeTimers) {
     changes.push(
       after.fakeTimers
@@ -100,6 +102,8 @@ export function restoreProcess(state: ProcessState): void {
       if (!process.rawListeners(event).includes(listener)) process.on(event, listener);
   }
   process.exitCode = state.exitCode;
-  (globalThis as Record<symbol, unknown>)[dispatcherKey] = state.dispatcher;
+  // One made by a first fetch stays: dropping it would orphan the connections it holds in use.
+  if (state.dispatcher !== undefined)
+    (globalThis as Record<symbol, unknown>)[dispatcherKey] = state.dispatcher;
   if (!state.fakeTimers && vi.isFakeTimers()) vi.useRealTimers();
 }
