@@ -18,7 +18,11 @@ import { type ProcessState, processChanges, processState, restoreProcess } from 
 const before: ProcessState = processState();
 
 afterAll(() => {
+  // Stubs and spies end with the file that made them (a spy on a shared module's prototype would
+  // otherwise reach the next file).
   vi.unstubAllEnvs();
+  vi.unstubAllGlobals();
+  vi.restoreAllMocks();
   const changes = processChanges(before, processState());
   if (changes.length === 0) return;
   restoreProcess(before);

@@ -13,10 +13,25 @@ export interface ProcessState {
   cwd: string;
   umask: number;
   /** The listeners of each process event, in order. */
-  listeners: ReadonlyMap<string | symbol, readonly ((...args: unknown[]) => void)[]>;
+  listeners: ReadonlyMap<string | symbol, readonly Listener[]>;
   exitCode: typeof process.exitCode;
   dispatcher: unknown;
   fakeTimers: boolean;
+}
+
+type Listener = (...args: unknown[]) => void;
+
+/**
+ * The listeners of a process event, less on-exit-leak-free's (pino's): one per process for every
+ * log stream it flushes at exit, holding each by a weak reference, so nothing stays alive by it;
+ * the library adds it with its first stream and removes it itself, and taking it away would stop
+ * the flush of streams still open.
+ */
+function listenersOf(event: string | symbol): Listener[] {
+  return (process.rawListeners(event) as Listener[]).filter(
+    (listener) =>
+      !/^function on(Before)?Exit \(\) \{\s*callRefs\('(beforeE|e)xit'\)\s*\}$/.test(String(listener)),
+  );
 }
 
 /** The process's state now. */
@@ -30,11 +45,7 @@ export function processState(): ProcessState {
       process.umask(mask);
       return mask;
     })(),
-    listeners: new Map(
-      process
-        .eventNames()
-        .map((name) => [name, process.rawListeners(name) as ((...args: unknown[]) => void)[]]),
-    ),
+    listeners: new Map(process.eventNames().map((name) => [name, listenersOf(name)])),
     exitCode: process.exitCode,
     dispatcher: (globalThis as Record<symbol, unknown>)[dispatcherKey],
     fakeTimers: vi.isFakeTimers(),
@@ -94,10 +105,7 @@ export function restoreProcess(state: ProcessState): void {
   process.umask(state.umask);
   for (const event of new Set([...process.eventNames(), ...state.listeners.keys()])) {
     const was = state.listeners.get(event) ?? [];
-    for (const listener of process.rawListeners(event)) {
-      if (!was.includes(listener as (...args: unknown[]) => void))
-        process.off(event, listener as (...args: unknown[]) => void);
-    }
+    for (const listener of listenersOf(event)) if (!was.includes(listener)) process.off(event, listener);
     for (const listener of was)
       if (!process.rawListeners(event).includes(listener)) process.on(event, listener);
   }
