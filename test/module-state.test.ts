@@ -13,13 +13,27 @@ import { describe, expect, it } from 'vitest';
 import { repoRoot } from './support/cli.js';
 
 const rooms = ['core', 'platform', 'router', 'engine', 'views', 'cli', 'server', 'watch'];
+/**
+ * Test helpers that vitest's main process loads (config, reporters, sequencer, global setups): they
+ * run once per run, not once per file in a worker. Left out, as are the fixtures (child processes'
+ * scripts) and the unit and infra projects' constant data tables (test/property, the router's
+ * differential cases).
+ */
+const configSide: readonly string[] = [
+  'test/support/leftover-processes.ts',
+  'test/support/podman-global-setup.ts',
+  'test/support/projects.ts',
+  'test/support/sequencer.ts',
+  'test/support/summary-reporter.ts',
+  'test/support/temporal-global-setup.ts',
+];
 const collections = new Set(['Map', 'Set', 'WeakMap', 'WeakSet', 'Array']);
 /** A line that may start such a declaration (a wide net: the syntax tree decides). */
 const mayHoldState =
   /^(export )?(let|var) |\bnew (Map|Set|WeakMap|WeakSet|Array)\b|\bstatic |^(export )?const .*=\s*(\[|\{\s*\})/m;
 
 /** `file:line name (what)` for each top-level declaration of `text` that can hold state. */
-function mutableState(file: string, text: string): string[] {
+function mutableState(file: string, text: string, allowed = /\bCache:/): string[] {
   // Most files declare nothing of the kind: parsed only when a line could be one.
   if (!mayHoldState.test(text)) return [];
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest);
@@ -28,7 +42,7 @@ function mutableState(file: string, text: string): string[] {
     if (
       ts
         .getLeadingCommentRanges(text, node.getFullStart())
-        ?.some((r) => /\bCache:/.test(text.slice(r.pos, r.end)))
+        ?.some((r) => allowed.test(text.slice(r.pos, r.end)))
     )
       return;
     const line = source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
@@ -90,6 +104,23 @@ describe('module-level state', () => {
     expect(files.length).toBeGreaterThan(100);
     const found = files.flatMap((file) =>
       mutableState(file, readFileSync(path.join(repoRoot, file), 'utf8')),
+    );
+    expect(found).toEqual([]);
+  });
+
+  it('is nowhere in the test helpers but in documented caches and registries emptied per file', () => {
+    // The integration and unit projects run many files in one process, each helper module loaded
+    // once for all of them: state a helper keeps would pass from one file to the next. A
+    // `Registry:` (what a test registers for its cleanup) is allowed when every file empties it.
+    const helpers = sourceFiles('test').filter(
+      (file) =>
+        !file.endsWith('.test.ts') &&
+        !/^test\/(fixtures|property)\/|^test\/router\/differential-/.test(file) &&
+        !configSide.includes(file),
+    );
+    expect(helpers.length).toBeGreaterThan(20);
+    const found = helpers.flatMap((file) =>
+      mutableState(file, readFileSync(path.join(repoRoot, file), 'utf8'), /\b(Cache|Registry):/),
     );
     expect(found).toEqual([]);
   });

@@ -3,7 +3,7 @@
  * never beside the code. vitest runs only test/**, so a test file beside the code would silently
  * never run; this check turns that into a failure.
  */
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import picomatch from 'picomatch';
 import { describe, expect, it } from 'vitest';
@@ -31,6 +31,19 @@ describe('test layout', () => {
       .map((file) => ({ file, projects: projectsOf(file) }))
       .filter(({ projects }) => projects.length !== 1);
     expect(misplaced).toEqual([]);
+  });
+
+  it('puts every file that replaces a module (vi.mock) in the isolated project', () => {
+    // The unit and integration projects run many files in one process: a module mocked there would
+    // miss modules an earlier file loaded with the real one, or reach the next file's.
+    const files = readdirSync(path.join(repoRoot, 'test'), { recursive: true, encoding: 'utf8' })
+      .filter((file) => file.endsWith('.test.ts'))
+      .map((file) => path.join('test', file));
+    const mocking = files.filter((file) =>
+      /\bvi\.(mock|doMock|unmock|doUnmock)\(/.test(readFileSync(path.join(repoRoot, file), 'utf8')),
+    );
+    expect(mocking.length).toBeGreaterThan(0);
+    expect(mocking.filter((file) => projectsOf(file).join() !== 'isolated')).toEqual([]);
   });
 
   it('names a file in no project and a file in two', () => {

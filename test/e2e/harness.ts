@@ -19,7 +19,7 @@ export const environment = 'crash';
 export const components = ['a', 'b', 'c'] as const;
 const bin = path.join(repoRoot, 'bin', 'cutover.js');
 
-export const finalLifecycles = ['completed', 'rolled_back', 'cancelled', 'failed'];
+export const finalLifecycles: readonly string[] = ['completed', 'rolled_back', 'cancelled', 'failed'];
 
 export interface CliResult {
   code: number | null;

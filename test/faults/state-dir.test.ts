@@ -27,6 +27,7 @@ import {
   tempFiles,
 } from './support.js';
 
+
 let template: Sandbox;
 let baseId: string;
 let restoreEnv: () => void;

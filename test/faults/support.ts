@@ -11,6 +11,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, vi } from 'vitest';
 import { baseFile, type CliResult, Sandbox, targetFile } from '../e2e/harness.js';
 import { type FaultFs, installFaultFs } from '../fixtures/preload/fault-fs.mjs';
 import { repoRoot } from '../support/cli.js';
@@ -169,8 +170,11 @@ export async function sandboxFrom(template: Sandbox): Promise<Sandbox> {
   return sb;
 }
 
-/** `cutover topology migrate -f topology.yaml --yes` (foreground: every write is in one process). */
-export const migrateArgs = ['topology', 'migrate', '-f', targetFile, '--yes'];
+/**
+ * `cutover topology migrate -f topology.yaml --yes` (foreground: every write is in one process).
+ * Frozen: one array for every faults file a process runs (the callers take a `string[]`).
+ */
+export const migrateArgs = Object.freeze(['topology', 'migrate', '-f', targetFile, '--yes']) as string[];
 export { baseFile, targetFile };
 
 /** Every file under the state directory whose name ends in .tmp (a write left half done). */
@@ -215,7 +219,7 @@ export async function listAll(
   };
 }
 
-export const finalLifecycles = ['completed', 'rolled_back', 'cancelled', 'failed'];
+export const finalLifecycles: readonly string[] = ['completed', 'rolled_back', 'cancelled', 'failed'];
 
 /**
  * Brings the environment to the target layout the way an operator would: resume the migration

@@ -58,7 +58,7 @@ export function bash(script: string, cwd: string, env: NodeJS.ProcessEnv, name: 
  * manifests from the registry (`npm ci` cached only their tarballs): without these it fails
  * (SELF_SIGNED_CERT_IN_CHAIN, retried until the step's timeout) where `npm ci` succeeded.
  */
-export const registryAccess = [
+export const registryAccess: readonly string[] = [
   'NODE_EXTRA_CA_CERTS',
   'SSL_CERT_FILE',
   'SSL_CERT_DIR',

