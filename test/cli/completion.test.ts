@@ -93,6 +93,8 @@ COMP_WORDS=("$@"); COMP_CWORD=$(( \${#COMP_WORDS[@]} - 1 )); _cutover; printf '%
   it('refuses a shell it does not know, naming the ones it does', async () => {
     const result = await runCli(['completion', 'tcsh']);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/value 'tcsh' is invalid for argument 'shell'\. Allowed choices are bash, zsh, fish/);
+    expect(result.stderr).toMatch(
+      /value 'tcsh' is invalid for argument 'shell'\. Allowed choices are bash, zsh, fish/,
+    );
   });
 });

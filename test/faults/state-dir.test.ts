@@ -27,7 +27,6 @@ import {
   tempFiles,
 } from './support.js';
 
-
 let template: Sandbox;
 let baseId: string;
 let restoreEnv: () => void;

@@ -11,7 +11,6 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, vi } from 'vitest';
 import { baseFile, type CliResult, Sandbox, targetFile } from '../e2e/harness.js';
 import { type FaultFs, installFaultFs } from '../fixtures/preload/fault-fs.mjs';
 import { repoRoot } from '../support/cli.js';

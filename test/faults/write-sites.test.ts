@@ -53,7 +53,6 @@ import {
   tempFiles,
 } from './support.js';
 
-
 interface Site {
   /** What is being written, for the test name and docs/reliability.md. */
   name: string;

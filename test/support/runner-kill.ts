@@ -21,7 +21,7 @@ import { replay, step } from '../../core/migration/step.js';
 import { isFinal, type MigrationEvent, type MigrationState } from '../../core/migration/types.js';
 import { readJournal } from '../../engine/runner/journal.js';
 import { routerClient } from '../../router/client.js';
-import { runCli } from './cli.js';
+import { repoRoot, runBinary, runCli } from './cli.js';
 import { migrateDetached, routeUrl, setVersion, type Workspace, workspace } from './migrations.js';
 import { running, waitGone } from './processes.js';
 import { expectNothingLost, heldRoutes, useGroupCommitStore, type WriteFigures } from './stateful.js';
@@ -43,6 +43,9 @@ const reached: Record<Point, (s: MigrationState) => boolean> = {
   routed: (s) => s.switch?.primary.store === 'green' && !s.switch.released,
   back: (s) => s.switch?.direction === 'to_blue' && s.switch.primary.store === 'blue' && !s.switch.released,
 };
+
+/** The preload that fails or kills a real process at a chosen file-system call. */
+const faultPreload = path.join(repoRoot, 'test', 'fixtures', 'preload', 'inject-fault.mjs');
 
 /** The earlier data of the store: read by the fence's digest and copied by the catch-up. */
 const ballastBytes = 32 * 1024 * 1024;
@@ -112,6 +115,52 @@ export async function startRunnerKills(): Promise<RunnerKills> {
     events: number;
     /** When the point was seen: its event's time, or when the router's table had the release. */
     at: number;
+  }
+
+  interface FaultFiles {
+    /** Created by the test when the fault is to count (the rollback is asked for). */
+    armed: string;
+    /** Gets a line when the fault fired. */
+    fired: string;
+  }
+
+  function faultFiles(n: number): FaultFiles {
+    return { armed: path.join(w.dir, `fault-${n}.armed`), fired: path.join(w.dir, `fault-${n}.fired`) };
+  }
+
+  /**
+   * `back` lasts the few milliseconds between blue's promotion and the release to blue, too short
+   * for a kill from outside on a loaded machine (seen: the release reached the router first). The
+   * runner kills itself instead, the moment it is to write the release into the router's table:
+   * the migration is started by the real CLI with the fault preload (test/fixtures/preload/), which
+   * its detached runner inherits, armed once the migration waits for its commit; after that the
+   * switch back writes the table twice, its hold and then the release, and the second write is
+   * never made (SIGKILL_BEFORE).
+   */
+  async function migrateDetachedWithFault(fault: FaultFiles): Promise<string> {
+    const result = await runBinary(['topology', 'migrate', '-f', w.file, '--yes', '--detach'], {
+      env: {
+        NODE_OPTIONS: `--import=${faultPreload}`,
+        CUTOVER_TEST_FAULT: JSON.stringify({
+          op: 'rename',
+          path: '/router/routes\\.json$',
+          nth: 2,
+          fault: 'SIGKILL_BEFORE',
+        }),
+        CUTOVER_TEST_FAULT_ARMED: fault.armed,
+        CUTOVER_TEST_FAULT_FIRED: fault.fired,
+      },
+    });
+    if (result.code !== 0) throw new Error(`migrate --detach failed: ${result.stderr}`);
+    return result.stdout.trim();
+  }
+
+  /** The runner's death by its fault (migrateDetachedWithFault), as a Kill. */
+  async function killedByFault(id: string, fault: FaultFiles): Promise<Kill> {
+    const pid = runnerPid(id);
+    await eventually(() => existsSync(fault.fired), 30_000);
+    await waitGone(pid);
+    return { pid, events: journalState(id).events.length, at: Date.now() };
   }
 
   /**
@@ -255,12 +304,14 @@ export async function startRunnerKills(): Promise<RunnerKills> {
     setVersion(w, 'store', `${version}.0.0`);
     const started = Date.now();
     const writer = startWriter(url, 200, `${point}${late ? '-late' : ''}-`);
-    const id = await migrateDetached(w);
+    const fault = point === 'back' ? faultFiles(version) : null;
+    const id = fault ? await migrateDetachedWithFault(fault) : await migrateDetached(w);
     if (point === 'back') {
       await eventually(() => journalState(id).state.lifecycle === 'awaiting_commit', 60_000);
     }
-    const killing = killWhenReached(id, point);
+    const killing = fault ? killedByFault(id, fault) : killWhenReached(id, point);
     if (point === 'back') {
+      writeFileSync((fault as FaultFiles).armed, '');
       const rollback = await runCli(['topology', 'migration', 'rollback', id, '-f', w.file, '--no-wait']);
       expect(rollback.code, rollback.stdout + rollback.stderr).toBe(0);
     }
