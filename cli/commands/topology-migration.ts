@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import { CutoverError } from '../../core/errors.js';
@@ -34,6 +35,18 @@ const verbHelp: Record<Verb, string> = {
     'move a migration waiting at a shift step with `hold: manual` on to its next step (--full: straight to 100 %, skipping the steps between)',
 };
 
+/**
+ * An empty list, saying where it was read: from the wrong state directory it must not read as
+ * "none" (a directory that does not exist says so, and how to name another).
+ */
+function noMigrations(where: string): string {
+  if (!where.startsWith('/')) return `No migrations on ${where}.\n`;
+  const missing = existsSync(where)
+    ? ''
+    : ', which does not exist (pass -f FILE or --state-dir DIR, or set CUTOVER_STATE_DIR)';
+  return `No migrations in ${where}${missing}.\n`;
+}
+
 export function registerMigration(topology: Command, run: CommandRun): void {
   const { stdout, stderr } = run;
   const migration = topology
@@ -52,14 +65,18 @@ export function registerMigration(topology: Command, run: CommandRun): void {
     .addHelpText('after', '\nExample:\n  $ cutover topology migration list --all --json')
     .action(
       run.action(async (options: Options & { all?: boolean; environment?: string; json?: boolean }) => {
-        const list = await withService(run, options, async (service) =>
-          listSelection(
+        let where = '';
+        const list = await withService(run, options, async (service) => {
+          where = service.where;
+          return listSelection(
             await service.list(options.environment === undefined ? {} : { environment: options.environment }),
             options.all === true,
-          ),
-        );
+          );
+        });
         // The API's page shape; the CLI's selection is one page, so no cursor follows it.
         if (options.json) stdout.write(`${JSON.stringify(listJson(list, null), null, 2)}\n`);
+        // Which state was read: an empty list from the wrong directory must not read as "none".
+        else if (list.length === 0) stdout.write(noMigrations(where));
         else stdout.write(renderMigrationList(list, styleOf(run, stdout)));
         for (const m of list) {
           if (m.unreadable) stderr.write(`cutover: ${m.id} is unreadable: ${m.unreadable}\n`);

@@ -11,6 +11,7 @@ import { addStateDirOptions, type StateDirOptions } from '../state-dir.js';
 
 interface StatusOptions extends ServerOption, StateDirOptions {
   file: string;
+  environment?: string;
   json?: boolean;
   watch?: boolean;
   interval: string;
@@ -24,14 +25,19 @@ export function registerStatus(topology: Command, run: CommandRun): void {
     .description(
       "show what runs in the file's environment: versions, replicas, health, routes, the migration in flight, drift",
     )
+    .option(
+      '--environment <name>',
+      'the environment by its name, read no topology file (its state: --state-dir, CUTOVER_STATE_DIR or --server)',
+    )
     .option('--json', 'print the status as one JSON object (ISO 8601 times)')
     .option('--watch', 'keep watching: redraw on a terminal, a line per change elsewhere; Ctrl-C ends it')
     .option('--interval <duration>', 'with --watch, how often to look again', '2s')
     .addHelpText(
       'after',
       `
-The environment is the file's (metadata.name); what is recorded comes from its state directory
-(.cutover/ beside the file, or CUTOVER_STATE_DIR), or from a server with --server; with
+The environment is the file's (metadata.name), or the one --environment names; what is recorded
+comes from its state directory (.cutover/ beside the file, --state-dir, or CUTOVER_STATE_DIR), or
+from a server with --server; with
 WORKFLOW_HOST, from Temporal, and a \`cutover worker\` looks at what runs. Each replica is
 looked at (process alive, port answering) and probed once with its HTTP or TCP health check.
 Drift is what differs from the record: \`cutover topology migrate\` repairs it, and
@@ -42,6 +48,7 @@ Exit codes: 0 shown (drift or not), 1 error (an environment never migrated inclu
 Examples:
   $ cutover topology status -f examples/live-demo/topology.yaml
   $ cutover topology status --json | jq '.drift'
+  $ CUTOVER_STATE_DIR=/var/lib/cutover cutover topology status --environment shop
   $ cutover topology status --watch --interval 1s`,
     )
     .action(run.action((options: StatusOptions) => runStatus(options, run)));
@@ -55,12 +62,7 @@ async function runStatus(options: StatusOptions, run: CommandRun): Promise<numbe
       `--interval: expected a duration of at least ${minIntervalMs}ms like 2s, not ${options.interval}`,
     );
   }
-  // Loaded when status runs, not when the CLI starts (see topology-validate.ts).
-  const { TopologyInvalidError, validateTopologyText, readTopology } = await import('../../engine/api.js');
-  const file = pathIn(run, options.file);
-  const loaded = validateTopologyText(await readTopology(file, options.file));
-  if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
-  const environment = loaded.topology.metadata.name;
+  const environment = options.environment ?? (await environmentOfFile(options, run));
   await withService(run, options, async (service) => {
     const first = await service.status(environment);
     if (!options.watch) {
@@ -72,6 +74,28 @@ async function runStatus(options: StatusOptions, run: CommandRun): Promise<numbe
     await watchStatus(service, environment, first, { intervalMs, json: options.json === true }, run);
   });
   return 0;
+}
+
+/** The environment the topology file names (metadata.name). */
+async function environmentOfFile(options: StatusOptions, run: CommandRun): Promise<string> {
+  // Loaded when status runs, not when the CLI starts (see topology-validate.ts).
+  const { TopologyInvalidError, validateTopologyText, readTopology } = await import('../../engine/api.js');
+  let text: Awaited<ReturnType<typeof readTopology>>;
+  try {
+    text = await readTopology(pathIn(run, options.file), options.file);
+  } catch (error) {
+    // No file: the environment can be named instead (the state is all status reads).
+    if (error instanceof CutoverError && error.code === 'TOPOLOGY_NOT_FOUND') {
+      throw new CutoverError(
+        'TOPOLOGY_NOT_FOUND',
+        `${options.file}: no such file (pass the topology with -f FILE, or name its environment with --environment NAME)`,
+      );
+    }
+    throw error;
+  }
+  const loaded = validateTopologyText(text);
+  if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
+  return loaded.topology.metadata.name;
 }
 
 /** What a terminal that reports no size (0 × 0, as some CI and container terminals do) is drawn as. */

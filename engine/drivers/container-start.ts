@@ -62,7 +62,10 @@ export async function startContainers(
   const imageId = await ensureImage(ctx, engine, image, options);
   const network = ctx.spec.network ?? target.driver.network;
   const ports = ctx.spec.ports ?? [];
-  const free = await target.ports.take(ports.filter((p) => p.host === undefined).length * ctx.spec.replicas);
+  const free = await target.ports.take(
+    ports.filter((p) => p.host === undefined).length * ctx.spec.replicas,
+    ctx.reservedPorts,
+  );
   const env = componentEnv(ctx);
   refuseLineBreaks(ctx, env);
   const volumeArgs = await slotVolumes(ctx, engine, slotId, options);

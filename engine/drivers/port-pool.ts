@@ -19,15 +19,20 @@ const maxPortTries = 10_000;
 export class PortPool {
   /** Port → when its hold ends (ms since the epoch). */
   private readonly handedOut = new Map<number, number>();
-  /** Where ports are chosen (listenerPorts); undefined: the kernel's choice (bind to port 0). */
-  private readonly range = listenerPorts();
+  /**
+   * @param range where ports are chosen (default listenerPorts()); undefined: the kernel's choice
+   *   (bind to port 0).
+   */
+  constructor(private readonly range: { low: number; high: number } | undefined = listenerPorts()) {}
 
   /**
    * Distinct free loopback ports, none handed out by this pool in the last minute: each is bound
    * (port 0) and held until all are chosen. Another process may still take one before the replica
    * binds it: the replica then exits at once, which fails the stage like any other start-up failure.
+   * `reserved`: ports never chosen, free or not (the topology's routes listen there once they are
+   * served: a replica on one of them would keep the router from binding it).
    */
-  async take(count: number): Promise<number[]> {
+  async take(count: number, reserved: ReadonlySet<number> = noPorts): Promise<number[]> {
     const now = Date.now();
     for (const [port, until] of this.handedOut) if (until <= now) this.handedOut.delete(port);
     const servers: Server[] = [];
@@ -36,7 +41,8 @@ export class PortPool {
       for (let tries = 0; chosen.length < count; tries++) {
         if (tries >= maxPortTries) throw new Error(`no free loopback port after ${maxPortTries} tries`);
         const wanted = this.range ? randomPortIn(this.range) : 0;
-        if (wanted !== 0 && (this.handedOut.has(wanted) || chosen.includes(wanted))) continue;
+        if (wanted !== 0 && (this.handedOut.has(wanted) || chosen.includes(wanted) || reserved.has(wanted)))
+          continue;
         const server = createServer();
         const bound = await new Promise<boolean>((resolve, reject) => {
           server.once('error', (error: NodeJS.ErrnoException) =>
@@ -51,7 +57,7 @@ export class PortPool {
         const address = server.address();
         if (address === null || typeof address === 'string') throw new Error('no port for a TCP listener');
         // A port held for another provision stays bound until the end, so the kernel moves on.
-        if (!this.handedOut.has(address.port)) chosen.push(address.port);
+        if (!this.handedOut.has(address.port) && !reserved.has(address.port)) chosen.push(address.port);
       }
       for (const port of chosen) this.handedOut.set(port, now + portHoldMs);
       return chosen;
@@ -60,6 +66,8 @@ export class PortPool {
     }
   }
 }
+
+const noPorts: ReadonlySet<number> = new Set();
 
 /**
  * The ports a listener is chosen from: the 12,000 below the kernel's ephemeral range

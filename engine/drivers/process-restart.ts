@@ -102,7 +102,10 @@ export async function restartProcessSlot(
   try {
     for (const { index, port: recorded } of down) {
       options.signal.throwIfAborted();
-      const port = recorded !== undefined && (await portIsFree(recorded)) ? recorded : await newPort(ports);
+      const port =
+        recorded !== undefined && (await portIsFree(recorded))
+          ? recorded
+          : await newPort(ports, ctx.reservedPorts);
       const replica = await startReplica(
         replicaLaunch(ctx, target, { command, cwd, index, port }),
         ctx.component,
@@ -153,7 +156,7 @@ async function portIsFree(port: number): Promise<boolean> {
   return free;
 }
 
-async function newPort(ports: PortPool): Promise<number> {
-  const [port] = await ports.take(1);
+async function newPort(ports: PortPool, reserved?: ReadonlySet<number>): Promise<number> {
+  const [port] = await ports.take(1, reserved);
   return port as number;
 }

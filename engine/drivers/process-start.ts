@@ -74,7 +74,7 @@ export async function startReplicas(
 
   const started: Started[] = [];
   try {
-    const chosen = await ports.take(ctx.spec.replicas);
+    const chosen = await ports.take(ctx.spec.replicas, ctx.reservedPorts);
     for (const [index, port] of chosen.entries()) {
       options.signal.throwIfAborted();
       const launch = replicaLaunch(ctx, target, { command, cwd, index, port });

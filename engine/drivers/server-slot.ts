@@ -75,7 +75,7 @@ export function createServerPerSlotDriver<Settings, Kept extends ServerSlotRecor
       const slotId = `${ctx.component}-${ctx.migrationId}`;
       const slotDir = ctx.stateDir.slotDir(ctx.environment, slotId);
       await mkdir(slotDir, { recursive: true });
-      const [port] = await ports.take(1);
+      const [port] = await ports.take(1, ctx.reservedPorts);
       const record = await kind.start(settings, { slotId, slotDir, port: port as number }, options);
       return {
         component: ctx.component,

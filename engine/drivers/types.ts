@@ -37,6 +37,12 @@ export interface ComponentCallContext {
    * the plan and the provision cannot put another build live unreviewed.
    */
   plannedImageId?: string;
+  /**
+   * The ports the topology's routes listen on (`listen` and `preview`, before and after the
+   * migration): a driver choosing a port for a replica leaves them out, or the router could not bind
+   * a route's address the replica took before it.
+   */
+  reservedPorts?: ReadonlySet<number>;
 }
 
 export interface DriverCallOptions {

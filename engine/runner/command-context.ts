@@ -109,6 +109,20 @@ export function topologyOf(s: MigrationState, side: LayoutSide): Topology {
   return side === 'base' ? (s.spec.base.topology as Topology) : s.spec.desired;
 }
 
+/** The ports the routes of both sides listen on (`listen`, `preview`): no replica is put there. */
+function routePorts(s: MigrationState): ReadonlySet<number> {
+  const ports = new Set<number>();
+  for (const topology of [s.spec.desired, s.spec.base.topology as Topology | null | undefined]) {
+    for (const route of Object.values(topology?.routes ?? {})) {
+      for (const address of [route.listen, route.preview]) {
+        const port = Number(address?.slice(address.lastIndexOf(':') + 1));
+        if (Number.isInteger(port) && port > 0) ports.add(port);
+      }
+    }
+  }
+  return ports;
+}
+
 /** A layout recorded before layouts kept their directory resolves where the migration's file does. */
 export function baseDirOf(s: MigrationState, side: LayoutSide): string {
   return side === 'base' ? (s.spec.base.baseDir ?? s.spec.baseDir) : s.spec.baseDir;
@@ -157,6 +171,7 @@ export async function componentContext(
     stateDir: o.stateDir,
     env: { ...resolved.env, ...refs.env },
     dependencies: refs.dependencies,
+    reservedPorts: routePorts(s),
   };
   return resolved.digests ? { ctx, secretDigests: resolved.digests } : { ctx };
 }

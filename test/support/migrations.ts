@@ -1,7 +1,7 @@
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { PortPool } from '../../engine/drivers/port-pool.js';
+import { listenerPorts, PortPool } from '../../engine/drivers/port-pool.js';
 import { repoRoot, runCli, tempDir } from './cli.js';
 
 export interface Workspace {
@@ -53,10 +53,22 @@ export function routeUrl(ws: Workspace): string {
 
 /** A port nothing listens on now (bound, read and closed). */
 export async function freePort(): Promise<number> {
-  // Below the ephemeral range, as the drivers choose (engine/drivers/port-pool.ts): a port from
-  // bind(0) could be taken by another test's outgoing connection before the route binds it.
-  const [port] = await new PortPool().take(1);
+  const [port] = await routePortPool.take(1);
   return port as number;
+}
+
+/**
+ * Cache: the ports handed to tests lately (each held a minute), chosen from the 8,000 just below
+ * the drivers' range (engine/drivers/port-pool.ts listenerPorts): not from bind(0)'s ephemeral
+ * range, where another test's outgoing connection could take one before its route binds it, and
+ * not from the drivers' range, where another test's replica could (seen: EADDRINUSE on a route).
+ */
+const routePortPool = new PortPool(belowDriverPorts());
+
+function belowDriverPorts(): { low: number; high: number } | undefined {
+  const drivers = listenerPorts();
+  if (drivers === undefined || drivers.low <= 9_024) return undefined;
+  return { low: drivers.low - 8_000, high: drivers.low - 1 };
 }
 
 /**

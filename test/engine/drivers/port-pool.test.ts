@@ -32,4 +32,15 @@ describe('PortPool', () => {
       expect(port).toBeLessThan(ephemeralLow as number);
     }
   });
+
+  it("never chooses a reserved port, free or not (a route's address, before the router binds it)", async () => {
+    // Seen in CI: a replica started on the port its own route was to listen on, and the router then
+    // failed with EADDRINUSE. Every other port of the range reserved: none of them is chosen.
+    const range = listenerPorts() as { low: number; high: number };
+    const reserved = new Set<number>();
+    for (let port = range.low; port <= range.high; port += 2) reserved.add(port);
+    const chosen = await new PortPool().take(100, reserved);
+    expect(chosen.filter((port) => reserved.has(port))).toEqual([]);
+    expect(new Set(chosen).size).toBe(100);
+  });
 });
