@@ -23,6 +23,11 @@ export function commandView(state: MigrationState, command: Command): MigrationS
   switch (command.kind) {
     case 'provision':
     case 'restart':
+      components.add(command.component);
+      // Every route's address: a driver choosing a replica's port leaves them out (reservedPorts).
+      for (const name of Object.keys(spec.desired.routes)) routes.add(name);
+      for (const name of Object.keys(base?.routes ?? {})) routes.add(name);
+      break;
     case 'replicate':
     case 'retire':
       components.add(command.component);

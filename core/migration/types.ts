@@ -340,6 +340,8 @@ export type NoticeKind =
   | 'write_hold_ended'
   | 'replication_lagging'
   | 'replication_caught_up'
+  /** Temporal mode: the migration is started, and no worker polls its task queue to run it yet. */
+  | 'waiting_for_worker'
   | 'ended';
 
 export interface SlotPair {

@@ -110,7 +110,7 @@ export function topologyOf(s: MigrationState, side: LayoutSide): Topology {
 }
 
 /** The ports the routes of both sides listen on (`listen`, `preview`): no replica is put there. */
-function routePorts(s: MigrationState): ReadonlySet<number> {
+export function routePorts(s: MigrationState): ReadonlySet<number> {
   const ports = new Set<number>();
   for (const topology of [s.spec.desired, s.spec.base.topology as Topology | null | undefined]) {
     for (const route of Object.values(topology?.routes ?? {})) {
@@ -171,7 +171,6 @@ export async function componentContext(
     stateDir: o.stateDir,
     env: { ...resolved.env, ...refs.env },
     dependencies: refs.dependencies,
-    reservedPorts: routePorts(s),
   };
   return resolved.digests ? { ctx, secretDigests: resolved.digests } : { ctx };
 }

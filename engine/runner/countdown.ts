@@ -15,9 +15,12 @@ export function countdownEvery(totalMs: number): number {
   return Math.min(countdownIntervalMs, Math.max(1_000, Math.floor(totalMs / 4)));
 }
 
-/** Time left, to the second above: `1m40s`, `9s`. */
+/**
+ * Time left, to the nearest second (never 0): `1m40s`, `9s`. Not the second above: a timer may fire
+ * a millisecond early, and 3,001 ms left one second into `hold: 4s` read as "4s left of 4s" (ci18).
+ */
 export function leftText(ms: number): string {
-  return formatDuration(Math.max(1, Math.ceil(ms / 1_000)) * 1_000);
+  return formatDuration(Math.max(1, Math.round(ms / 1_000)) * 1_000);
 }
 
 /** Sleeps `ms`, calling `say` with the time left at each interval before the end (never at it). */

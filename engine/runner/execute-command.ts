@@ -42,6 +42,7 @@ import {
   placeholderSlot,
   type RouteSetting,
   routeContext,
+  routePorts,
   routeSpec,
   routeStateOf,
   slotEnv,
@@ -196,6 +197,7 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       const { ctx, secretDigests } = await componentContext(s, o, c.component, 'desired');
       const planned = own(s.spec.images ?? {}, c.component);
       if (planned !== undefined) ctx.plannedImageId = planned;
+      ctx.reservedPorts = routePorts(s);
       const slot = await componentDriverFor(o.drivers, ctx).provision(ctx, 'green', call);
       // Recorded with the slot (journaled, then kept in the layout): the next plan compares them.
       return secretDigests ? { ...slot, secretDigests } : slot;
@@ -203,6 +205,7 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
     case 'restart': {
       // The live slot, as the live layout runs it (its directory, its secrets read now).
       const { ctx } = await componentContext(s, o, c.component, 'base');
+      ctx.reservedPorts = routePorts(s);
       const live = own(s.slots, c.component)?.blue;
       if (!live) throw new PermanentDriverError(`no live slot of ${c.component} recorded to restart`);
       const driver = componentDriverFor(o.drivers, ctx);

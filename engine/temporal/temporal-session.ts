@@ -115,6 +115,11 @@ export class TemporalSession {
     );
   }
 
+  /** What a migration started with no worker polling waits for, said once to whoever follows it. */
+  queued(): string {
+    return `queued: no cutover worker polls task queue "${this.settings.taskQueue}" at WORKFLOW_HOST=${this.settings.address}; the migration starts when one does (start one with \`cutover worker\`, or \`cutover server\` without --no-worker, with the same TEMPORAL_TASK_QUEUE)`;
+  }
+
   noWorker(what: string): CutoverError {
     return new CutoverError(
       'RUNNER_UNREACHABLE',

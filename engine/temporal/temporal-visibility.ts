@@ -5,13 +5,22 @@
  * that ended), and the conflict a second start meets.
  */
 import { type WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { CutoverError } from '../../core/errors.js';
+import { start as startState } from '../../core/migration/step.js';
 import { describeLifecycle, type MigrationSummary, summaryOf } from '../../core/migration/summary.js';
-import { isFinal, type Lifecycle, type LogLine, type MigrationState } from '../../core/migration/types.js';
+import {
+  isFinal,
+  type Lifecycle,
+  type LogLine,
+  type MigrationSpec,
+  type MigrationState,
+} from '../../core/migration/types.js';
 import { upgradeState } from '../../core/migration/upgrade-state.js';
 import { clock } from '../../core/migration/verb-policy.js';
 import { withDeadline } from './connection.js';
 import type { migrationWorkflow } from './migration-workflow.js';
+import { payloadCodec } from './payload-codec.js';
 import { callTimeoutMs, type TemporalSession } from './temporal-session.js';
 import { type MigrationStatus, migrationWorkflowId, statusQuery } from './workflow-definitions.js';
 
@@ -82,7 +91,11 @@ export async function list(
     try {
       summaries.push((await show(temporal, id)).summary);
     } catch (error) {
-      if (!(error instanceof CutoverError && error.code === 'MIGRATION_NOT_FOUND')) throw error;
+      if (error instanceof CutoverError && error.code === 'MIGRATION_NOT_FOUND') continue;
+      // A running one with no worker to answer for it: listed as it was started, saying so.
+      const waiting = await startedSummary(temporal, id, error);
+      if (waiting) summaries.push(waiting);
+      else throw error;
     }
   }
   return summaries;
@@ -171,7 +184,20 @@ export async function* logs(
 ): AsyncGenerator<LogLine> {
   let located = await locate(temporal, id);
   let seen = 0;
+  let saidQueued = false;
   for (;;) {
+    // Started, and no worker to run it: a follower waits for one, saying so once (a worker that
+    // comes picks the migration up where it is; without --follow, status says it in one line).
+    if (options.follow && located.running && !(await temporal.workerPolls())) {
+      if (!saidQueued) {
+        saidQueued = true;
+        yield { at: Date.now(), level: 'warn', kind: 'waiting_for_worker', message: temporal.queued() };
+      }
+      if (options.signal?.aborted) return;
+      await new Promise((resolve) => setTimeout(resolve, Math.max(options.pollMs ?? 300, 1_000)));
+      located = await locate(temporal, id);
+      continue;
+    }
     const now = await status(temporal, located, seen);
     for (const line of now.logs) {
       if (line.seq <= seen) continue;
@@ -183,6 +209,34 @@ export async function* logs(
     await new Promise((resolve) => setTimeout(resolve, options.pollMs ?? 300));
     if (located.running) located = await locate(temporal, id);
   }
+}
+
+/**
+ * A running migration no worker answers for (none polls): its summary as it was started (its
+ * workflow's input, read from the history without a worker), its status saying what it waits for;
+ * undefined when `error` is something else.
+ */
+async function startedSummary(
+  temporal: TemporalSession,
+  id: string,
+  error: unknown,
+): Promise<MigrationSummary | undefined> {
+  if (!(error instanceof CutoverError && error.code === 'RUNNER_UNREACHABLE')) return undefined;
+  if (await temporal.workerPolls()) return undefined;
+  const located = await locate(temporal, id);
+  if (!located.running) return undefined;
+  const input = await temporal.call('for the migration as started', async () => {
+    const history = await located.handle.fetchHistory();
+    const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+    const [first] = await payloadCodec.decode(started?.input?.payloads?.slice(0, 1) ?? []);
+    return first ? (defaultPayloadConverter.fromPayload(first) as { spec?: MigrationSpec }) : undefined;
+  });
+  if (!input?.spec) return undefined;
+  const summary = summaryOf(startState(input.spec).state);
+  return {
+    ...summary,
+    status: `waiting for a worker: none polls task queue "${temporal.settings.taskQueue}"`,
+  };
 }
 
 function quote(value: string): string {

@@ -129,23 +129,24 @@ export async function startRunnerKills(): Promise<RunnerKills> {
   }
 
   /**
-   * `back` lasts the few milliseconds between blue's promotion and the release to blue, too short
-   * for a kill from outside on a loaded machine (seen: the release reached the router first). The
-   * runner kills itself instead, the moment it is to write the release into the router's table:
-   * the migration is started by the real CLI with the fault preload (test/fixtures/preload/), which
-   * its detached runner inherits, armed once the migration waits for its commit; after that the
-   * switch back writes the table twice, its hold and then the release, and the second write is
-   * never made (SIGKILL_BEFORE).
+   * `back` and `routed` last a few milliseconds (between blue's promotion and the release to blue;
+   * between the release's write to the router's table and its journal line), too short for a kill
+   * from outside on a loaded machine (seen: the release reached the router, or the journal, first).
+   * The runner kills itself instead, at its write of the release into the router's table: the
+   * migration is started by the real CLI with the fault preload (test/fixtures/preload/), which its
+   * detached runner inherits, armed by the test (`back`: once the migration waits for its commit,
+   * before the rollback, whose switch back writes the table twice, its hold and then the release:
+   * the second write is never made, SIGKILL_BEFORE; `routed`: once the hold is journaled, and the
+   * next write, the release, is made and then the runner dies, SIGKILL).
    */
-  async function migrateDetachedWithFault(fault: FaultFiles): Promise<string> {
+  async function migrateDetachedWithFault(fault: FaultFiles, point: 'back' | 'routed'): Promise<string> {
     const result = await runBinary(['topology', 'migrate', '-f', w.file, '--yes', '--detach'], {
       env: {
         NODE_OPTIONS: `--import=${faultPreload}`,
         CUTOVER_TEST_FAULT: JSON.stringify({
           op: 'rename',
           path: '/router/routes\\.json$',
-          nth: 2,
-          fault: 'SIGKILL_BEFORE',
+          ...(point === 'back' ? { nth: 2, fault: 'SIGKILL_BEFORE' } : { nth: 1, fault: 'SIGKILL' }),
         }),
         CUTOVER_TEST_FAULT_ARMED: fault.armed,
         CUTOVER_TEST_FAULT_FIRED: fault.fired,
@@ -304,10 +305,16 @@ export async function startRunnerKills(): Promise<RunnerKills> {
     setVersion(w, 'store', `${version}.0.0`);
     const started = Date.now();
     const writer = startWriter(url, 200, `${point}${late ? '-late' : ''}-`);
-    const fault = point === 'back' ? faultFiles(version) : null;
-    const id = fault ? await migrateDetachedWithFault(fault) : await migrateDetached(w);
+    const faulted = point === 'back' || point === 'routed' ? point : null;
+    const fault = faulted ? faultFiles(version) : null;
+    const id = faulted && fault ? await migrateDetachedWithFault(fault, faulted) : await migrateDetached(w);
     if (point === 'back') {
       await eventually(() => journalState(id).state.lifecycle === 'awaiting_commit', 60_000);
+    }
+    if (point === 'routed') {
+      // The hold is journaled once the router holds: the table's next write is the release.
+      await eventually(() => reached.hold(journalState(id).state), 60_000);
+      writeFileSync((fault as FaultFiles).armed, '');
     }
     const killing = fault ? killedByFault(id, fault) : killWhenReached(id, point);
     if (point === 'back') {

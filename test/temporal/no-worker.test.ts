@@ -11,6 +11,7 @@ import { emptyLayout } from '../../core/layout.js';
 import { dataConverter } from '../../engine/temporal/payload-codec.js';
 import { environmentWorkflowId } from '../../engine/temporal/workflow-definitions.js';
 import { repoRoot, runCli, tempDir } from '../support/cli.js';
+import { eventually } from '../support/wait.js';
 import {
   cleanupsAfterEach,
   sharedTemporal,
@@ -90,4 +91,40 @@ describe('Temporal mode without a worker', () => {
       expect(result.code).toBe(1);
     }
   }, 90_000);
+
+  it('a migration started with no worker says once that it is queued, is listed, and runs when a worker comes', async () => {
+    const t = { address: sharedTemporal(), taskQueue: uniqueName('queued') };
+    const { dir, cleanup } = await tempDir();
+    cleanups.push(cleanup);
+    const environment = uniqueName('queued');
+    cpSync(path.join(repoRoot, 'examples', 'exec-demo'), dir, { recursive: true });
+    const file = path.join(dir, 'topology.yaml');
+    writeFileSync(file, readFileSync(file, 'utf8').replace('name: exec-demo', `name: ${environment}`));
+
+    // Before: "started on Temporal", then an error; and `migration list` exited 1.
+    const migrating = runCli(['topology', 'migrate', '--yes', '-f', file], { env: temporalEnv(t) });
+    let listed: { items: { id: string; status: string; environment: string }[] } = { items: [] };
+    await eventually(async () => {
+      const list = await runCli(['topology', 'migration', 'list', '--json'], { env: temporalEnv(t) });
+      expect(list.code, list.stdout + list.stderr).toBe(0);
+      listed = JSON.parse(list.stdout);
+      return listed.items.some((m) => m.environment === environment);
+    }, 30_000);
+    const queued = listed.items.find((m) => m.environment === environment);
+    expect(queued?.status).toBe(`waiting for a worker: none polls task queue "${t.taskQueue}"`);
+
+    const worker = await startWorkerProcess(t, path.join(dir, 'worker-state'));
+    cleanups.push(() => worker.kill());
+    const migrated = await migrating;
+    expect(migrated.code, migrated.stdout + migrated.stderr).toBe(0);
+    const said =
+      `${migrated.stdout}${migrated.stderr}`.match(/queued: no cutover worker polls task queue/g) ?? [];
+    expect(said).toHaveLength(1);
+    expect(migrated.stderr).toContain(
+      `queued: no cutover worker polls task queue "${t.taskQueue}" at WORKFLOW_HOST=${t.address}; the migration starts when one does`,
+    );
+    const after = await runCli(['topology', 'migration', 'list', '--json'], { env: temporalEnv(t) });
+    const done = (JSON.parse(after.stdout) as typeof listed).items.find((m) => m.id === queued?.id);
+    expect(done?.status).toBe('completed');
+  }, 120_000);
 });

@@ -16,7 +16,10 @@ describe('progress during a timed hold', () => {
     expect(countdownEvery(120_000)).toBe(10_000); // hold: 2m → a line every 10 s, 11 in all
     expect(countdownEvery(20_000)).toBe(5_000);
     expect(countdownEvery(1_000)).toBe(1_000);
-    expect(leftText(99_001)).toBe('1m40s');
+    expect(leftText(99_600)).toBe('1m40s');
+    // A timer that fired a millisecond early one second into a 4 s hold (ci18 read "4s left of 4s").
+    expect(leftText(3_001)).toBe('3s');
+    expect(leftText(200)).toBe('1s');
   });
 
   it('throttles the analysis samples to the same pace (no flood)', () => {
