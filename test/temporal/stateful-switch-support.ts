@@ -351,8 +351,14 @@ export function describeKills(cases: KillCase[]): void {
           `${c.rerun} is run again (attempt 2): the worker that ran it stopped answering`,
         );
         expect(atRestart?.hold ? 'holding' : atRestart?.lastHold?.ended).toBe(c.router);
-        // Green took writes before it failed: the rollback switched back, blue caught up with green.
-        if (c.greenSick) expect(log).toMatch(/blue store applied green's writes up to/);
+        if (c.greenSick) {
+          // Green took writes before it failed: the rollback switched back, blue caught up with
+          // green. Unless the switch never went live: on a loaded machine blue may not answer what
+          // it holds within the hold's 2 s budget (ci20: 98 requests in flight), and the switch is
+          // then undone before green took a write (blue serves, nothing lost: checked above).
+          if (ended.lifecycle === 'failed') expect(log).toMatch(/at the end of the write hold's budget/);
+          else expect(log).toMatch(/blue store applied green's writes up to/);
+        }
       }, 180_000);
     }
   });
