@@ -47,6 +47,9 @@ const reached: Record<Point, (s: MigrationState) => boolean> = {
 /** The preload that fails or kills a real process at a chosen file-system call. */
 const faultPreload = path.join(repoRoot, 'test', 'fixtures', 'preload', 'inject-fault.mjs');
 
+/** How many times a kill aimed from outside at a point's window is tried before the test fails. */
+const maxAttempts = 3;
+
 /** The earlier data of the store: read by the fence's digest and copied by the catch-up. */
 const ballastBytes = 32 * 1024 * 1024;
 
@@ -300,6 +303,7 @@ export async function startRunnerKills(): Promise<RunnerKills> {
     point: Point,
     late = false,
     settle?: (id: string, ended: MigrationState) => Promise<MigrationState>,
+    attempt = 1,
   ): Promise<Outcome> {
     version += 1;
     setVersion(w, 'store', `${version}.0.0`);
@@ -329,6 +333,19 @@ export async function startRunnerKills(): Promise<RunnerKills> {
     // release, the next one is the drain's: nothing after the release's event).
     const atKill = journalState(id);
     const landed = `at ${point === 'routed' ? 'the table' : lastOf(atKill.events.slice(0, kill.events))}, last journaled ${lastOf(atKill.events)}`;
+    const missed =
+      !reached[point](atKill.state) || (point === 'release' && atKill.events.length !== kill.events);
+    if (!fault && missed && attempt < maxAttempts) {
+      // Aimed from outside, the kill came after the point's window (ci21: the fence journaled
+      // before the kill arrived, on a loaded machine). The migration is resumed to its end and
+      // judged like any other (nothing lost), and the point is aimed at again with the next version.
+      console.log(`SIGKILL after the ${point}: missed its window (${landed}); aiming again`);
+      const again = await runCli(['topology', 'migration', 'resume', id, '-f', w.file]);
+      expect(again.code, again.stdout + again.stderr).toBe(0);
+      await eventually(() => isFinal(journalState(id).state.lifecycle), 60_000);
+      await expectNothingLost(url, await writer.stop());
+      return killThenResume(point, late, settle, attempt + 1);
+    }
     expect(reached[point](atKill.state), landed).toBe(true);
     if (point === 'release') expect(atKill.events.length, landed).toBe(kill.events);
     if (point === 'back') {
