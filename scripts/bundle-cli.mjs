@@ -4,8 +4,8 @@
 // and compiles a few dozen files instead of ~60-300 (measured: ~0.2 CPU-s less over a migration's
 // processes). Packages stay external: they load from node_modules as before.
 //
-// rolldown comes with vite (vitest's); without it the step says so and bin/cutover.js runs dist/
-// unbundled, as it did before this step existed.
+// rolldown is a devDependency (a build-time tool only; an installed package ships the bundle).
+// Without it the step says so and bin/cutover.js runs dist/ unbundled.
 import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
