@@ -8,19 +8,10 @@ import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'nod
 import { connect, type Socket } from 'node:net';
 import path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
+import { isAlive, type ProcessIdentity, processIdentity } from '../../platform/process-identity.js';
 import { repoRoot } from '../support/cli.js';
-import { alive, killChild } from '../support/processes.js';
+import { killChild, killRecorded } from '../support/processes.js';
 import { waitUntil } from '../support/wait.js';
-
-/** Whether a process runs: it exists and is not a zombie. */
-function running(pid: number): boolean {
-  if (!alive(pid)) return false;
-  try {
-    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 /** Every process whose working directory or command line is under `dir`. */
 function processesUnder(dir: string): number[] {
@@ -63,12 +54,12 @@ function slowRequestSent(port: number, ms: number): Promise<void> {
 const slowSockets: Socket[] = [];
 
 let demo: ChildProcess | undefined;
-let started: number[] = [];
+let started: ProcessIdentity[] = [];
 let scratch = '';
 afterEach(async () => {
   for (const socket of slowSockets.splice(0)) socket.destroy();
   if (demo) await killChild(demo);
-  for (const pid of started) if (alive(pid)) process.kill(pid, 'SIGKILL');
+  for (const one of started.splice(0)) killRecorded(one);
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
@@ -121,7 +112,7 @@ it('Ctrl-C stops every process the demo started, frees its port, removes its scr
   const port = Number((await run.seen(/behind the router on http:\/\/127\.0\.0\.1:(\d+)\//))[1]);
   // The second migration (2.0.0) is under way, under load.
   await run.seen(/Migration mig_\w+ started[\s\S]*Migration mig_\w+ started/);
-  started = processesUnder(scratch);
+  started = processesUnder(scratch).map(processIdentity);
   expect(started.length).toBeGreaterThan(2); // the router, the app's replicas, the migrate
   expect(await refused(port)).toBe(false);
 
@@ -130,7 +121,7 @@ it('Ctrl-C stops every process the demo started, frees its port, removes its scr
   expect(output).toContain('Interrupted: stopping everything the demo started');
   expect(output).toContain('Stopped: every process, the router and the scratch directory are gone.');
   // Reaped or not (an exited process whose parent went first waits as a zombie for init): not running.
-  expect(await waitUntil(() => started.filter(running).length === 0, 10_000), output).toBe(true);
+  expect(await waitUntil(() => started.filter(isAlive).length === 0, 10_000), output).toBe(true);
   expect(await refused(port)).toBe(true);
   expect(existsSync(scratch)).toBe(false);
 }, 120_000);
@@ -141,7 +132,7 @@ it('Ctrl-C between two commands (the load running, the next migrate not yet star
   const port = Number((await run.seen(/behind the router on http:\/\/127\.0\.0\.1:(\d+)\//))[1]);
   // Step 2's plan has ended: the demo now waits a second under load before it migrates.
   await run.seen(/2\. Version 2\.0\.0[\s\S]*\$ cutover topology plan[\s\S]*plan id sha256:\w+\n/);
-  started = processesUnder(scratch);
+  started = processesUnder(scratch).map(processIdentity);
   // A long request in flight makes the clean-up's `down` wait for it (blue drains), as real traffic would.
   await slowRequestSent(port, 4_000);
   expect(await interrupt()).toBe(130);
@@ -149,7 +140,7 @@ it('Ctrl-C between two commands (the load running, the next migrate not yet star
   expect(afterInterrupt).toContain('Stopped: every process, the router and the scratch directory are gone.');
   // Only the clean-up's own commands ran after Ctrl-C, not the demo's next step.
   expect(afterInterrupt).not.toContain('$ cutover topology migrate');
-  expect(await waitUntil(() => started.filter(running).length === 0, 10_000), run.output).toBe(true);
+  expect(await waitUntil(() => started.filter(isAlive).length === 0, 10_000), run.output).toBe(true);
   expect(processesUnder(scratch)).toEqual([]);
   expect(await refused(port)).toBe(true);
 }, 120_000);

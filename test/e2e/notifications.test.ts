@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachedGraceMs } from '../../engine/notify/notifier.js';
 import { repoRoot, runBinary, runCli } from '../support/cli.js';
 import { freePort, liveWorkspace, setFileVersion, type Workspace } from '../support/migrations.js';
-import { running } from '../support/processes.js';
+import { exitedAndDrained, running } from '../support/processes.js';
 
 const hookKey = 'test-signing-key-21';
 const env = { CUTOVER_SECRET_HOOK_KEY: hookKey };
@@ -213,9 +213,13 @@ describe('notifications', () => {
     child.stdout.on('data', (c: Buffer) => {
       stdout += c.toString('utf8');
     });
-    const exited = await new Promise<{ code: number | null; at: number }>((resolve) =>
-      child.once('exit', (code) => resolve({ code, at: Date.now() })),
-    ).finally(() => child.kill('SIGKILL'));
+    let exitAt = 0;
+    child.once('exit', () => {
+      exitAt = Date.now();
+    });
+    const exited = await exitedAndDrained(child)
+      .then(({ code }) => ({ code, at: exitAt }))
+      .finally(() => child.kill('SIGKILL'));
     expect(exited.code, stdout).toBe(0);
     const { summary } = JSON.parse(stdout) as { summary: { id: string; endedAt: string } };
     const { id } = summary;

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { repoRoot, runCli, tempDir } from './cli.js';
 import { copyFixture, freePort, killRunners } from './migrations.js';
+import { exitedAndDrained } from './processes.js';
 
 const bin = path.join(repoRoot, 'bin', 'cutover.js');
 
@@ -170,6 +171,8 @@ export class CliProcess {
   readonly out: Line[] = [];
   readonly err: Line[] = [];
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Exited, and its output read to the end. */
+  private drained = false;
 
   constructor(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
     const env: NodeJS.ProcessEnv = { ...gitEnv, NO_COLOR: '1', ...options.env };
@@ -182,11 +185,10 @@ export class CliProcess {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.add(this.child);
-    this.exited = new Promise((resolve) => {
-      this.child.once('exit', (code, signal) => {
-        children.delete(this.child);
-        resolve({ code, signal });
-      });
+    this.exited = exitedAndDrained(this.child).then((exit) => {
+      children.delete(this.child);
+      this.drained = true;
+      return exit;
     });
     collect(this.child.stdout, this.out);
     collect(this.child.stderr, this.err);
@@ -217,7 +219,7 @@ export class CliProcess {
         const match = re.exec(line.text);
         if (match) return { ...line, index: i, match };
       }
-      if (!this.alive() && lines === this.out) {
+      if (this.drained && lines === this.out) {
         throw new Error(`the process exited before a line matching ${re}\n${this.transcript()}`);
       }
       if (performance.now() > deadline) {

@@ -2,7 +2,9 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { listenerPorts, PortPool } from '../../engine/drivers/port-pool.js';
+import type { ProcessIdentity } from '../../platform/process-identity.js';
 import { repoRoot, runCli, tempDir } from './cli.js';
+import { killRecorded } from './processes.js';
 
 export interface Workspace {
   dir: string;
@@ -82,9 +84,9 @@ export function killRunners(stateDir: string): void {
   const router = path.join(stateDir, 'router', 'router.json');
   if (existsSync(router)) {
     try {
-      process.kill((JSON.parse(readFileSync(router, 'utf8')) as { pid: number }).pid, 'SIGKILL');
+      killRecorded(JSON.parse(readFileSync(router, 'utf8')) as ProcessIdentity);
     } catch {
-      // already gone
+      // unreadable: nothing to kill
     }
   }
 }
@@ -99,10 +101,9 @@ function killRecordedRunners(stateDir: string): void {
       const runner = path.join(migrations, id, 'runner.json');
       if (!existsSync(runner)) continue;
       try {
-        const { pid } = (JSON.parse(readFileSync(runner, 'utf8')) as { process: { pid: number } }).process;
-        if (pid !== process.pid) process.kill(pid, 'SIGKILL');
+        killRecorded((JSON.parse(readFileSync(runner, 'utf8')) as { process: ProcessIdentity }).process);
       } catch {
-        // already gone
+        // unreadable: nothing to kill
       }
     }
   }
@@ -206,15 +207,9 @@ export function killSlots(stateDir: string): void {
     for (const slot of readdirSync(slots)) {
       try {
         const record = JSON.parse(readFileSync(path.join(slots, slot, 'slot.json'), 'utf8')) as {
-          replicas: { pid: number }[];
+          replicas: ProcessIdentity[];
         };
-        for (const replica of record.replicas) {
-          try {
-            process.kill(-replica.pid, 'SIGKILL');
-          } catch {
-            // gone
-          }
-        }
+        for (const replica of record.replicas) killRecorded(replica, { group: true });
       } catch {
         // no record
       }

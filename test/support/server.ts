@@ -11,6 +11,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { repoRoot, tempDir } from './cli.js';
 import { killRunners } from './migrations.js';
+import { exitedAndDrained } from './processes.js';
 import { Api } from './server-api.js';
 import { type InProcessOptions, type InProcessServer, startInProcess } from './server-in-process.js';
 import { waitUntil } from './wait.js';
@@ -81,10 +82,7 @@ function spawnServer(options: StartOptions): {
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
     out.stderr += chunk;
   });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once('exit', (code, signal) => resolve({ code, signal }));
-  });
-  return { child, out, exited };
+  return { child, out, exited: exitedAndDrained(child) };
 }
 
 /**
