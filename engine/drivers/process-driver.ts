@@ -27,6 +27,7 @@
  *   last lines and ended (killed 10 s on if a process outside the group holds a replica's output),
  *   and marks the slot retired; the directory and logs stay, and nothing writes in it any more.
  * - observe reports each replica: running (pid alive, port accepting), not_answering, not_running.
+ * - logs gives the last lines of each replica's log, named by its path (quoted after a failed gate).
  * - restart (a restart in place, process-restart.ts) starts again the live slot's replicas that are
  *   down, on their recorded ports if free, else new ones, appending to their logs and slot.json.
  */
@@ -45,6 +46,7 @@ import { dataDirReplicator } from './process-replication.js';
 import { restartProcessSlot } from './process-restart.js';
 import { readSlot, recordedReplicas, slotDirOf, slotIdOf, stopSlotProcesses } from './process-slot.js';
 import { defaultStartupGraceMs, startReplicas } from './process-start.js';
+import { logTail } from './server-slot.js';
 import { spawnFailure } from './spawn-failure.js';
 import {
   type ComponentCallContext,
@@ -125,6 +127,19 @@ export function createProcessDriver(driverOptions: ProcessDriverOptions = {}): C
         slot,
         { stopTimeoutMs: stopTimeoutOf(ctx), startupGraceMs, ports },
         options,
+      );
+    },
+
+    // Each replica's own log, named: after a failed gate, where to read the rest.
+    async logs(ctx, slot, lines) {
+      const record = await readSlot(slotDirOf(ctx, slot));
+      const replicas = record?.replicas ?? recordedReplicas(slot);
+      return Promise.all(
+        replicas.map(async (replica) => ({
+          replica: replica.index,
+          name: replica.log,
+          lines: await logTail(replica.log, lines),
+        })),
       );
     },
 

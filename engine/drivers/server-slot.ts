@@ -5,7 +5,7 @@
  * probe, and the tail of the server's log. Each driver gives what differs: its settings, how its
  * server starts and stops, and how it copies data once (replicate).
  */
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, open, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { isAlive } from '../../platform/process-identity.js';
 import { tcpProbe } from '../health/probes.js';
@@ -21,6 +21,8 @@ import {
 /** A server's port that does not accept a connection within this is `not_answering`. */
 const connectTimeoutMs = 1_000;
 const logTailLines = 10;
+/** How much of the end of a log file its tail is read from: logs grow for as long as a server runs. */
+const logTailBytes = 64 * 1024;
 
 /** What a driver keeps of a slot's server, whatever else its record holds. */
 export interface ServerSlotRecord {
@@ -153,10 +155,25 @@ export function serverAlive(record: ServerSlotRecord): boolean {
   return isAlive({ pid: record.pid, startTime: record.startTime });
 }
 
-/** The last lines a server wrote to its log file. */
+/** The last lines a server (or a replica) wrote to its log file, read from its last 64 KiB at most. */
 export async function logTail(file: string, lines = logTailLines): Promise<string[]> {
-  const text = await readFile(file, 'utf8').catch(() => '');
+  const text = await readEnd(file, logTailBytes).catch(() => '');
   return text.split('\n').filter(Boolean).slice(-lines);
+}
+
+/** The end of a file, from its first whole line within the last `bytes` bytes. */
+async function readEnd(file: string, bytes: number): Promise<string> {
+  const handle = await open(file, 'r');
+  try {
+    const { size } = await handle.stat();
+    const start = Math.max(0, size - bytes);
+    const buffer = Buffer.alloc(size - start);
+    await handle.read(buffer, 0, buffer.length, start);
+    const text = buffer.toString('utf8');
+    return start === 0 ? text : text.slice(text.indexOf('\n') + 1);
+  } finally {
+    await handle.close();
+  }
 }
 
 /** The port of the slot's server (`what` names the server in the message when none is recorded). */

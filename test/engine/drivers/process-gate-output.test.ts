@@ -1,0 +1,78 @@
+/**
+ * A process replica that dies after its start-up grace fails the health gate with only "connection
+ * refused" to go on: the gate's failure quotes what each replica wrote, and where its log is (issue
+ * 29, tried as a newcomer: `python3 no-such-file.py` through a pyenv shim took 0.3 to 0.7 s to exit,
+ * past the 300 ms grace, and the user had to find replica-0.log under .cutover/ alone).
+ */
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import { logTail } from '../../../engine/drivers/server-slot.js';
+import { runCli, tempDir } from '../../support/cli.js';
+import { freePort, killRunners, killSlots } from '../../support/migrations.js';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+it('a failed gate quotes what the exited replica wrote, naming its log', { timeout: 60_000 }, async () => {
+  const { dir, cleanup } = await tempDir();
+  const file = path.join(dir, 'topology.yaml');
+  const stateDir = path.join(dir, '.cutover');
+  cleanups.push(async () => {
+    await runCli(['topology', 'down', '-f', file, '--yes']).catch(() => undefined);
+    killSlots(stateDir);
+    killRunners(stateDir);
+    await cleanup();
+  });
+  // Says why on stderr at once, then exits well after the start-up grace, never listening.
+  writeFileSync(
+    path.join(dir, 'app.js'),
+    "console.error('app: cannot read config.json'); setTimeout(() => process.exit(2), 1500);\n",
+  );
+  const port = await freePort();
+  writeFileSync(
+    file,
+    `apiVersion: cutover/v1
+kind: Topology
+metadata:
+  name: gateout
+drivers:
+  local: { type: process }
+components:
+  web:
+    driver: local
+    version: "1"
+    run: { command: [node, app.js] }
+    health:
+      http: { path: /healthz }
+      interval: 200ms
+      deadline: 10s
+routes:
+  www: { listen: 127.0.0.1:${port}, to: web }
+`,
+  );
+  const run = await runCli(['topology', 'migrate', '-f', file, '--yes']);
+  expect(run.code, run.stderr).toBe(1);
+  expect(run.stdout).toMatch(/failed: health gate failed for web: .* connection refused/);
+  const log = path.join(stateDir, 'environments', 'gateout', 'slots');
+  expect(run.stderr).toMatch(
+    new RegExp(`output of green web replica 0 \\(${log}/web-mig_[0-9a-z]+/replica-0\\.log\\), last lines:`),
+  );
+  expect(run.stderr).toContain('[web green/0] app: cannot read config.json');
+  // The same lines stay in the migration's log, for `migration logs` later.
+  const id = /^(mig_[0-9a-z]+): failed/m.exec(run.stdout)?.[1] as string;
+  const logs = await runCli(['topology', 'migration', 'logs', id, '-f', file]);
+  expect(logs.stdout).toContain('[web green/0] app: cannot read config.json');
+});
+
+it('reads a long log from its end: whole last lines, not the whole file', async () => {
+  const { dir, cleanup } = await tempDir();
+  cleanups.push(cleanup);
+  const file = path.join(dir, 'replica-0.log');
+  const early = Array.from({ length: 20_000 }, (_, i) => `line ${i} ${'x'.repeat(40)}`);
+  writeFileSync(file, `${[...early, 'next to last', 'last'].join('\n')}\n`);
+  expect(await logTail(file, 3)).toEqual([early.at(-1), 'next to last', 'last']);
+  expect(await logTail(path.join(dir, 'none.log'), 3)).toEqual([]);
+});
