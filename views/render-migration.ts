@@ -70,8 +70,10 @@ export function renderMigration(summary: MigrationSummary, state: MigrationState
     `  status:    ${summary.status}`,
     `  plan:      ${summary.planId}`,
     `  started:   ${time(summary.startedAt)} UTC${summary.startedBy === null ? '' : ` by ${summary.startedBy}`}`,
-    `  commit:    ${summary.commit ?? 'unknown'}${commitOrigin(summary)}`,
   ];
+  // No commit given: the checkout's HEAD, when known, is the one said (applied, below).
+  if (summary.commit !== null || summary.appliedCommit === null)
+    lines.push(`  commit:    ${summary.commit ?? 'unknown'}${commitOrigin(summary)}`);
   const back = rolledBackToText(summary);
   if (back !== null) lines.push(`  rollback:  ${back}, made by \`cutover topology rollback --to\``);
   if (summary.appliedCommit !== null)
