@@ -58,7 +58,7 @@ import {
   waitLagWithin,
   withinBudget,
 } from './execute-switch.js';
-import { quoteReplicaLogs } from './replica-logs.js';
+import { goneReplicas, quoteReplicaLogs } from './replica-logs.js';
 
 export type { DriverSet, ExecuteOptions };
 
@@ -245,7 +245,10 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
         });
       } catch (error) {
         if (error instanceof HealthGateFailedError && slot) {
-          await quoteReplicaLogs(componentDriverFor(o.drivers, ctx), ctx, slot, call);
+          const driver = componentDriverFor(o.drivers, ctx);
+          await quoteReplicaLogs(driver, ctx, slot, call);
+          const gone = await goneReplicas(driver, ctx, slot, call);
+          if (gone !== '') throw new HealthGateFailedError(`${error.message}${gone}`);
         }
         throw error;
       }

@@ -2,7 +2,8 @@
  * When a slot fails its health gate, what its replicas wrote last is the first thing one wants:
  * the driver's recent output of each replica goes into the migration log (`migration logs`), one
  * line each, prefixed `[<component> <slot>/<replica>]`. Reading it never changes the outcome: a
- * driver without `logs`, or one that cannot read them, adds a line saying so at most.
+ * driver without `logs`, or one that cannot read them, adds a line saying so at most. And the
+ * failure names the replicas that are gone: a probe sees only "connection refused".
  */
 import type { ComponentCallContext, ComponentDriver, DriverCallOptions, SlotInfo } from '../drivers/types.js';
 
@@ -32,5 +33,31 @@ export async function quoteReplicaLogs(
     }
   } catch (error) {
     call.log(`cannot read the output of ${slot.slot} ${ctx.component}: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * "; 127.0.0.1:4001 (pid 123) is not running (exited)" for each replica of the slot its driver
+ * observes gone, to add to a failed gate's message; "" when none is, or the driver cannot tell.
+ */
+export async function goneReplicas(
+  driver: ComponentDriver,
+  ctx: ComponentCallContext,
+  slot: SlotInfo,
+  call: DriverCallOptions,
+): Promise<string> {
+  if (!driver.observe) return '';
+  try {
+    const seen = await driver.observe(ctx, slot, call);
+    return seen
+      .filter((replica) => replica.state === 'not_running')
+      .map((replica) => {
+        const who = replica.address ?? 'a replica';
+        const pid = replica.pid === undefined ? '' : ` (pid ${replica.pid})`;
+        return `; ${who}${pid} is not running (${replica.detail ?? 'gone'})`;
+      })
+      .join('');
+  } catch {
+    return '';
   }
 }

@@ -26,10 +26,10 @@ it('a failed gate quotes what the exited replica wrote, naming its log', { timeo
     killRunners(stateDir);
     await cleanup();
   });
-  // Says why on stderr at once, then exits well after the start-up grace, never listening.
+  // Says why on stderr at once, then exits after the start-up grace (300 ms), never listening.
   writeFileSync(
     path.join(dir, 'app.js'),
-    "console.error('app: cannot read config.json'); setTimeout(() => process.exit(2), 1500);\n",
+    "console.error('app: cannot read config.json'); setTimeout(() => process.exit(2), 500);\n",
   );
   const port = await freePort();
   writeFileSync(
@@ -55,7 +55,10 @@ routes:
   );
   const run = await runCli(['topology', 'migrate', '-f', file, '--yes']);
   expect(run.code, run.stderr).toBe(1);
-  expect(run.stdout).toMatch(/failed: health gate failed for web: .* connection refused/);
+  // Connection refused is all a probe sees; the failure says the replica is gone.
+  expect(run.stdout).toMatch(
+    /failed: health gate failed for web: .* connection refused \(3 failures in a row\); 127\.0\.0\.1:\d+ \(pid \d+\) is not running \(exited\)$/m,
+  );
   const log = path.join(stateDir, 'environments', 'gateout', 'slots');
   expect(run.stderr).toMatch(
     new RegExp(`output of green web replica 0 \\(${log}/web-mig_[0-9a-z]+/replica-0\\.log\\), last lines:`),
