@@ -125,7 +125,12 @@ function ensureLowestNode() {
       problems.push(`could not unpack Node ${version} from ${spec}: ${lastLines(tar.output, 2)}`);
       return;
     }
-    renameSync(partial, dir);
+    try {
+      renameSync(partial, dir);
+    } catch (error) {
+      // Another run (a second worktree sharing .tools) put it there first.
+      if (!lowestNodeBin()) problems.push(`could not move Node ${version} into ${dir}: ${error.message}`);
+    }
   } finally {
     rmSync(downloads, { recursive: true, force: true });
     rmSync(partial, { recursive: true, force: true });
