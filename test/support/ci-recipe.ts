@@ -5,12 +5,14 @@
  * the CI's environment variables. Only what a runner does around the scripts is done here: the
  * `${{ … }}` expressions of `env:` (from a map the test gives; an unknown one fails), `if:` of the
  * forms the recipes use, actions/checkout (a clone at the commit) and actions/setup-node (Node 20
- * is already on the PATH), GitLab's `extends`, `rules: if:` and GIT_STRATEGY.
+ * is already on the PATH: the lowest Node 20 package.json claims), GitLab's `extends`, `rules: if:`
+ * and GIT_STRATEGY.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import yaml from 'js-yaml';
+import { lowestNodeBin, lowestNodeVersion } from '../../scripts/tools.mjs';
 import { repoRoot } from './cli.js';
 import { git } from './git.js';
 
@@ -29,6 +31,11 @@ export interface JobResult {
   code: number;
   steps: StepResult[];
   workspace: string;
+}
+
+/** Every step's exit status and output, for a failed expectation's message. */
+export function transcript(job: JobResult): string {
+  return job.steps.map((s) => `--- ${s.name} (exit ${s.code})\n${s.stdout}\n${s.stderr}`).join('\n');
 }
 
 /**
@@ -75,9 +82,22 @@ export const registryAccess: readonly string[] = [
 ];
 
 /**
+ * The directory of the lowest Node package.json claims (engines), which scripts/test-deps.mjs
+ * installs: the jobs run npm and cutover on it.
+ */
+export function lowestNode(): string {
+  const bin = lowestNodeBin();
+  if (!bin) throw new Error(`Node ${lowestNodeVersion()} is not installed: run npm run test:deps`);
+  return bin;
+}
+
+/**
  * The environment a runner gives a job: nothing of the test's own (no CUTOVER_*), PATH with the
- * npm prefix's bin first (where `npm install --global` puts cutover) and the prefix for npm, and
- * the machine's access to the registry (`registryAccess`).
+ * npm prefix's bin first (where `npm install --global` puts cutover), then the lowest Node the
+ * package claims (`lowestNode`: npm and cutover run on it; npm itself is the machine's, found
+ * after it), the prefix for npm with engine-strict on (a dependency that wants a newer Node fails
+ * the install, as EBADENGINE, instead of a warning), and the machine's access to the registry
+ * (`registryAccess`).
  */
 export function runnerEnv(npmPrefix: string): NodeJS.ProcessEnv {
   const access = Object.fromEntries(
@@ -85,12 +105,13 @@ export function runnerEnv(npmPrefix: string): NodeJS.ProcessEnv {
   );
   return {
     ...access,
-    PATH: `${path.join(npmPrefix, 'bin')}:${path.dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`,
+    PATH: `${path.join(npmPrefix, 'bin')}:${lowestNode()}:${path.dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`,
     HOME: process.env.HOME,
     LANG: 'C.UTF-8',
     CI: 'true',
     // `npm install --global` into the runner's prefix, from npm's warm cache (after `npm ci`).
     npm_config_prefix: npmPrefix,
+    npm_config_engine_strict: 'true',
     npm_config_prefer_offline: 'true',
     npm_config_update_notifier: 'false',
   };
@@ -108,6 +129,49 @@ export async function packWorkingTree(into: string): Promise<string> {
   );
   if (result.code !== 0) throw new Error(`npm pack failed: ${result.stderr}`);
   return path.join(into, result.stdout.trim().split('\n').pop() as string);
+}
+
+/** Where `npm install --global` into `npmPrefix` put the cutover package. */
+export function installedPackage(npmPrefix: string): string {
+  return path.join(npmPrefix, 'lib', 'node_modules', 'cutover');
+}
+
+/**
+ * The packages installed in `installed`'s node_modules (at any depth) that the tarball carries
+ * (`inBundle` in package-lock.json) at a version the lockfile names nowhere, as `name@version`:
+ * npm resolved them afresh instead of installing the tree the tests ran with. (A dependency of
+ * Temporal's may share a name with one carried, at another locked version: terser's commander 2.)
+ */
+export function unlockedPackages(installed: string): string[] {
+  const lock = JSON.parse(readFileSync(path.join(repoRoot, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { version?: string; inBundle?: boolean }>;
+  };
+  const locked = new Map<string, Set<string>>();
+  const carried = new Set<string>();
+  for (const [where, entry] of Object.entries(lock.packages)) {
+    if (!where || !entry.version) continue;
+    const name = where.slice(where.lastIndexOf('node_modules/') + 'node_modules/'.length);
+    locked.set(name, (locked.get(name) ?? new Set()).add(entry.version));
+    if (entry.inBundle) carried.add(name);
+  }
+  const unlocked: string[] = [];
+  const walk = (modules: string): void => {
+    if (!existsSync(modules)) return;
+    for (const entry of readdirSync(modules)) {
+      if (entry.startsWith('.')) continue;
+      const names = entry.startsWith('@')
+        ? readdirSync(path.join(modules, entry)).map((n) => `${entry}/${n}`)
+        : [entry];
+      for (const name of names) {
+        const dir = path.join(modules, name);
+        const pkg = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string };
+        if (carried.has(name) && !locked.get(name)?.has(pkg.version)) unlocked.push(`${name}@${pkg.version}`);
+        walk(path.join(dir, 'node_modules'));
+      }
+    }
+  };
+  walk(path.join(installed, 'node_modules'));
+  return unlocked;
 }
 
 /** Replaces `${{ expr }}` by the map's value; an expression the test did not give fails. */
@@ -227,7 +291,8 @@ async function runAction(step: GitHubStep, run: GitHubRun): Promise<void> {
   const action = String(step.uses);
   if (action === 'actions/setup-node@v4') {
     if (String(step.with?.['node-version']) !== '20') throw new Error(`${action}: node-version 20 expected`);
-    if (!process.version.startsWith('v20.')) throw new Error(`Node 20 expected, this is ${process.version}`);
+    if (!lowestNodeVersion().startsWith('20.'))
+      throw new Error(`Node 20 expected, the jobs run ${lowestNodeVersion()}`);
     return;
   }
   if (action === 'actions/checkout@v4') {
@@ -291,6 +356,38 @@ export function gitlabRulesMatch(job: GitLabJob, variables: Record<string, strin
       return left === right;
     }),
   );
+}
+
+/** GitLab's predefined variables of a merge request pipeline. */
+export function gitlabMergeRequest(iid: number, head: string, branch: string): Record<string, string> {
+  return {
+    CI_PIPELINE_SOURCE: 'merge_request_event',
+    CI_MERGE_REQUEST_IID: String(iid),
+    CI_MERGE_REQUEST_SOURCE_BRANCH_NAME: branch,
+    CI_MERGE_REQUEST_TARGET_BRANCH_NAME: 'main',
+    CI_COMMIT_SHA: head,
+    CI_COMMIT_REF_NAME: branch,
+    CI_DEFAULT_BRANCH: 'main',
+  };
+}
+
+/** GitLab's predefined variables of a push to main. */
+export function gitlabPush(sha: string): Record<string, string> {
+  return {
+    CI_PIPELINE_SOURCE: 'push',
+    CI_COMMIT_SHA: sha,
+    CI_COMMIT_BRANCH: 'main',
+    CI_COMMIT_REF_NAME: 'main',
+    CI_DEFAULT_BRANCH: 'main',
+  };
+}
+
+/** Sets `version:` of one component (the first `version:` line under its key). */
+export function setVersion(text: string, component: string, version: string): string {
+  const re = new RegExp(`(\\n  ${component}:\\n(?:    .*\\n)*?    version: )"[^"]*"`);
+  const next = text.replace(re, `$1"${version}"`);
+  if (next === text) throw new Error(`no version of ${component} to set to ${version}`);
+  return next;
 }
 
 export interface GitLabRun {
