@@ -18,6 +18,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import { commandHost } from '../../core/migration/command-host.js';
 import { commandView } from '../../core/migration/command-view.js';
 import { committedLayout } from '../../core/migration/committed-layout.js';
 import {
@@ -48,6 +49,7 @@ import type { CutoverActivities } from './activities.js';
 import { activityTimeoutMs } from './activity-timeouts.js';
 import {
   environmentWorkflowId,
+  hostQueue,
   keptLogLines,
   type MigrationInput,
   type MigrationStatus,
@@ -75,9 +77,15 @@ import {
  * environment's workflow id, then ends as the migration had.
  */
 const resolveWaitMs = 10_000;
-/** Activity options by command: timeouts from the command (activity-timeouts.ts), heartbeats for long calls. */
+/**
+ * Activity options by command: timeouts from the command (activity-timeouts.ts), heartbeats for long
+ * calls, and the queue of the host that owns the call's machine when the topology places it
+ * (command-host.ts); a call placed nowhere goes to the shared queue, as every call did before hosts.
+ */
 function activitiesFor(command: Command, spec: MigrationSpec): CutoverActivities {
+  const host = commandHost(spec, command);
   return proxyActivities<CutoverActivities>({
+    ...(host === undefined ? {} : { taskQueue: hostQueue(workflowInfo().taskQueue, host) }),
     startToCloseTimeout: activityTimeoutMs(command, spec),
     // A worker that dies mid-call is noticed within this, and the call goes to another worker.
     heartbeatTimeout: 5_000,

@@ -17,12 +17,15 @@ import {
 } from './connection.js';
 import { dataConverter } from './payload-codec.js';
 import { requireSearchAttributes } from './search-attributes.js';
+import { hostQueue } from './workflow-definitions.js';
 
 /** Every call has a deadline; a query needs a worker, and none may be running. */
 export const callTimeoutMs = 15_000;
 
 /** temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW (the proto package is not a dependency of ours). */
 const taskQueueTypeWorkflow = 1;
+/** …TASK_QUEUE_TYPE_ACTIVITY: a host's queue has activity pollers only. */
+const taskQueueTypeActivity = 2;
 
 export class TemporalSession {
   private pollersSeenUntil = 0;
@@ -105,6 +108,26 @@ export class TemporalSession {
     const polls = (response.pollers ?? []).length > 0;
     if (polls) this.pollersSeenUntil = Date.now() + 10_000;
     return polls;
+  }
+
+  /**
+   * Of `hosts`, those whose queue (hostQueue) no worker polls now. A worker killed stays listed as
+   * a poller for a minute or so: an answer that a host is polled may be that late.
+   */
+  async absentHosts(hosts: readonly string[]): Promise<string[]> {
+    const polled = await Promise.all(
+      hosts.map(async (host) => {
+        const response = await this.call(`for the workers of host ${host}`, () =>
+          this.client.workflowService.describeTaskQueue({
+            namespace: this.settings.namespace,
+            taskQueue: { name: hostQueue(this.settings.taskQueue, host) },
+            taskQueueType: taskQueueTypeActivity,
+          }),
+        );
+        return (response.pollers ?? []).length > 0;
+      }),
+    );
+    return hosts.filter((_, i) => !polled[i]);
   }
 
   /** A query or update no worker answered although one is listed as polling (it died since). */

@@ -1,0 +1,145 @@
+/**
+ * Many machines on one Temporal cluster (issue 30): two `cutover worker` processes on one shared
+ * task queue, each with its own state directory, as two machines would run. The topology places
+ * the app's driver on host b and the router on host a: every call that touches a machine runs on
+ * its host's worker, so each keeps its own records right, and migration after migration follows.
+ * Real dev server, real workers, real app processes behind the real router, under load.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { repoRoot, runCli, tempDir } from '../support/cli.js';
+import { killRunners, killSlots, liveWorkspace, setFileVersion } from '../support/migrations.js';
+import { temporalAddress, uniqueTaskQueue } from '../support/temporal-worker.js';
+
+interface HostWorker {
+  stateDir: string;
+  stderr(): string;
+  stop(): Promise<void>;
+}
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+}, 60_000);
+
+/** `cutover worker --host NAME` with a state directory of its own; stopped by pid. */
+async function startHostWorker(env: Record<string, string>, host: string | null): Promise<HostWorker> {
+  const { dir, cleanup } = await tempDir(`cutover-host-${host ?? 'none'}-`);
+  const stateDir = path.join(dir, 'state');
+  const args = ['worker', '--state-dir', stateDir, ...(host === null ? [] : ['--host', host])];
+  const child: ChildProcess = spawn(process.execPath, [path.join(repoRoot, 'bin', 'cutover.js'), ...args], {
+    env: { ...process.env, NO_COLOR: '1', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const running = () => child.exitCode === null && child.signalCode === null;
+  const stop = async () => {
+    if (running()) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    killSlots(stateDir);
+    killRunners(stateDir);
+    await cleanup();
+  };
+  cleanups.push(stop);
+  const deadline = Date.now() + 20_000;
+  while (!stderr.includes('cutover worker on')) {
+    if (!running() || Date.now() > deadline) throw new Error(`cutover worker did not start:\n${stderr}`);
+    await sleep(50);
+  }
+  return { stateDir, stderr: () => stderr, stop };
+}
+
+/** Requests to `url` one after another until stopped: how many there were and which failed. */
+function load(url: string): { stop(): Promise<{ total: number; failures: string[] }> } {
+  let running = true;
+  let total = 0;
+  const failures: string[] = [];
+  const loop = (async () => {
+    while (running) {
+      total += 1;
+      try {
+        const response = await fetch(url);
+        await response.text();
+        if (response.status !== 200) failures.push(`HTTP ${response.status}`);
+      } catch (error) {
+        failures.push((error as Error).message);
+      }
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+      return { total, failures };
+    },
+  };
+}
+
+/** The environments a state directory holds slots of (the process driver's records). */
+function slotsIn(stateDir: string, environment: string): string[] {
+  const dir = path.join(stateDir, 'environments', environment, 'slots');
+  return existsSync(dir) ? readdirSync(dir) : [];
+}
+
+describe('two workers of one cluster, each with its own state directory', () => {
+  it('app on host b, router on host a: three migrations and a down under load, every route following', async () => {
+    const environment = `hosts-${process.pid}-${Date.now().toString(36)}`;
+    const w = await liveWorkspace((y) =>
+      y
+        .replace('name: live-demo', `name: ${environment}`)
+        .replace(
+          'apps: { type: process, stopTimeout: 5s }',
+          'apps: { type: process, stopTimeout: 5s, runsOn: b }\n  edge: { type: router, runsOn: a }',
+        )
+        .replace('to: web', 'to: web\n    driver: edge'),
+    );
+    cleanups.push(w.cleanup);
+    const env = { WORKFLOW_HOST: temporalAddress(), TEMPORAL_TASK_QUEUE: uniqueTaskQueue('hosts') };
+    const a = await startHostWorker(env, 'a');
+    const b = await startHostWorker(env, 'b');
+    const cli = (args: string[]) => runCli([...args, '-f', w.file], { env });
+    const served = async () => ((await (await fetch(w.url)).json()) as { version: string }).version;
+
+    const first = await cli(['topology', 'migrate', '--yes']);
+    expect(first.code, first.stderr).toBe(0);
+    expect(await served()).toBe('1.0.0');
+    const traffic = load(w.url);
+    for (const [from, to] of [
+      ['1.0.0', '2.0.0'],
+      ['2.0.0', '3.0.0'],
+    ] as const) {
+      setFileVersion(w, from, to);
+      // Observed on each host: the route on a (where its router serves), the app on b.
+      const plan = await cli(['topology', 'plan']);
+      expect(plan.code, plan.stderr).toBe(0);
+      expect(plan.stdout).toContain('Hosts: component web on b, route www on a.');
+      expect(plan.stdout).not.toContain('Changed outside of cutover');
+      const next = await cli(['topology', 'migrate', '--yes']);
+      expect(next.code, `${next.stdout}${next.stderr}`).toBe(0);
+      expect(await served()).toBe(to);
+    }
+    const { total, failures } = await traffic.stop();
+    expect(failures).toEqual([]);
+    expect(total).toBeGreaterThan(10);
+    // The app's replicas ran on b only, the router on a only: each kept its own records.
+    expect(slotsIn(b.stateDir, environment).length).toBeGreaterThan(0);
+    expect(slotsIn(a.stateDir, environment)).toEqual([]);
+    expect(existsSync(path.join(a.stateDir, 'router', 'routes.json'))).toBe(true);
+    expect(existsSync(path.join(b.stateDir, 'router'))).toBe(false);
+
+    const down = await cli(['topology', 'down', '--yes']);
+    expect(down.code, `${down.stdout}${down.stderr}`).toBe(0);
+    await expect(served()).rejects.toThrow();
+  }, 180_000);
+});
