@@ -142,4 +142,55 @@ describe('two workers of one cluster, each with its own state directory', () => 
     expect(down.code, `${down.stdout}${down.stderr}`).toBe(0);
     await expect(served()).rejects.toThrow();
   }, 180_000);
+
+  it('a host no worker polls: plan warns, migrate refuses, --allow-absent-hosts starts it and it runs once the worker comes', async () => {
+    const environment = `absent-${process.pid}-${Date.now().toString(36)}`;
+    const w = await liveWorkspace((y) =>
+      y
+        .replace('name: live-demo', `name: ${environment}`)
+        .replace(
+          'apps: { type: process, stopTimeout: 5s }',
+          'apps: { type: process, stopTimeout: 5s, runsOn: b }\n  edge: { type: router, runsOn: a }',
+        )
+        .replace('to: web', 'to: web\n    driver: edge'),
+    );
+    cleanups.push(w.cleanup);
+    const taskQueue = uniqueTaskQueue('absent');
+    const env = { WORKFLOW_HOST: temporalAddress(), TEMPORAL_TASK_QUEUE: taskQueue };
+    await startHostWorker(env, 'a');
+    const cli = (args: string[]) => runCli([...args, '-f', w.file], { env });
+
+    const plan = await cli(['topology', 'plan']);
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(plan.stdout).toContain('Warning: no worker polls host b now');
+    expect(plan.stdout).not.toContain('no worker polls host a');
+
+    const refused = await cli(['topology', 'migrate', '--yes']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(
+      `no cutover worker polls host b (task queue "${taskQueue}@b" at WORKFLOW_HOST=${env.WORKFLOW_HOST}): start \`cutover worker --host b\``,
+    );
+    expect(refused.stderr).toContain('--allow-absent-hosts');
+    const none = await cli(['topology', 'migration', 'list', '--environment', environment, '--json']);
+    expect(JSON.parse(none.stdout).items).toEqual([]);
+
+    const started = await cli(['topology', 'migrate', '--yes', '--detach', '--allow-absent-hosts']);
+    expect(started.code, started.stderr).toBe(0);
+    const id = /mig_[0-9a-z]+/.exec(started.stdout)?.[0] as string;
+    // Its provision waits in host b's queue until b's worker comes.
+    const b = await startHostWorker(env, 'b');
+    const deadline = Date.now() + 90_000;
+    let lifecycle = '';
+    while (Date.now() < deadline) {
+      const shown = await runCli(['topology', 'migration', 'show', id, '--json'], { env });
+      lifecycle = (JSON.parse(shown.stdout) as { state: { lifecycle: string } }).state.lifecycle;
+      if (['completed', 'rolled_back', 'failed', 'cancelled'].includes(lifecycle)) break;
+      await sleep(300);
+    }
+    expect(lifecycle).toBe('completed');
+    expect(slotsIn(b.stateDir, environment).length).toBeGreaterThan(0);
+    expect(await (await fetch(w.url)).json()).toMatchObject({ version: '1.0.0' });
+    const down = await cli(['topology', 'down', '--yes']);
+    expect(down.code, `${down.stdout}${down.stderr}`).toBe(0);
+  }, 150_000);
 });
