@@ -177,7 +177,15 @@ describe('two workers of one cluster, each with its own state directory', () => 
     const started = await cli(['topology', 'migrate', '--yes', '--detach', '--allow-absent-hosts']);
     expect(started.code, started.stderr).toBe(0);
     const id = /mig_[0-9a-z]+/.exec(started.stdout)?.[0] as string;
-    // Its provision waits in host b's queue until b's worker comes.
+    // Its provision waits in host b's queue, and show says so, until b's worker comes.
+    const waiting = 'waiting for a worker on host b (none polling)';
+    const shownDeadline = Date.now() + 30_000;
+    let said = '';
+    while (Date.now() < shownDeadline && !said.includes(waiting)) {
+      said = (await runCli(['topology', 'migration', 'show', id], { env })).stdout;
+      if (!said.includes(waiting)) await sleep(300);
+    }
+    expect(said).toContain(waiting);
     const b = await startHostWorker(env, 'b');
     const deadline = Date.now() + 90_000;
     let lifecycle = '';

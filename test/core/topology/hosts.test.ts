@@ -129,11 +129,14 @@ describe('drivers.<name>.runsOn', () => {
   });
 });
 
+/** A command as written without its id (Omit over each member of the union). */
+type CommandWithoutId = Command extends infer C ? (C extends Command ? Omit<C, 'id'> : never) : never;
+
 describe('commandHost', () => {
   const desired = load(text(placed));
   const spec = (base: Topology | null): MigrationSpec =>
     ({ desired, base: { ...emptyLayout('shop'), topology: base } }) as unknown as MigrationSpec;
-  const at = (command: Omit<Command, 'id'>, base: Topology | null = null) =>
+  const at = (command: CommandWithoutId, base: Topology | null = null) =>
     commandHost(spec(base), { id: 'x', ...command } as Command);
 
   it('places a component call on its driver host, a route call on its route driver host', () => {
