@@ -9,6 +9,9 @@ import { localModeHostProblem, runsOnProblems } from '../../../core/topology/hos
 import { loadTopology } from '../../../core/topology/load-topology.js';
 import { topologyText } from '../../../core/topology/render-topology.js';
 import type { Topology } from '../../../core/topology/types.js';
+import { renderPlanMarkdown } from '../../../views/render-plan-markdown.js';
+import { renderPlanText } from '../../../views/render-plan-text.js';
+import { plainStyle } from '../../../views/style.js';
 
 const text = (drivers: string, routeDriver = '    driver: edge\n') => `apiVersion: cutover/v1
 kind: Topology
@@ -68,9 +71,10 @@ describe('drivers.<name>.runsOn', () => {
 
   it('puts in the plan where each component and route runs', () => {
     const plan = buildPlan(emptyLayout('shop'), load(text(placed)), {});
-    expect(describePlanHosts(plan.hosts ?? [])).toBe(
-      'component jobs on any worker, component web on b, route admin on a, route www on a',
-    );
+    const where = 'component jobs on any worker, component web on b, route admin on a, route www on a';
+    expect(describePlanHosts(plan.hosts ?? [])).toBe(where);
+    expect(renderPlanText(plan, { style: plainStyle })).toContain(`Hosts: ${where}.`);
+    expect(renderPlanMarkdown(plan)).toContain(`Hosts: ${where}.`);
   });
 
   it('a component whose driver moves to another host is replaced green-blue (green there, blue retired where it ran)', () => {
