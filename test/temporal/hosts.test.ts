@@ -6,18 +6,20 @@
  * Real dev server, real workers, real app processes behind the real router, under load.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { repoRoot, runCli, tempDir } from '../support/cli.js';
-import { killRunners, killSlots, liveWorkspace, setFileVersion } from '../support/migrations.js';
+import { killRunners, killSlots, liveWorkspace, setFileVersion, workspace } from '../support/migrations.js';
 import { temporalAddress, uniqueTaskQueue } from '../support/temporal-worker.js';
 
 interface HostWorker {
   stateDir: string;
   stderr(): string;
   stop(): Promise<void>;
+  /** SIGKILL, as a machine lost: its state directory stays. */
+  kill(): Promise<void>;
 }
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -25,9 +27,18 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
 }, 60_000);
 
-/** `cutover worker --host NAME` with a state directory of its own; stopped by pid. */
-async function startHostWorker(env: Record<string, string>, host: string | null): Promise<HostWorker> {
-  const { dir, cleanup } = await tempDir(`cutover-host-${host ?? 'none'}-`);
+/**
+ * `cutover worker --host NAME` with a state directory of its own (or `again`'s: the same machine
+ * back after a kill; the first worker's cleanup removes it); stopped by pid.
+ */
+async function startHostWorker(
+  env: Record<string, string>,
+  host: string | null,
+  again?: HostWorker,
+): Promise<HostWorker> {
+  const { dir, cleanup } = again
+    ? { dir: path.dirname(again.stateDir), cleanup: async () => {} }
+    : await tempDir(`cutover-host-${host ?? 'none'}-`);
   const stateDir = path.join(dir, 'state');
   const args = ['worker', '--state-dir', stateDir, ...(host === null ? [] : ['--host', host])];
   const child: ChildProcess = spawn(process.execPath, [path.join(repoRoot, 'bin', 'cutover.js'), ...args], {
@@ -52,12 +63,16 @@ async function startHostWorker(env: Record<string, string>, host: string | null)
     await cleanup();
   };
   cleanups.push(stop);
+  const kill = async () => {
+    if (running()) child.kill('SIGKILL');
+    await exited;
+  };
   const deadline = Date.now() + 20_000;
   while (!stderr.includes('cutover worker on')) {
     if (!running() || Date.now() > deadline) throw new Error(`cutover worker did not start:\n${stderr}`);
     await sleep(50);
   }
-  return { stateDir, stderr: () => stderr, stop };
+  return { stateDir, stderr: () => stderr, stop, kill };
 }
 
 /** Requests to `url` one after another until stopped: how many there were and which failed. */
@@ -201,4 +216,75 @@ describe('two workers of one cluster, each with its own state directory', () => 
     const down = await cli(['topology', 'down', '--yes']);
     expect(down.code, `${down.stdout}${down.stderr}`).toBe(0);
   }, 150_000);
+
+  it("a host's worker killed mid-gate: the call waits for that host, show says so, and it completes on that host once its worker is back", async () => {
+    const environment = `killed-${process.pid}-${Date.now().toString(36)}`;
+    const w = await workspace('test/fixtures/gated', (y) =>
+      y
+        .replace('name: gated', `name: ${environment}`)
+        .replace(
+          'infra: { type: exec, dir: ./infra, timeout: 30s }',
+          'infra: { type: exec, dir: ./infra, timeout: 30s, runsOn: b }\n  edge: { type: router, runsOn: a }',
+        )
+        .replace('to: api }', 'to: api, driver: edge }')
+        .replace('deadline: 60s', 'deadline: 300s'),
+    );
+    cleanups.push(w.cleanup);
+    const env = { WORKFLOW_HOST: temporalAddress(), TEMPORAL_TASK_QUEUE: uniqueTaskQueue('killed') };
+    const a = await startHostWorker(env, 'a');
+    const b = await startHostWorker(env, 'b');
+    const cli = (args: string[]) => runCli([...args, '-f', w.file], { env });
+    const show = async (id: string) =>
+      JSON.parse((await runCli(['topology', 'migration', 'show', id, '--json'], { env })).stdout) as {
+        summary: { status: string; lifecycle: string; actionsDone: number };
+      };
+    const until = async (
+      id: string,
+      ok: (s: { status: string; lifecycle: string; actionsDone: number }) => boolean,
+      ms: number,
+    ) => {
+      const deadline = Date.now() + ms;
+      let last = '';
+      while (Date.now() < deadline) {
+        const { summary } = await show(id);
+        last = `${summary.lifecycle}: ${summary.status}`;
+        if (ok(summary)) return summary;
+        await sleep(500);
+      }
+      throw new Error(`${id} did not get there within ${ms} ms; last: ${last}`);
+    };
+
+    const started = await cli(['topology', 'migrate', '--yes', '--detach']);
+    expect(started.code, started.stderr).toBe(0);
+    const id = /mig_[0-9a-z]+/.exec(started.stdout)?.[0] as string;
+    // The gate is held (no release-gate in b's state directory): its call runs on b.
+    await until(id, (s) => s.status.includes('health_gate') && s.actionsDone >= 2, 30_000);
+    await b.kill();
+    // Worker a polls the shared queue all along; the gate's next attempt waits for host b. Temporal
+    // lists a killed poller for a while: show says so once b has not polled for 90 s.
+    const waiting = await until(
+      id,
+      (s) => s.status.includes('waiting for a worker on host b (none polling since'),
+      150_000,
+    );
+    expect(waiting.lifecycle).toBe('running');
+    // A minute and a half past the kill, the call has not been run again: not on a, which polls.
+    const before = await cli(['topology', 'migration', 'logs', id]);
+    expect(before.stdout).not.toMatch(/check_health is run again/);
+    const back = await startHostWorker(env, 'b', b);
+    // The gate's check runs on b; the shift after it watches green from the route's host, a (a
+    // command probe runs there: see the limits in docs/temporal.md).
+    writeFileSync(path.join(back.stateDir, 'release-gate'), '');
+    mkdirSync(a.stateDir, { recursive: true });
+    writeFileSync(path.join(a.stateDir, 'release-gate'), '');
+    const ended = await until(id, (s) => !['running', 'rolling_back'].includes(s.lifecycle), 60_000);
+    const log = await cli(['topology', 'migration', 'logs', id]);
+    expect(ended.lifecycle, log.stdout).toBe('completed');
+    expect(log.stdout).toMatch(/check_health is run again \(attempt 2\)/);
+    // Nothing of the component ran on a.
+    expect(existsSync(path.join(a.stateDir, 'slots'))).toBe(false);
+    expect(readdirSync(path.join(back.stateDir, 'slots')).length).toBe(2);
+    const down = await cli(['topology', 'down', '--yes']);
+    expect(down.code, `${down.stdout}${down.stderr}`).toBe(0);
+  }, 240_000);
 });
