@@ -6,13 +6,15 @@
  * Real dev server, real workers, real app processes behind the real router, under load.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
+import { isAlive, type ProcessIdentity } from '../../platform/process-identity.js';
 import { repoRoot, runCli, tempDir } from '../support/cli.js';
 import { killRunners, killSlots, liveWorkspace, setFileVersion, workspace } from '../support/migrations.js';
 import { temporalAddress, uniqueTaskQueue } from '../support/temporal-worker.js';
+import { waitUntil } from '../support/wait.js';
 
 interface HostWorker {
   stateDir: string;
@@ -101,7 +103,17 @@ function load(url: string): { stop(): Promise<{ total: number; failures: string[
   };
 }
 
-/** The environments a state directory holds slots of (the process driver's records). */
+/** Every replica the process driver recorded in a state directory for the environment. */
+function recordedReplicas(stateDir: string, environment: string): ProcessIdentity[] {
+  const dir = path.join(stateDir, 'environments', environment, 'slots');
+  return slotsIn(stateDir, environment).flatMap(
+    (slot) =>
+      (JSON.parse(readFileSync(path.join(dir, slot, 'slot.json'), 'utf8')) as { replicas: ProcessIdentity[] })
+        .replicas,
+  );
+}
+
+/** The slots a state directory holds of the environment (the process driver's records). */
 function slotsIn(stateDir: string, environment: string): string[] {
   const dir = path.join(stateDir, 'environments', environment, 'slots');
   return existsSync(dir) ? readdirSync(dir) : [];
@@ -153,9 +165,18 @@ describe('two workers of one cluster, each with its own state directory', () => 
     expect(existsSync(path.join(a.stateDir, 'router', 'routes.json'))).toBe(true);
     expect(existsSync(path.join(b.stateDir, 'router'))).toBe(false);
 
+    const router = JSON.parse(
+      readFileSync(path.join(a.stateDir, 'router', 'router.json'), 'utf8'),
+    ) as ProcessIdentity;
+    const replicas = recordedReplicas(b.stateDir, environment);
+    expect(replicas.length).toBeGreaterThan(0);
     const down = await cli(['topology', 'down', '--yes']);
     expect(down.code, `${down.stdout}${down.stderr}`).toBe(0);
     await expect(served()).rejects.toThrow();
+    // Nothing left running: no replica recorded on b, nor a's router, idle once the route went.
+    expect(replicas.filter(isAlive)).toEqual([]);
+    // The router removes its record as it exits: its process may be a moment behind.
+    expect(await waitUntil(() => !isAlive(router), 5_000)).toBe(true);
   }, 180_000);
 
   it('a host no worker polls: plan warns, migrate refuses, --allow-absent-hosts starts it and it runs once the worker comes', async () => {
