@@ -1,5 +1,6 @@
 import { describeWaves } from '../core/plan/plan-edges.js';
 import { describePlanHooks } from '../core/plan/plan-hooks.js';
+import { describePlanHosts } from '../core/plan/plan-hosts.js';
 import { describeNotifyTargets } from '../core/plan/plan-notify.js';
 import { describeStateful } from '../core/plan/plan-stateful.js';
 import { describePlannedAgainst, type PlannedAgainst } from '../core/plan/saved-plan.js';
@@ -32,6 +33,7 @@ export function renderPlanMarkdown(
       ? [`Notify: ${cell(describeNotifyTargets(plan.notify))}.`, '']
       : []),
     ...(plan.stateful ?? []).flatMap((entry) => [`Stateful: ${cell(describeStateful(entry))}`, '']),
+    ...(plan.hosts && plan.hosts.length > 0 ? [`Hosts: ${cell(describePlanHosts(plan.hosts))}.`, ''] : []),
     ...(plan.strategy.hooks && plan.strategy.hooks.length > 0
       ? [`Hooks: ${cell(describePlanHooks(plan.strategy.hooks))}.`, '']
       : []),

@@ -1,5 +1,6 @@
 import { describeWaves } from '../core/plan/plan-edges.js';
 import { describePlanHooks } from '../core/plan/plan-hooks.js';
+import { absentPlanHosts, describePlanHosts } from '../core/plan/plan-hosts.js';
 import { describeNotifyTargets } from '../core/plan/plan-notify.js';
 import { describeStateful } from '../core/plan/plan-stateful.js';
 import { describePlannedAgainst, type PlannedAgainst } from '../core/plan/saved-plan.js';
@@ -98,8 +99,13 @@ function strategyLine({ strategy }: Plan): string {
 }
 
 /** Where the migration's events go, when the topology has targets (never a secret). */
-function notifyLines({ notify, stateful }: Plan): string[] {
+function notifyLines({ notify, stateful, hosts }: Plan): string[] {
   const lines = notify && notify.length > 0 ? [`Notify: ${describeNotifyTargets(notify)}.`] : [];
+  if (hosts && hosts.length > 0) lines.push(`Hosts: ${describePlanHosts(hosts)}.`);
+  for (const host of absentPlanHosts(hosts))
+    lines.push(
+      `Warning: no worker polls host ${host} now: a migration would wait for one (\`cutover worker --host ${host}\`); migrate refuses it without --allow-absent-hosts.`,
+    );
   for (const entry of stateful ?? []) lines.push(`Stateful: ${describeStateful(entry)}`);
   return lines;
 }

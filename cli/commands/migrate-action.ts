@@ -23,6 +23,8 @@ export interface MigrateOptions extends ServerOption {
   parallelism?: number;
   /** The Git commit the topology comes from, recorded with the migration (audit). */
   commit?: string;
+  /** `--allow-absent-hosts`: start although no worker polls a host the topology names. */
+  allowAbsentHosts?: boolean;
 }
 
 /** `cutover topology migrate`, loaded only when that command runs (it pulls in the whole engine). */
@@ -51,6 +53,7 @@ async function migrate(
     ...(options.commit === undefined ? {} : { commit: options.commit, commitFrom: 'option' as const }),
     appliedCommit: await commitOfFile(file),
     ...(options.parallelism === undefined ? {} : { parallelism: options.parallelism }),
+    ...(options.allowAbsentHosts === true ? { allowAbsentHosts: true } : {}),
   };
   return migrateTo(
     service,

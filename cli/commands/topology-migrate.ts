@@ -18,6 +18,10 @@ export function registerMigrate(topology: Command, run: CommandRun): void {
     .option('--json', 'print the final state as JSON instead of the live view')
     .option('--commit <sha>', 'the Git commit the topology comes from, recorded with the migration (audit)')
     .option(
+      '--allow-absent-hosts',
+      'start although no worker polls a host the topology names (Temporal mode): its calls there wait for one',
+    )
+    .option(
       '--replace <component>',
       'replace this component green-blue even if nothing changed, like terraform apply -replace (repeatable)',
       collectNames,

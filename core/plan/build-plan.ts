@@ -27,6 +27,7 @@ import { describeChange, diffValues } from './diff-values.js';
 import { findDrift, type PlanInputs, replacementRequested } from './drift.js';
 import { withEdges } from './plan-edges.js';
 import { planHooks } from './plan-hooks.js';
+import { type PlanHost, planHosts } from './plan-hosts.js';
 import { planIdOf } from './plan-id.js';
 import { planNotifyTargets } from './plan-notify.js';
 import { type PlanStateful, planStateful } from './plan-stateful.js';
@@ -101,11 +102,18 @@ export function buildPlan(current: CurrentLayout, desired: Topology, inputs: Pla
     },
     ...(desired.notify === undefined ? {} : { notify: planNotifyTargets(desired.notify) }),
     ...statefulOf(actions, desired, inputs.switchable),
+    ...hostsOf(desired),
     resources,
     settings,
     ...(drift.length > 0 ? { drift } : {}),
     actions,
   };
+}
+
+/** Plan.hosts, only when the topology places drivers on hosts (other plans keep their JSON). */
+function hostsOf(desired: Topology): { hosts?: PlanHost[] } {
+  const hosts = planHosts(desired);
+  return hosts.length > 0 ? { hosts } : {};
 }
 
 /** Plan.stateful, only when the plan replaces a stateful component (other plans keep their JSON). */

@@ -1,4 +1,5 @@
 import type { PlanHook } from './plan-hooks.js';
+import type { PlanHost } from './plan-hosts.js';
 import type { PlanNotifyTarget } from './plan-notify.js';
 
 /**
@@ -149,6 +150,8 @@ export interface Plan {
    * under a write hold, or copied once. As `strategy`, not hashed; absent when it replaces none.
    */
   stateful?: PlanStateful[];
+  /** Where each component's and route's calls run (plan-hosts.ts), when the topology names hosts; as `strategy`, not hashed. */
+  hosts?: PlanHost[];
   resources: ResourceChange[];
   /** Changes to environment-wide settings (strategy, metadata, unused drivers): no action needed.
    * A used driver's change is not repeated here: it shows as the replacement of its components. */

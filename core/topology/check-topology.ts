@@ -30,6 +30,7 @@ export function checkTopology(file: TopologyFile, checked?: ReadonlySet<string>)
   const edges = new Map<string, readonly string[]>();
   walkComponents(file, problems, durationProblems, edges, checked);
   checkRoutes(file, problems);
+  checkRouteHosts(file, problems);
   forEachEntry(file.drivers, (name, driver) => problems.push(...checkContainerDriver(name, driver)));
   if (checked === undefined) checkCycles(edges, problems);
   else checkCyclesFrom(edges, checked, problems);
@@ -258,6 +259,34 @@ function forEachEntry<T>(
       // Malformed entry; the schema errors already describe it.
     }
   }
+}
+
+/**
+ * The routes of a topology run on one host (a shift step sets them all in one call): when one
+ * route's driver names a host, every route's does, the same.
+ */
+function checkRouteHosts(file: TopologyFile, problems: PathProblem[]): void {
+  const drivers = file.drivers ?? {};
+  const hostOf = (driver: string | undefined) =>
+    driver === undefined ? undefined : own(drivers, driver)?.runsOn;
+  let first: { route: string; host: string } | undefined;
+  forEachEntry(file.routes, (name, route) => {
+    const host = hostOf(route.driver);
+    if (first === undefined && host !== undefined) first = { route: name, host };
+  });
+  if (first === undefined) return;
+  const { route: firstRoute, host } = first;
+  forEachEntry(file.routes, (name, route) => {
+    const here = hostOf(route.driver);
+    if (here === host) return;
+    problems.push({
+      path: ['routes', name, 'driver'],
+      message:
+        route.driver === undefined
+          ? `the built-in router runs on any worker, and route ${firstRoute}'s driver on host ${host}: the routes of a topology run on one host; name a router driver with runsOn: ${host}`
+          : `driver "${route.driver}" runs on ${here === undefined ? 'any worker' : `host ${here}`}, and route ${firstRoute}'s on host ${host}: the routes of a topology run on one host`,
+    });
+  });
 }
 
 function checkRoutes(file: TopologyFile, problems: PathProblem[]): void {

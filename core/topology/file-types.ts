@@ -26,7 +26,7 @@ export type NotifyTargetFile =
   | (NotifyFilterFile & { type: 'slack'; url: UrlFile })
   | (NotifyFilterFile & { type: 'command'; command: string[] });
 
-export type DriverFile =
+export type DriverFile = (
   | { type: 'process'; stopTimeout?: string }
   | { type: 'exec'; dir: string; timeout?: string }
   | {
@@ -45,7 +45,8 @@ export type DriverFile =
   | { type: 'postgres'; bin?: string; database?: string; init?: string; runAs?: string; user?: string }
   | { type: 'redis'; appendfsync?: 'always' | 'everysec'; bin?: string }
   | { type: 'router' }
-  | { type: 'nginx'; configFile: string; reload?: string[] };
+  | { type: 'nginx'; configFile: string; reload?: string[] }
+) & { runsOn?: string };
 
 export interface ComponentFile {
   driver: string;

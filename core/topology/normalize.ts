@@ -89,6 +89,15 @@ function normalizeHosts(
 }
 
 function normalizeDriver(driver: DriverFile): DriverSpec {
+  const spec = normalizeDriverFields(driver);
+  if (driver.runsOn === undefined) return spec;
+  // Inserted in its sorted place among the fixed fields (the invariant above).
+  return Object.fromEntries(
+    Object.entries({ ...spec, runsOn: driver.runsOn }).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+  ) as DriverSpec;
+}
+
+function normalizeDriverFields(driver: DriverFile): DriverSpec {
   switch (driver.type) {
     case 'process':
       return { stopTimeout: duration(driver.stopTimeout, defaults.processStopTimeoutMs), type: 'process' };

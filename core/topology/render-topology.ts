@@ -60,6 +60,11 @@ export function topologyText(model: Topology, name: string): string {
 }
 
 function driverFile(driver: DriverSpec): DriverFile {
+  const file = driverFields(driver);
+  return driver.runsOn === undefined ? file : { ...file, runsOn: driver.runsOn };
+}
+
+function driverFields(driver: DriverSpec): DriverFile {
   switch (driver.type) {
     case 'process':
       return { type: 'process', stopTimeout: formatDuration(driver.stopTimeout) };

@@ -31,14 +31,20 @@ export interface Metadata {
 
 export type DriverType = DriverSpec['type'];
 
-export type DriverSpec =
+/**
+ * Every driver may name the host whose worker runs its calls (`runsOn`, Temporal mode: `cutover
+ * worker --host NAME`); absent, any worker runs them. Kept only when set, so models and plans of
+ * topologies without hosts stay as they were.
+ */
+export type DriverSpec = (
   | { type: 'process'; stopTimeout: DurationMs }
   | { type: 'exec'; dir: string; timeout: DurationMs }
   | ContainerDriverSpec
   | PostgresDriverSpec
   | RedisDriverSpec
   | { type: 'router' }
-  | { type: 'nginx'; configFile: string; reload: string[] };
+  | { type: 'nginx'; configFile: string; reload: string[] }
+) & { runsOn?: string };
 
 export type ComponentDriverType = 'process' | 'exec' | 'container' | 'postgres' | 'redis';
 

@@ -6,7 +6,7 @@
  * the same way and "nothing to change" means the same thing in every mode (`isEmptyPlan`).
  * Where the layout is kept and who observes it differ by mode: the caller says (`MigrationHome`).
  */
-import { TopologyInvalidError } from '../../core/errors.js';
+import { CutoverError, TopologyInvalidError } from '../../core/errors.js';
 import type { CurrentLayout } from '../../core/layout.js';
 import { migrationParallelism } from '../../core/migration/step.js';
 import type { CommitOrigin, MigrationSpec, RolledBackTo } from '../../core/migration/types.js';
@@ -15,7 +15,10 @@ import { buildPlan } from '../../core/plan/build-plan.js';
 import type { PlanInputs } from '../../core/plan/drift.js';
 import type { ImageDigests } from '../../core/plan/image-changes.js';
 import { isEmptyPlan, type Plan } from '../../core/plan/types.js';
+import { formatDiagnostic } from '../../core/topology/diagnostic.js';
+import { namedHosts, runsOnProblems } from '../../core/topology/hosts.js';
 import { loadTopology } from '../../core/topology/load-topology.js';
+import { locateProblems } from '../../core/topology/locate.js';
 import type { Topology } from '../../core/topology/types.js';
 import { imageDigestsFor } from '../drivers/container-images.js';
 import { switchableComponents } from '../drivers/switched.js';
@@ -56,6 +59,13 @@ export interface MigrationHome {
    * something else excludes a second migration (Temporal: the workflow id), or for a plan alone.
    */
   hold?(environment: string): HeldEnvironment;
+  /**
+   * Why this mode cannot run calls on `host` (drivers.<name>.runsOn), or null: the local mode runs
+   * only its own. Refused before anything else, naming the file, line and field.
+   */
+  refuseHost?(host: string): string | null;
+  /** Of the hosts the topology names, those no worker polls now (Temporal); the plan says so. */
+  absentHosts?(hosts: readonly string[]): Promise<string[]>;
 }
 
 export interface PrepareRequest {
@@ -81,6 +91,8 @@ export interface Prepared {
   /** The stateful components switched under a write hold (MigrationSpec.switched); absent: none. */
   switched?: string[];
   held?: HeldEnvironment;
+  /** The hosts the topology names that no worker polls now (MigrationHome.absentHosts); absent: none. */
+  absentHosts?: string[];
 }
 
 /**
@@ -93,6 +105,7 @@ export async function prepareMigration(request: PrepareRequest, home: MigrationH
   if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
   const desired = loaded.topology;
   checkReplace(desired, request.replace, source.file);
+  refuseHosts(desired, source, home);
   const environment = desired.metadata.name;
   const held = home.hold?.(environment);
   try {
@@ -118,6 +131,13 @@ export async function prepareMigration(request: PrepareRequest, home: MigrationH
     const inputs =
       request.refresh === false ? known : { ...known, observed: await home.observe(base, source.baseDir) };
     const plan = buildPlan(base, desired, inputs);
+    const hosts = namedHosts(desired);
+    const absentHosts = hosts.length > 0 && home.absentHosts ? await home.absentHosts(hosts) : [];
+    if (absentHosts.length > 0 && plan.hosts) {
+      plan.hosts = plan.hosts.map((h) =>
+        h.host !== undefined && absentHosts.includes(h.host) ? { ...h, polled: false } : h,
+      );
+    }
     if (request.planId !== undefined && request.planId !== plan.planId) {
       throw await pinError(
         (serial) => home.layoutAt(environment, serial),
@@ -140,11 +160,22 @@ export async function prepareMigration(request: PrepareRequest, home: MigrationH
       ...(images === undefined ? {} : { images }),
       ...(switched.length === 0 ? {} : { switched }),
       ...(held === undefined || !needed ? {} : { held }),
+      ...(absentHosts.length === 0 ? {} : { absentHosts }),
     };
   } catch (error) {
     held?.release();
     throw error;
   }
+}
+
+/** The hosts this mode cannot run (MigrationHome.refuseHost): one line each, with file, line and field. */
+function refuseHosts(desired: Topology, source: TopologySource, home: MigrationHome): void {
+  const refuse = home.refuseHost;
+  if (refuse === undefined) return;
+  const problems = runsOnProblems(desired, (host) => refuse(host));
+  if (problems.length === 0) return;
+  const lines = locateProblems(source.file, source.text, problems).map(formatDiagnostic);
+  throw new CutoverError('NOT_SUPPORTED', lines.join('\n'));
 }
 
 /** Who starts a migration, with what parallelism, and when (the parts of a spec a start request gives). */

@@ -92,6 +92,11 @@ export interface StartRequest extends TopologySource {
   /** How many driver calls run at once (`--parallelism`); default: the topology's strategy.parallelism. */
   parallelism?: number;
   /**
+   * Start it although no worker polls a host the topology names (`migrate --allow-absent-hosts`,
+   * Temporal mode): its calls there wait for one. Without it, such a start is refused.
+   */
+  allowAbsentHosts?: boolean;
+  /**
    * The caller drives it itself with `attach` (the CLI's `migrate` without --detach). Only a local
    * migration runs in the caller's process; elsewhere it runs where it always does.
    */

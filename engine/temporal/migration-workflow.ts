@@ -6,6 +6,7 @@
  */
 import {
   ActivityCancellationType,
+  ActivityFailure,
   CancellationScope,
   condition,
   continueAsNew,
@@ -15,9 +16,11 @@ import {
   proxyActivities,
   setHandler,
   sleep,
+  TimeoutFailure,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import { commandHost } from '../../core/migration/command-host.js';
 import { commandView } from '../../core/migration/command-view.js';
 import { committedLayout } from '../../core/migration/committed-layout.js';
 import {
@@ -44,10 +47,12 @@ import { upgradeState } from '../../core/migration/upgrade-state.js';
 import { refuseVerb } from '../../core/migration/verb-policy.js';
 import { notificationsOf } from '../../core/notify/migration-events.js';
 import { switchEventNames } from '../../core/notify/types.js';
+import { formatDuration } from '../../core/topology/duration.js';
 import type { CutoverActivities } from './activities.js';
 import { activityTimeoutMs } from './activity-timeouts.js';
 import {
   environmentWorkflowId,
+  hostQueue,
   keptLogLines,
   type MigrationInput,
   type MigrationStatus,
@@ -75,10 +80,21 @@ import {
  * environment's workflow id, then ends as the migration had.
  */
 const resolveWaitMs = 10_000;
-/** Activity options by command: timeouts from the command (activity-timeouts.ts), heartbeats for long calls. */
+/**
+ * Activity options by command: timeouts from the command (activity-timeouts.ts), heartbeats for long
+ * calls, and the queue of the host that owns the call's machine when the topology places it
+ * (command-host.ts); a call placed nowhere goes to the shared queue, as every call did before hosts.
+ */
 function activitiesFor(command: Command, spec: MigrationSpec): CutoverActivities {
+  const host = commandHost(spec, command);
+  const timeoutMs = activityTimeoutMs(command, spec);
   return proxyActivities<CutoverActivities>({
-    startToCloseTimeout: activityTimeoutMs(command, spec),
+    // A placed call waits in its host's queue for that host's worker at most as long as the call
+    // may run: then it fails, saying so (hostWaitFailure), and the migration rolls back.
+    ...(host === undefined
+      ? {}
+      : { taskQueue: hostQueue(workflowInfo().taskQueue, host), scheduleToStartTimeout: timeoutMs }),
+    startToCloseTimeout: timeoutMs,
     // A worker that dies mid-call is noticed within this, and the call goes to another worker.
     heartbeatTimeout: 5_000,
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
@@ -90,6 +106,18 @@ function activitiesFor(command: Command, spec: MigrationSpec): CutoverActivities
       nonRetryableErrorTypes: ['InvariantError', 'CutoverError'],
     },
   });
+}
+
+/**
+ * A placed call that no worker of its host took within its bound (scheduleToStartTimeout): the
+ * reason names the host, else undefined.
+ */
+function hostWaitFailure(command: Command, spec: MigrationSpec, error: unknown): string | undefined {
+  const cause = error instanceof ActivityFailure ? error.cause : undefined;
+  if (!(cause instanceof TimeoutFailure) || cause.timeoutType !== 'SCHEDULE_TO_START') return undefined;
+  const host = commandHost(spec, command);
+  const within = formatDuration(activityTimeoutMs(command, spec));
+  return `no worker on host ${host} took ${command.kind} within ${within}: is \`cutover worker --host ${host}\` running with this TEMPORAL_TASK_QUEUE?`;
 }
 
 /**
@@ -227,9 +255,10 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
             });
           } else {
             const message =
-              error instanceof Error
+              hostWaitFailure(command, state.spec, error) ??
+              (error instanceof Error
                 ? ((error.cause as Error | undefined)?.message ?? error.message)
-                : String(error);
+                : String(error));
             record({
               type: 'command_failed',
               at: Date.now(),

@@ -23,7 +23,12 @@ import { storedSize } from './payload-codec.js';
 import { currentLayout, layoutAt, observe } from './temporal-layouts.js';
 import type { TemporalSession } from './temporal-session.js';
 import { conflict } from './temporal-visibility.js';
-import { environmentWorkflowId, keepLayoutsSignal, migrationWorkflowId } from './workflow-definitions.js';
+import {
+  environmentWorkflowId,
+  hostQueue,
+  keepLayoutsSignal,
+  migrationWorkflowId,
+} from './workflow-definitions.js';
 
 export interface TemporalCreateRequest extends Omit<StartRequest, 'attach'> {
   now?: number;
@@ -41,6 +46,7 @@ export function temporalHome(temporal: TemporalSession, secrets?: PlanSecrets): 
     // Only to tell a stale pinned plan: an earlier layout that cannot be read is one not kept.
     layoutAt: (environment, serial) => layoutAt(temporal, environment, serial).catch(() => null),
     observe: (layout, baseDir) => observe(temporal, layout, baseDir),
+    absentHosts: (hosts) => temporal.absentHosts(hosts),
     ...(secrets === undefined ? {} : { secrets }),
   };
 }
@@ -56,6 +62,11 @@ export async function create(
     temporalHome(temporal, request.secrets),
   );
   if (!prepared.needed) return { created: false, plan: prepared.plan };
+  const absent = prepared.absentHosts ?? [];
+  if (absent.length > 0 && request.allowAbsentHosts !== true) {
+    prepared.held?.release();
+    throw new CutoverError('RUNNER_UNREACHABLE', absentHostsRefusal(temporal, absent));
+  }
   const spec = migrationSpec(newMigrationId(), prepared, request.baseDir, request, osUserName);
   const { environment } = spec;
   await refuseOversizedSpec(spec);
@@ -91,6 +102,13 @@ export async function create(
     throw error;
   }
   return { created: true, spec };
+}
+
+/** What `migrate` says of a topology naming hosts no worker polls. */
+function absentHostsRefusal(temporal: TemporalSession, hosts: readonly string[]): string {
+  const named = hosts.map((h) => `host ${h}`).join(', ');
+  const queues = hosts.map((h) => `"${hostQueue(temporal.settings.taskQueue, h)}"`).join(', ');
+  return `no cutover worker polls ${named} (task queue ${queues} at WORKFLOW_HOST=${temporal.settings.address}): start \`cutover worker --host ${hosts[0]}\` on that machine, with the same TEMPORAL_TASK_QUEUE, or pass --allow-absent-hosts to start the migration anyway (its calls there wait for the worker)`;
 }
 
 /**

@@ -17,12 +17,17 @@ import {
 } from './connection.js';
 import { dataConverter } from './payload-codec.js';
 import { requireSearchAttributes } from './search-attributes.js';
+import { hostQueue } from './workflow-definitions.js';
 
 /** Every call has a deadline; a query needs a worker, and none may be running. */
 export const callTimeoutMs = 15_000;
 
 /** temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW (the proto package is not a dependency of ours). */
 const taskQueueTypeWorkflow = 1;
+/** …TASK_QUEUE_TYPE_ACTIVITY: a host's queue has activity pollers only. */
+const taskQueueTypeActivity = 2;
+/** A poller not seen for this long is gone: a live one polls again within about a minute. */
+export const stalePollerMs = 90_000;
 
 export class TemporalSession {
   private pollersSeenUntil = 0;
@@ -105,6 +110,40 @@ export class TemporalSession {
     const polls = (response.pollers ?? []).length > 0;
     if (polls) this.pollersSeenUntil = Date.now() + 10_000;
     return polls;
+  }
+
+  /**
+   * Whether a worker polls `host`'s queue (hostQueue) now, and when one last did. A live worker's
+   * long poll is renewed at least every minute; a poller last seen longer ago than
+   * `stalePollerMs` is one that died (Temporal lists it for a few minutes more).
+   */
+  async hostPollers(host: string): Promise<{ polled: boolean; lastSeen: number | null }> {
+    const response = await this.call(`for the workers of host ${host}`, () =>
+      this.client.workflowService.describeTaskQueue({
+        namespace: this.settings.namespace,
+        taskQueue: { name: hostQueue(this.settings.taskQueue, host) },
+        taskQueueType: taskQueueTypeActivity,
+      }),
+    );
+    let lastSeen: number | null = null;
+    let polled = false;
+    for (const poller of response.pollers ?? []) {
+      const seconds = poller.lastAccessTime?.seconds;
+      if (seconds === undefined || seconds === null) {
+        polled = true;
+        continue;
+      }
+      const at = Number(seconds.toString()) * 1000 + Math.floor((poller.lastAccessTime?.nanos ?? 0) / 1e6);
+      if (Date.now() - at < stalePollerMs) polled = true;
+      lastSeen = lastSeen === null ? at : Math.max(lastSeen, at);
+    }
+    return { polled, lastSeen };
+  }
+
+  /** Of `hosts`, those no worker polls now (hostPollers). */
+  async absentHosts(hosts: readonly string[]): Promise<string[]> {
+    const seen = await Promise.all(hosts.map((host) => this.hostPollers(host)));
+    return hosts.filter((_, i) => !seen[i]?.polled);
   }
 
   /** A query or update no worker answered although one is listed as polling (it died since). */

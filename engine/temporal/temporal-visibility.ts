@@ -7,6 +7,7 @@
 import { type WorkflowHandle, WorkflowNotFoundError } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { CutoverError } from '../../core/errors.js';
+import { commandHost } from '../../core/migration/command-host.js';
 import { start as startState } from '../../core/migration/step.js';
 import { describeLifecycle, type MigrationSummary, summaryOf } from '../../core/migration/summary.js';
 import {
@@ -174,7 +175,33 @@ export async function show(
   id: string,
 ): Promise<{ summary: MigrationSummary; state: MigrationState }> {
   const found = await status(temporal, await locate(temporal, id), Number.MAX_SAFE_INTEGER);
-  return { summary: summaryOf(found.state), state: found.state };
+  return { summary: await withHostWait(temporal, found.state, summaryOf(found.state)), state: found.state };
+}
+
+/**
+ * A migration whose calls in flight wait in a host's queue that no worker polls (command-host.ts):
+ * its status says so, "waiting for a worker on host b (none polling since 21:03:10)", in show,
+ * list, status and the API alike. Asked only when a call in flight is placed on a host.
+ */
+async function withHostWait(
+  temporal: TemporalSession,
+  state: MigrationState,
+  summary: MigrationSummary,
+): Promise<MigrationSummary> {
+  if (isFinal(state.lifecycle)) return summary;
+  const hosts = new Set<string>();
+  for (const command of state.inflight) {
+    const host = commandHost(state.spec, command);
+    if (host !== undefined) hosts.add(host);
+  }
+  const waits: string[] = [];
+  for (const host of [...hosts].sort()) {
+    const { polled, lastSeen } = await temporal.hostPollers(host);
+    if (polled) continue;
+    const since = lastSeen === null ? '' : ` since ${clock(lastSeen)}`;
+    waits.push(`waiting for a worker on host ${host} (none polling${since})`);
+  }
+  return waits.length === 0 ? summary : { ...summary, status: `${summary.status}; ${waits.join('; ')}` };
 }
 
 export async function* logs(

@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { IllegalStateError } from '@temporalio/common';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { defaultHost } from '../../core/topology/hosts.js';
 import { superviseRouter } from '../drivers/router-driver.js';
 import type { DriverSet } from '../runner/execute-command.js';
 import type { ProcessSecrets } from '../secrets/secret-source.js';
@@ -24,9 +25,15 @@ import {
 } from './connection.js';
 import { dataConverter } from './payload-codec.js';
 import { requireSearchAttributes } from './search-attributes.js';
+import { hostQueue } from './workflow-definitions.js';
 
 export interface WorkerOptions {
   settings: TemporalSettings;
+  /**
+   * The host this worker is (`--host`; default `local`): beside the shared task queue it polls the
+   * host's own (hostQueue), where the calls that touch this machine are scheduled.
+   */
+  host?: string;
   /** Where the drivers keep their local records on this machine. */
   stateDir: StateDir;
   drivers: DriverSet;
@@ -73,7 +80,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   } catch (error) {
     throw unreachable(settings, error);
   }
-  let worker: Worker;
+  let workers: Worker[];
   try {
     // Checked first: a Worker.create that fails on a missing namespace leaves its workflow threads
     // behind, and they keep the process alive after the error is reported.
@@ -86,7 +93,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     // Every migration it would run sets them: a namespace without them is said at once, not by
     // each start refused later.
     await requireSearchAttributes(connection.operatorService, settings);
-    worker = await createWorker(connection, options);
+    workers = await createWorkers(connection, options);
   } catch (error) {
     // An open connection would keep the process alive after the error is reported.
     await connection.close().catch(() => undefined);
@@ -97,45 +104,72 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   // hold is started again at once, not at the next route step.
   const supervision = new AbortController();
   void superviseRouter(options.stateDir, { signal: supervision.signal, log: options.log ?? (() => {}) });
-  const done = worker.run().finally(() => {
-    supervision.abort();
-    return connection.close();
-  });
+  const shutdown = () => {
+    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+  };
+  // One of the two failing stops the other: the process runs both or neither.
+  const done = Promise.all(
+    workers.map((w) =>
+      w.run().catch((error: unknown) => {
+        shutdown();
+        throw error;
+      }),
+    ),
+  )
+    .then(() => undefined)
+    .finally(() => {
+      supervision.abort();
+      return connection.close();
+    });
   return {
     done,
     async shutdown() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
+      shutdown();
       await done;
     },
   };
 }
 
-function createWorker(connection: NativeConnection, options: WorkerOptions): Promise<Worker> {
+/**
+ * Two workers on one connection: the workflows and every call placed nowhere on the shared queue,
+ * and this host's calls on its own queue (activities only), with one set of activities (one state
+ * directory, one router).
+ */
+async function createWorkers(connection: NativeConnection, options: WorkerOptions): Promise<Worker[]> {
   const { settings } = options;
   const bundle = workflowBundlePath();
-  return Worker.create({
+  const activities = createActivities({
+    stateDir: options.stateDir,
+    drivers: options.drivers,
+    secrets: options.secrets,
+  });
+  const common = {
     connection,
     namespace: settings.namespace,
-    taskQueue: settings.taskQueue,
     dataConverter,
+    activities,
+    maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 100,
+    shutdownGraceTime: '10s',
+    // A pause, rollback or cancel reaches a driver call (a health gate) with the next heartbeat's
+    // answer; the SDK sends them at most every 4 s (80% of the heartbeat timeout), which made a
+    // pause take up to 4 s to stop a gate. Sent every second, it stops within about one.
+    maxHeartbeatThrottleInterval: '1s',
+  } as const;
+  const shared = await Worker.create({
+    ...common,
+    taskQueue: settings.taskQueue,
     ...(existsSync(bundle)
       ? { workflowBundle: { codePath: bundle } }
       : { workflowsPath: fileURLToPath(new URL('./workflows.js', import.meta.url)) }),
-    activities: createActivities({
-      stateDir: options.stateDir,
-      drivers: options.drivers,
-      secrets: options.secrets,
-    }),
-    maxConcurrentActivityTaskExecutions: options.maxConcurrentActivities ?? 100,
-    shutdownGraceTime: '10s',
     // A workflow's next task goes to the queue of the worker that has it cached; when that worker
     // died (SIGKILL, a lost machine), the task waits this long before any worker may take it. The
     // SDK's 10 s came on top of the 5 s heartbeat timeout at every failover; a live worker takes
     // its sticky tasks within milliseconds, so 2 s costs nothing otherwise.
     stickyQueueScheduleToStartTimeout: '2s',
-    // A pause, rollback or cancel reaches a driver call (a health gate) with the next heartbeat's
-    // answer; the SDK sends them at most every 4 s (80% of the heartbeat timeout), which made a
-    // pause take up to 4 s to stop a gate. Sent every second, it stops within about one.
-    maxHeartbeatThrottleInterval: '1s',
   });
+  const own = await Worker.create({
+    ...common,
+    taskQueue: hostQueue(settings.taskQueue, options.host ?? defaultHost),
+  });
+  return [shared, own];
 }

@@ -114,6 +114,14 @@ export interface DownOutput {
   logs: LogLine[];
 }
 
+/**
+ * The task queue of one host's worker (`cutover worker --host NAME` polls it beside the shared
+ * one): the calls that touch that host's machine are scheduled there (core/migration/command-host.ts).
+ */
+export function hostQueue(taskQueue: string, host: string): string {
+  return `${taskQueue}@${host}`;
+}
+
 export function observeWorkflowId(environment: string, lookId: string): string {
   return `cutover-observe-${environment}-${lookId}`;
 }

@@ -31,6 +31,7 @@
  * is left to a child workflow instead); the histories before it have no marker and replay without them.
  * held was recorded with the 'watched-holds' patch: a hold and the bake are runCommand activities
  * that watch green's health; runs before it (no marker) wait on a durable timer and replay so.
+ * placed was recorded with drivers placed on a host (issue 30): each call on `<queue>@local`.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -66,6 +67,8 @@ const histories = {
   notified:
     "a migration with a notify target (the 'notifications' patch): a delivery activity per event beside the migration, awaited at the end",
   held: "a timed hold and a bake, each an activity watching green's health (the 'watched-holds' patch), completed",
+  placed:
+    "drivers placed on a host (runsOn: local): every driver call on the host's queue with a schedule-to-start bound, completed",
 } as const;
 type Name = keyof typeof histories;
 
@@ -286,6 +289,21 @@ async function recordAll(only: Set<Name> | null): Promise<void> {
       const workflowId = `cutover-migration-${s.environment}`;
       await client.workflow.getHandle(workflowId).result();
       await save('held', workflowId);
+    }
+    if (want('placed')) {
+      // A worker without --host is the host `local`: it polls `<queue>@local` beside the shared queue.
+      const s = await scenario('placed', (y) =>
+        y
+          .replace(
+            'infra: { type: exec, dir: ./infra, timeout: 30s }',
+            'infra: { type: exec, dir: ./infra, timeout: 30s, runsOn: local }\n  edge: { type: router, runsOn: local }',
+          )
+          .replace('to: api }', 'to: api, driver: edge }'),
+      );
+      gate(true);
+      const id = await s.detach();
+      expect((await s.waitFor(id, s.ended)).lifecycle).toBe('completed');
+      await save('placed', `cutover-migration-${s.environment}`);
     }
   } finally {
     await connection.close();
