@@ -26,6 +26,7 @@ export interface ProjectFiles {
 /** The Temporal tests that need no dev server: pure functions of the engine's Temporal side. */
 const pureTemporal = [
   'test/temporal/activity-timeouts.test.ts',
+  'test/temporal/host-wait.test.ts',
   'test/temporal/keep-earlier.test.ts',
   'test/temporal/temporal-event-feed.test.ts',
 ];
