@@ -20,10 +20,11 @@ import {
 import { upgradeState } from '../../core/migration/upgrade-state.js';
 import { clock } from '../../core/migration/verb-policy.js';
 import { withDeadline } from './connection.js';
+import { hostsWaiting } from './host-wait.js';
 import type { migrationWorkflow } from './migration-workflow.js';
 import { payloadCodec } from './payload-codec.js';
 import { callTimeoutMs, type TemporalSession } from './temporal-session.js';
-import { type MigrationStatus, migrationWorkflowId, statusQuery } from './workflow-definitions.js';
+import { hostQueue, type MigrationStatus, migrationWorkflowId, statusQuery } from './workflow-definitions.js';
 
 /** A migration's workflow run: the running one, else the last started. */
 export interface Located {
@@ -174,30 +175,47 @@ export async function show(
   temporal: TemporalSession,
   id: string,
 ): Promise<{ summary: MigrationSummary; state: MigrationState }> {
-  const found = await status(temporal, await locate(temporal, id), Number.MAX_SAFE_INTEGER);
-  return { summary: await withHostWait(temporal, found.state, summaryOf(found.state)), state: found.state };
+  const located = await locate(temporal, id);
+  const found = await status(temporal, located, Number.MAX_SAFE_INTEGER);
+  return {
+    summary: await withHostWait(temporal, located, found.state, summaryOf(found.state)),
+    state: found.state,
+  };
 }
 
 /**
  * A migration whose calls in flight wait in a host's queue that no worker polls (command-host.ts):
  * its status says so, "waiting for a worker on host b (none polling since 21:03:10)", in show,
- * list, status and the API alike. Asked only when a call in flight is placed on a host.
+ * list, status and the API alike. Asked only when a call in flight is placed on a host. Seen two
+ * ways: a call of the workflow scheduled on the host's queue and not taken for a few seconds
+ * (host-wait.ts: a live worker takes it at once), or, when none waits so, no poller of the host
+ * seen for stalePollerMs (Temporal's poller list). The time is when the host last polled, if known.
  */
 async function withHostWait(
   temporal: TemporalSession,
+  located: Located,
   state: MigrationState,
   summary: MigrationSummary,
 ): Promise<MigrationSummary> {
-  if (isFinal(state.lifecycle)) return summary;
-  const hosts = new Set<string>();
+  if (isFinal(state.lifecycle) || !located.running) return summary;
+  const placed = new Set<string>();
   for (const command of state.inflight) {
     const host = commandHost(state.spec, command);
-    if (host !== undefined) hosts.add(host);
+    if (host !== undefined) placed.add(host);
   }
+  if (placed.size === 0) return summary;
+  const hosts = [...placed].sort();
+  const described = await temporal.call('for the calls in flight', () => located.handle.describe());
+  const unstarted = hostsWaiting(
+    described.raw.pendingActivities ?? [],
+    hosts,
+    (host) => hostQueue(described.taskQueue, host),
+    Date.now(),
+  );
   const waits: string[] = [];
-  for (const host of [...hosts].sort()) {
+  for (const host of hosts) {
     const { polled, lastSeen } = await temporal.hostPollers(host);
-    if (polled) continue;
+    if (polled && !unstarted.includes(host)) continue;
     const since = lastSeen === null ? '' : ` since ${clock(lastSeen)}`;
     waits.push(`waiting for a worker on host ${host} (none polling${since})`);
   }
