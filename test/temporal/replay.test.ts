@@ -43,7 +43,7 @@ import { dataConverter } from '../../engine/temporal/payload-codec.js';
 import { repoRoot, runCli } from '../support/cli.js';
 import { setVersion, workspace } from '../support/migrations.js';
 import type { MigrationSummary as Summary } from '../support/server.js';
-import { startWorkerProcess, temporalAddress, uniqueTaskQueue } from '../support/temporal-worker.js';
+import { startWorker, temporalAddress, uniqueTaskQueue } from '../support/temporal-worker.js';
 
 const historiesDir = path.join(repoRoot, 'test', 'temporal', 'histories');
 /** The build's bundle; REPLAY_BUNDLE replays against another one (a candidate change, bundled aside). */
@@ -118,7 +118,7 @@ describe('Temporal workflow replay (determinism)', () => {
 async function recordAll(only: Set<Name> | null): Promise<void> {
   const want = (name: Name) => only === null || only.has(name);
   const address = temporalAddress();
-  const worker = await startWorkerProcess({ address, taskQueue: uniqueTaskQueue('cutover-record') });
+  const worker = await startWorker({ address, taskQueue: uniqueTaskQueue('cutover-record') });
   const connection = await Connection.connect({ address });
   const client = new Client({ connection, dataConverter });
   const tag = `${Date.now().toString(36)}`;
