@@ -3,7 +3,7 @@
  * each on a task queue of its own (other test files run workers on the same server at the same
  * time; a shared queue would hand this file's driver calls to their workers and state
  * directories), with a state directory of its own (temporary unless given):
- * - `startWorker`: a worker in the run's worker host (test/support/temporal-worker-host.ts), what
+ * - `startWorker`: a worker in this process's worker host (test/support/temporal-worker-host.ts), what
  *   `cutover worker` runs without a process of its own: for every test that does not kill it or
  *   read its output.
  * - `startWorkerProcess`: `cutover worker` as a child process (the compiled bin), for a test that
@@ -17,6 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { inject } from 'vitest';
 import { repoRoot, tempDir } from './cli.js';
 import { killRunners } from './migrations.js';
+import { workerHost } from './temporal-worker-host.js';
 
 /** The dev server's address; throws (failing the test) with the reason when there is none. */
 export function temporalAddress(): string {
@@ -71,14 +72,12 @@ async function workerStateDir(
 }
 
 /**
- * A worker in the run's worker host, polling once this resolves. Its driver calls run in the
+ * A worker in this process's worker host, polling once this resolves. Its driver calls run in the
  * host's process: the secrets it is given are its own, but hooks and replicas inherit the host's
- * environment (the run's, without the test's `vi.stubEnv`s).
+ * environment (this process's when the host started, without later `vi.stubEnv`s).
  */
 export async function startWorker(options: WorkerOptions): Promise<TestWorker> {
-  const host = inject('temporalWorkerHost');
-  if (!host)
-    throw new Error(`no Temporal worker host: ${inject('temporalWorkerHostProblem') ?? 'unknown reason'}`);
+  const { url: host } = await workerHost();
   const { stateDir, cleanup } = await workerStateDir(options.stateDir);
   const env = { WORKFLOW_HOST: options.address, TEMPORAL_TASK_QUEUE: options.taskQueue };
   const response = await fetch(`${host}/workers`, {
