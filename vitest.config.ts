@@ -74,6 +74,10 @@ export default defineConfig({
           name: 'temporal',
           ...projectFiles.temporal,
           pool: 'forks',
+          // As the integration project: a fork imports the engine, the Temporal client and the
+          // helpers once for all the files it runs, and a file that leaves its process changed fails.
+          isolate: false,
+          setupFiles: [...shared.setupFiles, './test/support/process-state-setup.ts'],
           // One Temporal dev server per run, started only when this project runs.
           globalSetup: ['./test/support/temporal-global-setup.ts'],
         },

@@ -23,10 +23,10 @@ import { runCli } from '../support/cli.js';
 import { setVersion, type Workspace, workspace } from '../support/migrations.js';
 import { Api, demoApply, ServerHarness, type MigrationSummary as Summary } from '../support/server.js';
 import {
-  startWorkerProcess,
+  startWorker,
+  type TestWorker,
   temporalAddress,
   uniqueTaskQueue,
-  type WorkerProcess,
 } from '../support/temporal-worker.js';
 
 type Mode = 'local' | 'temporal';
@@ -43,12 +43,12 @@ describe.concurrent.each<Mode>(['local', 'temporal'])('engine acceptance (%s mod
 });
 
 function scenarios(mode: Mode): void {
-  let worker: WorkerProcess | null = null;
+  let worker: TestWorker | null = null;
   const spaces: Workspace[] = [];
 
   beforeAll(async () => {
     if (mode === 'temporal') {
-      worker = await startWorkerProcess({
+      worker = await startWorker({
         address: temporalAddress(),
         taskQueue: uniqueTaskQueue('cutover-acceptance'),
       });
@@ -65,7 +65,7 @@ function scenarios(mode: Mode): void {
 
   /** The mode's environment for the CLI: WORKFLOW_HOST (and the queue) or none. */
   const env = (): NodeJS.ProcessEnv => (mode === 'temporal' ? requireWorker().env : { WORKFLOW_HOST: '' });
-  const requireWorker = (): WorkerProcess => {
+  const requireWorker = (): TestWorker => {
     if (!worker) throw new Error('the Temporal worker did not start');
     return worker;
   };

@@ -1,5 +1,5 @@
 /**
- * Setup file of the `integration` project (vitest.config.ts): a test file leaves its process as
+ * Setup file of the `integration` and `temporal` projects (vitest.config.ts): a test file leaves its process as
  * it found it. The project runs without per-file isolation, so one fork runs many files in turn:
  * what a file changes of the process (an environment variable, the working directory, the umask, a
  * process listener, the exit code, fetch's global dispatcher, fake timers) the next file would
@@ -29,6 +29,6 @@ afterAll(() => {
   const testPath = expect.getState().testPath;
   const file = testPath ? path.relative(process.cwd(), testPath) : 'this test file';
   throw new Error(
-    `${file} changed its process and did not restore it (the integration project runs files one after another in a shared process, so the next file would inherit it):\n${changes.map((c) => `  - ${c}`).join('\n')}\nRestore it in an afterAll/afterEach, or set a variable with vi.stubEnv (undone at the file's end).`,
+    `${file} changed its process and did not restore it (its project runs files one after another in a shared process, so the next file would inherit it):\n${changes.map((c) => `  - ${c}`).join('\n')}\nRestore it in an afterAll/afterEach, or set a variable with vi.stubEnv (undone at the file's end).`,
   );
 });

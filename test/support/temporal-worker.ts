@@ -1,9 +1,14 @@
 /**
- * `cutover worker` as a child process for the Temporal-mode tests: the compiled bin, on the run's
- * dev server (test/support/temporal-global-setup.ts), on a task queue of its own (other test files
- * run workers on the same server at the same time; a shared queue would hand this file's driver
- * calls to their workers and state directories), with a temporary state directory. Stopped by pid;
- * the router its drivers started is killed too.
+ * Workers for the Temporal-mode tests, on the run's dev server (test/support/temporal-global-setup.ts),
+ * each on a task queue of its own (other test files run workers on the same server at the same
+ * time; a shared queue would hand this file's driver calls to their workers and state
+ * directories), with a state directory of its own (temporary unless given):
+ * - `startWorker`: a worker in this process's worker host (test/support/temporal-worker-host.ts), what
+ *   `cutover worker` runs without a process of its own: for every test that does not kill it or
+ *   read its output.
+ * - `startWorkerProcess`: `cutover worker` as a child process (the compiled bin), for a test that
+ *   kills it or reads what it prints. Stopped by pid.
+ * Either way the router its drivers started is killed when it stops.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -12,6 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { inject } from 'vitest';
 import { repoRoot, tempDir } from './cli.js';
 import { killRunners } from './migrations.js';
+import { workerHost } from './temporal-worker-host.js';
 
 /** The dev server's address; throws (failing the test) with the reason when there is none. */
 export function temporalAddress(): string {
@@ -25,29 +31,95 @@ export function uniqueTaskQueue(prefix: string): string {
   return `${prefix}-${process.pid}-${randomBytes(4).toString('hex')}`;
 }
 
-export interface WorkerProcess {
-  pid: number;
+export interface TestWorker {
   /** The worker's --state-dir: where exec driver scripts see CUTOVER_STATE_DIR. */
   stateDir: string;
   /** WORKFLOW_HOST and TEMPORAL_TASK_QUEUE, for the CLI (and servers) that talk to this worker. */
   env: Record<string, string>;
+  /** Stops it (driver calls in flight finish), the router it started, the temp dir. */
+  stop(): Promise<void>;
+}
+
+export interface WorkerProcess extends TestWorker {
+  pid: number;
   stderr(): string;
+  /** Resolves when the process has exited. */
+  exited: Promise<void>;
+  /** Whether it has not exited yet. */
+  running(): boolean;
+  /** Sends `signal` (default SIGKILL) and waits for the exit; its router and files stay. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
   /** SIGTERM (SIGKILL after 5 s), the router it started, the temp dir. */
   stop(): Promise<void>;
 }
 
-export async function startWorkerProcess(options: {
+interface WorkerOptions {
   address: string;
   taskQueue: string;
-  /** More environment for the worker (the secrets its migrations read). */
+  /** Its state directory (default: a temporary one, removed when it stops). */
+  stateDir?: string;
+  /** More environment for the worker: the secrets its migrations read (CUTOVER_SECRET_*, CUTOVER_SECRETS_FILE). */
   env?: Record<string, string>;
-}): Promise<WorkerProcess> {
+}
+
+/** The state directory asked for, or a temporary one that `cleanup` removes. */
+async function workerStateDir(
+  given: string | undefined,
+): Promise<{ stateDir: string; cleanup(): Promise<void> }> {
+  if (given) return { stateDir: given, cleanup: async () => {} };
   const { dir, cleanup } = await tempDir('cutover-worker-');
-  const stateDir = path.join(dir, 'state');
+  return { stateDir: path.join(dir, 'state'), cleanup };
+}
+
+/**
+ * A worker in this process's worker host, polling once this resolves. Its driver calls run in the
+ * host's process: the secrets it is given are its own, but hooks and replicas inherit the host's
+ * environment (this process's when the host started, without later `vi.stubEnv`s).
+ */
+export async function startWorker(options: WorkerOptions): Promise<TestWorker> {
+  const { url: host } = await workerHost();
+  const { stateDir, cleanup } = await workerStateDir(options.stateDir);
+  const env = { WORKFLOW_HOST: options.address, TEMPORAL_TASK_QUEUE: options.taskQueue };
+  const response = await fetch(`${host}/workers`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ ...options, stateDir, env: options.env ?? {} }),
+  });
+  if (!response.ok) {
+    await cleanup();
+    throw new Error(
+      `the worker host did not start a worker: ${((await response.json()) as { error: string }).error}`,
+    );
+  }
+  const stop = async () => {
+    const stopped = await fetch(`${host}/workers?taskQueue=${encodeURIComponent(options.taskQueue)}`, {
+      method: 'DELETE',
+    });
+    if (!stopped.ok)
+      throw new Error(`the worker host did not stop ${options.taskQueue}: ${await stopped.text()}`);
+    killRunners(stateDir);
+    await cleanup();
+  };
+  return { stateDir, env, stop };
+}
+
+export async function startWorkerProcess(
+  options: WorkerOptions & {
+    /** Node's own options before the bin (a test's preload: `--import FILE`). */
+    nodeArgs?: string[];
+  },
+): Promise<WorkerProcess> {
+  const { stateDir, cleanup } = await workerStateDir(options.stateDir);
   const env = { WORKFLOW_HOST: options.address, TEMPORAL_TASK_QUEUE: options.taskQueue, ...options.env };
   const child: ChildProcess = spawn(
     process.execPath,
-    [path.join(repoRoot, 'bin', 'cutover.js'), 'worker', '--state-dir', stateDir],
+    [
+      ...(options.nodeArgs ?? []),
+      path.join(repoRoot, 'bin', 'cutover.js'),
+      'worker',
+      '--state-dir',
+      stateDir,
+    ],
     { cwd: repoRoot, env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let stderr = '';
@@ -56,6 +128,10 @@ export async function startWorkerProcess(options: {
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const running = () => child.exitCode === null && child.signalCode === null;
+  const kill = async (signal: NodeJS.Signals = 'SIGKILL') => {
+    if (running()) child.kill(signal);
+    await exited;
+  };
   const stop = async () => {
     if (running()) {
       child.kill('SIGTERM');
@@ -74,5 +150,5 @@ export async function startWorkerProcess(options: {
     }
     await sleep(50);
   }
-  return { pid: child.pid as number, stateDir, env, stderr: () => stderr, stop };
+  return { pid: child.pid as number, stateDir, env, stderr: () => stderr, exited, running, kill, stop };
 }

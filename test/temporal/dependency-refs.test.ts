@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runBinary } from '../support/cli.js';
 import { killRunners, killSlots, type Workspace, workspace } from '../support/migrations.js';
-import { startWorkerProcess, type WorkerProcess } from '../support/temporal-worker.js';
+import { startWorker, type TestWorker } from '../support/temporal-worker.js';
 import { sharedTemporal, temporalEnv, uniqueName } from './robustness-helpers.js';
 
 interface Answer {
@@ -19,7 +19,7 @@ interface Answer {
 }
 
 let ws: Workspace | undefined;
-let worker: WorkerProcess | undefined;
+let worker: TestWorker | undefined;
 afterEach(async () => {
   if (worker) {
     killSlots(worker.stateDir);
@@ -40,11 +40,11 @@ describe('references to dependencies in Temporal mode', () => {
       text.replace('name: refs', `name: ${environment}`).replace(/shift: .*/, 'shift: [100]'),
     );
     const t = { address: sharedTemporal(), taskQueue: uniqueName('refs') };
-    worker = await startWorkerProcess(t);
+    worker = await startWorker(t);
     const file = ws.file;
     const cli = (args: string[]) =>
       runBinary([...args, '-f', file], {
-        env: { ...temporalEnv(t), CUTOVER_STATE_DIR: (worker as WorkerProcess).stateDir },
+        env: { ...temporalEnv(t), CUTOVER_STATE_DIR: (worker as TestWorker).stateDir },
       });
     const route = `http://${/listen: (127\.0\.0\.1:\d+)/.exec(readFileSync(file, 'utf8'))?.[1]}/`;
     const ask = async (n: number): Promise<Answer[]> => {

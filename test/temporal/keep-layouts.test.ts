@@ -10,7 +10,7 @@ import { releaseGate, setVersion, workspace } from '../support/migrations.js';
 import {
   cleanupsAfterEach,
   sharedTemporal,
-  startWorkerProcess,
+  startWorker,
   type TemporalTarget,
   temporalEnv,
   uniqueName,
@@ -26,7 +26,7 @@ describe('CUTOVER_KEEP_LAYOUTS in Temporal mode', () => {
       y.replace('name: gated', `name: ${environment}`),
     );
     cleanups.push(() => ws.cleanup());
-    await startWorkerProcess(t, ws.stateDir);
+    await startWorker(t, ws.stateDir);
     releaseGate(ws);
     // The binary: the engine reads CUTOVER_KEEP_LAYOUTS from its process's environment.
     const cli = (args: string[], keep: string) =>

@@ -18,7 +18,7 @@ import {
   connectClient,
   isFinalState,
   sharedTemporal,
-  startWorkerProcess,
+  startWorker,
   type TemporalTarget,
   temporalEnv,
   uniqueName,
@@ -75,7 +75,7 @@ describe('Temporal mode: a large layout', () => {
     const file = path.join(dir, 'topology.yaml');
     const text = largeTopology(environment, 3_000, (i) => `value-${i}-`.repeat(8));
     writeFileSync(file, text);
-    await startWorkerProcess(t, path.join(dir, '.cutover'));
+    await startWorker(t, path.join(dir, '.cutover'));
     const client = await connectClient(t);
     cleanups.push(() => client.close());
 

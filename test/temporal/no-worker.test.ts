@@ -15,6 +15,7 @@ import { eventually } from '../support/wait.js';
 import {
   cleanupsAfterEach,
   sharedTemporal,
+  startWorker,
   startWorkerProcess,
   temporalEnv,
   uniqueName,
@@ -113,8 +114,8 @@ describe('Temporal mode without a worker', () => {
     const queued = listed.items.find((m) => m.environment === environment);
     expect(queued?.status).toBe(`waiting for a worker: none polls task queue "${t.taskQueue}"`);
 
-    const worker = await startWorkerProcess(t, path.join(dir, 'worker-state'));
-    cleanups.push(() => worker.kill());
+    const worker = await startWorker(t, path.join(dir, 'worker-state'));
+    cleanups.push(() => worker.stop());
     const migrated = await migrating;
     expect(migrated.code, migrated.stdout + migrated.stderr).toBe(0);
     const said =

@@ -16,10 +16,10 @@ import { runCli } from '../support/cli.js';
 import { killSlots, type Workspace, workspace } from '../support/migrations.js';
 import { ServerHarness, type ServerProcess } from '../support/server.js';
 import {
-  startWorkerProcess,
+  startWorker,
+  type TestWorker,
   temporalAddress,
   uniqueTaskQueue,
-  type WorkerProcess,
 } from '../support/temporal-worker.js';
 import { eventually } from '../support/wait.js';
 
@@ -61,7 +61,7 @@ async function receiver(
   };
 }
 
-let worker: WorkerProcess;
+let worker: TestWorker;
 let w: Workspace;
 let hook: Awaited<ReturnType<typeof receiver>>;
 let hang: Awaited<ReturnType<typeof receiver>>;
@@ -71,7 +71,7 @@ const servers = new ServerHarness();
 beforeAll(async () => {
   [worker, hook, hang, hangOnce] = await Promise.all([
     // The signing key is set on the worker only: it is read where the delivery runs.
-    startWorkerProcess({
+    startWorker({
       address: temporalAddress(),
       taskQueue: uniqueTaskQueue('notify'),
       env: { CUTOVER_SECRET_HOOK_KEY: hookKey },

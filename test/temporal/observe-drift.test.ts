@@ -14,11 +14,11 @@ import { runCli, tempDir } from '../support/cli.js';
 import { CliProcess, cleanUp, git } from '../support/git.js';
 import { killSlots, liveWorkspace, type Workspace } from '../support/migrations.js';
 import { waitGone } from '../support/processes.js';
-import { startWorkerProcess, type WorkerProcess } from '../support/temporal-worker.js';
+import { startWorker, type TestWorker } from '../support/temporal-worker.js';
 import { sharedTemporal, uniqueName } from './robustness-helpers.js';
 
 let ws: (Workspace & { url: string }) | undefined;
-let worker: WorkerProcess | undefined;
+let worker: TestWorker | undefined;
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
   await cleanUp();
@@ -58,7 +58,7 @@ describe('observed state in Temporal mode', () => {
     ws = await liveWorkspace(quick(environment));
     const { dir: callerDir, cleanup } = await tempDir('cutover-caller-');
     cleanups.push(cleanup);
-    worker = await startWorkerProcess({ address: sharedTemporal(), taskQueue: uniqueName('observe') });
+    worker = await startWorker({ address: sharedTemporal(), taskQueue: uniqueName('observe') });
     // The caller's own state directory is empty: whatever it shows was observed by the worker.
     const env = { ...worker.env, CUTOVER_STATE_DIR: path.join(callerDir, 'state') };
     const cli = (args: string[]) => runCli([...args, '-f', (ws as Workspace).file], { env });

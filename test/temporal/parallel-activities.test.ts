@@ -12,18 +12,18 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, tempDir } from '../support/cli.js';
 import {
-  startWorkerProcess,
+  startWorker,
+  type TestWorker,
   temporalAddress,
   uniqueTaskQueue,
-  type WorkerProcess,
 } from '../support/temporal-worker.js';
 import { eventually } from '../support/wait.js';
 
-let worker: WorkerProcess;
+let worker: TestWorker;
 const cleanups: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
-  worker = await startWorkerProcess({ address: temporalAddress(), taskQueue: uniqueTaskQueue('parallel') });
+  worker = await startWorker({ address: temporalAddress(), taskQueue: uniqueTaskQueue('parallel') });
 }, 30_000);
 
 afterEach(async () => {

@@ -10,20 +10,20 @@ import { startLoad } from '../../bench/load.js';
 import { runCli } from '../support/cli.js';
 import { killSlots, type Workspace, workspace } from '../support/migrations.js';
 import {
-  startWorkerProcess,
+  startWorker,
+  type TestWorker,
   temporalAddress,
   uniqueTaskQueue,
-  type WorkerProcess,
 } from '../support/temporal-worker.js';
 import { eventually } from '../support/wait.js';
 
-let worker: WorkerProcess;
+let worker: TestWorker;
 let w: Workspace;
 /** The topology as the workspace wrote it: each test starts from it. */
 let base: string;
 
 beforeAll(async () => {
-  worker = await startWorkerProcess({
+  worker = await startWorker({
     address: temporalAddress(),
     taskQueue: uniqueTaskQueue('progressive'),
   });

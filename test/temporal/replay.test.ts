@@ -39,12 +39,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dataConverter } from '../../engine/temporal/payload-codec.js';
 import { repoRoot, runCli } from '../support/cli.js';
 import { setVersion, workspace } from '../support/migrations.js';
 import type { MigrationSummary as Summary } from '../support/server.js';
-import { startWorkerProcess, temporalAddress, uniqueTaskQueue } from '../support/temporal-worker.js';
+import { startWorker, temporalAddress, uniqueTaskQueue } from '../support/temporal-worker.js';
 
 const historiesDir = path.join(repoRoot, 'test', 'temporal', 'histories');
 /** The build's bundle; REPLAY_BUNDLE replays against another one (a candidate change, bundled aside). */
@@ -91,7 +91,18 @@ const objectOptions = { longs: String, enums: String, bytes: String } as const;
 const file = (name: Name) => path.join(historiesDir, `${name}.json`);
 
 describe('Temporal workflow replay (determinism)', () => {
+  // The SDK sets a process-wide 'unhandledRejection' listener the first time it runs workflows in
+  // a process (here, the replays) and never removes it; this file's process runs other files after
+  // it (test/support/process-state-setup.ts), so it goes at the file's end. Only this file runs
+  // workflows in the test process.
+  let rejectionListeners: NodeJS.UnhandledRejectionListener[] = [];
+  afterAll(() => {
+    for (const listener of process.listeners('unhandledRejection'))
+      if (!rejectionListeners.includes(listener)) process.off('unhandledRejection', listener);
+  });
+
   beforeAll(async () => {
+    rejectionListeners = process.listeners('unhandledRejection');
     try {
       // The replay workers' state changes are INFO lines; a broken replay is an error anyway.
       Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -121,7 +132,7 @@ describe('Temporal workflow replay (determinism)', () => {
 async function recordAll(only: Set<Name> | null): Promise<void> {
   const want = (name: Name) => only === null || only.has(name);
   const address = temporalAddress();
-  const worker = await startWorkerProcess({ address, taskQueue: uniqueTaskQueue('cutover-record') });
+  const worker = await startWorker({ address, taskQueue: uniqueTaskQueue('cutover-record') });
   const connection = await Connection.connect({ address });
   const client = new Client({ connection, dataConverter });
   const tag = `${Date.now().toString(36)}`;

@@ -19,7 +19,7 @@ import {
   isFinalState,
   migrateDetached,
   sharedTemporal,
-  startWorkerProcess,
+  startWorker,
   type TemporalTarget,
   temporalEnv,
   uniqueName,
@@ -38,7 +38,7 @@ describe('resolve in Temporal mode', () => {
     cleanups.push(() => ws.cleanup());
     const client = await connectClient(t);
     cleanups.push(() => client.close());
-    await startWorkerProcess(t, ws.stateDir);
+    await startWorker(t, ws.stateDir);
     const cli = (args: string[], env: NodeJS.ProcessEnv = {}) =>
       runCli(['topology', 'migration', ...args], { env: { ...temporalEnv(t), ...env } });
 

@@ -1,17 +1,21 @@
 /**
- * Shared by the Temporal robustness tests: `cutover worker` child processes (started, killed and
- * reaped by pid), a task queue of each test's own (test files run side by side on the shared dev
+ * Shared by the Temporal robustness tests: workers (in the run's worker host, or `cutover worker`
+ * child processes for a test that kills one; every one stopped after the test), a task queue of each test's own (test files run side by side on the shared dev
  * server, and a worker must never pick up another test's driver calls: the exec scripts run with the
  * worker's state directory), and a client to poll migrations quickly.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, inject } from 'vitest';
 import type { MigrationSummary } from '../../core/migration/summary.js';
 import type { MigrationState } from '../../core/migration/types.js';
 import { TemporalMigrations } from '../../engine/temporal/temporal-migrations.js';
-import { repoRoot, runCli } from '../support/cli.js';
+import { runCli } from '../support/cli.js';
+import {
+  startWorker as startHosted,
+  startWorkerProcess as startProcess,
+  type TestWorker,
+  type WorkerProcess,
+} from '../support/temporal-worker.js';
 
 /** The shared dev server's address; a missing one fails the test with the reason (never a skip). */
 export function sharedTemporal(): string {
@@ -34,55 +38,42 @@ export function temporalEnv(t: TemporalTarget): NodeJS.ProcessEnv {
   return { WORKFLOW_HOST: t.address, TEMPORAL_TASK_QUEUE: t.taskQueue, TEMPORAL_NAMESPACE: 'default' };
 }
 
-export interface WorkerProcess {
-  pid: number;
-  child: ChildProcess;
-  stderr: () => string;
-  /** Sends `signal` and waits for the exit. */
-  kill(signal?: NodeJS.Signals): Promise<void>;
-}
+/** Registry: the workers started and not yet stopped, stopped by `killWorkers()` (its users call it after each test or file). */
+const workers = new Set<{ kill(): Promise<void> }>();
 
-/** Registry: the workers started and not yet exited, killed by `killWorkers()` (its users call it after each test or file); the temporal project isolates its files. */
-const workers = new Set<WorkerProcess>();
-
-/** `cutover worker --state-dir DIR`, ready once it says "cutover worker on". */
+/**
+ * `cutover worker --state-dir DIR` as a process of its own, ready once it says "cutover worker
+ * on": for a test that kills it. Its `kill` (SIGKILL unless told) waits for the exit.
+ */
 export async function startWorkerProcess(t: TemporalTarget, stateDir: string): Promise<WorkerProcess> {
-  const child = spawn(
-    process.execPath,
-    [path.join(repoRoot, 'bin', 'cutover.js'), 'worker', '--state-dir', stateDir],
-    { env: { ...process.env, ...temporalEnv(t), NO_COLOR: '1' }, stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  let err = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    err += chunk.toString();
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const worker: WorkerProcess = {
-    pid: child.pid as number,
-    child,
-    stderr: () => err,
-    async kill(signal = 'SIGKILL') {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      await exited;
-      workers.delete(worker);
+  const worker = await startProcess({ ...t, stateDir, env: { TEMPORAL_NAMESPACE: 'default' } });
+  const entry = {
+    kill: async () => {
+      await worker.kill('SIGKILL');
+      workers.delete(entry);
     },
   };
-  workers.add(worker);
-  const deadline = Date.now() + 20_000;
-  while (!err.includes('cutover worker on')) {
-    if (child.exitCode !== null) throw new Error(`cutover worker exited ${child.exitCode}: ${err}`);
-    if (Date.now() > deadline) {
-      await worker.kill();
-      throw new Error(`cutover worker not ready within 20 s: ${err}`);
-    }
-    await sleep(50);
-  }
+  workers.add(entry);
+  void worker.exited.then(() => workers.delete(entry));
+  return worker;
+}
+
+/** A worker on `stateDir` in the run's worker host (test/support/temporal-worker.ts `startWorker`). */
+export async function startWorker(t: TemporalTarget, stateDir: string): Promise<TestWorker> {
+  const worker = await startHosted({ ...t, stateDir });
+  const entry = {
+    kill: async () => {
+      workers.delete(entry);
+      await worker.stop();
+    },
+  };
+  workers.add(entry);
   return worker;
 }
 
 /** Every worker a test started and did not stop (afterEach/afterAll). */
 export async function killWorkers(): Promise<void> {
-  await Promise.all([...workers].map((w) => w.kill('SIGKILL')));
+  await Promise.all([...workers].map((w) => w.kill()));
 }
 
 export function connectClient(t: TemporalTarget): Promise<TemporalMigrations> {

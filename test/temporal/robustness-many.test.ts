@@ -15,7 +15,7 @@ import {
   isFinalState,
   sharedTemporal,
   showJson,
-  startWorkerProcess,
+  startWorker,
   type TemporalTarget,
   uniqueName,
 } from './robustness-helpers.js';
@@ -84,7 +84,7 @@ describe('Temporal mode: many environments at once', () => {
       return { file, dir, environment: `${prefix}-${i}` };
     });
     const stateDir = path.join(dir, '.cutover');
-    await startWorkerProcess(t, stateDir);
+    await startWorker(t, stateDir);
     const client = await connectClient(t);
     cleanups.push(() => client.close());
 

@@ -27,6 +27,7 @@ import {
   migrateDetached,
   sharedTemporal,
   showJson,
+  startWorker,
   startWorkerProcess,
   type TemporalTarget,
   uniqueName,
@@ -64,7 +65,7 @@ describe('Temporal mode: a worker killed during the health gate', () => {
     await sleep(300);
     await first.kill('SIGKILL');
 
-    await startWorkerProcess(t, ws.stateDir);
+    await startWorker(t, ws.stateDir);
     releaseGate(ws);
     await waitForState(client, id, isFinalState, 40_000);
 
@@ -113,7 +114,7 @@ describe('Temporal mode: a worker killed during the health gate', () => {
       await first.kill('SIGKILL');
       // No worker at all for a moment: the router keeps serving blue.
       await sleep(1_000);
-      await startWorkerProcess(t, lw.stateDir);
+      await startWorker(t, lw.stateDir);
       releaseGate(lw);
       await waitForState(client, v2, isFinalState, 45_000);
       await sleep(500);

@@ -7,17 +7,17 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
 import { liveWorkspace, setFileVersion, type Workspace } from '../support/migrations.js';
 import {
-  startWorkerProcess,
+  startWorker,
+  type TestWorker,
   temporalAddress,
   uniqueTaskQueue,
-  type WorkerProcess,
 } from '../support/temporal-worker.js';
 
-let worker: WorkerProcess;
+let worker: TestWorker;
 const spaces: (Workspace & { down: () => Promise<unknown> })[] = [];
 
 beforeAll(async () => {
-  worker = await startWorkerProcess({ address: temporalAddress(), taskQueue: uniqueTaskQueue('rollback') });
+  worker = await startWorker({ address: temporalAddress(), taskQueue: uniqueTaskQueue('rollback') });
 }, 30_000);
 
 afterEach(async () => {

@@ -11,14 +11,14 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { migrationWorkflowId } from '../../engine/temporal/workflow-definitions.js';
 import { Api, demoApply, ServerHarness } from '../support/server.js';
 import {
-  startWorkerProcess,
+  startWorker,
+  type TestWorker,
   temporalAddress,
   uniqueTaskQueue,
-  type WorkerProcess,
 } from '../support/temporal-worker.js';
 
 const servers = new ServerHarness();
-let worker: WorkerProcess | null = null;
+let worker: TestWorker | null = null;
 afterAll(async () => {
   await worker?.stop();
   await servers.cleanup();
@@ -61,7 +61,7 @@ describe('cutover server --no-worker (Temporal mode)', () => {
     }
     expect(existsSync(path.join(stateDir, 'exec-demo'))).toBe(false);
 
-    worker = await startWorkerProcess({ address, taskQueue });
+    worker = await startWorker({ address, taskQueue });
     const done = await api.waitFor(id, (s) => s.endedAt !== null, 60_000);
     expect(done.lifecycle).toBe('completed');
     // The driver calls ran in the worker (the exec scripts write slots under its state directory).

@@ -15,7 +15,6 @@
  * order) does not make the run's tail: splitting it buys overlap of its waits, which the other
  * file fills anyway.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -34,6 +33,7 @@ import {
   setVersion,
   type Workspace,
 } from '../support/migrations.js';
+import { startWorkerProcess } from '../support/temporal-worker.js';
 import { percentile, startWriter, storedKeys, type WriteRecord } from '../support/writer.js';
 import {
   connectClient,
@@ -42,7 +42,7 @@ import {
   logText,
   migrateDetached,
   sharedTemporal,
-  startWorkerProcess,
+  startWorker,
   type TemporalTarget,
   temporalEnv,
   uniqueName,
@@ -169,43 +169,22 @@ async function faultedWorker(
   const stamp = `${Date.now()}-${Math.random().toString(36).slice(2, 7)}`;
   const firedFile = path.join(stateDir, '..', `fired-${stamp}`);
   const armedFile = path.join(stateDir, '..', `armed-${stamp}`);
-  const child = spawn(
-    process.execPath,
-    ['--import', preload, path.join(repoRoot, 'bin', 'cutover.js'), 'worker', '--state-dir', stateDir],
-    {
-      env: {
-        ...process.env,
-        ...temporalEnv(t),
-        NO_COLOR: '1',
-        CUTOVER_TEST_FAULT: JSON.stringify({ ...fault, fault: 'SIGKILL' }),
-        CUTOVER_TEST_FAULT_FIRED: firedFile,
-        CUTOVER_TEST_FAULT_ARMED: armedFile,
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
+  const worker = await startWorkerProcess({
+    ...t,
+    stateDir,
+    nodeArgs: ['--import', preload],
+    env: {
+      CUTOVER_TEST_FAULT: JSON.stringify({ ...fault, fault: 'SIGKILL' }),
+      CUTOVER_TEST_FAULT_FIRED: firedFile,
+      CUTOVER_TEST_FAULT_ARMED: armedFile,
     },
-  );
-  let err = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    err += chunk.toString();
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const kill = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await exited;
-  };
+  const kill = () => worker.kill('SIGKILL');
   started.add(kill);
-  const deadline = Date.now() + 20_000;
-  while (!err.includes('cutover worker on')) {
-    if (child.exitCode !== null || Date.now() > deadline) {
-      await kill();
-      throw new Error(`cutover worker did not start: ${err}`);
-    }
-    await sleep(50);
-  }
   return {
     arm: () => writeFileSync(armedFile, ''),
     fired: () => (existsSync(firedFile) ? readFileSync(firedFile, 'utf8') : ''),
-    exited,
+    exited: worker.exited,
     kill,
   };
 }
@@ -322,7 +301,7 @@ export function describeKills(cases: KillCase[]): void {
           while (!(await ended()) && Date.now() < deadline) await sleep(50);
         }
         const atRestart = await route(sp);
-        await startWorkerProcess(sp.t, sp.w.stateDir);
+        await startWorker(sp.t, sp.w.stateDir);
         const ended = await waitForState(sp.client, id, isFinalState, 90_000);
         const records = await writer.stop();
         const log = await logText(sp.t, id);

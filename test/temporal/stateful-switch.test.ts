@@ -11,13 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MigrationState } from '../../core/migration/types.js';
 import { setVersion } from '../support/migrations.js';
 import { startWriter } from '../support/writer.js';
-import {
-  isFinalState,
-  logText,
-  migrateDetached,
-  startWorkerProcess,
-  waitForState,
-} from './robustness-helpers.js';
+import { isFinalState, logText, migrateDetached, startWorker, waitForState } from './robustness-helpers.js';
 import { describeKills, judge, killCases, type Space, space, teardown } from './stateful-switch-support.js';
 
 const awaitingOrFinal = (st: MigrationState) => st.lifecycle === 'awaiting_commit' || isFinalState(st);
@@ -27,7 +21,7 @@ describe('Temporal mode: the switch of a stateful component loses no acknowledge
 
   beforeAll(async () => {
     s = await space('kv');
-    await startWorkerProcess(s.t, s.w.stateDir);
+    await startWorker(s.t, s.w.stateDir);
     const first = await s.cli(['topology', 'migrate', '--yes']);
     expect(first.code, first.stdout + first.stderr).toBe(0);
   }, 60_000);

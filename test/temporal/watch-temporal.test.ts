@@ -12,7 +12,7 @@ import {
   connectClient,
   isFinalState,
   sharedTemporal,
-  startWorkerProcess,
+  startWorker,
   type TemporalTarget,
   temporalEnv,
   uniqueName,
@@ -31,7 +31,7 @@ describe('cutover watch in Temporal mode', () => {
     const root = await scratch();
     const out = path.join(root, 'out');
     const localState = trackStateDir(path.join(root, 'state'));
-    await startWorkerProcess(t, trackStateDir(path.join(root, 'worker-state')));
+    await startWorker(t, trackStateDir(path.join(root, 'worker-state')));
     const args = ['watch', '--repo', repo.dir, '--out', out, '--state-dir', localState, '--once'];
 
     const applied = await runCli([...args, '--apply'], { env: temporalEnv(t) });
