@@ -53,7 +53,7 @@ function release(env: { FAIL_EVERY?: number; DELAY_MS?: number }, shift: string)
 }
 
 async function migrateUnderLoad(rate: number): Promise<{ end: Summary; failed: number; requests: number }> {
-  const load: Load = startLoad({ url, rate, timeoutMs: 30_000 });
+  const load: Load = startLoad({ url, rate, timeoutMs: 30_000, ownProcess: true });
   try {
     const id = await migrateDetached(w);
     const end = await waitFor(w, id, isFinal, 60_000);

@@ -105,7 +105,7 @@ function logMessages(id: string): string[] {
 describe('green dies during a timed hold (real podman)', () => {
   it(`both green containers removed at 100 requests/s: rolled back at once, blue serves, at most ${bound} requests failed`, async () => {
     write('2.0.0', '2', listen);
-    const load = startLoad({ url, rate });
+    const load = startLoad({ url, rate, ownProcess: true });
     let result: LoadResult;
     let end: Awaited<ReturnType<typeof waitFor>>;
     try {

@@ -91,7 +91,7 @@ interface Run extends LoadResult {
 
 async function underLoad(during: () => Promise<void>): Promise<Run> {
   const startedAt = Date.now();
-  const load = startLoad({ url, rate });
+  const load = startLoad({ url, rate, ownProcess: true });
   await sleep(loadMarginMs);
   await during();
   await sleep(loadMarginMs);
@@ -117,9 +117,10 @@ function sentRate(run: Run): number {
 function expectNoFailures(run: Run): void {
   expect(run.failures.slice(0, 5)).toEqual([]);
   expect(run.failed).toBe(0);
-  // The issue's figure: 500 requests/s. The generator shares this test's process, and beside two
-  // other files on 2 cores it lags behind its schedule (ci18: 427/s): 80 % of it is still the load
-  // the cutover is judged under.
+  // The issue's figure: 500 requests/s. The generator runs in a process of its own (`ownProcess`:
+  // in this process, beside two other files on 2 cores, it lagged behind its schedule, ci18: 427/s,
+  // and starved at three, ci19), but still shares the cores: 80 % of it is still the load the
+  // cutover is judged under.
   expect(sentRate(run)).toBeGreaterThanOrEqual(rate * 0.8);
 }
 

@@ -71,7 +71,7 @@ describe('green dies during a timed hold', { timeout: 90_000 }, () => {
     spaces.push(w);
     expect((await runCli(['topology', 'migrate', '-f', w.file, '--yes'])).code).toBe(0);
     setFileVersion(w, '1.0.0', '2.0.0');
-    const load = startLoad({ url: w.url, rate });
+    const load = startLoad({ url: w.url, rate, ownProcess: true });
     let result: LoadResult;
     let end: Awaited<ReturnType<typeof waitFor>>;
     try {

@@ -117,7 +117,7 @@ interface Load {
 async function underLoad(during: () => Promise<void>): Promise<Load[]> {
   const loads = (Object.keys(routes) as Route[]).map((route) => ({
     route,
-    load: startLoad({ url: url(route), rate: ratePerRoute }),
+    load: startLoad({ url: url(route), rate: ratePerRoute, ownProcess: true }),
   }));
   const stopAll = () =>
     Promise.all(

@@ -98,7 +98,7 @@ async function detail(id: string): Promise<Detail> {
 }
 
 async function migrateUnderLoad(): Promise<{ id: string; end: Summary; failed: number }> {
-  const load: Load = startLoad({ url, rate });
+  const load: Load = startLoad({ url, rate, ownProcess: true });
   try {
     const id = await migrateDetached(w);
     const end = await waitFor(w, id, isFinal, 60_000);
@@ -163,7 +163,7 @@ describe('progressive delivery gated by a real Prometheus', { timeout: 90_000 },
     expect(log).toMatch(
       /route www: the query `sum\(increase.*` gave NaN .*; the hold is extended once, by 4s/,
     );
-    const load: Load = startLoad({ url, rate });
+    const load: Load = startLoad({ url, rate, ownProcess: true });
     const end = await waitFor(w, id, isFinal, 30_000).finally(() => load.stop());
     expect(end.lifecycle).toBe('rolled_back');
     expect(end.reason).toMatch(/^analysis failed: prometheus `sum\(increase.*` = 0\.0\d+ > max 0\.01$/);

@@ -83,7 +83,7 @@ async function logText(id: string): Promise<string> {
 
 /** Migrates under load until the migration ends; the load's count of failed requests with it. */
 async function migrateUnderLoad(): Promise<{ id: string; end: Summary; failed: number; requests: number }> {
-  const load: Load = startLoad({ url, rate });
+  const load: Load = startLoad({ url, rate, ownProcess: true });
   try {
     const id = await migrateDetached(w);
     const end = await waitFor(w, id, isFinal, 60_000);

@@ -71,14 +71,14 @@ function logKinds(w: Live, id: string): string[] {
 
 const rate = 500;
 
-// The load test runs alone (its load generator shares this process); the others wait on their own
-// processes and run at once.
+// The load test runs alone (500 requests/s through a router on the same cores; sent from a process
+// of its own, `ownProcess`); the others wait on their own processes and run at once.
 describe('cutover topology rollback --to', () => {
   it('previous, under load after a commit: a green-blue migration back to 1.0.0, zero failed, a new serial', async (t) => {
     const w = await live(t);
     await bump(w, '1.0.0', '2.0.0');
     expect(await versionServed(w)).toBe('2.0.0');
-    const load = startLoad({ url: w.url, rate });
+    const load = startLoad({ url: w.url, rate, ownProcess: true });
     await sleep(500);
     const result = await rollback(w, 'previous');
     const endedAt = Date.now();

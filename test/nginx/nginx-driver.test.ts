@@ -189,7 +189,7 @@ describe('nginx route driver (real nginx)', () => {
       );
     await split(0, { blue, green: null } as never);
 
-    const load = startLoad({ url: `http://${listen}/`, rate: loadRatePerSecond });
+    const load = startLoad({ url: `http://${listen}/`, rate: loadRatePerSecond, ownProcess: true });
     const loadStarted = performance.now();
     await sleep(500);
     for (const percent of [10, 50, 100]) {
@@ -247,7 +247,7 @@ describe('nginx route driver (real nginx)', () => {
       );
     await apply(0, false);
 
-    const load = startLoad({ url: `http://${listen}/`, rate: loadRatePerSecond });
+    const load = startLoad({ url: `http://${listen}/`, rate: loadRatePerSecond, ownProcess: true });
     const loadStarted = performance.now();
     await sleep(500);
     await apply(10);

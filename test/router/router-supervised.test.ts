@@ -52,7 +52,7 @@ it('a router killed during a manual hold is started again by the runner, and the
   setVersion(w, 'web', '2.0.0');
   const id = await migrateDetached(w);
   await waitFor(w, id, (s) => s.lifecycle === 'awaiting_promotion', 30_000);
-  const load = startLoad({ url, rate: 50 });
+  const load = startLoad({ url, rate: 50, ownProcess: true });
   const { killed, next } = await killRouter();
   // Answering again, still in the hold: nothing but the supervision started it.
   await eventually(async () => (await fetch(url).catch(() => null))?.status === 200, 10_000);
