@@ -172,11 +172,17 @@ describe('zero-downtime cutover through the router', () => {
   });
 
   it.concurrent('the drain timeout bounds the wait for a long request', async (t) => {
-    const w = await live(t, (y) => y.replace('drain: { timeout: 10s }', 'drain: { timeout: 1s }'));
+    // The commit then stops blue with the request still in flight: after stopTimeout, 1 s here (the
+    // live demo's 5 s would be waited out by every run, and is not what this test is about).
+    const w = await live(t, (y) =>
+      y
+        .replace('drain: { timeout: 10s }', 'drain: { timeout: 1s }')
+        .replace('{ type: process, stopTimeout: 5s }', '{ type: process, stopTimeout: 1s }'),
+    );
     setFileVersion(w, '1.0.0', '2.0.0');
     // Still in flight when the migration reaches the drain: beside two CPU hogs it took 5.3-8 s to
     // get there (load 28-34), and a 4 s request had ended (nothing in flight, the drain at once).
-    // Longer costs little: the commit stops blue after the live demo's stopTimeout (5 s) anyway.
+    // Longer costs nothing: the commit stops blue after its stopTimeout anyway.
     void fetch(`${w.url}slow?ms=12000`).catch(() => undefined);
     await sleep(100);
     const migrate = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
