@@ -14,10 +14,10 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LoadResult } from '../../bench/load.js';
-import { startLoad } from '../../bench/load.js';
 // Migrations under load run in their own process (runBinary), as a user runs them: in-process they
 // would share this process's CPU with the load, which would then not keep its rate.
 import { runBinary, runCli } from '../support/cli.js';
+import { sentRate, startTestLoad } from '../support/load.js';
 import { freePort, killRunners, type Summary, show, type Workspace } from '../support/migrations.js';
 import { type PodmanFixture, podmanFixture } from '../support/podman.js';
 
@@ -91,7 +91,7 @@ interface Run extends LoadResult {
 
 async function underLoad(during: () => Promise<void>): Promise<Run> {
   const startedAt = Date.now();
-  const load = startLoad({ url, rate, ownProcess: true });
+  const load = startTestLoad({ url, rate });
   await sleep(loadMarginMs);
   await during();
   await sleep(loadMarginMs);
@@ -101,17 +101,6 @@ async function underLoad(during: () => Promise<void>): Promise<Run> {
 /** Versions served by requests that ended after `at` (epoch ms). */
 function versionsAfter(run: Run, at: number): Set<string | undefined> {
   return new Set(run.records.filter((r) => run.startedAt + (r.doneAt ?? 0) > at + 50).map((r) => r.version));
-}
-
-/**
- * The rate requests were sent at. Not `run.rate`, which divides by the time until the last reply:
- * podman's port forwarding holds a new connection for a 1 s SYN retransmit now and then while the
- * engine creates or removes a container (seen with no cutover in the path too), and one such
- * reply at the end would read as a lower offered rate.
- */
-function sentRate(run: Run): number {
-  const sent = run.records.map((r) => r.sentAt);
-  return (sent.length - 1) / ((Math.max(...sent) - Math.min(...sent)) / 1000);
 }
 
 function expectNoFailures(run: Run): void {
