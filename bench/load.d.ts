@@ -40,6 +40,11 @@ export function startLoad(options: {
   rate: number;
   timeoutMs?: number;
   maxRequests?: number;
+  /**
+   * Requests in flight at most (256 by default); one due past it is not sent but recorded as failed
+   * ('load generator saturated'). Those past 64 wait in the generator for a connection.
+   */
+  maxInFlight?: number;
   /** Send from a child process in its own session (its own scheduling group), not a worker thread. */
   ownProcess?: boolean;
 }): Load;

@@ -12,8 +12,12 @@ import { fork } from 'node:child_process';
 import http from 'node:http';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 
-/** Bounded: at most this many requests in flight; more would be a thundering herd, not a rate. */
-const maxInFlight = 256;
+/**
+ * Bounded: at most this many requests in flight by default (a request due past it is recorded as
+ * 'load generator saturated', not sent); more would be a thundering herd, not a rate. The requests
+ * share 64 keep-alive connections: past 64, they wait here for one, never at the server.
+ */
+const defaultMaxInFlight = 256;
 /** How often the worker hands finished records over to the caller's thread. */
 const batchMs = 50;
 
@@ -26,10 +30,17 @@ const epochNow = () => performance.timeOrigin + performance.now();
  * otherwise show as latency of the requests it delayed. Record times are milliseconds from the call
  * to startLoad, on the caller's clock.
  */
-export function startLoad({ url, rate, timeoutMs = 10_000, maxRequests = 1_000_000, ownProcess = false }) {
+export function startLoad({
+  url,
+  rate,
+  timeoutMs = 10_000,
+  maxRequests = 1_000_000,
+  maxInFlight = defaultMaxInFlight,
+  ownProcess = false,
+}) {
   const origin = epochNow();
   const records = [];
-  const config = { loadWorker: true, url, rate, timeoutMs, maxRequests, origin };
+  const config = { loadWorker: true, url, rate, timeoutMs, maxRequests, maxInFlight, origin };
   // With `ownProcess`, a child process in a session of its own: Linux schedules each session as
   // one group (autogroup), so the processes the caller starts (a CLI under test) share the CPU
   // with the caller's group, not with the clients, just as with clients on other machines.
@@ -81,7 +92,7 @@ export function startLoad({ url, rate, timeoutMs = 10_000, maxRequests = 1_000_0
 }
 
 /** The generator itself, in the worker thread or the child process; `port` reaches the caller. */
-function runLoad({ url, rate, timeoutMs, maxRequests, origin }, port) {
+function runLoad({ url, rate, timeoutMs, maxRequests, maxInFlight, origin }, port) {
   const now = () => epochNow() - origin;
   const target = new URL(url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });

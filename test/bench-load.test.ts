@@ -19,10 +19,10 @@ afterEach(async () => {
   server = null;
 });
 
-async function versionServer(version: string): Promise<string> {
+async function versionServer(version: string, delayMs = 0): Promise<string> {
   server = createServer((_req, res) => {
     res.setHeader('content-type', 'application/json');
-    res.end(JSON.stringify({ version }));
+    setTimeout(() => res.end(JSON.stringify({ version })), delayMs);
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -67,4 +67,21 @@ describe('bench/load.js', () => {
       expect(Number.isFinite(result.lateP99)).toBe(true);
     },
   );
+
+  it('sends no request past maxInFlight (recorded as saturated, failed) unless allowed more: then every request due is sent and answered', async () => {
+    // Answers after 300 ms: at 200/s about 60 requests wait for theirs at once.
+    const url = await versionServer('9.9.9', 300);
+    const bounded = startLoad({ url, rate: 200, maxInFlight: 20 });
+    await sleep(1_000);
+    const few = await bounded.stop();
+    expect(few.failures.map((r) => r.error)).toContain('load generator saturated');
+    expect(few.records.filter((r) => r.status === 200).length).toBeLessThan(few.requests);
+
+    const unbounded = startLoad({ url, rate: 200, maxInFlight: 100_000 });
+    await sleep(1_000);
+    const all = await unbounded.stop();
+    expect(all.failed).toBe(0);
+    expect(all.requests).toBeGreaterThan(150);
+    expect(all.versions).toEqual({ '9.9.9': all.requests });
+  });
 });

@@ -10,8 +10,9 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Load, startLoad } from '../../bench/load.js';
+import type { Load } from '../../bench/load.js';
 import { runCli } from '../support/cli.js';
+import { startTestLoad } from '../support/load.js';
 import {
   isFinal,
   killSlots,
@@ -53,7 +54,7 @@ function release(env: { FAIL_EVERY?: number; DELAY_MS?: number }, shift: string)
 }
 
 async function migrateUnderLoad(rate: number): Promise<{ end: Summary; failed: number; requests: number }> {
-  const load: Load = startLoad({ url, rate, timeoutMs: 30_000 });
+  const load: Load = startTestLoad({ url, rate, timeoutMs: 30_000 });
   try {
     const id = await migrateDetached(w);
     const end = await waitFor(w, id, isFinal, 60_000);

@@ -14,8 +14,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LoadResult, startLoad } from '../../bench/load.js';
+import type { LoadResult } from '../../bench/load.js';
 import { runCli } from '../support/cli.js';
+import { startTestLoad } from '../support/load.js';
 import {
   freePort,
   isFinal,
@@ -105,7 +106,7 @@ function logMessages(id: string): string[] {
 describe('green dies during a timed hold (real podman)', () => {
   it(`both green containers removed at 100 requests/s: rolled back at once, blue serves, at most ${bound} requests failed`, async () => {
     write('2.0.0', '2', listen);
-    const load = startLoad({ url, rate });
+    const load = startTestLoad({ url, rate });
     let result: LoadResult;
     let end: Awaited<ReturnType<typeof waitFor>>;
     try {

@@ -11,8 +11,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type LoadResult, startLoad } from '../../bench/load.js';
+import type { LoadResult } from '../../bench/load.js';
 import { runCli } from '../support/cli.js';
+import { startTestLoad } from '../support/load.js';
 import {
   isFinal,
   liveWorkspace,
@@ -71,7 +72,7 @@ describe('green dies during a timed hold', { timeout: 90_000 }, () => {
     spaces.push(w);
     expect((await runCli(['topology', 'migrate', '-f', w.file, '--yes'])).code).toBe(0);
     setFileVersion(w, '1.0.0', '2.0.0');
-    const load = startLoad({ url: w.url, rate });
+    const load = startTestLoad({ url: w.url, rate });
     let result: LoadResult;
     let end: Awaited<ReturnType<typeof waitFor>>;
     try {

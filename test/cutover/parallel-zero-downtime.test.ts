@@ -15,13 +15,13 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFi
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLoad } from '../../bench/load.js';
 import { describeCommand } from '../../core/migration/queries.js';
 import type { MigrationState } from '../../core/migration/types.js';
 import { procStat } from '../../platform/process-identity.js';
 // Migrations under load run in their own process (runBinary), as a user runs them: in-process they
 // would share this process's CPU with the load, which would then not keep its rate.
 import { repoRoot, runBinary, runCli, tempDir } from '../support/cli.js';
+import { startTestLoad } from '../support/load.js';
 import {
   copyFixture,
   freePort,
@@ -117,7 +117,7 @@ interface Load {
 async function underLoad(during: () => Promise<void>): Promise<Load[]> {
   const loads = (Object.keys(routes) as Route[]).map((route) => ({
     route,
-    load: startLoad({ url: url(route), rate: ratePerRoute }),
+    load: startTestLoad({ url: url(route), rate: ratePerRoute }),
   }));
   const stopAll = () =>
     Promise.all(

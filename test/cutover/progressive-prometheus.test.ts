@@ -18,9 +18,10 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Load, startLoad } from '../../bench/load.js';
+import type { Load } from '../../bench/load.js';
 import { readRouterRecord } from '../../router/router-record.js';
 import { runCli } from '../support/cli.js';
+import { startTestLoad } from '../support/load.js';
 import {
   isFinal,
   killSlots,
@@ -98,7 +99,7 @@ async function detail(id: string): Promise<Detail> {
 }
 
 async function migrateUnderLoad(): Promise<{ id: string; end: Summary; failed: number }> {
-  const load: Load = startLoad({ url, rate });
+  const load: Load = startTestLoad({ url, rate });
   try {
     const id = await migrateDetached(w);
     const end = await waitFor(w, id, isFinal, 60_000);
@@ -163,7 +164,7 @@ describe('progressive delivery gated by a real Prometheus', { timeout: 90_000 },
     expect(log).toMatch(
       /route www: the query `sum\(increase.*` gave NaN .*; the hold is extended once, by 4s/,
     );
-    const load: Load = startLoad({ url, rate });
+    const load: Load = startTestLoad({ url, rate });
     const end = await waitFor(w, id, isFinal, 30_000).finally(() => load.stop());
     expect(end.lifecycle).toBe('rolled_back');
     expect(end.reason).toMatch(/^analysis failed: prometheus `sum\(increase.*` = 0\.0\d+ > max 0\.01$/);

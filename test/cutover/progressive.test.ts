@@ -13,8 +13,9 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Load, startLoad } from '../../bench/load.js';
+import type { Load } from '../../bench/load.js';
 import { runCli } from '../support/cli.js';
+import { startTestLoad } from '../support/load.js';
 import {
   isFinal,
   killSlots,
@@ -83,7 +84,7 @@ async function logText(id: string): Promise<string> {
 
 /** Migrates under load until the migration ends; the load's count of failed requests with it. */
 async function migrateUnderLoad(): Promise<{ id: string; end: Summary; failed: number; requests: number }> {
-  const load: Load = startLoad({ url, rate });
+  const load: Load = startTestLoad({ url, rate });
   try {
     const id = await migrateDetached(w);
     const end = await waitFor(w, id, isFinal, 60_000);

@@ -12,7 +12,6 @@ import { connect } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { startLoad } from '../../bench/load.js';
 import type { Route } from '../../core/topology/types.js';
 import { configTestArgv, createNginxDriver, mainServers } from '../../engine/drivers/nginx-driver.js';
 import {
@@ -23,6 +22,7 @@ import {
 } from '../../engine/drivers/types.js';
 import { StateDir } from '../../engine/store/state-dir.js';
 import { eventually, freeListen, resourcesPerTest, send, stateDirFor } from '../router/support.js';
+import { startTestLoad } from '../support/load.js';
 import { runNginx } from '../support/nginx.js';
 
 const resources = resourcesPerTest();
@@ -189,7 +189,7 @@ describe('nginx route driver (real nginx)', () => {
       );
     await split(0, { blue, green: null } as never);
 
-    const load = startLoad({ url: `http://${listen}/`, rate: loadRatePerSecond });
+    const load = startTestLoad({ url: `http://${listen}/`, rate: loadRatePerSecond });
     const loadStarted = performance.now();
     await sleep(500);
     for (const percent of [10, 50, 100]) {
@@ -247,7 +247,7 @@ describe('nginx route driver (real nginx)', () => {
       );
     await apply(0, false);
 
-    const load = startLoad({ url: `http://${listen}/`, rate: loadRatePerSecond });
+    const load = startTestLoad({ url: `http://${listen}/`, rate: loadRatePerSecond });
     const loadStarted = performance.now();
     await sleep(500);
     await apply(10);

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startLoad } from '../../bench/load.js';
 import { SelfHeal } from '../../engine/heal/self-heal.js';
 import { noSecrets } from '../../engine/secrets/secret-source.js';
 import { localService } from '../../engine/services/local-service.js';
 import { StateDir } from '../../engine/store/state-dir.js';
 import { readRouterRecord } from '../../router/router-record.js';
 import { runCli } from '../support/cli.js';
+import { startTestLoad } from '../support/load.js';
 import {
   isFinal,
   migrateDetached,
@@ -52,7 +52,7 @@ it('a router killed during a manual hold is started again by the runner, and the
   setVersion(w, 'web', '2.0.0');
   const id = await migrateDetached(w);
   await waitFor(w, id, (s) => s.lifecycle === 'awaiting_promotion', 30_000);
-  const load = startLoad({ url, rate: 50 });
+  const load = startTestLoad({ url, rate: 50 });
   const { killed, next } = await killRouter();
   // Answering again, still in the hold: nothing but the supervision started it.
   await eventually(async () => (await fetch(url).catch(() => null))?.status === 200, 10_000);

@@ -10,7 +10,7 @@ import { request } from 'node:http';
 import { connect } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, type TestContext } from 'vitest';
 import { streamedBodyMaxSockets, upstreamMaxSockets } from '../../router/upstream-pool.js';
 import {
   countingUpstream,
@@ -27,8 +27,8 @@ import {
 const resources = new Resources();
 afterEach(() => resources.cleanup());
 
-/** A raw client connection to `listen`; what it received, as latin1 text. */
-function rawClient(listen: string) {
+/** A raw client connection to `listen` (closed by `own`); what it received, as latin1 text. */
+function rawClient(listen: string, own = resources) {
   const [host, port] = listen.split(':') as [string, string];
   const socket = connect(Number(port), host);
   let received = '';
@@ -36,7 +36,7 @@ function rawClient(listen: string) {
     received += data.toString('latin1');
   });
   socket.on('error', () => undefined);
-  resources.add(() => {
+  own.add(() => {
     socket.destroy();
   });
   return { socket, received: () => received };
@@ -75,8 +75,8 @@ type Timed = Awaited<ReturnType<typeof timedRequest>>;
  * waits for the same busy process as one to the attacked route (this process is the attackers, the
  * router and the clients), and cannot wait for connections the slow bodies hold.
  */
-async function calmRoute(stateDir: string): Promise<string> {
-  const calmApp = await countingUpstream(resources, (req, res) => {
+async function calmRoute(stateDir: string, own = resources): Promise<string> {
+  const calmApp = await countingUpstream(own, (req, res) => {
     req.resume();
     req.on('end', () => res.end('ok'));
   });
@@ -170,6 +170,7 @@ async function underAttack(
     connect: () => ReturnType<typeof rawClient>,
     listen: string,
   ) => Promise<{ socket: ReturnType<typeof rawClient>; trickle: string }[]>,
+  own: Resources,
 ) {
   const queueTimeoutMs = 1_000;
   const bodyTimeoutMs = 4_000;
@@ -177,7 +178,7 @@ async function underAttack(
   const windowMs = 5_000;
   let slowOpen = 0;
   let mostSlowOpen = 0;
-  const app = await countingUpstream(resources, (req, res) => {
+  const app = await countingUpstream(own, (req, res) => {
     const slow = req.headers['x-slow'] !== undefined;
     if (slow) mostSlowOpen = Math.max(mostSlowOpen, ++slowOpen);
     req.resume();
@@ -186,7 +187,7 @@ async function underAttack(
     });
     req.on('end', () => res.end('ok'));
   });
-  const stateDir = await stateDirFor(resources);
+  const stateDir = await stateDirFor(own);
   const listen = await freeListen();
   await setRoute(stateDir, 'web', {
     listen,
@@ -196,13 +197,13 @@ async function underAttack(
     queueTimeoutMs,
     bodyTimeoutMs,
   });
-  const calmListen = await calmRoute(stateDir);
-  await startTestRouter(resources, stateDir);
-  const attackers = await attack(() => rawClient(listen), listen);
+  const calmListen = await calmRoute(stateDir, own);
+  await startTestRouter(own, stateDir);
+  const attackers = await attack(() => rawClient(listen, own), listen);
   const trickle = setInterval(() => {
     for (const { socket, trickle } of attackers) socket.socket.write(trickle);
   }, trickleIntervalMs);
-  resources.add(() => clearInterval(trickle));
+  own.add(() => clearInterval(trickle));
   await allAccepted(
     listen,
     attackers.map(({ socket }) => socket.socket),
@@ -407,7 +408,16 @@ describe('router: slow request bodies', () => {
     expect(client.received()).toMatch(/\r\nconnection: close\r\n/i);
   });
 
-  describe('holds no upstream connection for bodies the router has no memory left to read', () => {
+  // The two attacks of 260 clients run at once, each on a router, upstreams and clients of its own
+  // (stopped when it ends): most of their time is their timers' (the window of GETs, the
+  // bodyTimeout), and each GET is judged against its calm twin, which waits for this same process.
+  describe.concurrent('holds no upstream connection for bodies the router has no memory left to read', () => {
+    /** What the test `t` started, stopped when it ends. */
+    const resourcesOf = (t: TestContext): Resources => {
+      const own = new Resources();
+      t.onTestFinished(() => own.cleanup());
+      return own;
+    };
     // Each probe failed before the fix: every slow POST past the memory budget or the body bound
     // took an upstream connection, 256 of them were open upstream, and the GETs got 503.
     /**
@@ -434,7 +444,9 @@ describe('router: slow request bodies', () => {
       }
     };
 
-    it('when 128 unfinished bodies of 512 KiB fill the memory, then 260 clients send a byte each', async () => {
+    // Alone: beside the other two, memory freed before a filler waited its bodyTimeout for it, and
+    // none was refused (the case it is about).
+    it.sequential('when 128 unfinished bodies of 512 KiB fill the memory, then 260 clients send a byte each', async (t) => {
       const filler = Buffer.alloc(512 * 1024, 'f');
       const result = await underAttack(async (open, listen) => {
         const fillers = Array.from({ length: 128 }, () => {
@@ -453,7 +465,7 @@ describe('router: slow request bodies', () => {
           return { socket, trickle: 'x' };
         });
         return [...fillers, ...bytes];
-      });
+      }, resourcesOf(t));
       expectGetsServed(result);
       // A filler that found no memory for its next bytes within the bodyTimeout hears 503, when to
       // come back, and that the connection closes (the rest of its body is never read). Memory
@@ -472,31 +484,35 @@ describe('router: slow request bodies', () => {
       );
     });
 
-    it('when 260 clients send 1 MiB and 16 bytes of a 2 MiB body', async () => {
+    it('when 260 clients send 1 MiB and 16 bytes of a 2 MiB body', async (t) => {
       const part = Buffer.alloc(mebibyte + 16, 'p');
-      const result = await underAttack(async (open) =>
-        Array.from({ length: 260 }, () => {
-          const socket = open();
-          socket.socket.write(slowHead(`Content-Length: ${2 * mebibyte}`));
-          socket.socket.write(part);
-          return { socket, trickle: 'x' };
-        }),
+      const result = await underAttack(
+        async (open) =>
+          Array.from({ length: 260 }, () => {
+            const socket = open();
+            socket.socket.write(slowHead(`Content-Length: ${2 * mebibyte}`));
+            socket.socket.write(part);
+            return { socket, trickle: 'x' };
+          }),
+        resourcesOf(t),
       );
       expectGetsServed(result);
       await expectAttackersAnswered(result);
     });
 
-    it('when 260 clients send 1 MiB and 16 bytes of a chunked body', async () => {
+    it('when 260 clients send 1 MiB and 16 bytes of a chunked body', async (t) => {
       const part = Buffer.alloc(mebibyte + 16, 'c');
-      const result = await underAttack(async (open) =>
-        Array.from({ length: 260 }, () => {
-          const socket = open();
-          socket.socket.write(slowHead('Transfer-Encoding: chunked'));
-          socket.socket.write(`${part.length.toString(16)}\r\n`);
-          socket.socket.write(part);
-          socket.socket.write('\r\n');
-          return { socket, trickle: '1\r\nx\r\n' };
-        }),
+      const result = await underAttack(
+        async (open) =>
+          Array.from({ length: 260 }, () => {
+            const socket = open();
+            socket.socket.write(slowHead('Transfer-Encoding: chunked'));
+            socket.socket.write(`${part.length.toString(16)}\r\n`);
+            socket.socket.write(part);
+            socket.socket.write('\r\n');
+            return { socket, trickle: '1\r\nx\r\n' };
+          }),
+        resourcesOf(t),
       );
       expectGetsServed(result);
       await expectAttackersAnswered(result);

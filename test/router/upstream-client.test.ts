@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { type ClientRequest, type IncomingMessage, request, type ServerResponse } from 'node:http';
 import { connect, createServer as createNetServer, type Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, type TestContext } from 'vitest';
 import { type ExchangeHandler, UpstreamExchange } from '../../router/upstream-exchange.js';
 import {
   upstreamIdleSocketTimeoutMs,
@@ -16,7 +16,15 @@ import {
   upstreamWarmConnections,
 } from '../../router/upstream-pool.js';
 import { UpstreamPools } from '../../router/upstream-pools.js';
-import { countingUpstream, environment, eventually, resourcesPerTest, routerTo, send } from './support.js';
+import {
+  countingUpstream,
+  environment,
+  eventually,
+  Resources,
+  resourcesPerTest,
+  routerTo,
+  send,
+} from './support.js';
 
 const resources = resourcesPerTest();
 
@@ -470,11 +478,20 @@ describe('router: its HTTP/1.1 client to upstreams', () => {
   });
 });
 
-describe('router: upstreams that go silent (upstreamTimeout)', () => {
+// These wait on timers (the route's timeout, a slow upload, a slow reader), not on this process:
+// they run at once, each with its own upstream and router, stopped when it ends.
+describe.concurrent('router: upstreams that go silent (upstreamTimeout)', () => {
   const timeoutMs = 500;
+  /** What the test `t` started, stopped when it ends. */
+  const resourcesOf = (t: TestContext): Resources => {
+    const own = new Resources();
+    t.onTestFinished(() => own.cleanup());
+    return own;
+  };
 
-  it('answers 504 when an upstream sends nothing for the route timeout, and keeps serving', async () => {
-    const app = await upstream((req, res) => {
+  it('answers 504 when an upstream sends nothing for the route timeout, and keeps serving', async (t) => {
+    const resources = resourcesOf(t);
+    const app = await countingUpstream(resources, (req, res) => {
       if (req.url === '/hang') return; // never answers
       res.end('ok');
     });
@@ -485,8 +502,9 @@ describe('router: upstreams that go silent (upstreamTimeout)', () => {
     expect((await send(listen)).body).toBe('ok');
   });
 
-  it('does not cut an answer that keeps coming, however slowly, nor a slow upload', async () => {
-    const app = await upstream((req, res) => {
+  it('does not cut an answer that keeps coming, however slowly, nor a slow upload', async (t) => {
+    const resources = resourcesOf(t);
+    const app = await countingUpstream(resources, (req, res) => {
       if (req.method === 'POST') {
         let bytes = 0;
         req.on('data', (chunk: Buffer) => {
@@ -525,8 +543,9 @@ describe('router: upstreams that go silent (upstreamTimeout)', () => {
     expect(await upload).toBe('200 got 3');
   });
 
-  it('cuts the client off when an answer stops midway', async () => {
-    const app = await upstream((_req, res) => {
+  it('cuts the client off when an answer stops midway', async (t) => {
+    const resources = resourcesOf(t);
+    const app = await countingUpstream(resources, (_req, res) => {
       res.writeHead(200, { 'content-length': '100' });
       res.write('the first part'); // and nothing more
     });
@@ -534,9 +553,10 @@ describe('router: upstreams that go silent (upstreamTimeout)', () => {
     await expect(fetchBytes(listen)).rejects.toThrow();
   });
 
-  it('does not count the time a slow client takes to read as the upstream silence', async () => {
+  it('does not count the time a slow client takes to read as the upstream silence', async (t) => {
+    const resources = resourcesOf(t);
     const big = Buffer.alloc(16 * 1024 * 1024, 120);
-    const app = await upstream((_req, res) => res.end(big));
+    const app = await countingUpstream(resources, (_req, res) => res.end(big));
     const { listen } = await routerTo(resources, app.address, { upstreamTimeoutMs: timeoutMs });
     const answer = await fetchBytes(listen, { pauseFirstMs: timeoutMs * 4 });
     expect(answer.body.length).toBe(big.length);

@@ -102,10 +102,12 @@ async function containersOf(
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
+// The driver's cases run at once (each on containers of a slot of its own; most of their time is
+// podman's), but for the one that takes podman off the PATH of this process.
 describe('container driver (real podman)', () => {
   const driver = createContainerDriver();
 
-  it('provisions replicas named and labelled per slot, serving on published loopback ports; retire removes them, twice', async () => {
+  it.concurrent('provisions replicas named and labelled per slot, serving on published loopback ports; retire removes them, twice', async () => {
     const ctx = context(spec({ replicas: 2 }), 'mig_one');
     const slot = await driver.provision(ctx, 'green', call);
     expect(slot.addresses).toHaveLength(2);
@@ -132,19 +134,18 @@ describe('container driver (real podman)', () => {
     await driver.retire(ctx, slot, call);
   }, 60_000);
 
-  it('provisioning the same slot again replaces the earlier attempt; another slot of the component stays', async () => {
+  it.concurrent('provisioning the same slot again replaces the earlier attempt; another slot of the component stays', async () => {
     const blue = await driver.provision(context(spec(), 'mig_blue'), 'blue', call);
     const first = await driver.provision(context(spec(), 'mig_green'), 'green', call);
     const firstId = (
       await fx.podman(['inspect', '--format', '{{.Id}}', `cutover-${environment()}-web-mig_green-0`])
     ).stdout;
-    lines.length = 0;
-    const again = await driver.provision(
-      context(spec({ env: { VERSION: '1.0.1' } }), 'mig_green'),
-      'green',
-      call,
-    );
-    expect(lines.some((l) => l.includes('an earlier attempt left'))).toBe(true);
+    const said: string[] = [];
+    const again = await driver.provision(context(spec({ env: { VERSION: '1.0.1' } }), 'mig_green'), 'green', {
+      ...call,
+      log: (l) => said.push(l),
+    });
+    expect(said.some((l) => l.includes('an earlier attempt left'))).toBe(true);
     const againId = (
       await fx.podman(['inspect', '--format', '{{.Id}}', `cutover-${environment()}-web-mig_green-0`])
     ).stdout;
@@ -157,7 +158,7 @@ describe('container driver (real podman)', () => {
     await driver.retire(context(spec(), 'mig_blue'), blue, call);
   }, 60_000);
 
-  it('observes a container stopped or removed by hand as not running (drift)', async () => {
+  it.concurrent('observes a container stopped or removed by hand as not running (drift)', async () => {
     const ctx = context(spec({ replicas: 2 }), 'mig_drift');
     const slot = await driver.provision(ctx, 'green', call);
     await getWhenUp(slot.addresses[1] as string, '/health');
@@ -173,7 +174,7 @@ describe('container driver (real podman)', () => {
     expect(await containersOf('mig_drift')).toEqual([]);
   }, 60_000);
 
-  it('fails provision permanently, quoting the log, when the image command exits; leaves nothing behind', async () => {
+  it.concurrent('fails provision permanently, quoting the log, when the image command exits; leaves nothing behind', async () => {
     const ctx = context(
       spec({ command: ['sh', '-c', 'echo "config file /etc/app.conf missing" >&2; exit 3'] }),
       'mig_broken',
@@ -185,7 +186,7 @@ describe('container driver (real podman)', () => {
     expect(await containersOf('mig_broken')).toEqual([]);
   }, 60_000);
 
-  it('refuses a missing image with pull: never, naming it and what to do', async () => {
+  it.concurrent('refuses a missing image with pull: never, naming it and what to do', async () => {
     const missing = `localhost/${fx.prefix}-absent:9`;
     const error = await driver
       .provision(context(spec({ image: missing }), 'mig_absent'), 'green', call)
@@ -212,7 +213,7 @@ describe('container driver (real podman)', () => {
     }
   });
 
-  it('drives the docker CLI too, against a remote engine given as host (the API socket of this podman)', async () => {
+  it.concurrent('drives the docker CLI too, against a remote engine given as host (the API socket of this podman)', async () => {
     const socket = await fx.dockerSocket();
     const ctx = context(spec({ replicas: 2 }), 'mig_docker');
     ctx.driver = { type: 'container', engine: 'docker', host: `unix://${socket}`, stopTimeout: 2_000 };
@@ -240,7 +241,7 @@ describe('container driver (real podman)', () => {
     );
   }, 60_000);
 
-  it("passes env (secrets' values) to the container without putting them on the engine's command line", async () => {
+  it.concurrent("passes env (secrets' values) to the container without putting them on the engine's command line", async () => {
     const ctx = context(spec({ env: { VERSION: { secret: 'WEB_VERSION' } } }), 'mig_secret');
     ctx.env = { VERSION: 'v-from-secret-77' };
     const slot = await driver.provision(ctx, 'green', call);
@@ -257,7 +258,7 @@ describe('container driver (real podman)', () => {
     await driver.retire(ctx, slot, call);
   }, 60_000);
 
-  it("writes a reference to a dependency into the container's env, with the dependency's address", async () => {
+  it.concurrent("writes a reference to a dependency into the container's env, with the dependency's address", async () => {
     const ctx = context(
       spec({
         network: 'host',
@@ -275,7 +276,7 @@ describe('container driver (real podman)', () => {
     await driver.retire(ctx, slot, call);
   }, 60_000);
 
-  it('on the host network gives the container its host port in PORT', async () => {
+  it.concurrent('on the host network gives the container its host port in PORT', async () => {
     const ctx = context(spec({ network: 'host' }), 'mig_host');
     const slot: SlotInfo = await driver.provision(ctx, 'green', call);
     expect(await getWhenUp(slot.addresses[0] as string, '/version')).toBe('1.0.0 build-one');

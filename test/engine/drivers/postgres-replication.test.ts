@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it, type TestContext } from 'vitest';
 import { postgresSettings } from '../../../engine/drivers/postgres-settings.js';
 import { PermanentDriverError } from '../../../engine/drivers/types.js';
 import { Resources } from '../../support/resources.js';
@@ -15,14 +15,24 @@ import {
   Writer,
 } from './postgres-fixtures.js';
 
-const resources = new Resources();
-afterEach(() => resources.cleanup(), 60_000);
+/**
+ * What the test `t` started (its clusters, writers, directories), stopped when it ends. Each test
+ * has its own: most run at once (`it.concurrent`), each on clusters of its own in a directory of
+ * its own, since most of their time is spent waiting on PostgreSQL (an initdb, a copy, a fence's
+ * deadline), not in this process.
+ */
+function resourcesOf(t: TestContext): Resources {
+  const resources = new Resources();
+  t.onTestFinished(() => resources.cleanup(), 60_000);
+  return resources;
+}
 
 /** Time for a step that waits on the other cluster (generous: the machine is shared). */
 const stepMs = 30_000;
 
 describe('postgres driver replication (real PostgreSQL 15)', () => {
-  it('switches to green and back, losing no acknowledged write, with sequences ahead of the data', async () => {
+  it.concurrent('switches to green and back, losing no acknowledged write, with sequences ahead of the data', async (t) => {
+    const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
     const ctx = pgContext(ws, 'm2');
@@ -119,7 +129,8 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     expect(blueAhead).toBe('t');
   }, 180_000);
 
-  it('fails a fence by its deadline naming the open write transaction, and blue takes writes again', async () => {
+  it.concurrent('fails a fence by its deadline naming the open write transaction, and blue takes writes again', async (t) => {
+    const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const ctx = pgContext(ws, 'm1');
     const repl = ws.driver.replication;
@@ -164,7 +175,11 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     expect(keys.length).toBe(writer.acked.length + 1);
   }, 120_000);
 
-  it('reports lag above zero while a throttled follower trails the writes', async () => {
+  // Alone: beside the others its writer sent so few rows that the throttled green caught up with
+  // blue's fenced position within the 1 s the test gives it, and the catch-up it expects to fail
+  // succeeded.
+  it('reports lag above zero while a throttled follower trails the writes', async (t) => {
+    const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
     const ctx = pgContext(ws, 'm2');
@@ -224,7 +239,8 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     await repl.unfence(ctx, blue, callOptions(ws));
   }, 120_000);
 
-  it('a table still in its initial copy is not caught up: the lag does not say so and catchUp waits for the copy', async () => {
+  it.concurrent('a table still in its initial copy is not caught up: the lag does not say so and catchUp waits for the copy', async (t) => {
+    const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
     const ctx = pgContext(ws, 'm2');
@@ -265,7 +281,8 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     await repl.unfence(ctx, blue, callOptions(ws));
   }, 120_000);
 
-  it("replicate copies once: green has blue's rows and sequence, follows nothing, and takes inserts", async () => {
+  it.concurrent("replicate copies once: green has blue's rows and sequence, follows nothing, and takes inserts", async (t) => {
+    const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
     const ctx = pgContext(ws, 'm2');
@@ -289,7 +306,8 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     expect(await sql(greenApp, `SELECT count(*) FROM items WHERE k = 'late'`)).toEqual([['0']]);
   }, 120_000);
 
-  it('stop after the old primary was retired drops what the live one holds for it', async () => {
+  it.concurrent('stop after the old primary was retired drops what the live one holds for it', async (t) => {
+    const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
     const ctx = pgContext(ws, 'm2');
@@ -316,7 +334,8 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     await sql(await connect(ctx, green), `INSERT INTO items (k) VALUES ('still-live')`);
   }, 120_000);
 
-  it('refuses to follow a blue whose tables lack a replica identity, naming them, before making anything', async () => {
+  it.concurrent('refuses to follow a blue whose tables lack a replica identity, naming them, before making anything', async (t) => {
+    const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
     const ctx = pgContext(ws, 'm2');
@@ -345,7 +364,8 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     await sql(blueApp, `UPDATE events SET what = 'z'`);
   }, 120_000);
 
-  it('catchUp names the failing subscription when green cannot apply a change (a row written on green)', async () => {
+  it.concurrent('catchUp names the failing subscription when green cannot apply a change (a row written on green)', async (t) => {
+    const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
     const ctx = pgContext(ws, 'm2');
