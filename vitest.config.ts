@@ -9,7 +9,10 @@ import LongestFirst from './test/support/sequencer.js';
 process.env.CUTOVER_TEST_RUN ??= `${process.pid}-${randomBytes(4).toString('hex')}`;
 
 /** The settings every project shares. */
-const shared = { testTimeout: 30_000, setupFiles: ['./test/support/fast-check-setup.ts'] };
+const shared = {
+  testTimeout: 30_000,
+  setupFiles: ['./test/support/test-file-mark.ts', './test/support/fast-check-setup.ts'],
+};
 
 /**
  * Files run at once, in every project. vitest's default on 2 cores is 1 (cores − 1): one file at a

@@ -41,6 +41,10 @@ describe('the leftover-process check', () => {
         .sort(),
     ).toEqual([marked.pid, child].sort());
     expect(processesOfRun(run).find((p) => p.pid === child)?.command).toBe('sleep 600');
+    // Named by the test file that was running when it started (test-file-mark.ts): this one.
+    expect(processesOfRun(run).find((p) => p.pid === child)?.startedBy).toBe(
+      'test/leftover-processes.test.ts',
+    );
 
     process.kill(child, 'SIGKILL');
     process.kill(marked.pid as number, 'SIGKILL');

@@ -6,7 +6,14 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { IllegalStateError } from '@temporalio/common';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import {
+  DefaultLogger,
+  type LogLevel,
+  type LogMetadata,
+  NativeConnection,
+  Runtime,
+  Worker,
+} from '@temporalio/worker';
 import { defaultHost } from '../../core/topology/hosts.js';
 import { superviseRouter } from '../drivers/router-driver.js';
 import type { DriverSet } from '../runner/execute-command.js';
@@ -70,8 +77,20 @@ function installRuntime(logger: DefaultLogger): void {
   }
 }
 
+/**
+ * The SDK's logger at WARN, but for the warning that a worker has no workflows: a host's own queue
+ * is polled by a worker of activities only (command-host.ts), by design, and the SDK would say so
+ * at every start of `cutover worker --host`.
+ */
+class WorkerLogger extends DefaultLogger {
+  override log(level: LogLevel, message: string, meta?: LogMetadata): void {
+    if (message.startsWith('No workflows registered')) return;
+    super.log(level, message, meta);
+  }
+}
+
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
-  installRuntime(new DefaultLogger('WARN'));
+  installRuntime(new WorkerLogger('WARN'));
   const { settings } = options;
   let connection: NativeConnection;
   try {

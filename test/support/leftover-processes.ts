@@ -10,6 +10,8 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const marker = 'CUTOVER_TEST_RUN';
+/** The test file running when the process (or its first ancestor in the run) started: test-file-mark.ts. */
+const fileMarker = 'CUTOVER_TEST_FILE';
 
 /** How long teardown waits for processes that are on their way out (vitest's own workers). */
 const settleMs = 10_000;
@@ -18,6 +20,8 @@ export interface MarkedProcess {
   pid: number;
   command: string;
   cwd: string;
+  /** The test file that started it (or its ancestor), when known. */
+  startedBy: string | null;
 }
 
 /** The live processes whose environment has `CUTOVER_TEST_RUN=<run>`, but `exceptPid`. */
@@ -34,13 +38,15 @@ export function processesOfRun(run: string, exceptPid = process.pid): MarkedProc
     } catch {
       continue; // gone meanwhile, or not ours to read
     }
-    if (!environ.split('\0').includes(wanted)) continue;
+    const variables = environ.split('\0');
+    if (!variables.includes(wanted)) continue;
     // A zombie has ended: its parent has not read its status yet.
     if (/^State:\s+Z/m.test(readOr(`/proc/${pid}/status`))) continue;
     found.push({
       pid,
       command: readOr(`/proc/${pid}/cmdline`).split('\0').join(' ').trim(),
       cwd: cwdOf(pid),
+      startedBy: variables.find((v) => v.startsWith(`${fileMarker}=`))?.slice(fileMarker.length + 1) ?? null,
     });
   }
   return found;
@@ -89,7 +95,10 @@ export async function teardown(): Promise<void> {
   process.exitCode = 1;
   throw new Error(
     `the test run left ${left.length} process(es) running (found by ${marker}=${run} in their environment; now killed); the test that started each must stop it:\n${left
-      .map((p) => `  pid ${p.pid} in ${p.cwd}: ${p.command}`)
+      .map(
+        (p) =>
+          `  pid ${p.pid} in ${p.cwd}: ${p.command}${p.startedBy ? ` (started while ${p.startedBy} ran)` : ''}`,
+      )
       .join('\n')}`,
   );
 }

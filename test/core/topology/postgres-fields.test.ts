@@ -53,7 +53,7 @@ describe('postgres driver fields', () => {
     ).toEqual([
       '7 drivers.pg.user: must be a PostgreSQL name: lower-case letters, digits and _ (at most 63), not starting with a digit, neither pg_… nor postgres',
       '8 drivers.pg.database: must be a PostgreSQL name: lower-case letters, digits and _ (at most 63), not starting with a digit, neither pg_… nor postgres',
-      '9 drivers.pg.port: unknown key (allowed here: type, database, user, bin, runAs, init)',
+      '9 drivers.pg.port: unknown key (allowed here: type, runsOn, database, user, bin, runAs, init)',
     ]);
     expect(problems('    type: postgres', '    driver: pg\n    version: "15"\n    replicas: 2')).toEqual([
       '11 components.db.replicas: must be 1 for a component on a postgres driver (one cluster per slot)',

@@ -40,7 +40,7 @@ describe('redis driver fields', () => {
   it('refuses, by line and field: an unknown fsync policy, unknown keys, several replicas', () => {
     expect(problems('    type: redis\n    appendfsync: no\n    port: 6379')).toEqual([
       '7 drivers.kv.appendfsync: must be one of: always, everysec',
-      '8 drivers.kv.port: unknown key (allowed here: type, appendfsync, bin)',
+      '8 drivers.kv.port: unknown key (allowed here: type, runsOn, appendfsync, bin)',
     ]);
     expect(problems('    type: redis', '    driver: kv\n    version: "7"\n    replicas: 2')).toEqual([
       '11 components.cache.replicas: must be 1 for a component on a redis driver (one redis-server per slot)',

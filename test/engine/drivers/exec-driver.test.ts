@@ -111,7 +111,7 @@ describe('exec driver', () => {
     await script(
       infra,
       'provision',
-      'cat > stdin.json\nenv | grep -E "^(CUTOVER_|DB_NAME=)" | grep -v "^CUTOVER_TEST_RUN=" | sort > env.txt\npwd > cwd.txt',
+      'cat > stdin.json\nenv | grep -E "^(CUTOVER_|DB_NAME=)" | grep -v "^CUTOVER_TEST_" | sort > env.txt\npwd > cwd.txt',
     );
     const slot = await driver.provision(context(base), 'green', callOptions());
     expect(slot.addresses).toEqual([]);
