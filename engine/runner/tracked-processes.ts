@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import path from 'node:path';
 import { sleepSync, unlinkQuietly } from '../../platform/claim-lock.js';
 import { isAlive, type ProcessIdentity, processIdentity } from '../../platform/process-identity.js';
+import { groupRunning } from '../drivers/process-group.js';
 
 /** Longest the next runner waits for a killed leftover process group to be gone. */
 const leftoverKillWaitMs = 5_000;
@@ -48,8 +49,11 @@ export function stopLeftoverProcesses(dir: string): number[] {
           // the group or the process is already gone
         }
       }
+      // Until the whole group is gone, not just its leader: a killed PostgreSQL's children outlive
+      // the postmaster by a moment and hold its shared memory and port (ci25 saw the group still
+      // running right after this returned).
       const deadline = Date.now() + leftoverKillWaitMs;
-      while (isAlive(holder) && Date.now() < deadline) sleepSync(20);
+      while (groupRunning(holder) && Date.now() < deadline) sleepSync(20);
       stopped.push(holder.pid);
     }
     unlinkQuietly(file);
