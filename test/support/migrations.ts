@@ -42,6 +42,8 @@ export async function workspace(
     file,
     stateDir,
     cleanup: async () => {
+      // The replicas too: a test that failed half way leaves them (ci26: router-supervised's two).
+      killSlots(stateDir);
       killRunners(stateDir);
       await cleanup();
     },
