@@ -2,6 +2,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { listenerPorts, PortPool } from '../../engine/drivers/port-pool.js';
+import { unrecordedReplicas } from '../../engine/drivers/process-strays.js';
 import type { ProcessIdentity } from '../../platform/process-identity.js';
 import { repoRoot, runCli, tempDir } from './cli.js';
 import { killRecorded } from './processes.js';
@@ -199,7 +200,11 @@ export async function liveWorkspace(
   };
 }
 
-/** Kills, by pid, every replica the process driver recorded (a test that failed half way). */
+/**
+ * Kills, by pid, every replica the process driver recorded (a test that failed half way), and the
+ * replicas a runner stopped between spawn and record left unrecorded (found as the driver finds
+ * them: process-strays.ts).
+ */
 export function killSlots(stateDir: string): void {
   const envs = path.join(stateDir, 'environments');
   if (!existsSync(envs)) return;
@@ -215,6 +220,8 @@ export function killSlots(stateDir: string): void {
       } catch {
         // no record
       }
+      const slotDir = path.join(slots, slot);
+      for (const stray of unrecordedReplicas(slotDir, new Set())) killRecorded(stray, { group: true });
     }
   }
 }
