@@ -20,10 +20,11 @@ const shared = {
  * vitest 501–541 s against ~650 s), but the run is then CPU-bound (78 % of both cores over the
  * whole run) and the tests whose load generator shares their process starve: session 14 traced and
  * fixed four such failures (ARCHITECTURE.md, "Tests"), and the last fresh-clone run at 3 still
- * failed container-zero-downtime (its generator 350 ms late, 256 requests in flight). Back to 3
- * when the suite's CPU is cut further; CUTOVER_TEST_WORKERS overrides it.
+ * failed container-zero-downtime (its generator 350 ms late, 256 requests in flight). Session 15
+ * moved the load generators into processes of their own that send every request due
+ * (test/support/load.ts): 3 again. CUTOVER_TEST_WORKERS overrides it.
  */
-const workers = Number(process.env.CUTOVER_TEST_WORKERS ?? 2);
+const workers = Number(process.env.CUTOVER_TEST_WORKERS ?? 3);
 
 export default defineConfig({
   test: {
