@@ -32,6 +32,9 @@ export function checkTopology(file: TopologyFile, checked?: ReadonlySet<string>)
   checkRoutes(file, problems);
   checkRouteHosts(file, problems);
   forEachEntry(file.drivers, (name, driver) => problems.push(...checkContainerDriver(name, driver)));
+  forEachEntry(file.drivers, (name, driver) => {
+    if (driver.type === 'process') checkProcessAddress(name, driver.address, problems);
+  });
   if (checked === undefined) checkCycles(edges, problems);
   else checkCyclesFrom(edges, checked, problems);
   problems.push(...checkEnvRefs(file, checked));
@@ -39,6 +42,23 @@ export function checkTopology(file: TopologyFile, checked?: ReadonlySet<string>)
   problems.push(...checkHooks(file.strategy?.hooks));
   problems.push(...checkInlineCredentials(file));
   return problems;
+}
+
+/**
+ * A process driver's `address` (the schema checks its shape): one address a router can dial, so
+ * not a wildcard, and an IPv4 address with octets a byte each.
+ */
+function checkProcessAddress(name: string, address: string | undefined, problems: PathProblem[]): void {
+  if (address === undefined) return;
+  const path = ['drivers', name, 'address'];
+  if (address === '0.0.0.0' || /^[0:]*$/.test(address)) {
+    problems.push({
+      path,
+      message: `is ${address}, every address: give the one address its replicas are reached at (a router dials it)`,
+    });
+  } else if (!address.includes(':') && address.split('.').some((octet) => Number(octet) > 255)) {
+    problems.push({ path, message: `is not an IPv4 address: ${address}` });
+  }
 }
 
 /** The longest duration cutover accepts anywhere: a year. */
@@ -58,6 +78,14 @@ function checkDurations(file: TopologyFile, problems: PathProblem[], componentPr
     if (isTooLong(text)) problems.push({ path: path(), message: 'is too long: at most 8760h (a year)' });
   };
   check(file.strategy?.bake, () => ['strategy', 'bake']);
+  check(file.strategy?.hostWait, () => ['strategy', 'hostWait']);
+  const hostWait = file.strategy?.hostWait === undefined ? undefined : parseDuration(file.strategy.hostWait);
+  if (hostWait !== undefined && hostWait < 1_000) {
+    problems.push({
+      path: ['strategy', 'hostWait'],
+      message: 'is too short: at least 1s (a worker needs a moment to take a call)',
+    });
+  }
   forEachEntry(file.drivers, (name, d) => {
     if (d.type === 'process') check(d.stopTimeout, () => ['drivers', name, 'stopTimeout']);
     if (d.type === 'exec') check(d.timeout, () => ['drivers', name, 'timeout']);

@@ -8,7 +8,13 @@ export interface TopologyFile {
   drivers?: Record<string, DriverFile>;
   components: Record<string, ComponentFile>;
   routes?: Record<string, RouteFile>;
-  strategy?: { bake?: string; commit?: 'auto' | 'manual'; parallelism?: number; hooks?: HooksFile };
+  strategy?: {
+    bake?: string;
+    commit?: 'auto' | 'manual';
+    parallelism?: number;
+    hostWait?: string;
+    hooks?: HooksFile;
+  };
   notify?: Record<string, NotifyTargetFile>;
 }
 
@@ -27,7 +33,7 @@ export type NotifyTargetFile =
   | (NotifyFilterFile & { type: 'command'; command: string[] });
 
 export type DriverFile = (
-  | { type: 'process'; stopTimeout?: string }
+  | { type: 'process'; stopTimeout?: string; address?: string }
   | { type: 'exec'; dir: string; timeout?: string }
   | {
       type: 'container';

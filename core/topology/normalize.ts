@@ -69,6 +69,7 @@ function normalizeStrategy(s: TopologyFile['strategy']): Topology['strategy'] {
     commit: s?.commit ?? defaults.commit,
     ...(hooks === undefined ? {} : { hooks }),
     ...(s?.parallelism === undefined ? {} : { parallelism: s.parallelism }),
+    ...(s?.hostWait === undefined ? {} : { hostWait: duration(s.hostWait, 0) }),
   };
 }
 
@@ -100,7 +101,11 @@ function normalizeDriver(driver: DriverFile): DriverSpec {
 function normalizeDriverFields(driver: DriverFile): DriverSpec {
   switch (driver.type) {
     case 'process':
-      return { stopTimeout: duration(driver.stopTimeout, defaults.processStopTimeoutMs), type: 'process' };
+      return {
+        ...(driver.address !== undefined ? { address: driver.address } : {}),
+        stopTimeout: duration(driver.stopTimeout, defaults.processStopTimeoutMs),
+        type: 'process',
+      };
     case 'exec':
       return { dir: driver.dir, timeout: duration(driver.timeout, defaults.execTimeoutMs), type: 'exec' };
     case 'container': {

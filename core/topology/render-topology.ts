@@ -36,6 +36,7 @@ export function topologyFileOf(model: Topology): TopologyFile {
       bake: formatDuration(model.strategy.bake),
       commit: model.strategy.commit,
       ...(model.strategy.parallelism === undefined ? {} : { parallelism: model.strategy.parallelism }),
+      ...(model.strategy.hostWait === undefined ? {} : { hostWait: formatDuration(model.strategy.hostWait) }),
       ...(model.strategy.hooks === undefined ? {} : { hooks: hooksFileOf(model.strategy.hooks) }),
     },
     ...(model.notify === undefined ? {} : { notify: mapValues(model.notify, notifyTargetFile) }),
@@ -67,7 +68,11 @@ function driverFile(driver: DriverSpec): DriverFile {
 function driverFields(driver: DriverSpec): DriverFile {
   switch (driver.type) {
     case 'process':
-      return { type: 'process', stopTimeout: formatDuration(driver.stopTimeout) };
+      return {
+        type: 'process',
+        ...(driver.address !== undefined ? { address: driver.address } : {}),
+        stopTimeout: formatDuration(driver.stopTimeout),
+      };
     case 'exec':
       return { type: 'exec', dir: driver.dir, timeout: formatDuration(driver.timeout) };
     case 'container': {

@@ -37,7 +37,7 @@ export type DriverType = DriverSpec['type'];
  * topologies without hosts stay as they were.
  */
 export type DriverSpec = (
-  | { type: 'process'; stopTimeout: DurationMs }
+  | { type: 'process'; stopTimeout: DurationMs; address?: string }
   | { type: 'exec'; dir: string; timeout: DurationMs }
   | ContainerDriverSpec
   | PostgresDriverSpec
@@ -218,6 +218,11 @@ export interface Strategy {
    * when the file sets it, so layouts recorded before it existed plan no settings change.
    */
   parallelism?: number;
+  /**
+   * How long a call placed on a host waits for a worker of that host before it fails (Temporal
+   * mode); absent, the call's own bound. Kept only when the file sets it, as `parallelism`.
+   */
+  hostWait?: DurationMs;
   /**
    * Hooks run at fixed points of the migration (core/topology/hook-types.ts). Absent when the file
    * has none, so models, digests and plans of topologies without hooks stay as they were.

@@ -90,6 +90,7 @@ const patternMessages: Record<string, string> = {
   name: 'must be lower-case letters, digits and dashes (at most 63), starting and ending with a letter or digit',
   duration: 'must be a duration such as 500ms, 30s, 2m or 1m30s',
   listen: 'must be host:port, e.g. 127.0.0.1:8080 or [::1]:8080',
+  ipaddress: 'must be an IP address, e.g. 10.0.0.5 or fd00::5 (not a name)',
   labels: 'label keys are letters, digits and . _ / - (at most 128)',
   env: 'environment variable names are letters, digits and _, not starting with a digit',
   secret: 'secret names are letters, digits and _, not starting with a digit',

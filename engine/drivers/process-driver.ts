@@ -12,7 +12,7 @@
  * - provision starts `run.command` (argv, no shell) `replicas` times, in `run.cwd` (relative to the
  *   topology file), each in its own process group with SIGPIPE ignored, its output through its log
  *   pump (a process of its own, in the slot directory), with cutover's environment, the component's `env`,
- *   `PORT`, `HOST=127.0.0.1` and CUTOVER_ENVIRONMENT, CUTOVER_COMPONENT, CUTOVER_SLOT,
+ *   `PORT`, `HOST` (the driver's `address`, default 127.0.0.1) and CUTOVER_ENVIRONMENT, CUTOVER_COMPONENT, CUTOVER_SLOT,
  *   CUTOVER_SLOT_ID, CUTOVER_VERSION, CUTOVER_REPLICA, CUTOVER_DATA_DIR. A replica that exits within
  *   the start-up grace (300 ms unless the driver is made with another) is a permanent failure quoting its log. Provisioning a slot again stops the
  *   processes the earlier attempt recorded (and, on Linux, one it started but had not recorded when
@@ -44,7 +44,14 @@ import { copyDataDir } from './process-data-dir.js';
 import { observeProcessSlot } from './process-observe.js';
 import { dataDirReplicator } from './process-replication.js';
 import { restartProcessSlot } from './process-restart.js';
-import { readSlot, recordedReplicas, slotDirOf, slotIdOf, stopSlotProcesses } from './process-slot.js';
+import {
+  readSlot,
+  recordedReplicas,
+  replicaAddress,
+  slotDirOf,
+  slotIdOf,
+  stopSlotProcesses,
+} from './process-slot.js';
 import { defaultStartupGraceMs, startReplicas } from './process-start.js';
 import { logTail } from './server-slot.js';
 import { spawnFailure } from './spawn-failure.js';
@@ -88,7 +95,7 @@ export function createProcessDriver(driverOptions: ProcessDriverOptions = {}): C
         component: ctx.component,
         slot,
         version: ctx.spec.version,
-        addresses: replicas.map((replica) => `127.0.0.1:${replica.port}`),
+        addresses: replicas.map(replicaAddress),
         details: { slotId, slotDir, replicas },
       };
     },

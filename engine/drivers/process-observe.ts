@@ -1,7 +1,7 @@
 import type { ObservedReplica } from '../../core/observed.js';
 import { isAlive } from '../../platform/process-identity.js';
 import { tcpProbe } from '../health/probes.js';
-import { type ReplicaRecord, readSlot, recordedReplicas, slotDirOf } from './process-slot.js';
+import { type ReplicaRecord, readSlot, recordedReplicas, replicaAddress, slotDirOf } from './process-slot.js';
 import type { ComponentCallContext, DriverCallOptions, SlotInfo } from './types.js';
 
 /** A replica's port that does not accept a connection within this is `not_answering`. */
@@ -24,7 +24,7 @@ export async function observeProcessSlot(
 }
 
 export async function observeReplica(replica: ReplicaRecord, signal: AbortSignal): Promise<ObservedReplica> {
-  const address = `127.0.0.1:${replica.port}`;
+  const address = replicaAddress(replica);
   const seen = { address, pid: replica.pid };
   if (!isAlive(replica)) return { ...seen, state: 'not_running', detail: 'exited' };
   const probe = await tcpProbe(address).run(replicaConnectTimeoutMs, signal);

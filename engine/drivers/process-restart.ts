@@ -13,6 +13,7 @@ import {
   type ReplicaRecord,
   readSlot,
   recordedReplicas,
+  replicaAddress,
   slotDirOf,
   slotIdOf,
   stopReplica,
@@ -20,6 +21,7 @@ import {
 } from './process-slot.js';
 import {
   checkStartup,
+  processAddressOf,
   replicaLaunch,
   type SlotTarget,
   type Started,
@@ -103,7 +105,7 @@ export async function restartProcessSlot(
     for (const { index, port: recorded } of down) {
       options.signal.throwIfAborted();
       const port =
-        recorded !== undefined && (await portIsFree(recorded))
+        recorded !== undefined && (await portIsFree(recorded, processAddressOf(ctx)))
           ? recorded
           : await newPort(ports, ctx.reservedPorts);
       const replica = await startReplica(
@@ -116,7 +118,7 @@ export async function restartProcessSlot(
       await save();
       const moved = recorded !== undefined && recorded !== port ? ` (port ${recorded} was taken)` : '';
       options.log(
-        `restarted ${ctx.component} replica ${index} in place (pid ${replica.record.pid}) on 127.0.0.1:${port}${moved}`,
+        `restarted ${ctx.component} replica ${index} in place (pid ${replica.record.pid}) on ${replicaAddress(replica.record)}${moved}`,
       );
     }
     if (started.length > 0) {
@@ -133,7 +135,7 @@ export async function restartProcessSlot(
   const sorted = [...replicas].sort((a, b) => a.index - b.index);
   return {
     ...slot,
-    addresses: sorted.map((replica) => `127.0.0.1:${replica.port}`),
+    addresses: sorted.map(replicaAddress),
     details: { ...slot.details, slotId: target.slotId, slotDir, replicas: sorted },
   };
 }
@@ -145,12 +147,12 @@ function latestByIndex(replicas: readonly ReplicaRecord[]): Map<number, ReplicaR
   return out;
 }
 
-/** Whether nothing listens on the loopback port now (a moment later someone may; start-up says so). */
-async function portIsFree(port: number): Promise<boolean> {
+/** Whether nothing listens on the port at `host` now (a moment later someone may; start-up says so). */
+async function portIsFree(port: number, host: string): Promise<boolean> {
   const server = createServer();
   const free = await new Promise<boolean>((resolve) => {
     server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => resolve(true));
+    server.listen(port, host, () => resolve(true));
   });
   if (free) await new Promise((resolve) => server.close(resolve));
   return free;

@@ -35,10 +35,21 @@ export interface SlotRecord {
 export interface ReplicaRecord extends ProcessIdentity {
   index: number;
   port: number;
+  /** The address it listens on (its HOST): the driver's `address`; absent, 127.0.0.1. */
+  address?: string;
   log: string;
   /** The log pump writing its log (process-spawn.ts); none in a record from before pumps. */
   pump?: ProcessIdentity;
 }
+
+/** Where a replica is reached: `host:port` (`[v6]:port`). */
+export function replicaAddress(replica: Pick<ReplicaRecord, 'address' | 'port'>): string {
+  const host = replica.address ?? loopbackAddress;
+  return host.includes(':') ? `[${host}]:${replica.port}` : `${host}:${replica.port}`;
+}
+
+/** Where replicas listen unless their driver says `address`. */
+export const loopbackAddress = '127.0.0.1';
 
 /**
  * How long a replica's log pump may take to write the replica's last lines and end, once the

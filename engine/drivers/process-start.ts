@@ -10,7 +10,14 @@ import { processIdentity } from '../../platform/process-identity.js';
 import { inheritedEnv } from '../secrets/resolve-secrets.js';
 import { componentEnv } from './component-env.js';
 import type { PortPool } from './port-pool.js';
-import { type ReplicaRecord, type SlotRecord, stopSlotProcesses, writeSlot } from './process-slot.js';
+import {
+  loopbackAddress,
+  type ReplicaRecord,
+  replicaAddress,
+  type SlotRecord,
+  stopSlotProcesses,
+  writeSlot,
+} from './process-slot.js';
 import { type LogPump, spawnReplica } from './process-spawn.js';
 import { spawnFailure } from './spawn-failure.js';
 import {
@@ -28,7 +35,6 @@ export const defaultStartupGraceMs = 300;
  */
 const logPumpDrainTimeoutMs = 10_000;
 const logTailLines = 10;
-const loopback = '127.0.0.1';
 
 export interface SlotTarget {
   slot: Slot;
@@ -83,7 +89,7 @@ export async function startReplicas(
       record.replicas.push(replica.record);
       await writeSlot(target.slotDir, record);
       options.log(
-        `started ${ctx.component} replica ${index} (pid ${replica.record.pid}) on ${loopback}:${port}`,
+        `started ${ctx.component} replica ${index} (pid ${replica.record.pid}) on ${replicaAddress(replica.record)}`,
       );
     }
     await checkStartup(ctx.component, command, started, target.startupGraceMs, options.signal);
@@ -103,6 +109,8 @@ export interface ReplicaLaunch {
   log: string;
   index: number;
   port: number;
+  /** The address it listens on (its HOST); absent, loopback. */
+  host?: string;
 }
 
 /** The record of a slot (`slot.json`): what runs in it and how it was started. */
@@ -132,11 +140,12 @@ export function replicaLaunch(
   target: SlotTarget,
   at: { command: string[]; cwd: string; index: number; port: number },
 ): ReplicaLaunch {
+  const host = processAddressOf(ctx);
   const env = {
     ...inheritedEnv(),
     ...componentEnv(ctx),
     PORT: String(at.port),
-    HOST: loopback,
+    HOST: host,
     CUTOVER_ENVIRONMENT: ctx.environment,
     CUTOVER_COMPONENT: ctx.component,
     CUTOVER_SLOT: target.slot,
@@ -146,7 +155,12 @@ export function replicaLaunch(
     CUTOVER_DATA_DIR: path.join(target.slotDir, 'data'),
   };
   const secretKeys = Object.keys(ctx.spec.env).filter((key) => isSecretRef(ctx.spec.env[key]));
-  return { ...at, env, secretKeys, log: path.join(target.slotDir, `replica-${at.index}.log`) };
+  return { ...at, host, env, secretKeys, log: path.join(target.slotDir, `replica-${at.index}.log`) };
+}
+
+/** Where the component's replicas listen and are reached: its process driver's `address`, else loopback. */
+export function processAddressOf(ctx: ComponentCallContext): string {
+  return (ctx.driver.type === 'process' ? ctx.driver.address : undefined) ?? loopbackAddress;
 }
 
 /**
@@ -162,7 +176,8 @@ export async function startReplica(launch: ReplicaLaunch, component: string): Pr
   let spawnError: Promise<Error> | undefined;
   let replica: Started | undefined;
   try {
-    const header = `--- ${new Date().toISOString()} cutover: starting ${component} replica ${launch.index} on ${loopback}:${launch.port}: ${launch.command.join(' ')}\n`;
+    const where = replicaAddress(launch.host ? { address: launch.host, port: launch.port } : launch);
+    const header = `--- ${new Date().toISOString()} cutover: starting ${component} replica ${launch.index} on ${where}: ${launch.command.join(' ')}\n`;
     await handle.write(redactorOf(secrets).text(header));
     const logOffset = (await handle.stat()).size;
     try {
@@ -184,6 +199,7 @@ export async function startReplica(launch: ReplicaLaunch, component: string): Pr
             ...processIdentity(child.pid),
             index: launch.index,
             port: launch.port,
+            ...(launch.host !== undefined && launch.host !== loopbackAddress ? { address: launch.host } : {}),
             log: launch.log,
             ...(pump ? { pump: pump.identity } : {}),
           },

@@ -89,11 +89,15 @@ function activitiesFor(command: Command, spec: MigrationSpec): CutoverActivities
   const host = commandHost(spec, command);
   const timeoutMs = activityTimeoutMs(command, spec);
   return proxyActivities<CutoverActivities>({
-    // A placed call waits in its host's queue for that host's worker at most as long as the call
-    // may run: then it fails, saying so (hostWaitFailure), and the migration rolls back.
+    // A placed call waits in its host's queue for that host's worker at most `strategy.hostWait`,
+    // else as long as the call may run: then it fails, saying so (hostWaitFailure), and the
+    // migration rolls back.
     ...(host === undefined
       ? {}
-      : { taskQueue: hostQueue(workflowInfo().taskQueue, host), scheduleToStartTimeout: timeoutMs }),
+      : {
+          taskQueue: hostQueue(workflowInfo().taskQueue, host),
+          scheduleToStartTimeout: hostWaitMs(command, spec),
+        }),
     startToCloseTimeout: timeoutMs,
     // A worker that dies mid-call is noticed within this, and the call goes to another worker.
     heartbeatTimeout: 5_000,
@@ -116,9 +120,22 @@ function hostWaitFailure(command: Command, spec: MigrationSpec, error: unknown):
   const cause = error instanceof ActivityFailure ? error.cause : undefined;
   if (!(cause instanceof TimeoutFailure) || cause.timeoutType !== 'SCHEDULE_TO_START') return undefined;
   const host = commandHost(spec, command);
-  const within = formatDuration(activityTimeoutMs(command, spec));
+  const within = formatDuration(hostWaitMs(command, spec));
   return `no worker on host ${host} took ${command.kind} within ${within}: is \`cutover worker --host ${host}\` running with this TEMPORAL_TASK_QUEUE?`;
 }
+
+/** How long a placed call waits for a worker of its host: `strategy.hostWait`, at most the call's own bound. */
+function hostWaitMs(command: Command, spec: MigrationSpec): number {
+  const own = activityTimeoutMs(command, spec);
+  const wait = spec.desired.strategy.hostWait;
+  return wait === undefined ? own : Math.min(wait, own);
+}
+
+/**
+ * The marker of runs in which a call no worker of its host took within its bound fails its step at
+ * once; runs recorded before it retried the step, and replay so.
+ */
+export const hostWaitFinalPatch = 'host-wait-final';
 
 /**
  * The marker of runs that start an activity for every command in flight (spec.parallelism); runs
@@ -254,16 +271,20 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
               elapsedMs: Date.now() - started,
             });
           } else {
+            const hostWait = hostWaitFailure(command, state.spec, error);
             const message =
-              hostWaitFailure(command, state.spec, error) ??
+              hostWait ??
               (error instanceof Error
                 ? ((error.cause as Error | undefined)?.message ?? error.message)
                 : String(error));
+            // A call no worker of its host took within its bound is not tried again: the bound
+            // (strategy.hostWait) is how long the migration waits for that host, not each attempt's.
+            const retryable = hostWait === undefined || !patched(hostWaitFinalPatch);
             record({
               type: 'command_failed',
               at: Date.now(),
               commandId: command.id,
-              error: { message, retryable: true },
+              error: { message, retryable },
             });
           }
         },

@@ -180,3 +180,55 @@ describe('commandHost', () => {
       expect(commandHost(s, { id: 'x', ...command } as Command)).toBeUndefined();
   });
 });
+
+describe('drivers.<name>.address (a process driver whose replicas a router on another host dials)', () => {
+  const withAddress = (address: string) =>
+    text(`  apps: { type: process, runsOn: b, address: "${address}" }
+  batch: { type: process }
+  edge: { type: router, runsOn: a }`);
+
+  it('is kept in the model and rendered back to the same model', () => {
+    const model = load(withAddress('198.18.0.3'));
+    expect(model.drivers.apps).toEqual({
+      address: '198.18.0.3',
+      runsOn: 'b',
+      stopTimeout: 10_000,
+      type: 'process',
+    });
+    expect(load(topologyText(model, 'recorded'))).toEqual(model);
+    expect(load(withAddress('fd00::3')).drivers.apps).toMatchObject({ address: 'fd00::3' });
+  });
+
+  it('refuses a name, a wildcard and an octet past 255, naming the line and field', () => {
+    expect(problems(withAddress('db.internal'))).toEqual([
+      '5:46 drivers.apps.address: must be an IP address, e.g. 10.0.0.5 or fd00::5 (not a name)',
+    ]);
+    expect(problems(withAddress('0.0.0.0'))).toEqual([
+      expect.stringMatching(/drivers\.apps\.address: is 0\.0\.0\.0, every address: give the one address/),
+    ]);
+    expect(problems(withAddress('::'))).toEqual([
+      expect.stringMatching(/drivers\.apps\.address: is ::, every address/),
+    ]);
+    expect(problems(withAddress('198.18.0.300'))).toEqual([
+      expect.stringMatching(/drivers\.apps\.address: is not an IPv4 address: 198\.18\.0\.300/),
+    ]);
+  });
+});
+
+describe('strategy.hostWait (how long a call placed on a host waits for its worker)', () => {
+  const withWait = (wait: string) => `${text(placed)}strategy:\n  hostWait: ${wait}\n`;
+
+  it('is kept in the model only when written, and rendered back to the same model', () => {
+    expect(load(text(placed)).strategy.hostWait).toBeUndefined();
+    const model = load(withWait('45s'));
+    expect(model.strategy.hostWait).toBe(45_000);
+    expect(load(topologyText(model, 'recorded'))).toEqual(model);
+  });
+
+  it('refuses less than a second (Temporal reads a zero bound as none)', () => {
+    expect(problems(withWait('0s'))).toEqual([
+      expect.stringMatching(/strategy\.hostWait: is too short: at least 1s/),
+    ]);
+    expect(problems(withWait('500ms'))).toHaveLength(1);
+  });
+});
