@@ -12,6 +12,7 @@ import type { ObservedLayout, ReplicaState, RouteServingState } from './observed
 import { findDrift } from './plan/drift.js';
 import type { Drift } from './plan/types.js';
 import { own } from './records.js';
+import { componentHost, routeHost } from './topology/hosts.js';
 
 export interface EnvironmentStatus {
   environment: string;
@@ -34,6 +35,8 @@ export interface ComponentStatus {
   name: string;
   version: string;
   slot: Slot;
+  /** The host its calls run on and its replicas were seen from (issue 30); absent when not placed. */
+  host?: string;
   replicas: ReplicaStatus[];
 }
 
@@ -58,6 +61,8 @@ export interface HealthProbe {
 
 export interface RouteStatus {
   name: string;
+  /** The host whose router serves it and answered for it (issue 30); absent when not placed. */
+  host?: string;
   listen: string;
   /** The component it sends traffic to. */
   to: string;
@@ -134,10 +139,12 @@ export function statusOf(inputs: StatusInputs): EnvironmentStatus {
     .map((name) => {
       const seen = own(observed.components, name);
       const slot = own(layout.slots ?? {}, name);
+      const host = topology ? componentHost(topology, name) : undefined;
       return {
         name,
         version: seen?.version ?? slot?.version ?? topology?.components[name]?.version ?? '',
         slot: seen?.slot ?? slot?.slot ?? 'blue',
+        ...(host === undefined ? {} : { host }),
         replicas: (seen?.replicas ?? []).map((r) => ({
           address: r.address,
           pid: r.pid ?? null,
@@ -152,8 +159,10 @@ export function statusOf(inputs: StatusInputs): EnvironmentStatus {
     .map(([name, spec]) => {
       const seen = own(observed.routes, name);
       const green = seen?.greenPercent ?? 0;
+      const host = topology ? routeHost(topology, name) : undefined;
       return {
         name,
+        ...(host === undefined ? {} : { host }),
         listen: seen?.listen ?? spec.listen,
         to: spec.to,
         state: seen?.state ?? 'unknown',

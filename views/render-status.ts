@@ -40,7 +40,8 @@ export function renderStatusText(status: EnvironmentStatus, style: Style): strin
     const running = c.replicas.filter((r) => r.state === 'running').length;
     const count = `${running}/${c.replicas.length} running`;
     const mark = running === c.replicas.length ? style.green(count) : style.red(count);
-    lines.push(`  ${style.bold(c.name)}  ${c.version}  slot ${c.slot}  ${mark}`);
+    const on = c.host === undefined ? '' : `  on host ${c.host}`;
+    lines.push(`  ${style.bold(c.name)}  ${c.version}  slot ${c.slot}${on}  ${mark}`);
     for (const r of c.replicas) lines.push(`    ${replicaLine(r, style)}`);
   }
   lines.push('', style.bold('Routes:'));
@@ -100,7 +101,8 @@ function routeLine(r: RouteStatus, style: Style): string {
         : style.red(r.state.replace('_', ' '));
   const inFlight = r.inFlight === null ? '' : `  in flight ${r.inFlight}`;
   const detail = r.detail === null ? '' : style.dim(` (${r.detail})`);
-  return `${style.bold(r.name)}  ${r.listen} → ${r.to}  blue ${r.weights.blue}% / green ${r.weights.green}%${inFlight}  ${state}${detail}`;
+  const on = r.host === undefined ? '' : `  on host ${r.host}`;
+  return `${style.bold(r.name)}  ${r.listen} → ${r.to}${on}  blue ${r.weights.blue}% / green ${r.weights.green}%${inFlight}  ${state}${detail}`;
 }
 
 /** `--json`: the status as it is (times already ISO 8601), one object. */

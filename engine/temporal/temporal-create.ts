@@ -108,7 +108,7 @@ export async function create(
 function absentHostsRefusal(temporal: TemporalSession, hosts: readonly string[]): string {
   const named = hosts.map((h) => `host ${h}`).join(', ');
   const queues = hosts.map((h) => `"${hostQueue(temporal.settings.taskQueue, h)}"`).join(', ');
-  return `no cutover worker polls ${named} (task queue ${queues} at WORKFLOW_HOST=${temporal.settings.address}): start \`cutover worker --host ${hosts[0]}\` on that machine, with the same TEMPORAL_TASK_QUEUE, or pass --allow-absent-hosts to start the migration anyway (its calls there wait for the worker)`;
+  return `no cutover worker polls ${named} (task queue ${queues} at WORKFLOW_HOST=${temporal.settings.address}): start \`cutover worker --host ${hosts[0]}\` on that machine, with the same TEMPORAL_TASK_QUEUE, or pass --allow-absent-hosts (through the API: allowAbsentHosts: true) to start the migration anyway (its calls there wait for the worker, at most strategy.hostWait)`;
 }
 
 /**

@@ -38,6 +38,8 @@ interface ApplyBody {
   commit?: string | null;
   /** `--parallelism`: the schema bounds it to 1..1000. */
   parallelism?: number;
+  /** `--allow-absent-hosts`. */
+  allowAbsentHosts?: boolean;
 }
 
 export function registerOperationRoutes(app: FastifyInstance, context: RouteContext): void {
@@ -179,7 +181,10 @@ export function registerOperationRoutes(app: FastifyInstance, context: RouteCont
 async function startApply(context: RouteContext, body: ApplyBody, principal: string | undefined) {
   const { workdir } = context.options;
   const startedBy = principal === undefined ? {} : { startedBy: principal };
-  const parallelism = body.parallelism === undefined ? {} : { parallelism: body.parallelism };
+  const startOptions = {
+    ...(body.parallelism === undefined ? {} : { parallelism: body.parallelism }),
+    ...(body.allowAbsentHosts === true ? { allowAbsentHosts: true } : {}),
+  };
   if (body.plan !== undefined) {
     if (body.topology !== undefined || body.planId !== undefined || body.baseSerial !== undefined) {
       throw new HttpProblem(
@@ -202,7 +207,7 @@ async function startApply(context: RouteContext, body: ApplyBody, principal: str
         commit: saved.commit,
         commitFrom: 'saved_plan',
         appliedCommit,
-        ...parallelism,
+        ...startOptions,
         ...startedBy,
       }),
     );
@@ -216,7 +221,7 @@ async function startApply(context: RouteContext, body: ApplyBody, principal: str
       ...(body.baseSerial === undefined ? {} : { baseSerial: body.baseSerial }),
       ...(body.commit === undefined ? {} : { commit: body.commit, commitFrom: 'request' as const }),
       appliedCommit,
-      ...parallelism,
+      ...startOptions,
       ...startedBy,
     }),
   );

@@ -127,9 +127,28 @@ describe('three hosts, each a network namespace with its own worker and state di
     expect(existsSync(path.join(stateDirOf('a'), 'router', 'routes.json'))).toBe(true);
     expect(existsSync(path.join(stateDirOf('b'), 'router'))).toBe(false);
 
+    // Status gathers each host's answer (each observed on its own host), and names the hosts.
     const status = await cli(['topology', 'status']);
     expect(status.code, status.stderr).toBe(0);
-    expect(status.stdout).toMatch(/web[\s\S]*2\.0\.0/);
+    expect(status.stdout).toMatch(/web {2}2\.0\.0 {2}slot \w+ {2}on host b/);
+    expect(status.stdout).toMatch(/api {2}2\.0\.0 {2}slot \w+ {2}on host c/);
+    expect(status.stdout).toMatch(
+      /www {2}198\.\d+\.\d+\.2:18080 → web {2}on host a {2}blue 100% \/ green 0%/,
+    );
+    const json = JSON.parse((await cli(['topology', 'status', '--json'])).stdout) as {
+      components: { name: string; host?: string; replicas: { address: string; state: string }[] }[];
+      routes: { name: string; host?: string; state: string }[];
+    };
+    const web = json.components.find((c) => c.name === 'web');
+    expect(web?.host).toBe('b');
+    expect(web?.replicas.map((r) => [r.address.split(':')[0], r.state])).toEqual([
+      [h.address('b'), 'running'],
+      [h.address('b'), 'running'],
+    ]);
+    expect(json.routes.map((r) => [r.name, r.host, r.state])).toEqual([
+      ['api', 'a', 'served'],
+      ['www', 'a', 'served'],
+    ]);
 
     const down = await cli(['topology', 'down', '--yes']);
     expect(down.code, `${down.stdout}${down.stderr}`).toBe(0);

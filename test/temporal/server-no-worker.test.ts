@@ -9,7 +9,7 @@ import { Client, Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { migrationWorkflowId } from '../../engine/temporal/workflow-definitions.js';
-import { Api, demoApply, ServerHarness } from '../support/server.js';
+import { Api, demoApply, demoTopology, ServerHarness } from '../support/server.js';
 import {
   startWorker,
   type TestWorker,
@@ -67,5 +67,31 @@ describe('cutover server --no-worker (Temporal mode)', () => {
     // The driver calls ran in the worker (the exec scripts write slots under its state directory).
     expect(readdirSync(path.join(worker.stateDir, 'exec-demo')).sort()).toEqual([`api-${id}`, `db-${id}`]);
     expect(existsSync(path.join(stateDir, 'exec-demo'))).toBe(false);
+  }, 90_000);
+
+  it('refuses an apply naming a host no worker polls, unless allowAbsentHosts; then its calls there wait at most strategy.hostWait', async () => {
+    const address = temporalAddress();
+    const taskQueue = uniqueTaskQueue('cutover-absent');
+    const server = await servers.start({
+      stateDir: await servers.stateDir(),
+      env: { WORKFLOW_HOST: address, TEMPORAL_TASK_QUEUE: taskQueue, TEMPORAL_NAMESPACE: 'default' },
+    });
+    const api = await Api.connect(server.url);
+    const name = `absent-${process.pid}-${Date.now().toString(36)}`;
+    const placed = `${demoTopology({ name }).replace('    dir: ./infra', '    dir: ./infra\n    runsOn: nowhere')}\nstrategy:\n  hostWait: 2s\n`;
+    const body = { topology: placed, path: 'examples/exec-demo/topology.yaml' };
+    const refused = await api.post('/v1/apply', body);
+    expect(refused.status).toBe(503);
+    const detail = String((refused.json as { detail?: unknown }).detail);
+    expect(detail).toContain(`no cutover worker polls host nowhere (task queue "${taskQueue}@nowhere"`);
+    expect(detail).toContain('allowAbsentHosts: true');
+    const started = await api.post('/v1/apply', { ...body, allowAbsentHosts: true });
+    expect(started.status, JSON.stringify(started.json)).toBe(202);
+    const id = started.json.summary.id as string;
+    // Its first call there is not taken within hostWait: it fails, naming the host, and ends.
+    const ended = await api.waitFor(id, (s) => s.endedAt !== null, 60_000);
+    expect(ended.lifecycle).toBe('failed');
+    const logs = await api.get(`/v1/migrations/${id}/logs`);
+    expect(logs.text).toContain('no worker on host nowhere took provision within 2s');
   }, 90_000);
 });
