@@ -48,7 +48,8 @@ export function commandHost(spec: MigrationSpec, command: Command): string | und
       return route(command.route);
     case 'shift_routes':
     case 'hold_routes':
-      // The routes of a topology run on one host (check-topology.ts).
+      // A shift over several hosts' routes runs as a call per host (migration-workflow.ts routesByHost);
+      // a hold's routes run on one host (check-topology.ts, prepare-migration.ts).
       return firstDefined(command.routes.map(route));
     case 'analyze':
       return firstDefined(command.routes.map((r) => route(r.route)));

@@ -290,30 +290,47 @@ function forEachEntry<T>(
 }
 
 /**
- * The routes of a topology run on one host (a shift step sets them all in one call): when one
- * route's driver names a host, every route's does, the same.
+ * Routes may run on several hosts (a router per host), each shift step setting each host's routes
+ * in a call on that host. What must happen on the routes together cannot be split so: an analysed
+ * hold judges its routes' traffic as one, so with an `analysis` step every route runs on one host
+ * (as does a stateful switch's write hold, refused when the migration is prepared). A route whose
+ * driver names no host (the built-in router, on any worker) beside routes on hosts would be
+ * served from whichever machine's worker took the call: refused too.
  */
 function checkRouteHosts(file: TopologyFile, problems: PathProblem[]): void {
   const drivers = file.drivers ?? {};
   const hostOf = (driver: string | undefined) =>
     driver === undefined ? undefined : own(drivers, driver)?.runsOn;
   let first: { route: string; host: string } | undefined;
+  let analysed: string | undefined;
   forEachEntry(file.routes, (name, route) => {
     const host = hostOf(route.driver);
     if (first === undefined && host !== undefined) first = { route: name, host };
+    if (
+      analysed === undefined &&
+      (route.shift ?? []).some((step) => typeof step === 'object' && step?.analysis !== undefined)
+    )
+      analysed = name;
   });
   if (first === undefined) return;
   const { route: firstRoute, host } = first;
   forEachEntry(file.routes, (name, route) => {
     const here = hostOf(route.driver);
     if (here === host) return;
-    problems.push({
-      path: ['routes', name, 'driver'],
-      message:
-        route.driver === undefined
-          ? `the built-in router runs on any worker, and route ${firstRoute}'s driver on host ${host}: the routes of a topology run on one host; name a router driver with runsOn: ${host}`
-          : `driver "${route.driver}" runs on ${here === undefined ? 'any worker' : `host ${here}`}, and route ${firstRoute}'s on host ${host}: the routes of a topology run on one host`,
-    });
+    if (here === undefined) {
+      problems.push({
+        path: ['routes', name, 'driver'],
+        message:
+          route.driver === undefined
+            ? `the built-in router runs on any worker, and route ${firstRoute}'s driver on host ${host}: name a router driver with runsOn for this route too`
+            : `driver "${route.driver}" runs on any worker, and route ${firstRoute}'s on host ${host}: give it runsOn too`,
+      });
+    } else if (analysed !== undefined) {
+      problems.push({
+        path: ['routes', name, 'driver'],
+        message: `driver "${route.driver}" runs on host ${here}, and route ${firstRoute}'s on host ${host}: with an analysed shift step (route ${analysed}) the routes of a topology run on one host (the analysis judges them together)`,
+      });
+    }
   });
 }
 

@@ -16,7 +16,7 @@ import type { PlanInputs } from '../../core/plan/drift.js';
 import type { ImageDigests } from '../../core/plan/image-changes.js';
 import { isEmptyPlan, type Plan } from '../../core/plan/types.js';
 import { formatDiagnostic } from '../../core/topology/diagnostic.js';
-import { namedHosts, runsOnProblems } from '../../core/topology/hosts.js';
+import { namedHosts, routeHost, runsOnProblems } from '../../core/topology/hosts.js';
 import { loadTopology } from '../../core/topology/load-topology.js';
 import { locateProblems } from '../../core/topology/locate.js';
 import type { Topology } from '../../core/topology/types.js';
@@ -152,6 +152,13 @@ export async function prepareMigration(request: PrepareRequest, home: MigrationH
     const needed = !isEmptyPlan(plan);
     if (!needed) held?.release();
     const switched = (plan.stateful ?? []).filter((s) => s.how === 'switch').map((s) => s.component);
+    const routeHosts = [...new Set(Object.keys(desired.routes).map((r) => routeHost(desired, r) ?? ''))];
+    if (needed && switched.length > 0 && routeHosts.length > 1) {
+      throw new CutoverError(
+        'NOT_SUPPORTED',
+        `${switched.join(', ')} switch${switched.length === 1 ? 'es' : ''} under a write hold, which holds every route at once, and the routes run on hosts ${routeHosts.sort().join(', ')}: put the routes on one host's router for this migration`,
+      );
+    }
     return {
       desired,
       base,

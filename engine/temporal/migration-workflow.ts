@@ -48,7 +48,7 @@ import { refuseVerb } from '../../core/migration/verb-policy.js';
 import { notificationsOf } from '../../core/notify/migration-events.js';
 import { switchEventNames } from '../../core/notify/types.js';
 import { formatDuration } from '../../core/topology/duration.js';
-import type { CutoverActivities } from './activities.js';
+import type { CommandOutcome, CutoverActivities } from './activities.js';
 import { activityTimeoutMs } from './activity-timeouts.js';
 import {
   environmentWorkflowId,
@@ -122,6 +122,23 @@ function hostWaitFailure(command: Command, spec: MigrationSpec, error: unknown):
   const host = commandHost(spec, command);
   const within = formatDuration(hostWaitMs(command, spec));
   return `no worker on host ${host} took ${command.kind} within ${within}: is \`cutover worker --host ${host}\` running with this TEMPORAL_TASK_QUEUE?`;
+}
+
+/**
+ * A shift of routes that run on several hosts (a router per host), as one command per host with
+ * that host's routes; undefined when the routes run on one host (or the command sets no routes).
+ * Only shifts: an analysed hold and a stateful switch's hold keep their routes on one host
+ * (check-topology.ts, prepare-migration.ts).
+ */
+function routesByHost(spec: MigrationSpec, command: Command): Command[] | undefined {
+  if (command.kind !== 'shift_routes' || command.routes.length < 2) return undefined;
+  const byHost = new Map<string, string[]>();
+  for (const route of command.routes) {
+    const host = commandHost(spec, { ...command, routes: [route] }) ?? '';
+    byHost.set(host, [...(byHost.get(host) ?? []), route]);
+  }
+  if (byHost.size < 2) return undefined;
+  return [...byHost.values()].map((routes) => ({ ...command, routes }));
 }
 
 /** How long a placed call waits for a worker of its host: `strategy.hostWait`, at most the call's own bound. */
@@ -249,11 +266,25 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
           return { event: { type: 'command_succeeded' } as const, lines: [] as LogLine[] };
         }
         // Only what this call needs: the whole state would go into the history with every call.
-        const outcome = await activitiesFor(command, state.spec).runCommand(
-          commandView(state, command),
-          command,
+        const parts = routesByHost(state.spec, command);
+        if (parts === undefined) {
+          const outcome = await activitiesFor(command, state.spec).runCommand(
+            commandView(state, command),
+            command,
+          );
+          return { event: outcome.result, lines: outcome.lines };
+        }
+        // Routes on several hosts' routers: each host sets its own, at once; the step is done when
+        // all are (a failure fails it, and its retry sets them all again).
+        const settled = await Promise.allSettled(
+          parts.map((part) => activitiesFor(part, state.spec).runCommand(commandView(state, part), part)),
         );
-        return { event: outcome.result, lines: outcome.lines };
+        const thrown = settled.find((r) => r.status === 'rejected');
+        if (thrown) throw thrown.reason;
+        const outcomes = settled.map((r) => (r as PromiseFulfilledResult<CommandOutcome>).value);
+        const failed = outcomes.find((o) => o.result.type !== 'command_succeeded');
+        const event = (failed ?? (outcomes[0] as CommandOutcome)).result;
+        return { event, lines: outcomes.flatMap((o) => o.lines) };
       })
       .then(
         ({ event, lines }) => {

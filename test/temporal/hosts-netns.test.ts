@@ -1,9 +1,11 @@
 /**
  * Many machines (issue 30), as separate machines are: three hosts, each a network namespace of its
  * own (its own loopback and ports, reached only through its veth link: test/support/netns.ts),
- * each running `cutover worker --host NAME` with a state directory of its own. The router serves
- * two routes on host a; web runs on host b and api on host c, each listening on its host's address
- * (the process driver's `address`), so the router on a dials them across the link. Migrate,
+ * each running `cutover worker --host NAME` with a state directory of its own. A router per host
+ * serves routes: www on a's, api and wwwc on c's (wwwc to web too, so a shift of web sets a route
+ * on each host's router, each on its own host). web runs on host b and api on host c, each
+ * listening on its host's address (the process driver's `address`): the routers dial them across
+ * the links. Migrate,
  * roll back and take down under load from outside every host: no failed request, every call on
  * its host, and nothing left running on any host.
  */
@@ -43,8 +45,13 @@ describe('three hosts, each a network namespace with its own worker and state di
   let file = '';
   let env: Record<string, string> = {};
   const cli = (args: string[]) => runCli([...args, '-f', file], { env });
-  const url = (route: 'www' | 'api') => `http://${hosts?.address('a')}:${route === 'www' ? 18080 : 18081}/`;
-  const served = async (route: 'www' | 'api') =>
+  type Route = 'www' | 'api' | 'wwwc';
+  // www on a's router; api, and web again (wwwc), on c's: a shift of web sets a route on each.
+  const url = (route: Route) =>
+    route === 'www'
+      ? `http://${hosts?.address('a')}:18080/`
+      : `http://${hosts?.address('c')}:${route === 'api' ? 18081 : 18082}/`;
+  const served = async (route: Route) =>
     ((await (await fetch(url(route))).json()) as { version: string }).version;
 
   beforeAll(async () => {
@@ -75,8 +82,9 @@ describe('three hosts, each a network namespace with its own worker and state di
     expect(first.code, `${first.stdout}${first.stderr}`).toBe(0);
     expect(await served('www')).toBe('1.0.0');
     expect(await served('api')).toBe('1.0.0');
+    expect(await served('wwwc')).toBe('1.0.0');
 
-    const loads = (['www', 'api'] as const).map((route) => ({
+    const loads = (['www', 'api', 'wwwc'] as const).map((route) => ({
       route,
       load: startTestLoad({ url: url(route), rate: 50 }),
     }));
@@ -86,13 +94,14 @@ describe('three hosts, each a network namespace with its own worker and state di
     const plan = await cli(['topology', 'plan']);
     expect(plan.code, plan.stderr).toBe(0);
     expect(plan.stdout).toContain(
-      'Hosts: component api on c, component web on b, route api on a, route www on a.',
+      'Hosts: component api on c, component web on b, route api on c, route www on a, route wwwc on c.',
     );
     expect(plan.stdout).not.toContain('Changed outside of cutover');
     const second = await cli(['topology', 'migrate', '--yes']);
     expect(second.code, `${second.stdout}${second.stderr}`).toBe(0);
     expect(await served('www')).toBe('2.0.0');
     expect(await served('api')).toBe('2.0.0');
+    expect(await served('wwwc')).toBe('2.0.0');
 
     // 3.0.0 held for a commit, then rolled back: both routes back on 2.0.0.
     writeFileSync(file, topology(h, `netns-${process.pid}`, '3.0.0', 'manual'));
@@ -106,6 +115,7 @@ describe('three hosts, each a network namespace with its own worker and state di
     expect(await untilLifecycle(id, isFinal, 90_000)).toBe('rolled_back');
     expect(await served('www')).toBe('2.0.0');
     expect(await served('api')).toBe('2.0.0');
+    expect(await served('wwwc')).toBe('2.0.0');
 
     for (const { route, load } of loads) {
       const result = await load.stop();
@@ -125,6 +135,7 @@ describe('three hosts, each a network namespace with its own worker and state di
     expect(slots('c').every((s) => s.startsWith('api-'))).toBe(true);
     expect(slots('a')).toEqual([]);
     expect(existsSync(path.join(stateDirOf('a'), 'router', 'routes.json'))).toBe(true);
+    expect(existsSync(path.join(stateDirOf('c'), 'router', 'routes.json'))).toBe(true);
     expect(existsSync(path.join(stateDirOf('b'), 'router'))).toBe(false);
 
     // Status gathers each host's answer (each observed on its own host), and names the hosts.
@@ -146,8 +157,9 @@ describe('three hosts, each a network namespace with its own worker and state di
       [h.address('b'), 'running'],
     ]);
     expect(json.routes.map((r) => [r.name, r.host, r.state])).toEqual([
-      ['api', 'a', 'served'],
+      ['api', 'c', 'served'],
       ['www', 'a', 'served'],
+      ['wwwc', 'c', 'served'],
     ]);
 
     const down = await cli(['topology', 'down', '--yes']);
@@ -203,6 +215,7 @@ drivers:
   onb: { type: process, stopTimeout: 5s, runsOn: b, address: "${h.address('b')}" }
   onc: { type: process, stopTimeout: 5s, runsOn: c, address: "${h.address('c')}" }
   edge: { type: router, runsOn: a }
+  edgec: { type: router, runsOn: c }
 components:
   web:
 ${component('onb')}
@@ -210,7 +223,8 @@ ${component('onb')}
 ${component('onc')}
 routes:
   www: { listen: "${h.address('a')}:18080", to: web, driver: edge, shift: [50, 100], drain: { timeout: 5s } }
-  api: { listen: "${h.address('a')}:18081", to: api, driver: edge, shift: [50, 100], drain: { timeout: 5s } }
+  api: { listen: "${h.address('c')}:18081", to: api, driver: edgec, shift: [50, 100], drain: { timeout: 5s } }
+  wwwc: { listen: "${h.address('c')}:18082", to: web, driver: edgec, shift: [50, 100], drain: { timeout: 5s } }
 strategy:
   commit: ${commit}
 `;

@@ -90,19 +90,29 @@ describe('drivers.<name>.runsOn', () => {
     expect(commandHost(spec, { id: 'r', kind: 'retire', component: 'web', slot: 'blue' })).toBe('b');
   });
 
-  it('refuses, by line and field: a host not named as a host, routes on two hosts', () => {
+  it('refuses, by line and field: a host not named as a host, a route on any worker beside placed ones, analysed routes on two hosts', () => {
     expect(
       problems(
         text('  apps: { type: process, runsOn: B_1 }\n  batch: { type: process }\n  edge: { type: router }'),
       ),
     ).toEqual([expect.stringMatching(/^5:\d+ drivers\.apps\.runsOn: /)]);
+    // A router per host: each route on its own host's router.
     const split = text(`${placed}\n  edge2: { type: router, runsOn: c }`, '    driver: edge\n').replace(
       /(admin:\n {4}listen: 127.0.0.1:8081\n {4}to: jobs\n {4}driver: )edge/,
       '$1edge2',
     );
-    expect(problems(split)).toEqual([
+    expect(problems(split)).toEqual([]);
+    expect(describePlanHosts(buildPlan(emptyLayout('shop'), load(split), {}).hosts ?? [])).toContain(
+      'route admin on c',
+    );
+    // …but an analysed hold judges its routes together: they run on one host.
+    const analysed = split.replace(
+      '    to: web\n',
+      '    to: web\n    shift: [{ weight: 10, hold: 30s, analysis: { successRate: { min: 99 } } }, 100]\n',
+    );
+    expect(problems(analysed)).toEqual([
       expect.stringMatching(
-        /^\d+:\d+ routes\.admin\.driver: driver "edge2" runs on host c, and route www's on host a: the routes of a topology run on one host$/,
+        /^\d+:\d+ routes\.admin\.driver: driver "edge2" runs on host c, and route www's on host a: with an analysed shift step \(route www\) the routes of a topology run on one host/,
       ),
     ]);
     expect(problems(text(placed, ''))).toEqual([]);
@@ -112,7 +122,7 @@ describe('drivers.<name>.runsOn', () => {
     );
     expect(problems(mixed)).toEqual([
       expect.stringMatching(
-        /routes\.admin\.driver: the built-in router runs on any worker, and route www's driver on host a: the routes of a topology run on one host; name a router driver with runsOn: a$/,
+        /routes\.admin\.driver: the built-in router runs on any worker, and route www's driver on host a: name a router driver with runsOn for this route too$/,
       ),
     ]);
   });
