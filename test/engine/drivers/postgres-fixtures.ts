@@ -8,6 +8,7 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { TestContext } from 'vitest';
 import type { Component, PostgresDriverSpec } from '../../../core/topology/types.js';
 import { createPostgresDriver } from '../../../engine/drivers/postgres-driver.js';
 import { postgresSettings } from '../../../engine/drivers/postgres-settings.js';
@@ -20,10 +21,22 @@ import type {
   SlotInfo,
 } from '../../../engine/drivers/types.js';
 import { StateDir } from '../../../engine/store/state-dir.js';
-import type { Resources } from '../../support/resources.js';
+import { Resources } from '../../support/resources.js';
 
 /** The application's schema: a uniquely keyed table with a serial id. */
 export const initSql = `CREATE TABLE items (id serial PRIMARY KEY, k text UNIQUE NOT NULL, at timestamptz NOT NULL DEFAULT now());\n`;
+
+/**
+ * What the test \`t\` started (its clusters, writers, directories), stopped when it ends. Each test
+ * has its own, so that the tests can run at once (\`it.concurrent\`), each on clusters of its own in
+ * a directory of its own: most of their time is spent waiting on PostgreSQL (an initdb, a copy, a
+ * fence's deadline), not in this process.
+ */
+export function resourcesOf(t: TestContext): Resources {
+  const resources = new Resources();
+  t.onTestFinished(() => resources.cleanup(), 60_000);
+  return resources;
+}
 
 export interface PgWorkspace {
   base: string;

@@ -1,7 +1,6 @@
-import { describe, expect, it, type TestContext } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { postgresSettings } from '../../../engine/drivers/postgres-settings.js';
 import { PermanentDriverError } from '../../../engine/drivers/types.js';
-import { Resources } from '../../support/resources.js';
 import { eventually } from '../../support/wait.js';
 import {
   callOptions,
@@ -12,21 +11,10 @@ import {
   portOfSlot,
   provision,
   replicaGate,
+  resourcesOf,
   sql,
   Writer,
 } from './postgres-fixtures.js';
-
-/**
- * What the test `t` started (its clusters, writers, directories), stopped when it ends. Each test
- * has its own: they run at once (`it.concurrent`), each on clusters of its own in a directory of
- * its own, since most of their time is spent waiting on PostgreSQL (an initdb, a copy, a fence's
- * deadline), not in this process.
- */
-function resourcesOf(t: TestContext): Resources {
-  const resources = new Resources();
-  t.onTestFinished(() => resources.cleanup(), 60_000);
-  return resources;
-}
 
 /** Time for a step that waits on the other cluster (generous: the machine is shared). */
 const stepMs = 30_000;
