@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, it } from 'vitest';
 import { readCluster } from '../../../engine/drivers/postgres-cluster.js';
 import { groupRunning, stopProcessGroup } from '../../../engine/drivers/process-group.js';
 import { PermanentDriverError } from '../../../engine/drivers/types.js';
@@ -30,6 +30,7 @@ function leaderOf(details: Record<string, unknown> | undefined) {
 // The cases run at once, each on a cluster of its own in a workspace of its own (resourcesOf).
 describe('postgres driver slots (real PostgreSQL 15)', () => {
   it.concurrent('provisions a cluster run by the postgres user on a loopback port, observes it, and retires it without a trace', async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const ctx = pgContext(ws, 'm1');
@@ -64,6 +65,7 @@ describe('postgres driver slots (real PostgreSQL 15)', () => {
   }, 120_000);
 
   it.concurrent('tracks the server while provision runs, so a runner that dies meanwhile leaves none behind', async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const ctx = pgContext(ws, 'm1');
@@ -84,6 +86,7 @@ describe('postgres driver slots (real PostgreSQL 15)', () => {
   }, 120_000);
 
   it.concurrent('a runner killed during provision leaves a tracked server, which the next runner stops', async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const trackDir = path.join(ws.base, 'tracked');
@@ -132,6 +135,7 @@ describe('postgres driver slots (real PostgreSQL 15)', () => {
   }, 120_000);
 
   it.concurrent('a provision again stops the server an earlier attempt left in the slot', async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const ctx = pgContext(ws, 'm1');
@@ -142,6 +146,7 @@ describe('postgres driver slots (real PostgreSQL 15)', () => {
   }, 120_000);
 
   it.concurrent('an init file that fails is a permanent error naming it, and leaves no server running', async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     await writeFile(path.join(ws.base, 'bad.sql'), 'CREATE TABLE broken (;\n');
@@ -155,6 +160,7 @@ describe('postgres driver slots (real PostgreSQL 15)', () => {
   }, 120_000);
 
   it.concurrent('says in one line what to do when the server user, its programs or the state directory are missing', async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const fail = (driver: Parameters<typeof pgContext>[2]) =>

@@ -30,7 +30,8 @@ export const initSql = `CREATE TABLE items (id serial PRIMARY KEY, k text UNIQUE
  * What the test \`t\` started (its clusters, writers, directories), stopped when it ends. Each test
  * has its own, so that the tests can run at once (\`it.concurrent\`), each on clusters of its own in
  * a directory of its own: most of their time is spent waiting on PostgreSQL (an initdb, a copy, a
- * fence's deadline), not in this process.
+ * fence's deadline), not in this process. Such a test asserts with its context's \`expect\` (\`t.expect\`),
+ * so that a failure is reported on it, not on another test running at the same time.
  */
 export function resourcesOf(t: TestContext): Resources {
   const resources = new Resources();

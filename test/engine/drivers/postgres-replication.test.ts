@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, it } from 'vitest';
 import { postgresSettings } from '../../../engine/drivers/postgres-settings.js';
 import { PermanentDriverError } from '../../../engine/drivers/types.js';
 import { eventually } from '../../support/wait.js';
@@ -21,6 +21,7 @@ const stepMs = 30_000;
 
 describe('postgres driver replication (real PostgreSQL 15)', () => {
   it.concurrent('switches to green and back, losing no acknowledged write, with sequences ahead of the data', async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
@@ -119,6 +120,7 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
   }, 180_000);
 
   it.concurrent('fails a fence by its deadline naming the open write transaction, and blue takes writes again', async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const ctx = pgContext(ws, 'm1');
@@ -165,6 +167,7 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
   }, 120_000);
 
   it.concurrent('reports lag above zero while a throttled follower trails the writes', async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
@@ -228,6 +231,7 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
   }, 120_000);
 
   it.concurrent('a table still in its initial copy is not caught up: the lag does not say so and catchUp waits for the copy', async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
@@ -271,6 +275,7 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
   }, 120_000);
 
   it.concurrent("replicate copies once: green has blue's rows and sequence, follows nothing, and takes inserts", async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
@@ -296,6 +301,7 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
   }, 120_000);
 
   it.concurrent('stop after the old primary was retired drops what the live one holds for it', async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
@@ -324,6 +330,7 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
   }, 120_000);
 
   it.concurrent('refuses to follow a blue whose tables lack a replica identity, naming them, before making anything', async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
@@ -354,6 +361,7 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
   }, 120_000);
 
   it.concurrent('catchUp names the failing subscription when green cannot apply a change (a row written on green)', async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
