@@ -102,9 +102,30 @@ async function containersOf(
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
+// First and alone: it takes podman off the PATH of this process.
+describe('container driver without an engine', () => {
+  const driver = createContainerDriver();
+
+  it('refuses a missing engine binary with one line saying what to install', async () => {
+    const ctx = context(spec(), 'mig_noengine');
+    const savedPath = process.env.PATH;
+    process.env.PATH = base; // no podman, no docker here
+    try {
+      const noDefault = { ...ctx, driver: { type: 'container', stopTimeout: 1_000 } as ContainerDriverSpec };
+      const error = await driver.provision(noDefault, 'green', call).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(PermanentDriverError);
+      expect((error as Error).message).toBe(
+        'driver ctr: no container engine found: neither podman nor docker is on the PATH; install one, or set drivers.ctr.engine',
+      );
+    } finally {
+      process.env.PATH = savedPath;
+    }
+  });
+});
+
 // The driver's cases run at once (each on containers of a slot of its own; most of their time is
-// podman's), but for the one that takes podman off the PATH of this process.
-describe('container driver (real podman)', () => {
+// podman's), and beside the migration through the CLI below (an environment of its own).
+describe.concurrent('container driver (real podman)', () => {
   const driver = createContainerDriver();
 
   it.concurrent('provisions replicas named and labelled per slot, serving on published loopback ports; retire removes them, twice', async () => {
@@ -197,22 +218,6 @@ describe('container driver (real podman)', () => {
     );
   }, 60_000);
 
-  it('refuses a missing engine binary with one line saying what to install', async () => {
-    const ctx = context(spec(), 'mig_noengine');
-    const savedPath = process.env.PATH;
-    process.env.PATH = base; // no podman, no docker here
-    try {
-      const noDefault = { ...ctx, driver: { type: 'container', stopTimeout: 1_000 } as ContainerDriverSpec };
-      const error = await driver.provision(noDefault, 'green', call).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(PermanentDriverError);
-      expect((error as Error).message).toBe(
-        'driver ctr: no container engine found: neither podman nor docker is on the PATH; install one, or set drivers.ctr.engine',
-      );
-    } finally {
-      process.env.PATH = savedPath;
-    }
-  });
-
   it.concurrent('drives the docker CLI too, against a remote engine given as host (the API socket of this podman)', async () => {
     const socket = await fx.dockerSocket();
     const ctx = context(spec({ replicas: 2 }), 'mig_docker');
@@ -284,7 +289,7 @@ describe('container driver (real podman)', () => {
   }, 60_000);
 });
 
-describe('a migration of container components through the router (real podman, the CLI)', () => {
+describe.concurrent('a migration of container components through the router (real podman, the CLI)', () => {
   const e2e = () => `${fx.prefix}-e2e`;
   let dir: string;
   let file: string;

@@ -2,28 +2,36 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, it } from 'vitest';
 import { readCluster } from '../../../engine/drivers/postgres-cluster.js';
 import { groupRunning, stopProcessGroup } from '../../../engine/drivers/process-group.js';
 import { PermanentDriverError } from '../../../engine/drivers/types.js';
 import { tcpProbe } from '../../../engine/health/probes.js';
 import { stopLeftoverProcesses } from '../../../engine/runner/tracked-processes.js';
 import { isAlive } from '../../../platform/process-identity.js';
-import { Resources } from '../../support/resources.js';
 import { eventually } from '../../support/wait.js';
-import { callOptions, connect, pgContext, pgWorkspace, provision, sql } from './postgres-fixtures.js';
+import {
+  callOptions,
+  connect,
+  pgContext,
+  pgWorkspace,
+  provision,
+  resourcesOf,
+  sql,
+} from './postgres-fixtures.js';
 
 /** The compiled code a runner process runs (`npm run build` first). */
 const repoRoot = path.resolve(import.meta.dirname, '../../..');
-const resources = new Resources();
-afterEach(() => resources.cleanup(), 60_000);
 
 function leaderOf(details: Record<string, unknown> | undefined) {
   return { pid: details?.pid as number, startTime: (details?.startTime as string | null) ?? null };
 }
 
+// The cases run at once, each on a cluster of its own in a workspace of its own (resourcesOf).
 describe('postgres driver slots (real PostgreSQL 15)', () => {
-  it('provisions a cluster run by the postgres user on a loopback port, observes it, and retires it without a trace', async () => {
+  it.concurrent('provisions a cluster run by the postgres user on a loopback port, observes it, and retires it without a trace', async (t) => {
+    const { expect } = t;
+    const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const ctx = pgContext(ws, 'm1');
     const slot = await provision(ws, ctx, 'green');
@@ -56,7 +64,9 @@ describe('postgres driver slots (real PostgreSQL 15)', () => {
     expect(logs?.[0]?.lines.join('\n')).toMatch(/shut down|shutting down/);
   }, 120_000);
 
-  it('tracks the server while provision runs, so a runner that dies meanwhile leaves none behind', async () => {
+  it.concurrent('tracks the server while provision runs, so a runner that dies meanwhile leaves none behind', async (t) => {
+    const { expect } = t;
+    const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const ctx = pgContext(ws, 'm1');
     const tracked: { pid: number; released: boolean }[] = [];
@@ -75,7 +85,9 @@ describe('postgres driver slots (real PostgreSQL 15)', () => {
     expect((await readCluster(slot.details?.slotDir as string))?.pid).toBe(slot.details?.pid);
   }, 120_000);
 
-  it('a runner killed during provision leaves a tracked server, which the next runner stops', async () => {
+  it.concurrent('a runner killed during provision leaves a tracked server, which the next runner stops', async (t) => {
+    const { expect } = t;
+    const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const trackDir = path.join(ws.base, 'tracked');
     const dist = (file: string) => JSON.stringify(path.join(repoRoot, 'dist', file));
@@ -122,7 +134,9 @@ describe('postgres driver slots (real PostgreSQL 15)', () => {
     expect(groupRunning(leader)).toBe(false);
   }, 120_000);
 
-  it('a provision again stops the server an earlier attempt left in the slot', async () => {
+  it.concurrent('a provision again stops the server an earlier attempt left in the slot', async (t) => {
+    const { expect } = t;
+    const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const ctx = pgContext(ws, 'm1');
     const first = await provision(ws, ctx, 'green');
@@ -131,7 +145,9 @@ describe('postgres driver slots (real PostgreSQL 15)', () => {
     expect(isAlive(leaderOf(second.details))).toBe(true);
   }, 120_000);
 
-  it('an init file that fails is a permanent error naming it, and leaves no server running', async () => {
+  it.concurrent('an init file that fails is a permanent error naming it, and leaves no server running', async (t) => {
+    const { expect } = t;
+    const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     await writeFile(path.join(ws.base, 'bad.sql'), 'CREATE TABLE broken (;\n');
     const ctx = pgContext(ws, 'm1', { init: 'bad.sql' });
@@ -143,7 +159,9 @@ describe('postgres driver slots (real PostgreSQL 15)', () => {
     expect(groupRunning({ pid: record?.pid as number, startTime: record?.startTime ?? null })).toBe(false);
   }, 120_000);
 
-  it('says in one line what to do when the server user, its programs or the state directory are missing', async () => {
+  it.concurrent('says in one line what to do when the server user, its programs or the state directory are missing', async (t) => {
+    const { expect } = t;
+    const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const fail = (driver: Parameters<typeof pgContext>[2]) =>
       ws.driver.provision(pgContext(ws, 'm1', driver), 'green', callOptions(ws));

@@ -8,10 +8,11 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { TestContext } from 'vitest';
 import type { Component, PostgresDriverSpec } from '../../../core/topology/types.js';
 import { createPostgresDriver } from '../../../engine/drivers/postgres-driver.js';
 import { postgresSettings } from '../../../engine/drivers/postgres-settings.js';
-import { type Connection, query } from '../../../engine/drivers/postgres-sql.js';
+import { type Connection, literal, query } from '../../../engine/drivers/postgres-sql.js';
 import { stopProcessGroup } from '../../../engine/drivers/process-group.js';
 import type {
   ComponentCallContext,
@@ -20,10 +21,23 @@ import type {
   SlotInfo,
 } from '../../../engine/drivers/types.js';
 import { StateDir } from '../../../engine/store/state-dir.js';
-import type { Resources } from '../../support/resources.js';
+import { Resources } from '../../support/resources.js';
 
 /** The application's schema: a uniquely keyed table with a serial id. */
 export const initSql = `CREATE TABLE items (id serial PRIMARY KEY, k text UNIQUE NOT NULL, at timestamptz NOT NULL DEFAULT now());\n`;
+
+/**
+ * What the test \`t\` started (its clusters, writers, directories), stopped when it ends. Each test
+ * has its own, so that the tests can run at once (\`it.concurrent\`), each on clusters of its own in
+ * a directory of its own: most of their time is spent waiting on PostgreSQL (an initdb, a copy, a
+ * fence's deadline), not in this process. Such a test asserts with its context's \`expect\` (\`t.expect\`),
+ * so that a failure is reported on it, not on another test running at the same time.
+ */
+export function resourcesOf(t: TestContext): Resources {
+  const resources = new Resources();
+  t.onTestFinished(() => resources.cleanup(), 60_000);
+  return resources;
+}
 
 export interface PgWorkspace {
   base: string;
@@ -268,5 +282,41 @@ export async function openWriteTransaction(
       child.kill('SIGKILL');
       await closed;
     },
+  };
+}
+
+/**
+ * A gate on what the follower's replication workers write (its initial copy and its apply): while
+ * the gate's file exists, every row they insert into `items` waits, after `delayMs` (a throttle)
+ * — the test decides when the follower goes on, whatever the machine's load, instead of slowing it
+ * and hoping the timing holds. The application's own writes never wait.
+ */
+export interface ReplicaGate {
+  /** The trigger to make (as the superuser): an ALWAYS trigger, so the workers fire it; made on blue it reaches green with the schema. */
+  sql: string;
+  close(): Promise<void>;
+  open(): Promise<void>;
+}
+
+export function replicaGate(ws: PgWorkspace, delayMs = 0): ReplicaGate {
+  // In the workspace, which the server's user can traverse (0711); the workers run as the
+  // subscription's owner, the superuser, who may stat it.
+  const file = path.join(ws.base, 'replica-gate-closed');
+  ws.resources.add(() => rm(file, { force: true }));
+  return {
+    sql: `CREATE FUNCTION gate() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN
+    IF current_setting('session_replication_role') = 'replica' THEN
+      PERFORM pg_sleep(${delayMs / 1000});
+      WHILE (pg_stat_file(${literal(file)}, true)).size IS NOT NULL LOOP
+        PERFORM pg_sleep(0.02);
+      END LOOP;
+    END IF;
+    RETURN NEW;
+  END $$;
+CREATE TRIGGER gate BEFORE INSERT ON items FOR EACH ROW EXECUTE FUNCTION gate();
+ALTER TABLE items ENABLE ALWAYS TRIGGER gate;`,
+    close: () => writeFile(file, ''),
+    open: () => rm(file, { force: true }),
   };
 }

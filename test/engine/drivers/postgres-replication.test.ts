@@ -1,7 +1,6 @@
-import { describe, expect, it, type TestContext } from 'vitest';
+import { describe, it } from 'vitest';
 import { postgresSettings } from '../../../engine/drivers/postgres-settings.js';
 import { PermanentDriverError } from '../../../engine/drivers/types.js';
-import { Resources } from '../../support/resources.js';
 import { eventually } from '../../support/wait.js';
 import {
   callOptions,
@@ -11,27 +10,18 @@ import {
   pgWorkspace,
   portOfSlot,
   provision,
+  replicaGate,
+  resourcesOf,
   sql,
   Writer,
 } from './postgres-fixtures.js';
-
-/**
- * What the test `t` started (its clusters, writers, directories), stopped when it ends. Each test
- * has its own: most run at once (`it.concurrent`), each on clusters of its own in a directory of
- * its own, since most of their time is spent waiting on PostgreSQL (an initdb, a copy, a fence's
- * deadline), not in this process.
- */
-function resourcesOf(t: TestContext): Resources {
-  const resources = new Resources();
-  t.onTestFinished(() => resources.cleanup(), 60_000);
-  return resources;
-}
 
 /** Time for a step that waits on the other cluster (generous: the machine is shared). */
 const stepMs = 30_000;
 
 describe('postgres driver replication (real PostgreSQL 15)', () => {
   it.concurrent('switches to green and back, losing no acknowledged write, with sequences ahead of the data', async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
@@ -130,6 +120,7 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
   }, 180_000);
 
   it.concurrent('fails a fence by its deadline naming the open write transaction, and blue takes writes again', async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const ctx = pgContext(ws, 'm1');
@@ -175,10 +166,8 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     expect(keys.length).toBe(writer.acked.length + 1);
   }, 120_000);
 
-  // Alone: beside the others its writer sent so few rows that the throttled green caught up with
-  // blue's fenced position within the 1 s the test gives it, and the catch-up it expects to fail
-  // succeeded.
-  it('reports lag above zero while a throttled follower trails the writes', async (t) => {
+  it.concurrent('reports lag above zero while a throttled follower trails the writes', async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
@@ -205,12 +194,8 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     expect(idle.map((l) => l.ms)).toEqual([0, 0, 0]);
 
     // Each row green applies takes 50 ms (the apply worker fires ALWAYS triggers).
-    await sql(
-      await connect(ctx, green, 'postgres'),
-      `CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.05); RETURN NEW; END $$;
-       CREATE TRIGGER slow BEFORE INSERT ON items FOR EACH ROW EXECUTE FUNCTION slow();
-       ALTER TABLE items ENABLE ALWAYS TRIGGER slow;`,
-    );
+    const gate = replicaGate(ws, 50);
+    await sql(await connect(ctx, green, 'postgres'), gate.sql);
     const { bin } = await postgresSettings(ctx);
     const writer = new Writer(bin, portOfSlot(blue), 'w', 2);
     resources.add(() => writer.stop());
@@ -224,7 +209,12 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     const before = writer.acked.length;
     await eventually(() => writer.acked.length > before + 10, 10_000); // writes go on
 
-    // Green cannot apply blue's fenced position in time: catchUp fails at its deadline stating the lag.
+    // Green cannot apply blue's fenced position in time: catchUp fails at its deadline stating the
+    // lag. Green's apply held from here (however few rows a loaded machine let the writer send, the
+    // throttled green could otherwise catch up within the deadline), and blue writes more.
+    await gate.close();
+    const atClose = writer.acked.length;
+    await eventually(() => writer.acked.length > atClose + 2, 10_000);
     await writer.stop();
     const { position } = await repl.fence(ctx, blue, Date.now() + 5_000, callOptions(ws));
     const started = Date.now();
@@ -236,10 +226,12 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
       ),
     );
     expect(Date.now() - started).toBeLessThan(5_000);
+    await gate.open();
     await repl.unfence(ctx, blue, callOptions(ws));
   }, 120_000);
 
   it.concurrent('a table still in its initial copy is not caught up: the lag does not say so and catchUp waits for the copy', async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
@@ -248,15 +240,15 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     if (!repl) throw new Error('the postgres driver has no Replicator');
     const blue = await provision(ws, blueCtx, 'blue');
     const green = await provision(ws, ctx, 'green');
-    // Blue has 60 rows; each row green copies or applies takes 50 ms (an ALWAYS trigger that sleeps
-    // in the replication workers only, carried to green with the schema): a copy of about 3 s.
+    // Blue has 60 rows; green's copy of them waits until the test opens the gate (an ALWAYS trigger
+    // that waits in the replication workers only, carried to green with the schema). Until session
+    // 16 each row took 50 ms, a copy of 3 s, which a loaded machine spent before the catch-up below
+    // (seen at load 13: the catch-up meant to fail succeeded).
+    const gate = replicaGate(ws);
+    await gate.close();
     await sql(
       await connect(ctx, blue, 'postgres'),
-      `INSERT INTO items (k) SELECT 'before-' || i FROM generate_series(1, 60) i;
-       CREATE FUNCTION slow() RETURNS trigger LANGUAGE plpgsql AS $$
-         BEGIN IF current_setting('session_replication_role') = 'replica' THEN PERFORM pg_sleep(0.05); END IF; RETURN NEW; END $$;
-       CREATE TRIGGER slow BEFORE INSERT ON items FOR EACH ROW EXECUTE FUNCTION slow();
-       ALTER TABLE items ENABLE ALWAYS TRIGGER slow;`,
+      `INSERT INTO items (k) SELECT 'before-' || i FROM generate_series(1, 60) i;\n${gate.sql}`,
     );
     await repl.follow(ctx, blue, green, callOptions(ws));
     resources.add(() => repl.stop(ctx, blue, green, callOptions(ws)));
@@ -274,7 +266,8 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     await expect(catchUp).rejects.toThrow(
       /did not apply blue's position .* in time: .*initial copy of 1 table/,
     );
-    // Given the time, it does: every row of blue is in green.
+    // Given the time (the gate open), it does: every row of blue is in green.
+    await gate.open();
     await repl.catchUp(ctx, blue, green, position, Date.now() + stepMs, callOptions(ws));
     const greenApp = await connect(ctx, green);
     expect((await sql(greenApp, 'SELECT count(*) FROM items'))[0]?.[0]).toBe('61');
@@ -282,6 +275,7 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
   }, 120_000);
 
   it.concurrent("replicate copies once: green has blue's rows and sequence, follows nothing, and takes inserts", async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
@@ -307,6 +301,7 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
   }, 120_000);
 
   it.concurrent('stop after the old primary was retired drops what the live one holds for it', async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
@@ -335,6 +330,7 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
   }, 120_000);
 
   it.concurrent('refuses to follow a blue whose tables lack a replica identity, naming them, before making anything', async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
@@ -365,6 +361,7 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
   }, 120_000);
 
   it.concurrent('catchUp names the failing subscription when green cannot apply a change (a row written on green)', async (t) => {
+    const { expect } = t;
     const resources = resourcesOf(t);
     const ws = await pgWorkspace(resources);
     const blueCtx = pgContext(ws, 'm1');
