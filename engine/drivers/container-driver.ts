@@ -24,7 +24,6 @@
  *   green's, or runs replicate.command, in a helper container of green's image (container-replicate.ts).
  */
 import type { ObservedReplica } from '../../core/observed.js';
-import { tcpProbe } from '../health/probes.js';
 import { type Engine, engineOk, runEngine } from './container-engine.js';
 import {
   type ContainerReplica,
@@ -42,7 +41,7 @@ import {
 import { replicateContainerSlot } from './container-replicate.js';
 import { defaultContainerGraceMs, startContainers } from './container-start.js';
 import { PortPool } from './port-pool.js';
-import { replicaConnectTimeoutMs } from './process-observe.js';
+import { replicaAnswers } from './process-observe.js';
 import type {
   ComponentCallContext,
   ComponentDriver,
@@ -219,7 +218,7 @@ export async function observeContainerSlot(
         };
       }
       if (address === null) return { address, state: 'running' };
-      const probe = await tcpProbe(address).run(replicaConnectTimeoutMs, options.signal);
+      const probe = await replicaAnswers(address, options.signal);
       if (!probe) return { address, state: 'unknown', detail: 'observation stopped' };
       if (probe.ok) return { address, state: 'running' };
       return { address, state: 'not_answering', detail: probe.summary };

@@ -4,8 +4,28 @@ import { tcpProbe } from '../health/probes.js';
 import { type ReplicaRecord, readSlot, recordedReplicas, replicaAddress, slotDirOf } from './process-slot.js';
 import type { ComponentCallContext, DriverCallOptions, SlotInfo } from './types.js';
 
-/** A replica's port that does not accept a connection within this is `not_answering`. */
+/** How long the first connection to a replica's port may take before it is tried once more. */
 export const replicaConnectTimeoutMs = 1_000;
+/**
+ * How long the second try may take. A SYN that is dropped (a full accept queue, podman's network
+ * while it creates or removes a container) is sent again after 1 s, so one try of 1 s cannot tell
+ * a dropped SYN from a replica that never answers: a plan then saw a running replica as not
+ * answering and refused to migrate.
+ */
+export const replicaConnectRetryTimeoutMs = 3_000;
+
+/**
+ * Whether a replica's address accepts a TCP connection: refused at once, or not within a first
+ * try and a longer second one, is not answering. undefined: the observation was stopped.
+ */
+export async function replicaAnswers(
+  address: string,
+  signal: AbortSignal,
+): Promise<{ ok: boolean; summary: string } | undefined> {
+  const first = await tcpProbe(address).run(replicaConnectTimeoutMs, signal);
+  if (!first || first.ok || first.refused) return first;
+  return tcpProbe(address).run(replicaConnectRetryTimeoutMs, signal);
+}
 
 /**
  * What runs of a process slot: each recorded replica is `running` when its process is alive (by
@@ -27,7 +47,7 @@ export async function observeReplica(replica: ReplicaRecord, signal: AbortSignal
   const address = replicaAddress(replica);
   const seen = { address, pid: replica.pid };
   if (!isAlive(replica)) return { ...seen, state: 'not_running', detail: 'exited' };
-  const probe = await tcpProbe(address).run(replicaConnectTimeoutMs, signal);
+  const probe = await replicaAnswers(address, signal);
   if (!probe) return { ...seen, state: 'unknown', detail: 'observation stopped' };
   if (probe.ok) return { ...seen, state: 'running' };
   return { ...seen, state: 'not_answering', detail: probe.summary };
