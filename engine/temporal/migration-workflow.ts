@@ -85,7 +85,7 @@ const resolveWaitMs = 10_000;
  * calls, and the queue of the host that owns the call's machine when the topology places it
  * (command-host.ts); a call placed nowhere goes to the shared queue, as every call did before hosts.
  */
-function activitiesFor(command: Command, spec: MigrationSpec): CutoverActivities {
+function activitiesFor(command: Command, spec: MigrationSpec, undoing = false): CutoverActivities {
   const host = commandHost(spec, command);
   const timeoutMs = activityTimeoutMs(command, spec);
   return proxyActivities<CutoverActivities>({
@@ -96,7 +96,7 @@ function activitiesFor(command: Command, spec: MigrationSpec): CutoverActivities
       ? {}
       : {
           taskQueue: hostQueue(workflowInfo().taskQueue, host),
-          scheduleToStartTimeout: hostWaitMs(command, spec),
+          scheduleToStartTimeout: undoing ? timeoutMs : hostWaitMs(command, spec),
         }),
     startToCloseTimeout: timeoutMs,
     // A worker that dies mid-call is noticed within this, and the call goes to another worker.
@@ -116,11 +116,16 @@ function activitiesFor(command: Command, spec: MigrationSpec): CutoverActivities
  * A placed call that no worker of its host took within its bound (scheduleToStartTimeout): the
  * reason names the host, else undefined.
  */
-function hostWaitFailure(command: Command, spec: MigrationSpec, error: unknown): string | undefined {
+function hostWaitFailure(
+  command: Command,
+  spec: MigrationSpec,
+  error: unknown,
+  undo: boolean,
+): string | undefined {
   const cause = error instanceof ActivityFailure ? error.cause : undefined;
   if (!(cause instanceof TimeoutFailure) || cause.timeoutType !== 'SCHEDULE_TO_START') return undefined;
   const host = commandHost(spec, command);
-  const within = formatDuration(hostWaitMs(command, spec));
+  const within = formatDuration(undo ? activityTimeoutMs(command, spec) : hostWaitMs(command, spec));
   return `no worker on host ${host} took ${command.kind} within ${within}: is \`cutover worker --host ${host}\` running with this TEMPORAL_TASK_QUEUE?`;
 }
 
@@ -139,6 +144,15 @@ function routesByHost(spec: MigrationSpec, command: Command): Command[] | undefi
   }
   if (byHost.size < 2) return undefined;
   return [...byHost.values()].map((routes) => ({ ...command, routes }));
+}
+
+/**
+ * Whether the migration is being undone: its undo steps wait for a host's worker as long as each
+ * call may run, not `strategy.hostWait` (which bounds how long the migration waits before it is
+ * undone): an undo given up half way would leave a person to finish it.
+ */
+function undoing(state: MigrationState): boolean {
+  return state.lifecycle === 'rolling_back';
 }
 
 /** How long a placed call waits for a worker of its host: `strategy.hostWait`, at most the call's own bound. */
@@ -248,6 +262,7 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
 
   const dispatch = (command: Command) => {
     const started = Date.now();
+    const undo = undoing(state);
     const scope = new CancellationScope();
     scopes.set(command.id, scope);
     void scope
@@ -268,7 +283,7 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
         // Only what this call needs: the whole state would go into the history with every call.
         const parts = routesByHost(state.spec, command);
         if (parts === undefined) {
-          const outcome = await activitiesFor(command, state.spec).runCommand(
+          const outcome = await activitiesFor(command, state.spec, undo).runCommand(
             commandView(state, command),
             command,
           );
@@ -277,7 +292,9 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
         // Routes on several hosts' routers: each host sets its own, at once; the step is done when
         // all are (a failure fails it, and its retry sets them all again).
         const settled = await Promise.allSettled(
-          parts.map((part) => activitiesFor(part, state.spec).runCommand(commandView(state, part), part)),
+          parts.map((part) =>
+            activitiesFor(part, state.spec, undo).runCommand(commandView(state, part), part),
+          ),
         );
         const thrown = settled.find((r) => r.status === 'rejected');
         if (thrown) throw thrown.reason;
@@ -302,7 +319,7 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
               elapsedMs: Date.now() - started,
             });
           } else {
-            const hostWait = hostWaitFailure(command, state.spec, error);
+            const hostWait = hostWaitFailure(command, state.spec, error, undo);
             const message =
               hostWait ??
               (error instanceof Error
