@@ -8,7 +8,7 @@
  *   read its output.
  * - `startWorkerProcess`: `cutover worker` as a child process (the compiled bin), for a test that
  *   kills it or reads what it prints. Stopped by pid.
- * Either way the router its drivers started is killed when it stops.
+ * Either way the router its drivers started is killed when it stops (and a process's replicas).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -16,7 +16,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { inject } from 'vitest';
 import { repoRoot, tempDir } from './cli.js';
-import { killRunners } from './migrations.js';
+import { killRunners, killSlots } from './migrations.js';
 import { workerHost } from './temporal-worker-host.js';
 
 /** The dev server's address; throws (failing the test) with the reason when there is none. */
@@ -49,7 +49,7 @@ export interface WorkerProcess extends TestWorker {
   running(): boolean;
   /** Sends `signal` (default SIGKILL) and waits for the exit; its router and files stay. */
   kill(signal?: NodeJS.Signals): Promise<void>;
-  /** SIGTERM (SIGKILL after 5 s), the router it started, the temp dir. */
+  /** SIGTERM (SIGKILL after 5 s), the replicas and the router it recorded, the temp dir. */
   stop(): Promise<void>;
 }
 
@@ -103,10 +103,20 @@ export async function startWorker(options: WorkerOptions): Promise<TestWorker> {
   return { stateDir, env, stop };
 }
 
+/**
+ * How long a worker process may take to say it polls before the test fails: a bound, not a wait
+ * (the loop below returns as soon as it says so). A worker loads @temporalio/worker, ~1 CPU-second;
+ * on the shared 2-core machine at load 20-30, with other workers starting beside it, that took
+ * over 20 s (session 14; and session 16, three kill cases of stateful-switch starting theirs at once).
+ */
+const workerStartBoundMs = 60_000;
+
 export async function startWorkerProcess(
   options: WorkerOptions & {
     /** Node's own options before the bin (a test's preload: `--import FILE`). */
     nodeArgs?: string[];
+    /** `--host NAME`: the machine it stands for (issue 30); none: the cluster's shared queue only. */
+    host?: string;
   },
 ): Promise<WorkerProcess> {
   const { stateDir, cleanup } = await workerStateDir(options.stateDir);
@@ -119,6 +129,7 @@ export async function startWorkerProcess(
       'worker',
       '--state-dir',
       stateDir,
+      ...(options.host === undefined ? [] : ['--host', options.host]),
     ],
     { cwd: repoRoot, env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'ignore', 'pipe'] },
   );
@@ -139,10 +150,11 @@ export async function startWorkerProcess(
       await exited;
       clearTimeout(timer);
     }
+    killSlots(stateDir);
     killRunners(stateDir);
     await cleanup();
   };
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + workerStartBoundMs;
   while (!stderr.includes('cutover worker on')) {
     if (!running() || Date.now() > deadline) {
       await stop();
