@@ -8,7 +8,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, it, type TestContext } from 'vitest';
+import { describe, it } from 'vitest';
 import { isAlive, type ProcessIdentity } from '../../platform/process-identity.js';
 import { runCli } from '../support/cli.js';
 import { liveWorkspace, setFileVersion, workspace } from '../support/migrations.js';
@@ -19,20 +19,9 @@ import {
   type WorkerProcess,
 } from '../support/temporal-worker.js';
 import { waitUntil } from '../support/wait.js';
+import { type TestScope, testScope } from './robustness-helpers.js';
 
-type Cleanups = (() => Promise<unknown>)[];
-
-/**
- * The cleanups of one test, run (newest first, errors ignored) when it ends: the cases run at once,
- * so each has its own list (a file's afterEach would run the others' too).
- */
-function cleanupsOf(onTestFinished: TestContext['onTestFinished']): Cleanups {
-  const cleanups: Cleanups = [];
-  onTestFinished(async () => {
-    for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
-  }, 60_000);
-  return cleanups;
-}
+type Cleanups = TestScope['cleanups'];
 
 /**
  * `cutover worker --host NAME` (test/support/temporal-worker.ts) with a state directory of its own,
@@ -102,7 +91,7 @@ describe.concurrent('two workers of one cluster, each with its own state directo
     expect,
     onTestFinished,
   }) => {
-    const cleanups = cleanupsOf(onTestFinished);
+    const { cleanups } = testScope(onTestFinished);
     const environment = `hosts-${process.pid}-${Date.now().toString(36)}`;
     const w = await liveWorkspace((y) =>
       y
@@ -167,7 +156,7 @@ describe.concurrent('two workers of one cluster, each with its own state directo
     expect,
     onTestFinished,
   }) => {
-    const cleanups = cleanupsOf(onTestFinished);
+    const { cleanups } = testScope(onTestFinished);
     const environment = `absent-${process.pid}-${Date.now().toString(36)}`;
     const w = await liveWorkspace((y) =>
       y
@@ -230,7 +219,7 @@ describe.concurrent('two workers of one cluster, each with its own state directo
     expect,
     onTestFinished,
   }) => {
-    const cleanups = cleanupsOf(onTestFinished);
+    const { cleanups } = testScope(onTestFinished);
     const environment = `killed-${process.pid}-${Date.now().toString(36)}`;
     const w = await workspace('test/fixtures/gated', (y) =>
       y
