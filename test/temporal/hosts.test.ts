@@ -44,6 +44,28 @@ async function startHostWorker(
   return worker;
 }
 
+/**
+ * The live demo (test/support/migrations.ts `liveWorkspace`) under an environment name of its own,
+ * the app's driver placed on host b and the route's router on host a; removed when the test ends.
+ */
+async function placedLiveDemo(
+  cleanups: Cleanups,
+  prefix: string,
+): Promise<{ environment: string; w: Awaited<ReturnType<typeof liveWorkspace>> }> {
+  const environment = `${prefix}-${process.pid}-${Date.now().toString(36)}`;
+  const w = await liveWorkspace((y) =>
+    y
+      .replace('name: live-demo', `name: ${environment}`)
+      .replace(
+        'apps: { type: process, stopTimeout: 5s }',
+        'apps: { type: process, stopTimeout: 5s, runsOn: b }\n  edge: { type: router, runsOn: a }',
+      )
+      .replace('to: web', 'to: web\n    driver: edge'),
+  );
+  cleanups.push(w.cleanup);
+  return { environment, w };
+}
+
 /** Requests to `url` one after another until stopped: how many there were and which failed. */
 function load(url: string): { stop(): Promise<{ total: number; failures: string[] }> } {
   let running = true;
@@ -92,17 +114,7 @@ describe.concurrent('two workers of one cluster, each with its own state directo
     onTestFinished,
   }) => {
     const { cleanups } = testScope(onTestFinished);
-    const environment = `hosts-${process.pid}-${Date.now().toString(36)}`;
-    const w = await liveWorkspace((y) =>
-      y
-        .replace('name: live-demo', `name: ${environment}`)
-        .replace(
-          'apps: { type: process, stopTimeout: 5s }',
-          'apps: { type: process, stopTimeout: 5s, runsOn: b }\n  edge: { type: router, runsOn: a }',
-        )
-        .replace('to: web', 'to: web\n    driver: edge'),
-    );
-    cleanups.push(w.cleanup);
+    const { environment, w } = await placedLiveDemo(cleanups, 'hosts');
     const env = { WORKFLOW_HOST: temporalAddress(), TEMPORAL_TASK_QUEUE: uniqueTaskQueue('hosts') };
     const a = await startHostWorker(cleanups, env, 'a');
     const b = await startHostWorker(cleanups, env, 'b');
@@ -157,17 +169,7 @@ describe.concurrent('two workers of one cluster, each with its own state directo
     onTestFinished,
   }) => {
     const { cleanups } = testScope(onTestFinished);
-    const environment = `absent-${process.pid}-${Date.now().toString(36)}`;
-    const w = await liveWorkspace((y) =>
-      y
-        .replace('name: live-demo', `name: ${environment}`)
-        .replace(
-          'apps: { type: process, stopTimeout: 5s }',
-          'apps: { type: process, stopTimeout: 5s, runsOn: b }\n  edge: { type: router, runsOn: a }',
-        )
-        .replace('to: web', 'to: web\n    driver: edge'),
-    );
-    cleanups.push(w.cleanup);
+    const { environment, w } = await placedLiveDemo(cleanups, 'absent');
     const taskQueue = uniqueTaskQueue('absent');
     const env = { WORKFLOW_HOST: temporalAddress(), TEMPORAL_TASK_QUEUE: taskQueue };
     await startHostWorker(cleanups, env, 'a');
