@@ -7,8 +7,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'vitest';
-import { startLoad } from '../../bench/load.js';
 import type { TemporalMigrations } from '../../engine/temporal/temporal-migrations.js';
+import { startTestLoad } from '../support/load.js';
 import {
   killRunners,
   liveWorkspace,
@@ -46,7 +46,9 @@ async function target(): Promise<TemporalTarget> {
 }
 
 // The two cases at once, each on a task queue, environment and workspace of its own: each is
-// mostly waits (a worker's start, the 5 s heartbeat timeout before the call is run again).
+// mostly waits (a worker's start, the 5 s heartbeat timeout before the call is run again). The
+// load of the second is sent from a process of its own (test/support/load.ts), so the first case's
+// work in this process does not delay it.
 describe.concurrent('Temporal mode: a worker killed during the health gate', () => {
   it('a new worker on the same state directory picks the migration up and completes it', async ({
     expect,
@@ -112,7 +114,7 @@ describe.concurrent('Temporal mode: a worker killed during the health gate', () 
     expect(((await (await fetch(lw.url)).json()) as { version: string }).version).toBe('1.0.0');
 
     setFileVersion(lw, '1.0.0', '2.0.0');
-    const load = startLoad({ url: lw.url, rate: 150 });
+    const load = startTestLoad({ url: lw.url, rate: 150 });
     let stopped = false;
     try {
       await sleep(500);
