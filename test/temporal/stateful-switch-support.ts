@@ -56,8 +56,11 @@ export interface Space {
   environment: string;
   client: TemporalMigrations;
   cli(args: string[]): ReturnType<typeof runCli>;
-  /** Stops (or kills) the workers started on the space, run by `teardown`: this space's only. */
-  workerStops: (() => Promise<void>)[];
+  /**
+   * Stops what was started on the space (its workers, a kill case's writer), newest first, run by
+   * `teardown`: this space's only.
+   */
+  stops: (() => Promise<unknown>)[];
 }
 
 /**
@@ -98,13 +101,13 @@ export async function space(prefix: string): Promise<Space> {
   const w: Workspace = { dir, file, stateDir, cleanup: () => rm(dir, { recursive: true, force: true }) };
   const client = await connectClient(t);
   const cli = (args: string[]) => runCli([...args, '-f', w.file], { env: temporalEnv(t) });
-  return { t, w, url: `http://127.0.0.1:${port}/`, environment, client, cli, workerStops: [] };
+  return { t, w, url: `http://127.0.0.1:${port}/`, environment, client, cli, stops: [] };
 }
 
 /** A worker on the space's task queue and state directory, in the test process's worker host. */
 export async function spaceWorker(s: Space): Promise<void> {
   const worker = await startWorker({ ...s.t, stateDir: s.w.stateDir });
-  s.workerStops.push(() => worker.stop());
+  s.stops.push(() => worker.stop());
 }
 
 /**
@@ -114,7 +117,7 @@ export async function spaceWorker(s: Space): Promise<void> {
 export async function teardown(s: Space | undefined): Promise<void> {
   if (!s) return;
   await s.cli(['topology', 'down', '--yes']).catch(() => undefined);
-  for (const stop of s.workerStops.splice(0).reverse()) await stop().catch(() => undefined);
+  for (const stop of s.stops.splice(0).reverse()) await stop().catch(() => undefined);
   killSlots(s.w.stateDir);
   killRunners(s.w.stateDir);
   await s.client.close().catch(() => undefined);
@@ -311,6 +314,8 @@ async function killedSwitch(
 
   setVersion(sp.w, 'store', '2.0.0');
   const writer = startWriter(sp.url, 200, 'k');
+  // Stopped by the teardown too, should the case fail before it does: the other cases go on.
+  sp.stops.push(() => writer.stop());
   const id = await migrateDetached(sp.t, sp.w.file);
   const died = await Promise.race([doomed.exited.then(() => true), sleep(60_000).then(() => false)]);
   expect(died, 'the worker was never killed: the point was not reached').toBe(true);
