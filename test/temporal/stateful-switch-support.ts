@@ -347,8 +347,16 @@ async function killedSwitch(
     `Temporal, worker killed ${c.name}: ${ended.lifecycle}; ${acked.length} acknowledged, ${missing.length} missing, ${refused.length} answered 503 (the hold full), ${broken.length} other failures; write latency max ${Math.max(...acked.map((r) => r.ms))} ms; the router's hold when the next worker started: ${hold}`,
   );
   // Completed, or undone with blue serving (failed: the switch could not finish in its budget).
+  // Or, once green took writes, rolled back as far as it could be: when the switch back to blue
+  // misses the hold's budget too (under load: the copy back ended 54 ms past it, beside a CPU hog),
+  // green keeps the writes and serves, and the rest of the rollback is left for a person, as the
+  // log says; what is checked then is that green serves and lost nothing.
   expect(['completed', 'rolled_back', 'failed'], log).toContain(ended.lifecycle);
-  expect(stored.version, log).toBe(ended.lifecycle === 'completed' ? '2.0.0' : '1.0.0');
+  const backFailed = /the switch back to blue failed \(.*\); green serves again and keeps the writes/.test(
+    log,
+  );
+  if (backFailed) expect(ended.lifecycle, log).toBe('rolled_back');
+  expect(stored.version, log).toBe(ended.lifecycle === 'completed' || backFailed ? '2.0.0' : '1.0.0');
   expect(
     missing.map((r) => r.key),
     log,
@@ -363,8 +371,9 @@ async function killedSwitch(
     // green. Unless the switch never went live: on a loaded machine blue may not answer what
     // it holds within the hold's 2 s budget (ci20: 98 requests in flight), and the switch is
     // then undone before green took a write (blue serves, nothing lost: checked above).
+    // (Or the switch back missed its budget: above.)
     if (ended.lifecycle === 'failed') expect(log).toMatch(/at the end of the write hold's budget/);
-    else expect(log).toMatch(/blue store applied green's writes up to/);
+    else if (!backFailed) expect(log).toMatch(/blue store applied green's writes up to/);
   }
 }
 
