@@ -84,6 +84,12 @@ export default defineConfig({
           setupFiles: [...shared.setupFiles, './test/support/process-state-setup.ts'],
           // One Temporal dev server per run, started only when this project runs.
           globalSetup: ['./test/support/temporal-global-setup.ts'],
+          // Tests of a `describe.concurrent` run at once, at most this many: the Temporal tests'
+          // cases are mostly waits (a worker's start, the 5 s heartbeat timeout, a hold's bound),
+          // and a file runs its independent ones side by side, each in a space of its own
+          // (test/temporal/stateful-switch-support.ts). 3, as the files at once: on 2 cores, with
+          // two other files running, more would load the machine, not shorten the waits.
+          maxConcurrency: 3,
         },
       },
       {

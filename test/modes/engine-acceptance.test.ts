@@ -1,7 +1,7 @@
 /**
  * The engine's acceptance tests, written once and run in both modes through the real CLI: local (a
  * state directory beside the topology, detached runner processes) and Temporal (WORKFLOW_HOST: the
- * run's dev server, a `cutover worker` child process on a task queue of this file's own). Every
+ * run's dev server, a worker of each scenario's own, on a task queue of its own). Every
  * scenario must behave the same in both: a completed migration, a failed gate rolled back by
  * itself, every verb allowed and refused, a conflicting second migrate, a manual commit, and a
  * rollback after commit refused with the reason, on the CLI and over HTTP (`cutover server`).
@@ -12,13 +12,14 @@
  * through, every verb refused at least once after the end and all of them after the commit.
  *
  * In Temporal mode the exec scripts of test/fixtures/gated run in the worker, so the release gate
- * and the slots live in the worker's state directory; each test's environment has a name of its
- * own (one dev server serves the whole run, and workflow ids are per environment).
+ * and the slots live in the worker's state directory: each scenario has a worker of its own, so
+ * that scenarios run beside each other without opening each other's gates; each test's environment
+ * has a name of its own (one dev server serves the whole run, and workflow ids are per environment).
  */
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, type TestContext } from 'vitest';
 import { runCli } from '../support/cli.js';
 import { setVersion, type Workspace, workspace } from '../support/migrations.js';
 import { Api, demoApply, ServerHarness, type MigrationSummary as Summary } from '../support/server.js';
@@ -37,48 +38,40 @@ const isFinal = (s: Summary) => finals.includes(s.lifecycle);
 const allVerbs = ['pause', 'resume', 'rollback', 'cancel', 'commit'];
 let serial = 0;
 
-// The two modes side by side (they share nothing); each mode's scenarios one after the other.
+// The two modes side by side, and each mode's scenarios beside each other (up to the temporal
+// project's maxConcurrency): they share nothing, each in a workspace (and in Temporal mode a worker,
+// task queue and driver state directory) of its own, and most of each is waits (a gate probed every
+// second, a runner's or workflow's next step).
 describe.concurrent.each<Mode>(['local', 'temporal'])('engine acceptance (%s mode)', (mode) => {
-  describe.sequential('through the CLI and cutover server', () => scenarios(mode));
+  describe.concurrent('through the CLI and cutover server', () => scenarios(mode));
 });
 
 function scenarios(mode: Mode): void {
-  let worker: TestWorker | null = null;
-  const spaces: Workspace[] = [];
+  /** In Temporal mode, the worker of each workspace (its drivers' records, its task queue). */
+  const workers = new Map<Workspace, TestWorker>();
 
-  beforeAll(async () => {
-    if (mode === 'temporal') {
-      worker = await startWorker({
-        address: temporalAddress(),
-        taskQueue: uniqueTaskQueue('cutover-acceptance'),
-      });
-    }
-  }, 30_000);
-
-  afterEach(async () => {
-    for (const w of spaces.splice(0)) await w.cleanup();
-  });
-
-  afterAll(async () => {
-    await worker?.stop();
-  }, 15_000);
-
-  /** The mode's environment for the CLI: WORKFLOW_HOST (and the queue) or none. */
-  const env = (): NodeJS.ProcessEnv => (mode === 'temporal' ? requireWorker().env : { WORKFLOW_HOST: '' });
-  const requireWorker = (): TestWorker => {
-    if (!worker) throw new Error('the Temporal worker did not start');
+  /** The mode's environment for the CLI: WORKFLOW_HOST (and the workspace's queue) or none. */
+  const env = (w: Workspace): NodeJS.ProcessEnv =>
+    mode === 'temporal' ? workerOf(w).env : { WORKFLOW_HOST: '' };
+  const workerOf = (w: Workspace): TestWorker => {
+    const worker = workers.get(w);
+    if (!worker) throw new Error(`no Temporal worker for ${w.file}`);
     return worker;
   };
   /** Where the drivers keep their records: the slots and the release gate. */
-  const driverStateDir = (w: Workspace) => (mode === 'temporal' ? requireWorker().stateDir : w.stateDir);
+  const driverStateDir = (w: Workspace) => (mode === 'temporal' ? workerOf(w).stateDir : w.stateDir);
 
   /**
-   * A copy of the gated fixture under an environment name of its own. A held gate stays held for
+   * A copy of the gated fixture under an environment name of its own (and in Temporal mode a worker
+   * of its own), removed (and stopped) when the test ends. A held gate stays held for
    * the test's length: the fixture's 100 failures at 200 ms failed it after 20 s, and under load
    * the verbs a scenario gives at the gate took longer (pause found the migration failed); at 1 s
    * a probe it holds 100 s, and an open gate still passes at the first probe.
    */
-  async function ws(edit: (yaml: string) => string = (y) => y): Promise<Workspace> {
+  async function ws(
+    onTestFinished: TestContext['onTestFinished'],
+    edit: (yaml: string) => string = (y) => y,
+  ): Promise<Workspace> {
     serial += 1;
     const name = `acc-${mode}-${serial}-${process.pid}`;
     const held = (y: string) =>
@@ -86,12 +79,23 @@ function scenarios(mode: Mode): void {
     const w = await workspace('test/fixtures/gated', (y) =>
       held(edit(y.replace('name: gated', `name: ${name}`))),
     );
-    spaces.push(w);
+    onTestFinished(async () => {
+      await workers.get(w)?.stop();
+      workers.delete(w);
+      await w.cleanup();
+    }, 30_000);
+    if (mode === 'temporal') {
+      workers.set(
+        w,
+        await startWorker({ address: temporalAddress(), taskQueue: uniqueTaskQueue('cutover-acceptance') }),
+      );
+    }
     return w;
   }
 
-  const cli = (args: string[]) => runCli(args, { env: env() });
-  const verb = (w: Workspace, v: string, id: string) => cli(['topology', 'migration', v, id, '-f', w.file]);
+  const cli = (w: Workspace, args: string[]) => runCli(args, { env: env(w) });
+  const verb = (w: Workspace, v: string, id: string) =>
+    cli(w, ['topology', 'migration', v, id, '-f', w.file]);
 
   function gate(w: Workspace, open: boolean): void {
     const file = path.join(driverStateDir(w), 'release-gate');
@@ -110,7 +114,7 @@ function scenarios(mode: Mode): void {
   }
 
   async function migrateDetached(w: Workspace): Promise<string> {
-    const result = await cli(['topology', 'migrate', '-f', w.file, '--yes', '--detach']);
+    const result = await cli(w, ['topology', 'migrate', '-f', w.file, '--yes', '--detach']);
     expect(result.stderr).not.toMatch(/^cutover: /m);
     expect(result.code).toBe(0);
     const id = result.stdout.trim();
@@ -119,7 +123,7 @@ function scenarios(mode: Mode): void {
   }
 
   async function show(w: Workspace, id: string): Promise<Summary> {
-    const result = await cli(['topology', 'migration', 'show', id, '-f', w.file, '--json']);
+    const result = await cli(w, ['topology', 'migration', 'show', id, '-f', w.file, '--json']);
     if (result.code !== 0)
       throw new Error(`show ${id} failed (exit ${result.code}): ${result.stdout}${result.stderr}`);
     return (JSON.parse(result.stdout) as { summary: Summary }).summary;
@@ -152,17 +156,20 @@ function scenarios(mode: Mode): void {
     expect((await show(w, id)).lifecycle).toBe(state);
   }
 
-  it('completes a migration (exit 0, the stages in the log, a plan with no changes), then fails the next one whose health gate fails: rolled back by itself, blue untouched, exit 1', async () => {
+  it('completes a migration (exit 0, the stages in the log, a plan with no changes), then fails the next one whose health gate fails: rolled back by itself, blue untouched, exit 1', async ({
+    expect,
+    onTestFinished,
+  }) => {
     // The gate is open for the first migration: failureThreshold 1 only matters for the second.
-    const w = await ws((y) => y.replace('failureThreshold: 100', 'failureThreshold: 1'));
+    const w = await ws(onTestFinished, (y) => y.replace('failureThreshold: 100', 'failureThreshold: 1'));
     gate(w, true);
-    const result = await cli(['topology', 'migrate', '-f', w.file, '--yes']);
+    const result = await cli(w, ['topology', 'migrate', '-f', w.file, '--yes']);
     expect(result.stderr).toContain('Plan: 3 to add, 0 to change, 0 to remove; 5 actions.');
     expect(result.code).toBe(0);
     const id = /^(mig_[0-9a-z]{26}): completed$/m.exec(result.stdout)?.[1] as string;
     expect(id).toBeDefined();
 
-    const logs = await cli(['topology', 'migration', 'logs', id, '-f', w.file, '--json']);
+    const logs = await cli(w, ['topology', 'migration', 'logs', id, '-f', w.file, '--json']);
     expect(logs.code).toBe(0);
     const stages = logs.stdout
       .trim()
@@ -181,9 +188,9 @@ function scenarios(mode: Mode): void {
     expect(shown).toMatchObject({ lifecycle: 'completed', status: 'completed', reason: null });
     expect(slotsOf(w, id)).toHaveLength(2);
 
-    const list = JSON.parse((await cli(['topology', 'migration', 'list', '-f', w.file, '--json'])).stdout);
+    const list = JSON.parse((await cli(w, ['topology', 'migration', 'list', '-f', w.file, '--json'])).stdout);
     expect(list.items.map((m: { id: string }) => m.id)).toContain(id);
-    const again = await cli(['topology', 'plan', '-f', w.file, '--detailed-exitcode']);
+    const again = await cli(w, ['topology', 'plan', '-f', w.file, '--detailed-exitcode']);
     expect(again.stdout).toContain('No changes.');
     expect(again.code).toBe(0);
 
@@ -192,7 +199,7 @@ function scenarios(mode: Mode): void {
 
     setVersion(w, 'db', '2');
     gate(w, false);
-    const second = await cli(['topology', 'migrate', '-f', w.file, '--yes']);
+    const second = await cli(w, ['topology', 'migrate', '-f', w.file, '--yes']);
     expect(second.code).toBe(1);
     const failedLine =
       /^(mig_[0-9a-z]{26}): failed: health gate failed for api: command \.\/infra\/check-health → exit 1: gate held \(1 failure in a row\)$/m;
@@ -206,17 +213,20 @@ function scenarios(mode: Mode): void {
     expect(failed.reason).toContain('health gate failed for api');
     await refusedIn(w, failedId, ['pause', 'rollback'], 'failed');
     // The layout is still the first migration's: the change is still to be made.
-    expect((await cli(['topology', 'plan', '-f', w.file, '--detailed-exitcode'])).code).toBe(2);
-  }, 60_000);
+    expect((await cli(w, ['topology', 'plan', '-f', w.file, '--detailed-exitcode'])).code).toBe(2);
+  }, 90_000);
 
-  it('running ⇄ paused, a second migrate refused as a conflict, then cancel; cancelled refuses verbs', async () => {
-    const w = await ws();
+  it('running ⇄ paused, a second migrate refused as a conflict, then cancel; cancelled refuses verbs', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const w = await ws(onTestFinished);
     gate(w, false);
     const id = await migrateDetached(w);
     await waitFor(w, id, atGate);
 
     for (const extra of [[], ['--detach']]) {
-      const second = await cli(['topology', 'migrate', '-f', w.file, '--yes', ...extra]);
+      const second = await cli(w, ['topology', 'migrate', '-f', w.file, '--yes', ...extra]);
       expect(second.code).toBe(1);
       expect(second.stderr).toMatch(
         new RegExp(
@@ -238,10 +248,13 @@ function scenarios(mode: Mode): void {
     expect((await waitFor(w, id, isFinal)).lifecycle).toBe('cancelled');
     expect(slotsOf(w, id)).toEqual([]);
     await refusedIn(w, id, ['resume', 'cancel'], 'cancelled');
-  });
+  }, 90_000);
 
-  it('rollback from running and from paused; a rolled-back migration refuses verbs', async () => {
-    const w = await ws();
+  it('rollback from running and from paused; a rolled-back migration refuses verbs', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const w = await ws(onTestFinished);
     gate(w, false);
     const a = await migrateDetached(w);
     await waitFor(w, a, atGate);
@@ -257,14 +270,17 @@ function scenarios(mode: Mode): void {
     expect((await verb(w, 'rollback', b)).code).toBe(0);
     expect((await waitFor(w, b, isFinal)).lifecycle).toBe('rolled_back');
     expect(slotsOf(w, b)).toEqual([]);
-  });
+  }, 90_000);
 
-  it('takes an environment down: refused while a migration is in flight, then every slot and route stopped, the layout empty', async () => {
-    const w = await ws();
+  it('takes an environment down: refused while a migration is in flight, then every slot and route stopped, the layout empty', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const w = await ws(onTestFinished);
     gate(w, false);
     const id = await migrateDetached(w);
     await waitFor(w, id, atGate);
-    const refused = await cli(['topology', 'down', '-f', w.file, '--yes']);
+    const refused = await cli(w, ['topology', 'down', '-f', w.file, '--yes']);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(new RegExp(`^cutover: .*migration in flight: ${id}`, 'm'));
     expect((await show(w, id)).lifecycle).toBe('running');
@@ -274,30 +290,33 @@ function scenarios(mode: Mode): void {
     expect(slotsOf(w, id)).toHaveLength(2);
     // A driver that fails: said as such, and the next down finishes the job.
     writeFileSync(path.join(driverStateDir(w), 'fail-retire'), '');
-    const failed = await cli(['topology', 'down', '-f', w.file, '--yes']);
+    const failed = await cli(w, ['topology', 'down', '-f', w.file, '--yes']);
     expect(failed.code).toBe(1);
     expect(failed.stderr).toMatch(
       /^cutover: taking acc-\S+ down failed at.* retire script exited with code 3/m,
     );
     rmSync(path.join(driverStateDir(w), 'fail-retire'));
-    const down = await cli(['topology', 'down', '-f', w.file, '--yes']);
+    const down = await cli(w, ['topology', 'down', '-f', w.file, '--yes']);
     expect(down.stderr).not.toMatch(/^cutover: /m);
     expect(down.code).toBe(0);
     expect(down.stdout).toMatch(/^acc-\S+: stopped 2 components and 1 route\n$/);
     expect(slotsOf(w, id)).toEqual([]);
     // The layout is empty: everything is to add again; a second down finds nothing.
-    const plan = await cli(['topology', 'plan', '-f', w.file]);
+    const plan = await cli(w, ['topology', 'plan', '-f', w.file]);
     expect(plan.stdout).toContain('Plan: 3 to add, 0 to change, 0 to remove');
-    const again = await cli(['topology', 'down', '-f', w.file, '--json', '--yes']);
+    const again = await cli(w, ['topology', 'down', '-f', w.file, '--json', '--yes']);
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout)).toMatchObject({ components: [], routes: [] });
     // And the environment takes a migration again.
     const next = await migrateDetached(w);
     expect((await waitFor(w, next, isFinal)).lifecycle).toBe('completed');
-  });
+  }, 90_000);
 
-  it('manual commit: awaiting_commit → commit → completed; after it every verb is refused, rollback saying why', async () => {
-    const w = await ws((y) => y.replace('commit: auto', 'commit: manual'));
+  it('manual commit: awaiting_commit → commit → completed; after it every verb is refused, rollback saying why', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const w = await ws(onTestFinished, (y) => y.replace('commit: auto', 'commit: manual'));
     gate(w, true);
     // Cancelled, then rolled back, while awaiting commit: both allowed there.
     for (const [v, end] of [
@@ -331,14 +350,14 @@ function scenarios(mode: Mode): void {
         `^cutover: cannot roll back ${id}: it is committed \\(committed at \\d\\d:\\d\\d:\\d\\d\\)\\n$`,
       ),
     );
-    expect((await cli(['topology', 'plan', '-f', w.file, '--detailed-exitcode'])).code).toBe(0);
-  });
+    expect((await cli(w, ['topology', 'plan', '-f', w.file, '--detailed-exitcode'])).code).toBe(0);
+  }, 90_000);
 
   describe('cutover server', () => {
     const servers = new ServerHarness();
     afterAll(() => servers.cleanup(), 20_000);
 
-    it('answers a rollback after commit with 409 VERB_REFUSED and the reason', async () => {
+    it('answers a rollback after commit with 409 VERB_REFUSED and the reason', async ({ expect }) => {
       const stateDir = await servers.stateDir();
       // In Temporal mode the server runs its own worker, on a queue of its own.
       const serverEnv: Record<string, string> =
@@ -380,6 +399,6 @@ function scenarios(mode: Mode): void {
       expect(down.json.components.length).toBeGreaterThan(0);
       const again = await api.post(`/v1/environments/${environment}/down`);
       expect(again.json).toEqual({ environment, components: [], routes: [] });
-    });
+    }, 90_000);
   });
 }

@@ -5,76 +5,65 @@
  * its host's worker, so each keeps its own records right, and migration after migration follows.
  * Real dev server, real workers, real app processes behind the real router, under load.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, it } from 'vitest';
 import { isAlive, type ProcessIdentity } from '../../platform/process-identity.js';
-import { repoRoot, runCli, tempDir } from '../support/cli.js';
-import { killRunners, killSlots, liveWorkspace, setFileVersion, workspace } from '../support/migrations.js';
-import { temporalAddress, uniqueTaskQueue } from '../support/temporal-worker.js';
+import { runCli } from '../support/cli.js';
+import { liveWorkspace, setFileVersion, workspace } from '../support/migrations.js';
+import {
+  startWorkerProcess,
+  temporalAddress,
+  uniqueTaskQueue,
+  type WorkerProcess,
+} from '../support/temporal-worker.js';
 import { waitUntil } from '../support/wait.js';
+import { type TestScope, testScope } from './robustness-helpers.js';
 
-interface HostWorker {
-  stateDir: string;
-  stderr(): string;
-  stop(): Promise<void>;
-  /** SIGKILL, as a machine lost: its state directory stays. */
-  kill(): Promise<void>;
-}
-
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
-}, 60_000);
+type Cleanups = TestScope['cleanups'];
 
 /**
- * `cutover worker --host NAME` with a state directory of its own (or `again`'s: the same machine
- * back after a kill; the first worker's cleanup removes it); stopped by pid.
+ * `cutover worker --host NAME` (test/support/temporal-worker.ts) with a state directory of its own,
+ * or `again`'s: the same machine back after a kill. Its SIGKILL (`kill`) leaves the state directory,
+ * as a machine lost; its cleanup stops it and kills what it recorded there, by pid (`stop`).
  */
 async function startHostWorker(
-  env: Record<string, string>,
-  host: string | null,
-  again?: HostWorker,
-): Promise<HostWorker> {
-  const { dir, cleanup } = again
-    ? { dir: path.dirname(again.stateDir), cleanup: async () => {} }
-    : await tempDir(`cutover-host-${host ?? 'none'}-`);
-  const stateDir = path.join(dir, 'state');
-  const args = ['worker', '--state-dir', stateDir, ...(host === null ? [] : ['--host', host])];
-  const child: ChildProcess = spawn(process.execPath, [path.join(repoRoot, 'bin', 'cutover.js'), ...args], {
-    env: { ...process.env, NO_COLOR: '1', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
+  cleanups: Cleanups,
+  env: { WORKFLOW_HOST: string; TEMPORAL_TASK_QUEUE: string },
+  host: string,
+  again?: WorkerProcess,
+): Promise<WorkerProcess> {
+  const worker = await startWorkerProcess({
+    address: env.WORKFLOW_HOST,
+    taskQueue: env.TEMPORAL_TASK_QUEUE,
+    host,
+    stateDir: again?.stateDir,
   });
-  let stderr = '';
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const running = () => child.exitCode === null && child.signalCode === null;
-  const stop = async () => {
-    if (running()) {
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-      await exited;
-      clearTimeout(timer);
-    }
-    killSlots(stateDir);
-    killRunners(stateDir);
-    await cleanup();
-  };
-  cleanups.push(stop);
-  const kill = async () => {
-    if (running()) child.kill('SIGKILL');
-    await exited;
-  };
-  const deadline = Date.now() + 20_000;
-  while (!stderr.includes('cutover worker on')) {
-    if (!running() || Date.now() > deadline) throw new Error(`cutover worker did not start:\n${stderr}`);
-    await sleep(50);
-  }
-  return { stateDir, stderr: () => stderr, stop, kill };
+  cleanups.push(() => worker.stop());
+  return worker;
+}
+
+/**
+ * The live demo (test/support/migrations.ts `liveWorkspace`) under an environment name of its own,
+ * the app's driver placed on host b and the route's router on host a; removed when the test ends.
+ */
+async function placedLiveDemo(
+  cleanups: Cleanups,
+  prefix: string,
+): Promise<{ environment: string; w: Awaited<ReturnType<typeof liveWorkspace>> }> {
+  const environment = `${prefix}-${process.pid}-${Date.now().toString(36)}`;
+  const w = await liveWorkspace((y) =>
+    y
+      .replace('name: live-demo', `name: ${environment}`)
+      .replace(
+        'apps: { type: process, stopTimeout: 5s }',
+        'apps: { type: process, stopTimeout: 5s, runsOn: b }\n  edge: { type: router, runsOn: a }',
+      )
+      .replace('to: web', 'to: web\n    driver: edge'),
+  );
+  cleanups.push(w.cleanup);
+  return { environment, w };
 }
 
 /** Requests to `url` one after another until stopped: how many there were and which failed. */
@@ -119,22 +108,16 @@ function slotsIn(stateDir: string, environment: string): string[] {
   return existsSync(dir) ? readdirSync(dir) : [];
 }
 
-describe('two workers of one cluster, each with its own state directory', () => {
-  it('app on host b, router on host a: three migrations and a down under load, every route following', async () => {
-    const environment = `hosts-${process.pid}-${Date.now().toString(36)}`;
-    const w = await liveWorkspace((y) =>
-      y
-        .replace('name: live-demo', `name: ${environment}`)
-        .replace(
-          'apps: { type: process, stopTimeout: 5s }',
-          'apps: { type: process, stopTimeout: 5s, runsOn: b }\n  edge: { type: router, runsOn: a }',
-        )
-        .replace('to: web', 'to: web\n    driver: edge'),
-    );
-    cleanups.push(w.cleanup);
+describe.concurrent('two workers of one cluster, each with its own state directory', () => {
+  it('app on host b, router on host a: three migrations and a down under load, every route following', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const { cleanups } = testScope(onTestFinished);
+    const { environment, w } = await placedLiveDemo(cleanups, 'hosts');
     const env = { WORKFLOW_HOST: temporalAddress(), TEMPORAL_TASK_QUEUE: uniqueTaskQueue('hosts') };
-    const a = await startHostWorker(env, 'a');
-    const b = await startHostWorker(env, 'b');
+    const a = await startHostWorker(cleanups, env, 'a');
+    const b = await startHostWorker(cleanups, env, 'b');
     const cli = (args: string[]) => runCli([...args, '-f', w.file], { env });
     const served = async () => ((await (await fetch(w.url)).json()) as { version: string }).version;
 
@@ -181,21 +164,15 @@ describe('two workers of one cluster, each with its own state directory', () => 
     expect(`${a.stderr()}${b.stderr()}`).not.toMatch(/WARN|No workflows registered/);
   }, 180_000);
 
-  it('a host no worker polls: plan warns, migrate refuses, --allow-absent-hosts starts it and it runs once the worker comes', async () => {
-    const environment = `absent-${process.pid}-${Date.now().toString(36)}`;
-    const w = await liveWorkspace((y) =>
-      y
-        .replace('name: live-demo', `name: ${environment}`)
-        .replace(
-          'apps: { type: process, stopTimeout: 5s }',
-          'apps: { type: process, stopTimeout: 5s, runsOn: b }\n  edge: { type: router, runsOn: a }',
-        )
-        .replace('to: web', 'to: web\n    driver: edge'),
-    );
-    cleanups.push(w.cleanup);
+  it('a host no worker polls: plan warns, migrate refuses, --allow-absent-hosts starts it and it runs once the worker comes', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const { cleanups } = testScope(onTestFinished);
+    const { environment, w } = await placedLiveDemo(cleanups, 'absent');
     const taskQueue = uniqueTaskQueue('absent');
     const env = { WORKFLOW_HOST: temporalAddress(), TEMPORAL_TASK_QUEUE: taskQueue };
-    await startHostWorker(env, 'a');
+    await startHostWorker(cleanups, env, 'a');
     const cli = (args: string[]) => runCli([...args, '-f', w.file], { env });
 
     const plan = await cli(['topology', 'plan']);
@@ -224,7 +201,7 @@ describe('two workers of one cluster, each with its own state directory', () => 
       if (!said.includes(waiting)) await sleep(300);
     }
     expect(said).toContain(waiting);
-    const b = await startHostWorker(env, 'b');
+    const b = await startHostWorker(cleanups, env, 'b');
     const deadline = Date.now() + 90_000;
     let lifecycle = '';
     while (Date.now() < deadline) {
@@ -240,7 +217,11 @@ describe('two workers of one cluster, each with its own state directory', () => 
     expect(down.code, `${down.stdout}${down.stderr}`).toBe(0);
   }, 150_000);
 
-  it("a host's worker killed mid-gate: the call waits for that host, show says so, and it completes on that host once its worker is back", async () => {
+  it("a host's worker killed mid-gate: the call waits for that host, show says so, and it completes on that host once its worker is back", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const { cleanups } = testScope(onTestFinished);
     const environment = `killed-${process.pid}-${Date.now().toString(36)}`;
     const w = await workspace('test/fixtures/gated', (y) =>
       y
@@ -254,8 +235,8 @@ describe('two workers of one cluster, each with its own state directory', () => 
     );
     cleanups.push(w.cleanup);
     const env = { WORKFLOW_HOST: temporalAddress(), TEMPORAL_TASK_QUEUE: uniqueTaskQueue('killed') };
-    const a = await startHostWorker(env, 'a');
-    const b = await startHostWorker(env, 'b');
+    const a = await startHostWorker(cleanups, env, 'a');
+    const b = await startHostWorker(cleanups, env, 'b');
     const cli = (args: string[]) => runCli([...args, '-f', w.file], { env });
     const show = async (id: string) =>
       JSON.parse((await runCli(['topology', 'migration', 'show', id, '--json'], { env })).stdout) as {
@@ -296,13 +277,19 @@ describe('two workers of one cluster, each with its own state directory', () => 
     const before = await cli(['topology', 'migration', 'logs', id]);
     expect(before.stdout).not.toMatch(/check_health is run again/);
     expect(existsSync(path.join(a.stateDir, 'slots'))).toBe(false);
-    const back = await startHostWorker(env, 'b', b);
+    const back = await startHostWorker(cleanups, env, 'b', b);
     // The gate's check runs on b; the shift after it watches green from the route's host, a (a
     // command probe runs there: see the limits in docs/temporal.md).
     writeFileSync(path.join(back.stateDir, 'release-gate'), '');
     mkdirSync(a.stateDir, { recursive: true });
     writeFileSync(path.join(a.stateDir, 'release-gate'), '');
-    const ended = await until(id, (s) => !['running', 'rolling_back'].includes(s.lifecycle), 60_000);
+    // Until it has ended: `committing` (the point of no return passed, green's promotion under way)
+    // is neither running nor the end.
+    const ended = await until(
+      id,
+      (s) => ['completed', 'rolled_back', 'failed', 'cancelled'].includes(s.lifecycle),
+      60_000,
+    );
     const log = await cli(['topology', 'migration', 'logs', id]);
     expect(ended.lifecycle, log.stdout).toBe('completed');
     expect(log.stdout).toMatch(/check_health is run again \(attempt 2\)/);

@@ -6,25 +6,22 @@
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { describe, expect, it } from 'vitest';
+import { describe, it } from 'vitest';
 import { emptyLayout } from '../../core/layout.js';
 import { dataConverter } from '../../engine/temporal/payload-codec.js';
 import { environmentWorkflowId } from '../../engine/temporal/workflow-definitions.js';
 import { repoRoot, runCli, tempDir } from '../support/cli.js';
 import { eventually } from '../support/wait.js';
-import {
-  cleanupsAfterEach,
-  sharedTemporal,
-  startWorker,
-  startWorkerProcess,
-  temporalEnv,
-  uniqueName,
-} from './robustness-helpers.js';
+import { sharedTemporal, temporalEnv, testScope, uniqueName } from './robustness-helpers.js';
 
-const cleanups = cleanupsAfterEach();
-
-describe('Temporal mode without a worker', () => {
-  it('plans a new environment, and says at once that a recorded one needs a worker', async () => {
+// The cases at once, each on a task queue and environment of its own: each is mostly waits (the
+// dev server's answer for a queue no live worker polls, a worker's start).
+describe.concurrent('Temporal mode without a worker', () => {
+  it('plans a new environment, and says at once that a recorded one needs a worker', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const { cleanups } = testScope(onTestFinished);
     const t = { address: sharedTemporal(), taskQueue: uniqueName('no-worker') };
     const { dir, cleanup } = await tempDir();
     cleanups.push(cleanup);
@@ -59,7 +56,11 @@ describe('Temporal mode without a worker', () => {
     );
   }, 60_000);
 
-  it('after the only worker was killed (still listed as polling), plan, status and migrate say so in one line', async () => {
+  it('after the only worker was killed (still listed as polling), plan, status and migrate say so in one line', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const { cleanups, startWorkerProcess } = testScope(onTestFinished);
     const t = { address: sharedTemporal(), taskQueue: uniqueName('dead-worker') };
     const { dir, cleanup } = await tempDir();
     cleanups.push(cleanup);
@@ -68,7 +69,6 @@ describe('Temporal mode without a worker', () => {
     const file = path.join(dir, 'topology.yaml');
     writeFileSync(file, readFileSync(file, 'utf8').replace('name: exec-demo', `name: ${environment}`));
     const worker = await startWorkerProcess(t, path.join(dir, 'worker-state'));
-    cleanups.push(() => worker.kill());
     const migrated = await runCli(['topology', 'migrate', '--yes', '-f', file], { env: temporalEnv(t) });
     expect(migrated.code).toBe(0);
 
@@ -93,7 +93,11 @@ describe('Temporal mode without a worker', () => {
     }
   }, 90_000);
 
-  it('a migration started with no worker says once that it is queued, is listed, and runs when a worker comes', async () => {
+  it('a migration started with no worker says once that it is queued, is listed, and runs when a worker comes', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const { cleanups, startWorker } = testScope(onTestFinished);
     const t = { address: sharedTemporal(), taskQueue: uniqueName('queued') };
     const { dir, cleanup } = await tempDir();
     cleanups.push(cleanup);
@@ -114,8 +118,7 @@ describe('Temporal mode without a worker', () => {
     const queued = listed.items.find((m) => m.environment === environment);
     expect(queued?.status).toBe(`waiting for a worker: none polls task queue "${t.taskQueue}"`);
 
-    const worker = await startWorker(t, path.join(dir, 'worker-state'));
-    cleanups.push(() => worker.stop());
+    await startWorker(t, path.join(dir, 'worker-state'));
     const migrated = await migrating;
     expect(migrated.code, migrated.stdout + migrated.stderr).toBe(0);
     const said =

@@ -5,7 +5,7 @@
  * worker's state directory), and a client to poll migrations quickly.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, inject } from 'vitest';
+import { afterEach, inject, type TestContext } from 'vitest';
 import type { MigrationSummary } from '../../core/migration/summary.js';
 import type { MigrationState } from '../../core/migration/types.js';
 import { TemporalMigrations } from '../../engine/temporal/temporal-migrations.js';
@@ -137,6 +137,40 @@ export async function logText(t: TemporalTarget, id: string): Promise<string> {
   const result = await runCli(['topology', 'migration', 'logs', id], { env: temporalEnv(t) });
   if (result.code !== 0) throw new Error(`migration logs failed (${result.code}): ${result.stderr}`);
   return `${result.stdout}${result.stderr}`;
+}
+
+/**
+ * What one test starts and must stop, for the tests of a `describe.concurrent` (each in a task
+ * queue, environment and directory of its own): a list of its own, run newest first (errors
+ * ignored) once the test has finished, and workers stopped through it, not through the file's
+ * registry (`killWorkers` in another test's afterEach would stop this test's workers too).
+ */
+export interface TestScope {
+  cleanups: (() => Promise<unknown>)[];
+  /** `startWorker`, stopped when the test ends. */
+  startWorker(t: TemporalTarget, stateDir: string): Promise<TestWorker>;
+  /** `startWorkerProcess`, SIGKILLed when the test ends. */
+  startWorkerProcess(t: TemporalTarget, stateDir: string): Promise<WorkerProcess>;
+}
+
+export function testScope(onTestFinished: TestContext['onTestFinished']): TestScope {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  onTestFinished(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+  }, 60_000);
+  return {
+    cleanups,
+    async startWorker(t, stateDir) {
+      const worker = await startHosted({ ...t, stateDir });
+      cleanups.push(() => worker.stop());
+      return worker;
+    },
+    async startWorkerProcess(t, stateDir) {
+      const worker = await startProcess({ ...t, stateDir, env: { TEMPORAL_NAMESPACE: 'default' } });
+      cleanups.push(() => worker.kill('SIGKILL'));
+      return worker;
+    },
+  };
 }
 
 /**

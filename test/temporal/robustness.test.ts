@@ -6,9 +6,9 @@
  * replicas are processes of their own and keep serving while no worker runs.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, expect, it } from 'vitest';
-import { startLoad } from '../../bench/load.js';
+import { describe, it } from 'vitest';
 import type { TemporalMigrations } from '../../engine/temporal/temporal-migrations.js';
+import { startTestLoad } from '../support/load.js';
 import {
   killRunners,
   liveWorkspace,
@@ -19,7 +19,6 @@ import {
   workspace,
 } from '../support/migrations.js';
 import {
-  cleanupsAfterEach,
   connectClient,
   inGate,
   isFinalState,
@@ -27,45 +26,52 @@ import {
   migrateDetached,
   sharedTemporal,
   showJson,
-  startWorker,
-  startWorkerProcess,
   type TemporalTarget,
+  type TestScope,
+  testScope,
   uniqueName,
   waitForState,
 } from './robustness-helpers.js';
 
-const cleanups = cleanupsAfterEach();
-/** Runners of a workspace killed by pid, then its directory removed (after each test). */
-const track = (w: Workspace) =>
-  cleanups.push(async () => {
+/** Runners of a workspace killed by pid, then its directory removed (when the test ends). */
+const track = (scope: TestScope, w: Workspace) =>
+  scope.cleanups.push(async () => {
     killRunners(w.stateDir);
     await w.cleanup();
   });
-const closing = (client: TemporalMigrations) => cleanups.push(() => client.close());
+const closing = (scope: TestScope, client: TemporalMigrations) => scope.cleanups.push(() => client.close());
 
 async function target(): Promise<TemporalTarget> {
   return { address: sharedTemporal(), taskQueue: uniqueName('rb-kill') };
 }
 
-describe('Temporal mode: a worker killed during the health gate', () => {
-  it('a new worker on the same state directory picks the migration up and completes it', async () => {
+// The two cases at once, each on a task queue, environment and workspace of its own: each is
+// mostly waits (a worker's start, the 5 s heartbeat timeout before the call is run again). The
+// load of the second is sent from a process of its own (test/support/load.ts), so the first case's
+// work in this process does not delay it.
+describe.concurrent('Temporal mode: a worker killed during the health gate', () => {
+  it('a new worker on the same state directory picks the migration up and completes it', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const scope = testScope(onTestFinished);
     const t = await target();
     const environment = uniqueName('rb-gated');
     const ws = await workspace('test/fixtures/gated', (y) =>
       y.replace('name: gated', `name: ${environment}`),
     );
-    track(ws);
+    track(scope, ws);
     const client = await connectClient(t);
-    closing(client);
+    closing(scope, client);
 
-    const first = await startWorkerProcess(t, ws.stateDir);
+    const first = await scope.startWorkerProcess(t, ws.stateDir);
     const id = await migrateDetached(t, ws.file);
     await waitForState(client, id, inGate('api'), 20_000);
     // The gate is held (no release-gate file): the call is running on the first worker.
     await sleep(300);
     await first.kill('SIGKILL');
 
-    await startWorker(t, ws.stateDir);
+    await scope.startWorker(t, ws.stateDir);
     releaseGate(ws);
     await waitForState(client, id, isFinalState, 40_000);
 
@@ -77,9 +83,13 @@ describe('Temporal mode: a worker killed during the health gate', () => {
     const log = await logText(t, id);
     expect(log).toMatch(/check_health is run again \(attempt 2\): the worker that ran it stopped answering/);
     expect(log).toContain('health: gate passed');
-  });
+  }, 120_000);
 
-  it('live demo under load through the router: the worker dies mid-gate, zero failed requests', async () => {
+  it('live demo under load through the router: the worker dies mid-gate, zero failed requests', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const scope = testScope(onTestFinished);
     const t = await target();
     const environment = uniqueName('rb-live');
     // The gate is a command held until the test releases it (v1 passes at once), so the worker can be
@@ -94,17 +104,17 @@ describe('Temporal mode: a worker killed during the health gate', () => {
         .replace('failureThreshold: 3', 'failureThreshold: 100')
         .replace('deadline: 15s', 'deadline: 60s'),
     );
-    track(lw);
+    track(scope, lw);
     const client = await connectClient(t);
-    closing(client);
+    closing(scope, client);
 
-    const first = await startWorkerProcess(t, lw.stateDir);
+    const first = await scope.startWorkerProcess(t, lw.stateDir);
     const v1 = await migrateDetached(t, lw.file);
     expect((await waitForState(client, v1, isFinalState, 30_000)).lifecycle).toBe('completed');
     expect(((await (await fetch(lw.url)).json()) as { version: string }).version).toBe('1.0.0');
 
     setFileVersion(lw, '1.0.0', '2.0.0');
-    const load = startLoad({ url: lw.url, rate: 150 });
+    const load = startTestLoad({ url: lw.url, rate: 150 });
     let stopped = false;
     try {
       await sleep(500);
@@ -114,7 +124,7 @@ describe('Temporal mode: a worker killed during the health gate', () => {
       await first.kill('SIGKILL');
       // No worker at all for a moment: the router keeps serving blue.
       await sleep(1_000);
-      await startWorker(t, lw.stateDir);
+      await scope.startWorker(t, lw.stateDir);
       releaseGate(lw);
       await waitForState(client, v2, isFinalState, 45_000);
       await sleep(500);
@@ -130,5 +140,5 @@ describe('Temporal mode: a worker killed during the health gate', () => {
     } finally {
       if (!stopped) await load.stop().catch(() => undefined);
     }
-  });
+  }, 120_000);
 });

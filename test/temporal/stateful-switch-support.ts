@@ -6,21 +6,23 @@
  * `replicate.dataDir`), the real router, the real CLI, a real `cutover worker` on the run's dev
  * server; a writer sends uniquely keyed writes at 200/s all along.
  *
- * The kills run one after the other. Tried in session 14: the kills in two files (so that they run
- * beside each other: ~61 and ~64 s of cases against ~125 s in one) and the switch without a kill
- * in a third. At load 20-30 on the shared 2-core machine, beside each other, workers took over
- * 20 s to start (no EADDRINUSE since ports are chosen below the ephemeral range), and the switch
- * without a kill missed its write-latency bounds beside the kills (holds of 1.1-2.4 s, ~0.35 s
- * alone); and in a CPU-bound run of two files at once, a long file started first (the sequencer's
- * order) does not make the run's tail: splitting it buys overlap of its waits, which the other
- * file fills anyway.
+ * The cases without a kill run first, one after the other, alone: they judge the write hold's
+ * latency (p99 ≤ 1 s, max ≤ 2 s), which a kill case beside them would load. The kill cases judge
+ * no latency (only that nothing acknowledged is lost, nothing broken, nothing held) and are mostly
+ * waits, so they run at once, bounded by the temporal project's `maxConcurrency`
+ * (vitest.config.ts), each in a space of its own. Session 14 had tried the kills as two files
+ * beside each other, and the switch without a kill in a third: at load 20-30 on the shared 2-core
+ * machine workers took over 20 s to start, and the switch without a kill missed its latency
+ * bounds beside the kills (holds of 1.1-2.4 s, ~0.35 s alone). Here no case without a kill ever
+ * runs beside a kill, and one file means one test process: the takeover workers share its worker
+ * host, and the doomed ones start a few at a time, not all at once.
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, type ExpectStatic, expect, it } from 'vitest';
 import type { TemporalMigrations } from '../../engine/temporal/temporal-migrations.js';
 import { routerClient } from '../../router/client.js';
 import type { RouteSnapshot } from '../../router/control-types.js';
@@ -33,16 +35,14 @@ import {
   setVersion,
   type Workspace,
 } from '../support/migrations.js';
-import { startWorkerProcess } from '../support/temporal-worker.js';
+import { startWorker, startWorkerProcess } from '../support/temporal-worker.js';
 import { percentile, startWriter, storedKeys, type WriteRecord } from '../support/writer.js';
 import {
   connectClient,
   isFinalState,
-  killWorkers,
   logText,
   migrateDetached,
   sharedTemporal,
-  startWorker,
   type TemporalTarget,
   temporalEnv,
   uniqueName,
@@ -56,6 +56,11 @@ export interface Space {
   environment: string;
   client: TemporalMigrations;
   cli(args: string[]): ReturnType<typeof runCli>;
+  /**
+   * Stops what was started on the space (its workers, a kill case's writer), newest first, run by
+   * `teardown`: this space's only.
+   */
+  stops: (() => Promise<unknown>)[];
 }
 
 /**
@@ -96,14 +101,23 @@ export async function space(prefix: string): Promise<Space> {
   const w: Workspace = { dir, file, stateDir, cleanup: () => rm(dir, { recursive: true, force: true }) };
   const client = await connectClient(t);
   const cli = (args: string[]) => runCli([...args, '-f', w.file], { env: temporalEnv(t) });
-  return { t, w, url: `http://127.0.0.1:${port}/`, environment, client, cli };
+  return { t, w, url: `http://127.0.0.1:${port}/`, environment, client, cli, stops: [] };
 }
 
-/** Down (through a live worker), then every process the space left, by pid, and its files. */
+/** A worker on the space's task queue and state directory, in the test process's worker host. */
+export async function spaceWorker(s: Space): Promise<void> {
+  const worker = await startWorker({ ...s.t, stateDir: s.w.stateDir });
+  s.stops.push(() => worker.stop());
+}
+
+/**
+ * Down (through a live worker), then the space's workers (not another space's: the kill cases run
+ * at once), every process the space left, by pid, and its files.
+ */
 export async function teardown(s: Space | undefined): Promise<void> {
   if (!s) return;
   await s.cli(['topology', 'down', '--yes']).catch(() => undefined);
-  await killWorkers();
+  for (const stop of s.stops.splice(0).reverse()) await stop().catch(() => undefined);
   killSlots(s.w.stateDir);
   killRunners(s.w.stateDir);
   await s.client.close().catch(() => undefined);
@@ -158,13 +172,13 @@ interface FaultedWorker {
  * `cutover worker` with test/fixtures/preload/inject-fault.mjs: once armed, SIGKILLed right after
  * its `nth` file-system call `op` on a file matching `path` (a point of the switch, the same on
  * every run). Before it is armed it is an ordinary worker: it runs the space's first migration, so
- * no other worker is started (and stopped) for it. `started` gets its kill.
+ * no other worker is started (and stopped) for it. The caller kills it (`kill`) before the
+ * space's teardown: armed, it would die on the down's own calls.
  */
 async function faultedWorker(
   t: TemporalTarget,
   stateDir: string,
   fault: { op: string; path: string; nth: number },
-  started: Set<() => Promise<void>>,
 ): Promise<FaultedWorker> {
   const stamp = `${Date.now()}-${Math.random().toString(36).slice(2, 7)}`;
   const firedFile = path.join(stateDir, '..', `fired-${stamp}`);
@@ -179,13 +193,11 @@ async function faultedWorker(
       CUTOVER_TEST_FAULT_ARMED: armedFile,
     },
   });
-  const kill = () => worker.kill('SIGKILL');
-  started.add(kill);
   return {
     arm: () => writeFileSync(armedFile, ''),
     fired: () => (existsSync(firedFile) ? readFileSync(firedFile, 'utf8') : ''),
     exited: worker.exited,
-    kill,
+    kill: () => worker.kill('SIGKILL'),
   };
 }
 
@@ -262,85 +274,107 @@ export const killCases = {
   },
 } satisfies Record<string, KillCase>;
 
-/** A describe of the given kill cases, one after the other, each in a space of its own. */
+/**
+ * A describe of the given kill cases, each in a space of its own (environment, task queue, state
+ * directory, router, workers), run at once up to the temporal project's `maxConcurrency`
+ * (vitest.config.ts): a case is mostly waits (a worker's start, the 5 s heartbeat timeout before
+ * the next worker takes the call over, the router's hold bound), and nothing it asserts is a
+ * latency, so cases beside each other judge the same. Nothing is shared between them: each
+ * stops its own workers (`teardown`), never every worker of the process.
+ */
 export function describeKills(cases: KillCase[]): void {
-  describe('Temporal mode: the worker running the switch is SIGKILLed', () => {
-    let s: Space | undefined;
-    const faulted = new Set<() => Promise<void>>();
-    afterEach(async () => {
-      for (const kill of faulted) await kill();
-      faulted.clear();
-      await teardown(s);
-      s = undefined;
-    }, 60_000);
-
+  describe.concurrent('Temporal mode: the worker running the switch is SIGKILLed', () => {
     for (const c of cases) {
-      it(`killed ${c.name}: the migration ends, nothing lost, nothing held`, async () => {
-        s = await space('kvkill');
-        const sp = s;
-        const doomed = await faultedWorker(sp.t, sp.w.stateDir, c.fault, faulted);
-        const initial = await sp.cli(['topology', 'migrate', '--yes']);
-        expect(initial.code, initial.stdout + initial.stderr).toBe(0);
-        expect(doomed.fired(), 'the fault fired before it was armed').toBe('');
-        doomed.arm();
-
-        setVersion(sp.w, 'store', '2.0.0');
-        const writer = startWriter(sp.url, 200, 'k');
-        const id = await migrateDetached(sp.t, sp.w.file);
-        const died = await Promise.race([doomed.exited.then(() => true), sleep(60_000).then(() => false)]);
-        expect(died, 'the worker was never killed: the point was not reached').toBe(true);
-        expect(doomed.fired()).toMatch(/^SIGKILL /);
-        if (c.greenSick) writeFileSync(path.join(slotDir(sp, id), 'sick'), '');
-        if (c.late) {
-          // Until a hold has ended (the router may apply the table it died after a moment later).
-          const ended = async () => {
-            const r = await route(sp);
-            return !r?.hold && r?.lastHold !== undefined;
-          };
-          const deadline = Date.now() + 20_000;
-          while (!(await ended()) && Date.now() < deadline) await sleep(50);
-        }
-        const atRestart = await route(sp);
-        await startWorker(sp.t, sp.w.stateDir);
-        const ended = await waitForState(sp.client, id, isFinalState, 90_000);
-        const records = await writer.stop();
-        const log = await logText(sp.t, id);
-        const hold = atRestart?.hold
-          ? `holding (${JSON.stringify(atRestart.hold)})`
-          : JSON.stringify(atRestart?.lastHold);
-        const acked = records.filter((r) => r.status === 200);
-        const stored = await storedKeys(sp.url);
-        const missing = acked.filter((r) => !stored.keys.has(r.key));
-        const refused = records.filter((r) => r.status === 503);
-        const broken = records.filter((r) => r.status !== 200 && r.status !== 503);
-        console.log(
-          `Temporal, worker killed ${c.name}: ${ended.lifecycle}; ${acked.length} acknowledged, ${missing.length} missing, ${refused.length} answered 503 (the hold full), ${broken.length} other failures; write latency max ${Math.max(...acked.map((r) => r.ms))} ms; the router's hold when the next worker started: ${hold}`,
-        );
-        // Completed, or undone with blue serving (failed: the switch could not finish in its budget).
-        expect(['completed', 'rolled_back', 'failed'], log).toContain(ended.lifecycle);
-        expect(stored.version, log).toBe(ended.lifecycle === 'completed' ? '2.0.0' : '1.0.0');
-        expect(
-          missing.map((r) => r.key),
-          log,
-        ).toEqual([]);
-        expect(broken, log).toEqual([]);
-        expect((await route(sp))?.hold).toBeUndefined();
-        // The second worker took the killed one's call over.
-        expect(log).toContain(
-          `${c.rerun} is run again (attempt 2): the worker that ran it stopped answering`,
-        );
-        expect(atRestart?.hold ? 'holding' : atRestart?.lastHold?.ended).toBe(c.router);
-        if (c.greenSick) {
-          // Green took writes before it failed: the rollback switched back, blue caught up with
-          // green. Unless the switch never went live: on a loaded machine blue may not answer what
-          // it holds within the hold's 2 s budget (ci20: 98 requests in flight), and the switch is
-          // then undone before green took a write (blue serves, nothing lost: checked above).
-          if (ended.lifecycle === 'failed') expect(log).toMatch(/at the end of the write hold's budget/);
-          else expect(log).toMatch(/blue store applied green's writes up to/);
+      it(`killed ${c.name}: the migration ends, nothing lost, nothing held`, async ({ expect }) => {
+        const sp = await space('kvkill');
+        let doomed: FaultedWorker | undefined;
+        try {
+          doomed = await faultedWorker(sp.t, sp.w.stateDir, c.fault);
+          await killedSwitch(sp, doomed, c, expect);
+        } finally {
+          await doomed?.kill();
+          await teardown(sp);
         }
       }, 180_000);
     }
   });
+}
+
+/** One kill case in its space: the worker killed at the case's point, another takes over. */
+async function killedSwitch(
+  sp: Space,
+  doomed: FaultedWorker,
+  c: KillCase,
+  expect: ExpectStatic,
+): Promise<void> {
+  const initial = await sp.cli(['topology', 'migrate', '--yes']);
+  expect(initial.code, initial.stdout + initial.stderr).toBe(0);
+  expect(doomed.fired(), 'the fault fired before it was armed').toBe('');
+  doomed.arm();
+
+  setVersion(sp.w, 'store', '2.0.0');
+  const writer = startWriter(sp.url, 200, 'k');
+  // Stopped by the teardown too, should the case fail before it does: the other cases go on.
+  sp.stops.push(() => writer.stop());
+  const id = await migrateDetached(sp.t, sp.w.file);
+  const died = await Promise.race([doomed.exited.then(() => true), sleep(60_000).then(() => false)]);
+  expect(died, 'the worker was never killed: the point was not reached').toBe(true);
+  expect(doomed.fired()).toMatch(/^SIGKILL /);
+  if (c.greenSick) writeFileSync(path.join(slotDir(sp, id), 'sick'), '');
+  if (c.late) {
+    // Until a hold has ended (the router may apply the table it died after a moment later).
+    const ended = async () => {
+      const r = await route(sp);
+      return !r?.hold && r?.lastHold !== undefined;
+    };
+    const deadline = Date.now() + 20_000;
+    while (!(await ended()) && Date.now() < deadline) await sleep(50);
+  }
+  const atRestart = await route(sp);
+  await spaceWorker(sp);
+  const ended = await waitForState(sp.client, id, isFinalState, 90_000);
+  const records = await writer.stop();
+  const log = await logText(sp.t, id);
+  const hold = atRestart?.hold
+    ? `holding (${JSON.stringify(atRestart.hold)})`
+    : JSON.stringify(atRestart?.lastHold);
+  const acked = records.filter((r) => r.status === 200);
+  const stored = await storedKeys(sp.url);
+  const missing = acked.filter((r) => !stored.keys.has(r.key));
+  const refused = records.filter((r) => r.status === 503);
+  const broken = records.filter((r) => r.status !== 200 && r.status !== 503);
+  console.log(
+    `Temporal, worker killed ${c.name}: ${ended.lifecycle}; ${acked.length} acknowledged, ${missing.length} missing, ${refused.length} answered 503 (the hold full), ${broken.length} other failures; write latency max ${Math.max(...acked.map((r) => r.ms))} ms; the router's hold when the next worker started: ${hold}`,
+  );
+  // Completed, or undone with blue serving (failed: the switch could not finish in its budget).
+  // Or, once green took writes, rolled back as far as it could be: when the switch back to blue
+  // misses the hold's budget too (under load: the copy back ended 54 ms past it, beside a CPU hog),
+  // green keeps the writes and serves, and the rest of the rollback is left for a person, as the
+  // log says; what is checked then is that green serves and lost nothing.
+  expect(['completed', 'rolled_back', 'failed'], log).toContain(ended.lifecycle);
+  const backFailed = /the switch back to blue failed \(.*\); green serves again and keeps the writes/.test(
+    log,
+  );
+  if (backFailed) expect(ended.lifecycle, log).toBe('rolled_back');
+  expect(stored.version, log).toBe(ended.lifecycle === 'completed' || backFailed ? '2.0.0' : '1.0.0');
+  expect(
+    missing.map((r) => r.key),
+    log,
+  ).toEqual([]);
+  expect(broken, log).toEqual([]);
+  expect((await route(sp))?.hold).toBeUndefined();
+  // The second worker took the killed one's call over.
+  expect(log).toContain(`${c.rerun} is run again (attempt 2): the worker that ran it stopped answering`);
+  expect(atRestart?.hold ? 'holding' : atRestart?.lastHold?.ended).toBe(c.router);
+  if (c.greenSick) {
+    // Green took writes before it failed: the rollback switched back, blue caught up with
+    // green. Unless the switch never went live: on a loaded machine blue may not answer what
+    // it holds within the hold's 2 s budget (ci20: 98 requests in flight), and the switch is
+    // then undone before green took a write (blue serves, nothing lost: checked above).
+    // (Or the switch back missed its budget: above.)
+    if (ended.lifecycle === 'failed') expect(log).toMatch(/at the end of the write hold's budget/);
+    else if (!backFailed) expect(log).toMatch(/blue store applied green's writes up to/);
+  }
 }
 
 /** The slot directory of `migrationId`'s green store. */

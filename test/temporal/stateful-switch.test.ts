@@ -2,8 +2,9 @@
  * Issue 28 in Temporal mode: the switch of a stateful component under the router's write hold runs
  * in the migration workflow and loses no acknowledged write: on a migration, on a rollback from
  * awaiting_commit (after the switch), on the migration after it; and when the worker running the
- * switch is SIGKILLed at one of six points and another takes over. How (and why the kills are not
- * two files running beside each other): test/temporal/stateful-switch-support.ts.
+ * switch is SIGKILLed at one of six points and another takes over. The three cases without a kill
+ * run first, one after the other and alone (they judge write latency); then the kills, several at
+ * once. How, and why: test/temporal/stateful-switch-support.ts.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -11,8 +12,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MigrationState } from '../../core/migration/types.js';
 import { setVersion } from '../support/migrations.js';
 import { startWriter } from '../support/writer.js';
-import { isFinalState, logText, migrateDetached, startWorker, waitForState } from './robustness-helpers.js';
-import { describeKills, judge, killCases, type Space, space, teardown } from './stateful-switch-support.js';
+import { isFinalState, logText, migrateDetached, waitForState } from './robustness-helpers.js';
+import {
+  describeKills,
+  judge,
+  killCases,
+  type Space,
+  space,
+  spaceWorker,
+  teardown,
+} from './stateful-switch-support.js';
 
 const awaitingOrFinal = (st: MigrationState) => st.lifecycle === 'awaiting_commit' || isFinalState(st);
 
@@ -21,7 +30,7 @@ describe('Temporal mode: the switch of a stateful component loses no acknowledge
 
   beforeAll(async () => {
     s = await space('kv');
-    await startWorker(s.t, s.w.stateDir);
+    await spaceWorker(s);
     const first = await s.cli(['topology', 'migrate', '--yes']);
     expect(first.code, first.stdout + first.stderr).toBe(0);
   }, 60_000);
