@@ -10,6 +10,15 @@ import { type NamedText, planTextProblems } from '../../core/topology/load-topol
  */
 export const minAsideChars = 1024 * 1024;
 
+/**
+ * With fewer cores the text is checked where it is loaded. V8 compiles the hot code on threads of
+ * its own (for a 10,000-component plan, about as much CPU as the plan itself): on two cores they
+ * already take the second one, and a checking thread (its own parse of the text, its own compiles)
+ * competes with them and with this thread. Measured on 2 cores, 10,000 components: the process
+ * used ~1.0 CPU-s on its own against ~1.35 with the thread, which made the plan no sooner there.
+ */
+export const minAsideCores = 3;
+
 /** Compiled beside this module (dist/); absent when it runs from its TypeScript source (tests). */
 const workerFile = fileURLToPath(new URL('./topology-check-worker.js', import.meta.url));
 
@@ -21,11 +30,16 @@ export type PlanTextProblems = ReturnType<typeof planTextProblems>;
  * (`loadUncheckedTopology`) and plans: for a 10,000-component plan the checks (schema and
  * cross-references) leave the path the plan waits on. The diagnostics are the loader's own, so
  * messages are exactly those of a load on this thread. Undefined when checking aside would not pay:
- * a small desired text, one core, or no compiled worker (the caller then loads as usual). A thread
- * that fails is replaced by the checks on this thread.
+ * a small desired text, fewer than `minAsideCores` cores (`cores`: the machine's, unless a test says
+ * otherwise), or no compiled worker (the caller then loads as usual). A thread that fails is replaced
+ * by the checks on this thread.
  */
-export function checkAside(desired: NamedText, base?: NamedText): Promise<PlanTextProblems> | undefined {
-  if (desired.text.length < minAsideChars || availableParallelism() < 2 || !existsSync(workerFile)) {
+export function checkAside(
+  desired: NamedText,
+  base?: NamedText,
+  cores = availableParallelism(),
+): Promise<PlanTextProblems> | undefined {
+  if (desired.text.length < minAsideChars || cores < minAsideCores || !existsSync(workerFile)) {
     return undefined;
   }
   return new Promise((resolve) => {
