@@ -18,8 +18,9 @@ export const minAsideChars = 1024 * 1024;
  * the same at any size, the checks grow with the text: measured on 2 cores, alternated with the
  * thread at every size, 10,000 components (3.3 MiB) used 0.89 CPU-s on one thread against 1.22 with
  * the checking thread, whose main thread used 0.44 s of it (so ~0.61 s of wall clock at best, one
- * thread 0.53); 100,000 (33 MiB) 5.5 against 7.3, the main thread 4.3 against 3.4 (best ~3.7 s with
- * the thread, 4.3 without). Between the two, the thread pays from about 20,000 components.
+ * thread 0.53); 30,000 (10 MiB) about even (best 1.26 s with the thread, 1.29 without); 100,000
+ * (33 MiB) 5.5 against 7.3, the main thread 4.3 against 3.4 (best ~3.7 s with the thread, 4.3
+ * without). docs/performance.md has the table.
  */
 export const minAsideCharsOnTwoCores = 8 * 1024 * 1024;
 
