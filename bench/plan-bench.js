@@ -3,7 +3,9 @@
  * validate the desired file, to diff and plan it against the current layout, and to render the plan
  * as text, JSON and markdown; then the CLI end to end on the 10,000- and 100,000-component pairs
  * (`topology plan -f after.yaml --against before.yaml --format json`, both files parsed, the JSON
- * written to stdout). With `ratios` (npm run bench:quick) only the ratio, at 1,000 and 10,000.
+ * written to stdout), and the CLI's plan of the 10,000-component pair against its `topology
+ * validate` of the desired file, run in turn. With `ratios` (npm run bench:quick) only the ratios:
+ * diff + plan against parse + validate at 1,000 and 10,000, and the CLI's plan against validate.
  *
  * Each size runs in its own child process (this file with `--worker`), so that its peak RSS is its
  * own and one size's garbage does not slow the next. No forced GC between steps: a forced full GC
@@ -31,6 +33,16 @@ const cliGoalMs = new Map([
   [100_000, 5_000],
 ]);
 const ratioGoal = 1.0;
+/**
+ * The CLI plan of the 10,000-component pair against the CLI's `topology validate` of its desired
+ * file, each run in turn (both cold processes: Node's start, the modules, the parse, the schema and
+ * the checks are on both sides, so a loaded machine stretches both alike). Session 16: 1.06–1.43 at
+ * load 13–17, about 1.2 nearer a quiet machine (626 ms against ~520); 1.86 before it at load 17 (the
+ * plan's checks on a thread of their own on 2 cores); about 8 when the plan's edges were quadratic.
+ */
+const cliRatioGoal = 1.5;
+const cliRatioFailBeyond = 3.0;
+const cliRatioSize = 10_000;
 /** diff + plan took 10× parse + validate at 10,000 components when the plan's edges were quadratic. */
 const ratioFailBeyond = 1.5;
 const cliRuns = 5;
@@ -84,6 +96,7 @@ export async function run({ quick, ratios = false, log = () => {} }) {
     const rows = [];
     const notes = new Set();
     const cli = [];
+    let cliRatio;
     for (const size of sizes) {
       const pairDir = join(dir, String(size));
       await mkdir(pairDir);
@@ -121,6 +134,13 @@ export async function run({ quick, ratios = false, log = () => {} }) {
         log(`plan: CLI end to end, ${size.toLocaleString('en-US')} components, ${cliRuns} runs`);
         cli.push({ size, ...(await measureCli(pairDir)) });
       }
+      if (size === cliRatioSize) {
+        const runs = ratios ? cliRatioRunsQuick : cliRuns;
+        log(
+          `plan: CLI plan against CLI validate, ${size.toLocaleString('en-US')} components, ${runs} runs each`,
+        );
+        cliRatio = { size, ...(await measureCliRatio(pairDir, runs)) };
+      }
       await rm(pairDir, { recursive: true, force: true });
     }
     for (const row of rows) {
@@ -142,6 +162,7 @@ export async function run({ quick, ratios = false, log = () => {} }) {
         target: ratioGoal,
         failBeyond: ratioFailBeyond,
       }),
+      ...(cliRatio === undefined ? [] : [cliRatioGoalOf(cliRatio)]),
       ...cli.map((run) => {
         const goalMs = cliGoalMs.get(run.size);
         const label = `CLI end to end, ${shortSize(run.size)} components`;
@@ -160,7 +181,7 @@ export async function run({ quick, ratios = false, log = () => {} }) {
         });
       }),
     ];
-    return { rows, goals, notes: [...notes], cli };
+    return { rows, goals, notes: [...notes], cli, ...(cliRatio === undefined ? {} : { cliRatio }) };
   });
 }
 
@@ -178,6 +199,67 @@ async function measureInChild(pairDir, repetitions, fullWarmup) {
     );
   }
   return JSON.parse(result.stdout);
+}
+
+/** Runs of each command for the CLI ratio in `--ratios` (npm test): the medians of three. */
+const cliRatioRunsQuick = 3;
+
+function cliRatioGoalOf(run) {
+  const label = `CLI plan / CLI validate of its desired file, ${shortSize(run.size)} components`;
+  if (run.skipped) return { label, skipped: run.skipped, target: `≤ ${cliRatioGoal}` };
+  const range = (ms) => `${Math.min(...ms).toFixed(0)}–${Math.max(...ms).toFixed(0)}`;
+  return judgeGoal({
+    label: `${label} (medians of ${run.planMs.length} runs each in turn: plan ${run.planMedianMs.toFixed(0)} ms, range ${range(run.planMs)}; validate ${run.validateMedianMs.toFixed(0)} ms, range ${range(run.validateMs)})`,
+    // A run that failed is no figure: NaN fails the goal.
+    value: run.ok ? run.planMedianMs / run.validateMedianMs : Number.NaN,
+    target: cliRatioGoal,
+    failBeyond: cliRatioFailBeyond,
+    ...(run.ok ? {} : { detail: run.error }),
+  });
+}
+
+/**
+ * The CLI's plan of the pair and its `topology validate` of the desired file, in turn, `runs` times
+ * each (wall clock; the ratio of the medians is judged, not either figure).
+ */
+async function measureCliRatio(pairDir, runs) {
+  if (!existsSync(cliPath)) return { skipped: 'bin/cutover.js does not exist yet' };
+  const plan = [
+    cliPath,
+    'topology',
+    'plan',
+    '-f',
+    'after.yaml',
+    '--against',
+    'before.yaml',
+    '--format',
+    'json',
+  ];
+  const validate = [cliPath, 'topology', 'validate', '-f', 'after.yaml'];
+  const env = { ...process.env, CUTOVER_STATE_DIR: join(pairDir, '.cutover-state'), NO_COLOR: '1' };
+  const planMs = [];
+  const validateMs = [];
+  let error;
+  for (let i = 0; i < runs; i++) {
+    for (const [args, into] of [
+      [plan, planMs],
+      [validate, validateMs],
+    ]) {
+      const r = await runNode(args, { cwd: pairDir, env, timeoutMs: 120_000 });
+      into.push(r.wallMs);
+      if (r.code !== 0 && error === undefined) {
+        error = `${args.slice(1, 3).join(' ')}: exit ${r.code ?? r.signal}: ${(r.stderr.trim() || r.stdout.trim()).split('\n').slice(0, 3).join(' | ')}`;
+      }
+    }
+  }
+  return {
+    ok: error === undefined,
+    planMs,
+    validateMs,
+    planMedianMs: median(planMs),
+    validateMedianMs: median(validateMs),
+    error,
+  };
 }
 
 async function measureCli(pairDir) {

@@ -30,10 +30,16 @@ Example:
     )
     .action(
       run.action(async (options: { stateDir?: string; taskQueue?: string; host?: string }) => {
-        const { temporalSettings } = await import('../../engine/temporal/connection.js');
+        const { probe, temporalSettings, unreachable } = await import('../../engine/temporal/connection.js');
         const settings = temporalSettings(run.env);
         if (!settings)
           throw new CutoverError('USAGE', 'cutover worker needs WORKFLOW_HOST=host:port (Temporal frontend)');
+        // Before the SDK loads (~0.7 CPU-s): a worker pointed at a closed port or an unknown host
+        // says so at once, having loaded next to nothing. startWorker probes again (the server's
+        // worker comes that way), which costs one more connection.
+        await probe(settings, run.env).catch((error: unknown) => {
+          throw unreachable(settings, error);
+        });
         if (options.taskQueue) settings.taskQueue = options.taskQueue;
         const { defaultHost, hostNameProblem } = await import('../../core/topology/hosts.js');
         const host = options.host ?? defaultHost;

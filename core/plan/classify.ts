@@ -169,10 +169,13 @@ function componentChanges(
   secrets: { recorded: Readonly<Record<string, string>> | undefined; digests: SecretDigests | undefined },
 ): Change[] {
   // Most components of a large layout are unchanged: an equality check is far cheaper than a diff.
+  // A plan of two texts gets most of them as the very same model (component-reuse.ts).
   let changes = deepEqual(old, now) ? [] : diffValues(old, now);
   // A secret's value is never diffed (the model does not hold it): its own rules decide `env` then.
-  // A dependency's reference is one value to a reviewer, not its `ref` and `format` apart.
-  if (hasReferences(old) || (now !== old && hasReferences(now))) {
+  // A dependency's reference is one value to a reviewer, not its `ref` and `format` apart. The same
+  // model on both sides can differ only by a secret's value, which needs digests of both times.
+  const secretsKnown = secrets.recorded !== undefined && secrets.digests !== undefined;
+  if ((now !== old || secretsKnown) && (hasReferences(old) || (now !== old && hasReferences(now)))) {
     changes = spliceEnvChanges(changes, envChanges(old, now, secrets.recorded, secrets.digests));
   }
   if (old.driver !== now.driver) return changes;

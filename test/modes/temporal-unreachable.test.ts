@@ -5,8 +5,9 @@
  * within a few seconds; none hangs, and the server never starts listening half-working.
  */
 import { createServer, type Server, type Socket } from 'node:net';
+import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runBinary, runCli, tempDir } from '../support/cli.js';
+import { repoRoot, runBinary, runCli, tempDir } from '../support/cli.js';
 import { freePort } from '../support/migrations.js';
 import { ServerHarness } from '../support/server.js';
 import { temporalAddress } from '../support/temporal-worker.js';
@@ -60,6 +61,17 @@ describe.concurrent('Temporal mode, Temporal out of reach', () => {
     expectOneLine(server, line);
     // Refused connections are reported as they happen, not after a connection deadline.
     expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
+  it('a worker at a closed port says so before it loads the Temporal SDK', async () => {
+    const port = await freePort();
+    const preload = path.join(repoRoot, 'test/fixtures/preload/report-temporal-sdk.mjs');
+    const result = await worker({ WORKFLOW_HOST: `127.0.0.1:${port}`, NODE_OPTIONS: `--import=${preload}` });
+    // Loading the SDK first cost ~0.5 CPU-s before the same line (the preload said it was loaded).
+    expectOneLine(
+      result,
+      new RegExp(`^cutover: cannot reach Temporal at WORKFLOW_HOST=127\\.0\\.0\\.1:${port} .*ECONNREFUSED`),
+    );
   });
 
   it('a port that never answers: one line after the connection deadline, no hang', async () => {

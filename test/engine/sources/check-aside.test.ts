@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateTopologyPair } from '../../../bench/generate-topology.js';
 import { minAsideChars } from '../../../engine/sources/check-aside.js';
@@ -68,6 +69,33 @@ describe('plan of large texts, checked aside', { timeout: 120_000 }, () => {
     expect(at).toBeGreaterThan(0);
     return text.slice(0, at) + to + text.slice(at + from.length);
   }
+
+  it("the compiled checking thread reports exactly the loader's problems (as on more than 2 cores)", async () => {
+    // On 2 cores (CI) a text this size is checked on the CLI's own thread, so the other tests do
+    // not reach the checking thread there: here the compiled module is asked as on 4 cores.
+    const dist = (file: string) => pathToFileURL(path.join(repoRoot, 'dist', file)).href;
+    const aside = (await import(
+      dist('engine/sources/check-aside.js')
+    )) as typeof import('../../../engine/sources/check-aside.js');
+    const loader = (await import(
+      dist('core/topology/load-topology.js')
+    )) as typeof import('../../../core/topology/load-topology.js');
+    const badBase = edit(before, 'svc-3000', '    version: ', '    stateful: maybe\n    version: ');
+    const cycle = edit(after, 'svc-0000', '    version: ', '    dependsOn: [svc-0001]\n    version: ');
+    for (const [desired, base] of [
+      [after, before],
+      [after, badBase],
+      [cycle, before],
+    ] as const) {
+      const texts = [
+        { text: desired, file: 'd.yaml' },
+        { text: base, file: 'b.yaml' },
+      ] as const;
+      expect(aside.checkAside(...texts, 2)).toBeUndefined();
+      const problems = await aside.checkAside(...texts, 4);
+      expect(problems).toEqual(loader.planTextProblems(...texts));
+    }
+  });
 
   it('gives the same plan', async () => {
     const result = await bothWays(after, before);
