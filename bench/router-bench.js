@@ -6,7 +6,12 @@
  *    nginx route driver writes (client keep-alive off, see nginx-driver.ts) and with client
  *    keep-alive on; then autocannon at full speed (32 connections, 5 s after a 1 s warm-up, 3
  *    interleaved rounds, the median round) directly, through the router and through nginx with
- *    keep-alive (the usual nginx set-up, and the baseline of the goal).
+ *    keep-alive (the usual nginx set-up, and the baseline of the goal). Then the CPU each proxy
+ *    spends per request at a fixed 3,000 requests/s (user + system from /proc), 5 rounds, each
+ *    proxy in turn: the router, nginx, and three reference proxies in Node that do less (Node's
+ *    HTTP server with the router's client; Node's HTTP parser on the socket with the router's
+ *    client; bytes piped through): the goal is the router's ratio to nginx, the references show
+ *    how much of it Node's HTTP server is, and the floor any Node proxy stands on.
  * 2. Cutover latency: a fixed 500 requests/s through the router while the real CLI migrates
  *    examples/app to a new version with the process driver (shift 10 → 50 → 100 %), and while a
  *    version that went to 100% and waits for a manual commit is rolled back, twice per round: by
@@ -24,6 +29,7 @@ import { once } from 'node:events';
 import { cpSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -65,7 +71,8 @@ const fixedRateMs = 3_000;
 const movingMarginMs = 100;
 const startTimeoutMs = 15_000;
 const migrationTimeoutMs = 120_000;
-const throughputRatioGoal = 0.5;
+/** Issue 31: the router at least as fast as nginx. */
+const throughputRatioGoal = 1;
 /** Node's http.request and Agent as the upstream client gave about a third of nginx's throughput. */
 const throughputRatioFailBelow = 0.35;
 const addedP99GoalMs = 5;
@@ -101,7 +108,7 @@ export async function run({ quick, ratios = false, log }) {
     try {
       const throughput = await measureThroughput(dir, owned, rounds, log, ratios);
       rows.push(...throughput.rows);
-      goals.push(throughput.goal);
+      goals.push(...throughput.goals);
       notes.push(...throughput.notes);
     } finally {
       await owned.stopAll();
@@ -198,35 +205,95 @@ async function measureThroughput(dir, owned, rounds, log, ratios) {
 
   // CPU per request at a fixed rate that saturates nothing: the proxies' own cost, free of how the
   // scheduler shares 2 cores between load generator, app and proxy (which moves the figures above).
-  const cpu = { router: [], nginx: [] };
-  for (let round = 1; round <= (ratios ? 0 : rounds); round++) {
-    log(`CPU per request at ${cpuRate} req/s, round ${round}/${rounds}`);
-    cpu.router.push(await cpuPerRequest(routerListen, () => [routerProcess.pid]));
-    cpu.nginx.push(await cpuPerRequest(nginxListen, () => childPids(nginx.masterPid)));
-  }
-  const middle = (list) => [...list].sort((a, b) => a.total - b.total)[(list.length - 1) >> 1];
-  const routerCpu = middle(cpu.router);
-  const nginxCpu = middle(cpu.nginx);
+  // Beside the router and nginx, three reference proxies in Node (bench/proxy-floors.js,
+  // bench/router-client-proxy.js): what a Node process must spend at the least, in one run.
+  const cpu = ratios
+    ? null
+    : await measureCpu(owned, app, { routerListen, routerProcess, nginxListen, nginx }, rounds, log);
   return {
     rows,
-    goal: judgeGoal({
-      label: ratios
-        ? `router / nginx throughput (autocannon, ${connections} connections, median of ${ratiosRounds} rounds of ${ratiosSeconds} s in turn; nginx: 1 worker, client keep-alive)`
-        : `router / nginx throughput (autocannon, ${connections} connections, ${durationSeconds} s; nginx: 1 worker, client keep-alive)`,
-      value: ratio,
-      target: throughputRatioGoal,
-      atMost: false,
-      failBeyond: throughputRatioFailBelow,
-    }),
+    goals: [
+      judgeGoal({
+        label: ratios
+          ? `router / nginx throughput (autocannon, ${connections} connections, median of ${ratiosRounds} rounds of ${ratiosSeconds} s in turn; nginx: 1 worker, client keep-alive)`
+          : `router / nginx throughput (autocannon, ${connections} connections, ${durationSeconds} s; nginx: 1 worker, client keep-alive)`,
+        value: ratio,
+        target: throughputRatioGoal,
+        atMost: false,
+        failBeyond: throughputRatioFailBelow,
+      }),
+      ...(cpu ? [cpu.goal] : []),
+    ],
     notes: [
       `${direct ? `router / direct throughput: ${(router.reqPerSec / direct.reqPerSec).toFixed(2)}; ` : ''}router / nginx per round: ${roundRatios.map((r) => r.toFixed(2)).join(', ')}`,
       'examples/app is one Node process, so "direct" is the ceiling; nginx runs one worker, the router is one Node process',
-      ...(routerCpu && nginxCpu
-        ? [
-            `CPU per request at ${cpuRate} req/s (median of ${rounds}; user + system, from /proc): router ${routerCpu.total.toFixed(0)} µs (system ${routerCpu.system.toFixed(0)}), nginx ${nginxCpu.total.toFixed(0)} µs (system ${nginxCpu.system.toFixed(0)}): nginx / router ${(nginxCpu.total / routerCpu.total).toFixed(2)}`,
-          ]
-        : []),
+      ...(cpu ? cpu.notes : []),
       "autocannon reports latency in whole milliseconds; it cannot drive a server that closes every connection (it loses the request it pipelines after the response), so the driver's own nginx file is measured at the fixed rate only",
+    ],
+  };
+}
+
+/**
+ * Proxies whose CPU per request is measured in turn, each round in the same order: the router,
+ * nginx, and three references in Node that do less than the router, so that a run shows what of
+ * the router's cost Node's HTTP server and the router's own work each are.
+ */
+const cpuTargets = [
+  ['router', 'router (cutover proxy)'],
+  ['nginx', 'nginx (1 worker, client keep-alive)'],
+  ['http', "Node's HTTP server + the router's client (bench/router-client-proxy.js own)"],
+  [
+    'llhttp',
+    "Node's HTTP parser on the socket + the router's client, no HTTP server (bench/proxy-floors.js llhttp)",
+  ],
+  ['pipe', 'bytes piped through, nothing parsed (bench/proxy-floors.js pipe): the floor of a proxy in Node'],
+];
+
+async function measureCpu(owned, app, { routerListen, routerProcess, nginxListen, nginx }, rounds, log) {
+  const reference = async (script, mode) => {
+    const port = await freePort();
+    const child = owned.start(process.execPath, [join(repoRoot, 'bench', script), mode, String(port), app]);
+    const address = `127.0.0.1:${port}`;
+    await waitAnswers(address);
+    return { address, pids: () => [child.pid] };
+  };
+  const targets = {
+    router: { address: routerListen, pids: () => [routerProcess.pid] },
+    nginx: { address: nginxListen, pids: () => childPids(nginx.masterPid) },
+    http: await reference('router-client-proxy.js', 'own'),
+    llhttp: await reference('proxy-floors.js', 'llhttp'),
+    pipe: await reference('proxy-floors.js', 'pipe'),
+  };
+  // The references are new processes: their code is optimised under load first, as the router's was.
+  for (const key of ['http', 'llhttp', 'pipe'])
+    await cannon(`warm-up: ${key}`, targets[key].address, log, 2, 0);
+  const cpu = Object.fromEntries(cpuTargets.map(([key]) => [key, []]));
+  const cpuRounds = rounds === 1 ? 1 : cpuRoundsFull;
+  const loads = [];
+  for (let round = 1; round <= cpuRounds; round++) {
+    log(`CPU per request at ${cpuRate} req/s, round ${round}/${cpuRounds}`);
+    loads.push(loadavg()[0]);
+    for (const [key] of cpuTargets)
+      cpu[key].push(await cpuPerRequest(targets[key].address, targets[key].pids));
+  }
+  const middle = (key, pick = (c) => c.total) => median(cpu[key].map(pick));
+  // Ratios within each round (the same machine for both), then their median.
+  const toNginx = (key) => median(cpu[key].map((c, i) => c.total / cpu.nginx[i].total));
+  const ratio = toNginx('router');
+  const failed = cpuTargets.reduce((n, [key]) => n + cpu[key].reduce((m, c) => m + c.failed, 0), 0);
+  return {
+    goal: judgeGoal({
+      label: `router / nginx CPU per request at ${cpuRate} req/s (user + system from /proc, median of ${cpuRounds} per-round ratios, ${cpuSeconds} s each)`,
+      value: Number(ratio.toFixed(2)),
+      target: cpuRatioGoal,
+      failBeyond: cpuRatioFailBeyond,
+    }),
+    notes: [
+      `CPU per request at ${cpuRate} req/s, median of ${cpuRounds} rounds (user + system from /proc; in brackets the system part, then the median of the per-round ratios to nginx); 1-minute load average ${loads.map((l) => l.toFixed(1)).join(', ')}${failed > 0 ? `; ${failed} requests failed` : ''}:`,
+      ...cpuTargets.map(
+        ([key, label]) =>
+          `  ${label}: ${middle(key).toFixed(1)} µs (${middle(key, (c) => c.system).toFixed(1)}), ${toNginx(key).toFixed(2)} × nginx`,
+      ),
     ],
   };
 }
@@ -259,6 +326,15 @@ export async function cannon(label, address, log, seconds = durationSeconds, war
 
 export const cpuRate = 3_000;
 const cpuSeconds = 5;
+/** Rounds of the CPU comparison in a full run (one in a quick run). */
+const cpuRoundsFull = 5;
+/** Issue 31: the router's CPU per request within 1.2 times nginx's. */
+const cpuRatioGoal = 1.2;
+/**
+ * Beyond this the router regressed: it was 2.0 on a quiet machine (2026-11-25) and 2.4–3.2 at load
+ * averages of 5–27 (2026-11-27), where Node's share of cache and scheduler suffers more than nginx's.
+ */
+const cpuRatioFailBeyond = 3.5;
 /** Linux counts process CPU time in clock ticks of 10 ms (USER_HZ = 100). */
 const msPerTick = 10;
 
