@@ -231,12 +231,12 @@ export class ResponseParser {
   }
 
   private head(text: string): void {
-    const lines = text.split('\r\n');
-    const statusLine = statusLinePattern.exec(lines[0] as string);
+    // Line by line without splitting into an array: this runs once per proxied response.
+    const statusEnd = lineEnd(text, 0);
+    const statusText = text.slice(0, statusEnd);
+    const statusLine = statusLinePattern.exec(statusText);
     if (!statusLine)
-      throw new ResponseParseError(
-        `the upstream's status line is not HTTP/1.x: ${quote(lines[0] as string)}`,
-      );
+      throw new ResponseParseError(`the upstream's status line is not HTTP/1.x: ${quote(statusText)}`);
     const http10 = statusLine[1] === '0';
     const status = Number(statusLine[2]);
     const headers: RawHeaders = [];
@@ -244,15 +244,19 @@ export class ResponseParser {
     let transferEncoding: string | null = null;
     let close = false;
     let keepAlive = false;
-    for (let i = 1; i < lines.length; i++) {
-      const line = lines[i] as string;
-      const colon = line.indexOf(':');
-      const name = colon > 0 ? line.slice(0, colon) : '';
-      if (!tokenPattern.test(name))
-        throw new ResponseParseError(`the upstream sent a malformed header line: ${quote(line)}`);
-      const value = trimWhitespace(line, colon + 1);
-      if (!valuePattern.test(value))
+    for (let start = statusEnd + 2; start <= text.length; ) {
+      const end = lineEnd(text, start);
+      const colon = text.indexOf(':', start);
+      const nameEnd = colon > start && colon < end ? colon : start;
+      if (!isToken(text, start, nameEnd))
+        throw new ResponseParseError(
+          `the upstream sent a malformed header line: ${quote(text.slice(start, end))}`,
+        );
+      const name = text.slice(start, nameEnd);
+      const value = trimmedSlice(text, nameEnd + 1, end);
+      if (!isFieldValue(value))
         throw new ResponseParseError(`the upstream's ${name} header holds a control character`);
+      start = end + 2;
       const length = name.length;
       const lower = length === 10 || length === 14 || length === 17 ? name.toLowerCase() : '';
       if (lower === 'content-length') {
@@ -376,7 +380,6 @@ function trimWhitespace(text: string, start: number): string {
   return from === 0 && to === text.length ? text : text.slice(from, to);
 }
 
-/** Whether `bytes` from `start` (up to `end`, or their end) hold a LF not preceded by a CR. */
 /**
  * Whether a line of the block from `start` ends in a bare LF, looking at the line feeds from `from`
  * on (those before were looked at already: a block kept across reads is not scanned again).
@@ -385,6 +388,45 @@ function bareLineFeed(bytes: Buffer, start: number, from: number, end = bytes.le
   for (let i = bytes.indexOf(lineFeedByte, from); i >= 0 && i < end; i = bytes.indexOf(lineFeedByte, i + 1))
     if (i === start || bytes[i - 1] !== carriageReturnByte) return true;
   return false;
+}
+
+/** Where the line starting at `start` ends: its CRLF, or the end of `text` (the block's last line). */
+function lineEnd(text: string, start: number): number {
+  const end = text.indexOf('\r\n', start);
+  return end < 0 ? text.length : end;
+}
+
+/** Token characters (RFC 9110 §5.6.2), by character code. */
+const tokenCodes = new Uint8Array(256);
+for (const c of "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+  tokenCodes[c.charCodeAt(0)] = 1;
+
+/** Whether `text` from `start` to `end` is a token (not empty): what tokenPattern tests, without a slice. */
+function isToken(text: string, start: number, end: number): boolean {
+  if (end <= start) return false;
+  for (let i = start; i < end; i++) {
+    const code = text.charCodeAt(i);
+    if (code > 0xff || tokenCodes[code] === 0) return false;
+  }
+  return true;
+}
+
+/** What valuePattern tests: tabs, visible characters, spaces and obs-text only. */
+function isFieldValue(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    if ((code < 0x20 && code !== 0x09) || code === 0x7f || code > 0xff) return false;
+  }
+  return true;
+}
+
+/** `text` from `start` to `end` without leading and trailing spaces and tabs (as trimWhitespace). */
+function trimmedSlice(text: string, start: number, end: number): string {
+  let from = start;
+  let to = end;
+  while (from < to && isWhitespace(text.charCodeAt(from))) from++;
+  while (to > from && isWhitespace(text.charCodeAt(to - 1))) to--;
+  return text.slice(from, to);
 }
 
 const lineFeedByte = 0x0a;

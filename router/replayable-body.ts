@@ -182,6 +182,15 @@ export class ReplayableBody implements MemoryWaiter {
     this.startTimer();
   }
 
+  /**
+   * The whole body in one piece, when it is read to its end and at most `maxBytes` long (to go out
+   * with the request head in one write), else null. It stays held for a resend.
+   */
+  whole(maxBytes: number): Buffer | null {
+    if (this.state !== 'read' || this.held > maxBytes) return null;
+    return this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks, this.held);
+  }
+
   /** Sends the body held so far to `target`, then the rest as it arrives. */
   attach(target: BodySink): void {
     if (this.state !== 'read' && this.state !== 'over-bound') return;

@@ -85,6 +85,13 @@ export class UpstreamConnection implements ResponseSink {
     this.lastHeard = Date.now();
     this.socket.ref();
     this.parser.expect(exchange.method === 'HEAD');
+    const inline = this.connected ? exchange.inlineBody : null;
+    if (inline !== null) {
+      // Byte for byte: latin1 maps each byte to one character and back.
+      this.socket.write(exchange.head + inline.toString('latin1'), 'latin1', this.headWritten);
+      exchange.end();
+      return;
+    }
     this.socket.write(exchange.head, 'latin1', this.headWritten);
     if (this.connected && !exchange.requestEnded) exchange.handler.upstreamConnected();
   }

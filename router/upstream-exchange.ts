@@ -29,7 +29,10 @@ export interface UpstreamFailure {
 
 /** What happens to one request on its way: the proxy's side of an exchange. */
 export interface ExchangeHandler {
-  /** The connection is up: the request body may be sent now. Only for a request with a body. */
+  /**
+   * The connection is up: the request body may be sent now. Only for a request with a body, and not
+   * for one whose body went with its head (`UpstreamExchange.inlineBody`).
+   */
   upstreamConnected(): void;
   /** The final response's head (interim 1xx responses are skipped). */
   upstreamHead(status: number, reason: string, headers: RawHeaders): void;
@@ -72,6 +75,13 @@ export class UpstreamExchange {
   queuedAt = 0;
   /** Its body is still coming from the client when it is sent: it counts to `streamedBodyMaxSockets`. */
   streamedBody = false;
+  /**
+   * Its whole body, when it is small and read before the request is sent (Content-Length framing):
+   * on a connection that is up, the head and this body go out in one write, one system call (as
+   * nginx's one writev), and `upstreamConnected` is not called. On a connection still opening, the
+   * body goes as any other, once it is up.
+   */
+  inlineBody: Buffer | null = null;
 
   constructor(
     readonly method: string,
