@@ -12,6 +12,7 @@ import { migrationWorkflowId } from '../../engine/temporal/workflow-definitions.
 import { Api, demoApply, demoTopology, ServerHarness } from '../support/server.js';
 import {
   startWorker,
+  startWorkerProcess,
   type TestWorker,
   temporalAddress,
   uniqueTaskQueue,
@@ -88,10 +89,20 @@ describe('cutover server --no-worker (Temporal mode)', () => {
     const started = await api.post('/v1/apply', { ...body, allowAbsentHosts: true });
     expect(started.status, JSON.stringify(started.json)).toBe(202);
     const id = started.json.summary.id as string;
-    // Its first call there is not taken within hostWait: it fails, naming the host, and ends.
-    const ended = await api.waitFor(id, (s) => s.endedAt !== null, 60_000);
-    expect(ended.lifecycle).toBe('failed');
-    const logs = await api.get(`/v1/migrations/${id}/logs`);
-    expect(logs.text).toContain('no worker on host nowhere took provision within 2s');
-  }, 90_000);
+    // Its first call there is not taken within hostWait: it fails, naming the host, and the
+    // migration is undone; the undo there waits for a worker of that host, and says so.
+    const undoing = await api.waitFor(
+      id,
+      (s) => s.lifecycle === 'rolling_back' && s.status.includes('waiting for a worker on host nowhere'),
+      60_000,
+    );
+    expect(undoing.reason).toContain('no worker on host nowhere took provision within 2s');
+    const nowhere = await startWorkerProcess({ address, taskQueue, host: 'nowhere' });
+    try {
+      const ended = await api.waitFor(id, (s) => s.endedAt !== null, 60_000);
+      expect(ended.lifecycle).toBe('failed');
+    } finally {
+      await nowhere.stop();
+    }
+  }, 150_000);
 });
