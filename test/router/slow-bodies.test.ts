@@ -7,7 +7,6 @@
  */
 import { readFile } from 'node:fs/promises';
 import { request } from 'node:http';
-import { connect } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it, type TestContext } from 'vitest';
@@ -18,29 +17,17 @@ import {
   freeListen,
   freePort,
   Resources,
+  rawClient,
+  routerTo,
+  routerWithRoute,
   send,
   setRoute,
   startTestRouter,
-  stateDirFor,
+  tableWithRoute,
 } from './support.js';
 
 const resources = new Resources();
 afterEach(() => resources.cleanup());
-
-/** A raw client connection to `listen` (closed by `own`); what it received, as latin1 text. */
-function rawClient(listen: string, own = resources) {
-  const [host, port] = listen.split(':') as [string, string];
-  const socket = connect(Number(port), host);
-  let received = '';
-  socket.on('data', (data: Buffer) => {
-    received += data.toString('latin1');
-  });
-  socket.on('error', () => undefined);
-  own.add(() => {
-    socket.destroy();
-  });
-  return { socket, received: () => received };
-}
 
 /** One request over `agent`-less keep-alive-free HTTP; its status and how long it took, or its error. */
 function timedRequest(
@@ -69,6 +56,7 @@ function percentile(values: number[], fraction: number): number {
 }
 
 type Timed = Awaited<ReturnType<typeof timedRequest>>;
+type RawClient = ReturnType<typeof rawClient>;
 
 /**
  * A second route of the same router, `calm`, to an upstream no attacker reaches: a request to it
@@ -166,10 +154,7 @@ const mebibyte = 1024 * 1024;
  * answered.
  */
 async function underAttack(
-  attack: (
-    connect: () => ReturnType<typeof rawClient>,
-    listen: string,
-  ) => Promise<{ socket: ReturnType<typeof rawClient>; trickle: string }[]>,
+  attack: (connect: () => RawClient, listen: string) => Promise<{ socket: RawClient; trickle: string }[]>,
   own: Resources,
 ) {
   const queueTimeoutMs = 1_000;
@@ -187,10 +172,7 @@ async function underAttack(
     });
     req.on('end', () => res.end('ok'));
   });
-  const stateDir = await stateDirFor(own);
-  const listen = await freeListen();
-  await setRoute(stateDir, 'web', {
-    listen,
+  const { stateDir, listen } = await tableWithRoute(own, {
     blue: [app.address],
     green: [],
     greenPercent: 0,
@@ -199,7 +181,7 @@ async function underAttack(
   });
   const calmListen = await calmRoute(stateDir, own);
   await startTestRouter(own, stateDir);
-  const attackers = await attack(() => rawClient(listen, own), listen);
+  const attackers = await attack(() => rawClient(own, listen), listen);
   const trickle = setInterval(() => {
     for (const { socket, trickle } of attackers) socket.socket.write(trickle);
   }, trickleIntervalMs);
@@ -251,10 +233,7 @@ describe('router: slow request bodies', () => {
       req.resume();
       req.on('end', () => res.end('ok'));
     });
-    const stateDir = await stateDirFor(resources);
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', {
-      listen,
+    const { stateDir, listen } = await tableWithRoute(resources, {
       blue: [app.address],
       green: [],
       greenPercent: 0,
@@ -264,7 +243,7 @@ describe('router: slow request bodies', () => {
     await startTestRouter(resources, stateDir);
 
     // The attack: each declares 1 MB and sends a byte at a time, often enough not to time out.
-    const slow = Array.from({ length: slowClients }, () => rawClient(listen));
+    const slow = Array.from({ length: slowClients }, () => rawClient(resources, listen));
     await Promise.all(
       slow.map(
         ({ socket }) =>
@@ -331,16 +310,12 @@ describe('router: slow request bodies', () => {
       if (req.url === '/after') res.end('after');
       else held.push(() => res.end('late'));
     });
-    const stateDir = await stateDirFor(resources);
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', {
-      listen,
+    const { listen } = await routerWithRoute(resources, {
       blue: [app.address],
       green: [],
       greenPercent: 0,
       queueTimeoutMs,
     });
-    await startTestRouter(resources, stateDir);
 
     const busy = Array.from({ length: upstreamMaxSockets }, () =>
       timedRequest(listen, 'GET', undefined, 20_000),
@@ -375,35 +350,21 @@ describe('router: slow request bodies', () => {
   });
   it('closes the connection when it answers before the body was read: no upstream took it', async () => {
     const refusing = `127.0.0.1:${await freePort()}`; // nothing listens there
-    const stateDir = await stateDirFor(resources);
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', { listen, blue: [refusing], green: [], greenPercent: 0 });
-    await startTestRouter(resources, stateDir);
-    const client = rawClient(listen);
-    let closed = false;
-    client.socket.on('close', () => {
-      closed = true;
-    });
+    const { listen } = await routerTo(resources, refusing);
+    const client = rawClient(resources, listen);
     // Past the buffered size, so the router asks for a connection before the body is all there.
     client.socket.write(`POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: ${2 * mebibyte}\r\n\r\n`);
     client.socket.write(Buffer.alloc(mebibyte + 16, 'u'));
-    await eventually(() => closed, 10_000);
+    await eventually(() => client.closed(), 10_000);
     expect(client.received()).toMatch(/^HTTP\/1\.1 502 /);
     expect(client.received()).toMatch(/\r\nconnection: close\r\n/i);
   });
 
   it('closes the connection of a request it refuses at once for want of an upstream, its body unread', async () => {
-    const stateDir = await stateDirFor(resources);
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', { listen, blue: [], green: [], greenPercent: 0 });
-    await startTestRouter(resources, stateDir);
-    const client = rawClient(listen);
-    let closed = false;
-    client.socket.on('close', () => {
-      closed = true;
-    });
+    const { listen } = await routerWithRoute(resources, { blue: [], green: [], greenPercent: 0 });
+    const client = rawClient(resources, listen);
     client.socket.write(`POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: ${2 * mebibyte}\r\n\r\npart`);
-    await eventually(() => closed, 10_000);
+    await eventually(() => client.closed(), 10_000);
     expect(client.received()).toMatch(/^HTTP\/1\.1 503 /);
     expect(client.received()).toMatch(/\r\nconnection: close\r\n/i);
   });
