@@ -6,10 +6,11 @@
  * outcome says why. The recipes' steps run by bash exactly as written, with the CI's variables, on
  * a real Git repository (a bare remote, a developer's clone, the runner's checkouts); cutover is
  * installed by the recipes' own install step from `npm pack` of this working tree, once: the
- * GitHub workflows' step, into an npm prefix every job of both hosts then uses (GitLab's
- * before_script is the same script but for its error line, which a test checks; each install costs
- * ~25 CPU-seconds, and a second one into a prefix of its own showed nothing the first did not). The
- * code host's API is the only thing replaced, at the HTTP boundary (test/support/code-host.ts).
+ * GitHub workflows' step, into the npm prefix every job of both hosts uses. GitLab's before_script
+ * runs the same npm command (a test compares the two scripts, and runs both with CUTOVER_PACKAGE
+ * unset); installing again for it (~25 CPU-seconds) would run that command again on the same
+ * tarball. The code host's API is the only thing replaced, at the HTTP boundary
+ * (test/support/code-host.ts).
  */
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
