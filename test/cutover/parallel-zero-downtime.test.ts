@@ -35,10 +35,12 @@ import { eventually } from '../support/wait.js';
 /** Requests per second on each route: what two loaded cores sustain beside the suite. */
 const ratePerRoute = 150;
 /**
- * Answers on each route before the operation under test and after it, so both ends of it are seen
- * under load (about 0.3 s each at `ratePerRoute`; `expectServed` wants more than 10 after).
+ * Answers on each route before the operation under test (the load flows: its process takes 0.2-0.4 s
+ * to start at load 14, most of the 400 ms waited here before) and after it (`expectServed` wants
+ * more than 10), so both ends of it are seen under load.
  */
-const answersAround = 40;
+const answersBefore = 15;
+const answersAfter = 20;
 /** Responses finished this long after an operation ended must all come from its outcome. */
 const settleMs = 50;
 const environment = 'parallel-load';
@@ -127,10 +129,10 @@ async function underLoad(during: () => Promise<void>): Promise<Load[]> {
     );
   try {
     // Each route's load answered before the change, and again after it (awaited, not slept).
-    await Promise.all(loads.map(({ load }) => loadAnswers(load, answersAround)));
+    await Promise.all(loads.map(({ load }) => loadAnswers(load, answersBefore)));
     await during();
     const endedAt = Date.now();
-    await Promise.all(loads.map(({ load }) => loadAnswers(load, answersAround, endedAt + settleMs)));
+    await Promise.all(loads.map(({ load }) => loadAnswers(load, answersAfter, endedAt + settleMs)));
   } catch (error) {
     await stopAll();
     throw error;

@@ -79,8 +79,12 @@ function logKinds(w: Live, id: string): string[] {
 }
 
 const rate = 500;
-/** Answers before the rollback and after it (about 0.3 s each at `rate`; the test wants 100 after). */
-const answersAround = 150;
+/**
+ * Answers before the change (the load flows: its process takes 0.2-0.4 s to start at load 14, where
+ * the fixed 500 ms waited here before saw 40-150 answers) and after it (the test wants 100 after).
+ */
+const answersBefore = 50;
+const answersAfter = 150;
 
 // The load test runs alone (500 requests/s through a router on the same cores; sent from a process
 // of its own, `ownProcess`); the others wait on their own processes and run at once.
@@ -90,10 +94,10 @@ describe('cutover topology rollback --to', () => {
     await bump(w, '1.0.0', '2.0.0', runBinary);
     expect(await versionServed(w)).toBe('2.0.0');
     const load = startTestLoad({ url: w.url, rate });
-    await loadAnswers(load, answersAround); // from 2.0.0, before the rollback
+    await loadAnswers(load, answersBefore); // from 2.0.0, before the rollback
     const result = await rollback(w, 'previous', [], runBinary);
     const endedAt = Date.now();
-    await loadAnswers(load, answersAround, endedAt + 50);
+    await loadAnswers(load, answersAfter, endedAt + 50);
     const run = await load.stop();
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).toContain('Rolling live-demo back from serial 2 to the layout of serial 1');

@@ -53,15 +53,19 @@ interface Run {
   startedAt: number;
 }
 
-/** Answers before `during` and after it (about 0.3 s each at `rate`; a test wants 100 after). */
-const answersAround = 150;
+/**
+ * Answers before the change (the load flows: its process takes 0.2-0.4 s to start at load 14, where
+ * the fixed 500 ms waited here before saw 40-150 answers) and after it (a test wants 100 after).
+ */
+const answersBefore = 50;
+const answersAfter = 150;
 
 async function withLoad(url: string, during: () => Promise<void>): Promise<Run> {
   const startedAt = Date.now();
   const load = startTestLoad({ url, rate });
-  await loadAnswers(load, answersAround);
+  await loadAnswers(load, answersBefore);
   await during();
-  await loadAnswers(load, answersAround, Date.now() + 50);
+  await loadAnswers(load, answersAfter, Date.now() + 50);
   const result = await load.stop();
   return { ...result, startedAt };
 }
