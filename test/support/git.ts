@@ -132,8 +132,8 @@ export class Repo {
  * `examples/exec-demo` migrates in well under a second; `test/fixtures/gated` holds its health gate
  * until `<stateDir>/release-gate` exists.
  */
-export async function initRepo(fixture = 'examples/exec-demo', root?: string): Promise<Repo> {
-  const dir = path.join(root ?? (await scratch()), 'repo');
+export async function initRepo(fixture = 'examples/exec-demo'): Promise<Repo> {
+  const dir = path.join(await scratch(), 'repo');
   copyFixture(path.join(repoRoot, fixture), dir);
   await git(repoRoot, 'init', '-q', '-b', 'main', dir);
   const repo = new Repo(dir);

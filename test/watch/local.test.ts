@@ -4,8 +4,8 @@
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it, type TestContext } from 'vitest';
-import { runCli, tempDir } from '../support/cli.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { runCli } from '../support/cli.js';
 import {
   type Commit,
   cleanUp,
@@ -16,28 +16,14 @@ import {
   plannedVersion,
   readJson,
   reportPaths,
+  scratch,
   startWatch,
   trackStateDir,
   waitForFile,
   waitForMigrations,
 } from '../support/git.js';
-import { killRunners } from '../support/migrations.js';
 
 afterEach(cleanUp);
-
-/**
- * A directory of the test `t` alone (its repository, reports and state), removed when it ends, the
- * runners recorded in `<dir>/state` killed first; not `cleanUp`'s, which the other tests' afterEach
- * calls while this one may still run.
- */
-async function ownRoot(t: TestContext): Promise<string> {
-  const own = await tempDir('cutover-watch-');
-  t.onTestFinished(async () => {
-    killRunners(path.join(own.dir, 'state'));
-    await own.cleanup();
-  });
-  return own.dir;
-}
 
 async function setup(options: { baseline?: boolean; extra?: string[] } = {}) {
   const repo = await initRepo('examples/exec-demo');
@@ -289,18 +275,12 @@ describe('cutover watch, local repository', () => {
     expect(seen - c.at).toBeLessThan(1500);
     expect(plannedVersion(readJson<PlanJson>(reportPaths(out, 'exec-demo', c.short).json), 'db')).toBe('5');
   });
-});
 
-// `cutover watch --once`, in this process: nothing to wait on but the migrations it starts (their
-// runners are processes of their own). These run at once, each in a directory of its own, taken
-// down when it ends; the watchers above run one at a time, since they are judged on how soon they
-// plan a commit.
-describe.concurrent('cutover watch --once, local repository', () => {
-  it('--once plans the head and exits 0, or 1 when the topology is invalid', async (t) => {
-    const root = await ownRoot(t);
-    const repo = await initRepo('examples/exec-demo', root);
+  it('--once plans the head and exits 0, or 1 when the topology is invalid', async () => {
+    const repo = await initRepo('examples/exec-demo');
+    const root = await scratch();
     const out = path.join(root, 'out');
-    const stateDir = path.join(root, 'state');
+    const stateDir = trackStateDir(path.join(root, 'state'));
     const args = ['watch', '--repo', repo.dir, '--out', out, '--state-dir', stateDir, '--once'];
     const head = (await repo.head()).slice(0, 7);
     // EDITOR (npm sets it for scripts), PAGER and GIT_CONFIG_GLOBAL in the environment: simple-git
@@ -330,11 +310,11 @@ describe.concurrent('cutover watch --once, local repository', () => {
     // Nothing was ever applied.
     expect(existsSync(path.join(stateDir, 'environments', 'exec-demo', 'migrations'))).toBe(false);
   });
-  it('--once exits 1 on a branch that does not exist, and when --apply finds a migration in flight', async (t) => {
-    const root = await ownRoot(t);
-    const repo = await initRepo('test/fixtures/gated', root);
+  it('--once exits 1 on a branch that does not exist, and when --apply finds a migration in flight', async () => {
+    const repo = await initRepo('test/fixtures/gated');
+    const root = await scratch();
     const out = path.join(root, 'out');
-    const stateDir = path.join(root, 'state');
+    const stateDir = trackStateDir(path.join(root, 'state'));
     const args = ['watch', '--repo', repo.dir, '--out', out, '--state-dir', stateDir, '--once'];
 
     const missing = await runCli([...args, '--branch', 'no-such-branch']);
@@ -375,10 +355,10 @@ describe.concurrent('cutover watch --once, local repository', () => {
       (list) => list.length === 2 && list.every((m) => m.lifecycle === 'completed'),
     );
   });
-  it('--apply keeps only the exported trees that live slots and the migration in flight need', async (t) => {
-    const root = await ownRoot(t);
-    const repo = await initRepo('examples/exec-demo', root);
-    const stateDir = path.join(root, 'state');
+  it('--apply keeps only the exported trees that live slots and the migration in flight need', async () => {
+    const repo = await initRepo('examples/exec-demo');
+    const root = await scratch();
+    const stateDir = trackStateDir(path.join(root, 'state'));
     const args = ['watch', '--repo', repo.dir, '--out', path.join(root, 'out'), '--state-dir', stateDir];
     const trees = path.join(stateDir, 'watch', 'trees', 'exec-demo');
     const shas: string[] = [];
