@@ -13,7 +13,6 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeCommand } from '../../core/migration/queries.js';
 import type { MigrationState } from '../../core/migration/types.js';
@@ -21,7 +20,7 @@ import { procStat } from '../../platform/process-identity.js';
 // Migrations under load run in their own process (runBinary), as a user runs them: in-process they
 // would share this process's CPU with the load, which would then not keep its rate.
 import { repoRoot, runBinary, runCli, tempDir } from '../support/cli.js';
-import { startTestLoad } from '../support/load.js';
+import { loadAnswers, startTestLoad } from '../support/load.js';
 import {
   copyFixture,
   freePort,
@@ -35,8 +34,13 @@ import { eventually } from '../support/wait.js';
 
 /** Requests per second on each route: what two loaded cores sustain beside the suite. */
 const ratePerRoute = 150;
-/** Load before and after the operation under test, so both ends of it are seen under load. */
-const marginMs = 400;
+/**
+ * Answers on each route before the operation under test (the load flows: its process takes 0.2-0.4 s
+ * to start at load 14, most of the 400 ms waited here before) and after it (`expectServed` wants
+ * more than 10), so both ends of it are seen under load.
+ */
+const answersBefore = 15;
+const answersAfter = 20;
 /** Responses finished this long after an operation ended must all come from its outcome. */
 const settleMs = 50;
 const environment = 'parallel-load';
@@ -124,9 +128,11 @@ async function underLoad(during: () => Promise<void>): Promise<Load[]> {
       loads.map(async ({ route, load }) => ({ route, origin: load.origin, ...(await load.stop()) })),
     );
   try {
-    await sleep(marginMs);
+    // Each route's load answered before the change, and again after it (awaited, not slept).
+    await Promise.all(loads.map(({ load }) => loadAnswers(load, answersBefore)));
     await during();
-    await sleep(marginMs);
+    const endedAt = Date.now();
+    await Promise.all(loads.map(({ load }) => loadAnswers(load, answersAfter, endedAt + settleMs)));
   } catch (error) {
     await stopAll();
     throw error;

@@ -4,10 +4,9 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it, type TestContext } from 'vitest';
 import { runBinary, runCli } from '../support/cli.js';
-import { sentRate, startTestLoad } from '../support/load.js';
+import { loadAnswers, sentRate, startTestLoad } from '../support/load.js';
 import {
   liveWorkspace,
   migrateDetached,
@@ -30,18 +29,28 @@ async function live(t: TestContext, migrated = true): Promise<Live> {
   return w;
 }
 
-/** Migrates the file from one version to another; the migration's id. */
-async function bump(w: Live, from: string, to: string, env: NodeJS.ProcessEnv = {}): Promise<string> {
+type Run = typeof runCli;
+
+/**
+ * Migrates the file from one version to another; the migration's id. In this process (`runCli`),
+ * or as the real binary (`runBinary`): beside the load, so that the migration runs in a process of
+ * its own, and where the engine reads CUTOVER_KEEP_LAYOUTS (from its process's environment).
+ */
+async function bump(w: Live, from: string, to: string, run: Run = runCli, env: NodeJS.ProcessEnv = {}) {
   setFileVersion(w, from, to);
-  // The binary: the migration runs in its own process, beside the load (and reads
-  // CUTOVER_KEEP_LAYOUTS from its environment).
-  const result = await runBinary(['topology', 'migrate', '-f', w.file, '--yes'], { env });
+  const result = await run(['topology', 'migrate', '-f', w.file, '--yes'], { env });
   expect(result.code, result.stderr).toBe(0);
   return /^(mig_[0-9a-z]+): completed$/m.exec(result.stdout)?.[1] as string;
 }
 
-const rollback = (w: Live, to: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}) =>
-  runBinary(['topology', 'rollback', '--to', to, '-f', w.file, '--yes', ...extra], { env });
+/** `cutover topology rollback --to`, in this process unless `run` says otherwise (see `bump`). */
+const rollback = (
+  w: Live,
+  to: string,
+  extra: string[] = [],
+  run: Run = runCli,
+  env: NodeJS.ProcessEnv = {},
+) => run(['topology', 'rollback', '--to', to, '-f', w.file, '--yes', ...extra], { env });
 
 async function versionServed(w: Live): Promise<string> {
   return ((await (await fetch(w.url)).json()) as { version: string }).version;
@@ -70,19 +79,25 @@ function logKinds(w: Live, id: string): string[] {
 }
 
 const rate = 500;
+/**
+ * Answers before the change (the load flows: its process takes 0.2-0.4 s to start at load 14, where
+ * the fixed 500 ms waited here before saw 40-150 answers) and after it (the test wants 100 after).
+ */
+const answersBefore = 50;
+const answersAfter = 150;
 
 // The load test runs alone (500 requests/s through a router on the same cores; sent from a process
 // of its own, `ownProcess`); the others wait on their own processes and run at once.
 describe('cutover topology rollback --to', () => {
   it('previous, under load after a commit: a green-blue migration back to 1.0.0, zero failed, a new serial', async (t) => {
     const w = await live(t);
-    await bump(w, '1.0.0', '2.0.0');
+    await bump(w, '1.0.0', '2.0.0', runBinary);
     expect(await versionServed(w)).toBe('2.0.0');
     const load = startTestLoad({ url: w.url, rate });
-    await sleep(500);
-    const result = await rollback(w, 'previous');
+    await loadAnswers(load, answersBefore); // from 2.0.0, before the rollback
+    const result = await rollback(w, 'previous', [], runBinary);
     const endedAt = Date.now();
-    await sleep(500);
+    await loadAnswers(load, answersAfter, endedAt + 50);
     const run = await load.stop();
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).toContain('Rolling live-demo back from serial 2 to the layout of serial 1');
@@ -139,8 +154,8 @@ describe('cutover topology rollback --to', () => {
   it.concurrent('keeps the last CUTOVER_KEEP_LAYOUTS layouts; one no longer kept is named, with what to do', async (t) => {
     const w = await live(t);
     const env = { CUTOVER_KEEP_LAYOUTS: '2' };
-    await bump(w, '1.0.0', '2.0.0', env);
-    await bump(w, '2.0.0', '3.0.0', env);
+    await bump(w, '1.0.0', '2.0.0', runBinary, env);
+    await bump(w, '2.0.0', '3.0.0', runBinary, env);
     expect(kept(w)).toEqual([2, 3]);
     const gone = await rollback(w, 'serial:1');
     expect(gone.code).toBe(1);

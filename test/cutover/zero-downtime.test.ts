@@ -10,7 +10,7 @@ import { readRouterRecord } from '../../router/router-record.js';
 // Migrations under load run in their own process (runBinary), as a user runs them: in-process they
 // would share this process's CPU with the load, which would then not keep its rate.
 import { runBinary, runCli } from '../support/cli.js';
-import { sentRate, startTestLoad } from '../support/load.js';
+import { loadAnswers, sentRate, startTestLoad } from '../support/load.js';
 import {
   freePort,
   liveWorkspace,
@@ -19,6 +19,8 @@ import {
   type Workspace,
   waitFor,
 } from '../support/migrations.js';
+import { running } from '../support/processes.js';
+import { eventually } from '../support/wait.js';
 
 type Live = Workspace & { url: string };
 
@@ -51,12 +53,19 @@ interface Run {
   startedAt: number;
 }
 
+/**
+ * Answers before the change (the load flows: its process takes 0.2-0.4 s to start at load 14, where
+ * the fixed 500 ms waited here before saw 40-150 answers) and after it (a test wants 100 after).
+ */
+const answersBefore = 50;
+const answersAfter = 150;
+
 async function withLoad(url: string, during: () => Promise<void>): Promise<Run> {
   const startedAt = Date.now();
   const load = startTestLoad({ url, rate });
-  await sleep(500);
+  await loadAnswers(load, answersBefore);
   await during();
-  await sleep(500);
+  await loadAnswers(load, answersAfter, Date.now() + 50);
   const result = await load.stop();
   return { ...result, startedAt };
 }
@@ -212,7 +221,7 @@ describe('zero-downtime cutover through the router', () => {
     expect((await runCli(['topology', 'migrate', '-f', w.file, '--yes'])).code).toBe(0);
     const record = readRouterRecord(w.stateDir);
     process.kill(record?.pid as number, 'SIGKILL');
-    await sleep(200);
+    await eventually(() => !running(record?.pid as number)); // dead: its port is free
     const proxy = runBinary(['proxy', '-f', w.file]);
     void proxy;
     await waitForAnswer(w.url);
@@ -225,9 +234,9 @@ describe('zero-downtime cutover through the router', () => {
     setFileVersion(w, '1.0.0', '2.0.0');
     const run = await withLoad(w.url, async () => {
       const id = await migrateDetached(w);
-      const running = await waitFor(w, id, (s) => s.status.includes('health_gate'));
-      process.kill(running.runnerPid as number, 'SIGKILL');
-      await sleep(300);
+      const inFlight = await waitFor(w, id, (s) => s.status.includes('health_gate'));
+      process.kill(inFlight.runnerPid as number, 'SIGKILL');
+      await eventually(() => !running(inFlight.runnerPid as number));
       expect((await runBinary(['topology', 'migration', 'resume', id, '-f', w.file])).code).toBe(0);
       expect(
         (await waitFor(w, id, (s) => ['completed', 'failed', 'rolled_back'].includes(s.lifecycle))).lifecycle,

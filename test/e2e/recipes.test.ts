@@ -5,10 +5,14 @@
  * that saved plan and posts the outcome; a plan made stale by another merge is refused, and its
  * outcome says why. The recipes' steps run by bash exactly as written, with the CI's variables, on
  * a real Git repository (a bare remote, a developer's clone, the runner's checkouts); cutover is
- * installed by the recipes' own install step from `npm pack` of this working tree. The code host's
- * API is the only thing replaced, at the HTTP boundary (test/support/code-host.ts).
+ * installed by the recipes' own install step from `npm pack` of this working tree, once: the
+ * GitHub workflows' step, into the npm prefix every job of both hosts uses. GitLab's before_script
+ * runs the same npm command (a test compares the two scripts, and runs both with CUTOVER_PACKAGE
+ * unset); installing again for it (~25 CPU-seconds) would run that command again on the same
+ * tarball. The code host's API is the only thing replaced, at the HTTP boundary
+ * (test/support/code-host.ts).
  */
-import { cpSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -44,15 +48,16 @@ const cutoverToken = 'ci-token-5f0e2d1c4b3a29187766';
 const hostToken = 'host-token-0a1b2c3d4e5f60718293';
 const reviewer = { id: 7, login: 'reviewer' };
 const gitlabBot = { id: 301, login: 'project_42_bot' };
-/** Packing, two installs (the dependencies' manifests from the registry), a server and a baseline migration. */
+/** Packing, the install (the dependencies' manifests from the registry), a server and a baseline migration. */
 const setupTimeoutMs = 360_000;
 const scenarioTimeoutMs = 180_000;
 
 const harness = new ServerHarness();
 let tarball = '';
-const npmPrefix: Record<HostKind, string> = { github: '', gitlab: '' };
+/** Where the install step put cutover, for every job of both hosts (a runner's npm prefix). */
+let npmPrefix = '';
 /**
- * Each host's world, made while the install steps run (it needs no installed cutover: its server
+ * Each host's world, made while the install step runs (it needs no installed cutover: its server
  * and baseline migration run from this checkout); each host's suite waits for its own.
  */
 const worlds: Partial<Record<HostKind, Promise<World>>> = {};
@@ -76,49 +81,33 @@ beforeAll(async () => {
   const dir = await harness.tempDir('cutover-recipes-');
   besideBefore = besideCheckout();
   tarball = await packWorkingTree(dir);
-  for (const kind of ['github', 'gitlab'] as const) npmPrefix[kind] = path.join(dir, `npm-${kind}`);
-  // The install steps as written, once per test file (both at once: they share npm's cache).
+  npmPrefix = path.join(dir, 'npm');
+  // The install step as written, once per test file.
   const started = performance.now();
-  const [github, gitlab] = await Promise.all([
-    runGitHubJob({
-      workflow: githubApply,
-      job: 'apply',
-      workspace: path.join(dir, 'install-github', 'ws'),
-      event: {},
-      variables: {},
-      expressions: {
-        'vars.CUTOVER_PACKAGE': tarball,
-        'secrets.CUTOVER_SERVER': '',
-        'secrets.CUTOVER_TOKEN': '',
-        'secrets.GITHUB_TOKEN': '',
-      },
-      npmPrefix: npmPrefix.github,
-      remote: '',
-      // The install alone: no repository to check out yet.
-      only: ['actions/setup-node@v4', 'Install cutover'],
-    }),
-    runGitLabJob({
-      file: gitlabFile,
-      job: 'cutover-apply',
-      workspace: path.join(dir, 'install-gitlab', 'ws'),
-      // The install alone: no repository to check out yet.
-      variables: { ...gitlabPush('0'.repeat(40)), CUTOVER_PACKAGE: tarball, GIT_STRATEGY: 'none' },
-      npmPrefix: npmPrefix.gitlab,
-      remote: '',
-      part: 'before_script',
-    }),
-  ]);
+  const job = await runGitHubJob({
+    workflow: githubApply,
+    job: 'apply',
+    workspace: path.join(dir, 'install', 'ws'),
+    event: {},
+    variables: {},
+    expressions: {
+      'vars.CUTOVER_PACKAGE': tarball,
+      'secrets.CUTOVER_SERVER': '',
+      'secrets.CUTOVER_TOKEN': '',
+      'secrets.GITHUB_TOKEN': '',
+    },
+    npmPrefix,
+    remote: '',
+    // The install alone: no repository to check out yet.
+    only: ['actions/setup-node@v4', 'Install cutover'],
+  });
   const installMs = Math.round(performance.now() - started);
-  for (const job of [github, gitlab]) {
-    // The transcript in the log whatever vitest does with a failed hook's message.
-    if (job.code !== 0) console.error(`the recipes' install step failed:\n${transcript(job)}`);
-    expect(job.code, transcript(job)).toBe(0);
-    expect(job.steps.map((s) => s.stdout).join('')).toMatch(/^0\.1\.0$/m); // cutover --version
-  }
+  // The transcript in the log whatever vitest does with a failed hook's message.
+  if (job.code !== 0) console.error(`the recipes' install step failed:\n${transcript(job)}`);
+  expect(job.code, transcript(job)).toBe(0);
+  expect(job.steps.map((s) => s.stdout).join('')).toMatch(/^0\.1\.0$/m); // cutover --version
   const size = (statSync(tarball).size / 1e6).toFixed(1);
-  console.info(
-    `the recipes' install steps (npm pack tarball, ${size} MB; two prefixes at once): ${installMs} ms`,
-  );
+  console.info(`the recipes' install step (npm pack tarball, ${size} MB): ${installMs} ms`);
 }, setupTimeoutMs);
 
 afterAll(() => harness.cleanup());
@@ -140,8 +129,8 @@ describe('the recipes install cutover the same way in every job', () => {
   });
 
   it(`installs on the lowest Node the package claims (engine-strict), with the locked versions of what the tarball carries, and plans an example`, async () => {
-    const installed = installedPackage(npmPrefix.github);
-    const env = runnerEnv(npmPrefix.github);
+    const installed = installedPackage(npmPrefix);
+    const env = runnerEnv(npmPrefix);
     const example = 'examples/changes/version-bump';
     const run = await bash(
       `node --version; npm version --json; npm config get engine-strict; cutover topology plan -f ${example}/after.yaml --against ${example}/before.yaml`,
@@ -166,17 +155,66 @@ describe('the recipes install cutover the same way in every job', () => {
     for (const name of temporal) expect(pkg.dependencies[name]).toMatch(/^\d+\.\d+\.\d+$/);
   });
 
-  it('runs one install step text in both GitHub workflows, from CUTOVER_PACKAGE, never the registry name', () => {
+  it('runs one install step in every job of both hosts, from CUTOVER_PACKAGE, never the registry name', () => {
     const install = (file: string, job: string) =>
       loadWorkflow(file).jobs[job]?.steps.find((s) => s.name === 'Install cutover')?.run;
-    expect(install(githubPlan, 'plan')).toBe(install(githubApply, 'apply'));
-    for (const text of [
-      install(githubPlan, 'plan'),
-      resolvedJob(gitlabFile, 'cutover-plan').before_script?.join('\n'),
-    ]) {
+    const github = install(githubPlan, 'plan');
+    expect(github).toBe(install(githubApply, 'apply'));
+    const gitlab = ['cutover-plan', 'cutover-apply'].map((job) =>
+      resolvedJob(gitlabFile, job).before_script?.join('\n'),
+    );
+    expect(gitlab[1]).toBe(gitlab[0]);
+    for (const text of [github, gitlab[0]]) {
       expect(text).toContain('npm install --global --no-audit --no-fund "$CUTOVER_PACKAGE"');
       expect(text).not.toMatch(/npm install[^\n]* cutover(\s|$)/);
     }
+    // The same script but for the line that says CUTOVER_PACKAGE is missing: the install this file
+    // runs once (GitHub's) is GitLab's too.
+    const withoutMessage = (text = '') => text.replace(/^ *echo .*CUTOVER_PACKAGE is not set.*$/m, '');
+    expect(withoutMessage(gitlab[0])).toBe(withoutMessage(github));
+  });
+
+  it('stops each install step before npm, saying what to set, when CUTOVER_PACKAGE is not set', async () => {
+    const dir = await harness.tempDir('cutover-recipes-unset-');
+    const prefix = path.join(dir, 'npm');
+    const [github, gitlab] = await Promise.all([
+      runGitHubJob({
+        workflow: githubPlan,
+        job: 'plan',
+        workspace: path.join(dir, 'github', 'ws'),
+        event: {},
+        variables: {},
+        expressions: {
+          'vars.CUTOVER_PACKAGE': '',
+          'secrets.CUTOVER_SERVER': '',
+          'secrets.CUTOVER_TOKEN': '',
+          'secrets.GITHUB_TOKEN': '',
+        },
+        npmPrefix: prefix,
+        remote: '',
+        only: ['Install cutover'],
+      }),
+      runGitLabJob({
+        file: gitlabFile,
+        job: 'cutover-apply',
+        workspace: path.join(dir, 'gitlab', 'ws'),
+        variables: { ...gitlabPush('0'.repeat(40)), GIT_STRATEGY: 'none' },
+        npmPrefix: prefix,
+        remote: '',
+        part: 'before_script',
+      }),
+    ]);
+    expect([github.code, github.steps.map((s) => s.stderr)]).toEqual([
+      1,
+      [
+        '::error::CUTOVER_PACKAGE is not set: set the repository variable to a tarball made by npm pack (its URL)\n',
+      ],
+    ]);
+    expect([gitlab.code, gitlab.steps.map((s) => s.stderr)]).toEqual([
+      1,
+      ['CUTOVER_PACKAGE is not set: set the CI/CD variable to a tarball made by npm pack (its URL)\n'],
+    ]);
+    expect(existsSync(prefix)).toBe(false); // npm never ran
   });
 
   it('runs the GitLab plan job in merge request pipelines and the apply job on the default branch only', () => {
@@ -480,7 +518,7 @@ class World {
         job: 'cutover-plan',
         workspace,
         variables: { ...gitlabMergeRequest(request, head, branch), ...this.gitlabSecrets() },
-        npmPrefix: npmPrefix.gitlab,
+        npmPrefix,
         remote: this.remote,
         part: 'script',
       });
@@ -498,7 +536,7 @@ class World {
       },
       variables: this.githubVariables('pull_request', merge, `refs/pull/${request}/merge`),
       expressions: this.githubExpressions(),
-      npmPrefix: npmPrefix.github,
+      npmPrefix,
       remote: this.remote,
       skip: ['Install cutover'],
     });
@@ -514,7 +552,7 @@ class World {
         job: 'cutover-apply',
         workspace,
         variables: { ...gitlabPush(merge), ...this.gitlabSecrets() },
-        npmPrefix: npmPrefix.gitlab,
+        npmPrefix,
         remote: this.remote,
         part: 'script',
       });
@@ -526,7 +564,7 @@ class World {
       event: { ref: 'refs/heads/main', after: merge },
       variables: this.githubVariables('push', merge, 'refs/heads/main'),
       expressions: this.githubExpressions(),
-      npmPrefix: npmPrefix.github,
+      npmPrefix,
       remote: this.remote,
       skip: ['Install cutover'],
     });

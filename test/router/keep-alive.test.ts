@@ -6,38 +6,22 @@
  * the requests had arrived.
  */
 import { Agent } from 'node:http';
-import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clientKeepAliveTimeoutMs } from '../../router/route-listeners.js';
-import { startRouter } from '../../router/router.js';
-import {
-  countingUpstream,
-  eventually,
-  freeListen,
-  Resources,
-  send,
-  setRoute,
-  startTestRouter,
-  stateDirFor,
-} from './support.js';
+import { countingUpstream, eventually, Resources, rawClient, routerWithRoute, send } from './support.js';
 
 const resources = new Resources();
 afterEach(() => resources.cleanup());
 
+/** A router whose route `web` sends to an upstream answering `ok`; where the route listens. */
 async function routeTo(keepAliveTimeoutMs?: number): Promise<string> {
   const app = await countingUpstream(resources, (req, res) => {
     req.resume();
     req.on('end', () => res.end('ok'));
   });
-  const stateDir = await stateDirFor(resources);
-  const listen = await freeListen();
-  await setRoute(stateDir, 'web', { listen, blue: [app.address], green: [], greenPercent: 0 });
-  if (keepAliveTimeoutMs === undefined) await startTestRouter(resources, stateDir);
-  else {
-    const router = await startRouter({ stateDir, log: () => undefined, keepAliveTimeoutMs });
-    resources.add(() => router.close());
-  }
-  return listen;
+  const slots = { blue: [app.address], green: [], greenPercent: 0 };
+  const options = keepAliveTimeoutMs === undefined ? {} : { keepAliveTimeoutMs };
+  return (await routerWithRoute(resources, slots, options)).listen;
 }
 
 /** Blocks this process (the router's too) for `ms`: a router whose loop runs late. */
@@ -62,52 +46,37 @@ describe('router: idle client keep-alive connections', () => {
   it('answers a request that reached an idle connection before the router, running late, closed it', async () => {
     const keepAliveTimeoutMs = 200;
     const listen = await routeTo(keepAliveTimeoutMs);
-    const [host, port] = listen.split(':') as [string, string];
-    const socket = connect(Number(port), host);
-    resources.add(() => {
-      socket.destroy();
-    });
-    let received = '';
-    let error = '';
-    socket.on('data', (data: Buffer) => {
-      received += data.toString('latin1');
-    });
-    socket.on('error', (e: NodeJS.ErrnoException) => {
-      error = e.code ?? e.message;
-    });
+    const client = rawClient(resources, listen);
     const request = 'POST /put HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nk';
-    socket.write(request);
-    await eventually(() => received.includes('\r\n\r\nok'));
-    received = '';
+    client.socket.write(request);
+    await eventually(() => client.received().includes('\r\n\r\nok'));
+    client.clear();
     // The next request goes out while the connection is idle, then this process (the router with
     // it) is held past the idle deadline (Node's, plus the second it adds): when the loop runs
     // again the router's keep-alive timer is due, and the request's bytes are there, unread.
     await new Promise<void>((resolve) =>
       setImmediate(() => {
-        socket.write(request);
+        client.socket.write(request);
         busy(keepAliveTimeoutMs + 1_500);
         resolve();
       }),
     );
-    await eventually(() => received.includes('\r\n\r\nok') || error !== '' || socket.destroyed, 5_000);
+    await eventually(
+      () => client.received().includes('\r\n\r\nok') || client.error() !== '' || client.socket.destroyed,
+      5_000,
+    );
     // Before: the connection was destroyed with the request unread, and the client got a reset.
-    expect({ error, answer: received.split('\r\n')[0] }).toEqual({ error: '', answer: 'HTTP/1.1 200 OK' });
+    expect({ error: client.error(), answer: client.received().split('\r\n')[0] }).toEqual({
+      error: '',
+      answer: 'HTTP/1.1 200 OK',
+    });
   });
 
   it('still closes a connection that stays idle', async () => {
     const listen = await routeTo(200);
-    const [host, port] = listen.split(':') as [string, string];
-    const socket = connect(Number(port), host);
-    resources.add(() => {
-      socket.destroy();
-    });
-    let closed = false;
-    socket.on('close', () => {
-      closed = true;
-    });
-    socket.on('error', () => undefined);
-    socket.resume();
-    socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
-    await eventually(() => closed, 5_000);
+    const client = rawClient(resources, listen);
+    client.socket.resume();
+    client.socket.write('GET / HTTP/1.1\r\nHost: x\r\n\r\n');
+    await eventually(() => client.closed(), 5_000);
   });
 });

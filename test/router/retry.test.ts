@@ -5,7 +5,7 @@
  */
 import { once } from 'node:events';
 import { createServer } from 'node:http';
-import { connect, createServer as createNetServer, type Socket } from 'node:net';
+import { createServer as createNetServer, type Socket } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { mayRetry } from '../../router/proxy-request.js';
 import {
@@ -19,13 +19,13 @@ import {
   type Answer,
   countingUpstream,
   eventually,
-  freeListen,
   freePort,
   Resources,
+  rawClient,
+  routerTo,
+  routerWithRoute,
   send,
   setRoute,
-  startTestRouter,
-  stateDirFor,
 } from './support.js';
 
 const resources = new Resources();
@@ -138,19 +138,15 @@ async function inBatches<T>(count: number, batch: number, one: (index: number) =
 
 describe('router: resending a request to another upstream', () => {
   it('never runs a POST twice when a replica reads it and hangs up; GETs still fail over', async () => {
-    const stateDir = await stateDirFor(resources);
     const [hangs, answers] = await Promise.all([
       recordingReplica('hangs', true),
       recordingReplica('ok', false),
     ]);
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', {
-      listen,
+    const { listen } = await routerWithRoute(resources, {
       blue: [hangs.address, answers.address],
       green: [],
       greenPercent: 0,
     });
-    await startTestRouter(resources, stateDir);
     // Connections opened ahead to both replicas: those the faulty one closes look like idle ones.
     await eventually(
       () => hangs.open() >= upstreamWarmConnections && answers.open() >= upstreamWarmConnections,
@@ -173,17 +169,13 @@ describe('router: resending a request to another upstream', () => {
   });
 
   it('sends a read body to the next replica when the first refuses the connection', async () => {
-    const stateDir = await stateDirFor(resources);
     const answers = await recordingReplica('ok', false);
     const refusing = `127.0.0.1:${await freePort()}`; // nothing listens there
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', {
-      listen,
+    const { listen } = await routerWithRoute(resources, {
       blue: [refusing, answers.address],
       green: [],
       greenPercent: 0,
     });
-    await startTestRouter(resources, stateDir);
     const body = 'b'.repeat(512 * 1024);
     const posts = await inBatches(4, 4, () => send(listen, { method: 'POST', body }));
     expect(posts.map((a) => [a.status, a.body.length])).toEqual(Array(4).fill([200, `ok:${body}`.length]));
@@ -192,22 +184,13 @@ describe('router: resending a request to another upstream', () => {
 
   it('answers each POST sent after the upstream reset its idle connection: that connection is dropped, not used', async () => {
     const upstream = await rawUpstream();
-    const stateDir = await stateDirFor(resources);
-    const listen = await freeListen();
     // As green at 100%: no connections opened ahead, so every upstream connection is one a request used.
-    await setRoute(stateDir, 'web', { listen, blue: [], green: [upstream.address], greenPercent: 100 });
-    await startTestRouter(resources, stateDir);
-    const [host, port] = listen.split(':') as [string, string];
-    const client = connect(Number(port), host);
-    resources.add(() => {
-      client.destroy();
-    });
-    let received = '';
-    client.on('data', (data: Buffer) => {
-      received += data.toString('latin1');
-    });
-    const answered = (count: number) => eventually(() => received.split('HTTP/1.1 ').length - 1 === count);
-    const post = (i: number) => client.write(`POST /${i} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi`);
+    const { listen } = await routerTo(resources, upstream.address, { slot: 'green' });
+    const client = rawClient(resources, listen);
+    const answered = (count: number) =>
+      eventually(() => client.received().split('HTTP/1.1 ').length - 1 === count);
+    const post = (i: number) =>
+      client.socket.write(`POST /${i} HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi`);
 
     post(0);
     await answered(1);
@@ -219,7 +202,7 @@ describe('router: resending a request to another upstream', () => {
       post(i);
       await answered(i + 1);
     }
-    expect(received.match(/HTTP\/1\.1 \d+/g)).toEqual(Array(21).fill('HTTP/1.1 200'));
+    expect(client.received().match(/HTTP\/1\.1 \d+/g)).toEqual(Array(21).fill('HTTP/1.1 200'));
     expect(upstream.heads).toEqual(Array.from({ length: 21 }, (_, i) => `POST /${i} HTTP/1.1`));
   });
 
@@ -242,7 +225,6 @@ describe('router: resending a request to another upstream', () => {
   });
 
   it('loses no POST while the upstream keeps closing its idle connections', async () => {
-    const stateDir = await stateDirFor(resources);
     const received: string[] = [];
     const replica = await countingUpstream(resources, (req, res) => {
       const chunks: Buffer[] = [];
@@ -252,9 +234,7 @@ describe('router: resending a request to another upstream', () => {
         res.end('ok');
       });
     });
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', { listen, blue: [replica.address], green: [], greenPercent: 0 });
-    await startTestRouter(resources, stateDir);
+    const { listen } = await routerTo(resources, replica.address);
     await eventually(() => replica.open() >= upstreamWarmConnections);
     const answers: Answer[] = [];
     for (let round = 0; round < 10; round++) {
@@ -291,11 +271,8 @@ describe('router: resending a request to another upstream', () => {
 
   it('resends to the same replica a POST its kept connection refused, when it is the only replica', async () => {
     const replica = await recordingReplica('only', false);
-    const stateDir = await stateDirFor(resources);
-    const listen = await freeListen();
     // As green at 100%: no spares, so the kept connection is the one the first POST used.
-    await setRoute(stateDir, 'web', { listen, blue: [], green: [replica.address], greenPercent: 100 });
-    await startTestRouter(resources, stateDir);
+    const { listen } = await routerTo(resources, replica.address, { slot: 'green' });
     expect((await send(listen, { method: 'POST', body: 'first' })).body).toBe('only:first');
     await eventually(() => replica.open() === 1);
 
@@ -311,32 +288,22 @@ describe('router: resending a request to another upstream', () => {
       recordingReplica('dropped', false),
       recordingReplica('current', false),
     ]);
-    const stateDir = await stateDirFor(resources);
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', { listen, blue: [], green: [dropped.address], greenPercent: 100 });
-    const { router } = await startTestRouter(resources, stateDir);
+    const { stateDir, listen, router } = await routerTo(resources, dropped.address, { slot: 'green' });
     expect((await send(listen, { method: 'POST', body: 'first' })).body).toBe('dropped:first');
 
     // A POST whose body is still coming when the table drops its replica.
-    const [host, port] = listen.split(':') as [string, string];
-    const client = connect(Number(port), host);
-    resources.add(() => {
-      client.destroy();
-    });
-    let received = '';
-    client.on('data', (data: Buffer) => {
-      received += data.toString('latin1');
-    });
-    client.write('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\nsec');
+    const client = rawClient(resources, listen);
+    client.socket.write('POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\nsec');
     await eventually(() => router.inFlight('test/web', [dropped.address]) === 1);
     await setRoute(stateDir, 'web', { listen, blue: [], green: [current.address], greenPercent: 100 });
     await router.reload();
     const reset = resetAsTheRequestGoesOut(dropped.address, () => dropped.resetAll());
-    client.write('ond');
-    await eventually(() => received.includes('\r\n\r\n') && received.endsWith('second'));
+    client.socket.write('ond');
+    const received = () => client.received();
+    await eventually(() => received().includes('\r\n\r\n') && received().endsWith('second'));
     expect(reset.fired()).toBe(true);
-    expect(received).toMatch(/^HTTP\/1\.1 200 /);
-    expect(received).toMatch(/current:second$/);
+    expect(received()).toMatch(/^HTTP\/1\.1 200 /);
+    expect(received()).toMatch(/current:second$/);
     expect([dropped.posts, current.posts]).toEqual([['first'], ['second']]);
   });
 });

@@ -7,10 +7,9 @@
  */
 import { readFile } from 'node:fs/promises';
 import { request } from 'node:http';
-import { connect } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, describe, expect, it, type TestContext } from 'vitest';
+import { describe, expect, it, type TestContext } from 'vitest';
 import { streamedBodyMaxSockets, upstreamMaxSockets } from '../../router/upstream-pool.js';
 import {
   countingUpstream,
@@ -18,28 +17,20 @@ import {
   freeListen,
   freePort,
   Resources,
+  rawClient,
+  routerTo,
+  routerWithRoute,
   send,
   setRoute,
   startTestRouter,
-  stateDirFor,
+  tableWithRoute,
 } from './support.js';
 
-const resources = new Resources();
-afterEach(() => resources.cleanup());
-
-/** A raw client connection to `listen` (closed by `own`); what it received, as latin1 text. */
-function rawClient(listen: string, own = resources) {
-  const [host, port] = listen.split(':') as [string, string];
-  const socket = connect(Number(port), host);
-  let received = '';
-  socket.on('data', (data: Buffer) => {
-    received += data.toString('latin1');
-  });
-  socket.on('error', () => undefined);
-  own.add(() => {
-    socket.destroy();
-  });
-  return { socket, received: () => received };
+/** What the test `t` started, stopped when it ends (the tests run at once). */
+function resourcesOf(t: TestContext): Resources {
+  const own = new Resources();
+  t.onTestFinished(() => own.cleanup());
+  return own;
 }
 
 /** One request over `agent`-less keep-alive-free HTTP; its status and how long it took, or its error. */
@@ -69,13 +60,14 @@ function percentile(values: number[], fraction: number): number {
 }
 
 type Timed = Awaited<ReturnType<typeof timedRequest>>;
+type RawClient = ReturnType<typeof rawClient>;
 
 /**
  * A second route of the same router, `calm`, to an upstream no attacker reaches: a request to it
  * waits for the same busy process as one to the attacked route (this process is the attackers, the
  * router and the clients), and cannot wait for connections the slow bodies hold.
  */
-async function calmRoute(stateDir: string, own = resources): Promise<string> {
+async function calmRoute(stateDir: string, own: Resources): Promise<string> {
   const calmApp = await countingUpstream(own, (req, res) => {
     req.resume();
     req.on('end', () => res.end('ok'));
@@ -166,10 +158,7 @@ const mebibyte = 1024 * 1024;
  * answered.
  */
 async function underAttack(
-  attack: (
-    connect: () => ReturnType<typeof rawClient>,
-    listen: string,
-  ) => Promise<{ socket: ReturnType<typeof rawClient>; trickle: string }[]>,
+  attack: (connect: () => RawClient, listen: string) => Promise<{ socket: RawClient; trickle: string }[]>,
   own: Resources,
 ) {
   const queueTimeoutMs = 1_000;
@@ -187,10 +176,7 @@ async function underAttack(
     });
     req.on('end', () => res.end('ok'));
   });
-  const stateDir = await stateDirFor(own);
-  const listen = await freeListen();
-  await setRoute(stateDir, 'web', {
-    listen,
+  const { stateDir, listen } = await tableWithRoute(own, {
     blue: [app.address],
     green: [],
     greenPercent: 0,
@@ -199,7 +185,7 @@ async function underAttack(
   });
   const calmListen = await calmRoute(stateDir, own);
   await startTestRouter(own, stateDir);
-  const attackers = await attack(() => rawClient(listen, own), listen);
+  const attackers = await attack(() => rawClient(own, listen), listen);
   const trickle = setInterval(() => {
     for (const { socket, trickle } of attackers) socket.socket.write(trickle);
   }, trickleIntervalMs);
@@ -241,183 +227,165 @@ function slowHead(framing: string): string {
 }
 
 describe('router: slow request bodies', () => {
-  it('keeps serving a route while 260 clients trickle 1 MB bodies, and answers those 408 once they stall', async () => {
-    const bodyTimeoutMs = 1_500;
-    const trickleIntervalMs = 300;
-    const slowClients = 260;
-    let slowPostsSeen = 0;
-    const app = await countingUpstream(resources, (req, res) => {
-      if (req.headers['x-slow'] !== undefined) slowPostsSeen++;
-      req.resume();
-      req.on('end', () => res.end('ok'));
-    });
-    const stateDir = await stateDirFor(resources);
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', {
-      listen,
-      blue: [app.address],
-      green: [],
-      greenPercent: 0,
-      bodyTimeoutMs,
-    });
-    const calmListen = await calmRoute(stateDir);
-    await startTestRouter(resources, stateDir);
+  // Each on a router, upstream and clients of its own: they wait on timers and sockets (the
+  // bodyTimeout, the queueTimeout), and each GET of the first is judged against its calm twin.
+  // Not beside the attacks below: their suite is another group, run after this one.
+  describe('each on a router of its own, at once', () => {
+    it.concurrent('keeps serving a route while 260 clients trickle 1 MB bodies, and answers those 408 once they stall', async (t) => {
+      const resources = resourcesOf(t);
+      const bodyTimeoutMs = 1_500;
+      const trickleIntervalMs = 300;
+      const slowClients = 260;
+      let slowPostsSeen = 0;
+      const app = await countingUpstream(resources, (req, res) => {
+        if (req.headers['x-slow'] !== undefined) slowPostsSeen++;
+        req.resume();
+        req.on('end', () => res.end('ok'));
+      });
+      const { stateDir, listen } = await tableWithRoute(resources, {
+        blue: [app.address],
+        green: [],
+        greenPercent: 0,
+        bodyTimeoutMs,
+      });
+      const calmListen = await calmRoute(stateDir, resources);
+      await startTestRouter(resources, stateDir);
 
-    // The attack: each declares 1 MB and sends a byte at a time, often enough not to time out.
-    const slow = Array.from({ length: slowClients }, () => rawClient(listen));
-    await Promise.all(
-      slow.map(
-        ({ socket }) =>
-          new Promise<void>((resolve) =>
-            socket.write(
-              'POST /upload HTTP/1.1\r\nHost: x\r\nX-Slow: 1\r\nContent-Length: 1000000\r\n\r\nx',
-              () => resolve(),
+      // The attack: each declares 1 MB and sends a byte at a time, often enough not to time out.
+      const slow = Array.from({ length: slowClients }, () => rawClient(resources, listen));
+      await Promise.all(
+        slow.map(
+          ({ socket }) =>
+            new Promise<void>((resolve) =>
+              socket.write(
+                'POST /upload HTTP/1.1\r\nHost: x\r\nX-Slow: 1\r\nContent-Length: 1000000\r\n\r\nx',
+                () => resolve(),
+              ),
             ),
-          ),
-      ),
-    );
-    const trickle = setInterval(() => {
-      for (const { socket } of slow) socket.write('x');
-    }, trickleIntervalMs);
-    resources.add(() => clearInterval(trickle));
-    await allAccepted(
-      listen,
-      slow.map(({ socket }) => socket),
-    );
+        ),
+      );
+      const trickle = setInterval(() => {
+        for (const { socket } of slow) socket.write('x');
+      }, trickleIntervalMs);
+      resources.add(() => clearInterval(trickle));
+      await allAccepted(
+        listen,
+        slow.map(({ socket }) => socket),
+      );
 
-    // Ordinary requests meanwhile, four at a time (each beside its calm twin): GETs and small
-    // POSTs, for at least two bodyTimeouts, so that a slow client still sending would have been
-    // cut by a wrong timer.
-    const results: { attacked: Timed; calm: Timed }[] = [];
-    const round = [
-      { method: 'GET' },
-      { method: 'POST', body: 'small' },
-      { method: 'GET' },
-      { method: 'POST', body: '{"a":1}' },
-    ];
-    const attackStarted = performance.now();
-    for (let n = 0; n < 50 || performance.now() - attackStarted < 2 * bodyTimeoutMs; n++) {
-      results.push(...(await besideCalm(listen, calmListen, round)));
-      if (!results.every((p) => 'status' in p.attacked && 'status' in p.calm)) break;
-      await sleep(10);
-    }
-    clearInterval(trickle);
-    // None of them was answered while it kept sending.
-    expect(slow.filter((client) => client.received() !== '')).toEqual([]);
-    // Served, not held behind the slow bodies: how fast is the router bench's question.
-    expectServedBesideCalm(results);
-    // The slow bodies never reached the upstream, nor took its connections.
-    expect(slowPostsSeen).toBe(0);
+      // Ordinary requests meanwhile, four at a time (each beside its calm twin): GETs and small
+      // POSTs, for at least two bodyTimeouts, so that a slow client still sending would have been
+      // cut by a wrong timer.
+      const results: { attacked: Timed; calm: Timed }[] = [];
+      const round = [
+        { method: 'GET' },
+        { method: 'POST', body: 'small' },
+        { method: 'GET' },
+        { method: 'POST', body: '{"a":1}' },
+      ];
+      const attackStarted = performance.now();
+      for (let n = 0; n < 50 || performance.now() - attackStarted < 2 * bodyTimeoutMs; n++) {
+        results.push(...(await besideCalm(listen, calmListen, round)));
+        if (!results.every((p) => 'status' in p.attacked && 'status' in p.calm)) break;
+        await sleep(10);
+      }
+      clearInterval(trickle);
+      // None of them was answered while it kept sending.
+      expect(slow.filter((client) => client.received() !== '')).toEqual([]);
+      // Served, not held behind the slow bodies: how fast is the router bench's question.
+      expectServedBesideCalm(results);
+      // The slow bodies never reached the upstream, nor took its connections.
+      expect(slowPostsSeen).toBe(0);
 
-    // Stalled now: every slow client gets 408, on a connection then closed.
-    await eventually(
-      () => slow.every((client) => client.received().startsWith('HTTP/1.1 408 ')),
-      bodyTimeoutMs + 5_000,
-    );
-    expect(slow[0]?.received()).toMatch(
-      /no byte of its request body for 1\.5s \(bodyTimeout of route test\/web\)/,
-    );
-    await eventually(() => slow.every((client) => client.socket.destroyed || client.socket.readableEnded));
-    expect(slowPostsSeen).toBe(0);
-  });
-
-  it(`answers 503 with Retry-After when all ${upstreamMaxSockets} connections to an upstream stay busy for the route's queueTimeout`, async () => {
-    const queueTimeoutMs = 1_000;
-    const held: (() => void)[] = [];
-    const paths: string[] = [];
-    const app = await countingUpstream(resources, (req, res) => {
-      paths.push(req.url ?? '');
-      req.resume();
-      if (req.url === '/after') res.end('after');
-      else held.push(() => res.end('late'));
+      // Stalled now: every slow client gets 408, on a connection then closed.
+      await eventually(
+        () => slow.every((client) => client.received().startsWith('HTTP/1.1 408 ')),
+        bodyTimeoutMs + 5_000,
+      );
+      expect(slow[0]?.received()).toMatch(
+        /no byte of its request body for 1\.5s \(bodyTimeout of route test\/web\)/,
+      );
+      await eventually(() => slow.every((client) => client.socket.destroyed || client.socket.readableEnded));
+      expect(slowPostsSeen).toBe(0);
     });
-    const stateDir = await stateDirFor(resources);
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', {
-      listen,
-      blue: [app.address],
-      green: [],
-      greenPercent: 0,
-      queueTimeoutMs,
-    });
-    await startTestRouter(resources, stateDir);
 
-    const busy = Array.from({ length: upstreamMaxSockets }, () =>
-      timedRequest(listen, 'GET', undefined, 20_000),
-    );
-    await eventually(() => held.length === upstreamMaxSockets, 10_000);
-    const [host, port] = listen.split(':') as [string, string];
-    const waited = await new Promise<{ status: number; retryAfter: string | undefined; body: string }>(
-      (resolve, reject) => {
-        const req = request({ host, port: Number(port), path: '/waited', agent: false }, (res) => {
-          let body = '';
-          res.on('data', (chunk: Buffer) => {
-            body += chunk.toString();
+    it.concurrent(`answers 503 with Retry-After when all ${upstreamMaxSockets} connections to an upstream stay busy for the route's queueTimeout`, async (t) => {
+      const resources = resourcesOf(t);
+      const queueTimeoutMs = 1_000;
+      const held: (() => void)[] = [];
+      const paths: string[] = [];
+      const app = await countingUpstream(resources, (req, res) => {
+        paths.push(req.url ?? '');
+        req.resume();
+        if (req.url === '/after') res.end('after');
+        else held.push(() => res.end('late'));
+      });
+      const { listen } = await routerWithRoute(resources, {
+        blue: [app.address],
+        green: [],
+        greenPercent: 0,
+        queueTimeoutMs,
+      });
+
+      const busy = Array.from({ length: upstreamMaxSockets }, () =>
+        timedRequest(listen, 'GET', undefined, 20_000),
+      );
+      await eventually(() => held.length === upstreamMaxSockets, 10_000);
+      const [host, port] = listen.split(':') as [string, string];
+      const waited = await new Promise<{ status: number; retryAfter: string | undefined; body: string }>(
+        (resolve, reject) => {
+          const req = request({ host, port: Number(port), path: '/waited', agent: false }, (res) => {
+            let body = '';
+            res.on('data', (chunk: Buffer) => {
+              body += chunk.toString();
+            });
+            res.on('end', () =>
+              resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'], body }),
+            );
           });
-          res.on('end', () =>
-            resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'], body }),
-          );
-        });
-        req.on('error', reject);
-        req.end();
-      },
-    );
-    expect(waited.status).toBe(503);
-    expect(waited.retryAfter).toMatch(/^\d+$/);
-    expect(waited.body).toMatch(/no connection to 127\.0\.0\.1:\d+ came free within 1s/);
-    for (const release of held) release();
-    const answers = await Promise.all(busy);
-    expect(answers.filter((a) => 'status' in a && a.status === 200)).toHaveLength(upstreamMaxSockets);
-    // The 503'd request never reached the upstream, not even once connections came free: a request
-    // sent after it would queue behind it.
-    expect((await send(listen, { path: '/after' })).body).toBe('after');
-    expect(paths.filter((p) => p !== '/')).toEqual(['/after']);
-  });
-  it('closes the connection when it answers before the body was read: no upstream took it', async () => {
-    const refusing = `127.0.0.1:${await freePort()}`; // nothing listens there
-    const stateDir = await stateDirFor(resources);
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', { listen, blue: [refusing], green: [], greenPercent: 0 });
-    await startTestRouter(resources, stateDir);
-    const client = rawClient(listen);
-    let closed = false;
-    client.socket.on('close', () => {
-      closed = true;
+          req.on('error', reject);
+          req.end();
+        },
+      );
+      expect(waited.status).toBe(503);
+      expect(waited.retryAfter).toMatch(/^\d+$/);
+      expect(waited.body).toMatch(/no connection to 127\.0\.0\.1:\d+ came free within 1s/);
+      for (const release of held) release();
+      const answers = await Promise.all(busy);
+      expect(answers.filter((a) => 'status' in a && a.status === 200)).toHaveLength(upstreamMaxSockets);
+      // The 503'd request never reached the upstream, not even once connections came free: a request
+      // sent after it would queue behind it.
+      expect((await send(listen, { path: '/after' })).body).toBe('after');
+      expect(paths.filter((p) => p !== '/')).toEqual(['/after']);
     });
-    // Past the buffered size, so the router asks for a connection before the body is all there.
-    client.socket.write(`POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: ${2 * mebibyte}\r\n\r\n`);
-    client.socket.write(Buffer.alloc(mebibyte + 16, 'u'));
-    await eventually(() => closed, 10_000);
-    expect(client.received()).toMatch(/^HTTP\/1\.1 502 /);
-    expect(client.received()).toMatch(/\r\nconnection: close\r\n/i);
-  });
+    it.concurrent('closes the connection when it answers before the body was read: no upstream took it', async (t) => {
+      const resources = resourcesOf(t);
+      const refusing = `127.0.0.1:${await freePort()}`; // nothing listens there
+      const { listen } = await routerTo(resources, refusing);
+      const client = rawClient(resources, listen);
+      // Past the buffered size, so the router asks for a connection before the body is all there.
+      client.socket.write(`POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: ${2 * mebibyte}\r\n\r\n`);
+      client.socket.write(Buffer.alloc(mebibyte + 16, 'u'));
+      await eventually(() => client.closed(), 10_000);
+      expect(client.received()).toMatch(/^HTTP\/1\.1 502 /);
+      expect(client.received()).toMatch(/\r\nconnection: close\r\n/i);
+    });
 
-  it('closes the connection of a request it refuses at once for want of an upstream, its body unread', async () => {
-    const stateDir = await stateDirFor(resources);
-    const listen = await freeListen();
-    await setRoute(stateDir, 'web', { listen, blue: [], green: [], greenPercent: 0 });
-    await startTestRouter(resources, stateDir);
-    const client = rawClient(listen);
-    let closed = false;
-    client.socket.on('close', () => {
-      closed = true;
+    it.concurrent('closes the connection of a request it refuses at once for want of an upstream, its body unread', async (t) => {
+      const resources = resourcesOf(t);
+      const { listen } = await routerWithRoute(resources, { blue: [], green: [], greenPercent: 0 });
+      const client = rawClient(resources, listen);
+      client.socket.write(`POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: ${2 * mebibyte}\r\n\r\npart`);
+      await eventually(() => client.closed(), 10_000);
+      expect(client.received()).toMatch(/^HTTP\/1\.1 503 /);
+      expect(client.received()).toMatch(/\r\nconnection: close\r\n/i);
     });
-    client.socket.write(`POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: ${2 * mebibyte}\r\n\r\npart`);
-    await eventually(() => closed, 10_000);
-    expect(client.received()).toMatch(/^HTTP\/1\.1 503 /);
-    expect(client.received()).toMatch(/\r\nconnection: close\r\n/i);
   });
 
   // The two attacks of 260 clients run at once, each on a router, upstreams and clients of its own
   // (stopped when it ends): most of their time is their timers' (the window of GETs, the
   // bodyTimeout), and each GET is judged against its calm twin, which waits for this same process.
   describe.concurrent('holds no upstream connection for bodies the router has no memory left to read', () => {
-    /** What the test `t` started, stopped when it ends. */
-    const resourcesOf = (t: TestContext): Resources => {
-      const own = new Resources();
-      t.onTestFinished(() => own.cleanup());
-      return own;
-    };
     // Each probe failed before the fix: every slow POST past the memory budget or the body bound
     // took an upstream connection, 256 of them were open upstream, and the GETs got 503.
     /**

@@ -9,7 +9,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { Agent, createServer, type IncomingMessage, request, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import path from 'node:path';
 import type { WriteHold } from '../../core/layout.js';
 import type { Route } from '../../core/topology/types.js';
@@ -218,12 +218,14 @@ function callOptions() {
   return { signal: new AbortController().signal, log: () => undefined };
 }
 
+/** A router (in this process) on the table in `stateDir`, closed with `resources`; what it logs. */
 export async function startTestRouter(
   resources: Resources,
   stateDir: string,
+  options: { keepAliveTimeoutMs?: number } = {},
 ): Promise<{ router: Router; log: string[] }> {
   const log: string[] = [];
-  const router = await startRouter({ stateDir, log: (line) => log.push(line) });
+  const router = await startRouter({ stateDir, log: (line) => log.push(line), ...options });
   resources.add(() => router.close());
   return { router, log };
 }
@@ -231,24 +233,36 @@ export async function startTestRouter(
 /** A route's slots and timeouts, without its listen address. */
 export type RouteSlots = Omit<RouteSettings, 'listen'>;
 
-export interface RoutedRouter {
+export interface RoutedTable {
   stateDir: string;
   /** Where the route listens (host:port). */
   listen: string;
-  router: Router;
-  log: string[];
   /** Writes the route again with another share of green (the router applies it on its reload). */
   split(greenPercent: number): Promise<void>;
 }
 
-/** A router (in this process) serving one route, `web`, with these slots, on a free port. */
-export async function routerWithRoute(resources: Resources, slots: RouteSlots): Promise<RoutedRouter> {
+export interface RoutedRouter extends RoutedTable {
+  router: Router;
+  log: string[];
+}
+
+/** A table (in a temp directory of `resources`) with one route, `web`, with these slots, on a free port. */
+export async function tableWithRoute(resources: Resources, slots: RouteSlots): Promise<RoutedTable> {
   const stateDir = await stateDirFor(resources);
   const listen = await freeListen();
   const split = (greenPercent: number) => setRoute(stateDir, 'web', { ...slots, listen, greenPercent });
   await split(slots.greenPercent);
-  const { router, log } = await startTestRouter(resources, stateDir);
-  return { stateDir, listen, router, log, split };
+  return { stateDir, listen, split };
+}
+
+/** A router (in this process) serving one route, `web`, with these slots, on a free port. */
+export async function routerWithRoute(
+  resources: Resources,
+  slots: RouteSlots,
+  options: { keepAliveTimeoutMs?: number } = {},
+): Promise<RoutedRouter> {
+  const table = await tableWithRoute(resources, slots);
+  return { ...table, ...(await startTestRouter(resources, table.stateDir, options)) };
 }
 
 /**
@@ -338,6 +352,41 @@ export async function load(
   await Promise.all(Array.from({ length: concurrency }, worker));
   agent.destroy();
   return { statuses, errors, bodies };
+}
+
+/**
+ * A raw client connection to `listen` (destroyed with `resources`): what it received, as latin1
+ * text, and whether it closed. Socket errors are taken as a close (the tests look at what came).
+ */
+export function rawClient(resources: Resources, listen: string) {
+  const [host, port] = listen.split(':') as [string, string];
+  const socket = connect(Number(port), host);
+  let received = '';
+  let error = '';
+  let closed = false;
+  socket.on('data', (data: Buffer) => {
+    received += data.toString('latin1');
+  });
+  socket.on('error', (e: NodeJS.ErrnoException) => {
+    error = e.code ?? e.message;
+  });
+  socket.on('close', () => {
+    closed = true;
+  });
+  resources.add(() => {
+    socket.destroy();
+  });
+  return {
+    socket,
+    received: () => received,
+    /** Forgets what was received so far. */
+    clear: () => {
+      received = '';
+    },
+    /** The socket error's code, '' when none. */
+    error: () => error,
+    closed: () => closed,
+  };
 }
 
 export const compiledRouter = path.join(repoRoot, 'dist', 'router', 'router.js');

@@ -4,6 +4,7 @@
  * judged on every request due, and the rate on when they were sent.
  */
 import { type Load, startLoad } from '../../bench/load.js';
+import { eventually } from './wait.js';
 
 /**
  * Every request due is sent (at most `timeoutMs` × `rate` can be waiting; those past the 64
@@ -38,4 +39,24 @@ export function sentRate(result: { records: readonly { sentAt: number }[] }): nu
     last = Math.max(last, sentAt);
   }
   return result.records.length < 2 ? 0 : (result.records.length - 1) / ((last - first) / 1000);
+}
+
+/**
+ * Resolves once `load` has had `count` answers that ended after `sinceMs` (ms since the epoch):
+ * the load before a change (answers from the old side) or after it (answers from the new side),
+ * waited for as they come instead of a fixed time. Fails after `timeoutMs` (at 500 requests/s, 100
+ * answers take 0.2 s; the records reach this process up to ~50 ms late).
+ */
+export async function loadAnswers(
+  load: Pick<Load, 'origin' | 'records'>,
+  count: number,
+  sinceMs = load.origin,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const after = () => load.records.filter((r) => load.origin + (r.doneAt ?? 0) > sinceMs).length;
+  await eventually(
+    () => after() >= count,
+    timeoutMs,
+    () => `${after()} of ${count} answers`,
+  );
 }
