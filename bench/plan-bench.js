@@ -218,25 +218,33 @@ function cliRatioGoalOf(run) {
   });
 }
 
+/** The CLI's plan of a pair, as a user runs it in the pair's directory. */
+const cliPlanArgs = [
+  cliPath,
+  'topology',
+  'plan',
+  '-f',
+  'after.yaml',
+  '--against',
+  'before.yaml',
+  '--format',
+  'json',
+];
+
+/** The CLI's environment: its state directory inside the pair's temp dir (else .cutover/ beside the files). */
+function cliEnv(pairDir) {
+  return { ...process.env, CUTOVER_STATE_DIR: join(pairDir, '.cutover-state'), NO_COLOR: '1' };
+}
+
 /**
  * The CLI's plan of the pair and its `topology validate` of the desired file, in turn, `runs` times
  * each (wall clock; the ratio of the medians is judged, not either figure).
  */
 async function measureCliRatio(pairDir, runs) {
   if (!existsSync(cliPath)) return { skipped: 'bin/cutover.js does not exist yet' };
-  const plan = [
-    cliPath,
-    'topology',
-    'plan',
-    '-f',
-    'after.yaml',
-    '--against',
-    'before.yaml',
-    '--format',
-    'json',
-  ];
+  const plan = cliPlanArgs;
   const validate = [cliPath, 'topology', 'validate', '-f', 'after.yaml'];
-  const env = { ...process.env, CUTOVER_STATE_DIR: join(pairDir, '.cutover-state'), NO_COLOR: '1' };
+  const env = cliEnv(pairDir);
   const planMs = [];
   const validateMs = [];
   let error;
@@ -264,19 +272,8 @@ async function measureCliRatio(pairDir, runs) {
 
 async function measureCli(pairDir) {
   if (!existsSync(cliPath)) return { skipped: 'bin/cutover.js does not exist yet' };
-  const args = [
-    cliPath,
-    'topology',
-    'plan',
-    '-f',
-    'after.yaml',
-    '--against',
-    'before.yaml',
-    '--format',
-    'json',
-  ];
-  // The state directory would otherwise be .cutover/ beside the files; keep it inside the temp dir.
-  const env = { ...process.env, CUTOVER_STATE_DIR: join(pairDir, '.cutover-state'), NO_COLOR: '1' };
+  const args = cliPlanArgs;
+  const env = cliEnv(pairDir);
   const wallMs = [];
   const exitCodes = [];
   let error;
