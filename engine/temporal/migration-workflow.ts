@@ -96,7 +96,7 @@ function activitiesFor(command: Command, spec: MigrationSpec, undoing = false): 
       ? {}
       : {
           taskQueue: hostQueue(workflowInfo().taskQueue, host),
-          scheduleToStartTimeout: undoing ? timeoutMs : hostWaitMs(command, spec),
+          scheduleToStartTimeout: hostWaitMs(command, spec, undoing),
         }),
     startToCloseTimeout: timeoutMs,
     // A worker that dies mid-call is noticed within this, and the call goes to another worker.
@@ -125,7 +125,7 @@ function hostWaitFailure(
   const cause = error instanceof ActivityFailure ? error.cause : undefined;
   if (!(cause instanceof TimeoutFailure) || cause.timeoutType !== 'SCHEDULE_TO_START') return undefined;
   const host = commandHost(spec, command);
-  const within = formatDuration(undo ? activityTimeoutMs(command, spec) : hostWaitMs(command, spec));
+  const within = formatDuration(hostWaitMs(command, spec, undo));
   return `no worker on host ${host} took ${command.kind} within ${within}: is \`cutover worker --host ${host}\` running with this TEMPORAL_TASK_QUEUE?`;
 }
 
@@ -155,11 +155,14 @@ function undoing(state: MigrationState): boolean {
   return state.lifecycle === 'rolling_back';
 }
 
-/** How long a placed call waits for a worker of its host: `strategy.hostWait`, at most the call's own bound. */
-function hostWaitMs(command: Command, spec: MigrationSpec): number {
+/**
+ * How long a placed call waits for a worker of its host: `strategy.hostWait`, at most the call's
+ * own bound; an undo step, the call's own bound (see `undoing`).
+ */
+function hostWaitMs(command: Command, spec: MigrationSpec, undo: boolean): number {
   const own = activityTimeoutMs(command, spec);
   const wait = spec.desired.strategy.hostWait;
-  return wait === undefined ? own : Math.min(wait, own);
+  return undo || wait === undefined ? own : Math.min(wait, own);
 }
 
 /**
