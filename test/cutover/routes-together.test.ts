@@ -26,11 +26,12 @@ afterEach(async () => {
 /** live-demo with a second route, `api`, to the same component, whose own steps are [50, 100]. */
 async function twoRoutes(): Promise<Workspace> {
   const port = await freePort();
-  // The first two steps dwell a second: polled as fast as the router answers, a step that lasts
-  // only the health look between two weights was missed on a loaded machine (ci20).
+  // Every step dwells a second: polled as fast as the router answers, a step that lasts only the
+  // health look between two weights was missed on a loaded machine (ci20), and 100 % lasting only
+  // the drain was missed at load 13 (ci37).
   const w = await liveWorkspace(
     (yaml) =>
-      `${yaml.replace('shift: [10, 50, 100]', 'shift: [{ weight: 10, hold: 1s }, { weight: 50, hold: 1s }, 100]')}\n  api:\n    listen: 127.0.0.1:${port}\n    to: web\n    shift: [50, 100]\n`,
+      `${yaml.replace('shift: [10, 50, 100]', 'shift: [{ weight: 10, hold: 1s }, { weight: 50, hold: 1s }, { weight: 100, hold: 1s }]')}\n  api:\n    listen: 127.0.0.1:${port}\n    to: web\n    shift: [50, 100]\n`,
   );
   spaces.push(w);
   return w;
