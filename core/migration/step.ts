@@ -90,7 +90,8 @@ export function step(previous: MigrationState, event: MigrationEvent): Transitio
       if (!command) return t;
       if (event.error.unhealthy && greenLost(t, command, event.at, event.error.message)) break;
       t.state = { ...t.state, lastError: event.error.message };
-      if (t.state.lifecycle === 'rolling_back') undoFailed(t, command, event.at, event.error.message);
+      if (t.state.lifecycle === 'rolling_back')
+        undoFailed(t, command, event.at, event.error.message, event.error.retryable);
       else actionFailed(t, command, event.at, event.error.message, event.error.retryable);
       break;
     }

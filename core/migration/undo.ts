@@ -200,7 +200,13 @@ export function undoSucceeded(t: Transition, command: Command, at: number): void
  * An undo step (or a call in flight when the rollback began) failed: it waits and is tried again,
  * up to maxAttemptsPerUndoStep attempts; then it is skipped and left for a person.
  */
-export function undoFailed(t: Transition, command: Command, at: number, message: string): void {
+export function undoFailed(
+  t: Transition,
+  command: Command,
+  at: number,
+  message: string,
+  retryable: boolean,
+): void {
   const ending = t.state.ending as Ending;
   const place = undoPlaceOf(ending, command.id);
   if (!place) {
@@ -213,7 +219,9 @@ export function undoFailed(t: Transition, command: Command, at: number, message:
     return;
   }
   const what = describeCommand(command);
-  if (attempt < maxAttemptsPerUndoStep) {
+  // A failure that says trying again cannot help (the write hold's budget ran out, a driver that
+  // cannot do it) goes to a person at once: retries would fail alike, and hold writes meanwhile.
+  if (retryable && attempt < maxAttemptsPerUndoStep) {
     notice(t, at, 'action_retry', 'warn', `undo: ${what} failed (${message}); retrying`);
     retryUndoStep(t, place, attempt + 1);
     return;
@@ -223,7 +231,9 @@ export function undoFailed(t: Transition, command: Command, at: number, message:
     at,
     'action_failed',
     'error',
-    `undo: ${what} failed ${attempt} times (${message}); skipped, needs a person`,
+    retryable
+      ? `undo: ${what} failed ${attempt} times (${message}); skipped, needs a person`
+      : `undo: ${what} failed (${message}); trying again would not help: skipped, needs a person`,
   );
   // A retried step that fails again is left for a person again: the same entry, not a second one.
   const again = ending.skipped.some((entry) => entry.retrying?.as === command.id);

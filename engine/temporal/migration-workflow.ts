@@ -172,6 +172,13 @@ function hostWaitMs(command: Command, spec: MigrationSpec, undo: boolean): numbe
 export const hostWaitFinalPatch = 'host-wait-final';
 
 /**
+ * The marker of runs in which an undo step that failed for good (not retryable: the write hold's
+ * budget ran out, a driver that cannot do it) goes to a person at once; runs recorded before it
+ * retried such a step up to five times, and replay so.
+ */
+export const undoFinalPatch = 'undo-final';
+
+/**
  * The marker of runs that start an activity for every command in flight (spec.parallelism); runs
  * recorded without it ran one command at a time and replay so.
  */
@@ -310,7 +317,15 @@ export async function migrationWorkflow(input: MigrationInput): Promise<Migratio
         ({ event, lines }) => {
           scopes.delete(command.id);
           for (const line of lines) log(line);
-          record({ ...event, at: Date.now(), commandId: command.id } as MigrationEvent);
+          // Runs recorded before `undoFinalPatch` retried an undo step that failed for good.
+          const recorded =
+            event.type === 'command_failed' &&
+            !event.error.retryable &&
+            state.lifecycle === 'rolling_back' &&
+            !patched(undoFinalPatch)
+              ? { ...event, error: { ...event.error, retryable: true } }
+              : event;
+          record({ ...recorded, at: Date.now(), commandId: command.id } as MigrationEvent);
         },
         (error: unknown) => {
           scopes.delete(command.id);

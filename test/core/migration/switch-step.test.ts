@@ -22,11 +22,16 @@ function switchedSpec(commit: 'auto' | 'manual' = 'auto', shift: unknown[] = [10
 }
 
 /** Runs a migration, answering a fence with a position and a hold with when it began. */
-function drive(d: Driver, fail: (c: Command) => boolean = () => false, until = (_: Driver) => false): Driver {
+function drive(
+  d: Driver,
+  fail: (c: Command) => boolean = () => false,
+  until = (_: Driver) => false,
+  retryable = false,
+): Driver {
   for (let i = 0; i < 300 && d.state.inflight[0] && !until(d); i++) {
     const c = d.state.inflight[0];
     if (fail(c)) {
-      d.event({ type: 'command_failed', commandId: c.id, error: { message: 'boom', retryable: false } });
+      d.event({ type: 'command_failed', commandId: c.id, error: { message: 'boom', retryable } });
     } else if (c.kind === 'fence') {
       d.event({ type: 'command_succeeded', commandId: c.id, switched: { position: `0/${c.slot}` } });
     } else if (c.kind === 'hold_routes') {
@@ -130,6 +135,28 @@ describe('the switch of a stateful component', () => {
       expect.arrayContaining(['unfence green db', 'route public at 100% green']),
     );
     expect(ran.filter((c) => c.startsWith('retire green'))).toEqual([]);
+  });
+
+  // Session 16 saw a rollback retry "promote blue store" five times after the hold's budget had run
+  // out (each attempt fails the same way), holding writes 13 s against a 3 s budget.
+  it('a switch-back step that fails for good is not tried again: the switch back is given up at once', () => {
+    const d = drive(new Driver(switchedSpec('manual')));
+    d.verb('rollback');
+    drive(d, (c) => describeCommand(c) === 'promote blue db');
+    expect(d.state.lifecycle).toBe('rolled_back');
+    expect(said(d).filter((c) => c === 'promote blue db')).toHaveLength(1);
+    expect(d.notices.filter((n) => n.kind === 'action_retry')).toEqual([]);
+    expect(said(d).slice(said(d).lastIndexOf('promote blue db'))).toEqual(
+      expect.arrayContaining(['unfence green db', 'route public at 100% green']),
+    );
+  });
+
+  it('a switch-back step that may succeed when tried again is retried', () => {
+    const d = drive(new Driver(switchedSpec('manual')));
+    d.verb('rollback');
+    drive(d, (c) => describeCommand(c) === 'promote blue db', undefined, true);
+    expect(said(d).filter((c) => c === 'promote blue db').length).toBeGreaterThan(1);
+    expect(d.notices.filter((n) => n.kind === 'action_retry').length).toBeGreaterThan(0);
   });
 
   for (const failing of ['catch-up', 'release'] as const) {
