@@ -17,19 +17,29 @@ export function registerInternal(program: Command, run: CommandRun): void {
         const { processSecrets } = await import('../../engine/secrets/secret-source.js');
         // The runner's edge: the secrets its starter handed it in its environment.
         const secrets = processSecrets(run.env);
-        const hosted = await hostMigration(
+        // Stopped by a signal: leave the migration in flight for the next runner to pick up. Taken
+        // before the migration is hosted: hosting starts its first commands (a notify command runs
+        // in a process group of its own), and a SIGTERM then, by default, ended the runner without
+        // stopping them (ci40: the notify command outlived its runner).
+        let hosted: Awaited<ReturnType<typeof hostMigration>> | undefined;
+        let signalled = false;
+        const stop = () => {
+          signalled = true;
+          if (hosted) void hosted.stop().then(() => process.exit(143));
+        };
+        process.once('SIGTERM', stop);
+        process.once('SIGINT', stop);
+        hosted = await hostMigration(
           StateDir.at(options.stateDir),
           options.environment,
           id,
           defaultDrivers(),
           secrets,
         );
-        const stop = () => {
-          // Stopped by a signal: leave the migration in flight for the next runner to pick up.
-          void hosted.stop().then(() => process.exit(143));
-        };
-        process.once('SIGTERM', stop);
-        process.once('SIGINT', stop);
+        if (signalled) {
+          await hosted.stop();
+          process.exit(143);
+        }
         const final = await hosted.runner.done();
         run.stdout.write(`${new Date().toISOString()} ${id}: ${final.lifecycle}\n`);
         // The migration has ended (its claim released): stay up, within a bound, for its last notifications.

@@ -27,7 +27,7 @@ type Listener = (...args: unknown[]) => void;
  * the library adds it with its first stream and removes it itself, and taking it away would stop
  * the flush of streams still open.
  */
-function listenersOf(event: string | symbol): Listener[] {
+export function listenersOf(event: string | symbol): Listener[] {
   return (process.rawListeners(event) as Listener[]).filter(
     (listener) =>
       !/^function on(Before)?Exit \(\) \{\s*callRefs\('(beforeE|e)xit'\)\s*\}$/.test(String(listener)),
