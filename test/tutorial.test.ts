@@ -146,6 +146,14 @@ it('runs as written: own app, first deployment, a stepped shift with a hold, a m
         60_000,
       );
     }
+    if (script.includes('rollback --to')) {
+      // "After a commit": as the reader, once the list says the promoted migration completed (ci41, on
+      // a loaded machine: it was still committing, and `rollback --to` was refused).
+      await eventually(async () => {
+        const list = (await sh('cd ~/hello && cutover topology migration list')).out;
+        return list.includes(migrationId) && list.includes('completed');
+      }, 60_000);
+    }
     // A command a line, as typed (a block with a here-document at once): the id a line prints is
     // what the next line's `mig_…` stands for.
     const commands = script.includes('<<') ? [script] : script.split('\n').filter((l) => l.trim() !== '');
