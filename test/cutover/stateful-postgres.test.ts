@@ -216,7 +216,13 @@ it('a lagging green (a throttled subscriber) holds the gate and fails at replica
   const id = await migrateDetached(w);
   const ended = await waitFor(w, id, (s) => isFinal(s), 120_000);
   const records = await writer.stop();
-  const logs = (await runCli(['topology', 'migration', 'logs', id, '-f', w.file])).stdout;
+  // The runner journals the last event, then writes the lines it brings: the log's last line (the
+  // ending) may come a moment after the state says failed (ci42, at load 30).
+  let logs = '';
+  await eventually(async () => {
+    logs = (await runCli(['topology', 'migration', 'logs', id, '-f', w.file])).stdout;
+    return /^\S+ {2}failed: /m.test(logs);
+  }, 10_000);
   const lagLines = logs
     .split('\n')
     .filter((line) => line.includes('replication lagging: green db trails blue by'));
