@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { RouteTraffic } from '../core/analysis/traffic.js';
 import { CutoverError, isErrorCode } from '../core/errors.js';
 import { jsonOr, type LoopbackAnswer, loopbackRequest } from '../platform/loopback-http.js';
+import { controlDialHost } from './control-address.js';
 import type { InFlightAnswer, ReloadResult, RoutesSnapshot } from './control-types.js';
 import type { ReplicationReport } from './replication-lag.js';
 import { liveRouterRecord, type RouterRecord } from './router-record.js';
@@ -62,7 +63,7 @@ async function callRouter<T>(
   try {
     answer = await loopbackRequest({
       method,
-      host: '127.0.0.1',
+      host: controlDialHost(record.host),
       port: record.port,
       path: pathAndQuery,
       headers: {

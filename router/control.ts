@@ -1,7 +1,9 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { RouteTraffic } from '../core/analysis/traffic.js';
-import { CutoverError } from '../core/errors.js';
+import { CutoverError, environmentCause } from '../core/errors.js';
+import type { HostPort } from '../core/host-port.js';
+import { defaultControlListen } from './control-address.js';
 import type { InFlightAnswer, ReloadResult, RoutesSnapshot } from './control-types.js';
 import { prometheusTextType } from './metrics-text.js';
 import { type ReplicationReport, reportProblem } from './replication-lag.js';
@@ -17,14 +19,16 @@ export interface ControlTarget {
 }
 
 export interface ControlServer {
+  host: string;
   port: number;
   token: string;
   close(): Promise<void>;
 }
 
 /**
- * The router's control API: HTTP on 127.0.0.1 only, a random bearer token kept in the router record
- * (mode 0600).
+ * The router's control API: HTTP on 127.0.0.1 (a random port), or the fixed address kept in the
+ * state directory (control-address.ts), with a random bearer token kept in the router record (mode
+ * 0600).
  *
  * - `GET /healthz` (no token) → 200 `{ ok: true, pid }`
  * - `GET /metrics` (no token) → per-slot requests, 5xx and latency in Prometheus's text format.
@@ -39,7 +43,10 @@ export interface ControlServer {
  * - `POST /replication` with a `ReplicationReport` → 204: the engine's last measure of a switched
  *   component's replication lag, shown on `/metrics` (router/replication-lag.ts)
  */
-export async function startRouterControl(target: ControlTarget): Promise<ControlServer> {
+export async function startRouterControl(
+  target: ControlTarget,
+  listen: HostPort = defaultControlListen,
+): Promise<ControlServer> {
   const token = randomBytes(24).toString('hex');
   const expected = Buffer.from(`Bearer ${token}`);
   const server = createServer((req, res) => {
@@ -59,12 +66,24 @@ export async function startRouterControl(target: ControlTarget): Promise<Control
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(listen.port, listen.host, () => resolve());
+  }).catch((error: unknown) => {
+    const shown = listen.host.includes(':')
+      ? `[${listen.host}]:${listen.port}`
+      : `${listen.host}:${listen.port}`;
+    const cause =
+      (error as NodeJS.ErrnoException).code === 'EADDRINUSE'
+        ? 'the address is in use (EADDRINUSE): another program, or another router, listens there; stop it or choose another address with --control-listen'
+        : (environmentCause(error) ?? (error as Error).message);
+    throw new CutoverError(
+      'ENVIRONMENT_FAULT',
+      `the router's control API cannot listen on ${shown}: ${cause}`,
+    );
   });
   const address = server.address();
   if (address === null || typeof address === 'string')
     throw new CutoverError('INTERNAL', 'router control server has no port');
-  return { port: address.port, token, close: () => closeServer(server) };
+  return { host: listen.host, port: address.port, token, close: () => closeServer(server) };
 }
 
 function route(target: ControlTarget, req: IncomingMessage, res: ServerResponse, url: URL): void {

@@ -28,6 +28,7 @@ import path from 'node:path';
 import type { RouteTraffic } from '../core/analysis/traffic.js';
 import { CutoverError } from '../core/errors.js';
 import { type ControlServer, startRouterControl } from './control.js';
+import { controlListenFor, defaultControlListen, keepControlListen } from './control-address.js';
 import type { ListenFailure, ReloadResult, RoutesSnapshot } from './control-types.js';
 import { InFlightRegistry } from './in-flight.js';
 import { renderMetricsText } from './metrics-text.js';
@@ -36,7 +37,12 @@ import { BodyBudget } from './replayable-body.js';
 import { ReplicationFigures, type ReplicationReport } from './replication-lag.js';
 import { RouteListeners } from './route-listeners.js';
 import { routingTablePath } from './route-table.js';
-import { claimRouterRecord, releaseRouterRecord, routerRecordPath } from './router-record.js';
+import {
+  claimRouterRecord,
+  liveRouterRecord,
+  releaseRouterRecord,
+  routerRecordPath,
+} from './router-record.js';
 import {
   type Binding,
   buildRoutingState,
@@ -59,12 +65,19 @@ export interface RouterOptions {
   control?: boolean;
   /** How long an idle client keep-alive connection is kept; default `clientKeepAliveTimeoutMs` (75 s). */
   keepAliveTimeoutMs?: number;
+  /**
+   * `cutover proxy --control-listen`: the control API's host:port, kept in the state directory for
+   * the routers after this one (control-address.ts). Absent: the kept one, else a random port.
+   */
+  controlListen?: string;
 }
 
 export interface Router {
   readonly stateDir: string;
   /** Port of the control API on 127.0.0.1, or null without one. */
   readonly controlPort: number | null;
+  /** The control API's host:port, or null without one. */
+  readonly controlAddress: string | null;
   reload(): Promise<ReloadResult>;
   routes(): RoutesSnapshot;
   /** Requests of a route in flight to any of `addresses`. */
@@ -83,7 +96,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   await mkdir(path.dirname(routingTablePath(options.stateDir)), { recursive: true });
   const router = new TableRouter(options.stateDir, options.log, options.keepAliveTimeoutMs);
   try {
-    if (options.control !== false) await router.startControl();
+    if (options.control !== false) await router.startControl(options.controlListen);
     await router.reload();
   } catch (error) {
     await router.close();
@@ -152,9 +165,25 @@ class TableRouter implements Router {
     return this.control?.port ?? null;
   }
 
-  async startControl(): Promise<void> {
-    this.control = await startRouterControl(this);
-    const claim = claimRouterRecord(this.stateDir, { port: this.control.port, token: this.control.token });
+  get controlAddress(): string | null {
+    if (!this.control) return null;
+    const { host, port } = this.control;
+    return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  }
+
+  async startControl(controlListen?: string): Promise<void> {
+    const listen = controlListenFor(this.stateDir, controlListen);
+    // A fixed address is taken by the router that runs: say that, rather than "address in use".
+    const running = liveRouterRecord(this.stateDir);
+    if (running)
+      throw new CutoverError('USAGE', `a router already serves ${this.stateDir} (pid ${running.pid})`);
+    this.control = await startRouterControl(this, listen);
+    const { host, port, token } = this.control;
+    const claim = claimRouterRecord(this.stateDir, {
+      port,
+      token,
+      ...(host === defaultControlListen.host ? {} : { host }),
+    });
     if (!claim.claimed) {
       // No readable holder, yet not replaceable: something else than a record is in the way (or,
       // rarely, another router came and went meanwhile).
@@ -166,6 +195,7 @@ class TableRouter implements Router {
       throw new CutoverError('USAGE', `a router already serves ${this.stateDir} (pid ${claim.holder.pid})`);
     }
     this.claimed = true;
+    if (controlListen !== undefined) keepControlListen(this.stateDir, controlListen);
   }
 
   watch(): void {

@@ -66,6 +66,7 @@ const infraFiles = [
   'test/engine/drivers/redis-*.test.ts',
   'test/examples/containers-example.test.ts',
   'test/nginx/**/*.test.ts',
+  'test/router/control-listen.test.ts',
   'test/router/differential.test.ts',
 ];
 
