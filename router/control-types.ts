@@ -1,4 +1,5 @@
 import type { RouteInFlight } from './in-flight.js';
+import type { RouteUpgraded } from './upgraded-connections.js';
 
 /** The answers of the router's control API, shared by the router and its client. */
 
@@ -45,6 +46,8 @@ export interface RouteSnapshot {
   blue: string[];
   green: string[];
   inFlight: RouteInFlight;
+  /** Upgraded connections (WebSockets) open now, by the slot their handshake went to (absent from an older router). */
+  upgraded?: RouteUpgraded;
   /** The write hold in effect on the route (router/write-holds.ts). */
   hold?: ControlHold;
   /** The last write hold that ended on the route since the router started. */
@@ -105,4 +108,13 @@ export interface InFlightAnswer {
   route: string;
   addresses: string[];
   inFlight: number;
+  /** Upgraded connections open to those addresses (absent from an older router). */
+  upgraded?: number;
+}
+
+/** `POST /close-upgraded`: how many upgraded connections the router closed. */
+export interface CloseUpgradedAnswer {
+  route: string;
+  addresses: string[];
+  closed: number;
 }

@@ -4,7 +4,7 @@ import type { RouteTraffic } from '../core/analysis/traffic.js';
 import { CutoverError, environmentCause } from '../core/errors.js';
 import type { HostPort } from '../core/host-port.js';
 import { defaultControlListen } from './control-address.js';
-import type { InFlightAnswer, ReloadResult, RoutesSnapshot } from './control-types.js';
+import type { CloseUpgradedAnswer, InFlightAnswer, ReloadResult, RoutesSnapshot } from './control-types.js';
 import { prometheusTextType } from './metrics-text.js';
 import { type ReplicationReport, reportProblem } from './replication-lag.js';
 
@@ -13,6 +13,8 @@ export interface ControlTarget {
   reload(): Promise<ReloadResult>;
   routes(): RoutesSnapshot;
   inFlight(routeKey: string, addresses: readonly string[]): number;
+  upgraded(routeKey: string, addresses: readonly string[]): number;
+  closeUpgraded(routeKey: string, addresses: readonly string[]): Promise<number>;
   traffic(routeKey: string): RouteTraffic | null;
   metricsText(): string;
   reportReplication(report: ReplicationReport): void;
@@ -39,7 +41,10 @@ export interface ControlServer {
  *   analysis (404 for a route the router does not serve)
  * - `POST /reload` → re-reads the table; answers `ReloadResult` once the new state is live
  * - `GET /routes` → `RoutesSnapshot`: each route's split, addresses and requests in flight
- * - `GET /in-flight?route=<env/route>&address=<a>&address=<b>` → `InFlightAnswer`
+ * - `GET /in-flight?route=<env/route>&address=<a>&address=<b>` → `InFlightAnswer`: requests in
+ *   flight, and upgraded connections (WebSockets) open, to those addresses
+ * - `POST /close-upgraded?route=<env/route>&address=<a>…` → `CloseUpgradedAnswer`, once the route's
+ *   upgraded connections to those addresses are closed (1001 for a WebSocket): the end of a drain
  * - `POST /replication` with a `ReplicationReport` → 204: the engine's last measure of a switched
  *   component's replication lag, shown on `/metrics` (router/replication-lag.ts)
  */
@@ -112,9 +117,22 @@ function route(target: ControlTarget, req: IncomingMessage, res: ServerResponse,
           route: routeKey,
           addresses,
           inFlight: target.inFlight(routeKey, addresses),
+          upgraded: target.upgraded(routeKey, addresses),
         };
         send(res, 200, answer);
       }
+      return;
+    }
+    case 'POST /close-upgraded': {
+      req.resume();
+      const routeKey = url.searchParams.get('route');
+      const addresses = url.searchParams.getAll('address');
+      if (!routeKey) send(res, 400, { error: 'route= is required' });
+      else
+        void target.closeUpgraded(routeKey, addresses).then((closed) => {
+          const answer: CloseUpgradedAnswer = { route: routeKey, addresses, closed };
+          send(res, 200, answer);
+        });
       return;
     }
     case 'GET /traffic': {

@@ -32,7 +32,8 @@ import { controlListenFor, defaultControlListen, keepControlListen } from './con
 import type { ListenFailure, ReloadResult, RoutesSnapshot } from './control-types.js';
 import { InFlightRegistry } from './in-flight.js';
 import { renderMetricsText } from './metrics-text.js';
-import { type ProxyDeps, proxyRequest, sendText } from './proxy-request.js';
+import { type ProxyDeps, proxyRequest, queueFullRetryAfterSeconds, sendText } from './proxy-request.js';
+import { proxyUpgrade, refuseUpgrade, type UpgradeDeps } from './proxy-upgrade.js';
 import { BodyBudget } from './replayable-body.js';
 import { ReplicationFigures, type ReplicationReport } from './replication-lag.js';
 import { RouteListeners } from './route-listeners.js';
@@ -51,12 +52,18 @@ import {
   type RoutingState,
 } from './routing-state.js';
 import { SlotMetrics } from './slot-metrics.js';
+import { UpgradedConnections, upgradeMetricsText } from './upgraded-connections.js';
 import { UpstreamPools } from './upstream-pools.js';
 import { type TableWatch, watchTable } from './watch-table.js';
 import { type HeldRequest, WriteHolds } from './write-holds.js';
 
 /** On close, requests still unanswered after this long are cut. */
 export const routerCloseGraceMs = 10_000;
+/**
+ * How long an upgraded connection the router closes (a drain past its timeout, the router
+ * stopping) has to answer its close frame and end; it is cut after.
+ */
+export const upgradeCloseGraceMs = 2_000;
 
 export interface RouterOptions {
   stateDir: string;
@@ -82,6 +89,10 @@ export interface Router {
   routes(): RoutesSnapshot;
   /** Requests of a route in flight to any of `addresses`. */
   inFlight(routeKey: string, addresses: readonly string[]): number;
+  /** Upgraded connections (WebSockets) of a route open to any of `addresses`. */
+  upgraded(routeKey: string, addresses: readonly string[]): number;
+  /** Closes them cleanly (1001 for a WebSocket); resolves with how many there were once they are closed. */
+  closeUpgraded(routeKey: string, addresses: readonly string[]): Promise<number>;
   /** A route's requests, 5xx and latency per slot since the router started (or the route entered the table). */
   traffic(routeKey: string): RouteTraffic | null;
   /** Every route's traffic in Prometheus's text format. */
@@ -115,6 +126,7 @@ class TableRouter implements Router {
   private readonly pools = new UpstreamPools();
   private readonly metrics = new SlotMetrics();
   private readonly replication = new ReplicationFigures();
+  private readonly upgrades = new UpgradedConnections();
   private readonly holds: WriteHolds;
   private readonly listeners: RouteListeners;
   private control: ControlServer | null = null;
@@ -132,12 +144,13 @@ class TableRouter implements Router {
     private readonly log: (line: string) => void,
     keepAliveTimeoutMs?: number,
   ) {
-    const deps: ProxyDeps = {
+    const deps: ProxyDeps & UpgradeDeps = {
       currentRoute: (key) => this.state.routes.get(key),
       pools: this.pools,
       inFlight: this.inFlightRegistry,
       bodies: new BodyBudget(),
       metrics: this.metrics,
+      upgrades: this.upgrades,
     };
     // A held request goes by the table live when it is released, from the listener it came in on.
     const forward = ({ binding, req, res, client, arrivedMs }: HeldRequest) => {
@@ -150,15 +163,35 @@ class TableRouter implements Router {
       forward,
       log,
     });
-    this.listeners = new RouteListeners((listener, client, req, res) => {
-      const state = this.state;
-      const binding = state.bindings.get(listener.address) ?? listener.binding;
-      const route = state.routes.get(binding.routeKey);
-      if (!route) return goneRoute(binding.routeKey, res, client);
-      const hold = this.holds.holding(binding.routeKey);
-      if (hold) return this.holds.admit(hold, { binding, req, res, client, arrivedMs: performance.now() });
-      proxyRequest(deps, binding, route, req, res, client);
-    }, keepAliveTimeoutMs);
+    this.listeners = new RouteListeners(
+      (listener, client, req, res) => {
+        const state = this.state;
+        const binding = state.bindings.get(listener.address) ?? listener.binding;
+        const route = state.routes.get(binding.routeKey);
+        if (!route) return goneRoute(binding.routeKey, res, client);
+        const hold = this.holds.holding(binding.routeKey);
+        if (hold) return this.holds.admit(hold, { binding, req, res, client, arrivedMs: performance.now() });
+        proxyRequest(deps, binding, route, req, res, client);
+      },
+      keepAliveTimeoutMs,
+      (listener, req, socket, head) => {
+        const binding = this.state.bindings.get(listener.address) ?? listener.binding;
+        const route = this.state.routes.get(binding.routeKey);
+        if (!route)
+          return refuseUpgrade(socket, 503, `cutover: route ${binding.routeKey} is no longer served\n`);
+        // A held route takes no new connection to either slot: the client may come back.
+        if (this.holds.holding(binding.routeKey))
+          return refuseUpgrade(
+            socket,
+            503,
+            `cutover: route ${binding.routeKey} is holding its requests; try again shortly\n`,
+            {
+              'retry-after': String(queueFullRetryAfterSeconds),
+            },
+          );
+        proxyUpgrade(deps, binding, route, req, socket, head);
+      },
+    );
   }
 
   get controlPort(): number | null {
@@ -256,6 +289,7 @@ class TableRouter implements Router {
     this.holds.reconcile(next);
     this.metrics.keepRoutes(next.routes.keys());
     this.holds.keepRoutes(next.routes.keys());
+    this.upgrades.keepRoutes(next.routes.keys());
     const unbound = await this.listeners.openMissing(next.bindings);
     this.logChanges(previous, next);
     const inUse = addressesInUse(next);
@@ -289,6 +323,7 @@ class TableRouter implements Router {
         blue: [...route.blue],
         green: [...route.green],
         inFlight: this.inFlightRegistry.route(key),
+        upgraded: this.upgrades.route(key),
         ...this.holds.snapshot(key),
       };
     }
@@ -319,16 +354,26 @@ class TableRouter implements Router {
     return this.inFlightRegistry.count(routeKey, addresses);
   }
 
+  upgraded(routeKey: string, addresses: readonly string[]): number {
+    return this.upgrades.count(routeKey, addresses);
+  }
+
+  closeUpgraded(routeKey: string, addresses: readonly string[]): Promise<number> {
+    return this.upgrades.close(routeKey, addresses, upgradeCloseGraceMs);
+  }
+
   traffic(routeKey: string): RouteTraffic | null {
     return this.metrics.traffic(routeKey);
   }
 
   metricsText(): string {
-    return renderMetricsText(
-      this.metrics.all(),
-      this.metrics.startedAt,
-      this.holds.metrics(),
-      this.replication.current(),
+    return (
+      renderMetricsText(
+        this.metrics.all(),
+        this.metrics.startedAt,
+        this.holds.metrics(),
+        this.replication.current(),
+      ) + upgradeMetricsText(this.upgrades.metrics())
     );
   }
 
@@ -342,7 +387,10 @@ class TableRouter implements Router {
     this.tableWatch?.stop();
     await this.running?.catch(() => undefined);
     this.holds.stopAll();
-    await this.listeners.closeAll(routerCloseGraceMs);
+    await Promise.all([
+      this.listeners.closeAll(routerCloseGraceMs),
+      this.upgrades.closeAll(upgradeCloseGraceMs),
+    ]);
     this.pools.destroyAll();
     if (this.claimed) releaseRouterRecord(this.stateDir);
     await this.control?.close();
