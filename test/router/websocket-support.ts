@@ -2,7 +2,8 @@
  * WebSocket upstreams and clients for the router's upgrade tests (`ws`, a devDependency: Node 20
  * has no stable WebSocket client). An upstream greets each connection with its name, echoes every
  * message as `name:message`, answers plain HTTP with its name, refuses the handshake on `/refuse`
- * (403, as an app's auth would) and records the close code of each connection it had.
+ * (403, as an app's auth would), closes with 4001 when told `close`, and records the close code of
+ * each connection it had.
  */
 import { createServer } from 'node:http';
 import { WebSocket, WebSocketServer } from 'ws';
@@ -30,9 +31,12 @@ export async function startWsUpstream(resources: Resources, name: string): Promi
       info.req.url === '/refuse' ? callback(false, 403, 'not allowed here') : callback(true),
   });
   wss.on('connection', (socket) => {
+    // A frame that is not one (bytes nginx tunnels after a handshake's body) ends that connection only.
+    socket.on('error', () => undefined);
     socket.send(`hello ${name}`);
     socket.on('message', (data, binary) => {
       if (binary) socket.send(data, { binary: true });
+      else if (String(data) === 'close') socket.close(4001, 'upstream closes');
       else socket.send(`${name}:${String(data)}`);
     });
     socket.on('close', (code) => closes.push(code));

@@ -69,6 +69,7 @@ const infraFiles = [
   'test/nginx/**/*.test.ts',
   'test/router/control-listen.test.ts',
   'test/router/differential.test.ts',
+  'test/router/websocket-differential.test.ts',
 ];
 
 /** Integration tests that replace a module with `vi.mock` (node:fs, to interleave or fail its calls). */
