@@ -3,7 +3,14 @@ import type { RouteTraffic } from '../core/analysis/traffic.js';
 import { CutoverError, isErrorCode } from '../core/errors.js';
 import { jsonOr, type LoopbackAnswer, loopbackRequest } from '../platform/loopback-http.js';
 import { controlDialHost } from './control-address.js';
-import type { CloseUpgradedAnswer, InFlightAnswer, ReloadResult, RoutesSnapshot } from './control-types.js';
+import type {
+  CloseUpgradedAnswer,
+  FinishedHold,
+  InFlightAnswer,
+  PauseSpec,
+  ReloadResult,
+  RoutesSnapshot,
+} from './control-types.js';
 import type { ReplicationReport } from './replication-lag.js';
 import { liveRouterRecord, type RouterRecord } from './router-record.js';
 
@@ -29,6 +36,10 @@ export interface RouterClient {
   traffic(routeKey: string): Promise<RouteTraffic>;
   /** The engine's last measure of a switched component's lag, for the router's `/metrics`. */
   reportReplication(report: ReplicationReport): Promise<void>;
+  /** An operator's pause of a route (`cutover proxy pause`); bounds absent: the router's defaults. */
+  pause(routeKey: string, bounds: Partial<Omit<PauseSpec, 'since'>>): Promise<PauseSpec>;
+  /** Ends it: what the pause held goes on, in order. */
+  resume(routeKey: string): Promise<FinishedHold>;
 }
 
 /**
@@ -60,6 +71,15 @@ export function routerClient(stateDir: string): RouterClient {
     reportReplication: async (report) => {
       await call<unknown>('POST', '/replication', report);
     },
+    pause: async (routeKey, bounds) => {
+      const params = new URLSearchParams({ route: routeKey });
+      if (bounds.timeoutMs !== undefined) params.set('timeoutMs', String(bounds.timeoutMs));
+      if (bounds.maxHeld !== undefined) params.set('maxHeld', String(bounds.maxHeld));
+      return (await call<{ pause: PauseSpec }>('POST', `/pause?${params}`)).pause;
+    },
+    resume: async (routeKey) =>
+      (await call<{ resumed: FinishedHold }>('POST', `/resume?${new URLSearchParams({ route: routeKey })}`))
+        .resumed,
   };
 }
 

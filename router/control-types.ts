@@ -62,8 +62,20 @@ export interface ControlHold {
   held: number;
   expiresAt: number;
   maxHeld: number;
-  /** Requests answered 503 because `maxHeld` were held. */
+  /** Requests answered 503 because `maxHeld` were held (or, in a pause, waited its `timeoutMs`). */
   refused: number;
+  /** An operator's pause (`cutover proxy pause`) rather than a stateful switch's write hold. */
+  pause?: PauseSpec;
+}
+
+/** An operator's pause of a route (router/write-holds.ts): new requests wait, in order, within these bounds. */
+export interface PauseSpec {
+  /** When it began (epoch ms). */
+  since: number;
+  /** Longest a request waits; then 503 with Retry-After. */
+  timeoutMs: number;
+  /** Most requests waiting at once; the next ones get 503 with Retry-After. */
+  maxHeld: number;
 }
 
 /**
@@ -77,7 +89,7 @@ export type ReleasedTo = 'green' | 'blue' | 'weights' | 'none';
  * `expiresAt` (`expired`: the engine did not release it in time), the route leaving the table, or
  * the router stopping.
  */
-export type HoldEnd = 'released' | 'replaced' | 'expired' | 'removed' | 'router-stopped';
+export type HoldEnd = 'released' | 'replaced' | 'expired' | 'removed' | 'router-stopped' | 'resumed';
 
 export interface FinishedHold {
   id: string;
@@ -87,6 +99,8 @@ export interface FinishedHold {
   durationMs: number;
   releasedTo: ReleasedTo;
   ended: HoldEnd;
+  /** An operator's pause (absent: a write hold). */
+  kind?: 'pause';
   refused: number;
   /** Held requests whose client went away before the release (nothing went upstream for them). */
   left: number;

@@ -4,9 +4,17 @@ import type { RouteTraffic } from '../core/analysis/traffic.js';
 import { CutoverError, environmentCause } from '../core/errors.js';
 import type { HostPort } from '../core/host-port.js';
 import { defaultControlListen } from './control-address.js';
-import type { CloseUpgradedAnswer, InFlightAnswer, ReloadResult, RoutesSnapshot } from './control-types.js';
+import type {
+  CloseUpgradedAnswer,
+  FinishedHold,
+  InFlightAnswer,
+  PauseSpec,
+  ReloadResult,
+  RoutesSnapshot,
+} from './control-types.js';
 import { prometheusTextType } from './metrics-text.js';
 import { type ReplicationReport, reportProblem } from './replication-lag.js';
+import { PauseRefused } from './write-holds.js';
 
 /** What the control API drives: the router, seen through the things it can be asked. */
 export interface ControlTarget {
@@ -15,6 +23,8 @@ export interface ControlTarget {
   inFlight(routeKey: string, addresses: readonly string[]): number;
   upgraded(routeKey: string, addresses: readonly string[]): number;
   closeUpgraded(routeKey: string, addresses: readonly string[]): Promise<number>;
+  pause(routeKey: string, bounds: Omit<PauseSpec, 'since'>): PauseSpec;
+  resume(routeKey: string): FinishedHold;
   traffic(routeKey: string): RouteTraffic | null;
   metricsText(): string;
   reportReplication(report: ReplicationReport): void;
@@ -45,6 +55,10 @@ export interface ControlServer {
  *   flight, and upgraded connections (WebSockets) open, to those addresses
  * - `POST /close-upgraded?route=<env/route>&address=<a>…` → `CloseUpgradedAnswer`, once the route's
  *   upgraded connections to those addresses are closed (1001 for a WebSocket): the end of a drain
+ * - `POST /pause?route=<env/route>[&timeoutMs=N][&maxHeld=N]` → `{ route, pause }`: an operator's
+ *   pause (write-holds.ts); 404 for a route not served, 409 during a stateful switch's write hold
+ * - `POST /resume?route=<env/route>` → `{ route, resumed }` (a FinishedHold): what it held goes on;
+ *   409 when the route is not paused
  * - `POST /replication` with a `ReplicationReport` → 204: the engine's last measure of a switched
  *   component's replication lag, shown on `/metrics` (router/replication-lag.ts)
  */
@@ -135,6 +149,11 @@ function route(target: ControlTarget, req: IncomingMessage, res: ServerResponse,
         });
       return;
     }
+    case 'POST /pause':
+    case 'POST /resume':
+      req.resume();
+      pauseOrResume(target, endpoint, res, url);
+      return;
     case 'GET /traffic': {
       const routeKey = url.searchParams.get('route');
       const traffic = routeKey ? target.traffic(routeKey) : null;
@@ -157,6 +176,38 @@ function route(target: ControlTarget, req: IncomingMessage, res: ServerResponse,
     default:
       send(res, 404, { error: `no ${endpoint}` });
   }
+}
+
+function pauseOrResume(target: ControlTarget, endpoint: string, res: ServerResponse, url: URL): void {
+  const routeKey = url.searchParams.get('route');
+  const bounds = pauseBounds(url);
+  if (!routeKey) send(res, 400, { error: 'route= is required' });
+  else if (typeof bounds === 'string') send(res, 400, { error: bounds });
+  else
+    try {
+      if (endpoint === 'POST /resume') send(res, 200, { route: routeKey, resumed: target.resume(routeKey) });
+      else send(res, 200, { route: routeKey, pause: target.pause(routeKey, bounds) });
+    } catch (error) {
+      if (error instanceof PauseRefused) send(res, error.status, { error: error.message, code: 'USAGE' });
+      else send(res, 500, { error: (error as Error).message, code: 'ENVIRONMENT_FAULT' });
+    }
+}
+
+/** A pause's bounds when the operator names none: half a minute per request, a thousand at once. */
+export const defaultPauseTimeoutMs = 30_000;
+export const defaultPauseMaxHeld = 1_000;
+
+/** `timeoutMs=` and `maxHeld=` of a pause, defaulted; a string says what is wrong. */
+function pauseBounds(url: URL): Omit<PauseSpec, 'since'> | string {
+  const number = (name: string, fallback: number) => {
+    const text = url.searchParams.get(name);
+    return text === null ? fallback : /^[0-9]{1,9}$/.test(text) ? Number(text) : Number.NaN;
+  };
+  const timeoutMs = number('timeoutMs', defaultPauseTimeoutMs);
+  const maxHeld = number('maxHeld', defaultPauseMaxHeld);
+  if (!(timeoutMs > 0)) return 'timeoutMs= must be a whole number of milliseconds above 0';
+  if (!(maxHeld >= 0)) return 'maxHeld= must be a whole number';
+  return { timeoutMs, maxHeld };
 }
 
 /** A report is a few hundred bytes; a body past this is refused. */

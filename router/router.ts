@@ -29,9 +29,16 @@ import type { RouteTraffic } from '../core/analysis/traffic.js';
 import { CutoverError } from '../core/errors.js';
 import { type ControlServer, startRouterControl } from './control.js';
 import { controlListenFor, defaultControlListen, keepControlListen } from './control-address.js';
-import type { ListenFailure, ReloadResult, RoutesSnapshot } from './control-types.js';
+import type {
+  FinishedHold,
+  ListenFailure,
+  PauseSpec,
+  ReloadResult,
+  RoutesSnapshot,
+} from './control-types.js';
 import { InFlightRegistry } from './in-flight.js';
 import { renderMetricsText } from './metrics-text.js';
+import { readPauses, writePauses } from './pauses.js';
 import { type ProxyDeps, proxyRequest, queueFullRetryAfterSeconds, sendText } from './proxy-request.js';
 import { proxyUpgrade, refuseUpgrade, type UpgradeDeps } from './proxy-upgrade.js';
 import { BodyBudget } from './replayable-body.js';
@@ -93,6 +100,10 @@ export interface Router {
   upgraded(routeKey: string, addresses: readonly string[]): number;
   /** Closes them cleanly (1001 for a WebSocket); resolves with how many there were once they are closed. */
   closeUpgraded(routeKey: string, addresses: readonly string[]): Promise<number>;
+  /** An operator's pause of a route (write-holds.ts); throws PauseRefused for a route it cannot pause. */
+  pause(routeKey: string, bounds: Omit<PauseSpec, 'since'>): PauseSpec;
+  /** Ends a route's pause; what it held goes on, in order. Throws PauseRefused when it is not paused. */
+  resume(routeKey: string): FinishedHold;
   /** A route's requests, 5xx and latency per slot since the router started (or the route entered the table). */
   traffic(routeKey: string): RouteTraffic | null;
   /** Every route's traffic in Prometheus's text format. */
@@ -158,11 +169,15 @@ class TableRouter implements Router {
       if (!route) return goneRoute(binding.routeKey, res, client);
       proxyRequest(deps, binding, route, req, res, client, arrivedMs);
     };
-    this.holds = new WriteHolds({
-      currentRoute: (key) => this.state.routes.get(key),
-      forward,
-      log,
-    });
+    this.holds = new WriteHolds(
+      {
+        currentRoute: (key) => this.state.routes.get(key),
+        forward,
+        log,
+        savePauses: (pauses) => writePauses(stateDir, pauses),
+      },
+      readPauses(stateDir, log),
+    );
     this.listeners = new RouteListeners(
       (listener, client, req, res) => {
         const state = this.state;
@@ -286,7 +301,7 @@ class TableRouter implements Router {
     this.listeners.stopUnwanted(next.bindings);
     this.state = next; // the switch
     // Held requests go now, by this table: synchronously, before the reload is answered.
-    this.holds.reconcile(next);
+    const holdProblems = this.holds.reconcile(next);
     this.metrics.keepRoutes(next.routes.keys());
     this.holds.keepRoutes(next.routes.keys());
     this.upgrades.keepRoutes(next.routes.keys());
@@ -297,6 +312,7 @@ class TableRouter implements Router {
     this.pools.keepWarm(blueAddresses(next));
     const problems = [
       ...next.problems,
+      ...holdProblems,
       ...unbound.map((u) => `cannot listen on ${u.address} for ${u.routeKey}: ${u.cause}`),
     ];
     for (const problem of problems) this.report(problem);
@@ -360,6 +376,14 @@ class TableRouter implements Router {
 
   closeUpgraded(routeKey: string, addresses: readonly string[]): Promise<number> {
     return this.upgrades.close(routeKey, addresses, upgradeCloseGraceMs);
+  }
+
+  pause(routeKey: string, bounds: Omit<PauseSpec, 'since'>): PauseSpec {
+    return this.holds.pause(routeKey, this.state, bounds);
+  }
+
+  resume(routeKey: string): FinishedHold {
+    return this.holds.resume(routeKey);
   }
 
   traffic(routeKey: string): RouteTraffic | null {
