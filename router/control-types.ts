@@ -1,5 +1,4 @@
 import type { RouteInFlight } from './in-flight.js';
-import type { RouteUpgraded } from './upgraded-connections.js';
 
 /** The answers of the router's control API, shared by the router and its client. */
 
@@ -25,6 +24,12 @@ export interface ReloadResult {
    * its hold (or release) took. (Absent from a router older than write holds: it holds nothing.)
    */
   holds?: Record<string, string>;
+}
+
+/** Open upgraded connections of a route, by the slot their handshake went to. */
+export interface RouteUpgraded {
+  blue: number;
+  green: number;
 }
 
 /** A route's listener the router could not open at the last reload. */

@@ -1,9 +1,7 @@
+import type { RouteUpgraded } from './control-types.js';
 import { escapeLabel, splitKey } from './metrics-text.js';
 import { type Slot, slots } from './routing-state.js';
 import type { UpgradeTunnel } from './upgrade-tunnel.js';
-
-/** Open upgraded connections of a route, by the slot their handshake went to. */
-export type RouteUpgraded = Record<Slot, number>;
 
 /** A route's upgraded connections since the router started (or the route entered the table). */
 export interface RouteUpgradeMetrics {
