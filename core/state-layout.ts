@@ -7,7 +7,7 @@
  *   environments/<env>/layout.json, layouts/<serial>.json, active.json
  *   environments/<env>/migrations/<id>/journal.ndjson, log.ndjson, notifications.ndjson, runner.json, runner.out, processes/, replication.json
  *   environments/<env>/slots/<slot id>/
- *   router/routes.json, router/router.json, router/router.out
+ *   router/routes.json, router/router.json, router/control.json, router/pauses.json, router/router.out
  *   server/idempotency/, server/hook-deliveries/
  *   watch/cache/, watch/trees/<env>/, watch/hooks/, watch/reports/<env>/
  *   secret-key (mode 0600: the key of the hashes that tell a changed secret)
@@ -111,6 +111,16 @@ export class StateLayout {
   /** How to reach the running router: pid, control port, token (router/router-record.ts). */
   routerRecordFile(): string {
     return this.join('router', 'router.json');
+  }
+
+  /** The router's fixed control address, kept by `cutover proxy --control-listen` (router/control-address.ts). */
+  routerControlFile(): string {
+    return this.join('router', 'control.json');
+  }
+
+  /** The routes an operator paused (`cutover proxy pause`, router/pauses.ts). */
+  routerPausesFile(): string {
+    return this.join('router', 'pauses.json');
   }
 
   /** What a router started by the engine printed (its crash, if it did not start). */

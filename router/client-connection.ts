@@ -17,6 +17,9 @@ export interface ConnectionListener {
  */
 export type RequestHandler = (client: ClientConnection, req: IncomingMessage, res: ServerResponse) => void;
 
+/** Proxies a request that upgrades its connection (proxy-upgrade.ts); the socket is its from now on. */
+export type UpgradeHandler = (req: IncomingMessage, socket: Socket, head: Buffer) => void;
+
 /**
  * Requests of one connection parsed ahead of the one being answered, at most, before the router
  * stops reading the connection (nginx reads no further than its header buffers). Node's parser takes
@@ -63,11 +66,14 @@ export class ClientConnection {
   /** No request is handled any more: the connection closes (or closed). */
   private ended = false;
   private readonly reading: ReadControl | null;
+  /** An upgrade read after the requests waiting: the connection's last request, handled in its turn. */
+  private upgradeRequest: { req: IncomingMessage; head: Buffer } | null = null;
 
   constructor(
     private readonly listener: ConnectionListener,
     private readonly socket: Socket,
     private readonly handle: RequestHandler,
+    private readonly handleUpgrade?: UpgradeHandler,
   ) {
     this.reading = readControl(socket);
     socket.once('close', () => {
@@ -109,6 +115,36 @@ export class ClientConnection {
       if (this.waiting.length < maxWaitingRequests && !this.fault) this.reading?.start();
       this.start(next[0], next[1], next[2]);
     } else if (this.fault && !this.ended) this.answerFault(this.fault);
+    else if (this.upgradeRequest && !this.ended) this.startUpgrade(this.upgradeRequest);
+  }
+
+  /**
+   * Node let go of the connection for a request asking to upgrade it (its 'upgrade'): the last
+   * request of the connection, handled once the requests before it are answered, checked as they are.
+   */
+  upgrade(req: IncomingMessage, head: Buffer): void {
+    // Nothing is read until the upgrade is handled: its bytes wait in the socket.
+    this.socket.pause();
+    if (this.ended || this.fault || !this.handleUpgrade) {
+      this.socket.destroy();
+      return;
+    }
+    this.upgradeRequest = { req, head };
+    if (!this.active) this.startUpgrade(this.upgradeRequest);
+  }
+
+  private startUpgrade({ req, head }: { req: IncomingMessage; head: Buffer }): void {
+    this.ended = true;
+    this.upgradeRequest = null;
+    this.reading?.start();
+    const verdict = checkRequest(req as RequestLine);
+    if (!verdict.ok) {
+      writeRefusal(this.socket, { status: verdict.status, text: `cutover: ${verdict.reason}\n` });
+      this.socket.destroySoon();
+      return;
+    }
+    req.url = verdict.target;
+    this.handleUpgrade?.(req, this.socket, head);
   }
 
   /** Node could not parse what followed the requests read so far. */
@@ -185,11 +221,25 @@ export class ClientConnection {
 }
 
 /** Serves `server`'s requests through one ClientConnection per connection, parse errors included. */
-export function serveConnections(server: Server, listener: ConnectionListener, handle: RequestHandler): void {
+export function serveConnections(
+  server: Server,
+  listener: ConnectionListener,
+  handle: RequestHandler,
+  handleUpgrade?: UpgradeHandler,
+): void {
   const clients = new WeakMap<Socket, ClientConnection>();
   server.on('connection', (socket: Socket) => {
-    clients.set(socket, new ClientConnection(listener, socket, handle));
+    clients.set(socket, new ClientConnection(listener, socket, handle, handleUpgrade));
   });
+  // With this listener Node hands over a request with `Connection: upgrade` and `Upgrade` (and its
+  // socket) rather than serving it as a plain request.
+  if (handleUpgrade)
+    server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+      socket.on('error', () => undefined);
+      const client = clients.get(socket);
+      if (client) client.upgrade(req, head);
+      else socket.destroy();
+    });
   server.on('request', (req: IncomingMessage, res: ServerResponse) =>
     clients.get(req.socket)?.request(req, res),
   );

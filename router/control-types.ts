@@ -26,6 +26,12 @@ export interface ReloadResult {
   holds?: Record<string, string>;
 }
 
+/** Open upgraded connections of a route, by the slot their handshake went to. */
+export interface RouteUpgraded {
+  blue: number;
+  green: number;
+}
+
 /** A route's listener the router could not open at the last reload. */
 export interface ListenFailure {
   /** `<environment>/<route>`. */
@@ -45,6 +51,8 @@ export interface RouteSnapshot {
   blue: string[];
   green: string[];
   inFlight: RouteInFlight;
+  /** Upgraded connections (WebSockets) open now, by the slot their handshake went to (absent from an older router). */
+  upgraded?: RouteUpgraded;
   /** The write hold in effect on the route (router/write-holds.ts). */
   hold?: ControlHold;
   /** The last write hold that ended on the route since the router started. */
@@ -59,8 +67,20 @@ export interface ControlHold {
   held: number;
   expiresAt: number;
   maxHeld: number;
-  /** Requests answered 503 because `maxHeld` were held. */
+  /** Requests answered 503 because `maxHeld` were held (or, in a pause, waited its `timeoutMs`). */
   refused: number;
+  /** An operator's pause (`cutover proxy pause`) rather than a stateful switch's write hold. */
+  pause?: PauseSpec;
+}
+
+/** An operator's pause of a route (router/write-holds.ts): new requests wait, in order, within these bounds. */
+export interface PauseSpec {
+  /** When it began (epoch ms). */
+  since: number;
+  /** Longest a request waits; then 503 with Retry-After. */
+  timeoutMs: number;
+  /** Most requests waiting at once; the next ones get 503 with Retry-After. */
+  maxHeld: number;
 }
 
 /**
@@ -74,7 +94,7 @@ export type ReleasedTo = 'green' | 'blue' | 'weights' | 'none';
  * `expiresAt` (`expired`: the engine did not release it in time), the route leaving the table, or
  * the router stopping.
  */
-export type HoldEnd = 'released' | 'replaced' | 'expired' | 'removed' | 'router-stopped';
+export type HoldEnd = 'released' | 'replaced' | 'expired' | 'removed' | 'router-stopped' | 'resumed';
 
 export interface FinishedHold {
   id: string;
@@ -84,6 +104,8 @@ export interface FinishedHold {
   durationMs: number;
   releasedTo: ReleasedTo;
   ended: HoldEnd;
+  /** An operator's pause (absent: a write hold). */
+  kind?: 'pause';
   refused: number;
   /** Held requests whose client went away before the release (nothing went upstream for them). */
   left: number;
@@ -105,4 +127,13 @@ export interface InFlightAnswer {
   route: string;
   addresses: string[];
   inFlight: number;
+  /** Upgraded connections open to those addresses (absent from an older router). */
+  upgraded?: number;
+}
+
+/** `POST /close-upgraded`: how many upgraded connections the router closed. */
+export interface CloseUpgradedAnswer {
+  route: string;
+  addresses: string[];
+  closed: number;
 }

@@ -1,30 +1,46 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { RouteTraffic } from '../core/analysis/traffic.js';
-import { CutoverError } from '../core/errors.js';
-import type { InFlightAnswer, ReloadResult, RoutesSnapshot } from './control-types.js';
+import { CutoverError, environmentCause } from '../core/errors.js';
+import type { HostPort } from '../core/host-port.js';
+import { defaultControlListen } from './control-address.js';
+import type {
+  CloseUpgradedAnswer,
+  FinishedHold,
+  InFlightAnswer,
+  PauseSpec,
+  ReloadResult,
+  RoutesSnapshot,
+} from './control-types.js';
 import { prometheusTextType } from './metrics-text.js';
 import { type ReplicationReport, reportProblem } from './replication-lag.js';
+import { PauseRefused } from './write-holds.js';
 
 /** What the control API drives: the router, seen through the things it can be asked. */
 export interface ControlTarget {
   reload(): Promise<ReloadResult>;
   routes(): RoutesSnapshot;
   inFlight(routeKey: string, addresses: readonly string[]): number;
+  upgraded(routeKey: string, addresses: readonly string[]): number;
+  closeUpgraded(routeKey: string, addresses: readonly string[]): Promise<number>;
+  pause(routeKey: string, bounds: Omit<PauseSpec, 'since'>): PauseSpec;
+  resume(routeKey: string): FinishedHold;
   traffic(routeKey: string): RouteTraffic | null;
   metricsText(): string;
   reportReplication(report: ReplicationReport): void;
 }
 
 export interface ControlServer {
+  host: string;
   port: number;
   token: string;
   close(): Promise<void>;
 }
 
 /**
- * The router's control API: HTTP on 127.0.0.1 only, a random bearer token kept in the router record
- * (mode 0600).
+ * The router's control API: HTTP on 127.0.0.1 (a random port), or the fixed address kept in the
+ * state directory (control-address.ts), with a random bearer token kept in the router record (mode
+ * 0600).
  *
  * - `GET /healthz` (no token) → 200 `{ ok: true, pid }`
  * - `GET /metrics` (no token) → per-slot requests, 5xx and latency in Prometheus's text format.
@@ -35,11 +51,21 @@ export interface ControlServer {
  *   analysis (404 for a route the router does not serve)
  * - `POST /reload` → re-reads the table; answers `ReloadResult` once the new state is live
  * - `GET /routes` → `RoutesSnapshot`: each route's split, addresses and requests in flight
- * - `GET /in-flight?route=<env/route>&address=<a>&address=<b>` → `InFlightAnswer`
+ * - `GET /in-flight?route=<env/route>&address=<a>&address=<b>` → `InFlightAnswer`: requests in
+ *   flight, and upgraded connections (WebSockets) open, to those addresses
+ * - `POST /close-upgraded?route=<env/route>&address=<a>…` → `CloseUpgradedAnswer`, once the route's
+ *   upgraded connections to those addresses are closed (1001 for a WebSocket): the end of a drain
+ * - `POST /pause?route=<env/route>[&timeoutMs=N][&maxHeld=N]` → `{ route, pause }`: an operator's
+ *   pause (write-holds.ts); 404 for a route not served, 409 during a stateful switch's write hold
+ * - `POST /resume?route=<env/route>` → `{ route, resumed }` (a FinishedHold): what it held goes on;
+ *   409 when the route is not paused
  * - `POST /replication` with a `ReplicationReport` → 204: the engine's last measure of a switched
  *   component's replication lag, shown on `/metrics` (router/replication-lag.ts)
  */
-export async function startRouterControl(target: ControlTarget): Promise<ControlServer> {
+export async function startRouterControl(
+  target: ControlTarget,
+  listen: HostPort = defaultControlListen,
+): Promise<ControlServer> {
   const token = randomBytes(24).toString('hex');
   const expected = Buffer.from(`Bearer ${token}`);
   const server = createServer((req, res) => {
@@ -59,12 +85,24 @@ export async function startRouterControl(target: ControlTarget): Promise<Control
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(listen.port, listen.host, () => resolve());
+  }).catch((error: unknown) => {
+    const shown = listen.host.includes(':')
+      ? `[${listen.host}]:${listen.port}`
+      : `${listen.host}:${listen.port}`;
+    const cause =
+      (error as NodeJS.ErrnoException).code === 'EADDRINUSE'
+        ? 'the address is in use (EADDRINUSE): another program, or another router, listens there; stop it or choose another address with --control-listen'
+        : (environmentCause(error) ?? (error as Error).message);
+    throw new CutoverError(
+      'ENVIRONMENT_FAULT',
+      `the router's control API cannot listen on ${shown}: ${cause}`,
+    );
   });
   const address = server.address();
   if (address === null || typeof address === 'string')
     throw new CutoverError('INTERNAL', 'router control server has no port');
-  return { port: address.port, token, close: () => closeServer(server) };
+  return { host: listen.host, port: address.port, token, close: () => closeServer(server) };
 }
 
 function route(target: ControlTarget, req: IncomingMessage, res: ServerResponse, url: URL): void {
@@ -93,11 +131,29 @@ function route(target: ControlTarget, req: IncomingMessage, res: ServerResponse,
           route: routeKey,
           addresses,
           inFlight: target.inFlight(routeKey, addresses),
+          upgraded: target.upgraded(routeKey, addresses),
         };
         send(res, 200, answer);
       }
       return;
     }
+    case 'POST /close-upgraded': {
+      req.resume();
+      const routeKey = url.searchParams.get('route');
+      const addresses = url.searchParams.getAll('address');
+      if (!routeKey) send(res, 400, { error: 'route= is required' });
+      else
+        void target.closeUpgraded(routeKey, addresses).then((closed) => {
+          const answer: CloseUpgradedAnswer = { route: routeKey, addresses, closed };
+          send(res, 200, answer);
+        });
+      return;
+    }
+    case 'POST /pause':
+    case 'POST /resume':
+      req.resume();
+      pauseOrResume(target, endpoint, res, url);
+      return;
     case 'GET /traffic': {
       const routeKey = url.searchParams.get('route');
       const traffic = routeKey ? target.traffic(routeKey) : null;
@@ -120,6 +176,38 @@ function route(target: ControlTarget, req: IncomingMessage, res: ServerResponse,
     default:
       send(res, 404, { error: `no ${endpoint}` });
   }
+}
+
+function pauseOrResume(target: ControlTarget, endpoint: string, res: ServerResponse, url: URL): void {
+  const routeKey = url.searchParams.get('route');
+  const bounds = pauseBounds(url);
+  if (!routeKey) send(res, 400, { error: 'route= is required' });
+  else if (typeof bounds === 'string') send(res, 400, { error: bounds });
+  else
+    try {
+      if (endpoint === 'POST /resume') send(res, 200, { route: routeKey, resumed: target.resume(routeKey) });
+      else send(res, 200, { route: routeKey, pause: target.pause(routeKey, bounds) });
+    } catch (error) {
+      if (error instanceof PauseRefused) send(res, error.status, { error: error.message, code: 'USAGE' });
+      else send(res, 500, { error: (error as Error).message, code: 'ENVIRONMENT_FAULT' });
+    }
+}
+
+/** A pause's bounds when the operator names none: half a minute per request, a thousand at once. */
+export const defaultPauseTimeoutMs = 30_000;
+export const defaultPauseMaxHeld = 1_000;
+
+/** `timeoutMs=` and `maxHeld=` of a pause, defaulted; a string says what is wrong. */
+function pauseBounds(url: URL): Omit<PauseSpec, 'since'> | string {
+  const number = (name: string, fallback: number) => {
+    const text = url.searchParams.get(name);
+    return text === null ? fallback : /^[0-9]{1,9}$/.test(text) ? Number(text) : Number.NaN;
+  };
+  const timeoutMs = number('timeoutMs', defaultPauseTimeoutMs);
+  const maxHeld = number('maxHeld', defaultPauseMaxHeld);
+  if (!(timeoutMs > 0)) return 'timeoutMs= must be a whole number of milliseconds above 0';
+  if (!(maxHeld >= 0)) return 'maxHeld= must be a whole number';
+  return { timeoutMs, maxHeld };
 }
 
 /** A report is a few hundred bytes; a body past this is refused. */

@@ -114,11 +114,11 @@ function holdLines(holds: readonly RouteHoldMetrics[]): string[] {
 }
 
 /** `<environment>/<route>` → its two parts (route names hold no slash). */
-function splitKey(key: string): [string, string] {
+export function splitKey(key: string): [string, string] {
   const slash = key.indexOf('/');
   return slash < 0 ? ['', key] : [key.slice(0, slash), key.slice(slash + 1)];
 }
 
-function escapeLabel(value: string): string {
+export function escapeLabel(value: string): string {
   return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 }

@@ -47,6 +47,14 @@ export type ListenerHandler = (
   res: ServerResponse,
 ) => void;
 
+/** Proxies an upgrade request of `listener` (proxy-upgrade.ts). */
+export type ListenerUpgradeHandler = (
+  listener: RouteListener,
+  req: IncomingMessage,
+  socket: Socket,
+  head: Buffer,
+) => void;
+
 /**
  * The set of listeners the table asks for. Reconciling is two idempotent steps: stop those no longer
  * wanted (they stop accepting at once and close once their requests are answered), then open those
@@ -59,6 +67,7 @@ export class RouteListeners {
   constructor(
     private readonly handler: ListenerHandler,
     private readonly keepAliveTimeoutMs = clientKeepAliveTimeoutMs,
+    private readonly upgradeHandler?: ListenerUpgradeHandler,
   ) {}
 
   stopUnwanted(wanted: ReadonlyMap<string, Binding>): void {
@@ -137,7 +146,13 @@ export class RouteListeners {
           if (listener.closing) setImmediate(() => server.closeIdleConnections());
         },
       };
-      serveConnections(server, listener, (client, req, res) => this.handler(listener, client, req, res));
+      const upgrade = this.upgradeHandler;
+      serveConnections(
+        server,
+        listener,
+        (client, req, res) => this.handler(listener, client, req, res),
+        upgrade && ((req, socket, head) => upgrade(listener, req, socket, head)),
+      );
       try {
         await listen(listener.server, target.host, target.port);
         return listener;

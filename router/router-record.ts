@@ -12,8 +12,10 @@ export interface RouterRecord {
   pid: number;
   /** Field 22 of /proc/<pid>/stat; null where there is no /proc. */
   startTime: string | null;
-  /** Control API: http://127.0.0.1:<port>, bearer `token`. */
+  /** Control API: http://<host>:<port>, bearer `token`. */
   port: number;
+  /** The control listener's host (`--control-listen`); absent: 127.0.0.1. */
+  host?: string;
   token: string;
   startedAt: number;
 }
@@ -42,7 +44,7 @@ export function liveRouterRecord(stateDir: string): RouterRecord | null {
  */
 export function claimRouterRecord(
   stateDir: string,
-  control: Pick<RouterRecord, 'port' | 'token'>,
+  control: Pick<RouterRecord, 'port' | 'token' | 'host'>,
 ): { claimed: true; record: RouterRecord } | { claimed: false; holder: RouterRecord | null } {
   const file = routerRecordPath(stateDir);
   const { pid, startTime } = currentProcess();

@@ -28,15 +28,29 @@ import path from 'node:path';
 import type { RouteTraffic } from '../core/analysis/traffic.js';
 import { CutoverError } from '../core/errors.js';
 import { type ControlServer, startRouterControl } from './control.js';
-import type { ListenFailure, ReloadResult, RoutesSnapshot } from './control-types.js';
+import { controlListenFor, defaultControlListen, keepControlListen } from './control-address.js';
+import type {
+  FinishedHold,
+  ListenFailure,
+  PauseSpec,
+  ReloadResult,
+  RoutesSnapshot,
+} from './control-types.js';
 import { InFlightRegistry } from './in-flight.js';
 import { renderMetricsText } from './metrics-text.js';
-import { type ProxyDeps, proxyRequest, sendText } from './proxy-request.js';
+import { readPauses, writePauses } from './pauses.js';
+import { type ProxyDeps, proxyRequest, queueFullRetryAfterSeconds, sendText } from './proxy-request.js';
+import { proxyUpgrade, refuseUpgrade, type UpgradeDeps } from './proxy-upgrade.js';
 import { BodyBudget } from './replayable-body.js';
 import { ReplicationFigures, type ReplicationReport } from './replication-lag.js';
 import { RouteListeners } from './route-listeners.js';
 import { routingTablePath } from './route-table.js';
-import { claimRouterRecord, releaseRouterRecord, routerRecordPath } from './router-record.js';
+import {
+  claimRouterRecord,
+  liveRouterRecord,
+  releaseRouterRecord,
+  routerRecordPath,
+} from './router-record.js';
 import {
   type Binding,
   buildRoutingState,
@@ -45,12 +59,18 @@ import {
   type RoutingState,
 } from './routing-state.js';
 import { SlotMetrics } from './slot-metrics.js';
+import { UpgradedConnections, upgradeMetricsText } from './upgraded-connections.js';
 import { UpstreamPools } from './upstream-pools.js';
 import { type TableWatch, watchTable } from './watch-table.js';
 import { type HeldRequest, WriteHolds } from './write-holds.js';
 
 /** On close, requests still unanswered after this long are cut. */
 export const routerCloseGraceMs = 10_000;
+/**
+ * How long an upgraded connection the router closes (a drain past its timeout, the router
+ * stopping) has to answer its close frame and end; it is cut after.
+ */
+export const upgradeCloseGraceMs = 2_000;
 
 export interface RouterOptions {
   stateDir: string;
@@ -59,16 +79,31 @@ export interface RouterOptions {
   control?: boolean;
   /** How long an idle client keep-alive connection is kept; default `clientKeepAliveTimeoutMs` (75 s). */
   keepAliveTimeoutMs?: number;
+  /**
+   * `cutover proxy --control-listen`: the control API's host:port, kept in the state directory for
+   * the routers after this one (control-address.ts). Absent: the kept one, else a random port.
+   */
+  controlListen?: string;
 }
 
 export interface Router {
   readonly stateDir: string;
   /** Port of the control API on 127.0.0.1, or null without one. */
   readonly controlPort: number | null;
+  /** The control API's host:port, or null without one. */
+  readonly controlAddress: string | null;
   reload(): Promise<ReloadResult>;
   routes(): RoutesSnapshot;
   /** Requests of a route in flight to any of `addresses`. */
   inFlight(routeKey: string, addresses: readonly string[]): number;
+  /** Upgraded connections (WebSockets) of a route open to any of `addresses`. */
+  upgraded(routeKey: string, addresses: readonly string[]): number;
+  /** Closes them cleanly (1001 for a WebSocket); resolves with how many there were once they are closed. */
+  closeUpgraded(routeKey: string, addresses: readonly string[]): Promise<number>;
+  /** An operator's pause of a route (write-holds.ts); throws PauseRefused for a route it cannot pause. */
+  pause(routeKey: string, bounds: Omit<PauseSpec, 'since'>): PauseSpec;
+  /** Ends a route's pause; what it held goes on, in order. Throws PauseRefused when it is not paused. */
+  resume(routeKey: string): FinishedHold;
   /** A route's requests, 5xx and latency per slot since the router started (or the route entered the table). */
   traffic(routeKey: string): RouteTraffic | null;
   /** Every route's traffic in Prometheus's text format. */
@@ -83,7 +118,7 @@ export async function startRouter(options: RouterOptions): Promise<Router> {
   await mkdir(path.dirname(routingTablePath(options.stateDir)), { recursive: true });
   const router = new TableRouter(options.stateDir, options.log, options.keepAliveTimeoutMs);
   try {
-    if (options.control !== false) await router.startControl();
+    if (options.control !== false) await router.startControl(options.controlListen);
     await router.reload();
   } catch (error) {
     await router.close();
@@ -102,6 +137,7 @@ class TableRouter implements Router {
   private readonly pools = new UpstreamPools();
   private readonly metrics = new SlotMetrics();
   private readonly replication = new ReplicationFigures();
+  private readonly upgrades = new UpgradedConnections();
   private readonly holds: WriteHolds;
   private readonly listeners: RouteListeners;
   private control: ControlServer | null = null;
@@ -119,12 +155,13 @@ class TableRouter implements Router {
     private readonly log: (line: string) => void,
     keepAliveTimeoutMs?: number,
   ) {
-    const deps: ProxyDeps = {
+    const deps: ProxyDeps & UpgradeDeps = {
       currentRoute: (key) => this.state.routes.get(key),
       pools: this.pools,
       inFlight: this.inFlightRegistry,
       bodies: new BodyBudget(),
       metrics: this.metrics,
+      upgrades: this.upgrades,
     };
     // A held request goes by the table live when it is released, from the listener it came in on.
     const forward = ({ binding, req, res, client, arrivedMs }: HeldRequest) => {
@@ -132,29 +169,69 @@ class TableRouter implements Router {
       if (!route) return goneRoute(binding.routeKey, res, client);
       proxyRequest(deps, binding, route, req, res, client, arrivedMs);
     };
-    this.holds = new WriteHolds({
-      currentRoute: (key) => this.state.routes.get(key),
-      forward,
-      log,
-    });
-    this.listeners = new RouteListeners((listener, client, req, res) => {
-      const state = this.state;
-      const binding = state.bindings.get(listener.address) ?? listener.binding;
-      const route = state.routes.get(binding.routeKey);
-      if (!route) return goneRoute(binding.routeKey, res, client);
-      const hold = this.holds.holding(binding.routeKey);
-      if (hold) return this.holds.admit(hold, { binding, req, res, client, arrivedMs: performance.now() });
-      proxyRequest(deps, binding, route, req, res, client);
-    }, keepAliveTimeoutMs);
+    this.holds = new WriteHolds(
+      {
+        currentRoute: (key) => this.state.routes.get(key),
+        forward,
+        log,
+        savePauses: (pauses) => writePauses(stateDir, pauses),
+      },
+      readPauses(stateDir, log),
+    );
+    this.listeners = new RouteListeners(
+      (listener, client, req, res) => {
+        const state = this.state;
+        const binding = state.bindings.get(listener.address) ?? listener.binding;
+        const route = state.routes.get(binding.routeKey);
+        if (!route) return goneRoute(binding.routeKey, res, client);
+        const hold = this.holds.holding(binding.routeKey);
+        if (hold) return this.holds.admit(hold, { binding, req, res, client, arrivedMs: performance.now() });
+        proxyRequest(deps, binding, route, req, res, client);
+      },
+      keepAliveTimeoutMs,
+      (listener, req, socket, head) => {
+        const binding = this.state.bindings.get(listener.address) ?? listener.binding;
+        const route = this.state.routes.get(binding.routeKey);
+        if (!route)
+          return refuseUpgrade(socket, 503, `cutover: route ${binding.routeKey} is no longer served\n`);
+        // A held route takes no new connection to either slot: the client may come back.
+        if (this.holds.holding(binding.routeKey))
+          return refuseUpgrade(
+            socket,
+            503,
+            `cutover: route ${binding.routeKey} is holding its requests; try again shortly\n`,
+            {
+              'retry-after': String(queueFullRetryAfterSeconds),
+            },
+          );
+        proxyUpgrade(deps, binding, route, req, socket, head);
+      },
+    );
   }
 
   get controlPort(): number | null {
     return this.control?.port ?? null;
   }
 
-  async startControl(): Promise<void> {
-    this.control = await startRouterControl(this);
-    const claim = claimRouterRecord(this.stateDir, { port: this.control.port, token: this.control.token });
+  get controlAddress(): string | null {
+    if (!this.control) return null;
+    const { host, port } = this.control;
+    return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  }
+
+  async startControl(controlListen?: string): Promise<void> {
+    const listen = controlListenFor(this.stateDir, controlListen);
+    // A fixed address is taken by the router that runs: say that, rather than "address in use".
+    const running = liveRouterRecord(this.stateDir);
+    if (running)
+      throw new CutoverError('USAGE', `a router already serves ${this.stateDir} (pid ${running.pid})`);
+    this.control = await startRouterControl(this, listen);
+    const { host, port, token } = this.control;
+    const claim = claimRouterRecord(this.stateDir, {
+      port,
+      token,
+      ...(host === defaultControlListen.host ? {} : { host }),
+    });
     if (!claim.claimed) {
       // No readable holder, yet not replaceable: something else than a record is in the way (or,
       // rarely, another router came and went meanwhile).
@@ -166,6 +243,7 @@ class TableRouter implements Router {
       throw new CutoverError('USAGE', `a router already serves ${this.stateDir} (pid ${claim.holder.pid})`);
     }
     this.claimed = true;
+    if (controlListen !== undefined) keepControlListen(this.stateDir, controlListen);
   }
 
   watch(): void {
@@ -223,9 +301,10 @@ class TableRouter implements Router {
     this.listeners.stopUnwanted(next.bindings);
     this.state = next; // the switch
     // Held requests go now, by this table: synchronously, before the reload is answered.
-    this.holds.reconcile(next);
+    const holdProblems = this.holds.reconcile(next);
     this.metrics.keepRoutes(next.routes.keys());
     this.holds.keepRoutes(next.routes.keys());
+    this.upgrades.keepRoutes(next.routes.keys());
     const unbound = await this.listeners.openMissing(next.bindings);
     this.logChanges(previous, next);
     const inUse = addressesInUse(next);
@@ -233,6 +312,7 @@ class TableRouter implements Router {
     this.pools.keepWarm(blueAddresses(next));
     const problems = [
       ...next.problems,
+      ...holdProblems,
       ...unbound.map((u) => `cannot listen on ${u.address} for ${u.routeKey}: ${u.cause}`),
     ];
     for (const problem of problems) this.report(problem);
@@ -259,6 +339,7 @@ class TableRouter implements Router {
         blue: [...route.blue],
         green: [...route.green],
         inFlight: this.inFlightRegistry.route(key),
+        upgraded: this.upgrades.route(key),
         ...this.holds.snapshot(key),
       };
     }
@@ -289,16 +370,34 @@ class TableRouter implements Router {
     return this.inFlightRegistry.count(routeKey, addresses);
   }
 
+  upgraded(routeKey: string, addresses: readonly string[]): number {
+    return this.upgrades.count(routeKey, addresses);
+  }
+
+  closeUpgraded(routeKey: string, addresses: readonly string[]): Promise<number> {
+    return this.upgrades.close(routeKey, addresses, upgradeCloseGraceMs);
+  }
+
+  pause(routeKey: string, bounds: Omit<PauseSpec, 'since'>): PauseSpec {
+    return this.holds.pause(routeKey, this.state, bounds);
+  }
+
+  resume(routeKey: string): FinishedHold {
+    return this.holds.resume(routeKey);
+  }
+
   traffic(routeKey: string): RouteTraffic | null {
     return this.metrics.traffic(routeKey);
   }
 
   metricsText(): string {
-    return renderMetricsText(
-      this.metrics.all(),
-      this.metrics.startedAt,
-      this.holds.metrics(),
-      this.replication.current(),
+    return (
+      renderMetricsText(
+        this.metrics.all(),
+        this.metrics.startedAt,
+        this.holds.metrics(),
+        this.replication.current(),
+      ) + upgradeMetricsText(this.upgrades.metrics())
     );
   }
 
@@ -312,7 +411,10 @@ class TableRouter implements Router {
     this.tableWatch?.stop();
     await this.running?.catch(() => undefined);
     this.holds.stopAll();
-    await this.listeners.closeAll(routerCloseGraceMs);
+    await Promise.all([
+      this.listeners.closeAll(routerCloseGraceMs),
+      this.upgrades.closeAll(upgradeCloseGraceMs),
+    ]);
     this.pools.destroyAll();
     if (this.claimed) releaseRouterRecord(this.stateDir);
     await this.control?.close();

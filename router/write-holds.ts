@@ -1,14 +1,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { WriteHold } from '../core/layout.js';
-import type { ControlHold, FinishedHold, HoldEnd, ReleasedTo } from './control-types.js';
+import type { ControlHold, FinishedHold, HoldEnd, PauseSpec, ReleasedTo } from './control-types.js';
 import { type ProxyListener, queueFullRetryAfterSeconds, refuseRequest } from './proxy-request.js';
 import type { Binding, RouteState, RoutingState } from './routing-state.js';
 
 /**
- * The router's side of a write hold (issue 28; RoutingEntry.hold in route-table.ts is the contract):
- * while a route's entry has a hold, its new requests wait here, unread, instead of going upstream;
- * when a table without that hold is applied, or the hold's `expiresAt` passes, they are forwarded by
- * the weights then live.
+ * The router's request holds. A write hold (issue 28; RoutingEntry.hold in route-table.ts is the
+ * contract): while a route's entry has a hold, its new requests wait here, unread, instead of going
+ * upstream; when a table without that hold is applied, or the hold's `expiresAt` passes, they are
+ * forwarded by the weights then live. A pause (an operator's maintenance, `cutover proxy pause`,
+ * issue 31) is the same hold started and ended through the control API instead of the table: its
+ * requests wait in order, each at most the pause's `timeoutMs` (then 503 with Retry-After), and go
+ * by the weights live at the resume. A route has one hold at a time: a pause is refused while a
+ * write hold is in effect, and a write hold is not taken on a paused route (the reload says why).
+ * Pauses are kept in `router/pauses.json`, so a router started again is still paused.
  *
  * Invariants:
  * - A request is held at most once, and leaves the queue exactly once: forwarded, answered by the
@@ -37,7 +42,12 @@ export interface WriteHoldsDeps {
   /** Sends a released request on by the table live now. */
   forward(held: HeldRequest): void;
   log(line: string): void;
+  /** Keeps the pauses asked for, for the next router (router/pauses.ts). */
+  savePauses(pauses: ReadonlyMap<string, PauseSpec>): void;
 }
+
+/** Retry-After of a 503 for a request a pause held too long, or could not hold: maintenance takes a while. */
+export const pauseRetryAfterSeconds = 5;
 
 /** Hold durations' histogram bounds, in ms (Prometheus `le` in seconds): the budget is ~2 s. */
 export const holdDurationBoundsMs: readonly number[] = [
@@ -65,6 +75,8 @@ export interface RouteHoldMetrics {
 interface HeldEntry {
   readonly request: HeldRequest;
   readonly gone: () => void;
+  /** A pause's bound on this request's wait. */
+  timer?: NodeJS.Timeout;
 }
 
 class ActiveHold {
@@ -79,7 +91,9 @@ class ActiveHold {
 
   constructor(
     readonly routeKey: string,
-    readonly spec: WriteHold,
+    public spec: WriteHold,
+    /** An operator's pause rather than the engine's write hold (its bounds change with a new pause). */
+    public pause: PauseSpec | null = null,
   ) {}
 }
 
@@ -99,8 +113,15 @@ export class WriteHolds {
   /** Route key → the id of a hold that expired: never held again. */
   private readonly expired = new Map<string, string>();
   private readonly counters = new Map<string, RouteCounters>();
+  /** Route key → the pause an operator asked for, held while the route is in the table. */
+  private readonly pauses: Map<string, PauseSpec>;
 
-  constructor(private readonly deps: WriteHoldsDeps) {}
+  constructor(
+    private readonly deps: WriteHoldsDeps,
+    pauses: ReadonlyMap<string, PauseSpec> = new Map(),
+  ) {
+    this.pauses = new Map(pauses);
+  }
 
   /** The hold a new request of the route meets, if any. The hot path: usually an empty map. */
   holding(routeKey: string): ActiveHold | undefined {
@@ -113,13 +134,14 @@ export class WriteHolds {
     if (hold.queue.size >= hold.spec.maxHeld) {
       hold.refused++;
       this.countersOf(hold.routeKey).refused++;
+      const why = hold.pause ? 'is paused' : 'is switching';
       refuseRequest(
         req,
         res,
         client,
         503,
-        `cutover: route ${hold.routeKey} is switching and already holds ${hold.spec.maxHeld} requests; try again shortly\n`,
-        { 'retry-after': String(queueFullRetryAfterSeconds) },
+        `cutover: route ${hold.routeKey} ${why} and already holds ${hold.spec.maxHeld} requests; try again shortly\n`,
+        { 'retry-after': String(hold.pause ? pauseRetryAfterSeconds : queueFullRetryAfterSeconds) },
       );
       return;
     }
@@ -127,6 +149,7 @@ export class WriteHolds {
       request,
       gone: () => {
         hold.queue.delete(entry);
+        if (entry.timer) clearTimeout(entry.timer);
         hold.left++;
         client.responseClosed();
       },
@@ -135,6 +158,7 @@ export class WriteHolds {
     res.on('error', ignore);
     res.once('close', entry.gone);
     hold.queue.add(entry);
+    if (hold.pause) entry.timer = setTimeout(() => this.waitedTooLong(hold, entry), hold.pause.timeoutMs);
     hold.heldCount++;
     this.countersOf(hold.routeKey).heldTotal++;
   }
@@ -143,14 +167,27 @@ export class WriteHolds {
    * After a table is applied (`state` is live): a hold whose entry lost it, or has another id, ends
    * and its requests go by `state`'s weights; a hold new in the table starts.
    */
-  reconcile(state: RoutingState): void {
+  reconcile(state: RoutingState): string[] {
+    const problems: string[] = [];
     for (const [key, hold] of this.active) {
       const route = state.routes.get(key);
-      if (route?.hold?.id === hold.spec.id) continue;
+      if (hold.pause ? route !== undefined : route?.hold?.id === hold.spec.id) continue;
       this.end(hold, !route ? 'removed' : route.hold ? 'replaced' : 'released');
     }
+    let pausesChanged = false;
+    for (const key of this.pauses.keys()) if (!state.routes.has(key)) pausesChanged = this.pauses.delete(key);
+    if (pausesChanged) this.deps.savePauses(this.pauses);
     const now = Date.now();
     for (const [key, route] of state.routes) {
+      const pause = this.pauses.get(key);
+      if (pause) {
+        if (!this.active.has(key)) this.startPause(key, pause);
+        if (route.hold)
+          problems.push(
+            `${key}: paused by an operator since ${iso(pause.since)}, so write hold ${route.hold.id} is not taken; resume the route first (cutover proxy resume ${key})`,
+          );
+        continue;
+      }
       const hold = route.hold;
       if (this.expired.has(key) && this.expired.get(key) !== hold?.id) this.expired.delete(key);
       if (!hold || this.active.has(key) || this.expired.get(key) === hold.id) continue;
@@ -164,6 +201,41 @@ export class WriteHolds {
       this.start(key, hold, now);
     }
     for (const key of this.expired.keys()) if (!state.routes.has(key)) this.expired.delete(key);
+    return problems;
+  }
+
+  /**
+   * An operator pauses a route of the table: its new requests wait (see the class). Refused while
+   * the engine's write hold is in effect; a route already paused keeps its pause, with these bounds
+   * for the requests that come next.
+   */
+  pause(routeKey: string, state: RoutingState, bounds: Omit<PauseSpec, 'since'>): PauseSpec {
+    if (!state.routes.has(routeKey))
+      throw new PauseRefused(404, `the router does not serve route ${routeKey}`);
+    const active = this.active.get(routeKey);
+    if (active && !active.pause)
+      throw new PauseRefused(
+        409,
+        `route ${routeKey} is in a stateful switch's write hold (${active.spec.id}); pause it once the switch is over`,
+      );
+    const pause: PauseSpec = { since: this.pauses.get(routeKey)?.since ?? Date.now(), ...bounds };
+    this.pauses.set(routeKey, pause);
+    this.deps.savePauses(this.pauses);
+    if (active?.pause) {
+      // Same queue, new bounds for the requests that come next: nothing held is released.
+      active.spec = { ...active.spec, maxHeld: pause.maxHeld };
+      active.pause = pause;
+    } else this.startPause(routeKey, pause);
+    return pause;
+  }
+
+  /** Ends a route's pause: what it holds goes by the weights live now, in the order it came. */
+  resume(routeKey: string): FinishedHold {
+    const hold = this.active.get(routeKey);
+    if (!this.pauses.delete(routeKey) || !hold?.pause)
+      throw new PauseRefused(409, `route ${routeKey} is not paused`);
+    this.deps.savePauses(this.pauses);
+    return this.end(hold, 'resumed');
   }
 
   /** Route key → id of every hold in effect now (what `POST /reload` answers). */
@@ -187,6 +259,7 @@ export class WriteHolds {
               expiresAt: hold.spec.expiresAt,
               maxHeld: hold.spec.maxHeld,
               refused: hold.refused,
+              ...(hold.pause ? { pause: hold.pause } : {}),
             },
           }
         : {}),
@@ -222,6 +295,41 @@ export class WriteHolds {
     });
   }
 
+  private startPause(key: string, pause: PauseSpec): void {
+    const hold = new ActiveHold(
+      key,
+      {
+        id: `pause@${pause.since}`,
+        since: pause.since,
+        expiresAt: Number.MAX_SAFE_INTEGER,
+        maxHeld: pause.maxHeld,
+      },
+      pause,
+    );
+    this.active.set(key, hold);
+    this.countersOf(key).holds++;
+    this.deps.log(
+      `router: route ${key}: paused: holding new requests (at most ${pause.maxHeld}, each at most ${pause.timeoutMs / 1000}s)`,
+    );
+  }
+
+  /** A paused request waited its bound: 503 with Retry-After, and it leaves the queue. */
+  private waitedTooLong(hold: ActiveHold, entry: HeldEntry): void {
+    if (!hold.queue.delete(entry)) return;
+    const { req, res, client } = entry.request;
+    res.off('close', entry.gone);
+    hold.refused++;
+    this.countersOf(hold.routeKey).refused++;
+    refuseRequest(
+      req,
+      res,
+      client,
+      503,
+      `cutover: route ${hold.routeKey} is paused; this request waited ${(hold.pause?.timeoutMs ?? 0) / 1000}s; try again later\n`,
+      { 'retry-after': String(pauseRetryAfterSeconds) },
+    );
+  }
+
   /** The router is stopping: held requests hear 503 with Retry-After (their clients may come back). */
   stopAll(): void {
     for (const hold of this.active.values()) this.end(hold, 'router-stopped');
@@ -253,7 +361,7 @@ export class WriteHolds {
     this.end(hold, 'expired');
   }
 
-  private end(hold: ActiveHold, how: HoldEnd): void {
+  private end(hold: ActiveHold, how: HoldEnd): FinishedHold {
     if (hold.timer) clearTimeout(hold.timer);
     this.active.delete(hold.routeKey);
     const durationMs = performance.now() - hold.startedMs;
@@ -263,6 +371,7 @@ export class WriteHolds {
     hold.queue.clear();
     for (const entry of entries) {
       const { req, res, client } = entry.request;
+      if (entry.timer) clearTimeout(entry.timer);
       res.off('close', entry.gone);
       // A client gone whose 'close' is still to come: nothing goes upstream for it.
       if (clientGone(res)) {
@@ -282,6 +391,7 @@ export class WriteHolds {
       durationMs: Math.round(durationMs),
       releasedTo,
       ended: how,
+      ...(hold.pause ? { kind: 'pause' as const } : {}),
       refused: hold.refused,
       left: hold.left,
       endedAt: Date.now(),
@@ -294,6 +404,7 @@ export class WriteHolds {
     const index = bucket < 0 ? holdDurationBoundsMs.length : bucket;
     counters.perBucket[index] = (counters.perBucket[index] as number) + 1;
     this.deps.log(`router: route ${hold.routeKey}: ${describeEnd(finished, hold.spec)}`);
+    return finished;
   }
 
   private countersOf(key: string): RouteCounters {
@@ -334,6 +445,8 @@ function describeEnd(finished: FinishedHold, spec: WriteHold): string {
     case 'released':
     case 'replaced':
       return `${held}, released to ${finished.releasedTo} ${tail}`;
+    case 'resumed':
+      return `resumed: ${held}, released to ${finished.releasedTo} in the order they came ${tail}`;
     case 'expired':
       return `the engine's hold outlived its bound (${iso(spec.expiresAt)}): ${held}, released by the weights now live, to ${finished.releasedTo}; holding nothing new ${tail}`;
     case 'removed':
@@ -356,3 +469,14 @@ function iso(epochMs: number): string {
 }
 
 function ignore(): void {}
+
+/** A pause or resume the router will not do: the control API's status, and why. */
+export class PauseRefused extends Error {
+  override readonly name = 'PauseRefused';
+  constructor(
+    readonly status: 404 | 409,
+    message: string,
+  ) {
+    super(message);
+  }
+}

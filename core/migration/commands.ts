@@ -198,7 +198,7 @@ function healthDeadlineMs(s: MigrationState, component: string): number {
 }
 
 /** The longest drain timeout among the live routes to a component; 0 when none sends it traffic. */
-function drainTimeoutMs(s: MigrationState, component: string): number {
+export function drainTimeoutMs(s: MigrationState, component: string): number {
   let ms = 0;
   for (const route of Object.values(s.spec.base.topology?.routes ?? {})) {
     if (route.to === component) ms = Math.max(ms, route.drain.timeout);

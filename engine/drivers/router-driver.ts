@@ -69,14 +69,16 @@ export function createRouterDriver(): RouteDriver {
       await table.remove(ctx, route, options);
       if (liveRouterRecord(ctx.stateDir.root)) await routerClient(ctx.stateDir.root).reload();
     },
-    // The router counts the requests it carries; no router running counts as drained.
-    drain(ctx, route, addresses, timeoutMs, options) {
+    // The router counts the requests and upgraded connections it carries; no router running counts
+    // as drained. Upgraded connections still open at the timeout are closed (1001 for a WebSocket).
+    drain(ctx, route, addresses, timeoutMs, options, upgraded) {
       return waitDrained(
         ctx.stateDir.root,
         routeKey(ctx.environment, route),
         addresses,
         timeoutMs,
         options.signal,
+        upgraded,
       );
     },
     observe: (ctx, route, spec) => observeRoute(ctx, route, spec),

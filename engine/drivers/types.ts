@@ -253,7 +253,8 @@ export interface RouteDriver {
    * Waits until no request of `route` is in flight to any of `addresses` (blue, once traffic left
    * it), each driver in its own way. Resolves at `timeoutMs` with `drained: false` rather than
    * rejecting; rejects only when `options.signal` aborts. null: this driver cannot see requests in
-   * flight, so it did not wait.
+   * flight, so it did not wait. A driver that carries upgraded connections (WebSockets) waits for
+   * those too and closes them at `timeoutMs` (`closedUpgraded`), unless `upgraded` is 'leave'.
    */
   drain(
     ctx: RouteCallContext,
@@ -261,6 +262,7 @@ export interface RouteDriver {
     addresses: readonly string[],
     timeoutMs: number,
     options: DriverCallOptions,
+    upgraded?: 'wait-then-close' | 'leave',
   ): Promise<DrainResult | null>;
   /**
    * The route's cumulative requests, 5xx and latency per slot, as the traffic layer counts them
@@ -283,6 +285,8 @@ export interface DrainResult {
   inFlight: number;
   /** What `inFlight` counts: requests (the router), or nginx workers still finishing theirs. */
   unit?: 'requests' | 'old nginx workers';
+  /** Upgraded connections (WebSockets) still open at the timeout, which the router then closed (1001). */
+  closedUpgraded?: number;
 }
 
 /** A driver error that retrying will not fix (bad configuration, a script that says so). */

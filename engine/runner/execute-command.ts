@@ -2,6 +2,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertNever, environmentFault } from '../../core/errors.js';
 import { type HostPort, parseHostPort } from '../../core/host-port.js';
+import { drainTimeoutMs } from '../../core/migration/commands.js';
 import { previewRoutes } from '../../core/migration/queries.js';
 import { isSwitchCommand } from '../../core/migration/switch.js';
 import type {
@@ -311,6 +312,10 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
         'omit',
       );
       const slot = own(s.slots, c.component)?.[c.slot] ?? placeholderSlot(ctx, c.slot);
+      // A rollback's green: what its routes still carry to it (upgraded connections above all,
+      // which stay where their handshake went) ends first, as blue's does at a drain.
+      if (c.slot === 'green')
+        await drainRoutes(s, o, call, c.component, slot, drainTimeoutMs(s, c.component), 'green');
       // What replication made between the two slots goes before either does.
       await stopReplicationOf(s, o, call, ctx);
       await componentDriverFor(o.drivers, ctx).retire(ctx, slot, call);
@@ -511,6 +516,7 @@ async function drainRoutes(
   component: string,
   blue: SlotInfo,
   timeoutMs: number,
+  slotName: 'blue' | 'green' = 'blue',
 ): Promise<void> {
   const topology = s.spec.base.topology;
   if (blue.addresses.length === 0 || topology === null) return;
@@ -525,10 +531,14 @@ async function drainRoutes(
       call,
     );
     if (result === null) continue;
-    if (result.drained) o.log(`route ${name}: blue ${component} drained in ${Date.now() - started} ms`);
+    const closed = result.closedUpgraded
+      ? `; ${result.closedUpgraded} upgraded connections (WebSockets) still open at the drain timeout closed (1001 going away)`
+      : '';
+    if (result.drained)
+      o.log(`route ${name}: ${slotName} ${component} drained in ${Date.now() - started} ms${closed}`);
     else
       o.log(
-        `route ${name}: ${result.inFlight} ${result.unit ?? 'requests'} still in flight to blue ${component} after the drain timeout`,
+        `route ${name}: ${result.inFlight} ${result.unit ?? 'requests'} still in flight to ${slotName} ${component} after the drain timeout${closed}`,
       );
   }
 }

@@ -144,6 +144,9 @@ async function holdRoutes(
       leaving.addresses,
       Math.max(0, deadline - Date.now()),
       call,
+      // Within the hold's budget only requests are waited for: held writes must not wait on
+      // WebSockets that can stay open for hours.
+      'leave',
     );
     if (result && !result.drained)
       throw new PermanentDriverError(

@@ -49,6 +49,7 @@ const pureElsewhere = [
   'test/test-layout.test.ts',
   'test/router/replication-lag.test.ts',
   'test/router/request-checks.test.ts',
+  'test/router/websocket-frames.test.ts',
   'test/verb-wait.test.ts',
   'test/watch/trigger-match.test.ts',
 ];
@@ -66,7 +67,9 @@ const infraFiles = [
   'test/engine/drivers/redis-*.test.ts',
   'test/examples/containers-example.test.ts',
   'test/nginx/**/*.test.ts',
+  'test/router/control-listen.test.ts',
   'test/router/differential.test.ts',
+  'test/router/websocket-differential.test.ts',
 ];
 
 /** Integration tests that replace a module with `vi.mock` (node:fs, to interleave or fail its calls). */
