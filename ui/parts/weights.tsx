@@ -1,6 +1,7 @@
 /**
  * Each route's weight on green over the migration, read from its log's traffic steps ("route www
- * at 10% green", "routes a, b back to blue"): a step chart per route and the weight now.
+ * at 10% green") and undo steps ("undo: routes a, b back to blue done"): a step chart per route and
+ * the weight now.
  */
 import type { LogLineJson } from '../types.js';
 
@@ -14,7 +15,7 @@ export function weightsFromLog(lines: readonly LogLineJson[]): Map<string, Weigh
   const out = new Map<string, WeightPoint[]>();
   for (const line of lines) {
     if (line.kind !== 'traffic_step' && line.kind !== 'rollback_step') continue;
-    const step = /^routes? (.+?) (?:at (\d+)% green|(back to blue))$/.exec(line.message);
+    const step = /^(?:undo: )?routes? (.+?) (?:at (\d+)% green|(back to blue))(?: done)?$/.exec(line.message);
     if (!step?.[1]) continue;
     const percent = step[3] ? 0 : Number(step[2]);
     for (const route of step[1].split(', ')) {
