@@ -17,7 +17,7 @@ import {
   seriousViolations,
   type TestBrowser,
 } from '../support/browser.js';
-import { repoRoot } from '../support/cli.js';
+import { repoRoot, runCli } from '../support/cli.js';
 import { freePort, killSlots } from '../support/migrations.js';
 import { type Api, ServerHarness, type ServerProcess } from '../support/server.js';
 
@@ -81,9 +81,8 @@ async function apply(text: string): Promise<string> {
 /** An environment with 1.0.0 deployed, and its route's address. */
 async function deployed(name: string): Promise<string> {
   const listen = `127.0.0.1:${await freePort()}`;
-  expect((await api.waitForEnd(await apply(topology(name, listen, '1.0.0', '[100]')))).lifecycle).toBe(
-    'completed',
-  );
+  const first = await api.waitForEnd(await apply(topology(name, listen, '1.0.0', '[100]')));
+  expect(first.lifecycle, first.status).toBe('completed');
   return listen;
 }
 
@@ -314,5 +313,51 @@ describe('the dashboard in a real Chromium', () => {
     } finally {
       await context.close();
     }
+  });
+
+  it("migrate and status print the dashboard's address when they go through a server", {
+    timeout: 90_000,
+  }, async () => {
+    const listen = await deployed('ui-cli');
+    expect((await api.waitForEnd(await apply(topology('ui-cli', listen, '2.0.0', '[100]')))).lifecycle).toBe(
+      'completed',
+    );
+    const env = { CUTOVER_TOKEN: operatorToken };
+    const status = await runCli(['topology', 'status', '--environment', 'ui-cli', '--server', server.url], {
+      env,
+    });
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stderr).toContain(`Dashboard: ${server.url}/ui/\n`);
+    // A migration started through the server (here `rollback --to previous`, which migrates).
+    const back = await runCli(
+      [
+        'topology',
+        'rollback',
+        '--to',
+        'previous',
+        '--environment',
+        'ui-cli',
+        '--server',
+        server.url,
+        '--yes',
+        '--detach',
+      ],
+      { env },
+    );
+    expect(back.code, back.stderr).toBe(0);
+    const id = back.stdout.trim();
+    expect(back.stderr).toContain(`Dashboard: ${server.url}/ui/#/migrations/${id}\n`);
+    // That address is the migration's page.
+    const { context, page } = await freshPage();
+    try {
+      await signIn(page, operatorToken, `#/migrations/${id}`);
+      await page.waitForFunction(
+        () => document.querySelector('h1')?.textContent?.startsWith('Migration ') === true,
+      );
+      expect(await text(page, 'h1')).toBe(`Migration ${id}`);
+    } finally {
+      await context.close();
+    }
+    expect((await api.waitForEnd(id)).lifecycle).toBe('completed');
   });
 });
