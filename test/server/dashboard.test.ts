@@ -6,9 +6,10 @@
  *
  * CUTOVER_SCREENSHOTS=1 also saves the main pages into docs/images/ (CI leaves the repo alone).
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { BrowserContext, Page } from 'puppeteer-core';
+import { monotonicFactory } from 'ulid';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   launchBrowser,
@@ -24,7 +25,9 @@ import { type Api, ServerHarness, type ServerProcess } from '../support/server.j
 // The page's globals, as the functions this file runs in the page use them (tests compile without
 // the DOM library; these declarations are this module's own).
 declare const document: {
-  querySelector(selector: string): { textContent: string | null } | null;
+  querySelector(
+    selector: string,
+  ): { textContent: string | null; getAttribute(name: string): string | null } | null;
   body: unknown;
   cookie: string;
 };
@@ -117,6 +120,24 @@ async function screenshot(page: Page, name: string): Promise<void> {
   const dir = path.join(repoRoot, 'docs', 'images');
   mkdirSync(dir, { recursive: true });
   await page.screenshot({ path: path.join(dir, `dashboard-${name}.png`), fullPage: true });
+}
+
+/**
+ * `count` more finished migrations of `environment` in the server's state directory: copies of the
+ * real journal and log of `id` (a migration the engine ran), each under a new, later id. A history
+ * of hundreds without running hundreds of migrations in CI.
+ */
+function copiesOf(environment: string, id: string, count: number): void {
+  const dir = path.join(server.stateDir, 'environments', environment, 'migrations');
+  const journal = readFileSync(path.join(dir, id, 'journal.ndjson'), 'utf8');
+  const log = readFileSync(path.join(dir, id, 'log.ndjson'), 'utf8');
+  const nextId = monotonicFactory();
+  for (let i = 0; i < count; i++) {
+    const copy = `mig_${nextId().toLowerCase()}`;
+    mkdirSync(path.join(dir, copy));
+    writeFileSync(path.join(dir, copy, 'journal.ndjson'), journal.replaceAll(id, copy));
+    writeFileSync(path.join(dir, copy, 'log.ndjson'), log.replaceAll(id, copy));
+  }
 }
 
 /** Clicks the action button `label`, confirms it in the dialog, and waits for the server's answer. */
@@ -359,5 +380,45 @@ describe('the dashboard in a real Chromium', () => {
       await context.close();
     }
     expect((await api.waitForEnd(id)).lifecycle).toBe('completed');
+  });
+
+  it('pages a history of 500 migrations, 25 at a time, each page shown within a second', {
+    timeout: 90_000,
+  }, async () => {
+    await deployed('ui-history');
+    const [first] = (await api.get('/v1/migrations?environment=ui-history')).json.items as { id: string }[];
+    copiesOf('ui-history', first?.id as string, 499);
+    const { context, page } = await freshPage();
+    try {
+      await signIn(page, operatorToken, '#/history?environment=ui-history');
+      await page.waitForSelector('table.history tbody tr');
+      const rows = () =>
+        page.$$eval('table.history tbody tr', (all) => all.map((r) => r.getAttribute('data-migration')));
+      const seen = new Set<string | null>();
+      const pageTimesMs: number[] = [];
+      for (let n = 1; ; n++) {
+        const shown = await rows();
+        expect(shown.length, `page ${n}`).toBe(n <= 20 ? 25 : 0);
+        for (const id of shown) seen.add(id);
+        if (n === 20) break;
+        const before = shown[0];
+        const started = Date.now();
+        await page.click('nav.pages button:last-child');
+        await page.waitForFunction(
+          (old) => document.querySelector('table.history tbody tr')?.getAttribute('data-migration') !== old,
+          {},
+          before ?? '',
+        );
+        pageTimesMs.push(Date.now() - started);
+      }
+      expect(seen.size).toBe(500);
+      // The last page: nothing older.
+      expect(await page.$eval('nav.pages button:last-child', (b) => b.hasAttribute('disabled'))).toBe(true);
+      const slowest = Math.max(...pageTimesMs);
+      console.log(`dashboard history of 500: pages shown in ${Math.min(...pageTimesMs)}-${slowest} ms`);
+      expect(slowest).toBeLessThan(1000);
+    } finally {
+      await context.close();
+    }
   });
 });
