@@ -90,6 +90,9 @@ async function deployed(name: string): Promise<string> {
 }
 
 const manualSteps = '[{ weight: 10, hold: manual }, { weight: 50, hold: manual }, 100]';
+/** A manual hold, a timed one (its countdown shown), a manual one again, then all of it. */
+const promoteSteps =
+  '[{ weight: 10, hold: manual }, { weight: 50, hold: 3s }, { weight: 80, hold: manual }, 100]';
 
 async function freshPage(): Promise<{ context: BrowserContext; page: Page }> {
   const context = await chromium.browser.createBrowserContext();
@@ -226,9 +229,10 @@ describe('the dashboard in a real Chromium', () => {
       expect(await text(page, `${env} [data-field="drift"]`)).toBe('none');
       await expectAccessible(page, 'environments');
 
-      const id = await apply(topology('ui-promote', listen, '2.0.0', manualSteps));
+      const id = await apply(topology('ui-promote', listen, '2.0.0', promoteSteps));
       // The environment shows the migration in flight, linked.
       await page.waitForSelector(`${env} a[href="#/migrations/${id}"]`, { timeout: 20_000 });
+      await screenshot(page, 'environments');
       await page.click(`${env} a[href="#/migrations/${id}"]`);
       await page.waitForSelector('[data-hold="manual"]', { timeout: 30_000 });
       expect(await text(page, '[data-hold="manual"]')).toMatch(
@@ -254,11 +258,13 @@ describe('the dashboard in a real Chromium', () => {
         look();
       });
       expect(await act(page, 'Promote')).toMatch(/^Promote: accepted/);
+      // The 50 % step holds 3 s: counted down.
       await page.waitForFunction(
-        () => document.querySelector('[data-hold="manual"]')?.textContent?.includes('at 50 %'),
-        {
-          timeout: 30_000,
-        },
+        () => document.querySelector('[data-hold="timed"]')?.textContent?.includes('at 50 %'),
+        { timeout: 30_000 },
+      );
+      expect(await text(page, '[data-hold="timed"] [data-field="countdown"]')).toMatch(
+        /^(about \d s left|ending now)$/,
       );
       const logs = await api.get(`/v1/migrations/${id}/logs`);
       const step = logs.text
@@ -274,6 +280,11 @@ describe('the dashboard in a real Chromium', () => {
       console.log(`dashboard: the 50 % step shown ${lagMs} ms after the engine's log line`);
       expect(lagMs).toBeLessThan(1000);
 
+      // Then the manual hold at 80 %, promoted straight to 100 %.
+      await page.waitForFunction(
+        () => document.querySelector('[data-hold="manual"]')?.textContent?.includes('at 80 %'),
+        { timeout: 30_000 },
+      );
       expect(await act(page, 'Promote fully')).toMatch(/^Promote fully: accepted/);
       await page.waitForFunction(
         () => document.querySelector('[data-field="lifecycle"]')?.textContent === 'completed',
@@ -328,9 +339,6 @@ describe('the dashboard in a real Chromium', () => {
       expect(await text(page, `[data-migration="${id}"]`)).toMatch(/rolled back/);
       await expectAccessible(page, 'history');
       await screenshot(page, 'history');
-      await page.goto(`${server.url}/ui/#/`);
-      await page.waitForSelector('[data-environment="ui-rollback"]');
-      await screenshot(page, 'environments');
     } finally {
       await context.close();
     }
@@ -417,6 +425,45 @@ describe('the dashboard in a real Chromium', () => {
       const slowest = Math.max(...pageTimesMs);
       console.log(`dashboard history of 500: pages shown in ${Math.min(...pageTimesMs)}-${slowest} ms`);
       expect(slowest).toBeLessThan(1000);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('plans a pasted topology against the recorded layout, shown as its pull-request comment reads', {
+    timeout: 30_000,
+  }, async () => {
+    const listen = `127.0.0.1:${await freePort()}`;
+    const { context, page } = await freshPage();
+    try {
+      await signIn(page, viewerToken, '#/plan');
+      await page.waitForSelector('#plan-topology');
+      await page.$eval(
+        '#plan-path',
+        (el, value) => {
+          const input = el as unknown as { value: string; dispatchEvent(e: unknown): void };
+          input.value = value;
+          input.dispatchEvent(new Event('input', { bubbles: true }));
+        },
+        fixture,
+      );
+      await page.$eval(
+        '#plan-topology',
+        (el, value) => {
+          const input = el as unknown as { value: string; dispatchEvent(e: unknown): void };
+          input.value = value;
+          input.dispatchEvent(new Event('input', { bubbles: true }));
+        },
+        topology('ui-plan', listen, '1.0.0', '[10, 100]'),
+      );
+      await page.click('.plan-form button[type=submit]');
+      await page.waitForSelector('[data-field="plan"]');
+      const plan = await text(page, '[data-field="plan"]');
+      expect(plan).toMatch(/^cutover plan for environment "ui-plan"/);
+      expect(plan).toMatch(/Plan: 2 to add, 0 to change, 0 to remove/);
+      expect(await text(page, '[data-field="markdown"]')).toContain('### cutover plan for `ui-plan`');
+      await expectAccessible(page, 'plan');
+      await screenshot(page, 'plan');
     } finally {
       await context.close();
     }

@@ -40,9 +40,13 @@ export function EnvironmentsPage({ session }: { session: Session }) {
           <code>--server</code> naming this server).
         </p>
       )}
-      {value?.map((status) => (
-        <Environment key={status.environment} status={status} />
-      ))}
+      {value && value.length > 0 && (
+        <div class="environments">
+          {value.map((status) => (
+            <Environment key={status.environment} status={status} />
+          ))}
+        </div>
+      )}
     </>
   );
 }

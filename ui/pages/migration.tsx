@@ -114,7 +114,7 @@ export function MigrationPage({ id, session }: { id: string; session: Session })
       {operator && <VerbBar client={client} requests={verbRequests(d)} onDone={detail.reload} />}
       <Resolve detail={d} client={client} operator={operator} onDone={detail.reload} />
       <Stages detail={d} weight={last?.percent ?? null} />
-      <RouteWeights lines={lines} until={Date.parse(summary.endedAt ?? state.updatedAt)} />
+      <RouteWeights lines={lines} until={summary.endedAt ? Date.parse(summary.endedAt) : Date.now()} />
       <Analyses analyses={state.analyses} />
       <LogView lines={lines} />
     </>

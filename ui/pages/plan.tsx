@@ -1,10 +1,12 @@
 /**
  * A plan for a topology pasted here, against the layout the server has recorded (POST /v1/plan,
- * which changes nothing), shown as the pull-request markdown renders it (views/, the same renderer
- * as `plan --format markdown`).
+ * which changes nothing), shown as `cutover topology plan` prints it, with the pull-request comment
+ * (`plan --format markdown`) below to copy: the same renderers (views/) as the CLI.
  */
 import { useState } from 'preact/hooks';
 import { renderPlanMarkdown } from '../../views/render-plan-markdown.js';
+import { renderPlanText } from '../../views/render-plan-text.js';
+import { plainStyle } from '../../views/style.js';
 import { ApiError } from '../api.js';
 import type { Session } from '../session-type.js';
 import type { Plan } from '../types.js';
@@ -12,13 +14,13 @@ import type { Plan } from '../types.js';
 export function PlanPage({ session }: { session: Session }) {
   const [text, setText] = useState('');
   const [path, setPath] = useState('topology.yaml');
-  const [result, setResult] = useState<{ markdown: string } | { problem: string } | null>(null);
+  const [result, setResult] = useState<{ text: string; markdown: string } | { problem: string } | null>(null);
   const [busy, setBusy] = useState(false);
   const plan = async () => {
     setBusy(true);
     try {
       const p = await session.client.post<Plan>('/v1/plan', { topology: text, path });
-      setResult({ markdown: renderPlanMarkdown(p) });
+      setResult({ text: renderPlanText(p, { style: plainStyle }), markdown: renderPlanMarkdown(p) });
     } catch (error) {
       if (error instanceof ApiError) setResult({ problem: `${error.code}: ${error.detail}` });
       else setResult({ problem: (error as Error).message });
@@ -60,9 +62,17 @@ export function PlanPage({ session }: { session: Session }) {
         </p>
       )}
       {result && 'markdown' in result && (
-        <pre class="markdown" data-field="plan">
-          {result.markdown}
-        </pre>
+        <>
+          <pre class="plan-text" data-field="plan">
+            {result.text}
+          </pre>
+          <details>
+            <summary>The pull-request comment (markdown)</summary>
+            <pre class="markdown" data-field="markdown">
+              {result.markdown}
+            </pre>
+          </details>
+        </>
       )}
     </>
   );
