@@ -32,6 +32,7 @@ declare const document: {
   cookie: string;
 };
 declare const sessionStorage: { getItem(key: string): string | null };
+declare const location: { hash: string };
 declare const localStorage: { length: number };
 declare const MutationObserver: new (
   callback: () => void,
@@ -344,8 +345,8 @@ describe('the dashboard in a real Chromium', () => {
     }
   });
 
-  it("migrate and status print the dashboard's address when they go through a server", {
-    timeout: 90_000,
+  it("migrate and status print the dashboard's address when they go through a server; a layout is gone back to from the history", {
+    timeout: 120_000,
   }, async () => {
     const listen = await deployed('ui-cli');
     expect((await api.waitForEnd(await apply(topology('ui-cli', listen, '2.0.0', '[100]')))).lifecycle).toBe(
@@ -388,6 +389,33 @@ describe('the dashboard in a real Chromium', () => {
       await context.close();
     }
     expect((await api.waitForEnd(id)).lifecycle).toBe('completed');
+    expect((await api.get('/v1/environments/ui-cli')).json.components[0].version).toBe('1.0.0');
+
+    // From the history, back to the layout the 2.0.0 migration committed: its plan first.
+    const [second] = (
+      (await api.get('/v1/migrations?environment=ui-cli&state=completed')).json.items as { id: string }[]
+    ).filter((m) => m.id !== id);
+    const again = await freshPage();
+    try {
+      await signIn(again.page, operatorToken, '#/history?environment=ui-cli');
+      await again.page.waitForSelector(`button[data-rollback-to="${second?.id}"]`);
+      await again.page.click(`button[data-rollback-to="${second?.id}"]`);
+      await again.page.waitForSelector('dialog[open] [data-field="confirm-detail"]');
+      expect(await text(again.page, 'dialog[open] h2')).toBe('Go back to serial 2?');
+      expect(await text(again.page, 'dialog[open] [data-field="confirm-detail"]')).toMatch(
+        /1\.0\.0 → 2\.0\.0/,
+      );
+      await expectAccessible(again.page, 'history, going back');
+      await again.page.click('dialog[open] button[data-confirm="yes"]');
+      // The page goes to the migration that goes back.
+      await again.page.waitForFunction(() => /^#\/migrations\/mig_/.test(location.hash), { timeout: 20_000 });
+      const back2 = (await again.page.evaluate(() => location.hash)).replace('#/migrations/', '');
+      expect(back2).not.toBe(id);
+      expect((await api.waitForEnd(back2)).lifecycle).toBe('completed');
+      expect((await api.get('/v1/environments/ui-cli')).json.components[0].version).toBe('2.0.0');
+    } finally {
+      await again.context.close();
+    }
   });
 
   it('pages a history of 500 migrations, 25 at a time, each page shown within a second', {

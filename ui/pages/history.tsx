@@ -5,6 +5,7 @@
  */
 import { useState } from 'preact/hooks';
 import { lifecycleText, time } from '../format.js';
+import { RollbackTo } from '../parts/layout-rollback.js';
 import { ProblemLine } from '../parts/problem.js';
 import { usePoll } from '../parts/use-poll.js';
 import { href } from '../route.js';
@@ -48,6 +49,7 @@ export function HistoryPage({
     cursor ? null : 5000,
     path,
   );
+  const operator = session.who.role === 'operator';
   const filter = (next: { environment?: string; state?: string }) => {
     setCursors([]);
     location.hash = href({ page: 'history', environment, state, ...next });
@@ -94,6 +96,7 @@ export function HistoryPage({
                 <th scope="col">Started</th>
                 <th scope="col">By</th>
                 <th scope="col">Actions done</th>
+                {operator && <th scope="col">Layout</th>}
               </tr>
             </thead>
             <tbody>
@@ -113,6 +116,11 @@ export function HistoryPage({
                   <td>
                     {m.actionsDone}/{m.actionsTotal}
                   </td>
+                  {operator && (
+                    <td>
+                      {m.lifecycle === 'completed' && <RollbackTo client={session.client} migration={m} />}
+                    </td>
+                  )}
                 </tr>
               ))}
             </tbody>

@@ -13,6 +13,8 @@ export interface Request {
   /** Button text and the dialog's question. */
   label: string;
   question: string;
+  /** Shown below the question, as preformatted text (a plan). */
+  detail?: string;
   path: string;
   body?: unknown;
   danger?: boolean;
@@ -144,6 +146,16 @@ export function Confirm({
     <dialog ref={dialog} aria-labelledby="confirm-title" onCancel={onNo} class="confirm">
       <h2 id="confirm-title">{request.label}?</h2>
       <p>{request.question}</p>
+      {request.detail && (
+        <pre
+          class="plan-text"
+          // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be reachable by keyboard (WCAG 2.1.1)
+          tabIndex={0}
+          data-field="confirm-detail"
+        >
+          {request.detail}
+        </pre>
+      )}
       <div class="buttons">
         <button
           type="button"
