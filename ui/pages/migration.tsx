@@ -11,6 +11,7 @@ import { LogView } from '../parts/log-view.js';
 import { ProblemLine } from '../parts/problem.js';
 import { Resolve } from '../parts/resolve.js';
 import { Stages } from '../parts/stages.js';
+import { Stateful } from '../parts/stateful.js';
 import { usePoll } from '../parts/use-poll.js';
 import { VerbBar, verbRequests } from '../parts/verbs.js';
 import { RouteWeights, weightsFromLog } from '../parts/weights.js';
@@ -114,6 +115,7 @@ export function MigrationPage({ id, session }: { id: string; session: Session })
       {operator && <VerbBar client={client} requests={verbRequests(d)} onDone={detail.reload} />}
       <Resolve detail={d} client={client} operator={operator} onDone={detail.reload} />
       <Stages detail={d} weight={last?.percent ?? null} />
+      <Stateful detail={d} now={Date.now()} />
       <RouteWeights lines={lines} until={summary.endedAt ? Date.parse(summary.endedAt) : Date.now()} />
       <Analyses analyses={state.analyses} />
       <LogView lines={lines} />
