@@ -93,7 +93,7 @@ async function deployed(name: string): Promise<string> {
 const manualSteps = '[{ weight: 10, hold: manual }, { weight: 50, hold: manual }, 100]';
 /** A manual hold, a timed one (its countdown shown), a manual one again, then all of it. */
 const promoteSteps =
-  '[{ weight: 10, hold: manual }, { weight: 50, hold: 3s }, { weight: 80, hold: manual }, 100]';
+  '[{ weight: 10, hold: manual }, { weight: 50, hold: 5s }, { weight: 80, hold: manual }, 100]';
 
 async function freshPage(): Promise<{ context: BrowserContext; page: Page }> {
   const context = await chromium.browser.createBrowserContext();
@@ -259,7 +259,7 @@ describe('the dashboard in a real Chromium', () => {
         look();
       });
       expect(await act(page, 'Promote')).toMatch(/^Promote: accepted/);
-      // The 50 % step holds 3 s: counted down.
+      // The 50 % step holds 5 s (time for a loaded machine to show it): counted down.
       await page.waitForFunction(
         () => document.querySelector('[data-hold="timed"]')?.textContent?.includes('at 50 %'),
         { timeout: 30_000 },
