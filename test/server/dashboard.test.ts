@@ -459,7 +459,7 @@ describe('the dashboard in a real Chromium', () => {
   });
 
   it('plans a pasted topology against the recorded layout, shown as its pull-request comment reads', {
-    timeout: 30_000,
+    timeout: 60_000,
   }, async () => {
     const listen = `127.0.0.1:${await freePort()}`;
     const { context, page } = await freshPage();
@@ -486,6 +486,21 @@ describe('the dashboard in a real Chromium', () => {
       );
       await page.click('.plan-form button[type=submit]');
       await page.waitForSelector('[data-field="plan"]');
+      // As a code host renders the comment: a heading, a table of the changes, collapsible sections.
+      expect(await text(page, '[data-field="plan-rendered"] h3')).toBe('cutover plan for ui-plan');
+      const changes = await page.$$eval('[data-field="plan-rendered"] table tbody tr', (rows) =>
+        rows.map((r) => r.textContent),
+      );
+      expect(changes).toEqual([
+        '+componentwebnew component (version 1.0.0, 1 replica, driver apps)',
+        `+routewwwnew route ${listen} → web`,
+      ]);
+      expect(await page.$$('[data-field="plan-rendered"] details summary')).toHaveLength(3);
+      // Only the allowed tags, and no attribute on any: nothing of a plan's text becomes markup.
+      const attributes = await page.$$eval('[data-field="plan-rendered"] .rendered-markdown *', (all) =>
+        all.flatMap((el) => [...el.attributes].map((a) => `${el.tagName}.${a.name}`)),
+      );
+      expect(attributes).toEqual([]);
       const plan = await text(page, '[data-field="plan"]');
       expect(plan).toMatch(/^cutover plan for environment "ui-plan"/);
       expect(plan).toMatch(/Plan: 2 to add, 0 to change, 0 to remove/);

@@ -1,13 +1,14 @@
 /**
  * A plan for a topology pasted here, against the layout the server has recorded (POST /v1/plan,
- * which changes nothing), shown as `cutover topology plan` prints it, with the pull-request comment
- * (`plan --format markdown`) below to copy: the same renderers (views/) as the CLI.
+ * which changes nothing), shown as its pull-request comment renders (`plan --format markdown`),
+ * with that markdown and the plan as `cutover topology plan` prints it below: the CLI's renderers.
  */
 import { useState } from 'preact/hooks';
 import { renderPlanMarkdown } from '../../views/render-plan-markdown.js';
 import { renderPlanText } from '../../views/render-plan-text.js';
 import { plainStyle } from '../../views/style.js';
 import { ApiError } from '../api.js';
+import { Markdown } from '../parts/markdown.js';
 import type { Session } from '../session-type.js';
 import type { Plan } from '../types.js';
 
@@ -63,13 +64,23 @@ export function PlanPage({ session }: { session: Session }) {
       )}
       {result && 'markdown' in result && (
         <>
-          <pre class="plan-text" data-field="plan">
-            {result.text}
-          </pre>
+          <section
+            class="card"
+            aria-label="The plan as its pull-request comment renders"
+            data-field="plan-rendered"
+          >
+            <Markdown text={result.markdown} />
+          </section>
           <details>
-            <summary>The pull-request comment (markdown)</summary>
+            <summary>The pull-request comment (markdown, to copy)</summary>
             <pre class="markdown" data-field="markdown">
               {result.markdown}
+            </pre>
+          </details>
+          <details>
+            <summary>As the CLI prints it</summary>
+            <pre class="plan-text" data-field="plan">
+              {result.text}
             </pre>
           </details>
         </>
