@@ -3,6 +3,7 @@
  * routes and their weights), its drift and the migration in flight. Read again every few seconds.
  */
 
+import { useState } from 'preact/hooks';
 import { time } from '../format.js';
 import { ProblemLine } from '../parts/problem.js';
 import { usePoll } from '../parts/use-poll.js';
@@ -10,13 +11,19 @@ import { href } from '../route.js';
 import type { Session } from '../session-type.js';
 import type { EnvironmentStatus, EnvironmentSummary } from '../types.js';
 
-/** How often the page asks again: each answer observes every driver, so not more. */
+/**
+ * How often the page asks again: each answer observes every driver, and a request per environment
+ * counts against the token's rate limit (600 a minute by default), so a second more per environment.
+ */
 const refreshMs = 5000;
+const refreshPerEnvironmentMs = 1000;
 
 export function EnvironmentsPage({ session }: { session: Session }) {
+  const [count, setCount] = useState(0);
   const { value, error } = usePoll(
     async (signal) => {
       const list = await session.client.get<{ items: EnvironmentSummary[] }>('/v1/environments', signal);
+      setCount(list.items.length);
       return Promise.all(
         list.items.map((e) =>
           session.client.get<EnvironmentStatus>(
@@ -26,7 +33,7 @@ export function EnvironmentsPage({ session }: { session: Session }) {
         ),
       );
     },
-    refreshMs,
+    Math.max(refreshMs, refreshPerEnvironmentMs * count),
     'environments',
   );
   return (
