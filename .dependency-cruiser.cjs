@@ -9,6 +9,7 @@
  *   engine/    runners, state, sources, drivers, API → core/, platform/ (router/: only its route driver)
  *   views/     renderers shared by the front ends    → core/
  *   cli/ server/ watch/   front ends                 → engine/api.ts and the MigrationService, views/, core/; nothing imports cli/
+ *   ui/        the dashboard (runs in a browser)     → views/, core/ (pure modules, bundled); nothing imports ui/
  */
 const frontEnds = '^(cli|server|watch)/';
 
@@ -118,6 +119,20 @@ module.exports = {
       severity: 'error',
       from: { path: '^(server|watch)/' },
       to: { path: frontEnds, pathNot: '^$1/' },
+    },
+    {
+      name: 'ui-runs-in-the-browser',
+      comment:
+        'The dashboard is bundled for a browser: it reads the server through its HTTP API and may use the pure renderers and core; never the engine, the platform or a front end.',
+      severity: 'error',
+      from: { path: '^ui/' },
+      to: { path: '^(platform|router|engine|cli|server|watch)/' },
+    },
+    {
+      name: 'nothing-imports-ui',
+      severity: 'error',
+      from: { pathNot: '^ui/' },
+      to: { path: '^ui/' },
     },
   ],
   options: {

@@ -49,3 +49,9 @@ function stateDirOption(options: StateDirOptions): string {
   if (options.stateDir) return ` --state-dir ${options.stateDir}`;
   return options.file && options.file !== 'topology.yaml' ? ` -f ${options.file}` : '';
 }
+
+/** Where a person watches an environment or a migration in a browser, when a server serves it: one line, or nothing. */
+export function dashboardLine(service: Pick<MigrationService, 'dashboard'>, id?: string): string {
+  if (service.dashboard === undefined) return '';
+  return `Dashboard: ${service.dashboard}${id === undefined ? '' : `#/migrations/${id}`}\n`;
+}

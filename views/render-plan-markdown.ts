@@ -3,7 +3,7 @@ import { describePlanHooks } from '../core/plan/plan-hooks.js';
 import { describePlanHosts } from '../core/plan/plan-hosts.js';
 import { describeNotifyTargets } from '../core/plan/plan-notify.js';
 import { describeStateful } from '../core/plan/plan-stateful.js';
-import { describePlannedAgainst, type PlannedAgainst } from '../core/plan/saved-plan.js';
+import { describePlannedAgainst, type PlannedAgainst } from '../core/plan/planned-against.js';
 import { isEmptyPlan, type Plan, type ResourceChange } from '../core/plan/types.js';
 import { changeSymbol, changeVerb, countsLine, formatChangeValue, formatValue } from './symbols.js';
 

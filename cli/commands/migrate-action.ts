@@ -10,7 +10,7 @@ import { renderPlanText } from '../../views/render-plan-text.js';
 import { confirmedOrRefused } from '../confirm.js';
 import { type CommandContext, pathIn, styleOf } from '../context.js';
 import { liveOutput } from '../live-output.js';
-import { type ServerOption, withService } from '../service.js';
+import { dashboardLine, type ServerOption, withService } from '../service.js';
 
 export interface MigrateOptions extends ServerOption {
   file: string;
@@ -125,12 +125,12 @@ export async function migrateTo(
       });
     else stdout.write(`${id}\n`);
     stderr.write(
-      `Migration ${id} runs ${started.runs}. Follow it with:\n  cutover topology migration logs ${id} --follow${hint}\n`,
+      `Migration ${id} runs ${started.runs}. Follow it with:\n  cutover topology migration logs ${id} --follow${hint}\n${dashboardLine(service, id)}`,
     );
     return 0;
   }
   stderr.write(
-    `\nMigration ${id} started${started.runs ? ` ${started.runs}` : ''}. From another terminal: cutover topology migration pause|rollback|… ${id}${hint}\n\n`,
+    `\nMigration ${id} started${started.runs ? ` ${started.runs}` : ''}. From another terminal: cutover topology migration pause|rollback|… ${id}${hint}\n${dashboardLine(service, id)}\n`,
   );
   const output = options.json ? null : await liveOutput(stderr, style);
   const commitHint = `awaiting commit: run \`cutover topology migration commit ${id}${hint}\``;

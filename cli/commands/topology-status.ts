@@ -6,7 +6,7 @@ import { parseDuration } from '../../core/topology/duration.js';
 import type { MigrationService } from '../../engine/services/migration-service.js';
 import { renderStatusJson, renderStatusLine, renderStatusText } from '../../views/render-status.js';
 import { type CommandContext, type CommandRun, pathIn, styleOf } from '../context.js';
-import { addServerOption, type ServerOption, withService } from '../service.js';
+import { addServerOption, dashboardLine, type ServerOption, withService } from '../service.js';
 import { addStateDirOptions, type StateDirOptions } from '../state-dir.js';
 
 interface StatusOptions extends ServerOption, StateDirOptions {
@@ -69,8 +69,11 @@ async function runStatus(options: StatusOptions, run: CommandRun): Promise<numbe
       run.stdout.write(
         options.json ? renderStatusJson(first) : renderStatusText(first, styleOf(run, run.stdout)),
       );
+      // On stderr: stdout stays the status alone, for scripts.
+      run.stderr.write(dashboardLine(service, first.migration?.id));
       return;
     }
+    run.stderr.write(dashboardLine(service, first.migration?.id));
     await watchStatus(service, environment, first, { intervalMs, json: options.json === true }, run);
   });
   return 0;

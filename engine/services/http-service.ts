@@ -92,6 +92,7 @@ export function httpService(url: string, token: string | undefined): MigrationSe
   const service: MigrationService = {
     where: origin,
     reachAgain,
+    dashboard: new URL('/ui/', origin).href,
     lookAgainMs: 1_000, // a request
     async validate(source) {
       try {

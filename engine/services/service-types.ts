@@ -158,6 +158,11 @@ export interface MigrationService {
    */
   readonly reachAgain: string;
   /**
+   * The address of the server's dashboard (`http://host:7400/ui/`) when this service is a cutover
+   * server; absent otherwise. A page of it is this plus `#/migrations/<id>`.
+   */
+  readonly dashboard?: string;
+  /**
    * How often a caller waiting for a change (a migration in flight ending) looks again: what a
    * look costs here (a file read locally, a query to Temporal or a server).
    */

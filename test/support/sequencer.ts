@@ -17,6 +17,8 @@ export const ciSeconds: Record<string, number> = {
   'test/temporal/stateful-switch.test.ts': 57,
   'test/faults/write-sites.test.ts': 49,
   'test/cutover/zero-downtime.test.ts': 43,
+  // s17/ui's browser tests, alone on a loaded machine (load average 10-25): 30-51 s.
+  'test/server/dashboard.test.ts': 40,
   'test/cutover/container-zero-downtime.test.ts': 38,
   'test/cutover/stateful-kill.test.ts': 30,
   'test/cutover/progressive-prometheus.test.ts': 29,
