@@ -184,10 +184,18 @@ export class ClientConnection {
   }
 }
 
-/** Serves `server`'s requests through one ClientConnection per connection, parse errors included. */
-export function serveConnections(server: Server, listener: ConnectionListener, handle: RequestHandler): void {
+/**
+ * Serves `server`'s requests through one ClientConnection per connection, parse errors included.
+ * `connectionEvent`: 'secureConnection' for a server over TLS (its 'connection' is the TCP socket).
+ */
+export function serveConnections(
+  server: Server,
+  listener: ConnectionListener,
+  handle: RequestHandler,
+  connectionEvent: 'connection' | 'secureConnection' = 'connection',
+): void {
   const clients = new WeakMap<Socket, ClientConnection>();
-  server.on('connection', (socket: Socket) => {
+  server.on(connectionEvent, (socket: Socket) => {
     clients.set(socket, new ClientConnection(listener, socket, handle));
   });
   server.on('request', (req: IncomingMessage, res: ServerResponse) =>

@@ -27,8 +27,10 @@ import type { ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { RouteTraffic } from '../core/analysis/traffic.js';
 import { CutoverError } from '../core/errors.js';
+import { CertificateStore } from './certificate-store.js';
 import { type ControlServer, startRouterControl } from './control.js';
 import type { ListenFailure, ReloadResult, RoutesSnapshot } from './control-types.js';
+import { answerAtEdge } from './edge-answers.js';
 import { InFlightRegistry } from './in-flight.js';
 import { renderMetricsText } from './metrics-text.js';
 import { type ProxyDeps, proxyRequest, sendText } from './proxy-request.js';
@@ -103,6 +105,7 @@ class TableRouter implements Router {
   private readonly metrics = new SlotMetrics();
   private readonly replication = new ReplicationFigures();
   private readonly holds: WriteHolds;
+  private readonly certificates: CertificateStore;
   private readonly listeners: RouteListeners;
   private control: ControlServer | null = null;
   private claimed = false;
@@ -137,15 +140,22 @@ class TableRouter implements Router {
       forward,
       log,
     });
-    this.listeners = new RouteListeners((listener, client, req, res) => {
-      const state = this.state;
-      const binding = state.bindings.get(listener.address) ?? listener.binding;
-      const route = state.routes.get(binding.routeKey);
-      if (!route) return goneRoute(binding.routeKey, res, client);
-      const hold = this.holds.holding(binding.routeKey);
-      if (hold) return this.holds.admit(hold, { binding, req, res, client, arrivedMs: performance.now() });
-      proxyRequest(deps, binding, route, req, res, client);
-    }, keepAliveTimeoutMs);
+    const certificates = new CertificateStore(log);
+    this.certificates = certificates;
+    this.listeners = new RouteListeners(
+      (listener, client, req, res) => {
+        const state = this.state;
+        const binding = state.bindings.get(listener.address) ?? listener.binding;
+        const route = state.routes.get(binding.routeKey);
+        if (!route) return goneRoute(binding.routeKey, res, client);
+        if (route.tls && answerAtEdge(listener, binding, route, req, res, client)) return;
+        const hold = this.holds.holding(binding.routeKey);
+        if (hold) return this.holds.admit(hold, { binding, req, res, client, arrivedMs: performance.now() });
+        proxyRequest(deps, binding, route, req, res, client);
+      },
+      keepAliveTimeoutMs,
+      certificates,
+    );
   }
 
   get controlPort(): number | null {
@@ -226,6 +236,8 @@ class TableRouter implements Router {
     this.holds.reconcile(next);
     this.metrics.keepRoutes(next.routes.keys());
     this.holds.keepRoutes(next.routes.keys());
+    // A TLS listener opens only with its certificates (a failure says why; the last good are kept).
+    await this.certificates.update(next.routes);
     const unbound = await this.listeners.openMissing(next.bindings);
     this.logChanges(previous, next);
     const inUse = addressesInUse(next);
@@ -314,6 +326,7 @@ class TableRouter implements Router {
     this.holds.stopAll();
     await this.listeners.closeAll(routerCloseGraceMs);
     this.pools.destroyAll();
+    this.certificates.close();
     if (this.claimed) releaseRouterRecord(this.stateDir);
     await this.control?.close();
   }
