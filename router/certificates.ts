@@ -1,6 +1,7 @@
-import { createPrivateKey, X509Certificate } from 'node:crypto';
-import { readFile, stat } from 'node:fs/promises';
+import type { X509Certificate } from 'node:crypto';
+import { stat } from 'node:fs/promises';
 import { createSecureContext, type SecureContext } from 'node:tls';
+import { checkPemPair, readPemPair } from '../platform/pem-pair.js';
 import type { TlsVersion } from './route-tls.js';
 
 /** One certificate to serve: its chain and private key, as PEM. */
@@ -9,6 +10,8 @@ export interface CertificatePem {
   key: string;
   /** Where it came from, for messages (`/etc/tls/shop.pem`). */
   origin: string;
+  /** Where its key came from, when a file. */
+  keyOrigin?: string;
 }
 
 /**
@@ -33,11 +36,10 @@ export class FileCertificates implements CertificateSource {
 
   async load(): Promise<CertificatePem[]> {
     return Promise.all(
-      this.pairs.map(async ({ cert, key }) => ({
-        cert: await readPem(cert, 'certificate'),
-        key: await readPem(key, 'key'),
-        origin: cert,
-      })),
+      this.pairs.map(async ({ cert, key }) => {
+        const pair = await readPemPair(cert, key);
+        return { cert: pair.cert, key: pair.key, origin: cert, keyOrigin: key };
+      }),
     );
   }
 
@@ -56,16 +58,6 @@ export class FileCertificates implements CertificateSource {
   }
 }
 
-async function readPem(file: string, what: string): Promise<string> {
-  try {
-    return await readFile(file, 'utf8');
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const cause = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : code;
-    throw new Error(`cannot read the ${what} ${file}: ${cause ?? (error as Error).message}`);
-  }
-}
-
 /** A certificate ready for handshakes: the names it answers for, and its context. */
 export interface ServedCertificate {
   readonly x509: X509Certificate;
@@ -79,19 +71,7 @@ export interface ServedCertificate {
  * certificate's. Throws one line naming the files and the fault.
  */
 export function serveCertificate(pem: CertificatePem, minVersion: TlsVersion): ServedCertificate {
-  let x509: X509Certificate;
-  try {
-    x509 = new X509Certificate(pem.cert);
-  } catch (error) {
-    throw new Error(`${pem.origin} holds no PEM certificate (${(error as Error).message})`);
-  }
-  let matches: boolean;
-  try {
-    matches = x509.checkPrivateKey(createPrivateKey(pem.key));
-  } catch (error) {
-    throw new Error(`the key of ${pem.origin} is no usable PEM private key (${(error as Error).message})`);
-  }
-  if (!matches) throw new Error(`the key of ${pem.origin} does not match its certificate`);
+  const x509 = checkPemPair(pem.cert, pem.key, pem.origin, pem.keyOrigin ?? `the key of ${pem.origin}`);
   const options = { cert: pem.cert, key: pem.key, minVersion };
   return { x509, context: createSecureContext(options), options };
 }

@@ -206,7 +206,10 @@ describe('certificates replaced on disk', () => {
     // A rotation caught half way (the certificate first): the old pair keeps being served.
     copyFileSync(next.cert, `${b.cert}.tmp`);
     renameSync(`${b.cert}.tmp`, b.cert);
-    await eventually(() => log.some((line) => line.includes('does not match its certificate')), 5_000);
+    await eventually(
+      () => log.some((line) => line.includes(`the key ${b.key} does not match the certificate ${b.cert}`)),
+      5_000,
+    );
     expect((await handshake({ servername: 'b.test' })).certificate.fingerprint256).toBe(b.fingerprint);
     const replacedAt = Date.now();
     copyFileSync(next.key, `${b.key}.tmp`);
@@ -236,6 +239,8 @@ describe('certificates replaced on disk', () => {
     });
     const result = await routerClient(dir).reload();
     const failure = result.unbound?.find((u) => u.address === bad);
-    expect(failure?.cause).toContain(`the key of ${wrong.cert} does not match its certificate`);
+    expect(failure?.cause).toContain(
+      `the key ${path.join(dir, 'wrong-key.key')} does not match the certificate ${wrong.cert}`,
+    );
   });
 });
