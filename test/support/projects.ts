@@ -67,6 +67,7 @@ const infraFiles = [
   'test/examples/containers-example.test.ts',
   'test/nginx/**/*.test.ts',
   'test/router/differential.test.ts',
+  'test/router/tls-differential.test.ts',
 ];
 
 /** Integration tests that replace a module with `vi.mock` (node:fs, to interleave or fail its calls). */
