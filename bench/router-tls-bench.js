@@ -12,13 +12,14 @@
  * is stopped and every temp dir removed, also when the run is interrupted.
  */
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { createRouteTableDriver } from '../dist/engine/drivers/router-driver.js';
 import { StateDir } from '../dist/engine/store/state-dir.js';
-import { connections, ownedProcesses, startNginx } from './router-bench.js';
+import { childPids, connections, ownedProcesses, startNginx } from './router-bench.js';
 import { freePort, median, recordedGoal, runNode, withTempDir } from './support.js';
 
 export const name = 'router-tls';
@@ -26,6 +27,9 @@ export const title = 'router over TLS: handshakes and throughput against nginx w
 export const columns = [
   { key: 'measurement', label: 'measurement' },
   { key: 'perSecond', label: 'per s', format: (v) => v.toFixed(0) },
+  // The proxy's own CPU (user + system, from /proc) per handshake or request: less moved by other
+  // work on a busy machine than the rate.
+  { key: 'cpuUs', label: 'proxy CPU µs each', format: (v) => v.toFixed(0) },
   { key: 'failed', label: 'failed', format: String },
 ];
 
@@ -46,7 +50,7 @@ export async function run({ quick, ratios = false, log }) {
   await withTempDir('router-tls', async (dir) => {
     const owned = ownedProcesses();
     try {
-      const { router, nginx } = await startProxies(dir, owned);
+      const { router, nginx, pids } = await startProxies(dir, owned);
       const targets = { router, nginx };
       // Both warmed up first: the router's code is optimised under load, nginx's caches filled.
       for (const address of Object.values(targets)) {
@@ -59,17 +63,32 @@ export async function run({ quick, ratios = false, log }) {
         http1: { router: [], nginx: [] },
         http2: { router: [], nginx: [] },
       };
+      const cpu = {
+        handshakes: { router: [], nginx: [] },
+        http1: { router: [], nginx: [] },
+        http2: { router: [], nginx: [] },
+      };
+      /** The measure's rate, and the proxy's CPU per unit (µs). */
+      const measured = async (key, measure) => {
+        const before = cpuMs(pids[key]());
+        const result = await measure();
+        const used = cpuMs(pids[key]()) - before;
+        return { ...result, cpuUs: (used * 1000) / Math.max(1, result.count) };
+      };
       let failed = 0;
       for (let round = 1; round <= rounds; round++)
         for (const [key, address] of Object.entries(targets)) {
           log(`round ${round}/${rounds}: ${key}`);
-          const handshakes = await handshakesPerSecond(address, seconds);
-          const http1 = await http1PerSecond(address, seconds);
-          const http2 = await http2PerSecond(address, seconds);
-          figures.handshakes[key].push(handshakes.perSecond);
-          figures.http1[key].push(http1.perSecond);
-          figures.http2[key].push(http2.perSecond);
-          failed += handshakes.failed + http1.failed + http2.failed;
+          const results = {
+            handshakes: await measured(key, () => handshakesPerSecond(address, seconds)),
+            http1: await measured(key, () => http1PerSecond(address, seconds)),
+            http2: await measured(key, () => http2PerSecond(address, seconds)),
+          };
+          for (const [figure, result] of Object.entries(results)) {
+            figures[figure][key].push(result.perSecond);
+            cpu[figure][key].push(result.cpuUs);
+            failed += result.failed;
+          }
         }
       const labels = {
         handshakes: 'full TLS handshakes (TLS 1.3, P-256, 16 clients)',
@@ -81,16 +100,24 @@ export async function run({ quick, ratios = false, log }) {
           rows.push({
             measurement: `${label}: ${key === 'router' ? 'router' : 'nginx (1 worker)'}, median of ${rounds}`,
             perSecond: median(figures[figure][key]),
+            cpuUs: median(cpu[figure][key]),
             failed: 0,
           });
         const roundRatios = figures[figure].router.map((r, i) => r / figures[figure].nginx[i]);
+        const cpuRatios = cpu[figure].router.map((r, i) => r / cpu[figure].nginx[i]);
         goals.push(
           recordedGoal({
-            label: `router / nginx: ${label} (median of ${rounds} per-round ratios)`,
+            label: `router / nginx rate: ${label} (median of ${rounds} per-round ratios)`,
             value: Number(median(roundRatios).toFixed(2)),
           }),
+          recordedGoal({
+            label: `router / nginx CPU each: ${label} (median of ${rounds} per-round ratios)`,
+            value: Number(median(cpuRatios).toFixed(2)),
+          }),
         );
-        notes.push(`${figure} router / nginx per round: ${roundRatios.map((r) => r.toFixed(2)).join(', ')}`);
+        notes.push(
+          `${figure} router / nginx per round: rate ${roundRatios.map((r) => r.toFixed(2)).join(', ')}; CPU each ${cpuRatios.map((r) => r.toFixed(2)).join(', ')}`,
+        );
       }
       notes.push(`${failed} handshakes or requests failed in all`);
     } finally {
@@ -152,7 +179,7 @@ async function startProxies(dir, owned) {
     },
     { signal: new AbortController().signal, log: () => {} },
   );
-  owned.start(process.execPath, [cliPath, 'proxy', '--state-dir', stateDir]);
+  const routerProcess = owned.start(process.execPath, [cliPath, 'proxy', '--state-dir', stateDir]);
 
   const nginx = `127.0.0.1:${await freePort()}`;
   const server = await startNginx(join(dir, 'nginx'), owned);
@@ -164,6 +191,8 @@ server {
     ssl_certificate ${cert};
     ssl_certificate_key ${key};
     ssl_protocols TLSv1.2 TLSv1.3;
+    # As the router: no cap on requests per connection (nginx's default closes after 1,000).
+    keepalive_requests 1000000;
     location / {
         proxy_pass http://app;
         proxy_http_version 1.1;
@@ -174,7 +203,11 @@ server {
   );
   await server.reload();
   for (const address of [router, nginx]) await waitAnswersOverTls(address);
-  return { router, nginx };
+  return {
+    router,
+    nginx,
+    pids: { router: () => [routerProcess.pid], nginx: () => childPids(server.masterPid) },
+  };
 }
 
 async function waitAnswersOverTls(address) {
@@ -191,7 +224,7 @@ async function clients(args) {
   const result = await runNode([clientsPath, ...args.map(String)]);
   if (result.code !== 0) throw new Error(`bench/tls-clients.js ${args.join(' ')} failed: ${result.stderr}`);
   const { done, failed, seconds } = JSON.parse(result.stdout);
-  return { perSecond: done / seconds, failed };
+  return { perSecond: done / seconds, count: done, failed };
 }
 
 function handshakesPerSecond(address, seconds) {
@@ -204,5 +237,18 @@ function http2PerSecond(address, seconds) {
 
 async function http1PerSecond(address, seconds) {
   const r = await autocannon({ url: `https://${address}/`, connections, duration: seconds });
-  return { perSecond: r.requests.average, failed: r.errors + r.timeouts + r.non2xx };
+  return { perSecond: r.requests.average, count: r.requests.total, failed: r.errors + r.timeouts + r.non2xx };
+}
+
+/** Linux counts process CPU in clock ticks of 10 ms (USER_HZ = 100). */
+const msPerTick = 10;
+
+/** CPU (user + system, ms) the processes have used so far. */
+function cpuMs(pids) {
+  let total = 0;
+  for (const pid of pids) {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    total += (Number(fields[11]) + Number(fields[12])) * msPerTick;
+  }
+  return total;
 }

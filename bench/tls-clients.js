@@ -48,14 +48,30 @@ function handshakes(concurrency) {
 }
 
 function h2(sessions, streams) {
-  const session = () => {
+  const connect = () => {
     const s = http2.connect(`https://${address}`, { rejectUnauthorized: false, servername: 'bench.test' });
     s.on('error', () => undefined);
+    s.on('goaway', () => Object.assign(s, { goneAway: true }));
     return s;
   };
-  const stream = (s) =>
+  const all = Array.from({ length: sessions }, connect);
+  // A session the server ended (GOAWAY) is replaced for the next streams.
+  const live = (index) => {
+    const s = all[index];
+    if (!s.closed && !s.destroyed && !s.goneAway) return s;
+    all[index] = connect();
+    return all[index];
+  };
+  const stream = (index) =>
     new Promise((resolve) => {
-      const req = s.request({ ':path': '/' });
+      let req;
+      try {
+        req = live(index).request({ ':path': '/' });
+      } catch {
+        failed++;
+        resolve();
+        return;
+      }
       req.on('response', (headers) => {
         if (headers[':status'] === 200) done++;
         else failed++;
@@ -67,10 +83,9 @@ function h2(sessions, streams) {
         resolve();
       });
     });
-  const all = Array.from({ length: sessions }, session);
-  const workers = all.flatMap((s) =>
+  const workers = all.flatMap((_, index) =>
     Array.from({ length: streams }, async () => {
-      while (performance.now() < until) await stream(s);
+      while (performance.now() < until) await stream(index);
     }),
   );
   return Promise.all(workers).then(() => {

@@ -1,7 +1,7 @@
 import type { IncomingMessage, OutgoingHttpHeaders, Server, ServerResponse } from 'node:http';
 import {
   createServer as createHttp2Server,
-  type Http2ServerRequest,
+  Http2ServerRequest,
   Http2ServerResponse,
   type Http2Session,
 } from 'node:http2';
@@ -52,6 +52,7 @@ export function serveHttp2(
   idleTimeoutMs: number,
 ): Http2Side {
   const http2 = createHttp2Server({
+    Http2ServerRequest: ProxiedHttp2Request,
     Http2ServerResponse: ProxiedHttp2Response,
     // Pseudo-headers and header fields: request-checks.ts answers 431 past its bound, not nghttp2.
     maxHeaderListPairs: 2 * maxHeaderFields + 8,
@@ -67,7 +68,7 @@ export function serveHttp2(
     if (listener.closing) session.close();
   });
   const onRequest = (awaitsContinue: boolean) => (req: Http2ServerRequest, res: Http2ServerResponse) =>
-    serveStream(req, res as ProxiedHttp2Response, awaitsContinue, listener, handle);
+    serveStream(req as ProxiedHttp2Request, res as ProxiedHttp2Response, awaitsContinue, listener, handle);
   http2.on('request', onRequest(false));
   http2.on('checkContinue', onRequest(true));
   http2.on('connect', (_req: Http2ServerRequest, res: Http2ServerResponse) =>
@@ -108,7 +109,7 @@ export function serveHttp2(
 
 /** A stream's request, checked as HTTP/1.1 would be, then proxied (or refused, the stream alone). */
 function serveStream(
-  req: Http2ServerRequest,
+  req: ProxiedHttp2Request,
   res: ProxiedHttp2Response,
   awaitsContinue: boolean,
   listener: Http2Listener,
@@ -133,7 +134,7 @@ function serveStream(
     return;
   }
   // The proxy reads the head as an HTTP/1.1 request's (forward-headers.ts).
-  Object.defineProperty(req, 'rawHeaders', { value: translated });
+  req.http1Headers = translated;
   req.url = verdict.target;
   let continued = !awaitsContinue;
   const client: ProxyListener = {
@@ -195,6 +196,22 @@ function refuse(res: Http2ServerResponse, listener: Http2Listener, status: numbe
   res.end(text);
 }
 
+/**
+ * A stream's request whose `rawHeaders`, once checked, are its HTTP/1.1 head (http1Head): the
+ * proxy forwards them as an HTTP/1.1 request's. Set on a field of the class rather than defined
+ * on each request: an own property defined per request would change its shape on the hot path.
+ */
+class ProxiedHttp2Request extends Http2ServerRequest {
+  http1Headers: string[] | undefined = undefined;
+}
+
+const http2RawHeaders = Object.getOwnPropertyDescriptor(Http2ServerRequest.prototype, 'rawHeaders')?.get;
+Object.defineProperty(ProxiedHttp2Request.prototype, 'rawHeaders', {
+  get(this: ProxiedHttp2Request) {
+    return this.http1Headers ?? http2RawHeaders?.call(this);
+  },
+});
+
 /** Headers HTTP/2 forbids (RFC 9113 §8.2.2): they describe an HTTP/1.1 connection. */
 const connectionSpecific: ReadonlySet<string> = new Set([
   'connection',
@@ -211,7 +228,7 @@ const connectionSpecific: ReadonlySet<string> = new Set([
  * Connection-specific headers are left out (the proxy's `Connection: close` included: a stream
  * ends alone).
  */
-class ProxiedHttp2Response extends Http2ServerResponse {
+class ProxiedHttp2Response extends Http2ServerResponse<ProxiedHttp2Request> {
   override writeHead(status: number, ...rest: unknown[]): this {
     const headers = rest.find((part) => typeof part === 'object' && part !== null);
     return super.writeHead(status, withoutConnectionHeaders(headers as OutgoingHttpHeaders | string[]));

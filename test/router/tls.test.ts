@@ -11,6 +11,7 @@ import { type PeerCertificate, connect as tlsConnect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RouteTls } from '../../core/topology/types.js';
 import { routerClient } from '../../router/client.js';
+import type { Router } from '../../router/router.js';
 import { makeCertificate, type TestCertificate } from '../support/certificates.js';
 import { Resources } from '../support/resources.js';
 import {
@@ -34,6 +35,7 @@ let a: TestCertificate;
 let b: TestCertificate;
 let upstream: Awaited<ReturnType<typeof recordingUpstream>>;
 let log: string[];
+let router: Router;
 
 const tlsOf = (certificates: TestCertificate[]): RouteTls => ({
   certificates: certificates.map(({ cert, key }) => ({ cert, key })),
@@ -52,7 +54,7 @@ beforeAll(async () => {
   const slots = { blue: [upstream.address], green: [], greenPercent: 0 };
   await setRoute(dir, 'web', { ...slots, listen, tls: tlsOf([a, b]) });
   await setRoute(dir, 'plain', { ...slots, listen: plain, h2c: true });
-  ({ log } = await startTestRouter(resources, dir));
+  ({ log, router } = await startTestRouter(resources, dir));
 });
 
 /** The certificate the router shows for SNI `servername` (none: no SNI), and the protocol agreed. */
@@ -165,7 +167,9 @@ describe('TLS termination', () => {
 });
 
 describe('HTTP/2 clients', () => {
-  it('proxies streams to the HTTP/1.1 upstream: pseudo-headers as Host, cookies joined, bodies chunked', async () => {
+  it('proxies streams to the HTTP/1.1 upstream, bodies chunked, counted in the route metrics', async () => {
+    const counted = () => router.traffic('test/web')?.slots.blue.requests ?? 0;
+    const before = counted();
     const session = h2Session(`https://${listen}`, 'a.test');
     const get = await h2Request(session, { ':path': '/h2?x=1', cookie: ['a=1', 'b=2'] });
     expect(get.status).toBe(200);
@@ -175,6 +179,7 @@ describe('HTTP/2 clients', () => {
     const post = await h2Request(session, { ':path': '/h2-post', ':method': 'POST' }, 'hello body');
     expect(post.body).toBe('up:10');
     expect(upstream.requests.at(-1)).toEqual({ method: 'POST', path: '/h2-post', body: 'hello body' });
+    expect(counted() - before).toBe(2);
   });
 
   it('refuses over HTTP/2 what it refuses over HTTP/1.1', async () => {
