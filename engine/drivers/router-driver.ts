@@ -156,7 +156,7 @@ function unboundMessage(route: string, unbound: readonly ListenFailure[]): strin
   return unbound
     .map(
       (u) =>
-        `route ${route} cannot listen on ${u.kind === 'preview' ? 'its preview ' : ''}${u.address}: ${u.cause}`,
+        `route ${route} cannot listen on ${u.kind === 'main' ? '' : `its ${u.kind} `}${u.address}: ${u.cause}`,
     )
     .join('; ');
 }
