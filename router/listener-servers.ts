@@ -51,13 +51,17 @@ function tlsServer(protocol: TlsProtocol, routeKey: () => string, certificates: 
     handshakeTimeout: tlsHandshakeTimeoutMs,
     SNICallback: (servername, done) => done(null, certificates.current(routeKey())?.pick(servername).context),
   });
-  // Clients without SNI get the first certificate: the server's own context, renewed here.
-  const stop = certificates.onChange(() => {
+  // Clients without SNI get the first certificate: the server's own context, renewed here while
+  // it listens (a server that failed to listen is dropped, and must not stay subscribed).
+  const renew = () => {
     const now = certificates.current(routeKey());
     if (!now || now === served) return;
     served = now;
     server.setSecureContext({ ...settings, ...now.fallback.options });
+  };
+  server.once('listening', () => {
+    renew();
+    server.once('close', certificates.onChange(renew));
   });
-  server.once('close', stop);
   return server;
 }
