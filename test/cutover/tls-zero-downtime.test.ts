@@ -43,7 +43,7 @@ beforeAll(async () => {
   url = w.url.replace('http://', 'https://');
   const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
   expect(first.code, first.stdout + first.stderr).toBe(0);
-}, 60_000);
+}, 120_000);
 afterAll(() => w?.cleanup());
 
 interface Run {
@@ -52,8 +52,16 @@ interface Run {
   records: { version?: string; sentAt: number; doneAt?: number }[];
 }
 
-/** Both loads (HTTP/1.1 over TLS, HTTP/2) through `during`; each load's result. */
-async function withLoads(during: () => Promise<void>): Promise<{ http1: Run; http2: Run }> {
+/**
+ * Both loads (HTTP/1.1 over TLS, HTTP/2) through `during`; each load's result. `minRateShare`: the
+ * share of the rate each must have been sent at. A phase of under a second (the certificate's
+ * replacement) is judged on a few hundred sends, where one stall of the generator on a loaded
+ * machine weighs more: 170 of 250/s was seen there beside three other files at load 25.
+ */
+async function withLoads(
+  during: () => Promise<void>,
+  minRateShare = 0.8,
+): Promise<{ http1: Run; http2: Run }> {
   const http1 = startTestLoad({ url, rate });
   const http2 = startTestLoad({ url, rate, http2: true });
   await Promise.all([loadAnswers(http1, answersBefore), loadAnswers(http2, answersBefore)]);
@@ -61,7 +69,7 @@ async function withLoads(during: () => Promise<void>): Promise<{ http1: Run; htt
   const after = Date.now() + 50;
   await Promise.all([loadAnswers(http1, answersAfter, after), loadAnswers(http2, answersAfter, after)]);
   const [one, two] = await Promise.all([http1.stop(), http2.stop()]);
-  for (const run of [one, two]) expect(sentRate(run)).toBeGreaterThanOrEqual(rate * 0.8);
+  for (const run of [one, two]) expect(sentRate(run)).toBeGreaterThanOrEqual(rate * minRateShare);
   return { http1: one, http2: two };
 }
 
@@ -135,7 +143,7 @@ describe('zero-downtime cutover over TLS, HTTP/1.1 and HTTP/2', () => {
         if (Date.now() - replacedAt > 5_000) throw new Error('the new certificate was not served within 5 s');
       }
       tookMs = Date.now() - replacedAt;
-    });
+    }, 0.5);
     expect(tookMs).toBeLessThan(2_000);
     for (const run of [runs.http1, runs.http2]) expect(run.failed, failuresOf(run)).toBe(0);
   });
