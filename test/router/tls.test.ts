@@ -4,6 +4,7 @@
  * recording upstream; certificates made with openssl at test time.
  */
 import { copyFileSync, renameSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { type ClientHttp2Session, connect as http2Connect } from 'node:http2';
 import { request as httpsRequest } from 'node:https';
 import path from 'node:path';
@@ -31,6 +32,8 @@ let dir: string;
 let listen: string;
 let redirect: string;
 let plain: string;
+/** A TLS route to the head-echoing upstream. */
+let secureEcho: string;
 let a: TestCertificate;
 let b: TestCertificate;
 let upstream: Awaited<ReturnType<typeof recordingUpstream>>;
@@ -53,7 +56,21 @@ beforeAll(async () => {
   [listen, redirect, plain] = await Promise.all([freeListen(), freeListen(), freeListen()]);
   const slots = { blue: [upstream.address], green: [], greenPercent: 0 };
   await setRoute(dir, 'web', { ...slots, listen, tls: tlsOf([a, b]) });
-  await setRoute(dir, 'plain', { ...slots, listen: plain, h2c: true });
+  // The h2c route's upstream answers 'up', or the head it received (`/head`).
+  const echo = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.end(req.url === '/head' ? JSON.stringify(req.headers) : 'up'));
+  });
+  const echoAddress = await resources.listen(echo);
+  await setRoute(dir, 'plain', { blue: [echoAddress], green: [], greenPercent: 0, listen: plain, h2c: true });
+  secureEcho = await freeListen();
+  await setRoute(dir, 'echo', {
+    blue: [echoAddress],
+    green: [],
+    greenPercent: 0,
+    listen: secureEcho,
+    tls: { certificates: [{ cert: a.cert, key: a.key }], minVersion: 'TLSv1.2', http2: true },
+  });
   ({ log, router } = await startTestRouter(resources, dir));
 });
 
@@ -138,6 +155,8 @@ function h2Request(
 
 describe('TLS termination', () => {
   it('serves HTTP/1.1 over TLS, says https upstream, and sends HSTS', async () => {
+    const head = JSON.parse((await h2Request(h2Session(`https://${secureEcho}`), { ':path': '/head' })).body);
+    expect(head['x-forwarded-proto']).toBe('https');
     const answer = await httpsGet('a.test', '/hello');
     expect(answer.status).toBe(200);
     expect(answer.body).toBe('up');
@@ -200,6 +219,9 @@ describe('HTTP/2 clients', () => {
     expect(answer.status).toBe(200);
     expect(answer.body).toBe('up');
     expect((await send(plain, { path: '/h1' })).body).toBe('up');
+    // Cookie crumbs joined into one header, :authority as Host, and plain http said upstream.
+    const head = JSON.parse((await h2Request(session, { ':path': '/head', cookie: ['a=1', 'b=2'] })).body);
+    expect(head).toMatchObject({ cookie: 'a=1; b=2', host: plain, 'x-forwarded-proto': 'http' });
   });
 });
 
