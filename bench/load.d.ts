@@ -47,6 +47,11 @@ export function startLoad(options: {
   maxInFlight?: number;
   /** Send from a child process in its own session (its own scheduling group), not a worker thread. */
   ownProcess?: boolean;
+  /**
+   * Over HTTP/2: h2 by ALPN for an https URL, h2c with prior knowledge for http; streams over 4
+   * sessions. An https URL without it is HTTP/1.1 over TLS. Certificates are not checked.
+   */
+  http2?: boolean;
 }): Load;
 export function summarize(records: LoadRecord[], seconds: number): LoadResult;
 export function formatLoad(result: LoadResult): string;

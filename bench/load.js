@@ -10,6 +10,8 @@
 
 import { fork } from 'node:child_process';
 import http from 'node:http';
+import http2 from 'node:http2';
+import https from 'node:https';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 
 /**
@@ -37,10 +39,11 @@ export function startLoad({
   maxRequests = 1_000_000,
   maxInFlight = defaultMaxInFlight,
   ownProcess = false,
+  http2 = false,
 }) {
   const origin = epochNow();
   const records = [];
-  const config = { loadWorker: true, url, rate, timeoutMs, maxRequests, maxInFlight, origin };
+  const config = { loadWorker: true, url, rate, timeoutMs, maxRequests, maxInFlight, origin, http2 };
   // With `ownProcess`, a child process in a session of its own: Linux schedules each session as
   // one group (autogroup), so the processes the caller starts (a CLI under test) share the CPU
   // with the caller's group, not with the clients, just as with clients on other machines.
@@ -92,10 +95,15 @@ export function startLoad({
 }
 
 /** The generator itself, in the worker thread or the child process; `port` reaches the caller. */
-function runLoad({ url, rate, timeoutMs, maxRequests, maxInFlight, origin }, port) {
+function runLoad({ url, rate, timeoutMs, maxRequests, maxInFlight, origin, http2: overHttp2 }, port) {
   const now = () => epochNow() - origin;
   const target = new URL(url);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  // Over https the server's certificate is not checked: the tests and benches make their own.
+  const secure = target.protocol === 'https:';
+  const agent = secure
+    ? new https.Agent({ keepAlive: true, maxSockets: 64, rejectUnauthorized: false })
+    : new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const get = overHttp2 ? http2Client(target, timeoutMs) : http1Client(target, agent, timeoutMs, secure);
   let batch = [];
   let inFlight = 0;
   let stopped = false;
@@ -124,37 +132,7 @@ function runLoad({ url, rate, timeoutMs, maxRequests, maxInFlight, origin }, por
       slot: undefined,
       error: undefined,
     };
-    const done = new Promise((resolve) => {
-      const req = http.get(
-        { host: target.hostname, port: target.port, path: target.pathname, agent, timeout: timeoutMs },
-        (res) => {
-          let body = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk) => {
-            body += chunk;
-          });
-          res.on('end', () => {
-            record.status = res.statusCode ?? 0;
-            record.slot = res.headers['x-cutover-slot'];
-            try {
-              record.version = JSON.parse(body).version;
-            } catch {
-              record.version = undefined;
-            }
-            resolve();
-          });
-          res.on('error', (error) => {
-            record.error = error.code ?? error.message;
-            resolve();
-          });
-        },
-      );
-      req.on('timeout', () => req.destroy(new Error('timeout')));
-      req.on('error', (error) => {
-        record.error = error.code ?? error.message;
-        resolve();
-      });
-    }).then(() => {
+    const done = new Promise((resolve) => get(record, resolve)).then(() => {
       const at = now();
       record.ms = at - sentAt;
       record.doneAt = at;
@@ -200,9 +178,112 @@ function runLoad({ url, rate, timeoutMs, maxRequests, maxInFlight, origin }, por
     await Promise.all([...pending]);
     clearInterval(flusher);
     agent.destroy();
+    get.close?.();
     flush(true);
     port.close();
   });
+}
+
+/** HTTP/1.1 (over TLS for https) on the agent's keep-alive connections: one GET per record. */
+function http1Client(target, agent, timeoutMs, secure) {
+  const client = secure ? https : http;
+  return (record, resolve) => {
+    const req = client.get(
+      { host: target.hostname, port: target.port, path: target.pathname, agent, timeout: timeoutMs },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk) => {
+          body += chunk;
+        });
+        res.on('end', () => {
+          record.status = res.statusCode ?? 0;
+          record.slot = res.headers['x-cutover-slot'];
+          record.version = versionOf(body);
+          resolve();
+        });
+        res.on('error', (error) => {
+          record.error = error.code ?? error.message;
+          resolve();
+        });
+      },
+    );
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', (error) => {
+      record.error = error.code ?? error.message;
+      resolve();
+    });
+  };
+}
+
+/** Sessions a HTTP/2 load spreads its streams over, as a few browsers would. */
+const http2Sessions = 4;
+
+/**
+ * HTTP/2 (h2 over TLS for https, h2c with prior knowledge for http): streams spread over a few
+ * sessions, a session that closed replaced by a new one for the next requests.
+ */
+function http2Client(target, timeoutMs) {
+  const origin = `${target.protocol}//${target.host}`;
+  const sessions = new Array(http2Sessions).fill(null);
+  let next = 0;
+  const session = () => {
+    const index = next++ % http2Sessions;
+    const current = sessions[index];
+    if (current && !current.closed && !current.destroyed) return current;
+    const fresh = http2.connect(origin, { rejectUnauthorized: false });
+    fresh.on('error', () => undefined);
+    fresh.on('goaway', () => fresh.close());
+    sessions[index] = fresh;
+    return fresh;
+  };
+  const get = (record, resolve) => {
+    let stream;
+    try {
+      stream = session().request({ ':path': target.pathname });
+    } catch (error) {
+      record.error = error.code ?? error.message;
+      resolve();
+      return;
+    }
+    stream.setTimeout(timeoutMs, () => stream.close(http2.constants.NGHTTP2_CANCEL));
+    let body = '';
+    let headers = {};
+    stream.setEncoding('utf8');
+    stream.on('response', (h) => {
+      headers = h;
+    });
+    stream.on('data', (chunk) => {
+      body += chunk;
+    });
+    stream.on('end', () => {
+      record.status = Number(headers[':status'] ?? 0);
+      record.slot = headers['x-cutover-slot'];
+      record.version = versionOf(body);
+      resolve();
+    });
+    stream.on('error', (error) => {
+      record.error = error.code ?? error.message;
+      resolve();
+    });
+    stream.on('close', () => {
+      if (record.status === 0 && !record.error) record.error = `stream closed (${stream.rstCode})`;
+      resolve();
+    });
+  };
+  get.close = () => {
+    for (const s of sessions) s?.close();
+  };
+  return get;
+}
+
+/** The demo app's version, from its JSON body. */
+function versionOf(body) {
+  try {
+    return JSON.parse(body).version;
+  } catch {
+    return undefined;
+  }
 }
 
 if (!isMainThread && workerData?.loadWorker) {

@@ -28,6 +28,7 @@ import * as parallelTemporalBench from './parallel-temporal-bench.js';
 import * as planBench from './plan-bench.js';
 import * as routerBench from './router-bench.js';
 import * as routerClientBench from './router-client-bench.js';
+import * as routerTlsBench from './router-tls-bench.js';
 import * as serverBench from './server-bench.js';
 import * as statefulBench from './stateful-bench.js';
 import { cleanUpEverything } from './support.js';
@@ -40,6 +41,7 @@ const benches = [
   migrationBench,
   parallelBench,
   routerBench,
+  routerTlsBench,
   routerClientBench,
   writeHoldBench,
   statefulBench,

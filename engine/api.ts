@@ -25,6 +25,7 @@ import type {
   ValidateOutcome,
 } from './services/service-types.js';
 import { checkAside } from './sources/check-aside.js';
+import { routeCertificateProblems } from './sources/check-route-certificates.js';
 import { readFileAtRef } from './sources/read-file-at-ref.js';
 import { readTopologyFile } from './sources/read-topology-file.js';
 import { baseDirOf } from './sources/topology-source.js';
@@ -73,11 +74,19 @@ export function validateTopologyText(source: TopologyText): LoadResult {
   return loadTopology(source.text, { file: source.file });
 }
 
-/** What `validate` reports, whichever engine answers: the environment and its counts, or every problem. */
-export function validationOf(source: TopologyText): ValidateOutcome {
+/**
+ * What `validate` reports, whichever engine answers: the environment and its counts, or every
+ * problem. A topology read on this machine (with its `baseDir`) has its TLS routes' certificate
+ * files checked too; a text sent to a server, whose files are not there, does not.
+ */
+export async function validationOf(source: TopologyText | TopologySource): Promise<ValidateOutcome> {
   const result = validateTopologyText(source);
   if (!result.ok) return result;
   const t = result.topology;
+  if ('baseDir' in source) {
+    const diagnostics = await routeCertificateProblems(t, source);
+    if (diagnostics.length > 0) return { ok: false, diagnostics };
+  }
   return {
     ok: true,
     environment: t.metadata.name,

@@ -220,15 +220,19 @@ export class ClientConnection {
   }
 }
 
-/** Serves `server`'s requests through one ClientConnection per connection, parse errors included. */
+/**
+ * Serves `server`'s requests through one ClientConnection per connection, parse errors included.
+ * `connectionEvent`: 'secureConnection' for a server over TLS (its 'connection' is the TCP socket).
+ */
 export function serveConnections(
   server: Server,
   listener: ConnectionListener,
   handle: RequestHandler,
   handleUpgrade?: UpgradeHandler,
+  connectionEvent: 'connection' | 'secureConnection' = 'connection',
 ): void {
   const clients = new WeakMap<Socket, ClientConnection>();
-  server.on('connection', (socket: Socket) => {
+  server.on(connectionEvent, (socket: Socket) => {
     clients.set(socket, new ClientConnection(listener, socket, handle, handleUpgrade));
   });
   // With this listener Node hands over a request with `Connection: upgrade` and `Upgrade` (and its

@@ -36,7 +36,7 @@ export interface RouteUpgraded {
 export interface ListenFailure {
   /** `<environment>/<route>`. */
   routeKey: string;
-  kind: 'main' | 'preview';
+  kind: 'main' | 'preview' | 'redirect';
   address: string;
   /** What went wrong and what to do, e.g. "the address is already in use (EADDRINUSE); stop …". */
   cause: string;

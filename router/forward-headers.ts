@@ -77,7 +77,7 @@ export interface UpstreamRequestHeaders {
 /**
  * Headers sent upstream: the client's end-to-end headers, plus who asked (`x-forwarded-*`). Repeated
  * X-Forwarded-For headers are folded into one, with the client's address last. X-Forwarded-Proto
- * and X-Forwarded-Host are the router's own (a client's are dropped: it could claim https, or
+ * (https over TLS) and X-Forwarded-Host are the router's own (a client's are dropped: it could claim https, or
  * another host). A request without Host (HTTP/1.0) gets the upstream's address, as Node would
  * write it.
  */
@@ -110,9 +110,11 @@ export function upstreamRequestHeaders(
     }
     out.push(name, value);
   }
-  const client = req.socket.remoteAddress ?? '';
+  const { socket } = req;
+  const client = socket.remoteAddress ?? '';
   out.push('x-forwarded-for', forwardedFor ? `${forwardedFor}, ${client}` : client);
-  out.push('x-forwarded-proto', 'http');
+  // A TLS socket (the session's, for an HTTP/2 stream) says it is encrypted.
+  out.push('x-forwarded-proto', (socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http');
   if (host === null) out.push('host', upstreamAddress);
   else out.push('x-forwarded-host', host);
   return { headers: out, body };

@@ -1,11 +1,15 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { environmentCause } from '../core/errors.js';
 import { parseHostPort } from '../core/host-port.js';
-import { type ClientConnection, serveConnections } from './client-connection.js';
+import type { CertificateStore } from './certificate-store.js';
+import { serveConnections } from './client-connection.js';
 import type { ListenFailure } from './control-types.js';
-import { maxRequestHeadBytes } from './request-checks.js';
+import { type Http2Side, serveHttp2 } from './http2-clients.js';
+import { listenerServer } from './listener-servers.js';
+import type { ProxyListener } from './proxy-request.js';
+import { type ListenerProtocol, sameProtocol } from './route-tls.js';
 import type { Binding } from './routing-state.js';
 
 /** A port another listener is letting go of (a route moved) is retried this often, this many times. */
@@ -26,6 +30,10 @@ export interface RouteListener {
   readonly address: string;
   readonly server: Server;
   binding: Binding;
+  /** How it speaks (opened so): a binding that asks for another is served by a new listener. */
+  readonly protocol: ListenerProtocol;
+  /** Its HTTP/2 clients (TLS with h2, or h2c), if it takes any. */
+  http2?: Http2Side;
   /** No longer in the table: answers what is in flight and on open connections, accepts no more. */
   closing: boolean;
   /**
@@ -42,7 +50,7 @@ export interface RouteListener {
  */
 export type ListenerHandler = (
   listener: RouteListener,
-  client: ClientConnection,
+  client: ProxyListener,
   req: IncomingMessage,
   res: ServerResponse,
 ) => void;
@@ -67,16 +75,19 @@ export class RouteListeners {
   constructor(
     private readonly handler: ListenerHandler,
     private readonly keepAliveTimeoutMs = clientKeepAliveTimeoutMs,
+    private readonly certificates: CertificateStore,
     private readonly upgradeHandler?: ListenerUpgradeHandler,
   ) {}
 
   stopUnwanted(wanted: ReadonlyMap<string, Binding>): void {
     for (const [address, listener] of this.live) {
-      if (wanted.has(address)) continue;
+      const binding = wanted.get(address);
+      if (binding && sameProtocol(binding.protocol, listener.protocol)) continue;
       this.live.delete(address);
       listener.closing = true;
       const closed = new Promise<void>((resolve) => listener.server.close(() => resolve()));
       listener.server.closeIdleConnections();
+      listener.http2?.close();
       this.draining.set(listener, closed);
       void closed.then(() => this.draining.delete(listener));
     }
@@ -121,7 +132,10 @@ export class RouteListeners {
     this.stopUnwanted(new Map());
     const all = [...this.draining];
     const cut = setTimeout(() => {
-      for (const [listener] of all) listener.server.closeAllConnections();
+      for (const [listener] of all) {
+        listener.server.closeAllConnections();
+        listener.http2?.destroy();
+      }
     }, graceMs);
     await Promise.all(all.map(([, closed]) => closed));
     clearTimeout(cut);
@@ -131,7 +145,13 @@ export class RouteListeners {
     const target = parseHostPort(address);
     if (!target) throw new Error('not host:port');
     for (let attempt = 1; ; attempt++) {
-      const server = createServer({ maxHeaderSize: maxRequestHeadBytes });
+      // The route it serves now: a table may give its address to another route.
+      let opened: RouteListener | undefined;
+      const { server, connectionEvent } = listenerServer(
+        binding.protocol,
+        () => (opened ?? { binding }).binding.routeKey,
+        this.certificates,
+      );
       server.keepAliveTimeout = this.keepAliveTimeoutMs;
       // Only the keep-alive timer sets a socket timeout on these servers (no server or request
       // timeout is set): with this listener, Node leaves the close to closeIdleClient.
@@ -139,6 +159,7 @@ export class RouteListeners {
       const listener: RouteListener = {
         address,
         binding,
+        protocol: binding.protocol,
         closing: false,
         server,
         // The request may have begun before the listener was closing.
@@ -146,13 +167,27 @@ export class RouteListeners {
           if (listener.closing) setImmediate(() => server.closeIdleConnections());
         },
       };
+      opened = listener;
+      const handle = (client: ProxyListener, req: IncomingMessage, res: ServerResponse) =>
+        this.handler(listener, client, req, res);
       const upgrade = this.upgradeHandler;
       serveConnections(
         server,
         listener,
-        (client, req, res) => this.handler(listener, client, req, res),
+        handle,
         upgrade && ((req, socket, head) => upgrade(listener, req, socket, head)),
+        connectionEvent,
       );
+      const { protocol } = binding;
+      if (protocol.type === 'tls' ? protocol.http2 : protocol.h2c)
+        listener.http2 = serveHttp2(
+          server,
+          connectionEvent,
+          protocol.type === 'tls' ? 'alpn' : 'preface',
+          listener,
+          handle,
+          this.keepAliveTimeoutMs,
+        );
       try {
         await listen(listener.server, target.host, target.port);
         return listener;

@@ -37,7 +37,22 @@ export interface RoutingEntry {
    * releases what it holds by the table's weights and holds nothing new.
    */
   hold?: WriteHold;
+  /** TLS termination on `listen` (certificate paths absolute); absent: plain HTTP. */
+  tls?: RoutingTls;
+  /** HTTP/2 with prior knowledge on a plain `listen`. */
+  h2c?: boolean;
   updatedAt: number;
+}
+
+export interface RoutingTls {
+  /** PEM files; a client's SNI name picks the first certificate whose names match, else the first. */
+  certificates: { cert: string; key: string }[];
+  minVersion: 'TLSv1.2' | 'TLSv1.3';
+  /** Offer h2 by ALPN beside http/1.1. */
+  http2: boolean;
+  /** A plain listener answering every request 308 to https on `listen`'s port. */
+  redirectHttp?: string;
+  hsts?: { maxAgeSeconds: number; includeSubDomains: boolean; preload: boolean };
 }
 
 /** `stateDir`: the state directory's path (the router is a program of its own, not the engine's StateDir). */

@@ -27,6 +27,7 @@ import type { ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { RouteTraffic } from '../core/analysis/traffic.js';
 import { CutoverError } from '../core/errors.js';
+import { CertificateStore } from './certificate-store.js';
 import { type ControlServer, startRouterControl } from './control.js';
 import { controlListenFor, defaultControlListen, keepControlListen } from './control-address.js';
 import type {
@@ -36,6 +37,7 @@ import type {
   ReloadResult,
   RoutesSnapshot,
 } from './control-types.js';
+import { answerAtEdge } from './edge-answers.js';
 import { InFlightRegistry } from './in-flight.js';
 import { renderMetricsText } from './metrics-text.js';
 import { readPauses, writePauses } from './pauses.js';
@@ -139,6 +141,7 @@ class TableRouter implements Router {
   private readonly replication = new ReplicationFigures();
   private readonly upgrades = new UpgradedConnections();
   private readonly holds: WriteHolds;
+  private readonly certificates: CertificateStore;
   private readonly listeners: RouteListeners;
   private control: ControlServer | null = null;
   private claimed = false;
@@ -178,17 +181,21 @@ class TableRouter implements Router {
       },
       readPauses(stateDir, log),
     );
+    const certificates = new CertificateStore(log);
+    this.certificates = certificates;
     this.listeners = new RouteListeners(
       (listener, client, req, res) => {
         const state = this.state;
         const binding = state.bindings.get(listener.address) ?? listener.binding;
         const route = state.routes.get(binding.routeKey);
         if (!route) return goneRoute(binding.routeKey, res, client);
+        if (route.tls && answerAtEdge(listener, binding, route, req, res, client)) return;
         const hold = this.holds.holding(binding.routeKey);
         if (hold) return this.holds.admit(hold, { binding, req, res, client, arrivedMs: performance.now() });
         proxyRequest(deps, binding, route, req, res, client);
       },
       keepAliveTimeoutMs,
+      certificates,
       (listener, req, socket, head) => {
         const binding = this.state.bindings.get(listener.address) ?? listener.binding;
         const route = this.state.routes.get(binding.routeKey);
@@ -305,6 +312,8 @@ class TableRouter implements Router {
     this.metrics.keepRoutes(next.routes.keys());
     this.holds.keepRoutes(next.routes.keys());
     this.upgrades.keepRoutes(next.routes.keys());
+    // A TLS listener opens only with its certificates (a failure says why; the last good are kept).
+    await this.certificates.update(next.routes);
     const unbound = await this.listeners.openMissing(next.bindings);
     this.logChanges(previous, next);
     const inUse = addressesInUse(next);
@@ -416,6 +425,7 @@ class TableRouter implements Router {
       this.upgrades.closeAll(upgradeCloseGraceMs),
     ]);
     this.pools.destroyAll();
+    this.certificates.close();
     if (this.claimed) releaseRouterRecord(this.stateDir);
     await this.control?.close();
   }

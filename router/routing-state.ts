@@ -1,6 +1,7 @@
 import { parseHostPort } from '../core/host-port.js';
 import type { WriteHold } from '../core/layout.js';
 import type { RoutingEntry } from './route-table.js';
+import { type ListenerProtocol, plainHttp, type RouteTlsState, routeTlsState } from './route-tls.js';
 
 /**
  * The router's in-memory routing state, built from one version of the routing table. Pure: no I/O.
@@ -10,12 +11,17 @@ import type { RoutingEntry } from './route-table.js';
 export type Slot = 'blue' | 'green';
 export const slots: readonly Slot[] = ['blue', 'green'];
 
-/** A route's main listener takes the weighted split; its preview listener reaches green only. */
-export type ListenerKind = 'main' | 'preview';
+/**
+ * A route's main listener takes the weighted split; its preview listener reaches green only; its
+ * redirect listener (tls.redirectHttp) sends every client to https.
+ */
+export type ListenerKind = 'main' | 'preview' | 'redirect';
 
 export interface Binding {
   routeKey: string;
   kind: ListenerKind;
+  /** How the listener speaks (plain HTTP, h2c, TLS): a listener is opened anew when it changes. */
+  protocol: ListenerProtocol;
 }
 
 /** Where a route is in its rotation. Mutated by every pick; kept across reloads that leave the split alone. */
@@ -43,6 +49,8 @@ export interface RouteState {
   updatedAt: number;
   /** The engine's write hold on the route (RoutingEntry.hold); write-holds.ts honours it. */
   hold?: WriteHold;
+  /** TLS termination on `listen` (route-tls.ts); absent: plain HTTP. */
+  tls?: RouteTlsState;
   rotation: Rotation;
 }
 
@@ -86,16 +94,17 @@ export function buildRoutingState(table: unknown, previous: RoutingState): Routi
     const before = previous.routes.get(key);
     if (before && sameSplit(before, route)) route.rotation = before.rotation;
     routes.set(key, route);
-    const wanted: [string | undefined, ListenerKind][] = [
-      [route.listen, 'main'],
-      [route.preview, 'preview'],
+    const wanted: [string | undefined, ListenerKind, ListenerProtocol][] = [
+      [route.listen, 'main', route.tls?.protocol ?? mainProtocol(entries[key])],
+      [route.preview, 'preview', plainHttp],
+      [route.tls?.redirectHttp, 'redirect', plainHttp],
     ];
-    for (const [address, kind] of wanted) {
+    for (const [address, kind, protocol] of wanted) {
       if (address === undefined) continue;
       const holder = bindings.get(address);
       if (holder)
         problems.push(`${key}: ${address} is already the ${holder.kind} listener of ${holder.routeKey}`);
-      else bindings.set(address, { routeKey: key, kind });
+      else bindings.set(address, { routeKey: key, kind, protocol });
     }
   }
   const version = Math.max(0, ...[...routes.values()].map((r) => r.updatedAt));
@@ -139,6 +148,15 @@ function routeState(key: string, raw: unknown, problems: string[]): RouteState |
     if (preview === null) problems.push(`${key}: preview ${JSON.stringify(entry.preview)} is not host:port`);
     else route.preview = preview;
   }
+  if (entry.tls !== undefined) {
+    const tls = routeTlsState(entry.tls);
+    // Never served as plain HTTP in its place: the route is left out.
+    if (typeof tls === 'string') {
+      problems.push(`${key}: tls ${tls}`);
+      return null;
+    }
+    route.tls = tls;
+  }
   if (entry.hold !== undefined) {
     const hold = writeHold(entry.hold);
     // Served without it, and said: the engine's driver sees the hold missing from the reload's answer.
@@ -147,6 +165,11 @@ function routeState(key: string, raw: unknown, problems: string[]): RouteState |
     else route.hold = hold;
   }
   return route;
+}
+
+/** A plain main listener: HTTP/1.1, and h2c when the entry asks for it. */
+function mainProtocol(raw: unknown): ListenerProtocol {
+  return isObject(raw) && raw.h2c === true ? { type: 'http', h2c: true } : plainHttp;
 }
 
 function writeHold(value: unknown): WriteHold | null {

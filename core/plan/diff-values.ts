@@ -16,6 +16,7 @@ const durationKeys: ReadonlySet<string> = new Set([
   'upstreamTimeout',
   'bodyTimeout',
   'queueTimeout',
+  'maxAge',
 ]);
 
 /**

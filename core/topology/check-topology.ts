@@ -6,7 +6,7 @@ import { checkEnvRefs } from './check-env-refs.js';
 import { checkHooks } from './check-hooks.js';
 import type { PathProblem } from './diagnostic.js';
 import { parseDuration } from './duration.js';
-import type { ComponentFile, TopologyFile } from './file-types.js';
+import type { ComponentFile, RouteFile, TopologyFile } from './file-types.js';
 import { findCycles, reachesCycle } from './find-cycles.js';
 import { checkSharedDwells, checkShiftSteps } from './shift-holds.js';
 import { suggest } from './validate-schema.js';
@@ -362,23 +362,33 @@ function checkRoutes(file: TopologyFile, problems: PathProblem[]): void {
         });
       }
     }
-    for (const field of ['listen', 'preview'] as const) {
-      const address = route[field];
+    checkRouteTls(
+      route,
+      at,
+      route.driver === undefined ? 'router' : own(drivers, route.driver)?.type,
+      problems,
+    );
+    const addresses: [string | undefined, (string | number)[]][] = [
+      [route.listen, [...at, 'listen']],
+      [route.preview, [...at, 'preview']],
+      [route.tls?.redirectHttp, [...at, 'tls', 'redirectHttp']],
+    ];
+    for (const [address, where] of addresses) {
+      const field = where.slice(2).join('.');
       if (address === undefined) continue;
       // The schema reports an address that is not host:port at all.
       const split = splitHostPort(address);
       if (!split) continue;
       if (split.port < minPort || split.port > maxPort) {
         problems.push({
-          path: [...at, field],
+          path: where,
           message: `port ${split.port} is out of range ${minPort}-${maxPort}`,
         });
         continue;
       }
       const listener = { host: split.host.toLowerCase(), port: split.port, where: `routes.${name}.${field}` };
       const clash = findClash(listeners, listener);
-      if (clash)
-        problems.push({ path: [...at, field], message: `address ${address} is already used by ${clash}` });
+      if (clash) problems.push({ path: where, message: `address ${address} is already used by ${clash}` });
       else {
         const samePort = listeners.get(listener.port);
         if (samePort) samePort.push(listener);
@@ -391,6 +401,30 @@ function checkRoutes(file: TopologyFile, problems: PathProblem[]): void {
     Object.entries(file.routes ?? {}).map(([name, route]) => [name, route?.shift] as const),
     problems,
   );
+}
+
+/** TLS and h2c are the built-in router's: nginx's driver would serve the route without them. */
+function checkRouteTls(
+  route: RouteFile,
+  at: (string | number)[],
+  driverType: string | undefined,
+  problems: PathProblem[],
+): void {
+  for (const key of ['tls', 'h2c'] as const) {
+    if (route[key] === undefined || driverType === undefined || driverType === 'router') continue;
+    problems.push({
+      path: [...at, key],
+      message: `only the built-in router serves ${key === 'tls' ? 'TLS' : 'h2c'}; driver "${route.driver}" is of type ${driverType}`,
+    });
+  }
+  if (route.tls !== undefined && route.h2c === true)
+    problems.push({
+      path: [...at, 'h2c'],
+      message: 'h2c is HTTP/2 without TLS: over tls, HTTP/2 is offered by ALPN (tls.http2)',
+    });
+  const maxAge = route.tls?.hsts?.maxAge;
+  if (maxAge !== undefined && (parseDuration(maxAge) ?? 0) < 1000)
+    problems.push({ path: [...at, 'tls', 'hsts', 'maxAge'], message: 'must be at least 1s' });
 }
 
 interface Listener {

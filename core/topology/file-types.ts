@@ -104,6 +104,16 @@ export interface RouteFile {
   upstreamTimeout?: string;
   bodyTimeout?: string;
   queueTimeout?: string;
+  tls?: RouteTlsFile;
+  h2c?: boolean;
+}
+
+export interface RouteTlsFile {
+  certificates: { cert: string; key: string }[];
+  minVersion?: 'TLSv1.2' | 'TLSv1.3';
+  http2?: boolean;
+  redirectHttp?: string;
+  hsts?: { maxAge: string; includeSubDomains?: boolean; preload?: boolean };
 }
 
 /** A shift step written as an object: its weight, and how it dwells. */

@@ -10,6 +10,7 @@ import type {
   HealthFile,
   NotifyTargetFile,
   RouteFile,
+  RouteTlsFile,
   TopologyFile,
 } from './file-types.js';
 import { normalizeHooks } from './normalize-hooks.js';
@@ -26,6 +27,7 @@ import type {
   PostgresDriverSpec,
   RedisDriverSpec,
   Route,
+  RouteTls,
   Topology,
 } from './types.js';
 import { defaults } from './types.js';
@@ -252,6 +254,23 @@ function normalizeRoute(r: RouteFile): Route {
   if (r.upstreamTimeout !== undefined) out.upstreamTimeout = duration(r.upstreamTimeout, 0);
   if (r.bodyTimeout !== undefined) out.bodyTimeout = duration(r.bodyTimeout, 0);
   if (r.queueTimeout !== undefined) out.queueTimeout = duration(r.queueTimeout, 0);
+  if (r.tls !== undefined) out.tls = normalizeRouteTls(r.tls);
+  if (r.h2c === true) out.h2c = true;
+  return out;
+}
+
+function normalizeRouteTls(t: RouteTlsFile): RouteTls {
+  const out = {} as RouteTls;
+  out.certificates = t.certificates.map(({ cert, key }) => ({ cert, key }));
+  if (t.hsts !== undefined)
+    out.hsts = {
+      includeSubDomains: t.hsts.includeSubDomains ?? false,
+      maxAge: duration(t.hsts.maxAge, 0),
+      preload: t.hsts.preload ?? false,
+    };
+  out.http2 = t.http2 ?? true;
+  out.minVersion = t.minVersion ?? 'TLSv1.2';
+  if (t.redirectHttp !== undefined) out.redirectHttp = t.redirectHttp.toLowerCase();
   return out;
 }
 

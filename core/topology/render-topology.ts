@@ -147,6 +147,15 @@ function routeFile(r: Route): RouteFile {
   if (r.upstreamTimeout !== undefined) out.upstreamTimeout = formatDuration(r.upstreamTimeout);
   if (r.bodyTimeout !== undefined) out.bodyTimeout = formatDuration(r.bodyTimeout);
   if (r.queueTimeout !== undefined) out.queueTimeout = formatDuration(r.queueTimeout);
+  if (r.tls !== undefined) {
+    const { hsts, ...rest } = r.tls;
+    out.tls = {
+      ...rest,
+      certificates: r.tls.certificates.map((c) => ({ ...c })),
+      ...(hsts ? { hsts: { ...hsts, maxAge: formatDuration(hsts.maxAge) } } : {}),
+    };
+  }
+  if (r.h2c) out.h2c = true;
   return out;
 }
 

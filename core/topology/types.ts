@@ -197,6 +197,22 @@ export interface Route {
   bodyTimeout?: DurationMs;
   /** Longest wait for a free connection to an upstream whose connections are all busy (503 then); as upstreamTimeout. */
   queueTimeout?: DurationMs;
+  /** TLS termination on `listen` (built-in router only); absent: plain HTTP, as before. */
+  tls?: RouteTls;
+  /** HTTP/2 with prior knowledge on a plain `listen` (built-in router only); left out unless true. */
+  h2c?: true;
+}
+
+/**
+ * A route's TLS settings. Certificate paths are kept as written (relative to the topology file);
+ * the route driver resolves them, and the engine checks the files before a plan uses them.
+ */
+export interface RouteTls {
+  certificates: { cert: string; key: string }[];
+  minVersion: 'TLSv1.2' | 'TLSv1.3';
+  http2: boolean;
+  redirectHttp?: string;
+  hsts?: { maxAge: DurationMs; includeSubDomains: boolean; preload: boolean };
 }
 
 /**

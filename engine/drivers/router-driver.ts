@@ -1,15 +1,17 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, fstatSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CutoverError } from '../../core/errors.js';
 import type { ObservedRoute } from '../../core/observed.js';
-import type { Route } from '../../core/topology/types.js';
+import type { Route, RouteTls } from '../../core/topology/types.js';
 import { cutoverCliPath } from '../../platform/package-path.js';
 import { routerClient, waitDrained } from '../../router/client.js';
 import type { ListenFailure, ReloadResult, RoutesSnapshot } from '../../router/control-types.js';
 import type { ReplicationReport } from '../../router/replication-lag.js';
 import {
   type RoutingEntry,
+  type RoutingTls,
   readRoutingTable,
   routeKey,
   writeRoutingTable,
@@ -156,7 +158,7 @@ function unboundMessage(route: string, unbound: readonly ListenFailure[]): strin
   return unbound
     .map(
       (u) =>
-        `route ${route} cannot listen on ${u.kind === 'preview' ? 'its preview ' : ''}${u.address}: ${u.cause}`,
+        `route ${route} cannot listen on ${u.kind === 'main' ? '' : `its ${u.kind} `}${u.address}: ${u.cause}`,
     )
     .join('; ');
 }
@@ -290,7 +292,29 @@ function entryOf(ctx: RouteCallContext, state: RouteState, updatedAt: number): R
   if (state.spec.bodyTimeout !== undefined) entry.bodyTimeoutMs = state.spec.bodyTimeout;
   if (state.spec.queueTimeout !== undefined) entry.queueTimeoutMs = state.spec.queueTimeout;
   if (state.hold !== undefined) entry.hold = { ...state.hold };
+  if (state.spec.tls !== undefined) entry.tls = routingTls(state.spec.tls, ctx.baseDir);
+  if (state.spec.h2c) entry.h2c = true;
   return entry;
+}
+
+/** The route's TLS for the router, a program of its own: certificate paths absolute. */
+function routingTls(tls: RouteTls, baseDir: string): RoutingTls {
+  const out: RoutingTls = {
+    certificates: tls.certificates.map(({ cert, key }) => ({
+      cert: path.resolve(baseDir, cert),
+      key: path.resolve(baseDir, key),
+    })),
+    minVersion: tls.minVersion,
+    http2: tls.http2,
+  };
+  if (tls.redirectHttp !== undefined) out.redirectHttp = tls.redirectHttp;
+  if (tls.hsts !== undefined)
+    out.hsts = {
+      maxAgeSeconds: Math.floor(tls.hsts.maxAge / 1000),
+      includeSubDomains: tls.hsts.includeSubDomains,
+      preload: tls.hsts.preload,
+    };
+  return out;
 }
 
 /** How often a supervisor looks whether the router of its state directory still runs. */

@@ -24,6 +24,7 @@ import { imageDigestsFor } from '../drivers/container-images.js';
 import { switchableComponents } from '../drivers/switched.js';
 import { planSecrets } from '../secrets/resolve-secrets.js';
 import type { ProcessSecrets } from '../secrets/secret-source.js';
+import { routeCertificateProblems } from '../sources/check-route-certificates.js';
 import type { StateDir } from '../store/state-dir.js';
 import { auditOf, checkReplace, pinError, refuseMovedLayout } from './migration-common.js';
 import type { TopologySource } from './service-types.js';
@@ -105,6 +106,8 @@ export async function prepareMigration(request: PrepareRequest, home: MigrationH
   if (!loaded.ok) throw new TopologyInvalidError(loaded.diagnostics);
   const desired = loaded.topology;
   checkReplace(desired, request.replace, source.file);
+  const certificates = await routeCertificateProblems(desired, source);
+  if (certificates.length > 0) throw new TopologyInvalidError(certificates);
   refuseHosts(desired, source, home);
   const environment = desired.metadata.name;
   const held = home.hold?.(environment);

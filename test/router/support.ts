@@ -12,7 +12,7 @@ import { Agent, createServer, type IncomingMessage, request, type ServerResponse
 import { connect, type Socket } from 'node:net';
 import path from 'node:path';
 import type { WriteHold } from '../../core/layout.js';
-import type { Route } from '../../core/topology/types.js';
+import type { Route, RouteTls } from '../../core/topology/types.js';
 import { createRouteTableDriver } from '../../engine/drivers/router-driver.js';
 import type { SlotInfo } from '../../engine/drivers/types.js';
 import { StateDir } from '../../engine/store/state-dir.js';
@@ -176,6 +176,9 @@ export interface RouteSettings {
   queueTimeoutMs?: number;
   /** A write hold on the route (the switch of a stateful component). */
   hold?: WriteHold;
+  /** TLS on `listen`, as the topology's model has it (certificate paths relative to the state dir). */
+  tls?: RouteTls;
+  h2c?: true;
 }
 
 /** Writes a route into the table the way the engine does: through the route-table driver. */
@@ -191,6 +194,8 @@ export async function setRoute(stateDir: string, route: string, settings: RouteS
     ...(settings.upstreamTimeoutMs !== undefined ? { upstreamTimeout: settings.upstreamTimeoutMs } : {}),
     ...(settings.bodyTimeoutMs !== undefined ? { bodyTimeout: settings.bodyTimeoutMs } : {}),
     ...(settings.queueTimeoutMs !== undefined ? { queueTimeout: settings.queueTimeoutMs } : {}),
+    ...(settings.tls !== undefined ? { tls: settings.tls } : {}),
+    ...(settings.h2c ? { h2c: true } : {}),
   } as unknown as Route;
   await createRouteTableDriver().apply(
     callContext(stateDir),

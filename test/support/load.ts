@@ -21,7 +21,12 @@ const unbounded = 100_000;
  * share of the cores beside a busy run. From a worker thread of the test's process, beside two CPU
  * hogs, it fell 889 ms behind its schedule.
  */
-export function startTestLoad(options: { url: string; rate: number; timeoutMs?: number }): Load {
+export function startTestLoad(options: {
+  url: string;
+  rate: number;
+  timeoutMs?: number;
+  http2?: boolean;
+}): Load {
   return startLoad({ ...options, ownProcess: true, maxInFlight: unbounded });
 }
 

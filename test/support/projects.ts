@@ -70,6 +70,7 @@ const infraFiles = [
   'test/router/control-listen.test.ts',
   'test/router/differential.test.ts',
   'test/router/websocket-differential.test.ts',
+  'test/router/tls-differential.test.ts',
 ];
 
 /** Integration tests that replace a module with `vi.mock` (node:fs, to interleave or fail its calls). */
