@@ -148,7 +148,15 @@ export function trafficReader(): (ctx: RouteCallContext, route: string) => Promi
   };
 }
 
-const responseFields = ['hrsp_1xx', 'hrsp_2xx', 'hrsp_3xx', 'hrsp_4xx', 'hrsp_5xx', 'hrsp_other', 'eresp'];
+const responseFields: readonly string[] = [
+  'hrsp_1xx',
+  'hrsp_2xx',
+  'hrsp_3xx',
+  'hrsp_4xx',
+  'hrsp_5xx',
+  'hrsp_other',
+  'eresp',
+];
 
 function addServer(sum: Accumulated, server: string, row: Row, slot: SlotTraffic): void {
   const count = (field: string) => Number(row[field]) || 0;

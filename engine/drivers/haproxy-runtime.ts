@@ -51,7 +51,7 @@ export function runtimeCommand(socket: string, command: string): Promise<string>
 }
 
 /** The answer haproxy gives a change it made: empty, or one of these. Anything else is a refusal. */
-const acceptedAnswers = [/^$/, /^New server registered\.$/, /^Server deleted\.$/];
+const acceptedAnswers: readonly RegExp[] = [/^$/, /^New server registered\.$/, /^Server deleted\.$/];
 
 /**
  * Sends a change; rejects with haproxy's own words when it refuses it ("Absolute weight can only be

@@ -151,6 +151,16 @@ describe('haproxy route driver (real haproxy)', () => {
     expect(after).toContain(`${route.blue.addresses[0]} weight 0 # blue`);
   });
 
+  it('serves green on the preview listener while the route stays on blue (a new listener: one reload)', async () => {
+    const preview = await freeListen();
+    const route = await routeWith('preview', { preview });
+    const log: string[] = [];
+    await route.set(0, true, log);
+    expect(await versionsOf(route.listen, 6)).toEqual({ blue: 6 });
+    expect(await versionsOf(preview, 6)).toEqual({ green: 6 });
+    expect(log.join('\n')).toMatch(/set through the runtime API/);
+  });
+
   it('a server disabled by hand, a weight edited by hand: observed as edited; applying again repairs both', async () => {
     const route = await routeWith('hand');
     await route.set(10);
