@@ -131,6 +131,10 @@ async function applyStates(
   ) {
     // New listeners or backends: haproxy reads them from the file, at a start or a reload.
     await writeChecked(files, bin, text, next, options.signal);
+    if (running === null && previous.config !== null)
+      options.log(
+        `route ${states.map((s) => s.route).join(', ')}: haproxy for ${files.dir} is not running (its runtime API ${files.socket} does not answer): starting it from ${files.config} with the new split`,
+      );
     try {
       if (running === null) await ensureHaproxy(files, bin, options.log, options.signal);
       else await reloadHaproxy(files, bin, options.log, options.signal);
