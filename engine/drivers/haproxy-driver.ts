@@ -47,11 +47,11 @@ import {
  * or a changed listener or timeout reloads haproxy. Every change also rewrites `haproxy.cfg` (and
  * the record, `routes.json`), so a restarted haproxy comes back with the same weights.
  *
- * A change is all or nothing: when haproxy refuses a command, the commands already run are undone
- * and the files put back; when its socket stops answering mid-change (haproxy killed or
- * restarting), the files are put back (a haproxy started from them serves the previous split) and
- * the call fails to be retried, naming the socket and the route: the retry starts haproxy if none
- * runs and sets the whole split again.
+ * A change is all or nothing: the runtime API goes first and the files follow once it is done. When
+ * haproxy refuses a command, the commands already run are undone and the files are untouched; when
+ * its socket stops answering mid-change (haproxy killed or restarting), the files still hold the
+ * previous split (a haproxy started from them serves it) and the call fails to be retried, naming
+ * the socket and the route: the retry starts haproxy if none runs and sets the whole split again.
  */
 export function createHaproxyDriver(): RouteDriver {
   // Each call is a read-modify-write of one record: one at a time per state directory.
@@ -123,7 +123,6 @@ async function applyStates(
   const text = renderHaproxyConfig(next, files);
   const previous = { config: await readIfExists(files.config), record: await readIfExists(files.record) };
   const running = await workerPid(files);
-  const started = Date.now();
   if (
     running === null ||
     previous.config === null ||
@@ -146,32 +145,34 @@ async function applyStates(
       options.log(`route ${state.route}: haproxy ${files.config}: ${describeTraffic(state)}, live`);
     return;
   }
-  // The same listeners and backends: servers and weights change through the runtime API.
-  await writeFiles(files, text, next);
+  // The same listeners and backends: servers and weights change through the runtime API, at once;
+  // then the files, so a restart comes back the same (a crash between the two leaves haproxy ahead
+  // of its file: observed as drift, and the step's retry writes the file).
+  const names = states.map((s) => s.route).join(', ');
+  const started = performance.now();
+  let kept: string[];
   try {
-    const kept = await reconcile(files.socket, entries);
-    const tookMs = Date.now() - started;
-    for (const state of states)
-      options.log(
-        `route ${state.route}: haproxy ${files.socket}: ${describeTraffic(state)}, set through the runtime API in ${tookMs} ms (no reload)`,
-      );
-    if (kept.length > 0)
-      options.log(
-        `haproxy ${files.socket}: ${kept.join(', ')} kept in maintenance until their connections close (removed at the next change or restart)`,
-      );
+    kept = await reconcile(files.socket, entries);
   } catch (error) {
-    await putBack(files, previous);
-    const names = states.map((s) => s.route).join(', ');
     if (error instanceof HaproxyUnreachableError)
       throw new Error(
-        `route ${names}: haproxy's runtime API stopped answering mid-change (${error.message}); ${files.config} is back to the previous split, so a haproxy started from it serves that; the step is retried and sets the split again`,
+        `route ${names}: haproxy's runtime API stopped answering mid-change (${error.message}); ${files.config} still holds the previous split, so a haproxy started from it serves that; the step is retried and sets the split again`,
       );
     // haproxy refused a command: the routes go back to their previous servers, as far as it lets.
-    const undone = entriesOf(before, ctx.environment, states);
-    await reconcile(files.socket, undone).catch(() => undefined);
+    await reconcile(files.socket, entriesOf(before, ctx.environment, states)).catch(() => undefined);
     const why = error instanceof HaproxyRefusedError ? error.message : (error as Error).message;
     throw new PermanentDriverError(`route ${names}: ${why}; the previous split is back in place`);
   }
+  const tookMs = Math.round(performance.now() - started);
+  await writeFiles(files, text, next);
+  for (const state of states)
+    options.log(
+      `route ${state.route}: haproxy ${files.socket}: ${describeTraffic(state)}, set through the runtime API in ${tookMs} ms (no reload)`,
+    );
+  if (kept.length > 0)
+    options.log(
+      `haproxy ${files.socket}: ${kept.join(', ')} kept in maintenance until their connections close (removed at the next change or restart)`,
+    );
 }
 
 /** Every backend of the routes, set to what their entries want. Resolves with servers left in maintenance. */
