@@ -21,7 +21,7 @@ import {
   stopHaproxy,
   workerPid,
 } from './haproxy-process.js';
-import { backendCommands, runBackendPlan } from './haproxy-reconcile.js';
+import { backendCommands, runBackendPlans } from './haproxy-reconcile.js';
 import { readIfExists, readRecord, writeAtomically } from './haproxy-record.js';
 import {
   HaproxyRefusedError,
@@ -178,11 +178,10 @@ async function applyStates(
 /** Every backend of the routes, set to what their entries want. Resolves with servers left in maintenance. */
 async function reconcile(socket: string, entries: readonly HaproxyRoute[]): Promise<string[]> {
   const live = await showServersState(socket);
-  const kept: string[] = [];
-  for (const entry of entries)
-    for (const backend of desiredBackends(entry))
-      kept.push(...(await runBackendPlan(socket, backendCommands(backend, live))));
-  return kept;
+  const plans = entries.flatMap((entry) =>
+    desiredBackends(entry).map((backend) => backendCommands(backend, live)),
+  );
+  return runBackendPlans(socket, plans);
 }
 
 function entriesOf(

@@ -6,7 +6,7 @@
  * at no moment does the backend have fewer servers taking new requests than before or after.
  */
 import type { DesiredBackend } from './haproxy-config.js';
-import { HaproxyRefusedError, runtimeChange, type ServerState } from './haproxy-runtime.js';
+import { HaproxyRefusedError, runtimeChange, runtimeChanges, type ServerState } from './haproxy-runtime.js';
 
 /** srv_admin_state bits (haproxy's SRV_ADMF_*): set by hand or the API, not by the file. */
 export const adminMaintenance = 0x01;
@@ -53,14 +53,18 @@ export function backendCommands(desired: DesiredBackend, live: readonly ServerSt
 }
 
 /**
- * Runs a backend plan. A deletion haproxy refuses because the server still has connections (a
- * request finishing, an idle connection kept for reuse) leaves it in maintenance, sent nothing,
- * and out of the file: the next change, or a restart, removes it. Resolves with those kept.
+ * Runs the plans of several backends: every change in one round trip, then the deletions, one by
+ * one. A deletion haproxy refuses because the server still has connections (a request finishing,
+ * an idle connection kept for reuse) leaves it in maintenance, sent nothing, and out of the file:
+ * the next change, or a restart, removes it. Resolves with those kept.
  */
-export async function runBackendPlan(socket: string, plan: BackendPlan): Promise<string[]> {
-  for (const command of plan.changes) await runtimeChange(socket, command);
+export async function runBackendPlans(socket: string, plans: readonly BackendPlan[]): Promise<string[]> {
+  await runtimeChanges(
+    socket,
+    plans.flatMap((plan) => plan.changes),
+  );
   const kept: string[] = [];
-  for (const server of plan.deletions) {
+  for (const server of plans.flatMap((plan) => plan.deletions)) {
     try {
       await runtimeChange(socket, `del server ${server}`);
     } catch (error) {

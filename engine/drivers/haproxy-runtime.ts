@@ -51,16 +51,30 @@ export function runtimeCommand(socket: string, command: string): Promise<string>
 }
 
 /** The answer haproxy gives a change it made: empty, or one of these. Anything else is a refusal. */
-const acceptedAnswers: readonly RegExp[] = [/^$/, /^New server registered\.$/, /^Server deleted\.$/];
+const acceptedAnswers: readonly RegExp[] = [/^New server registered\.$/, /^Server deleted\.$/];
 
 /**
- * Sends a change; rejects with haproxy's own words when it refuses it ("Absolute weight can only be
- * between 0 and 256 inclusive."), with HaproxyUnreachableError when the socket does not answer.
+ * Sends changes in one connection (`a;b;c`): haproxy runs them one after the other in one pass,
+ * so a split changes in one round trip, however loaded the machine. haproxy runs every command
+ * even after one it refuses: a refusal rejects with haproxy's words (the caller puts back what it
+ * wants back); HaproxyUnreachableError when the socket does not answer.
  */
-export async function runtimeChange(socket: string, command: string): Promise<void> {
-  const answer = (await runtimeCommand(socket, command)).trim();
-  if (!acceptedAnswers.some((accepted) => accepted.test(answer)))
-    throw new HaproxyRefusedError(`haproxy refused "${command}": ${answer.split('\n')[0]}`);
+export async function runtimeChanges(socket: string, commands: readonly string[]): Promise<void> {
+  if (commands.length === 0) return;
+  const answer = await runtimeCommand(socket, commands.join(';'));
+  const refused = answer
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !acceptedAnswers.some((accepted) => accepted.test(line)));
+  if (refused.length > 0)
+    throw new HaproxyRefusedError(
+      `haproxy refused the change: ${refused.join('; ')} (commands: ${commands.join('; ')})`,
+    );
+}
+
+/** One change; see runtimeChanges. */
+export function runtimeChange(socket: string, command: string): Promise<void> {
+  return runtimeChanges(socket, [command]);
 }
 
 /** haproxy answered a command with a refusal (a bad value, a server that still has connections). */

@@ -134,6 +134,7 @@ describe('haproxy driver, end to end', { timeout: 90_000 }, () => {
       Number(m[1]),
     );
     expect(changes.length).toBeGreaterThanOrEqual(3);
+    console.log(`haproxy: splits set through the runtime API in ${changes.join(', ')} ms`);
     for (const ms of changes) expect(ms).toBeLessThan(100);
     expect(await worker()).toBe(before);
     expect(await versionNow()).toBe(`${version}.0.0`);
