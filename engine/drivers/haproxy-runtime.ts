@@ -61,11 +61,19 @@ const acceptedAnswers: readonly RegExp[] = [/^New server registered\.$/, /^Serve
  */
 export async function runtimeChanges(socket: string, commands: readonly string[]): Promise<void> {
   if (commands.length === 0) return;
-  const answer = await runtimeCommand(socket, commands.join(';'));
-  const refused = answer
+  // `show version` last: its answer proves haproxy ran every command before it. A connection closed
+  // without it (haproxy killed mid-change) is not a change that was made.
+  const answer = await runtimeCommand(socket, [...commands, 'show version'].join(';'));
+  const lines = answer
     .split('\n')
     .map((line) => line.trim())
-    .filter((line) => line !== '' && !acceptedAnswers.some((accepted) => accepted.test(line)));
+    .filter((line) => line !== '');
+  const version = lines.pop();
+  if (version === undefined || !/^\d+\.\d+/.test(version))
+    throw new HaproxyUnreachableError(
+      `${socket}: the connection closed before haproxy answered every command (answer: ${JSON.stringify(answer.slice(0, 120))})`,
+    );
+  const refused = lines.filter((line) => !acceptedAnswers.some((accepted) => accepted.test(line)));
   if (refused.length > 0)
     throw new HaproxyRefusedError(
       `haproxy refused the change: ${refused.join('; ')} (commands: ${commands.join('; ')})`,

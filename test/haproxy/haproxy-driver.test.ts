@@ -3,8 +3,10 @@
  * the state directory: one haproxy for the file (every case a route of its own), stopped by pid.
  * Upstreams answer their slot (`{"version": …}`).
  */
-import { readFile } from 'node:fs/promises';
+import { once } from 'node:events';
+import { readFile, rename, rm } from 'node:fs/promises';
 import { Agent, createServer } from 'node:http';
+import { connect, createServer as createNetServer } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Route } from '../../core/topology/types.js';
@@ -239,6 +241,51 @@ describe('haproxy route driver (real haproxy)', () => {
     expect(log.join('\n')).toMatch(/started haproxy for .* from .*haproxy\.cfg/);
     expect(await weightsOf(route.blue)).toEqual([1, 1]);
     expect(Object.keys(await versionsOf(route.listen, 8)).sort()).toEqual(['blue', 'green']);
+  });
+
+  it('killed mid-change: the call fails naming the route and the socket, the file keeps the previous split, the retry starts haproxy with the new one', async () => {
+    const route = await routeWith('midway');
+    await route.set(10);
+    const config = path.join(stateDir, 'haproxy', 'haproxy.cfg');
+    const before = await readFile(config, 'utf8');
+    // haproxy dies at the worst moment: a proxy in front of its runtime API kills it (master and
+    // worker) when the change arrives, before haproxy has run it.
+    const real = `${socket()}.real`;
+    await rename(socket(), real);
+    const proxy = createNetServer({ allowHalfOpen: true }, (client) => {
+      client.on('error', () => undefined);
+      client.once('data', (data: Buffer) => {
+        if (/set server|add server/.test(data.toString())) {
+          void killHaproxy(stateDir).then(() => client.destroy());
+          return;
+        }
+        const upstream = connect({ path: real });
+        upstream.on('error', () => client.destroy());
+        upstream.write(data);
+        client.pipe(upstream);
+        upstream.pipe(client);
+      });
+    });
+    proxy.listen(socket());
+    await once(proxy, 'listening');
+    resources.add(() => new Promise<void>((resolve) => proxy.close(() => resolve())));
+
+    const apply = route.set(50);
+    await expect(apply).rejects.toThrow(
+      /^route midway: haproxy's runtime API stopped answering mid-change \(.*haproxy\.sock: the connection closed before haproxy answered every command.*\); .*haproxy\.cfg still holds the previous split, so a haproxy started from it serves that; the step is retried and sets the split again$/,
+    );
+    expect(await readFile(config, 'utf8')).toBe(before);
+    await new Promise<void>((resolve) => proxy.close(() => resolve()));
+    await rm(socket(), { force: true });
+    await rm(real, { force: true });
+
+    const log: string[] = [];
+    await route.set(50, true, log); // the step's retry
+    expect(log.join('\n')).toMatch(
+      /route midway: haproxy for .* is not running .*: starting it from .*haproxy\.cfg with the new split/,
+    );
+    expect(await weightsOf(route.blue)).toEqual([1, 1]);
+    expect(await weightsOf(route.green)).toEqual([1, 1]);
   });
 
   it('refuses a change haproxy rejects and leaves the previous split in place', async () => {
