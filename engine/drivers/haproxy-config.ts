@@ -5,7 +5,6 @@
  * (`renderHaproxyConfig`: what a start or a restart of haproxy reads). Both come from the same
  * function, so haproxy restarted from the file serves what the runtime API had set. No I/O here.
  */
-import { createHash } from 'node:crypto';
 import type { RouteState } from './types.js';
 
 /** haproxy's highest server weight (`set server … weight` refuses more). */
@@ -183,9 +182,4 @@ export function configStructure(text: string): string {
     .split('\n')
     .filter((line) => !line.startsWith('    server ') && !line.startsWith('# route '))
     .join('\n');
-}
-
-/** A short hash of a text, for log lines. */
-export function shortHash(text: string): string {
-  return createHash('sha256').update(text).digest('hex').slice(0, 12);
 }
