@@ -59,5 +59,11 @@ export interface ObservedRoute {
   green?: string[];
   /** Requests in flight now, when the traffic layer counts them (the built-in router). */
   inFlight?: number;
+  /**
+   * `edited` only: what was changed by hand, as drift names it ("haproxy server 127.0.0.1:4001
+   * disabled by hand"). Stable: no counts or times, so two looks at the same edit plan alike.
+   * Absent: "nginx file edited".
+   */
+  edit?: string;
   detail?: string;
 }

@@ -8,6 +8,7 @@
  *   environments/<env>/migrations/<id>/journal.ndjson, log.ndjson, notifications.ndjson, runner.json, runner.out, processes/, replication.json
  *   environments/<env>/slots/<slot id>/
  *   router/routes.json, router/router.json, router/control.json, router/pauses.json, router/router.out
+ *   haproxy/haproxy.cfg, haproxy/routes.json, haproxy/haproxy.pid, haproxy/haproxy.sock, haproxy/haproxy.out
  *   server/idempotency/, server/hook-deliveries/
  *   watch/cache/, watch/trees/<env>/, watch/hooks/, watch/reports/<env>/
  *   secret-key (mode 0600: the key of the hashes that tell a changed secret)
@@ -126,6 +127,15 @@ export class StateLayout {
   /** What a router started by the engine printed (its crash, if it did not start). */
   routerOutputFile(): string {
     return this.join('router', 'router.out');
+  }
+
+  /**
+   * The haproxy driver's directory: the configuration it writes and haproxy starts from
+   * (`haproxy.cfg`), its record of the routes (`routes.json`), the master's pid file, the runtime
+   * API socket and what haproxy printed (engine/drivers/haproxy-*.ts).
+   */
+  haproxyDir(): string {
+    return this.join('haproxy');
   }
 
   /** The server's kept answers to Idempotency-Keys. */

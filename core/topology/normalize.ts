@@ -147,6 +147,8 @@ function normalizeDriverFields(driver: DriverFile): DriverSpec {
         reload: driver.reload ?? [...defaults.nginxReload],
         type: 'nginx',
       };
+    case 'haproxy':
+      return driver.bin === undefined ? { type: 'haproxy' } : { type: 'haproxy', bin: driver.bin };
   }
 }
 

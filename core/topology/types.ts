@@ -44,6 +44,7 @@ export type DriverSpec = (
   | RedisDriverSpec
   | { type: 'router' }
   | { type: 'nginx'; configFile: string; reload: string[] }
+  | { type: 'haproxy'; bin?: string }
 ) & { runsOn?: string };
 
 export type ComponentDriverType = 'process' | 'exec' | 'container' | 'postgres' | 'redis';
@@ -120,7 +121,7 @@ export interface ContainerResources {
   cpus?: number;
   memory?: string;
 }
-export type RouteDriverType = 'router' | 'nginx';
+export type RouteDriverType = 'router' | 'nginx' | 'haproxy';
 
 export interface Component {
   driver: string;

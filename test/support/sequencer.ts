@@ -38,6 +38,7 @@ export const ciSeconds: Record<string, number> = {
   'test/watch/local.test.ts': 18,
   'test/router/upstream-client.test.ts': 18,
   'test/nginx/nginx-driver.test.ts': 17,
+  'test/haproxy/haproxy-migration.test.ts': 17, // measured alone (s17), not yet in a CI run
   'test/temporal/no-worker.test.ts': 17,
   'test/honest/resolve.test.ts': 17,
   'test/e2e/crash.test.ts': 16,
