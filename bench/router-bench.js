@@ -25,11 +25,9 @@
  *
  * Every process is stopped and every temp dir removed, also when the run is interrupted.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { once } from 'node:events';
-import { cpSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { request } from 'node:http';
+import { spawnSync } from 'node:child_process';
+import { cpSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -42,8 +40,19 @@ import { createRouteTableDriver } from '../dist/engine/drivers/router-driver.js'
 import { noSecrets } from '../dist/engine/secrets/secret-source.js';
 import { findMigration, loadState, operate } from '../dist/engine/services/migrations.js';
 import { StateDir } from '../dist/engine/store/state-dir.js';
-import { seededRandom } from './generate-topology.js';
-import { startLoad, summarize } from './load.js';
+import { baselineP99, movingMarginMs, phaseRows, pick, pooled, settleMs } from './cutover-phases.js';
+import { startLoad } from './load.js';
+import {
+  cannon,
+  childPids,
+  connections,
+  cpuPerRequest,
+  cpuRate,
+  ownedProcesses,
+  setRoute,
+  startNginx,
+  waitAnswers,
+} from './router-support.js';
 import { freePort, judgeGoal, median, runNode, strictGoal, withTempDir } from './support.js';
 
 export const name = 'router';
@@ -62,15 +71,8 @@ export const columns = [
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const cliPath = join(repoRoot, 'bin', 'cutover.js');
 const appPath = join(repoRoot, 'examples', 'app', 'server.js');
-export const connections = 32;
-const durationSeconds = 5;
-const warmupSeconds = 1;
 const loadRatePerSecond = 500;
-const settleMs = 2_000;
 const fixedRateMs = 3_000;
-/** Around the time traffic moves, so that an instant switch (a rollback) has requests to measure. */
-const movingMarginMs = 100;
-const startTimeoutMs = 15_000;
 const migrationTimeoutMs = 120_000;
 /** Issue 31: the router at least as fast as nginx. */
 const throughputRatioGoal = 1;
@@ -314,34 +316,6 @@ async function measureCpu(owned, app, { routerListen, routerProcess, nginxListen
   };
 }
 
-function pick(summary, seconds) {
-  return {
-    reqPerSec: seconds > 0 ? summary.requests / seconds : Number.NaN,
-    requests: summary.requests,
-    failed: summary.failed,
-    p50: summary.p50,
-    p99: summary.p99,
-    lateP99: summary.lateP99,
-  };
-}
-
-export async function cannon(label, address, log, seconds = durationSeconds, warmUpSeconds = warmupSeconds) {
-  const url = `http://${address}/`;
-  log(`throughput (autocannon): ${label}`);
-  if (warmUpSeconds > 0) await autocannon({ url, connections, duration: warmUpSeconds });
-  const r = await autocannon({ url, connections, duration: seconds });
-  const failed = r.errors + r.timeouts + r.non2xx;
-  return {
-    reqPerSec: r.requests.average,
-    requests: r.requests.total,
-    failed,
-    p50: r.latency.p50,
-    p99: r.latency.p99,
-  };
-}
-
-export const cpuRate = 3_000;
-const cpuSeconds = 5;
 /** Rounds of the CPU comparison in a full run (one in a quick run). */
 const cpuRoundsFull = 5;
 /** Issue 31: the router's CPU per request within 1.2 times nginx's. */
@@ -351,110 +325,6 @@ const cpuRatioGoal = 1.2;
  * averages of 5–27 (2026-11-27), where Node's share of cache and scheduler suffers more than nginx's.
  */
 const cpuRatioFailBeyond = 3.5;
-/** Linux counts process CPU time in clock ticks of 10 ms (USER_HZ = 100). */
-const msPerTick = 10;
-
-/**
- * CPU time (user, system) used by `pids` while autocannon sends `cpuRate` requests/s to `address`,
- * per request in µs; and the p99 latency at that rate (autocannon's, whole ms).
- */
-export async function cpuPerRequest(address, pids, seconds = cpuSeconds, request = {}) {
-  const read = () =>
-    pids().map((pid) => {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-      return { user: Number(fields[11]) * msPerTick, system: Number(fields[12]) * msPerTick };
-    });
-  const sum = (list) =>
-    list.reduce((a, t) => ({ user: a.user + t.user, system: a.system + t.system }), { user: 0, system: 0 });
-  const before = sum(read());
-  const r = await autocannon({
-    url: `http://${address}/`,
-    connections: 16,
-    overallRate: cpuRate,
-    duration: seconds,
-    ...request,
-  });
-  const after = sum(read());
-  const perRequest = (ms) => (ms * 1000) / Math.max(1, r.requests.total);
-  return {
-    total: perRequest(after.user - before.user + after.system - before.system),
-    system: perRequest(after.system - before.system),
-    requests: r.requests.total,
-    // examples/app answers a POST 405, as it should: through the proxy that is no failure.
-    failed: r.errors + r.timeouts + (request.method === 'POST' ? 0 : r.non2xx),
-    p99: r.latency.p99,
-  };
-}
-
-/** The children of a process (nginx's workers), by its pid. */
-export function childPids(pid) {
-  const out = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).stdout;
-  return out
-    .split('\n')
-    .map(Number)
-    .filter((n) => n > 0);
-}
-
-/** One route, 100% on one address, through a route driver from dist/. */
-export async function setRoute(driver, ctx, listen, address) {
-  const spec = { listen, to: 'app', shift: [100], drain: { timeout: 10_000 } };
-  const blue = { component: 'app', slot: 'blue', version: 'bench', addresses: [address] };
-  await driver.apply(
-    { environment: 'bench', migrationId: 'bench', ...ctx },
-    { route: 'app', spec, blue, green: null, greenPercent: 0 },
-    { signal: new AbortController().signal, log: () => {} },
-  );
-}
-
-/** nginx in the foreground, one worker, everything under `dir`. */
-export async function startNginx(dir, owned) {
-  const probe = spawnSync('nginx', ['-v']);
-  if (probe.error) throw new Error('nginx is not installed: apt-get install -y nginx (.ci/run does)');
-  await mkdir(dir, { recursive: true });
-  const conf = join(dir, 'nginx.conf');
-  const errorLog = join(dir, 'error.log');
-  const temps = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map(
-    (n) => `    ${n}_temp_path ${join(dir, n)};`,
-  );
-  await writeFile(
-    conf,
-    [
-      `pid ${join(dir, 'nginx.pid')};`,
-      `error_log ${errorLog} warn;`,
-      'worker_processes 1;',
-      'events { worker_connections 4096; }',
-      'http {',
-      '    access_log off;',
-      ...temps,
-      `    include ${join(dir, 'routes.conf')};`,
-      '}',
-      '',
-    ].join('\n'),
-  );
-  await writeFile(join(dir, 'routes.conf'), '');
-  const base = ['-p', dir, '-c', conf, '-e', errorLog];
-  const master = owned.start('nginx', [...base, '-g', 'daemon off;']);
-  const deadline = Date.now() + startTimeoutMs;
-  while (!existsSync(join(dir, 'nginx.pid'))) {
-    if (Date.now() > deadline) throw new Error(`nginx did not start: ${await readFile(errorLog, 'utf8')}`);
-    await sleep(20);
-  }
-  const reloadArgv = ['nginx', ...base, '-s', 'reload'];
-  return {
-    dir,
-    masterPid: master.pid,
-    ctx: {
-      stateDir: StateDir.at(dir),
-      baseDir: dir,
-      driver: { type: 'nginx', configFile: 'routes.conf', reload: reloadArgv },
-    },
-    async reload() {
-      const r = spawnSync(reloadArgv[0], reloadArgv.slice(1), { encoding: 'utf8' });
-      if (r.status !== 0) throw new Error(`nginx reload failed: ${r.stderr}`);
-      await sleep(500); // the old worker stops accepting ~100 ms after the new one starts
-    },
-  };
-}
 
 // ---- part 2: latency while traffic is cut over --------------------------------------------------
 
@@ -630,76 +500,6 @@ function cutoverWindow(dir, id, kind) {
   return [started, summary.endedAt];
 }
 
-/** The records of one run in a phase, and how long the phase lasted (ms). */
-function phaseOf(run, which) {
-  const { records } = run.summary;
-  const firstNew = Math.min(...records.filter((r) => r.version === run.newVersion).map((r) => r.sentAt));
-  const lastOld = Math.max(...records.filter((r) => r.version === run.oldVersion).map((r) => r.sentAt));
-  const [from, to] = {
-    before: [0, run.from],
-    during: [run.cutoverFrom, run.cutoverTo],
-    command: [run.from, run.to],
-    // Stepped shifts overlap (both versions answer for a while); a rollback switches at once.
-    moving: [Math.min(firstNew, lastOld) - movingMarginMs, Math.max(firstNew, lastOld) + movingMarginMs],
-    after: [run.to, Number.POSITIVE_INFINITY],
-  }[which];
-  const inPhase = records.filter((r) => r.sentAt >= from && r.sentAt < to);
-  return { records: inPhase, ms: Number.isFinite(to) ? to - from : settleMs };
-}
-
-function pooled(runs, which) {
-  const phases = runs.map((run) => phaseOf(run, which));
-  const seconds = phases.reduce((t, p) => t + p.ms, 0) / 1000;
-  return {
-    ...summarize(
-      phases.flatMap((p) => p.records),
-      seconds || 1,
-    ),
-    seconds,
-  };
-}
-
-const baselineDraws = 201;
-
-/**
- * The p99 the "before" of these runs gives at the sample size of `which`: for each run, as many
- * consecutive requests as it has in `which`, from a random place in its "before"; pooled across
- * runs; the median over `baselineDraws` draws (a fixed seed: the same records give the same
- * figure). Consecutive, not scattered: slow requests come in clusters (a busy core), and a window
- * of the same length meets them as often as the cutover's window would.
- */
-function baselineP99(runs, which) {
-  const random = seededRandom(0x5eed);
-  const picks = runs.map((run) => ({
-    before: phaseOf(run, 'before').records.sort((a, b) => a.sentAt - b.sentAt),
-    size: phaseOf(run, which).records.length,
-  }));
-  const draws = [];
-  for (let draw = 0; draw < baselineDraws; draw++) {
-    const sample = picks.flatMap(({ before, size }) => {
-      const start = Math.floor(random() * Math.max(1, before.length - size + 1));
-      return before.slice(start, start + size);
-    });
-    draws.push(summarize(sample, 1).p99);
-  }
-  return draws.sort((a, b) => a - b)[Math.floor(draws.length / 2)];
-}
-
-function phaseRows(label, runs) {
-  return ['before', 'during', 'command', 'moving', 'after'].map((which) => {
-    const s = pooled(runs, which);
-    const each = `${(s.seconds / runs.length).toFixed(2)} s each`;
-    const name = {
-      before: 'before',
-      during: `during the cutover (${each})`,
-      command: `while the command ran (${each})`,
-      moving: `traffic moving ± ${movingMarginMs} ms (${each})`,
-      after: 'after',
-    }[which];
-    return { measurement: `${label}: ${name}`, ...pick(s, s.seconds) };
-  });
-}
-
 /**
  * Polls the migration's state in the state directory beside the topology file. The journal is
  * replayed only when it changed: this runs during the measurement, on the same 2 cores.
@@ -725,54 +525,3 @@ async function waitLifecycle(dir, id, done) {
 }
 
 // ---- processes and ports ------------------------------------------------------------------------
-
-/** Long-running children of this bench: stopped by stopAll, or killed if the process exits first. */
-export function ownedProcesses() {
-  const children = new Set();
-  const killAll = () => {
-    // SIGTERM: nginx's master then stops its workers itself; a SIGKILL would orphan them.
-    for (const child of children)
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-  };
-  process.on('exit', killAll);
-  return {
-    start(command, args, options = {}) {
-      const child = spawn(command, args, { stdio: 'ignore', ...options });
-      children.add(child);
-      child.once('exit', () => children.delete(child));
-      return child;
-    },
-    async stopAll() {
-      process.off('exit', killAll);
-      await Promise.all(
-        [...children].map(async (child) => {
-          if (child.exitCode !== null || child.signalCode !== null) return;
-          const exited = once(child, 'exit');
-          child.kill('SIGTERM');
-          const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-          await exited;
-          clearTimeout(timer);
-        }),
-      );
-    },
-  };
-}
-
-/** Resolves once `address` answers GET / with 200. */
-export async function waitAnswers(address) {
-  const [host, port] = address.split(':');
-  const deadline = Date.now() + startTimeoutMs;
-  for (;;) {
-    const status = await new Promise((resolve) => {
-      const req = request({ host, port: Number(port), path: '/', agent: false }, (res) => {
-        res.resume();
-        resolve(res.statusCode);
-      });
-      req.on('error', () => resolve(0));
-      req.end();
-    });
-    if (status === 200) return;
-    if (Date.now() > deadline) throw new Error(`${address} did not answer within ${startTimeoutMs} ms`);
-    await sleep(50);
-  }
-}

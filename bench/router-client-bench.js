@@ -37,7 +37,7 @@ import {
   setRoute,
   startNginx,
   waitAnswers,
-} from './router-bench.js';
+} from './router-support.js';
 import { freePort, median, recordedGoal, withTempDir } from './support.js';
 
 export const name = 'router-client';

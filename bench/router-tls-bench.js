@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { createRouteTableDriver } from '../dist/engine/drivers/router-driver.js';
 import { StateDir } from '../dist/engine/store/state-dir.js';
-import { childPids, connections, ownedProcesses, startNginx } from './router-bench.js';
+import { childPids, connections, ownedProcesses, startNginx } from './router-support.js';
 import { freePort, median, recordedGoal, runNode, withTempDir } from './support.js';
 
 export const name = 'router-tls';

@@ -35,7 +35,7 @@ import { fileURLToPath } from 'node:url';
 import { createRouterDriver, createRouteTableDriver } from '../dist/engine/drivers/router-driver.js';
 import { StateDir } from '../dist/engine/store/state-dir.js';
 import { routerClient } from '../dist/router/client.js';
-import { ownedProcesses, waitAnswers } from './router-bench.js';
+import { ownedProcesses, waitAnswers } from './router-support.js';
 import { freePort, judgeGoal, median, recordedGoal, strictGoal, withTempDir } from './support.js';
 
 export const name = 'write-hold';
