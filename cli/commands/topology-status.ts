@@ -69,11 +69,11 @@ async function runStatus(options: StatusOptions, run: CommandRun): Promise<numbe
       run.stdout.write(
         options.json ? renderStatusJson(first) : renderStatusText(first, styleOf(run, run.stdout)),
       );
-      // On stderr: stdout stays the status alone, for scripts.
-      run.stderr.write(dashboardLine(service, first.migration?.id));
+      // On stderr, and not with --json (a script's output, whose stderr it may take for a problem).
+      if (!options.json) run.stderr.write(dashboardLine(service, first.migration?.id));
       return;
     }
-    run.stderr.write(dashboardLine(service, first.migration?.id));
+    if (!options.json) run.stderr.write(dashboardLine(service, first.migration?.id));
     await watchStatus(service, environment, first, { intervalMs, json: options.json === true }, run);
   });
   return 0;

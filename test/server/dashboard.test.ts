@@ -365,6 +365,13 @@ describe('the dashboard in a real Chromium', () => {
     });
     expect(status.code, status.stderr).toBe(0);
     expect(status.stderr).toContain(`Dashboard: ${server.url}/ui/\n`);
+    // Not with --json: a script's output, whose stderr it may take for a problem.
+    const json = await runCli(
+      ['topology', 'status', '--environment', 'ui-cli', '--server', server.url, '--json'],
+      { env },
+    );
+    expect(json.code, json.stderr).toBe(0);
+    expect(json.stderr).toBe('');
     // A migration started through the server (here `rollback --to previous`, which migrates).
     const back = await runCli(
       [
