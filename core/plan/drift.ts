@@ -72,7 +72,7 @@ function routeDrift(route: ObservedRoute): string | null {
     case 'address_taken':
       return 'route address held by another program';
     case 'edited':
-      return 'nginx file edited';
+      return `${route.realisedBy ?? 'nginx file'} edited`;
     default:
       return assertNever(route.state, 'route serving state');
   }

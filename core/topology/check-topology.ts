@@ -355,10 +355,10 @@ function checkRoutes(file: TopologyFile, problems: PathProblem[]): void {
           path: [...at, 'driver'],
           message: unknownName('driver', route.driver, Object.keys(drivers)),
         });
-      } else if (driver.type !== 'router' && driver.type !== 'nginx') {
+      } else if (driver.type !== 'router' && driver.type !== 'nginx' && driver.type !== 'caddy') {
         problems.push({
           path: [...at, 'driver'],
-          message: `driver "${route.driver}" is of type ${driver.type}; routes need a router or nginx driver`,
+          message: `driver "${route.driver}" is of type ${driver.type}; routes need a router, nginx or caddy driver`,
         });
       }
     }

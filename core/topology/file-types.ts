@@ -52,6 +52,7 @@ export type DriverFile = (
   | { type: 'redis'; appendfsync?: 'always' | 'everysec'; bin?: string }
   | { type: 'router' }
   | { type: 'nginx'; configFile: string; reload?: string[] }
+  | { type: 'caddy'; bin?: string }
 ) & { runsOn?: string };
 
 export interface ComponentFile {

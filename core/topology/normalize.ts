@@ -145,6 +145,8 @@ function normalizeDriverFields(driver: DriverFile): DriverSpec {
         reload: driver.reload ?? [...defaults.nginxReload],
         type: 'nginx',
       };
+    case 'caddy':
+      return driver.bin !== undefined ? { bin: driver.bin, type: 'caddy' } : { type: 'caddy' };
   }
 }
 

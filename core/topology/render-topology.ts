@@ -86,6 +86,8 @@ function driverFields(driver: DriverSpec): DriverFile {
       return { type: 'router' };
     case 'nginx':
       return { type: 'nginx', configFile: driver.configFile, reload: [...driver.reload] };
+    case 'caddy':
+      return { ...driver };
   }
 }
 

@@ -44,7 +44,15 @@ export type DriverSpec = (
   | RedisDriverSpec
   | { type: 'router' }
   | { type: 'nginx'; configFile: string; reload: string[] }
+  | CaddyDriverSpec
 ) & { runsOn?: string };
+
+/** Routes served by Caddy, which the driver starts in the state directory (engine/drivers/caddy-*.ts). */
+export interface CaddyDriverSpec {
+  /** The caddy program; absent: `caddy` on the PATH (Debian's /usr/bin/caddy). */
+  bin?: string;
+  type: 'caddy';
+}
 
 export type ComponentDriverType = 'process' | 'exec' | 'container' | 'postgres' | 'redis';
 
@@ -120,7 +128,7 @@ export interface ContainerResources {
   cpus?: number;
   memory?: string;
 }
-export type RouteDriverType = 'router' | 'nginx';
+export type RouteDriverType = 'router' | 'nginx' | 'caddy';
 
 export interface Component {
   driver: string;
@@ -176,7 +184,7 @@ export interface Replicate {
 export interface Route {
   listen: string;
   to: string;
-  /** Name of a router or nginx driver; undefined means the built-in router. */
+  /** Name of a router, nginx or caddy driver; undefined means the built-in router. */
   driver?: string;
   preview?: string;
   /** Percentages of traffic on green, increasing, ending at 100. */

@@ -1,4 +1,5 @@
 import type { DriverSet } from '../runner/execute-command.js';
+import { createCaddyDriver } from './caddy-driver.js';
 import { createContainerDriver } from './container-driver.js';
 import { createExecDriver } from './exec-driver.js';
 import { createNginxDriver } from './nginx-driver.js';
@@ -11,7 +12,7 @@ import { createRouterDriver } from './router-driver.js';
 
 /**
  * The built-in drivers: components as processes, exec scripts, containers, PostgreSQL clusters or
- * redis-servers, routes by the router or nginx. The process, container, postgres and redis drivers
+ * redis-servers, routes by the router, nginx or Caddy. The process, container, postgres and redis drivers
  * take their ports from one pool, so that
  * provisions running at once never pick the same port.
  */
@@ -24,6 +25,10 @@ export function defaultDrivers(ports = new PortPool()): DriverSet {
       postgres: createPostgresDriver({ ports }),
       redis: createRedisDriver({ ports }),
     },
-    route: { router: createRouterDriver(), nginx: { ...createNginxDriver(), observe: observeNginxRoute } },
+    route: {
+      router: createRouterDriver(),
+      nginx: { ...createNginxDriver(), observe: observeNginxRoute },
+      caddy: createCaddyDriver(),
+    },
   };
 }

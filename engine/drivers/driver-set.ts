@@ -1,5 +1,5 @@
 import { own } from '../../core/records.js';
-import type { ComponentDriverType, Topology } from '../../core/topology/types.js';
+import type { ComponentDriverType, RouteDriverType, Topology } from '../../core/topology/types.js';
 import {
   type ComponentCallContext,
   type ComponentDriver,
@@ -10,7 +10,7 @@ import {
 /** The drivers a runner uses, by driver type. Injected, so tests and Temporal activities share them. */
 export interface DriverSet {
   component: Partial<Record<ComponentDriverType, ComponentDriver>>;
-  route: Partial<Record<'router' | 'nginx', RouteDriver>>;
+  route: Partial<Record<RouteDriverType, RouteDriver>>;
 }
 
 /** The driver of a component, or a permanent error saying why there is none. */
@@ -30,14 +30,14 @@ export function componentDriverFor(drivers: DriverSet, ctx: ComponentCallContext
   return driver;
 }
 
-/** The driver of a route (the built-in router unless the route names an nginx driver). */
+/** The driver of a route (the built-in router unless the route names an nginx or caddy driver). */
 export function routeDriverFor(
   drivers: DriverSet,
   topology: Topology,
   name: string | undefined,
 ): RouteDriver {
   const type = name === undefined ? 'router' : own(topology.drivers, name)?.type;
-  if (type !== 'router' && type !== 'nginx')
+  if (type !== 'router' && type !== 'nginx' && type !== 'caddy')
     throw new PermanentDriverError(`driver ${name} cannot serve routes`);
   const driver = drivers.route[type];
   if (!driver)
