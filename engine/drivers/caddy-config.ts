@@ -181,6 +181,17 @@ export function renderSplitServers(entry: CaddyRouteEntry, paths: CaddyPaths): J
   return servers;
 }
 
+/**
+ * The split's requests come from the edge over a unix socket, a peer Caddy does not trust, so it
+ * would drop the X-Forwarded-* headers the edge set from the client's connection: pass them on.
+ */
+const forwardedFromEdge = Object.fromEntries(
+  ['X-Forwarded-For', 'X-Forwarded-Proto', 'X-Forwarded-Host'].map((name) => [
+    name,
+    [`{http.request.header.${name}}`],
+  ]),
+);
+
 function splitServer(socket: string, dials: readonly string[], upstreamTimeoutMs?: number): Json {
   const handler: Json =
     dials.length === 0
@@ -189,6 +200,7 @@ function splitServer(socket: string, dials: readonly string[], upstreamTimeoutMs
           handler: 'reverse_proxy',
           upstreams: dials.map((dial) => ({ dial })),
           load_balancing: { selection_policy: { policy: 'round_robin' } },
+          headers: { request: { set: forwardedFromEdge } },
           ...(upstreamTimeoutMs !== undefined
             ? { transport: { protocol: 'http', response_header_timeout: `${upstreamTimeoutMs}ms` } }
             : {}),

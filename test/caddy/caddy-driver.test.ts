@@ -12,9 +12,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LoadResult } from '../../bench/load.js';
 import type { Route } from '../../core/topology/types.js';
-import { caddyPaths, routeId, serverNames } from '../../engine/drivers/caddy-config.js';
+import { caddyPaths, routeId, serverNames, slotWeights } from '../../engine/drivers/caddy-config.js';
 import { createCaddyDriver } from '../../engine/drivers/caddy-driver.js';
 import { adminCall, caddyPid, loadConfig } from '../../engine/drivers/caddy-process.js';
+import { parseCaddyTraffic } from '../../engine/drivers/caddy-traffic.js';
 import type {
   DriverCallOptions,
   RouteCallContext,
@@ -234,6 +235,37 @@ describe('caddy route driver (real Caddy)', () => {
     expect(await versionsOf(preview, 4)).toEqual({ green: 4 });
   });
 
+  it('passes the Host and the client’s X-Forwarded-* headers on to the replica through both Caddys', async () => {
+    const echo = createServer((req, res) => {
+      const { host, 'x-forwarded-for': xff, 'x-forwarded-proto': proto } = req.headers;
+      res.end(JSON.stringify({ version: 'blue', host, xff, proto }));
+    });
+    const route = await newRoute();
+    route.blue.addresses = [await resources.listen(echo)];
+    await route.apply(0, false);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const [host, port] = route.listen.split(':') as [string, string];
+      const req = request(
+        { host, port: Number(port), path: '/', headers: { host: 'shop.example' } },
+        (res) => {
+          let body = '';
+          res.on('data', (chunk: Buffer) => {
+            body += chunk.toString();
+          });
+          res.on('end', () => resolve(body));
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+    expect(JSON.parse(answer)).toEqual({
+      version: 'blue',
+      host: 'shop.example',
+      xff: '127.0.0.1',
+      proto: 'http',
+    });
+  });
+
   it('counts each slot’s requests and 5xx from Caddy’s metrics', async () => {
     const route = await newRoute();
     await route.apply(50);
@@ -324,6 +356,64 @@ describe('caddy route driver (real Caddy)', () => {
     await expect(send(one.listen)).rejects.toThrow(/ECONNREFUSED/);
     expect(await versionsOf(two.listen, 2)).toEqual({ blue: 2 });
     await driver.remove(ctx, one.name, options()); // idempotent
+  });
+});
+
+describe('caddy driver, without Caddy', () => {
+  it('lists each slot as often as its weight, the smallest exact integers, interleaved', () => {
+    const order = (blue: number, green: number, greenPercent: number) =>
+      slotWeights({
+        blue: Array.from({ length: blue }, (_, i) => `b${i}`),
+        green: Array.from({ length: green }, (_, i) => `g${i}`),
+        greenPercent,
+      })
+        .map((slot) => slot[0])
+        .join('');
+    expect(order(2, 2, 10)).toBe('bbbbbgbbbb');
+    expect(order(2, 2, 50)).toBe('bg');
+    expect(order(1, 3, 25)).toBe('bbgb');
+    expect(order(2, 2, 100)).toBe('g');
+    expect(order(2, 2, 0)).toBe('b');
+    // 100% green before green has replicas: what exists serves.
+    expect(order(2, 0, 100)).toBe('b');
+    expect(order(0, 0, 0)).toBe('');
+  });
+
+  it('reads each slot’s requests, 5xx and latency from Caddy’s metrics text', () => {
+    const server = (slot: string) => `server="cutover_x_${slot}"`;
+    const lines = [
+      'process_start_time_seconds 1.7e+09',
+      ...[
+        ['0.005', 6],
+        ['0.01', 8],
+        ['0.025', 10],
+        ['+Inf', 10],
+      ].map(
+        ([le, n]) =>
+          `caddy_http_request_duration_seconds_bucket{code="200",${server('green')},le="${le}"} ${n}`,
+      ),
+      ...['0.005', '0.01', '0.025', '+Inf'].map(
+        (le) => `caddy_http_request_duration_seconds_bucket{code="502",${server('green')},le="${le}"} 2`,
+      ),
+      `caddy_http_request_duration_seconds_count{code="200",handler="reverse_proxy",${server('green')}} 10`,
+      `caddy_http_request_duration_seconds_count{code="502",handler="reverse_proxy",${server('green')}} 2`,
+      `caddy_http_request_duration_seconds_sum{code="200",handler="reverse_proxy",${server('green')}} 0.05`,
+      `caddy_http_request_duration_seconds_count{code="200",handler="reverse_proxy",${server('blue')}} 7`,
+      `caddy_http_request_duration_seconds_count{code="200",handler="reverse_proxy",server="other"} 99`,
+    ].join('\n');
+    const traffic = parseCaddyTraffic(
+      lines,
+      'test/www',
+      { blue: 'cutover_x_blue', green: 'cutover_x_green' },
+      1,
+    );
+    expect(traffic.startedAt).toBe(1_700_000_000_000);
+    expect(traffic.slots.blue).toMatchObject({ requests: 7, errors5xx: 0 });
+    expect(traffic.slots.green).toMatchObject({ requests: 12, errors5xx: 2, durationSumMs: 50 });
+    // 1, 2, 3 ms: from 0 to 8 at Caddy's 5 ms, rounded down; 7.5 ms halfway to 10 at 10 ms; 20 ms
+    // two thirds of the way to 12 at 25 ms.
+    expect(traffic.slots.green.buckets.slice(0, 8)).toEqual([1, 3, 4, 8, 9, 10, 10, 11]);
+    expect(traffic.slots.green.buckets.at(-1)).toBe(12);
   });
 });
 
