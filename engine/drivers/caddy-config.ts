@@ -25,6 +25,13 @@ export interface CaddyRouteEntry {
   greenPercent: number;
   /** The route's upstreamTimeout: Caddy's response_header_timeout towards a replica. */
   upstreamTimeoutMs?: number;
+  /**
+   * A slot that left the route in this change (the rollback's green, the green promoted to blue's
+   * place): its slot server stays, with no traffic, until the route's next change. A request the
+   * previous configuration's route server took just before the change is still sent there, and
+   * would be refused if the slot server went in the same load (seen: 5 502s at a promotion).
+   */
+  lingering?: { slot: 'blue' | 'green'; addresses: string[] };
 }
 
 /** Every route the driver serves from one state directory, by `<environment>/<route>`. */
@@ -172,8 +179,10 @@ export function renderSplitServers(entry: CaddyRouteEntry, paths: CaddyPaths): J
     );
   }
   for (const slot of ['blue', 'green'] as const) {
-    if (entry[slot].length === 0) continue;
-    const server = splitServer(slotSocket(slot), entry[slot], entry.upstreamTimeoutMs);
+    const addresses =
+      entry[slot].length > 0 ? entry[slot] : entry.lingering?.slot === slot ? entry.lingering.addresses : [];
+    if (addresses.length === 0) continue;
+    const server = splitServer(slotSocket(slot), addresses, entry.upstreamTimeoutMs);
     // Caddy counts requests, status codes and durations per server: these are the slot's traffic.
     server.metrics = {};
     servers[names.slot(slot)] = server;

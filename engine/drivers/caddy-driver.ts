@@ -74,7 +74,10 @@ export function createCaddyDriver(): RouteDriver {
     return serialised(paths.dir, async () => {
       const before = await readRecord(paths.record);
       const next: CaddyRecord = { version: 1, routes: { ...before.routes } };
-      for (const state of states) next.routes[recordKey(ctx.environment, state.route)] = entryOf(ctx, state);
+      for (const state of states) {
+        const key = recordKey(ctx.environment, state.route);
+        next.routes[key] = entryOf(ctx, state, before.routes[key]);
+      }
       for (const state of states) refuseListenClash(next, recordKey(ctx.environment, state.route));
       const started = Date.now();
       await applyRecord(paths, caddyBin(spec, ctx.baseDir), next, 'split first', options);
@@ -132,7 +135,7 @@ function caddyBin(spec: CaddyDriverSpec, baseDir: string): string {
   return spec.bin.includes('/') ? path.resolve(baseDir, spec.bin) : spec.bin;
 }
 
-function entryOf(ctx: RouteCallContext, state: RouteState): CaddyRouteEntry {
+function entryOf(ctx: RouteCallContext, state: RouteState, previous?: CaddyRouteEntry): CaddyRouteEntry {
   const entry: CaddyRouteEntry = {
     environment: ctx.environment,
     route: state.route,
@@ -143,6 +146,11 @@ function entryOf(ctx: RouteCallContext, state: RouteState): CaddyRouteEntry {
   };
   if (state.spec.preview !== undefined) entry.preview = state.spec.preview;
   if (state.spec.upstreamTimeout !== undefined) entry.upstreamTimeoutMs = state.spec.upstreamTimeout;
+  // A slot server that loses its replicas in this change stays one change longer (caddy-config.ts).
+  const left = (['green', 'blue'] as const).find(
+    (slot) => entry[slot].length === 0 && (previous?.[slot].length ?? 0) > 0,
+  );
+  if (left && previous) entry.lingering = { slot: left, addresses: [...previous[left]] };
   return entry;
 }
 

@@ -24,7 +24,7 @@ import type {
 } from '../../engine/drivers/types.js';
 import { StateDir } from '../../engine/store/state-dir.js';
 import { freeListen, send } from '../router/support.js';
-import { startTestLoad } from '../support/load.js';
+import { loadAnswers, startTestLoad } from '../support/load.js';
 import { waitGone } from '../support/processes.js';
 import { Resources } from '../support/resources.js';
 import { eventually } from '../support/wait.js';
@@ -172,6 +172,28 @@ describe('caddy route driver (real Caddy)', () => {
     expect(result.failures).toEqual([]);
     expect(result.versions.green).toBeGreaterThan(0);
     expect(answeredAfter(result, rolledBackAt)).toEqual({ blue: expect.any(Number) });
+  });
+
+  it('loses no request when green is promoted or rolled back from 100 %, where the slot’s server leaves the route', async () => {
+    const route = await newRoute();
+    const spec = { listen: route.listen, to: 'web', shift: [100], drain: { timeout: 1_000 } } as Route;
+    const set = (state: Omit<RouteState, 'route' | 'spec'>) =>
+      driver.apply(ctx, { route: route.name, spec, ...state }, options());
+    let [blue, green] = [route.blue, route.green];
+    const load = startTestLoad({ url: `http://${route.listen}/`, rate: loadRatePerSecond });
+    await loadAnswers(load, 100);
+    for (let i = 0; i < 12; i++) {
+      await set({ blue, green, greenPercent: 100 });
+      if (i % 2 === 0) {
+        // The commit: green serves alone, in blue's place.
+        await set({ blue: green, green: null, greenPercent: 0, promoted: true });
+        [blue, green] = [green, blue];
+      } else await set({ blue, green: null, greenPercent: 0 }); // the undo, from 100 %
+    }
+    await loadAnswers(load, 50, Date.now());
+    const result = (await load.stop()) as LoadResult;
+    console.log(`caddy promotions and rollbacks from 100 %: ${result.failed} of ${result.requests} failed`);
+    expect(result.failures).toEqual([]);
   });
 
   it('keeps a client’s keep-alive connection through a weight change, visible on it within 100 ms', async () => {

@@ -90,6 +90,9 @@ describe('caddy driver: migrations through the CLI', { timeout: 90_000 }, () => 
       '[{ weight: 10, hold: 2s, analysis: { successRate: { min: 99 }, minRequests: 20 } }, { weight: 50, hold: 1s }, 100]',
     );
     const run = await migrateUnderLoad();
+    console.log(
+      `caddy stepped shift through the CLI: ${run.result.failed} of ${run.result.requests} requests failed`,
+    );
     expect(run.end.lifecycle, run.end.reason ?? '').toBe('completed');
     expect(run.result.failures).toEqual([]);
     expect(run.result.versions[next]).toBeGreaterThan(0);
@@ -108,6 +111,9 @@ describe('caddy driver: migrations through the CLI', { timeout: 90_000 }, () => 
       const rollback = await runCli(['topology', 'migration', 'rollback', id, '-f', w.file]);
       expect(rollback.code, rollback.stdout + rollback.stderr).toBe(0);
     });
+    console.log(
+      `caddy rollback through the CLI: ${run.result.failed} of ${run.result.requests} requests failed`,
+    );
     expect(run.end.lifecycle).toBe('rolled_back');
     expect(run.result.failures).toEqual([]);
     expect((await fetch(w.url).then((r) => r.json())) as { version: string }).toMatchObject({
