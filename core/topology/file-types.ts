@@ -53,6 +53,7 @@ export type DriverFile = (
   | { type: 'router' }
   | { type: 'nginx'; configFile: string; reload?: string[] }
   | { type: 'haproxy'; bin?: string }
+  | { type: 'caddy'; bin?: string }
 ) & { runsOn?: string };
 
 export interface ComponentFile {

@@ -149,6 +149,8 @@ function normalizeDriverFields(driver: DriverFile): DriverSpec {
       };
     case 'haproxy':
       return driver.bin === undefined ? { type: 'haproxy' } : { type: 'haproxy', bin: driver.bin };
+    case 'caddy':
+      return driver.bin !== undefined ? { bin: driver.bin, type: 'caddy' } : { type: 'caddy' };
   }
 }
 

@@ -87,6 +87,7 @@ function driverFields(driver: DriverSpec): DriverFile {
     case 'nginx':
       return { type: 'nginx', configFile: driver.configFile, reload: [...driver.reload] };
     case 'haproxy':
+    case 'caddy':
       return { ...driver };
   }
 }

@@ -45,7 +45,15 @@ export type DriverSpec = (
   | { type: 'router' }
   | { type: 'nginx'; configFile: string; reload: string[] }
   | { type: 'haproxy'; bin?: string }
+  | CaddyDriverSpec
 ) & { runsOn?: string };
+
+/** Routes served by Caddy, which the driver starts in the state directory (engine/drivers/caddy-*.ts). */
+export interface CaddyDriverSpec {
+  /** The caddy program; absent: `caddy` on the PATH (Debian's /usr/bin/caddy). */
+  bin?: string;
+  type: 'caddy';
+}
 
 export type ComponentDriverType = 'process' | 'exec' | 'container' | 'postgres' | 'redis';
 
@@ -121,7 +129,12 @@ export interface ContainerResources {
   cpus?: number;
   memory?: string;
 }
-export type RouteDriverType = 'router' | 'nginx' | 'haproxy';
+export type RouteDriverType = 'router' | 'nginx' | 'haproxy' | 'caddy';
+/** The driver types that serve routes, in the order messages name them. */
+export const routeDriverTypes: readonly RouteDriverType[] = ['router', 'nginx', 'haproxy', 'caddy'];
+export function isRouteDriverType(type: string | undefined): type is RouteDriverType {
+  return (routeDriverTypes as readonly (string | undefined)[]).includes(type);
+}
 
 export interface Component {
   driver: string;
@@ -177,7 +190,7 @@ export interface Replicate {
 export interface Route {
   listen: string;
   to: string;
-  /** Name of a router or nginx driver; undefined means the built-in router. */
+  /** Name of a router, nginx or caddy driver; undefined means the built-in router. */
   driver?: string;
   preview?: string;
   /** Percentages of traffic on green, increasing, ending at 100. */

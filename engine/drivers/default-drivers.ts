@@ -1,4 +1,5 @@
 import type { DriverSet } from '../runner/execute-command.js';
+import { createCaddyDriver } from './caddy-driver.js';
 import { createContainerDriver } from './container-driver.js';
 import { createExecDriver } from './exec-driver.js';
 import { createHaproxyDriver } from './haproxy-driver.js';
@@ -12,7 +13,7 @@ import { createRouterDriver } from './router-driver.js';
 
 /**
  * The built-in drivers: components as processes, exec scripts, containers, PostgreSQL clusters or
- * redis-servers, routes by the router, nginx or haproxy. The process, container, postgres and redis drivers
+ * redis-servers, routes by the router, nginx, haproxy or Caddy. The process, container, postgres and redis drivers
  * take their ports from one pool, so that
  * provisions running at once never pick the same port.
  */
@@ -29,6 +30,7 @@ export function defaultDrivers(ports = new PortPool()): DriverSet {
       router: createRouterDriver(),
       nginx: { ...createNginxDriver(), observe: observeNginxRoute },
       haproxy: createHaproxyDriver(),
+      caddy: createCaddyDriver(),
     },
   };
 }

@@ -1,5 +1,10 @@
 import { own } from '../../core/records.js';
-import type { ComponentDriverType, RouteDriverType, Topology } from '../../core/topology/types.js';
+import {
+  type ComponentDriverType,
+  isRouteDriverType,
+  type RouteDriverType,
+  type Topology,
+} from '../../core/topology/types.js';
 import {
   type ComponentCallContext,
   type ComponentDriver,
@@ -30,15 +35,14 @@ export function componentDriverFor(drivers: DriverSet, ctx: ComponentCallContext
   return driver;
 }
 
-/** The driver of a route (the built-in router unless the route names an nginx or haproxy driver). */
+/** The driver of a route (the built-in router unless the route names an nginx, haproxy or caddy driver). */
 export function routeDriverFor(
   drivers: DriverSet,
   topology: Topology,
   name: string | undefined,
 ): RouteDriver {
   const type = name === undefined ? 'router' : own(topology.drivers, name)?.type;
-  if (type !== 'router' && type !== 'nginx' && type !== 'haproxy')
-    throw new PermanentDriverError(`driver ${name} cannot serve routes`);
+  if (!isRouteDriverType(type)) throw new PermanentDriverError(`driver ${name} cannot serve routes`);
   const driver = drivers.route[type];
   if (!driver)
     throw new PermanentDriverError(`the ${type} route driver is not available in this version of cutover`);

@@ -237,6 +237,13 @@ const driverBodyArb: fc.Arbitrary<DriverFile> = fc.oneof(
       { requiredKeys: ['type', 'configFile'] },
     ),
   },
+  {
+    weight: 1,
+    arbitrary: fc.record(
+      { type: fc.constant('caddy' as const), bin: nonEmptyTextArb },
+      { requiredKeys: ['type'] },
+    ),
+  },
 );
 
 const componentDriverArb: fc.Arbitrary<DriverFile> = fc.oneof(
@@ -328,7 +335,9 @@ function buildRoute(
   ports: [number, number],
 ): RouteFile {
   const body: RouteFile = { listen: `127.0.0.1:${ports[0]}`, to: pick(components, raw.toPick) };
-  const routers = drivers.filter(([, d]) => d.type === 'router' || d.type === 'nginx').map(([n]) => n);
+  const routers = drivers
+    .filter(([, d]) => d.type === 'router' || d.type === 'nginx' || d.type === 'caddy')
+    .map(([n]) => n);
   if (raw.driverPick !== undefined && routers.length > 0) body.driver = pick(routers, raw.driverPick);
   if (raw.preview) body.preview = `127.0.0.1:${ports[1]}`;
   if (raw.shift) body.shift = [...[...raw.shift].sort((a, b) => a - b), 100];

@@ -13,7 +13,7 @@
  *   loaded, or reach the next file's (test/test-layout.test.ts keeps such files here).
  * - `temporal`: tests that need the Temporal dev server; it is started (once) only when this
  *   project runs (test/support/temporal-global-setup.ts).
- * - `infra`: tests of the real Podman, nginx, haproxy, Prometheus, PostgreSQL and redis-server; the Podman images are built once per
+ * - `infra`: tests of the real Podman, nginx, haproxy, Caddy, Prometheus, PostgreSQL and redis-server; the Podman images are built once per
  *   run (test/support/podman-global-setup.ts).
  *
  * A project is its `include` less its `exclude`.
@@ -54,8 +54,9 @@ const pureElsewhere = [
   'test/watch/trigger-match.test.ts',
 ];
 
-/** Tests that start a real Podman, nginx, haproxy, Prometheus, PostgreSQL or redis-server. */
+/** Tests that start a real Podman, nginx, haproxy, Caddy, Prometheus, PostgreSQL or redis-server. */
 const infraFiles = [
+  'test/caddy/**/*.test.ts',
   'test/cutover/container-*.test.ts',
   'test/cutover/progressive-prometheus.test.ts',
   'test/cutover/stateful-postgres.test.ts',
