@@ -5,9 +5,9 @@
  * A goal missed beyond its wide margin (a regression, not noise) fails the bench, and so this test;
  * the tables are printed whole.
  *
- * It used to run after vitest, ~30 s on its own; as a test file it starts among the run's long
- * files (test/support/sequencer.ts) and shares the cores with them. Its figures are judged only as
- * ratios, both sides measured in turn under the same load.
+ * It used to run after vitest, ~30 s on its own; as a test file it runs last
+ * (test/support/sequencer.ts, `runLast`) and shares the cores with the run's last files. Its ratio
+ * figures are measured side by side under the same load.
  */
 import { spawn } from 'node:child_process';
 import { expect, it } from 'vitest';

@@ -8,11 +8,6 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 export const ciSeconds: Record<string, number> = {
   // ci30 (session 16, 3 files at once), files of 8 s or more; recipes as s16/integ left it.
   'test/e2e/recipes.test.ts': 75,
-  // Session 17 (ci41, 4 files at once): npm run bench:quick as a test file. Started among the long
-  // files, it shares the cores with them; run last, it ran ~30 s nearly alone. Its goals are
-  // ratios measured side by side and held at load 26 (0.92 against a fail line of 1.5; 1.54 of 3;
-  // 0.72 of 0.35).
-  'test/bench-ratios.test.ts': 40,
   'test/cutover/stateful-postgres.test.ts': 58,
   'test/temporal/stateful-switch.test.ts': 57,
   'test/faults/write-sites.test.ts': 49,
@@ -85,6 +80,14 @@ export const ciSeconds: Record<string, number> = {
  * vitest remembers one (node_modules/.vite), else `ciSeconds`; files known neither way (short
  * ones, or new) come after, in vitest's order.
  */
+/**
+ * Files run after every other, whatever their time: test/bench-ratios.test.ts (npm run bench:quick),
+ * whose migration under 500 requests/s must fail no request. Started among the long files it
+ * failed once in four runs (ci45: the load generator saturated while the CLI started, the "before"
+ * p99 at 650 ms); run last, it shares the cores only with the run's last, short files.
+ */
+export const runLast = new Set(['test/bench-ratios.test.ts']);
+
 export default class LongestFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const ordered = await super.sort(files);
@@ -93,6 +96,7 @@ export default class LongestFirst extends BaseSequencer {
       const file = spec.moduleId.startsWith(`${root}/`)
         ? spec.moduleId.slice(root.length + 1)
         : spec.moduleId;
+      if (runLast.has(file)) return -1;
       const remembered = this.ctx.cache.getFileTestResults(`${spec.project.name}:${file}`)?.duration;
       return remembered ?? (ciSeconds[file] ?? 0) * 1000;
     };
