@@ -243,8 +243,14 @@ describe('the dashboard in a real Chromium', () => {
       await screenshot(page, 'environments');
       await page.click(`${env} a[href="#/migrations/${id}"]`);
       await page.waitForSelector('[data-hold="manual"]', { timeout: 30_000 });
-      expect(await text(page, '[data-hold="manual"]')).toMatch(
-        /at 10 % green: promote .* next step \(50 %\)/,
+      // The weight comes from the log, a moment after the state (ci47: the panel was first drawn
+      // without it): the panel says it once the log line is in.
+      await page.waitForFunction(
+        () =>
+          /at 10 % green: promote .* next step \(50 %\)/.test(
+            document.querySelector('[data-hold="manual"]')?.textContent ?? '',
+          ),
+        { timeout: 10_000 },
       );
       expect(await text(page, '[data-action="cutover:shift"]')).toMatch(/running · 10 % green/);
       await expectAccessible(page, 'migration');

@@ -53,8 +53,9 @@ export function HoldPanel({
     const next = nextStep(detail, weight?.percent ?? null);
     return (
       <p class="hold manual" data-hold="manual">
-        <strong>Waiting for an operator</strong> at {weight?.percent ?? '?'} % green: promote to go on to the
-        next step
+        {/* The weight comes from the log, a moment after the state: without it, no number. */}
+        <strong>Waiting for an operator</strong>
+        {weight === null ? '' : ` at ${weight.percent} % green`}: promote to go on to the next step
         {next === null ? '' : ` (${next} %)`}, or promote fully to 100 %; roll back to put all traffic back on
         blue.
       </p>
