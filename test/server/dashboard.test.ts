@@ -307,7 +307,10 @@ describe('the dashboard in a real Chromium', () => {
         },
       );
       expect((await api.summary(id)).lifecycle).toBe('completed');
-      expect(await text(page, '[data-route="www"] [data-field="green"]')).toBe('100 %');
+      await page.waitForFunction(
+        () => document.querySelector('[data-route="www"] [data-field="green"]')?.textContent === '100 %',
+        { timeout: 10_000 },
+      );
     } finally {
       await context.close();
     }
@@ -343,7 +346,11 @@ describe('the dashboard in a real Chromium', () => {
         { timeout: 30_000 },
       );
       expect((await api.summary(id)).lifecycle).toBe('rolled_back');
-      expect(await text(page, '[data-route="www"] [data-field="green"]')).toBe('0 %');
+      // The weights come from the log, a moment after the state (ci48 read 10 % in between).
+      await page.waitForFunction(
+        () => document.querySelector('[data-route="www"] [data-field="green"]')?.textContent === '0 %',
+        { timeout: 10_000 },
+      );
       const status = await api.get('/v1/environments/ui-rollback');
       expect(status.json.routes[0].weights).toEqual({ blue: 100, green: 0 });
       expect(status.json.components[0].version).toBe('1.0.0');
