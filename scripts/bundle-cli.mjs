@@ -1,5 +1,6 @@
 // Bundles the compiled CLI (dist/, after tsc) into dist/bundle/: the entry bin/cutover.js loads,
-// and one chunk per group of modules a command loads lazily, as the source's dynamic imports say.
+// one chunk, `load-and-plan`, of what `topology plan` and `topology validate` load (below), and one
+// chunk per group of the other modules a command loads lazily, as the source's dynamic imports say.
 // Every process cutover starts (a migrate, a runner, the router, the server) then resolves, reads
 // and compiles a few dozen files instead of ~60-300 (measured: ~0.2 CPU-s less over a migration's
 // processes). Packages stay external: they load from node_modules as before.
