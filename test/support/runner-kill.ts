@@ -121,8 +121,8 @@ export async function startRunnerKills(): Promise<RunnerKills> {
    * - back: in a rollback from awaiting_commit, whose switch back writes the router's table twice
    *   (its hold, then the release): before the second write (SIGKILL_BEFORE); armed by the test
    *   once the migration waits for its commit, before it asks for the rollback.
-   * - routed: the release written to the router's table (the table's first write once armed, after
-   *   the hold is journaled), before the runner journals it (SIGKILL).
+   * - routed: the release written to the router's table (its first write once the journal has the
+   *   promotion), before the runner journals it (SIGKILL).
    */
   async function migrateDetachedWithFault(fault: FaultFiles, point: Point): Promise<string> {
     const atTable =
@@ -135,7 +135,9 @@ export async function startRunnerKills(): Promise<RunnerKills> {
       env: {
         NODE_OPTIONS: `--import=${faultPreload}`,
         CUTOVER_TEST_FAULT: JSON.stringify(inJournal ? atJournal : atTable),
-        ...(inJournal ? { CUTOVER_TEST_FAULT_POINT: point } : { CUTOVER_TEST_FAULT_ARMED: fault.armed }),
+        ...(point === 'back'
+          ? { CUTOVER_TEST_FAULT_ARMED: fault.armed }
+          : { CUTOVER_TEST_FAULT_POINT: point }),
         CUTOVER_TEST_FAULT_FIRED: fault.fired,
       },
     });
@@ -231,11 +233,6 @@ export async function startRunnerKills(): Promise<RunnerKills> {
     const id = await migrateDetachedWithFault(fault, point);
     if (point === 'back') {
       await eventually(() => journalState(id).state.lifecycle === 'awaiting_commit', 60_000);
-    }
-    if (point === 'routed') {
-      // The hold is journaled once the router holds: the table's next write is the release.
-      await eventually(() => reached.hold(journalState(id).state), 60_000);
-      writeFileSync(fault.armed, '');
     }
     const killing = killedByFault(id, fault);
     if (point === 'back') {
