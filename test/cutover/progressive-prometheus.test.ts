@@ -15,22 +15,21 @@
  * The router starts with a first migration (to 1.0.0); Prometheus is then pointed at the control
  * port in `<state>/router/router.json`, which the router keeps while it runs.
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Load } from '../../bench/load.js';
 import { readRouterRecord } from '../../router/router-record.js';
+import {
+  type Canary,
+  migrateUnderLoad as migrateCanary,
+  type Release,
+  startCanary,
+  stopCanary,
+  writeRelease,
+} from '../support/canary.js';
 import { runCli } from '../support/cli.js';
 import { startTestLoad } from '../support/load.js';
-import {
-  isFinal,
-  killSlots,
-  migrateDetached,
-  type Summary,
-  type Workspace,
-  waitFor,
-  workspace,
-} from '../support/migrations.js';
+import { isFinal, migrateDetached, type Summary, waitFor } from '../support/migrations.js';
 import { startPrometheus, type TestPrometheus } from '../support/prometheus.js';
 import { Resources } from '../support/resources.js';
 import { eventually } from '../support/wait.js';
@@ -43,17 +42,12 @@ const green = 'route="www",slot="green"';
 const errorRatio = `sum(increase(cutover_route_responses_5xx_total{${green}}[${holdSeconds}s])) / sum(increase(cutover_route_requests_total{${green}}[${holdSeconds}s]))`;
 
 const resources = new Resources();
-let w: Workspace;
-let url: string;
+let w: Canary;
 let prometheus: TestPrometheus;
 let version = 1;
 
 beforeAll(async () => {
-  w = await workspace('test/fixtures/canary');
-  const listen = /listen: (127\.0\.0\.1:\d+)/.exec(readFileSync(w.file, 'utf8'))?.[1] as string;
-  url = `http://${listen}/`;
-  const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
-  expect(first.code, first.stderr).toBe(0);
+  w = await startCanary();
   const router = readRouterRecord(w.stateDir);
   if (!router) throw new Error(`no router record in ${w.stateDir} after the first migration`);
   prometheus = await startPrometheus(resources, `127.0.0.1:${router.port}`);
@@ -66,19 +60,14 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await resources.cleanup();
-  await runCli(['topology', 'down', '-f', w.file, '--yes']).catch(() => undefined);
-  killSlots(w.stateDir);
+  await stopCanary(w);
   await w.cleanup();
 }, 60_000);
 
 /** The next version, with the app's env and the route's shift as the test wants them. */
-function release(env: { FAIL_EVERY?: number }, shift: string): void {
+function release(env: Pick<NonNullable<Release['env']>, 'FAIL_EVERY'>, shift: string): void {
   version += 1;
-  const text = readFileSync(w.file, 'utf8')
-    .replace(/version: "[^"]*"/, `version: "${version}.0.0"`)
-    .replace(/env: \{[^}]*\}/, `env: { FAIL_EVERY: "${env.FAIL_EVERY ?? 0}", DELAY_MS: "0" }`)
-    .replace(/shift: .*/, `shift: ${shift}`);
-  writeFileSync(w.file, text);
+  writeRelease(w, version, { env, shift });
 }
 
 /** A shift whose 10 % step holds with the Prometheus check alone, then the given steps. */
@@ -99,16 +88,8 @@ async function detail(id: string): Promise<Detail> {
 }
 
 async function migrateUnderLoad(): Promise<{ id: string; end: Summary; failed: number }> {
-  const load: Load = startTestLoad({ url, rate });
-  try {
-    const id = await migrateDetached(w);
-    const end = await waitFor(w, id, isFinal, 60_000);
-    const result = await load.stop();
-    return { id, end, failed: result.failed };
-  } catch (error) {
-    await load.stop();
-    throw error;
-  }
+  const run = await migrateCanary(w, { rate });
+  return { id: run.id, end: run.end, failed: run.result.failed };
 }
 
 describe('progressive delivery gated by a real Prometheus', { timeout: 90_000 }, () => {
@@ -164,7 +145,7 @@ describe('progressive delivery gated by a real Prometheus', { timeout: 90_000 },
     expect(log).toMatch(
       /route www: the query `sum\(increase.*` gave NaN .*; the hold is extended once, by 4s/,
     );
-    const load: Load = startTestLoad({ url, rate });
+    const load = startTestLoad({ url: w.url, rate });
     const end = await waitFor(w, id, isFinal, 30_000).finally(() => load.stop());
     expect(end.lifecycle).toBe('rolled_back');
     expect(end.reason).toMatch(/^analysis failed: prometheus `sum\(increase.*` = 0\.0\d+ > max 0\.01$/);

@@ -11,56 +11,37 @@
  * - manual holds wait for `promote`, and `promote --full` skips the steps left;
  * - a rollout hook that fails rolls back with its reason.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Load } from '../../bench/load.js';
-import { runCli } from '../support/cli.js';
-import { startTestLoad } from '../support/load.js';
 import {
-  isFinal,
-  killSlots,
-  migrateDetached,
-  type Summary,
-  type Workspace,
-  waitFor,
-  workspace,
-} from '../support/migrations.js';
+  type Canary,
+  migrateUnderLoad as migrateCanary,
+  type Release,
+  startCanary,
+  stopCanary,
+  writeRelease,
+} from '../support/canary.js';
+import { runCli } from '../support/cli.js';
+import { isFinal, type Summary, waitFor } from '../support/migrations.js';
 
 const rate = 300;
 const holdMs = 4_000;
 
-let w: Workspace;
-let url: string;
+let w: Canary;
 let version = 1;
 
 beforeAll(async () => {
-  w = await workspace('test/fixtures/canary');
-  const listen = /listen: (127\.0\.0\.1:\d+)/.exec(readFileSync(w.file, 'utf8'))?.[1] as string;
-  url = `http://${listen}/`;
-  const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
-  expect(first.code, first.stderr).toBe(0);
+  w = await startCanary();
 }, 60_000);
 
 afterAll(async () => {
-  await runCli(['topology', 'down', '-f', w.file, '--yes']).catch(() => undefined);
-  // A test that failed half way may leave a migration in flight, which down refuses: its slots too.
-  killSlots(w.stateDir);
+  await stopCanary(w);
   await w.cleanup();
 }, 60_000);
 
-/** The next version, with the app's env and the route's shift as the test wants them (YAML flow text). */
-function release(env: { FAIL_EVERY?: number; DELAY_MS?: number }, shift: string, strategy = ''): void {
+/** The next version, with the app's env, the route's shift and the strategy as the test wants them (YAML flow text). */
+function release(env: Release['env'], shift: string, strategy = ''): void {
   version += 1;
-  let text = readFileSync(w.file, 'utf8')
-    .replace(/version: "[^"]*"/, `version: "${version}.0.0"`)
-    .replace(
-      /env: \{[^}]*\}/,
-      `env: { FAIL_EVERY: "${env.FAIL_EVERY ?? 0}", DELAY_MS: "${env.DELAY_MS ?? 0}" }`,
-    )
-    .replace(/shift: .*/, `shift: ${shift}`)
-    .replace(/\nstrategy:[\s\S]*$/, '\n');
-  if (strategy) text += `strategy:\n${strategy}`;
-  writeFileSync(w.file, text);
+  writeRelease(w, version, { env: env ?? {}, shift, strategy });
 }
 
 interface Detail {
@@ -84,16 +65,8 @@ async function logText(id: string): Promise<string> {
 
 /** Migrates under load until the migration ends; the load's count of failed requests with it. */
 async function migrateUnderLoad(): Promise<{ id: string; end: Summary; failed: number; requests: number }> {
-  const load: Load = startTestLoad({ url, rate });
-  try {
-    const id = await migrateDetached(w);
-    const end = await waitFor(w, id, isFinal, 60_000);
-    const result = await load.stop();
-    return { id, end, failed: result.failed, requests: result.requests };
-  } catch (error) {
-    await load.stop();
-    throw error;
-  }
+  const run = await migrateCanary(w, { rate });
+  return { id: run.id, end: run.end, failed: run.result.failed, requests: run.result.requests };
 }
 
 describe('progressive delivery under load', { timeout: 90_000 }, () => {
