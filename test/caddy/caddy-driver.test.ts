@@ -16,10 +16,10 @@ import { createCaddyDriver } from '../../engine/drivers/caddy-driver.js';
 import { adminCall, caddyPid, loadConfig } from '../../engine/drivers/caddy-process.js';
 import { parseCaddyTraffic } from '../../engine/drivers/caddy-traffic.js';
 import type { RouteCallContext, RouteState, SlotInfo } from '../../engine/drivers/types.js';
-import { StateDir } from '../../engine/store/state-dir.js';
 import { freeListen, send } from '../router/support.js';
 import {
   answeredAfter,
+  balancerContext,
   callOptions,
   requireProgram,
   routeSpec,
@@ -40,13 +40,7 @@ const log: string[] = [];
 beforeAll(async () => {
   requireProgram('caddy', ['version'], 'Caddy');
   const dir = await resources.tempDir('cutover-caddy-');
-  ctx = {
-    environment: 'test',
-    migrationId: 'mig_test',
-    stateDir: StateDir.at(dir),
-    baseDir: dir,
-    driver: { type: 'caddy' },
-  };
+  ctx = balancerContext(dir, { type: 'caddy' });
 });
 
 afterAll(async () => {

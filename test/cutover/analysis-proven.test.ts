@@ -8,31 +8,13 @@
  * - 3 requests/s, green failing every request: fewer than minRequests, but every one failed (or
  *   more than successRate.min allows of minRequests): rolled back.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type Canary,
-  migrateUnderLoad,
-  type Release,
-  startCanary,
-  stopCanary,
-  writeRelease,
-} from '../support/canary.js';
+import { describe, expect, it } from 'vitest';
+import { canaryPerFile, migrateUnderLoad, type Release } from '../support/canary.js';
 
-let w: Canary;
-let version = 1;
-
-beforeAll(async () => {
-  w = await startCanary();
-}, 60_000);
-
-afterAll(async () => {
-  await stopCanary(w);
-  await w.cleanup();
-}, 60_000);
+const canary = canaryPerFile();
 
 function release(env: Release['env'], shift: string): void {
-  version += 1;
-  writeRelease(w, version, { env: env ?? {}, shift });
+  canary.release({ env: env ?? {}, shift });
 }
 
 /** A load's timeout longer than the hanging green's 20 s: its requests stay in flight. */
@@ -44,7 +26,7 @@ describe('analysis proves a breach on little traffic', { timeout: 90_000 }, () =
       { DELAY_MS: 20_000 },
       '[{ weight: 10, hold: 3s, analysis: { latency: { p99: { max: 500ms } } } }, 100]',
     );
-    const run = await migrateUnderLoad(w, { rate: 100, timeoutMs: loadTimeoutMs });
+    const run = await migrateUnderLoad(canary.w, { rate: 100, timeoutMs: loadTimeoutMs });
     expect(run.end.lifecycle).toBe('rolled_back');
     expect(run.end.reason).toMatch(
       /^analysis failed: green (answered none of its requests: \d+ in flight past 500 ms|slower than 500 ms on .*) at the 10 % step/,
@@ -53,7 +35,7 @@ describe('analysis proves a breach on little traffic', { timeout: 90_000 }, () =
 
   it('3 requests/s, green failing every request: rolled back, not passed for want of traffic', async () => {
     release({ FAIL_EVERY: 1 }, '[{ weight: 50, hold: 3s, analysis: { successRate: { min: 99 } } }, 100]');
-    const run = await migrateUnderLoad(w, { rate: 3, timeoutMs: loadTimeoutMs });
+    const run = await migrateUnderLoad(canary.w, { rate: 3, timeoutMs: loadTimeoutMs });
     expect(run.end.lifecycle).toBe('rolled_back');
     expect(run.end.reason).toMatch(
       /^analysis failed: green 5xx on (every one of its \d+ requests?|\d+ requests, more than the 0 that successRate\.min 99 % allows of 50) over \d+ requests? at the 50 % step, fewer than the 50 needed but enough to prove it$/,

@@ -19,14 +19,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readRouterRecord } from '../../router/router-record.js';
-import {
-  type Canary,
-  migrateUnderLoad as migrateCanary,
-  type Release,
-  startCanary,
-  stopCanary,
-  writeRelease,
-} from '../support/canary.js';
+import { canaryPerFile, migrateUnderLoad as migrateCanary, type Release } from '../support/canary.js';
 import { runCli } from '../support/cli.js';
 import { startTestLoad } from '../support/load.js';
 import { isFinal, migrateDetached, type Summary, waitFor } from '../support/migrations.js';
@@ -42,14 +35,12 @@ const green = 'route="www",slot="green"';
 const errorRatio = `sum(increase(cutover_route_responses_5xx_total{${green}}[${holdSeconds}s])) / sum(increase(cutover_route_requests_total{${green}}[${holdSeconds}s]))`;
 
 const resources = new Resources();
-let w: Canary;
+const canary = canaryPerFile();
 let prometheus: TestPrometheus;
-let version = 1;
 
 beforeAll(async () => {
-  w = await startCanary();
-  const router = readRouterRecord(w.stateDir);
-  if (!router) throw new Error(`no router record in ${w.stateDir} after the first migration`);
+  const router = readRouterRecord(canary.w.stateDir);
+  if (!router) throw new Error(`no router record in ${canary.w.stateDir} after the first migration`);
   prometheus = await startPrometheus(resources, `127.0.0.1:${router.port}`);
   // Prometheus scrapes the router before any release starts.
   await eventually(
@@ -58,16 +49,12 @@ beforeAll(async () => {
   );
 }, 60_000);
 
-afterAll(async () => {
-  await resources.cleanup();
-  await stopCanary(w);
-  await w.cleanup();
-}, 60_000);
+// Before the canary's own afterAll: Prometheus stops scraping before the router goes.
+afterAll(() => resources.cleanup(), 60_000);
 
 /** The next version, with the app's env and the route's shift as the test wants them. */
 function release(env: Pick<NonNullable<Release['env']>, 'FAIL_EVERY'>, shift: string): void {
-  version += 1;
-  writeRelease(w, version, { env, shift });
+  canary.release({ env, shift });
 }
 
 /** A shift whose 10 % step holds with the Prometheus check alone, then the given steps. */
@@ -82,13 +69,13 @@ interface Detail {
 }
 
 async function detail(id: string): Promise<Detail> {
-  const result = await runCli(['topology', 'migration', 'show', id, '-f', w.file, '--json']);
+  const result = await runCli(['topology', 'migration', 'show', id, '-f', canary.w.file, '--json']);
   expect(result.code, result.stderr).toBe(0);
   return JSON.parse(result.stdout) as Detail;
 }
 
 async function migrateUnderLoad(): Promise<{ id: string; end: Summary; failed: number }> {
-  const run = await migrateCanary(w, { rate });
+  const run = await migrateCanary(canary.w, { rate });
   return { id: run.id, end: run.end, failed: run.result.failed };
 }
 
@@ -125,11 +112,11 @@ describe('progressive delivery gated by a real Prometheus', { timeout: 90_000 },
   it('no traffic during the hold extends it once; the query is judged again over the extension', async () => {
     release({ FAIL_EVERY: 20 }, prometheusShift('100'));
     // No load yet: green's 5xx ratio over the hold is 0/0.
-    const id = await migrateDetached(w);
+    const id = await migrateDetached(canary.w);
     // The migration's log file, read as it grows: the load must start early in the extension.
-    const [environment] = readdirSync(path.join(w.stateDir, 'environments'));
+    const [environment] = readdirSync(path.join(canary.w.stateDir, 'environments'));
     const logFile = path.join(
-      w.stateDir,
+      canary.w.stateDir,
       'environments',
       environment as string,
       'migrations',
@@ -145,8 +132,8 @@ describe('progressive delivery gated by a real Prometheus', { timeout: 90_000 },
     expect(log).toMatch(
       /route www: the query `sum\(increase.*` gave NaN .*; the hold is extended once, by 4s/,
     );
-    const load = startTestLoad({ url: w.url, rate });
-    const end = await waitFor(w, id, isFinal, 30_000).finally(() => load.stop());
+    const load = startTestLoad({ url: canary.w.url, rate });
+    const end = await waitFor(canary.w, id, isFinal, 30_000).finally(() => load.stop());
     expect(end.lifecycle).toBe('rolled_back');
     expect(end.reason).toMatch(/^analysis failed: prometheus `sum\(increase.*` = 0\.0\d+ > max 0\.01$/);
   });

@@ -14,9 +14,16 @@ import { mainServers } from '../../engine/drivers/haproxy-config.js';
 import { createHaproxyDriver } from '../../engine/drivers/haproxy-driver.js';
 import { showServersState } from '../../engine/drivers/haproxy-runtime.js';
 import type { RouteCallContext, RouteState, SlotInfo } from '../../engine/drivers/types.js';
-import { StateDir } from '../../engine/store/state-dir.js';
 import { freeListen, send } from '../router/support.js';
-import { callOptions, routeSpec, startHeldReplica, startSlot, versionsOf } from '../support/balancers.js';
+import {
+  balancerContext,
+  callOptions,
+  routeSpec,
+  splitWeights,
+  startHeldReplica,
+  startSlot,
+  versionsOf,
+} from '../support/balancers.js';
 import { Resources, resourcesPerTest } from '../support/resources.js';
 import {
   haproxyMaster,
@@ -36,13 +43,7 @@ beforeAll(async () => {
   requireHaproxy();
   stateDir = await shared.tempDir('cutover-haproxy-');
   stopHaproxyAtCleanup(shared, stateDir);
-  ctx = {
-    environment: 'test',
-    migrationId: 'mig_test',
-    stateDir: StateDir.at(stateDir),
-    baseDir: stateDir,
-    driver: { type: 'haproxy' },
-  };
+  ctx = balancerContext(stateDir, { type: 'haproxy' });
 });
 afterAll(() => shared.cleanup());
 
@@ -273,11 +274,7 @@ describe('haproxy route driver (real haproxy)', () => {
 describe('haproxy driver weights, without haproxy', () => {
   it('spreads each slot’s share over its replicas as the smallest exact integers, at most 256, drained at 0', () => {
     const weights = (blue: number, green: number, greenPercent: number) =>
-      mainServers({
-        blue: Array.from({ length: blue }, (_, i) => `b${i}`),
-        green: Array.from({ length: green }, (_, i) => `g${i}`),
-        greenPercent,
-      }).map((s) => `${s.address}=${s.weight}`);
+      splitWeights(mainServers, blue, green, greenPercent);
     expect(weights(2, 2, 10)).toEqual(['b0=9', 'b1=9', 'g0=1', 'g1=1']);
     expect(weights(2, 2, 100)).toEqual(['b0=0', 'b1=0', 'g0=1', 'g1=1']);
     expect(weights(2, 0, 100)).toEqual(['b0=1', 'b1=1']);

@@ -14,13 +14,14 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { LoadResult } from '../../bench/load.js';
 import { configTestArgv, createNginxDriver, mainServers } from '../../engine/drivers/nginx-driver.js';
 import { PermanentDriverError, type RouteCallContext, type SlotInfo } from '../../engine/drivers/types.js';
-import { StateDir } from '../../engine/store/state-dir.js';
 import { eventually, freeListen, resourcesPerTest, send, stateDirFor } from '../router/support.js';
 import {
   answeredAfter,
+  balancerContext,
   callOptions,
   requireProgram,
   routeSpec,
+  splitWeights,
   startHeldReplica,
   startReplica,
   startSlot,
@@ -46,13 +47,11 @@ async function startNginx(): Promise<TestNginx> {
   const dir = await stateDirFor(resources);
   await writeFile(path.join(dir, 'routes.conf'), '');
   const { argv, errorLog } = await runNginx(resources, { dir, workers: 2, errorLogLevel: 'notice' });
-  const ctx: RouteCallContext = {
-    environment: 'test',
-    migrationId: 'mig_test',
-    stateDir: StateDir.at(dir),
-    baseDir: dir,
-    driver: { type: 'nginx', configFile: 'routes.conf', reload: [...argv, '-s', 'reload'] },
-  };
+  const ctx = balancerContext(dir, {
+    type: 'nginx',
+    configFile: 'routes.conf',
+    reload: [...argv, '-s', 'reload'],
+  });
   return { dir, ctx, errorLog: () => readFile(errorLog, 'utf8') };
 }
 
@@ -360,11 +359,7 @@ describe('nginx route driver (real nginx)', () => {
 describe('nginx driver, without nginx', () => {
   it('spreads each slot’s share over its replicas as the smallest exact integers', () => {
     const weights = (blue: number, green: number, greenPercent: number) =>
-      mainServers({
-        blue: Array.from({ length: blue }, (_, i) => `b${i}`),
-        green: Array.from({ length: green }, (_, i) => `g${i}`),
-        greenPercent,
-      }).map((s) => `${s.address}=${s.weight}`);
+      splitWeights(mainServers, blue, green, greenPercent);
     expect(weights(2, 2, 10)).toEqual(['b0=9', 'b1=9', 'g0=1', 'g1=1']);
     expect(weights(2, 3, 10)).toEqual(['b0=27', 'b1=27', 'g0=2', 'g1=2', 'g2=2']);
     expect(weights(2, 2, 50)).toEqual(['b0=1', 'b1=1', 'g0=1', 'g1=1']);

@@ -7,8 +7,9 @@ import { spawnSync } from 'node:child_process';
 import { type Agent, createServer } from 'node:http';
 import { expect } from 'vitest';
 import type { LoadResult } from '../../bench/load.js';
-import type { Route } from '../../core/topology/types.js';
-import type { DriverCallOptions, SlotInfo } from '../../engine/drivers/types.js';
+import type { DriverSpec, Route } from '../../core/topology/types.js';
+import type { DriverCallOptions, RouteCallContext, SlotInfo } from '../../engine/drivers/types.js';
+import { StateDir } from '../../engine/store/state-dir.js';
 import { send } from '../router/support.js';
 import type { Resources } from './resources.js';
 
@@ -67,6 +68,11 @@ export async function startHeldReplica(
   return { address: await resources.listen(server), received, release };
 }
 
+/** A route call of environment `test` whose state directory (and base directory) is `dir`. */
+export function balancerContext(dir: string, driver: DriverSpec): RouteCallContext {
+  return { environment: 'test', migrationId: 'mig_test', stateDir: StateDir.at(dir), baseDir: dir, driver };
+}
+
 /** A route to `web` on `listen`, shifting 10 → 50 → 100 %. */
 export function routeSpec(listen: string, extra: Partial<Route> = {}): Route {
   return { listen, to: 'web', shift: [10, 50, 100], drain: { timeout: 10_000 }, ...extra } as Route;
@@ -99,4 +105,24 @@ export function answeredAfter(result: Pick<LoadResult, 'records'>, afterMs: numb
   for (const r of result.records)
     if (r.sentAt >= afterMs && !r.error) versions[r.version ?? '?'] = (versions[r.version ?? '?'] ?? 0) + 1;
   return versions;
+}
+
+/**
+ * A driver's `mainServers` for a split of `blue` and `green` replicas (named b0, b1, …, g0, …) at
+ * `greenPercent`, as `address=weight`: the weights a driver sets, checked without its balancer.
+ */
+export function splitWeights(
+  mainServers: (entry: { blue: string[]; green: string[]; greenPercent: number }) => {
+    address: string;
+    weight: number;
+  }[],
+  blue: number,
+  green: number,
+  greenPercent: number,
+): string[] {
+  return mainServers({
+    blue: Array.from({ length: blue }, (_, i) => `b${i}`),
+    green: Array.from({ length: green }, (_, i) => `g${i}`),
+    greenPercent,
+  }).map((s) => `${s.address}=${s.weight}`);
 }

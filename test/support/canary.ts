@@ -4,7 +4,7 @@
  * is migrated to 1.0.0 once, before the file's tests; each test writes the next release.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import type { Load, LoadResult } from '../../bench/load.js';
 import { runCli } from './cli.js';
 import { startTestLoad } from './load.js';
@@ -67,6 +67,43 @@ export function writeRelease(w: Workspace, version: number, release: Release): v
     if (release.strategy) text += `strategy:\n${release.strategy}`;
   }
   writeFileSync(w.file, text);
+}
+
+/** The canary of a test file, as its tests see it: the workspace, and its releases one after another. */
+export interface CanaryFile {
+  /** The workspace, once the file's beforeAll has made it. */
+  readonly w: Canary;
+  /** Writes the next version (`<n>.0.0`) with the release's changes; answers it. */
+  release(release: Release): string;
+}
+
+/**
+ * The canary for the file: migrated to 1.0.0 before its tests, taken down after them (a file's
+ * own beforeAll runs after this one, its own afterAll before).
+ */
+export function canaryPerFile(hookTimeoutMs = 60_000): CanaryFile {
+  let workspace: Canary | undefined;
+  let version = 1;
+  beforeAll(async () => {
+    workspace = await startCanary();
+  }, hookTimeoutMs);
+  afterAll(async () => {
+    if (!workspace) return;
+    await stopCanary(workspace);
+    await workspace.cleanup();
+  }, hookTimeoutMs);
+  const canary: CanaryFile = {
+    get w() {
+      if (!workspace) throw new Error('the canary workspace is made in beforeAll');
+      return workspace;
+    },
+    release(release) {
+      version += 1;
+      writeRelease(canary.w, version, release);
+      return `${version}.0.0`;
+    },
+  };
+  return canary;
 }
 
 /**
