@@ -11,7 +11,6 @@
  * figure's ratio is taken within a round, and the median of the rounds is reported. Every process
  * is stopped and every temp dir removed, also when the run is interrupted.
  */
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -19,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { createRouteTableDriver } from '../dist/engine/drivers/router-driver.js';
 import { StateDir } from '../dist/engine/store/state-dir.js';
+import { makeCertificate } from './certificates.js';
 import { childPids, connections, ownedProcesses, startNginx } from './router-support.js';
 import { freePort, median, recordedGoal, runNode, withTempDir } from './support.js';
 
@@ -128,31 +128,7 @@ export async function run({ quick, ratios = false, log }) {
 }
 
 async function startProxies(dir, owned) {
-  const cert = join(dir, 'bench.pem');
-  const key = join(dir, 'bench.key');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-subj',
-      '/CN=bench.test',
-      '-addext',
-      'subjectAltName=DNS:bench.test',
-      '-days',
-      '2',
-    ],
-    { stdio: 'ignore' },
-  );
+  const { cert, key } = makeCertificate(dir, 'bench', ['bench.test']);
   const appPort = await freePort();
   owned.start(process.execPath, [appPath], {
     env: { ...process.env, PORT: String(appPort), VERSION: 'bench' },

@@ -13,18 +13,13 @@
  */
 import { createHash } from 'node:crypto';
 import path from 'node:path';
+import type { BalancerRecord, BalancerRoute } from './managed-balancer.js';
 
-/** The driver's record of one route: what the configurations are rendered from. */
-export interface CaddyRouteEntry {
-  environment: string;
-  route: string;
-  listen: string;
-  preview?: string;
-  blue: string[];
-  green: string[];
-  greenPercent: number;
-  /** The route's upstreamTimeout: Caddy's response_header_timeout towards a replica. */
-  upstreamTimeoutMs?: number;
+/**
+ * The driver's record of one route: what the configurations are rendered from. Its upstreamTimeout
+ * is Caddy's response_header_timeout towards a replica; it has no bodyTimeout.
+ */
+export interface CaddyRouteEntry extends Omit<BalancerRoute, 'bodyTimeoutMs'> {
   /**
    * A slot that left the route in this change (the rollback's green, the green promoted to blue's
    * place): its slot server stays, with no traffic, until the route's next change. A request the
@@ -35,10 +30,7 @@ export interface CaddyRouteEntry {
 }
 
 /** Every route the driver serves from one state directory, by `<environment>/<route>`. */
-export interface CaddyRecord {
-  version: 1;
-  routes: Record<string, CaddyRouteEntry>;
-}
+export type CaddyRecord = BalancerRecord<CaddyRouteEntry>;
 
 export type CaddyInstance = 'edge' | 'split';
 
@@ -70,10 +62,6 @@ export const caddyAdminOrigin = 'cutover';
 /** Short, stable id of a route in server and socket names (unix socket paths are short). */
 export function routeId(environment: string, route: string): string {
   return createHash('sha256').update(`${environment}/${route}`).digest('hex').slice(0, 10);
-}
-
-export function recordKey(environment: string, route: string): string {
-  return `${environment}/${route}`;
 }
 
 /** The names of a route's servers in the two configurations. */

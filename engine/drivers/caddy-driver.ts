@@ -1,6 +1,4 @@
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { DriverSpec } from '../../core/topology/types.js';
 import {
   type CaddyInstance,
   type CaddyPaths,
@@ -8,7 +6,6 @@ import {
   type CaddyRouteEntry,
   caddyPaths,
   canonicalJson,
-  recordKey,
   renderCaddyConfigs,
   routeId,
   serverNames,
@@ -22,18 +19,19 @@ import {
   loadConfig,
   readRecord,
   stopCaddy,
-  writeFileAtomically,
 } from './caddy-process.js';
 import { readCaddyTraffic } from './caddy-traffic.js';
 import { describeTraffic } from './describe-traffic.js';
+import { writeAtomically } from './driver-files.js';
 import {
-  type DrainResult,
-  type DriverCallOptions,
-  PermanentDriverError,
-  type RouteCallContext,
-  type RouteDriver,
-  type RouteState,
-} from './types.js';
+  balancerRoute,
+  balancerSpec,
+  managedBalancerDriver,
+  refuseListenClash,
+  routeKey,
+  waitNoneInFlight,
+} from './managed-balancer.js';
+import type { DrainResult, DriverCallOptions, RouteCallContext, RouteDriver, RouteState } from './types.js';
 
 /**
  * The caddy route driver: the routes of a state directory served by Caddy (Debian's 2.6), which
@@ -51,121 +49,77 @@ import {
  * The files a restart starts from, and the driver's record, are written once both loads are done.
  */
 export function createCaddyDriver(): RouteDriver {
-  // Each call is a read-modify-write of one record: one at a time per state directory.
-  const queues = new Map<string, Promise<unknown>>();
-  const serialised = <T>(key: string, f: () => Promise<T>): Promise<T> => {
-    const next = (queues.get(key) ?? Promise.resolve()).then(f, f);
-    queues.set(
-      key,
-      next.catch(() => undefined),
-    );
-    return next;
-  };
-  const applyAll = (ctx: RouteCallContext, states: readonly RouteState[], options: DriverCallOptions) => {
-    const held = states.find((state) => state.hold !== undefined);
-    if (held)
-      return Promise.reject(
-        new PermanentDriverError(
-          `route ${held.route}: caddy cannot hold requests, and the switch of stateful component ${held.spec.to} needs a write hold; route it through the built-in router (leave out the route's driver)`,
-        ),
-      );
-    const spec = caddySpec(ctx, states[0]?.route ?? '');
-    const paths = caddyPaths(ctx.stateDir.root);
-    return serialised(paths.dir, async () => {
-      const before = await readRecord(paths.record);
-      const next: CaddyRecord = { version: 1, routes: { ...before.routes } };
-      for (const state of states) {
-        const key = recordKey(ctx.environment, state.route);
-        next.routes[key] = entryOf(ctx, state, before.routes[key]);
-      }
-      for (const state of states) refuseListenClash(next, recordKey(ctx.environment, state.route));
-      const started = Date.now();
-      await applyRecord(paths, caddyBin(spec, ctx.baseDir), next, 'split first', options);
-      for (const state of states)
-        options.log(
-          `route ${state.route}: caddy: ${describeTraffic(state)}, live (${Date.now() - started} ms)`,
-        );
-    });
-  };
-  return {
-    holds: false,
-    apply: (ctx, state, options) => applyAll(ctx, [state], options),
-    applyAll,
-    remove(ctx: RouteCallContext, route: string, options: DriverCallOptions) {
-      const spec = caddySpec(ctx, route);
-      const paths = caddyPaths(ctx.stateDir.root);
-      return serialised(paths.dir, async () => {
-        const before = await readRecord(paths.record);
-        const key = recordKey(ctx.environment, route);
-        if (!before.routes[key]) return;
-        const routes = { ...before.routes };
-        delete routes[key];
-        // The edge lets go of the listeners before the split of the sockets behind them.
-        await applyRecord(paths, caddyBin(spec, ctx.baseDir), { version: 1, routes }, 'edge first', options);
-        options.log(`route ${route}: removed from caddy`);
-        if (Object.keys(routes).length === 0)
-          for (const instance of ['edge', 'split'] as const) await stopCaddy(paths, instance, options.log);
-      });
-    },
+  return managedBalancerDriver({
+    name: 'caddy',
+    recordOf: (ctx) => caddyPaths(ctx.stateDir.root).dir,
+    applyAll: (ctx, states, options) => applyStates(ctx, states, options),
+    remove: (ctx, route, options) => removeRoute(ctx, route, options),
     drain: (ctx, _route, addresses, timeoutMs, options) =>
       waitUpstreamsIdle(caddyPaths(ctx.stateDir.root), addresses, timeoutMs, options.signal),
     observe: (ctx, route, spec) => observeCaddyRoute(ctx, route, spec),
     traffic: (ctx, route) => {
       const names = serverNames(routeId(ctx.environment, route));
-      return readCaddyTraffic(caddyPaths(ctx.stateDir.root), recordKey(ctx.environment, route), {
+      return readCaddyTraffic(caddyPaths(ctx.stateDir.root), routeKey(ctx.environment, route), {
         blue: names.slot('blue'),
         green: names.slot('green'),
       });
     },
-  };
+  });
 }
 
-type CaddyDriverSpec = Extract<DriverSpec, { type: 'caddy' }>;
+async function applyStates(
+  ctx: RouteCallContext,
+  states: readonly RouteState[],
+  options: DriverCallOptions,
+): Promise<void> {
+  const bin = caddyBin(ctx, states[0]?.route ?? '');
+  const paths = caddyPaths(ctx.stateDir.root);
+  const before = await readRecord(paths.record);
+  const next: CaddyRecord = { version: 1, routes: { ...before.routes } };
+  for (const state of states) {
+    const key = routeKey(ctx.environment, state.route);
+    next.routes[key] = entryOf(ctx, state, before.routes[key]);
+  }
+  for (const state of states) {
+    const key = routeKey(ctx.environment, state.route);
+    refuseListenClash(next, key, next.routes[key] as CaddyRouteEntry);
+  }
+  const started = Date.now();
+  await applyRecord(paths, bin, next, 'split first', options);
+  for (const state of states)
+    options.log(`route ${state.route}: caddy: ${describeTraffic(state)}, live (${Date.now() - started} ms)`);
+}
 
-export function caddySpec(ctx: RouteCallContext, route: string): CaddyDriverSpec {
-  const driver = ctx.driver;
-  if (driver?.type !== 'caddy')
-    throw new PermanentDriverError(`route ${route}: the caddy driver was called without caddy settings`);
-  return driver;
+async function removeRoute(ctx: RouteCallContext, route: string, options: DriverCallOptions): Promise<void> {
+  const bin = caddyBin(ctx, route);
+  const paths = caddyPaths(ctx.stateDir.root);
+  const before = await readRecord(paths.record);
+  const key = routeKey(ctx.environment, route);
+  if (!before.routes[key]) return;
+  const routes = { ...before.routes };
+  delete routes[key];
+  // The edge lets go of the listeners before the split of the sockets behind them.
+  await applyRecord(paths, bin, { version: 1, routes }, 'edge first', options);
+  options.log(`route ${route}: removed from caddy`);
+  if (Object.keys(routes).length === 0)
+    for (const instance of ['edge', 'split'] as const) await stopCaddy(paths, instance, options.log);
 }
 
 /** The Caddy program: the driver's `bin` (a path relative to the topology file, or a name on the PATH), else `caddy`. */
-function caddyBin(spec: CaddyDriverSpec, baseDir: string): string {
+function caddyBin(ctx: RouteCallContext, route: string): string {
+  const spec = balancerSpec(ctx, 'caddy', route);
   if (spec.bin === undefined) return 'caddy';
-  return spec.bin.includes('/') ? path.resolve(baseDir, spec.bin) : spec.bin;
+  return spec.bin.includes('/') ? path.resolve(ctx.baseDir, spec.bin) : spec.bin;
 }
 
 function entryOf(ctx: RouteCallContext, state: RouteState, previous?: CaddyRouteEntry): CaddyRouteEntry {
-  const entry: CaddyRouteEntry = {
-    environment: ctx.environment,
-    route: state.route,
-    listen: state.spec.listen,
-    blue: state.blue?.addresses ?? [],
-    green: state.green?.addresses ?? [],
-    greenPercent: state.greenPercent,
-  };
-  if (state.spec.preview !== undefined) entry.preview = state.spec.preview;
-  if (state.spec.upstreamTimeout !== undefined) entry.upstreamTimeoutMs = state.spec.upstreamTimeout;
+  const entry: CaddyRouteEntry = balancerRoute(ctx.environment, state, { bodyTimeout: false });
   // A slot server that loses its replicas in this change stays one change longer (caddy-config.ts).
   const left = (['green', 'blue'] as const).find(
     (slot) => entry[slot].length === 0 && (previous?.[slot].length ?? 0) > 0,
   );
   if (left && previous) entry.lingering = { slot: left, addresses: [...previous[left]] };
   return entry;
-}
-
-/** Caddy would refuse a configuration with two servers on one address: say which routes clash. */
-function refuseListenClash(record: CaddyRecord, key: string): void {
-  const entry = record.routes[key] as CaddyRouteEntry;
-  const mine = [entry.listen, entry.preview].filter((a) => a !== undefined).map((a) => a.toLowerCase());
-  for (const [otherKey, other] of Object.entries(record.routes)) {
-    if (otherKey === key) continue;
-    const clash = [other.listen, other.preview].find(
-      (a) => a !== undefined && mine.includes(a.toLowerCase()),
-    );
-    if (clash)
-      throw new PermanentDriverError(`route ${entry.route}: ${clash} is already a listener of ${otherKey}`);
-  }
 }
 
 /**
@@ -194,8 +148,8 @@ async function applyRecord(
   const instances: CaddyInstance[] = order === 'split first' ? ['split', 'edge'] : ['edge', 'split'];
   for (const instance of instances) await put(instance);
   for (const instance of instances)
-    await writeFileAtomically(configFile(paths, instance), `${JSON.stringify(configs[instance], null, 2)}\n`);
-  await writeFileAtomically(paths.record, `${JSON.stringify(next, null, 2)}\n`);
+    await writeAtomically(configFile(paths, instance), `${JSON.stringify(configs[instance], null, 2)}\n`);
+  await writeAtomically(paths.record, `${JSON.stringify(next, null, 2)}\n`);
 }
 
 /** How often the split's upstream counters are read while blue drains. */
@@ -207,23 +161,18 @@ export const caddyDrainPollIntervalMs = 50;
  * leaves the route, so requests that older configurations still carry to blue are counted. null:
  * the split does not know these addresses (or does not answer), so it cannot tell.
  */
-async function waitUpstreamsIdle(
+function waitUpstreamsIdle(
   paths: CaddyPaths,
   addresses: readonly string[],
   timeoutMs: number,
   signal: AbortSignal,
 ): Promise<DrainResult | null> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    signal.throwIfAborted();
-    const inFlight = await upstreamRequests(paths, addresses);
-    if (inFlight === null) return null;
-    if (inFlight === 0) return { drained: true, inFlight: 0, unit: 'requests' };
-    if (Date.now() >= deadline) return { drained: false, inFlight, unit: 'requests' };
-    await sleep(Math.min(caddyDrainPollIntervalMs, Math.max(0, deadline - Date.now())), undefined, {
-      signal,
-    });
-  }
+  return waitNoneInFlight(
+    () => upstreamRequests(paths, addresses),
+    timeoutMs,
+    caddyDrainPollIntervalMs,
+    signal,
+  );
 }
 
 async function upstreamRequests(paths: CaddyPaths, addresses: readonly string[]): Promise<number | null> {

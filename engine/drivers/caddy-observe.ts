@@ -4,11 +4,11 @@ import {
   type CaddyInstance,
   caddyPaths,
   canonicalJson,
-  recordKey,
   renderEdgeServers,
   renderSplitServers,
 } from './caddy-config.js';
 import { liveConfig, readRecord } from './caddy-process.js';
+import { routeKey, servedAsRecorded } from './managed-balancer.js';
 import type { RouteCallContext } from './types.js';
 
 /**
@@ -25,7 +25,7 @@ export async function observeCaddyRoute(
 ): Promise<ObservedRoute> {
   const seen = { route, listen: spec.listen };
   const paths = caddyPaths(ctx.stateDir.root);
-  const entry = (await readRecord(paths.record)).routes[recordKey(ctx.environment, route)];
+  const entry = (await readRecord(paths.record)).routes[routeKey(ctx.environment, route)];
   if (!entry) return { ...seen, state: 'not_served', detail: `${paths.record} has no such route` };
   const expected: Record<CaddyInstance, Record<string, unknown>> = {
     edge: renderEdgeServers(entry, paths),
@@ -49,7 +49,7 @@ export async function observeCaddyRoute(
         };
     }
   }
-  return { ...seen, state: 'served', greenPercent: entry.greenPercent, blue: entry.blue, green: entry.green };
+  return servedAsRecorded(seen, entry);
 }
 
 interface LiveConfig {

@@ -7,14 +7,16 @@
  * A process is started from the configuration file the driver wrote after the last load that
  * succeeded, so a restart comes back to what cutover last applied (not to hand edits made since).
  */
-import { spawn } from 'node:child_process';
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readFileSync } from 'node:fs';
-import { open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { inheritedEnv } from '../secrets/resolve-secrets.js';
+import { outputSince, pollFor, refuseLongSocketPath, startDetached } from './balancer-process.js';
 import { type CaddyInstance, type CaddyPaths, type CaddyRecord, caddyAdminOrigin } from './caddy-config.js';
+import { writeAtomically } from './driver-files.js';
+import { readBalancerRecord } from './managed-balancer.js';
 import { PermanentDriverError } from './types.js';
 
 /** Longest a Caddy the driver started may take to answer on its admin socket. */
@@ -22,8 +24,6 @@ export const caddyStartTimeoutMs = 15_000;
 /** Longest one admin API call may take (a load provisions the whole configuration). */
 export const caddyAdminTimeoutMs = 10_000;
 const startPollIntervalMs = 25;
-/** Longest unix socket path Linux accepts (sun_path is 108 bytes with its NUL). */
-const maxSocketPathBytes = 107;
 
 export interface AdminAnswer {
   status: number;
@@ -98,58 +98,37 @@ export async function ensureCaddy(
 ): Promise<number | null> {
   if (await caddyAnswers(paths, instance)) return null;
   const dir = paths.instanceDir(instance);
-  refuseLongSocketPath(paths.adminSocket(instance));
+  refuseLongSocketPath(paths.adminSocket(instance), "the caddy driver's admin socket");
   mkdirSync(dir, { recursive: true });
   const file = configFile(paths, instance);
   const fresh = !existsSync(file);
-  if (fresh) await writeFileAtomically(file, `${JSON.stringify(initial, null, 2)}\n`);
+  if (fresh) await writeAtomically(file, `${JSON.stringify(initial, null, 2)}\n`);
   // A Caddy killed with SIGKILL leaves its sockets: nothing answers on them (checked above).
   await removeSockets(dir);
   const outputFile = path.join(dir, 'output.log');
-  const out = openSync(outputFile, 'a');
-  const outputFrom = fstatSync(out).size;
-  let pid: number | undefined;
-  let exited = false;
-  try {
-    const child = spawn(bin, ['run', '--config', file, '--pidfile', path.join(dir, 'caddy.pid')], {
+  const started = await startDetached(
+    bin,
+    ['run', '--config', file, '--pidfile', path.join(dir, 'caddy.pid')],
+    {
+      dir,
+      output: outputFile,
       cwd: dir,
-      detached: true,
-      stdio: ['ignore', out, out],
       env: {
         ...inheritedEnv(),
         HOME: dir,
         XDG_CONFIG_HOME: path.join(dir, 'config'),
         XDG_DATA_HOME: path.join(dir, 'data'),
       },
-    });
-    child.unref();
-    child.once('exit', () => {
-      exited = true;
-    });
-    pid = await new Promise<number | undefined>((resolve, reject) => {
-      child.once('spawn', () => resolve(child.pid));
-      child.once('error', (error: NodeJS.ErrnoException) =>
-        reject(
-          error.code === 'ENOENT'
-            ? new PermanentDriverError(
-                `${bin} not found: the caddy route driver runs Caddy (Debian: apt-get install caddy), or set the driver's bin`,
-              )
-            : error,
-        ),
-      );
-    });
-  } finally {
-    closeSync(out); // caddy has its own copy
-  }
+      notFound: `${bin} not found: the caddy route driver runs Caddy (Debian: apt-get install caddy), or set the driver's bin`,
+    },
+  );
   const from = fresh ? 'an empty configuration' : file;
-  log(`started caddy (${instance}) for ${paths.dir} (pid ${pid}) from ${from}`);
-  const deadline = Date.now() + caddyStartTimeoutMs;
-  while (Date.now() < deadline) {
-    if (await caddyAnswers(paths, instance)) return pid ?? null;
-    if (exited) break;
-    await sleep(startPollIntervalMs);
-  }
-  const said = lastLinesSince(outputFile, outputFrom);
+  log(`started caddy (${instance}) for ${paths.dir} (pid ${started.pid}) from ${from}`);
+  const answers = async () => ((await caddyAnswers(paths, instance)) ? true : null);
+  const settings = { timeoutMs: caddyStartTimeoutMs, intervalMs: startPollIntervalMs, stop: started.exited };
+  if (await pollFor(answers, settings)) return started.pid ?? null;
+  const exited = started.exited();
+  const said = lastLines(await outputSince(outputFile, started.outputFrom));
   throw new Error(
     `caddy (${instance}) for ${paths.dir} did not start${exited ? ' (it exited)' : ` within ${caddyStartTimeoutMs} ms`}${said ? `: ${said}` : ''} (its output: ${outputFile})`,
   );
@@ -225,42 +204,8 @@ export async function liveConfig(paths: CaddyPaths, instance: CaddyInstance): Pr
 }
 
 /** The driver's record of its routes in a state directory (empty when there is none yet). */
-export async function readRecord(file: string): Promise<CaddyRecord> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { version: 1, routes: {} };
-    throw error;
-  }
-  let parsed: Partial<CaddyRecord> | null = null;
-  try {
-    parsed = JSON.parse(text) as Partial<CaddyRecord>;
-  } catch {
-    // reported below
-  }
-  if (parsed?.version !== 1 || typeof parsed.routes !== 'object' || parsed.routes === null)
-    throw new PermanentDriverError(`${file} is not a cutover caddy record ({version: 1, routes: {...}})`);
-  return parsed as CaddyRecord;
-}
-
-export async function writeFileAtomically(file: string, text: string): Promise<void> {
-  const temp = `${file}.${process.pid}.tmp`;
-  const handle = await open(temp, 'w');
-  try {
-    await handle.writeFile(text);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  await rename(temp, file);
-}
-
-function refuseLongSocketPath(socket: string): void {
-  if (Buffer.byteLength(socket) > maxSocketPathBytes)
-    throw new PermanentDriverError(
-      `the caddy driver's admin socket ${socket} is longer than the ${maxSocketPathBytes} bytes a unix socket path may have: use a state directory with a shorter path (--state-dir, CUTOVER_STATE_DIR)`,
-    );
+export function readRecord(file: string): Promise<CaddyRecord> {
+  return readBalancerRecord(file, 'cutover caddy record');
 }
 
 async function removeSockets(dir: string): Promise<void> {
@@ -278,12 +223,7 @@ function errorOf(body: string): string {
   }
 }
 
-/** The last lines `file` got after byte `offset`: what a Caddy that did not start said. */
-function lastLinesSince(file: string, offset: number): string | undefined {
-  try {
-    const lines = readFileSync(file).subarray(offset).toString('utf8').trim().split('\n');
-    return lines.slice(-3).join(' | ') || undefined;
-  } catch {
-    return undefined;
-  }
+/** The last lines of what a Caddy that did not start said. */
+function lastLines(output: string): string | undefined {
+  return output.trim().split('\n').slice(-3).join(' | ') || undefined;
 }

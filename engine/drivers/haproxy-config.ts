@@ -5,30 +5,16 @@
  * (`renderHaproxyConfig`: what a start or a restart of haproxy reads). Both come from the same
  * function, so haproxy restarted from the file serves what the runtime API had set. No I/O here.
  */
-import type { RouteState } from './types.js';
+import type { BalancerRecord, BalancerRoute } from './managed-balancer.js';
 
 /** haproxy's highest server weight (`set server … weight` refuses more). */
 export const haproxyMaxWeight = 256;
 
-export interface HaproxyRecord {
-  version: 1;
-  /** By `<environment>/<route>`. */
-  routes: Record<string, HaproxyRoute>;
-}
+/** The driver's record of a state directory's routes (`haproxy/routes.json`). */
+export type HaproxyRecord = BalancerRecord<HaproxyRoute>;
 
-export interface HaproxyRoute {
-  environment: string;
-  route: string;
-  listen: string;
-  preview?: string;
-  blue: string[];
-  green: string[];
-  greenPercent: number;
-  /** The route's upstreamTimeout (`timeout server`); absent: 60 s. */
-  upstreamTimeoutMs?: number;
-  /** The route's bodyTimeout (the frontend's `timeout client`); absent: 60 s. */
-  bodyTimeoutMs?: number;
-}
+/** A route as haproxy serves it: upstreamTimeout is `timeout server`, bodyTimeout the frontend's `timeout client` (absent: 60 s). */
+export type HaproxyRoute = BalancerRoute;
 
 /** A server as cutover sets it: weight 0 is a server kept but sent nothing new (state drain). */
 export interface DesiredServer {
@@ -43,25 +29,6 @@ export interface DesiredBackend {
   /** `main` carries the route's traffic, `preview` green's alone. */
   kind: 'main' | 'preview';
   servers: DesiredServer[];
-}
-
-export function routeKey(environment: string, route: string): string {
-  return `${environment}/${route}`;
-}
-
-export function routeEntry(environment: string, state: RouteState): HaproxyRoute {
-  const entry: HaproxyRoute = {
-    environment,
-    route: state.route,
-    listen: state.spec.listen,
-    blue: state.blue?.addresses ?? [],
-    green: state.green?.addresses ?? [],
-    greenPercent: state.greenPercent,
-  };
-  if (state.spec.preview !== undefined) entry.preview = state.spec.preview;
-  if (state.spec.upstreamTimeout !== undefined) entry.upstreamTimeoutMs = state.spec.upstreamTimeout;
-  if (state.spec.bodyTimeout !== undefined) entry.bodyTimeoutMs = state.spec.bodyTimeout;
-  return entry;
 }
 
 /** `cutover_<environment>_<route>`: a name haproxy accepts for a frontend or backend. */

@@ -1,15 +1,12 @@
 import { rm } from 'node:fs/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { DriverSpec } from '../../core/topology/types.js';
 import { describeTraffic } from './describe-traffic.js';
+import { readIfExists, restoreFile, writeAtomically } from './driver-files.js';
 import {
   configStructure,
   desiredBackends,
   type HaproxyRecord,
   type HaproxyRoute,
   renderHaproxyConfig,
-  routeEntry,
-  routeKey,
 } from './haproxy-config.js';
 import { observeHaproxyRoute, trafficReader } from './haproxy-observe.js';
 import {
@@ -22,13 +19,21 @@ import {
   workerPid,
 } from './haproxy-process.js';
 import { backendCommands, runBackendPlans } from './haproxy-reconcile.js';
-import { readIfExists, readRecord, writeAtomically } from './haproxy-record.js';
+import { readRecord } from './haproxy-record.js';
 import {
   HaproxyRefusedError,
   HaproxyUnreachableError,
   showServersState,
   showStat,
 } from './haproxy-runtime.js';
+import {
+  balancerRoute,
+  balancerSpec,
+  managedBalancerDriver,
+  refuseListenClash,
+  routeKey,
+  waitNoneInFlight,
+} from './managed-balancer.js';
 import {
   type DrainResult,
   type DriverCallOptions,
@@ -54,52 +59,22 @@ import {
  * the socket and the route: the retry starts haproxy if none runs and sets the whole split again.
  */
 export function createHaproxyDriver(): RouteDriver {
-  // Each call is a read-modify-write of one record: one at a time per state directory.
-  const queues = new Map<string, Promise<unknown>>();
-  const serialised = <T>(key: string, f: () => Promise<T>): Promise<T> => {
-    const next = (queues.get(key) ?? Promise.resolve()).then(f, f);
-    queues.set(
-      key,
-      next.catch(() => undefined),
-    );
-    return next;
-  };
-  const traffic = trafficReader();
-  const applyAll = (ctx: RouteCallContext, states: readonly RouteState[], options: DriverCallOptions) => {
-    const held = states.find((state) => state.hold !== undefined);
-    if (held)
-      return Promise.reject(
-        new PermanentDriverError(
-          `route ${held.route}: haproxy cannot hold requests, and the switch of stateful component ${held.spec.to} needs a write hold; route it through the built-in router (leave out the route's driver)`,
-        ),
-      );
-    const bin = haproxyBin(ctx, states[0]?.route ?? '');
-    const files = haproxyFiles(ctx.stateDir);
-    return serialised(files.dir, () => applyStates(ctx, files, bin, states, options));
-  };
-  return {
-    holds: false,
-    apply: (ctx, state, options) => applyAll(ctx, [state], options),
-    applyAll,
-    remove(ctx: RouteCallContext, route: string, options: DriverCallOptions) {
-      const bin = haproxyBin(ctx, route);
-      const files = haproxyFiles(ctx.stateDir);
-      return serialised(files.dir, () => removeRoute(ctx, files, bin, route, options));
-    },
+  return managedBalancerDriver({
+    name: 'haproxy',
+    recordOf: (ctx) => haproxyFiles(ctx.stateDir).dir,
+    applyAll: (ctx, states, options) =>
+      applyStates(ctx, haproxyFiles(ctx.stateDir), haproxyBin(ctx, states[0]?.route ?? ''), states, options),
+    remove: (ctx, route, options) =>
+      removeRoute(ctx, haproxyFiles(ctx.stateDir), haproxyBin(ctx, route), route, options),
     drain: (ctx, route, addresses, timeoutMs, options) =>
       drainServers(ctx, route, addresses, timeoutMs, options.signal),
-    traffic: (ctx, route) => traffic(ctx, route),
+    traffic: trafficReader(),
     observe: (ctx, route, spec) => observeHaproxyRoute(ctx, route, spec),
-  };
+  });
 }
 
-type HaproxyDriverSpec = Extract<DriverSpec, { type: 'haproxy' }>;
-
 function haproxyBin(ctx: RouteCallContext, route: string): string {
-  const driver = ctx.driver;
-  if (driver?.type !== 'haproxy')
-    throw new PermanentDriverError(`route ${route}: the haproxy driver was called without haproxy settings`);
-  return (driver as HaproxyDriverSpec).bin ?? 'haproxy';
+  return balancerSpec(ctx, 'haproxy', route).bin ?? 'haproxy';
 }
 
 /** How often drain looks at blue's servers' current sessions. */
@@ -115,11 +90,11 @@ async function applyStates(
   const before = await readRecord(files.record);
   const next: HaproxyRecord = { version: 1, routes: { ...before.routes } };
   const entries = states.map((state) => {
-    const entry = routeEntry(ctx.environment, state);
+    const entry = balancerRoute(ctx.environment, state, { bodyTimeout: true });
     next.routes[routeKey(ctx.environment, state.route)] = entry;
     return entry;
   });
-  for (const entry of entries) refuseListenClash(next, entry);
+  for (const entry of entries) refuseListenClash(next, routeKey(ctx.environment, entry.route), entry);
   const text = renderHaproxyConfig(next, files);
   const previous = { config: await readIfExists(files.config), record: await readIfExists(files.record) };
   const running = await workerPid(files);
@@ -243,35 +218,18 @@ async function drainServers(
   if (!entry) return null;
   const backends = new Set(desiredBackends(entry).map((b) => b.backend));
   const wanted = new Set(addresses);
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    signal.throwIfAborted();
-    let inFlight = 0;
+  const inFlight = async () => {
+    let count = 0;
     try {
       for (const row of await showStat(files.socket))
-        if (backends.has(row.pxname ?? '') && wanted.has(row.addr ?? '')) inFlight += Number(row.scur) || 0;
+        if (backends.has(row.pxname ?? '') && wanted.has(row.addr ?? '')) count += Number(row.scur) || 0;
     } catch (error) {
-      if (error instanceof HaproxyUnreachableError) return { drained: true, inFlight: 0, unit: 'requests' };
+      if (error instanceof HaproxyUnreachableError) return 0;
       throw error;
     }
-    if (inFlight === 0) return { drained: true, inFlight: 0, unit: 'requests' };
-    if (Date.now() >= deadline) return { drained: false, inFlight, unit: 'requests' };
-    await sleep(Math.min(haproxyDrainPollIntervalMs, deadline - Date.now()), undefined, { signal });
-  }
-}
-
-/** haproxy would refuse two frontends binding one address: say which route has it. */
-function refuseListenClash(record: HaproxyRecord, entry: HaproxyRoute): void {
-  const key = routeKey(entry.environment, entry.route);
-  const mine = [entry.listen, entry.preview].filter((a) => a !== undefined).map((a) => a.toLowerCase());
-  for (const [otherKey, other] of Object.entries(record.routes)) {
-    if (otherKey === key) continue;
-    const clash = [other.listen, other.preview].find(
-      (a) => a !== undefined && mine.includes(a.toLowerCase()),
-    );
-    if (clash)
-      throw new PermanentDriverError(`route ${entry.route}: ${clash} is already a listener of ${otherKey}`);
-  }
+    return count;
+  };
+  return waitNoneInFlight(inFlight, timeoutMs, haproxyDrainPollIntervalMs, signal);
 }
 
 /** Writes the files after `haproxy -c` accepted the configuration; a refusal leaves them as they were. */
@@ -299,11 +257,6 @@ async function writeFiles(files: HaproxyFiles, text: string, record: HaproxyReco
 }
 
 async function putBack(files: HaproxyFiles, previous: { config: string | null; record: string | null }) {
-  for (const [file, text] of [
-    [files.config, previous.config],
-    [files.record, previous.record],
-  ] as const) {
-    if (text === null) await rm(file, { force: true });
-    else await writeAtomically(file, text);
-  }
+  await restoreFile(files.config, previous.config);
+  await restoreFile(files.record, previous.record);
 }

@@ -11,10 +11,11 @@ import {
 } from '../../core/analysis/traffic.js';
 import type { ObservedRoute } from '../../core/observed.js';
 import type { Route } from '../../core/topology/types.js';
-import { desiredBackends, type HaproxyRoute, renderHaproxyConfig, routeKey } from './haproxy-config.js';
+import { readIfExists } from './driver-files.js';
+import { desiredBackends, type HaproxyRoute, renderHaproxyConfig } from './haproxy-config.js';
 import { haproxyFiles } from './haproxy-process.js';
 import { adminDrain, adminMaintenance } from './haproxy-reconcile.js';
-import { readIfExists, readRecord } from './haproxy-record.js';
+import { readRecord } from './haproxy-record.js';
 import {
   HaproxyUnreachableError,
   type Row,
@@ -23,6 +24,7 @@ import {
   showServersState,
   showStat,
 } from './haproxy-runtime.js';
+import { routeKey, servedAsRecorded } from './managed-balancer.js';
 import { PermanentDriverError, type RouteCallContext } from './types.js';
 
 /**
@@ -65,14 +67,7 @@ export async function observeHaproxyRoute(
   const inFlight = stats
     .filter((row) => row.pxname === main && row.svname !== 'BACKEND')
     .reduce((sum, row) => sum + (Number(row.scur) || 0), 0);
-  return {
-    ...seen,
-    state: 'served',
-    greenPercent: entry.greenPercent,
-    blue: entry.blue,
-    green: entry.green,
-    inFlight,
-  };
+  return servedAsRecorded(seen, entry, { inFlight });
 }
 
 /** The first server of the route's backends that is not as cutover set it, in words; or null. */

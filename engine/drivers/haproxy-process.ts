@@ -5,21 +5,21 @@
  * router does: traffic flows while runners come and go. A reload (SIGUSR2 to the master) is only
  * for a change of listeners or backends; weights and servers change through the runtime API.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, fstatSync, mkdirSync, openSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { inheritedEnv } from '../secrets/resolve-secrets.js';
 import type { StateDir } from '../store/state-dir.js';
+import { outputSince, pollFor, refuseLongSocketPath, startDetached } from './balancer-process.js';
 import { HaproxyUnreachableError, showInfo } from './haproxy-runtime.js';
 import { PermanentDriverError } from './types.js';
 
 /** Longest haproxy may take to answer on its socket after a start or a reload. */
 export const haproxyStartTimeoutMs = 10_000;
 const pollIntervalMs = 20;
-/** A unix socket's path is at most this long (sun_path, with its terminating NUL). */
-const maxSocketPathBytes = 107;
+const notFound = (bin: string) =>
+  `${bin} not found: is haproxy installed and on PATH (Debian: apt-get install haproxy)?`;
 
 export interface HaproxyFiles {
   dir: string;
@@ -44,10 +44,7 @@ export function haproxyFiles(stateDir: StateDir): HaproxyFiles {
 
 /** A socket path haproxy can bind, or a permanent error saying what to do. */
 export function checkSocketPath(files: HaproxyFiles): void {
-  if (Buffer.byteLength(files.socket) > maxSocketPathBytes)
-    throw new PermanentDriverError(
-      `the haproxy runtime API socket ${files.socket} is longer than the ${maxSocketPathBytes} bytes a unix socket allows: use a shorter state directory (CUTOVER_STATE_DIR)`,
-    );
+  refuseLongSocketPath(files.socket, 'the haproxy runtime API socket');
 }
 
 /** The pid of haproxy's worker now (the one the socket reaches), or null when none answers. */
@@ -92,7 +89,7 @@ export async function ensureHaproxy(
   // A master alive without an answering worker is starting (or stuck): wait for it, then judge.
   const master = await masterPid(files);
   if (master !== null) {
-    const worker = await waitWorker(files, (pid) => pid !== null, signal);
+    const worker = await waitWorker(files, signal);
     if (worker !== null) return worker;
     throw new Error(
       `haproxy (master pid ${master}) runs for ${files.dir} but its runtime API ${files.socket} does not answer within ${haproxyStartTimeoutMs} ms; stop it (kill ${master}) so the next step starts it again`,
@@ -108,41 +105,21 @@ async function startHaproxy(
   signal: AbortSignal,
 ): Promise<number> {
   checkSocketPath(files);
-  mkdirSync(files.dir, { recursive: true });
-  const out = openSync(files.output, 'a');
-  const outputFrom = fstatSync(out).size;
-  let child: ChildProcess;
-  try {
-    child = spawn(bin, ['-W', '-f', files.config, '-p', files.pid], {
-      detached: true,
-      stdio: ['ignore', out, out],
-      env: inheritedEnv(),
-    });
-  } finally {
-    closeSync(out);
-  }
-  const spawnError = new Promise<NodeJS.ErrnoException>((resolve) => child.once('error', resolve));
-  child.unref();
-  let exited = false;
-  child.once('exit', () => {
-    exited = true;
+  const started = await startDetached(bin, ['-W', '-f', files.config, '-p', files.pid], {
+    dir: files.dir,
+    output: files.output,
+    env: inheritedEnv(),
+    notFound: notFound(bin),
   });
-  const worker = await Promise.race([
-    waitWorker(files, (pid) => pid !== null || exited, signal),
-    spawnError.then((error) => {
-      throw error.code === 'ENOENT'
-        ? new PermanentDriverError(
-            `${bin} not found: is haproxy installed and on PATH (Debian: apt-get install haproxy)?`,
-          )
-        : new PermanentDriverError(`could not start ${bin}: ${error.message}`);
-    }),
-  ]);
+  const worker = await waitWorker(files, signal, started.exited);
   if (worker !== null) {
-    log(`started haproxy for ${files.dir} (master pid ${child.pid}, worker ${worker}) from ${files.config}`);
+    log(
+      `started haproxy for ${files.dir} (master pid ${started.pid}, worker ${worker}) from ${files.config}`,
+    );
     return worker;
   }
-  if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-  const said = await alertsSince(files.output, outputFrom);
+  if (!started.exited()) started.child.kill('SIGTERM');
+  const said = await alertsSince(files.output, started.outputFrom);
   throw new PermanentDriverError(
     `haproxy did not start from ${files.config}${said ? `: ${said}` : ''} (its output: ${files.output})`,
   );
@@ -212,30 +189,24 @@ export function checkConfig(bin: string, file: string, signal: AbortSignal): Pro
     child.stdout.on('data', take);
     child.stderr.on('data', take);
     child.on('error', (error: NodeJS.ErrnoException) =>
-      reject(
-        error.code === 'ENOENT'
-          ? new PermanentDriverError(
-              `${bin} not found: is haproxy installed and on PATH (Debian: apt-get install haproxy)?`,
-            )
-          : error,
-      ),
+      reject(error.code === 'ENOENT' ? new PermanentDriverError(notFound(bin)) : error),
     );
     child.on('close', (code) => resolve(code === 0 ? null : alertLines(said) || `exited ${code}`));
   });
 }
 
-async function waitWorker(
+/** The worker's pid once one answers on the socket; null when none did in time (or `exited` says to stop looking). */
+function waitWorker(
   files: HaproxyFiles,
-  done: (pid: number | null) => boolean,
   signal: AbortSignal,
+  exited?: () => boolean,
 ): Promise<number | null> {
-  const deadline = Date.now() + haproxyStartTimeoutMs;
-  for (;;) {
-    signal.throwIfAborted();
-    const pid = await workerPid(files);
-    if (done(pid) || Date.now() > deadline) return pid;
-    await sleep(pollIntervalMs, undefined, { signal });
-  }
+  return pollFor(() => workerPid(files), {
+    timeoutMs: haproxyStartTimeoutMs,
+    intervalMs: pollIntervalMs,
+    signal,
+    ...(exited ? { stop: exited } : {}),
+  });
 }
 
 async function outputSize(file: string): Promise<number> {
@@ -244,8 +215,7 @@ async function outputSize(file: string): Promise<number> {
 
 /** haproxy's [ALERT] lines written to `file` after byte `offset`, joined; '' when none. */
 async function alertsSince(file: string, offset: number): Promise<string> {
-  const text = (await readFile(file).catch(() => Buffer.alloc(0))).subarray(offset).toString('utf8');
-  return alertLines(text);
+  return alertLines(await outputSince(file, offset));
 }
 
 function alertLines(text: string): string {

@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -8,6 +7,17 @@ import { parseHostPort } from '../../core/host-port.js';
 import type { DriverSpec } from '../../core/topology/types.js';
 import { inheritedEnv } from '../secrets/resolve-secrets.js';
 import { describeTraffic } from './describe-traffic.js';
+import { readIfExists, restoreFile, writeAtomically } from './driver-files.js';
+import {
+  type BalancerRecord,
+  type BalancerRoute,
+  balancerRoute,
+  balancerSpec,
+  managedBalancerDriver,
+  readBalancerRecord,
+  refuseListenClash,
+  routeKey,
+} from './managed-balancer.js';
 import { waitOldWorkersGone, workerHeader } from './nginx-drain.js';
 import {
   type DriverCallOptions,
@@ -41,32 +51,23 @@ import {
  */
 export function createNginxDriver(settings: NginxDriverSettings = {}): RouteDriver {
   const liveTimeoutMs = settings.liveTimeoutMs ?? nginxLiveTimeoutMs;
-  // Each call is a read-modify-write of one sidecar: one at a time per file.
-  const queues = new Map<string, Promise<unknown>>();
-  const serialised = <T>(file: string, f: () => Promise<T>): Promise<T> => {
-    const next = (queues.get(file) ?? Promise.resolve()).then(f, f);
-    queues.set(
-      file,
-      next.catch(() => undefined),
-    );
-    return next;
-  };
-  // Several routes of one driver (one file): one sidecar write, one file, one test, one reload.
-  const applyAll = (ctx: RouteCallContext, states: readonly RouteState[], options: DriverCallOptions) => {
-    const held = holdRefusal(states);
-    if (held) return Promise.reject(held);
-    const driver = nginxSpec(ctx, states[0]?.route ?? '');
-    const files = nginxFiles(ctx.baseDir, driver);
-    return serialised(files.config, async () => {
+  return managedBalancerDriver({
+    name: 'nginx',
+    // One sidecar per generated file: calls are serialised on the file.
+    recordOf: (ctx, route) => nginxFiles(ctx.baseDir, nginxSpec(ctx, route)).config,
+    // Several routes of one driver (one file): one sidecar write, one file, one test, one reload.
+    applyAll: async (ctx, states, options) => {
+      const driver = nginxSpec(ctx, states[0]?.route ?? '');
+      const files = nginxFiles(ctx.baseDir, driver);
       const sidecar = await readSidecar(files.sidecar);
       const routes = { ...sidecar.routes };
       const entries = states.map((state) => {
         const entry = sidecarEntry(ctx.environment, state);
-        routes[sidecarKey(ctx.environment, state.route)] = entry;
+        routes[routeKey(ctx.environment, state.route)] = entry;
         return entry;
       });
       const next: Sidecar = { version: 1, routes };
-      for (const entry of entries) refuseListenClash(next, sidecarKey(ctx.environment, entry.route), entry);
+      for (const entry of entries) refuseListenClash(next, routeKey(ctx.environment, entry.route), entry);
       const config = await writeAndReload(files, driver, ctx.baseDir, next, options);
       const live = (served: Served) => typeof served === 'object' && served.generation === config.generation;
       await Promise.all(entries.map((entry) => waitLive(entry.listen, live, liveTimeoutMs, options.signal)));
@@ -75,38 +76,31 @@ export function createNginxDriver(settings: NginxDriverSettings = {}): RouteDriv
           `route ${state.route}: nginx ${files.config}: ${describeTraffic(state)}, live (generation ${config.generation})`,
         );
       }
-    });
-  };
-  return {
-    holds: false,
-    apply: (ctx, state, options) => applyAll(ctx, [state], options),
-    applyAll,
-    remove(ctx: RouteCallContext, route: string, options: DriverCallOptions) {
+    },
+    async remove(ctx, route, options) {
       const driver = nginxSpec(ctx, route);
       const files = nginxFiles(ctx.baseDir, driver);
-      return serialised(files.config, async () => {
-        const sidecar = await readSidecar(files.sidecar);
-        const key = sidecarKey(ctx.environment, route);
-        const entry = sidecar.routes[key];
-        const routes = { ...sidecar.routes };
-        delete routes[key];
-        const before = entry ? renderNginxConfig(sidecar).generation : undefined;
-        await writeAndReload(files, driver, ctx.baseDir, { version: 1, routes }, options);
-        // Gone once its listener no longer serves the configuration that still had it.
-        const gone = (served: Served) =>
-          served === 'refused' || (typeof served === 'object' && served.generation !== before);
-        if (entry) await waitLive(entry.listen, gone, liveTimeoutMs, options.signal);
-        options.log(`route ${route}: removed from nginx ${files.config}`);
-      });
+      const sidecar = await readSidecar(files.sidecar);
+      const key = routeKey(ctx.environment, route);
+      const entry = sidecar.routes[key];
+      const routes = { ...sidecar.routes };
+      delete routes[key];
+      const before = entry ? renderNginxConfig(sidecar).generation : undefined;
+      await writeAndReload(files, driver, ctx.baseDir, { version: 1, routes }, options);
+      // Gone once its listener no longer serves the configuration that still had it.
+      const gone = (served: Served) =>
+        served === 'refused' || (typeof served === 'object' && served.generation !== before);
+      if (entry) await waitLive(entry.listen, gone, liveTimeoutMs, options.signal);
+      options.log(`route ${route}: removed from nginx ${files.config}`);
     },
     // Blue is drained once the workers of the configurations before the switch have finished.
-    async drain(ctx: RouteCallContext, route: string, _addresses, timeoutMs, options: DriverCallOptions) {
+    async drain(ctx, route, _addresses, timeoutMs, options) {
       const files = nginxFiles(ctx.baseDir, nginxSpec(ctx, route));
-      const entry = (await readSidecar(files.sidecar)).routes[sidecarKey(ctx.environment, route)];
+      const entry = (await readSidecar(files.sidecar)).routes[routeKey(ctx.environment, route)];
       if (!entry) return null;
       return waitOldWorkersGone(entry.listen, generationPath, timeoutMs, options.signal);
     },
-  };
+  });
 }
 
 export interface NginxDriverSettings {
@@ -130,24 +124,10 @@ const stderrTailLines = 10;
 export const generationPath = '/.well-known/cutover/generation';
 
 /** The sidecar: what the driver knows about every route in one generated file. */
-export interface Sidecar {
-  version: 1;
-  /** By `<environment>/<route>`. */
-  routes: Record<string, SidecarEntry>;
-}
+export type Sidecar = BalancerRecord<SidecarEntry>;
 
-export interface SidecarEntry {
-  environment: string;
-  route: string;
-  listen: string;
-  preview?: string;
-  blue: string[];
-  green: string[];
-  greenPercent: number;
-  /** The route's upstreamTimeout (proxy_read_timeout); absent: nginx's default, 60 s. */
-  upstreamTimeoutMs?: number;
-  /** The route's bodyTimeout (client_body_timeout); absent: nginx's default, 60 s. */
-  bodyTimeoutMs?: number;
+/** A route in the sidecar: upstreamTimeout is proxy_read_timeout, bodyTimeout client_body_timeout (absent: 60 s). */
+export interface SidecarEntry extends BalancerRoute {
   updatedAt: number;
 }
 
@@ -159,10 +139,7 @@ interface NginxFiles {
 type NginxDriverSpec = Extract<DriverSpec, { type: 'nginx' }>;
 
 export function nginxSpec(ctx: RouteCallContext, route: string): NginxDriverSpec {
-  const driver = ctx.driver;
-  if (driver?.type !== 'nginx')
-    throw new PermanentDriverError(`route ${route}: the nginx driver was called without nginx settings`);
-  return driver;
+  return balancerSpec(ctx, 'nginx', route);
 }
 
 export function nginxFiles(baseDir: string, driver: NginxDriverSpec): NginxFiles {
@@ -170,69 +147,13 @@ export function nginxFiles(baseDir: string, driver: NginxDriverSpec): NginxFiles
   return { config, sidecar: `${config}.cutover.json` };
 }
 
-export function sidecarKey(environment: string, route: string): string {
-  return `${environment}/${route}`;
-}
-
+// queueTimeout has no equivalent: nginx opens upstream connections without a limit, never queues.
 function sidecarEntry(environment: string, state: RouteState): SidecarEntry {
-  const entry: SidecarEntry = {
-    environment,
-    route: state.route,
-    listen: state.spec.listen,
-    blue: state.blue?.addresses ?? [],
-    green: state.green?.addresses ?? [],
-    greenPercent: state.greenPercent,
-    updatedAt: Date.now(),
-  };
-  if (state.spec.preview !== undefined) entry.preview = state.spec.preview;
-  if (state.spec.upstreamTimeout !== undefined) entry.upstreamTimeoutMs = state.spec.upstreamTimeout;
-  // queueTimeout has no equivalent: nginx opens upstream connections without a limit, never queues.
-  if (state.spec.bodyTimeout !== undefined) entry.bodyTimeoutMs = state.spec.bodyTimeout;
-  return entry;
+  return { ...balancerRoute(environment, state, { bodyTimeout: true }), updatedAt: Date.now() };
 }
 
-/** nginx would serve a clashing listener from whichever server it met first: refuse instead. */
-function refuseListenClash(sidecar: Sidecar, key: string, entry: SidecarEntry): void {
-  const mine = [entry.listen, entry.preview].filter((a) => a !== undefined).map((a) => a.toLowerCase());
-  for (const [otherKey, other] of Object.entries(sidecar.routes)) {
-    if (otherKey === key) continue;
-    const clash = [other.listen, other.preview].find(
-      (a) => a !== undefined && mine.includes(a.toLowerCase()),
-    );
-    if (clash)
-      throw new PermanentDriverError(`route ${entry.route}: ${clash} is already a listener of ${otherKey}`);
-  }
-}
-
-/**
- * nginx forwards every request it takes: it has no way to keep a route's new requests waiting while
- * a stateful component switches, so a state with a write hold is refused rather than half done.
- */
-function holdRefusal(states: readonly RouteState[]): PermanentDriverError | null {
-  const held = states.find((state) => state.hold !== undefined);
-  if (!held) return null;
-  return new PermanentDriverError(
-    `route ${held.route}: nginx cannot hold requests, and the switch of stateful component ${held.spec.to} needs a write hold; route it through the built-in router (leave out the route's driver)`,
-  );
-}
-
-export async function readSidecar(file: string): Promise<Sidecar> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { version: 1, routes: {} };
-    throw error;
-  }
-  let parsed: Partial<Sidecar> | null = null;
-  try {
-    parsed = JSON.parse(text) as Partial<Sidecar>;
-  } catch {
-    // reported below
-  }
-  if (parsed?.version !== 1 || typeof parsed.routes !== 'object' || parsed.routes === null)
-    throw new PermanentDriverError(`${file} is not a cutover nginx sidecar ({version: 1, routes: {...}})`);
-  return parsed as Sidecar;
+export function readSidecar(file: string): Promise<Sidecar> {
+  return readBalancerRecord(file, 'cutover nginx sidecar');
 }
 
 /**
@@ -248,7 +169,6 @@ async function writeAndReload(
 ): Promise<RenderedConfig> {
   const config = renderNginxConfig(sidecar);
   const previous = { config: await readIfExists(files.config), sidecar: await readIfExists(files.sidecar) };
-  await mkdir(path.dirname(files.config), { recursive: true });
   await writeAtomically(files.sidecar, `${JSON.stringify(sidecar, null, 2)}\n`);
   await writeAtomically(files.config, config.text);
   const testArgv = configTestArgv(driver.reload);
@@ -256,8 +176,8 @@ async function writeAndReload(
   else {
     const test = await runCommand(testArgv, baseDir, options.signal);
     if (test.code !== 0) {
-      await restore(files.config, previous.config);
-      await restore(files.sidecar, previous.sidecar);
+      await restoreFile(files.config, previous.config);
+      await restoreFile(files.sidecar, previous.sidecar);
       throw new PermanentDriverError(
         `nginx rejected the generated ${files.config} (${testArgv.join(' ')} exited ${test.code}); ` +
           `the previous file is back in place:\n${test.stderrTail}`,
@@ -394,32 +314,6 @@ export function servedGeneration(listen: string): Promise<Served> {
     );
     req.end();
   });
-}
-
-export async function readIfExists(file: string): Promise<string | null> {
-  try {
-    return await readFile(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw error;
-  }
-}
-
-async function restore(file: string, text: string | null): Promise<void> {
-  if (text === null) await rm(file, { force: true });
-  else await writeAtomically(file, text);
-}
-
-async function writeAtomically(file: string, text: string): Promise<void> {
-  const temp = `${file}.${process.pid}.tmp`;
-  const handle = await open(temp, 'w');
-  try {
-    await handle.writeFile(text);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  await rename(temp, file);
 }
 
 // ---- rendering: pure --------------------------------------------------------------------------

@@ -1,14 +1,8 @@
 import type { ObservedRoute } from '../../core/observed.js';
 import type { Route } from '../../core/topology/types.js';
-import {
-  nginxFiles,
-  nginxSpec,
-  readIfExists,
-  readSidecar,
-  renderNginxConfig,
-  servedGeneration,
-  sidecarKey,
-} from './nginx-driver.js';
+import { readIfExists } from './driver-files.js';
+import { routeKey, servedAsRecorded } from './managed-balancer.js';
+import { nginxFiles, nginxSpec, readSidecar, renderNginxConfig, servedGeneration } from './nginx-driver.js';
 import type { RouteCallContext } from './types.js';
 
 /**
@@ -25,7 +19,7 @@ export async function observeNginxRoute(
   const seen = { route, listen: spec.listen };
   const files = nginxFiles(ctx.baseDir, nginxSpec(ctx, route));
   const sidecar = await readSidecar(files.sidecar);
-  const entry = sidecar.routes[sidecarKey(ctx.environment, route)];
+  const entry = sidecar.routes[routeKey(ctx.environment, route)];
   if (!entry) return { ...seen, state: 'not_served', detail: `${files.sidecar} has no such route` };
   const rendered = renderNginxConfig(sidecar);
   const text = await readIfExists(files.config);
@@ -39,11 +33,5 @@ export async function observeNginxRoute(
     const detail = `${entry.listen} does not serve generation ${rendered.generation} of ${files.config} (answer: ${what})`;
     return { ...seen, state: 'not_served', detail };
   }
-  return {
-    ...seen,
-    state: 'served',
-    greenPercent: entry.greenPercent,
-    blue: entry.blue,
-    green: entry.green,
-  };
+  return servedAsRecorded(seen, entry);
 }

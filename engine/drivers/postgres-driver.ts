@@ -19,7 +19,6 @@
  *   fails) and keeps the directory. Idempotent.
  * - observe: running (server alive, port accepting), not_answering, not_running.
  */
-import { defaults } from '../../core/topology/types.js';
 import type { PortPool } from './port-pool.js';
 import { createCluster, portOf, stopCluster } from './postgres-cluster.js';
 import { createPostgresReplicator } from './postgres-replicator.js';
@@ -43,20 +42,15 @@ export function createPostgresDriver(driverOptions: PostgresDriverOptions = {}):
     settings: postgresSettings,
     start: createCluster,
     stop: stopCluster,
-    async replicate(ctx, from, to, options) {
-      const timeoutMs = ctx.spec.replicate?.timeout ?? defaults.replicateTimeoutMs;
-      const deadline = Date.now() + timeoutMs;
-      await replication.follow(ctx, from, to, options);
+    async position(ctx, from, options) {
       const settings = await postgresSettings(ctx);
-      const position =
+      return (
         (await scalar(
           { bin: settings.bin, port: portOf(from), database: settings.database, user: 'postgres' },
           'SELECT pg_current_wal_lsn()',
           options.signal,
-        )) ?? '0/0';
-      await replication.catchUp(ctx, from, to, position, deadline, options);
-      await replication.promote(ctx, to, options);
-      await replication.stop(ctx, from, to, options);
+        )) ?? '0/0'
+      );
     },
     replication,
   });

@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
-import { access, readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import path from 'node:path';
 import { defaults, type PostgresDriverSpec } from '../../core/topology/types.js';
+import { findProgram, isExecutable, pathDirs } from './find-program.js';
 import { type ComponentCallContext, PermanentDriverError } from './types.js';
 
 /** Where Debian installs each major version's server programs. */
@@ -60,21 +61,11 @@ async function findServerBin(): Promise<string> {
     .filter((v) => /^\d+$/.test(v))
     .sort((a, b) => Number(b) - Number(a))
     .map((v) => path.join(debianRoot, v, 'bin'));
-  for (const dir of [...newest, ...(process.env.PATH ?? '').split(path.delimiter).filter(Boolean)]) {
-    if (await isExecutable(path.join(dir, 'initdb'))) return dir;
-  }
+  const initdb = await findProgram('initdb', [...newest, ...pathDirs()]);
+  if (initdb !== null) return path.dirname(initdb);
   throw new PermanentDriverError(
     `PostgreSQL's server programs (initdb) are neither in ${debianRoot}/<version>/bin nor on the PATH: install Debian's postgresql-15 (apt-get install postgresql-15) or set the postgres driver's \`bin\``,
   );
-}
-
-async function isExecutable(file: string): Promise<boolean> {
-  try {
-    await access(file, 1);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**

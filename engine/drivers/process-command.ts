@@ -1,7 +1,5 @@
 import { spawn } from 'node:child_process';
-import { processIdentity } from '../../platform/process-identity.js';
-import { stopProcessGroup } from './process-group.js';
-import { killGraceMs } from './run-script.js';
+import { type GroupRun, superviseGroup } from './supervised-group.js';
 import type { DriverCallOptions } from './types.js';
 
 const stderrTailLines = 10;
@@ -17,11 +15,7 @@ export interface CommandSpec {
   prefix: string;
 }
 
-export interface CommandRun {
-  stopped?: 'timeout' | 'abort';
-  exitCode: number | null;
-  exitSignal: NodeJS.Signals | null;
-  spawnError?: Error;
+export interface CommandRun extends GroupRun {
   stderrTail: string[];
 }
 
@@ -30,7 +24,7 @@ export interface CommandRun {
  * meanwhile has it stopped by the next one. Its stdout and stderr lines go to the migration log.
  * Never rejects: everything that happened is in the CommandRun.
  */
-export function runCommand(spec: CommandSpec, options: DriverCallOptions): Promise<CommandRun> {
+export async function runCommand(spec: CommandSpec, options: DriverCallOptions): Promise<CommandRun> {
   const run: CommandRun = { exitCode: null, exitSignal: null, stderrTail: [] };
   const [file = '', ...args] = spec.argv;
   const child = spawn(file, args, {
@@ -39,21 +33,7 @@ export function runCommand(spec: CommandSpec, options: DriverCallOptions): Promi
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
-  const pid = child.pid;
-  const untrack = pid !== undefined ? options.trackProcess?.(pid) : undefined;
-  const leader = pid !== undefined ? processIdentity(pid) : undefined;
-
-  let stopping: Promise<unknown> | undefined;
-  const stop = (why: 'timeout' | 'abort') => {
-    if (!leader || stopping) return;
-    run.stopped = why;
-    stopping = stopProcessGroup(leader, killGraceMs).catch(() => undefined);
-  };
-  const timer = setTimeout(() => stop('timeout'), spec.timeoutMs);
-  const onAbort = () => stop('abort');
-  options.signal.addEventListener('abort', onAbort, { once: true });
-  if (options.signal.aborted) onAbort();
-
+  const group = superviseGroup(child, run, spec.timeoutMs, options);
   const closed = [
     forwardLines(child.stdout, (line) => options.log(`${spec.prefix}${line}`)),
     forwardLines(child.stderr, (line) => {
@@ -62,30 +42,11 @@ export function runCommand(spec: CommandSpec, options: DriverCallOptions): Promi
       if (run.stderrTail.length > stderrTailLines) run.stderrTail.shift();
     }),
   ];
-
-  return new Promise((resolve) => {
-    let settled = false;
-    const finish = async () => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      options.signal.removeEventListener('abort', onAbort);
-      // The command's group may hold its output open: stop it with the command, as a script's.
-      if (leader && !stopping) stopping = stopProcessGroup(leader, killGraceMs).catch(() => undefined);
-      await Promise.all([stopping, ...closed]);
-      untrack?.();
-      resolve(run);
-    };
-    child.on('error', (error) => {
-      run.spawnError = error;
-      void finish();
-    });
-    child.on('exit', (code, signal) => {
-      run.exitCode = code;
-      run.exitSignal = signal;
-      void finish();
-    });
-  });
+  await group.ended;
+  // The command's group may hold its output open: stop it with the command, as a script's.
+  await Promise.all([group.stopLeft(), ...closed]);
+  group.untrack();
+  return run;
 }
 
 /** Calls `emit` for every line of the stream; resolves when it ends. */

@@ -4,7 +4,7 @@
  * replicas that run are left alone. Only for a component on which no traffic depends (the plan
  * decides that), so a new port breaks no route.
  */
-import { mkdir, stat } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import type { PortPool } from './port-pool.js';
@@ -23,17 +23,13 @@ import {
   checkStartup,
   processAddressOf,
   replicaLaunch,
+  runSpec,
   type SlotTarget,
   type Started,
   slotRecord,
   startReplica,
 } from './process-start.js';
-import {
-  type ComponentCallContext,
-  type DriverCallOptions,
-  PermanentDriverError,
-  type SlotInfo,
-} from './types.js';
+import type { ComponentCallContext, DriverCallOptions, SlotInfo } from './types.js';
 
 /**
  * Idempotent and resumable: each call looks again at what runs. A replica alive but not answering
@@ -50,14 +46,7 @@ export async function restartProcessSlot(
 ): Promise<SlotInfo> {
   const { stopTimeoutMs, startupGraceMs, ports } = settings;
   options.signal.throwIfAborted();
-  const command = ctx.spec.run?.command ?? [];
-  if (command.length === 0) {
-    throw new PermanentDriverError(`component ${ctx.component} has no run.command for the process driver`);
-  }
-  const cwd = path.resolve(ctx.baseDir, ctx.spec.run?.cwd ?? '.');
-  if (!(await stat(cwd).catch(() => undefined))?.isDirectory()) {
-    throw new PermanentDriverError(`working directory ${cwd} of ${ctx.component} does not exist`);
-  }
+  const { command, cwd } = await runSpec(ctx);
   const slotDir = slotDirOf(ctx, slot);
   const record = await readSlot(slotDir);
   const target: SlotTarget = {

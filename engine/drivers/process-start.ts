@@ -55,6 +55,19 @@ export interface Started {
   pump?: LogPump;
 }
 
+/** The component's run.command and the directory it runs in, or a permanent error when either is missing. */
+export async function runSpec(ctx: ComponentCallContext): Promise<{ command: string[]; cwd: string }> {
+  const command = ctx.spec.run?.command ?? [];
+  if (command.length === 0) {
+    throw new PermanentDriverError(`component ${ctx.component} has no run.command for the process driver`);
+  }
+  const cwd = path.resolve(ctx.baseDir, ctx.spec.run?.cwd ?? '.');
+  if (!(await stat(cwd).catch(() => undefined))?.isDirectory()) {
+    throw new PermanentDriverError(`working directory ${cwd} of ${ctx.component} does not exist`);
+  }
+  return { command, cwd };
+}
+
 /**
  * Starts the component's replicas in the slot, recording each in slot.json as it starts, and checks
  * that none exits within target.startupGraceMs. On any failure, what it started is stopped before it throws.
@@ -65,14 +78,7 @@ export async function startReplicas(
   ports: PortPool,
   options: DriverCallOptions,
 ): Promise<ReplicaRecord[]> {
-  const command = ctx.spec.run?.command ?? [];
-  if (command.length === 0) {
-    throw new PermanentDriverError(`component ${ctx.component} has no run.command for the process driver`);
-  }
-  const cwd = path.resolve(ctx.baseDir, ctx.spec.run?.cwd ?? '.');
-  if (!(await stat(cwd).catch(() => undefined))?.isDirectory()) {
-    throw new PermanentDriverError(`working directory ${cwd} of ${ctx.component} does not exist`);
-  }
+  const { command, cwd } = await runSpec(ctx);
   const dataDir = path.join(target.slotDir, 'data');
   await mkdir(dataDir, { recursive: true });
   const record = slotRecord(ctx, target, { command, cwd, startedAt: new Date().toISOString() }, []);

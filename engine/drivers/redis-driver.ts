@@ -17,7 +17,6 @@
  *   and exits; SIGKILL after 10 s) and keeps the directory. Idempotent.
  * - observe: running (server alive, port accepting), not_answering, not_running.
  */
-import { defaults } from '../../core/topology/types.js';
 import type { PortPool } from './port-pool.js';
 import { parseInfo, redis } from './redis-client.js';
 import { createRedisReplicator } from './redis-replicator.js';
@@ -40,18 +39,14 @@ export function createRedisDriver(driverOptions: RedisDriverOptions = {}): Compo
     settings: redisSettings,
     start: startServer,
     stop: (_settings, slotDir, known, options) => stopServer(slotDir, known, options),
-    async replicate(ctx, from, to, options) {
-      const deadline = Date.now() + (ctx.spec.replicate?.timeout ?? defaults.replicateTimeoutMs);
-      await replication.follow(ctx, from, to, options);
+    async position(_ctx, from, options) {
       const info = parseInfo(
         await redis(portOf(from), ['INFO', 'replication'], {
           signal: options.signal,
           timeoutMs: callTimeoutMs,
         }),
       );
-      await replication.catchUp(ctx, from, to, info.master_repl_offset ?? '0', deadline, options);
-      await replication.promote(ctx, to, options);
-      await replication.stop(ctx, from, to, options);
+      return info.master_repl_offset ?? '0';
     },
     replication,
   });

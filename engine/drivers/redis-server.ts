@@ -3,11 +3,12 @@
  * and log in the slot's directory, started detached on a loopback port and stopped by its pid.
  */
 import { spawn } from 'node:child_process';
-import { access, mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defaults, type RedisDriverSpec } from '../../core/topology/types.js';
 import { processIdentity } from '../../platform/process-identity.js';
+import { findProgram, pathDirs } from './find-program.js';
 import { stopProcessGroup } from './process-group.js';
 import { RedisConnectionError, redis } from './redis-client.js';
 import {
@@ -47,29 +48,14 @@ export type ServerRecord = ServerSlotRecord;
 
 export async function redisSettings(ctx: ComponentCallContext): Promise<RedisSettings> {
   const spec: Partial<RedisDriverSpec> = ctx.driver.type === 'redis' ? ctx.driver : {};
-  const dirs =
-    spec.bin !== undefined
-      ? [path.resolve(ctx.baseDir, spec.bin)]
-      : (process.env.PATH ?? '').split(path.delimiter).filter(Boolean);
-  for (const dir of dirs) {
-    const server = path.join(dir, 'redis-server');
-    if (await isExecutable(server))
-      return { server, appendfsync: spec.appendfsync ?? defaults.redisAppendfsync };
-  }
+  const dirs = spec.bin !== undefined ? [path.resolve(ctx.baseDir, spec.bin)] : pathDirs();
+  const server = await findProgram('redis-server', dirs);
+  if (server !== null) return { server, appendfsync: spec.appendfsync ?? defaults.redisAppendfsync };
   throw new PermanentDriverError(
     spec.bin !== undefined
       ? `redis-server is not in ${dirs[0]}: set the redis driver's \`bin\` to the directory of redis-server, or leave it out to use the PATH`
       : "redis-server is not on the PATH: install Debian's redis-server (apt-get install redis-server; its own service is not needed) or set the redis driver's `bin`",
   );
-}
-
-async function isExecutable(file: string): Promise<boolean> {
-  try {
-    await access(file, 1);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**

@@ -1,22 +1,14 @@
 import { spawn } from 'node:child_process';
-import { type ProcessIdentity, processIdentity } from '../../platform/process-identity.js';
-import { stopProcessGroup } from './process-group.js';
+import { type GroupRun, superviseGroup } from './supervised-group.js';
 import type { DriverCallOptions } from './types.js';
 
-/** Between SIGTERM and SIGKILL to a script's process group. */
-export const killGraceMs = 2_000;
 /** After a script exits, how long its stdout/stderr may stay open (held by something it started). */
 const stdioDrainMs = 500;
 /** Beyond this, stdout is dropped and the run flagged. */
 export const maxStdoutBytes = 1024 * 1024;
 const stderrTailLines = 10;
 
-export interface ScriptRun {
-  /** Why cutover stopped the script, if it did. */
-  stopped?: 'timeout' | 'abort';
-  exitCode: number | null;
-  exitSignal: NodeJS.Signals | null;
-  spawnError?: Error;
+export interface ScriptRun extends GroupRun {
   stdout: string;
   stdoutOverflow: boolean;
   stderrTail: string[];
@@ -40,7 +32,7 @@ export interface ScriptSpec {
  * Runs a script in its own process group and settles when it has exited and its process group is
  * gone or its output closed. Never rejects: everything that happened is in the ScriptRun.
  */
-export function runScript(spec: ScriptSpec, options: DriverCallOptions): Promise<ScriptRun> {
+export async function runScript(spec: ScriptSpec, options: DriverCallOptions): Promise<ScriptRun> {
   const run: ScriptRun = {
     exitCode: null,
     exitSignal: null,
@@ -54,25 +46,7 @@ export function runScript(spec: ScriptSpec, options: DriverCallOptions): Promise
     stdio: 'pipe',
     detached: true,
   });
-  const pid = child.pid;
-  // Recorded at the start, so a pid reused after the group is gone is never signalled.
-  const leader: ProcessIdentity | undefined = pid !== undefined ? processIdentity(pid) : undefined;
-  const untrack = pid !== undefined ? options.trackProcess?.(pid) : undefined;
-
-  let stopping: Promise<void> | undefined;
-  const stop = (why: 'timeout' | 'abort') => {
-    if (leader === undefined || stopping) return;
-    run.stopped = why;
-    // SIGTERM to the group, SIGKILL killGraceMs later if any of it is left; settles once it is gone.
-    stopping = stopProcessGroup(leader, killGraceMs).then(
-      () => undefined,
-      () => undefined,
-    );
-  };
-  const timer = setTimeout(() => stop('timeout'), spec.timeoutMs);
-  const onAbort = () => stop('abort');
-  options.signal.addEventListener('abort', onAbort, { once: true });
-  if (options.signal.aborted) onAbort();
+  const group = superviseGroup(child, run, spec.timeoutMs, options);
 
   child.stdin.on('error', () => {
     // The script exited or closed stdin without reading it all: its choice.
@@ -101,28 +75,11 @@ export function runScript(spec: ScriptSpec, options: DriverCallOptions): Promise
     for (const line of lines) emit(line);
   });
 
-  return new Promise((resolve) => {
-    let settled = false;
-    const finish = async () => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      options.signal.removeEventListener('abort', onAbort);
-      await Promise.all([stopping, closeStdio(child.stdout, child.stderr)]);
-      if (partial !== '') emit(partial);
-      untrack?.();
-      resolve(run);
-    };
-    child.on('error', (error) => {
-      run.spawnError = error;
-      void finish();
-    });
-    child.on('exit', (code, signal) => {
-      run.exitCode = code;
-      run.exitSignal = signal;
-      void finish();
-    });
-  });
+  await group.ended;
+  await Promise.all([group.stopping(), closeStdio(child.stdout, child.stderr)]);
+  if (partial !== '') emit(partial);
+  group.untrack();
+  return run;
 }
 
 /** Waits for both streams to end, up to stdioDrainMs; then stops reading them. */

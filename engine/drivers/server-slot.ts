@@ -7,6 +7,7 @@
  */
 import { mkdir, open, readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { defaults } from '../../core/topology/types.js';
 import { isAlive } from '../../platform/process-identity.js';
 import { tcpProbe } from '../health/probes.js';
 import { PortPool } from './port-pool.js';
@@ -59,7 +60,8 @@ export interface ServerPerSlotDriver<Settings, Kept extends ServerSlotRecord> {
     known: Kept | undefined,
     options: DriverCallOptions,
   ): Promise<unknown>;
-  replicate: ComponentDriver['replicate'];
+  /** Where `from`'s data is now (a WAL position, a replication offset): what a copy must reach. */
+  position(ctx: ComponentCallContext, from: SlotInfo, options: DriverCallOptions): Promise<string>;
   replication: NonNullable<ComponentDriver['replication']>;
 }
 
@@ -88,7 +90,15 @@ export function createServerPerSlotDriver<Settings, Kept extends ServerSlotRecor
       };
     },
 
-    replicate: kind.replicate,
+    // A copy once: `to` follows `from`, catches up with where `from` is now, is promoted, and stops following.
+    async replicate(ctx, from, to, options) {
+      const deadline = Date.now() + (ctx.spec.replicate?.timeout ?? defaults.replicateTimeoutMs);
+      await kind.replication.follow(ctx, from, to, options);
+      const position = await kind.position(ctx, from, options);
+      await kind.replication.catchUp(ctx, from, to, position, deadline, options);
+      await kind.replication.promote(ctx, to, options);
+      await kind.replication.stop(ctx, from, to, options);
+    },
 
     async drain() {
       // Clients leave with the traffic; the server serves until retired.

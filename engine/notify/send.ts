@@ -118,16 +118,20 @@ function missingSecret(target: NotifyTarget, secrets: SecretSource): AttemptResu
   };
 }
 
-/** A 2xx is delivered; 408, 429 and 5xx are worth another attempt, other statuses are not. */
-function post(
-  url: string,
-  body: string,
+/**
+ * One attempt, ended by the first `done`: the one `start` calls, or at `context.timeoutMs` (a
+ * retryable failure saying `late`) or when the delivery is abandoned, both after `start`'s cancel
+ * (returned) has stopped what it started. The whole attempt, answer included, is bounded: a
+ * receiver that accepts and never answers costs one timeout, never more.
+ */
+function boundedAttempt(
   context: SendContext,
-  headers: Record<string, string>,
+  late: string,
+  start: (done: (result: AttemptResult) => void) => () => void,
 ): Promise<AttemptResult> {
-  const { timeoutMs } = context;
   return new Promise((resolve) => {
     let settled = false;
+    let timer: NodeJS.Timeout | undefined;
     let forget = () => {};
     const done = (result: AttemptResult) => {
       if (settled) return;
@@ -136,12 +140,34 @@ function post(
       forget();
       resolve(result);
     };
+    const cancel = start(done);
+    if (settled) return;
+    timer = setTimeout(() => {
+      cancel();
+      done({ ok: false, retryable: true, error: late });
+    }, context.timeoutMs);
+    timer.unref(); // what the attempt started keeps the process up while it runs; the timer must not
+    forget = onAbandon(context.abandon, () => {
+      cancel();
+      done(abandonedAttempt);
+    });
+  });
+}
+
+/** A 2xx is delivered; 408, 429 and 5xx are worth another attempt, other statuses are not. */
+function post(
+  url: string,
+  body: string,
+  context: SendContext,
+  headers: Record<string, string>,
+): Promise<AttemptResult> {
+  return boundedAttempt(context, `no answer within ${context.timeoutMs} ms`, (done) => {
     let target: URL;
     try {
       target = new URL(url);
     } catch {
-      resolve({ ok: false, retryable: false, error: 'the URL does not parse' });
-      return;
+      done({ ok: false, retryable: false, error: 'the URL does not parse' });
+      return () => {};
     }
     // node:https (TLS) loaded only for an https URL: ~18 ms of CPU in every runner otherwise.
     const client = target.protocol === 'https:' ? process.getBuiltinModule('node:https') : http;
@@ -164,17 +190,6 @@ function post(
         response.on('error', (error) => done({ ok: false, retryable: true, error: error.message }));
       },
     );
-    // The whole attempt, answer included, is bounded: a receiver that accepts and never answers
-    // costs one timeout, never more.
-    const timer = setTimeout(() => {
-      request.destroy();
-      done({ ok: false, retryable: true, error: `no answer within ${timeoutMs} ms` });
-    }, timeoutMs);
-    timer.unref(); // the request itself keeps the process up while it runs; the timer must not
-    forget = onAbandon(context.abandon, () => {
-      request.destroy();
-      done(abandonedAttempt);
-    });
     request.on('error', (error: NodeJS.ErrnoException) =>
       done({
         ok: false,
@@ -183,40 +198,21 @@ function post(
       }),
     );
     request.end(body);
+    return () => request.destroy();
   });
 }
 
 /** Exit 0 is delivered; the command gets the event on stdin and is killed (its group) at the timeout. */
 function runCommand(argv: string[], input: string, context: SendContext): Promise<AttemptResult> {
-  return new Promise((resolve) => {
-    const [program, ...args] = argv as [string, ...string[]];
-    const file = program.includes('/') ? path.resolve(context.baseDir, program) : program;
-    let settled = false;
+  const [program, ...args] = argv as [string, ...string[]];
+  const file = program.includes('/') ? path.resolve(context.baseDir, program) : program;
+  return boundedAttempt(context, `${program} did not exit within ${context.timeoutMs} ms`, (done) => {
     let stderr = '';
-    let forget = () => {};
-    const done = (result: AttemptResult) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      forget();
-      resolve(result);
-    };
     const child = spawn(file, args, {
       cwd: context.baseDir,
       env: inheritedEnv(),
       stdio: ['pipe', 'ignore', 'pipe'],
       detached: true,
-    });
-    const timer = setTimeout(() => {
-      killGroup(child.pid);
-      done({ ok: false, retryable: true, error: `${program} did not exit within ${context.timeoutMs} ms` });
-    }, context.timeoutMs);
-    timer.unref();
-    // The command runs in its own process group (detached): only killing that group ends it, so an
-    // abandoned delivery must do so itself, as the process exiting would leave it running.
-    forget = onAbandon(context.abandon, () => {
-      killGroup(child.pid);
-      done(abandonedAttempt);
     });
     child.stderr?.on('data', (chunk: Buffer) => {
       if (stderr.length < 500) stderr += chunk.toString('utf8');
@@ -241,6 +237,9 @@ function runCommand(argv: string[], input: string, context: SendContext): Promis
         });
       }
     });
+    // The command runs in its own process group (detached): only killing that group ends it, so an
+    // abandoned delivery must do so itself, as the process exiting would leave it running.
+    return () => killGroup(child.pid);
   });
 }
 

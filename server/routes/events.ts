@@ -7,12 +7,9 @@
 import type { FastifyInstance } from 'fastify';
 import { CutoverError } from '../../core/errors.js';
 import type { MigrationService } from '../../engine/services/migration-service.js';
-import { openEventStream } from '../log-streams.js';
+import { serveEventStream } from '../event-stream.js';
 import { HttpProblem } from '../problems.js';
 import { type RouteContext, routeSchema } from '../route-context.js';
-
-/** A comment line on an idle event stream, so that proxies and clients do not time it out. */
-const heartbeatMs = 15_000;
 
 export function registerEventRoutes(app: FastifyInstance, context: RouteContext): void {
   const { service } = context;
@@ -34,48 +31,30 @@ export function registerEventRoutes(app: FastifyInstance, context: RouteContext)
           'GET /v1/events is an event stream that does not end: send Accept: text/event-stream (curl -N -H "Accept: text/event-stream" …)',
         );
       }
-      const reader = new AbortController();
-      const stop = () => reader.abort();
-      context.shutdown.addEventListener('abort', stop, { once: true });
-      reply.raw.on('close', stop);
-      const out = reply.raw;
-      let release = () => {};
-      let heartbeat: NodeJS.Timeout | undefined;
-      let hijacked = false;
       const header = request.headers['last-event-id'];
       const after = Array.isArray(header) ? header[0] : header;
-      try {
-        release = context.logStreams.acquire(context.clientOf(request));
-        const events = service.events(
-          after === undefined ? { signal: reader.signal } : { signal: reader.signal, after },
-        );
-        // The first step refuses (NOT_SUPPORTED) before anything is written, as a problem+json.
-        const first = events.next();
-        const early = await Promise.race([first, firstLook()]);
-        reply.hijack();
-        hijacked = true;
-        if (context.shutdown.aborted) stop();
-        if (out.destroyed) return;
-        openEventStream(out, 'cutover event stream');
-        heartbeat = setInterval(() => out.write(': keep-alive\n\n'), heartbeatMs);
-        const reset = after === undefined ? null : await unknownResumePoint(after, service);
-        if (reset) out.write(`event: reset\ndata: ${JSON.stringify(reset)}\n\n`);
-        try {
-          for (let next = early ?? (await first); !next.done; next = await events.next()) {
-            const e = next.value;
-            out.write(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
+      await serveEventStream(request, reply, context, {
+        name: 'cutover event stream',
+        async prepare(signal) {
+          const events = service.events(after === undefined ? { signal } : { signal, after });
+          // The first step refuses (NOT_SUPPORTED) before anything is written, as a problem+json.
+          const first = events.next();
+          return { events, first, early: await Promise.race([first, firstLook()]) };
+        },
+        async write(out, _signal, { events, first, early }) {
+          const reset = after === undefined ? null : await unknownResumePoint(after, service);
+          if (reset) out.write(`event: reset\ndata: ${JSON.stringify(reset)}\n\n`);
+          try {
+            for (let next = early ?? (await first); !next.done; next = await events.next()) {
+              const e = next.value;
+              out.write(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
+            }
+            if (context.shutdown.aborted) out.write('event: shutdown\ndata: {}\n\n');
+          } finally {
+            await events.return(undefined);
           }
-          if (context.shutdown.aborted) out.write('event: shutdown\ndata: {}\n\n');
-        } finally {
-          await events.return(undefined);
-        }
-      } finally {
-        clearInterval(heartbeat);
-        context.shutdown.removeEventListener('abort', stop);
-        out.off('close', stop);
-        release();
-        if (hijacked) out.end();
-      }
+        },
+      });
     },
   );
 }

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Lifecycle, Verb } from '../../core/migration/types.js';
 import type { ResolveRequest } from '../../engine/services/migration-service.js';
 import { detailJson, listJson, logLineJson, summaryJson } from '../../views/migration-json.js';
-import { openEventStream } from '../log-streams.js';
+import { serveEventStream } from '../event-stream.js';
 import { type RouteContext, routeSchema } from '../route-context.js';
 import { ref } from '../schemas.js';
 import { idempotencyHeader, idempotent } from './operations.js';
@@ -65,9 +65,6 @@ async function countLines(lines: AsyncIterable<unknown>): Promise<number> {
   for await (const _ of lines) count += 1;
   return count;
 }
-
-/** A comment line on an idle event stream, so that proxies and clients do not time it out. */
-const heartbeatMs = 15_000;
 
 interface ListQuery {
   environment?: string;
@@ -156,61 +153,36 @@ export function registerMigrationRoutes(app: FastifyInstance, context: RouteCont
           .serializer((x: unknown) => String(x))
           .send(text);
       }
-      // A stream of events, written by hand once hijacked. Everything it holds (a slot, a share of
-      // the migration's reader, the heartbeat) is taken inside the `try`, so that the `finally`
-      // gives each back whatever happens between taking it and the stream's end.
-      const reader = new AbortController();
-      const stop = () => reader.abort();
-      context.shutdown.addEventListener('abort', stop, { once: true });
-      // The response's close is the client hanging up (the request's own 'close' only says that
-      // its body has been read, long done for a GET).
-      reply.raw.on('close', stop);
-      const out = reply.raw;
-      let release = () => {};
-      let heartbeat: NodeJS.Timeout | undefined;
-      let hijacked = false;
-      try {
-        // Refused (429) before anything is written, when the client or the server has enough open.
-        release = context.logStreams.acquire(context.clientOf(request));
-        reply.hijack();
-        hijacked = true;
-        // The client may have hung up, or the server begun to shut down, while the migration was
-        // looked up: those events fired before the listeners above, and will not fire again.
-        if (context.shutdown.aborted) stop();
-        if (out.destroyed) return;
-        openEventStream(out, 'cutover log stream');
-        heartbeat = setInterval(() => out.write(': keep-alive\n\n'), heartbeatMs);
-        // Driven by hand (its return value is the summary); returned in any case, so that this
-        // stream's share of the migration's reader is always given back.
-        // Each log event's id is its line's position in the log (1-based); a client that lost the
-        // stream sends the last id it got and goes on from the line after it.
-        const resume = await resumePoint(request.headers['last-event-id'], () =>
-          countLines(service.logs(id, { follow: false })),
-        );
-        if (resume.reset) out.write(`event: reset\ndata: ${JSON.stringify(resume.reset)}\n\n`);
-        let position = resume.after;
-        const lines = context.logStreams.follow(id, reader.signal, position);
-        try {
-          for (let next = await lines.next(); ; next = await lines.next()) {
-            if (next.done) {
-              if (next.value !== null)
-                out.write(`event: end\ndata: ${JSON.stringify({ summary: summaryJson(next.value) })}\n\n`);
-              else if (context.shutdown.aborted) out.write('event: shutdown\ndata: {}\n\n');
-              break;
+      await serveEventStream(request, reply, context, {
+        name: 'cutover log stream',
+        prepare: async () => undefined,
+        async write(out, signal) {
+          // Each log event's id is its line's position in the log (1-based); a client that lost the
+          // stream sends the last id it got and goes on from the line after it.
+          const resume = await resumePoint(request.headers['last-event-id'], () =>
+            countLines(service.logs(id, { follow: false })),
+          );
+          if (resume.reset) out.write(`event: reset\ndata: ${JSON.stringify(resume.reset)}\n\n`);
+          let position = resume.after;
+          // Driven by hand (its return value is the summary); returned in any case, so that this
+          // stream's share of the migration's reader is always given back.
+          const lines = context.logStreams.follow(id, signal, position);
+          try {
+            for (let next = await lines.next(); ; next = await lines.next()) {
+              if (next.done) {
+                if (next.value !== null)
+                  out.write(`event: end\ndata: ${JSON.stringify({ summary: summaryJson(next.value) })}\n\n`);
+                else if (context.shutdown.aborted) out.write('event: shutdown\ndata: {}\n\n');
+                break;
+              }
+              position += 1;
+              out.write(`id: ${position}\nevent: log\ndata: ${JSON.stringify(logLineJson(next.value))}\n\n`);
             }
-            position += 1;
-            out.write(`id: ${position}\nevent: log\ndata: ${JSON.stringify(logLineJson(next.value))}\n\n`);
+          } finally {
+            await lines.return(null);
           }
-        } finally {
-          await lines.return(null);
-        }
-      } finally {
-        clearInterval(heartbeat);
-        context.shutdown.removeEventListener('abort', stop);
-        out.off('close', stop);
-        release();
-        if (hijacked) out.end();
-      }
+        },
+      });
     },
   );
 

@@ -5,7 +5,6 @@
  * slot (`{"version": …}`), so the load generator (bench/load.js, keep-alive clients in a process
  * of their own) can tell who answered.
  */
-import { spawnSync } from 'node:child_process';
 import { Agent, createServer, request } from 'node:http';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -16,14 +15,17 @@ import { caddyPaths, routeId, serverNames, slotWeights } from '../../engine/driv
 import { createCaddyDriver } from '../../engine/drivers/caddy-driver.js';
 import { adminCall, caddyPid, loadConfig } from '../../engine/drivers/caddy-process.js';
 import { parseCaddyTraffic } from '../../engine/drivers/caddy-traffic.js';
-import type {
-  DriverCallOptions,
-  RouteCallContext,
-  RouteState,
-  SlotInfo,
-} from '../../engine/drivers/types.js';
-import { StateDir } from '../../engine/store/state-dir.js';
+import type { RouteCallContext, RouteState, SlotInfo } from '../../engine/drivers/types.js';
 import { freeListen, send } from '../router/support.js';
+import {
+  answeredAfter,
+  balancerContext,
+  callOptions,
+  requireProgram,
+  routeSpec,
+  startSlot,
+  versionsOf,
+} from '../support/balancers.js';
 import { loadAnswers, startTestLoad } from '../support/load.js';
 import { waitGone } from '../support/processes.js';
 import { Resources } from '../support/resources.js';
@@ -36,19 +38,9 @@ let ctx: RouteCallContext;
 const log: string[] = [];
 
 beforeAll(async () => {
-  const probe = spawnSync('caddy', ['version'], { encoding: 'utf8' });
-  if (probe.error || probe.status !== 0)
-    throw new Error(
-      'these tests run a real Caddy, and `caddy` is not on PATH: install it with `apt-get install -y caddy` (npm test does, through scripts/test-deps.mjs)',
-    );
+  requireProgram('caddy', ['version'], 'Caddy');
   const dir = await resources.tempDir('cutover-caddy-');
-  ctx = {
-    environment: 'test',
-    migrationId: 'mig_test',
-    stateDir: StateDir.at(dir),
-    baseDir: dir,
-    driver: { type: 'caddy' },
-  };
+  ctx = balancerContext(dir, { type: 'caddy' });
 });
 
 afterAll(async () => {
@@ -67,27 +59,6 @@ afterAll(async () => {
   await resources.cleanup();
 });
 
-function options(): DriverCallOptions {
-  return { signal: new AbortController().signal, log: (line) => log.push(line) };
-}
-
-/** A replica of a slot: answers `{"version": slot}`. */
-async function startReplica(slot: string): Promise<string> {
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ version: slot }));
-    });
-  });
-  return resources.listen(server);
-}
-
-async function startSlot(slot: 'blue' | 'green'): Promise<SlotInfo> {
-  const addresses = [await startReplica(slot), await startReplica(slot)];
-  return { component: 'web', slot, version: slot, addresses };
-}
-
 interface TestRoute {
   name: string;
   listen: string;
@@ -102,35 +73,16 @@ async function newRoute(extra: Partial<Route> = {}): Promise<TestRoute> {
   routes += 1;
   const name = `www${routes}`;
   const listen = await freeListen();
-  const [blue, green] = [await startSlot('blue'), await startSlot('green')];
-  const spec = { listen, to: 'web', shift: [10, 50, 100], drain: { timeout: 10_000 }, ...extra } as Route;
+  const [blue, green] = [await startSlot(resources, 'blue'), await startSlot(resources, 'green')];
+  const spec = routeSpec(listen, extra);
   const apply = async (greenPercent: number, withGreen = true) => {
     const state: RouteState = { route: name, spec, blue, green: withGreen ? green : null, greenPercent };
     const started = performance.now();
-    await driver.apply(ctx, state, options());
+    await driver.apply(ctx, state, callOptions(log));
     return performance.now() - started;
   };
   await apply(0, false);
   return { name, listen, blue, green, apply };
-}
-
-async function versionsOf(listen: string, count: number): Promise<Record<string, number>> {
-  const versions: Record<string, number> = {};
-  for (let i = 0; i < count; i++) {
-    const answer = await send(listen);
-    expect(answer.status).toBe(200);
-    const version = (JSON.parse(answer.body) as { version: string }).version;
-    versions[version] = (versions[version] ?? 0) + 1;
-  }
-  return versions;
-}
-
-/** Versions of the requests sent after `afterMs` (load time). */
-function answeredAfter(result: LoadResult, afterMs: number): Record<string, number> {
-  const versions: Record<string, number> = {};
-  for (const r of result.records)
-    if (r.sentAt >= afterMs && !r.error) versions[r.version ?? '?'] = (versions[r.version ?? '?'] ?? 0) + 1;
-  return versions;
 }
 
 describe('caddy route driver (real Caddy)', () => {
@@ -178,7 +130,7 @@ describe('caddy route driver (real Caddy)', () => {
     const route = await newRoute();
     const spec = { listen: route.listen, to: 'web', shift: [100], drain: { timeout: 1_000 } } as Route;
     const set = (state: Omit<RouteState, 'route' | 'spec'>) =>
-      driver.apply(ctx, { route: route.name, spec, ...state }, options());
+      driver.apply(ctx, { route: route.name, spec, ...state }, callOptions(log));
     let [blue, green] = [route.blue, route.green];
     const load = startTestLoad({ url: `http://${route.listen}/`, rate: loadRatePerSecond });
     await loadAnswers(load, 100);
@@ -241,10 +193,10 @@ describe('caddy route driver (real Caddy)', () => {
     await received;
     await route.apply(100);
 
-    const early = await driver.drain(ctx, route.name, [address], 300, options());
+    const early = await driver.drain(ctx, route.name, [address], 300, callOptions(log));
     expect(early).toEqual({ drained: false, inFlight: 1, unit: 'requests' });
     release();
-    const drained = await driver.drain(ctx, route.name, [address], 10_000, options());
+    const drained = await driver.drain(ctx, route.name, [address], 10_000, callOptions(log));
     expect(drained).toEqual({ drained: true, inFlight: 0, unit: 'requests' });
     expect((await answer).status).toBe(200);
   });
@@ -291,9 +243,9 @@ describe('caddy route driver (real Caddy)', () => {
   it('counts each slot’s requests and 5xx from Caddy’s metrics', async () => {
     const route = await newRoute();
     await route.apply(50);
-    const before = await driver.traffic?.(ctx, route.name, options());
+    const before = await driver.traffic?.(ctx, route.name, callOptions(log));
     await versionsOf(route.listen, 10);
-    const after = await driver.traffic?.(ctx, route.name, options());
+    const after = await driver.traffic?.(ctx, route.name, callOptions(log));
     expect(after?.slots.blue.requests).toBe((before?.slots.blue.requests ?? 0) + 5);
     expect(after?.slots.green.requests).toBe((before?.slots.green.requests ?? 0) + 5);
     expect(after?.slots.green.errors5xx).toBe(0);
@@ -306,19 +258,23 @@ describe('caddy route driver (real Caddy)', () => {
     const paths = caddyPaths(ctx.stateDir.root);
     const names = serverNames(routeId(ctx.environment, route.name));
     const spec = { listen: route.listen, to: 'web', shift: [100], drain: { timeout: 1_000 } } as Route;
-    expect(await driver.observe?.(ctx, route.name, spec, options())).toMatchObject({ state: 'served' });
+    expect(await driver.observe?.(ctx, route.name, spec, callOptions(log))).toMatchObject({
+      state: 'served',
+    });
 
     // One of blue's replicas taken out of Caddy's live configuration, through its admin API.
     const blueUpstreams = `/config/apps/http/servers/${names.slot('blue')}/routes/0/handle/0/upstreams`;
     await adminPatch(paths, blueUpstreams, [{ dial: route.blue.addresses[0] }]);
-    const removed = await driver.observe?.(ctx, route.name, spec, options());
+    const removed = await driver.observe?.(ctx, route.name, spec, callOptions(log));
     expect(removed).toMatchObject({ state: 'edited', edit: 'caddy configuration edited' });
     expect(removed?.detail).toContain(
       `upstreams ${route.blue.addresses[0]}; cutover's: ${route.blue.addresses.join(', ')}`,
     );
 
     await route.apply(10);
-    expect(await driver.observe?.(ctx, route.name, spec, options())).toMatchObject({ state: 'served' });
+    expect(await driver.observe?.(ctx, route.name, spec, callOptions(log))).toMatchObject({
+      state: 'served',
+    });
 
     // The weights: green's slot twice in the list instead of once in ten.
     const mainUpstreams = `/config/apps/http/servers/${names.main}/routes/0/handle/0/upstreams`;
@@ -327,12 +283,14 @@ describe('caddy route driver (real Caddy)', () => {
       `s-${routeId(ctx.environment, route.name)}-green.sock`,
     );
     await adminPatch(paths, mainUpstreams, [{ dial: `unix/${green}` }, { dial: `unix/${green}` }]);
-    const reweighted = await driver.observe?.(ctx, route.name, spec, options());
+    const reweighted = await driver.observe?.(ctx, route.name, spec, callOptions(log));
     expect(reweighted).toMatchObject({ state: 'edited' });
     expect(await versionsOf(route.listen, 4)).toEqual({ green: 4 });
 
     await route.apply(10);
-    expect(await driver.observe?.(ctx, route.name, spec, options())).toMatchObject({ state: 'served' });
+    expect(await driver.observe?.(ctx, route.name, spec, callOptions(log))).toMatchObject({
+      state: 'served',
+    });
     expect(await versionsOf(route.listen, 10)).toEqual({ blue: 9, green: 1 });
   });
 
@@ -345,7 +303,7 @@ describe('caddy route driver (real Caddy)', () => {
       const pid = caddyPid(paths, instance) as number;
       process.kill(pid, 'SIGKILL');
       await waitGone(pid);
-      expect(await driver.observe?.(ctx, route.name, spec, options())).toMatchObject({
+      expect(await driver.observe?.(ctx, route.name, spec, callOptions(log))).toMatchObject({
         state: 'not_served',
         detail: expect.stringContaining(`caddy (${instance})`),
       });
@@ -362,7 +320,7 @@ describe('caddy route driver (real Caddy)', () => {
       await route.apply(50);
       expect(log.join('\n')).toMatch(new RegExp(`started caddy \\(${instance}\\) .* from .*caddy\\.json`));
       expect(caddyPid(paths, instance)).not.toBe(pid);
-      expect(await driver.observe?.(ctx, route.name, spec, options())).toMatchObject({
+      expect(await driver.observe?.(ctx, route.name, spec, callOptions(log))).toMatchObject({
         state: 'served',
         greenPercent: 50,
       });
@@ -374,10 +332,10 @@ describe('caddy route driver (real Caddy)', () => {
 
   it('removes a route: its listener closes, the other routes stay', async () => {
     const [one, two] = [await newRoute(), await newRoute()];
-    await driver.remove(ctx, one.name, options());
+    await driver.remove(ctx, one.name, callOptions(log));
     await expect(send(one.listen)).rejects.toThrow(/ECONNREFUSED/);
     expect(await versionsOf(two.listen, 2)).toEqual({ blue: 2 });
-    await driver.remove(ctx, one.name, options()); // idempotent
+    await driver.remove(ctx, one.name, callOptions(log)); // idempotent
   });
 });
 

@@ -9,12 +9,11 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Load, LoadResult } from '../../bench/load.js';
 import { caddyPaths, routeId, serverNames } from '../../engine/drivers/caddy-config.js';
 import { adminCall, caddyPid } from '../../engine/drivers/caddy-process.js';
+import { migrateUnderLoad as migrateCanaryUnderLoad } from '../support/canary.js';
 import { runCli } from '../support/cli.js';
-import { startTestLoad } from '../support/load.js';
-import { isFinal, liveWorkspace, migrateDetached, type Summary, waitFor } from '../support/migrations.js';
+import { liveWorkspace } from '../support/migrations.js';
 import { waitGone } from '../support/processes.js';
 import { eventually } from '../support/wait.js';
 
@@ -35,11 +34,11 @@ beforeAll(async () => {
 
 afterAll(async () => {
   // `down` (in cleanup) removes the route, and the driver stops both Caddys with the last one;
-  // any left (a failed test) are killed by the pids they wrote.
-  await w.cleanup();
+  // any left (a failed test) are killed by the pids they wrote, read before cleanup removes them.
   const paths = caddyPaths(w.stateDir);
-  for (const instance of ['edge', 'split'] as const) {
-    const pid = caddyPid(paths, instance);
+  const pids = (['edge', 'split'] as const).map((instance) => caddyPid(paths, instance));
+  await w.cleanup();
+  for (const pid of pids) {
     if (pid === null) continue;
     try {
       process.kill(pid, 'SIGKILL');
@@ -67,20 +66,8 @@ function logOf(id: string): string {
 }
 
 /** Runs `during` while a migration runs under load; the load's result and the migration's end. */
-async function migrateUnderLoad(
-  during: (id: string) => Promise<void> = async () => undefined,
-): Promise<{ id: string; end: Summary; result: LoadResult }> {
-  const load: Load = startTestLoad({ url: w.url, rate });
-  try {
-    const id = await migrateDetached(w);
-    await during(id);
-    const end = await waitFor(w, id, isFinal, 60_000);
-    return { id, end, result: await load.stop() };
-  } catch (error) {
-    await load.stop();
-    throw error;
-  }
-}
+const migrateUnderLoad = (during?: (id: string) => Promise<void>) =>
+  migrateCanaryUnderLoad(w, { rate }, during);
 
 const plan = () => runCli(['topology', 'plan', '-f', w.file, '--detailed-exitcode']);
 

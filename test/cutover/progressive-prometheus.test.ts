@@ -15,22 +15,14 @@
  * The router starts with a first migration (to 1.0.0); Prometheus is then pointed at the control
  * port in `<state>/router/router.json`, which the router keeps while it runs.
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Load } from '../../bench/load.js';
 import { readRouterRecord } from '../../router/router-record.js';
+import { canaryPerFile, migrateUnderLoad as migrateCanary, type Release } from '../support/canary.js';
 import { runCli } from '../support/cli.js';
 import { startTestLoad } from '../support/load.js';
-import {
-  isFinal,
-  killSlots,
-  migrateDetached,
-  type Summary,
-  type Workspace,
-  waitFor,
-  workspace,
-} from '../support/migrations.js';
+import { isFinal, migrateDetached, type Summary, waitFor } from '../support/migrations.js';
 import { startPrometheus, type TestPrometheus } from '../support/prometheus.js';
 import { Resources } from '../support/resources.js';
 import { eventually } from '../support/wait.js';
@@ -43,19 +35,12 @@ const green = 'route="www",slot="green"';
 const errorRatio = `sum(increase(cutover_route_responses_5xx_total{${green}}[${holdSeconds}s])) / sum(increase(cutover_route_requests_total{${green}}[${holdSeconds}s]))`;
 
 const resources = new Resources();
-let w: Workspace;
-let url: string;
+const canary = canaryPerFile();
 let prometheus: TestPrometheus;
-let version = 1;
 
 beforeAll(async () => {
-  w = await workspace('test/fixtures/canary');
-  const listen = /listen: (127\.0\.0\.1:\d+)/.exec(readFileSync(w.file, 'utf8'))?.[1] as string;
-  url = `http://${listen}/`;
-  const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
-  expect(first.code, first.stderr).toBe(0);
-  const router = readRouterRecord(w.stateDir);
-  if (!router) throw new Error(`no router record in ${w.stateDir} after the first migration`);
+  const router = readRouterRecord(canary.w.stateDir);
+  if (!router) throw new Error(`no router record in ${canary.w.stateDir} after the first migration`);
   prometheus = await startPrometheus(resources, `127.0.0.1:${router.port}`);
   // Prometheus scrapes the router before any release starts.
   await eventually(
@@ -64,21 +49,12 @@ beforeAll(async () => {
   );
 }, 60_000);
 
-afterAll(async () => {
-  await resources.cleanup();
-  await runCli(['topology', 'down', '-f', w.file, '--yes']).catch(() => undefined);
-  killSlots(w.stateDir);
-  await w.cleanup();
-}, 60_000);
+// Before the canary's own afterAll: Prometheus stops scraping before the router goes.
+afterAll(() => resources.cleanup(), 60_000);
 
 /** The next version, with the app's env and the route's shift as the test wants them. */
-function release(env: { FAIL_EVERY?: number }, shift: string): void {
-  version += 1;
-  const text = readFileSync(w.file, 'utf8')
-    .replace(/version: "[^"]*"/, `version: "${version}.0.0"`)
-    .replace(/env: \{[^}]*\}/, `env: { FAIL_EVERY: "${env.FAIL_EVERY ?? 0}", DELAY_MS: "0" }`)
-    .replace(/shift: .*/, `shift: ${shift}`);
-  writeFileSync(w.file, text);
+function release(env: Pick<NonNullable<Release['env']>, 'FAIL_EVERY'>, shift: string): void {
+  canary.release({ env, shift });
 }
 
 /** A shift whose 10 % step holds with the Prometheus check alone, then the given steps. */
@@ -93,22 +69,14 @@ interface Detail {
 }
 
 async function detail(id: string): Promise<Detail> {
-  const result = await runCli(['topology', 'migration', 'show', id, '-f', w.file, '--json']);
+  const result = await runCli(['topology', 'migration', 'show', id, '-f', canary.w.file, '--json']);
   expect(result.code, result.stderr).toBe(0);
   return JSON.parse(result.stdout) as Detail;
 }
 
 async function migrateUnderLoad(): Promise<{ id: string; end: Summary; failed: number }> {
-  const load: Load = startTestLoad({ url, rate });
-  try {
-    const id = await migrateDetached(w);
-    const end = await waitFor(w, id, isFinal, 60_000);
-    const result = await load.stop();
-    return { id, end, failed: result.failed };
-  } catch (error) {
-    await load.stop();
-    throw error;
-  }
+  const run = await migrateCanary(canary.w, { rate });
+  return { id: run.id, end: run.end, failed: run.result.failed };
 }
 
 describe('progressive delivery gated by a real Prometheus', { timeout: 90_000 }, () => {
@@ -144,11 +112,11 @@ describe('progressive delivery gated by a real Prometheus', { timeout: 90_000 },
   it('no traffic during the hold extends it once; the query is judged again over the extension', async () => {
     release({ FAIL_EVERY: 20 }, prometheusShift('100'));
     // No load yet: green's 5xx ratio over the hold is 0/0.
-    const id = await migrateDetached(w);
+    const id = await migrateDetached(canary.w);
     // The migration's log file, read as it grows: the load must start early in the extension.
-    const [environment] = readdirSync(path.join(w.stateDir, 'environments'));
+    const [environment] = readdirSync(path.join(canary.w.stateDir, 'environments'));
     const logFile = path.join(
-      w.stateDir,
+      canary.w.stateDir,
       'environments',
       environment as string,
       'migrations',
@@ -164,8 +132,8 @@ describe('progressive delivery gated by a real Prometheus', { timeout: 90_000 },
     expect(log).toMatch(
       /route www: the query `sum\(increase.*` gave NaN .*; the hold is extended once, by 4s/,
     );
-    const load: Load = startTestLoad({ url, rate });
-    const end = await waitFor(w, id, isFinal, 30_000).finally(() => load.stop());
+    const load = startTestLoad({ url: canary.w.url, rate });
+    const end = await waitFor(canary.w, id, isFinal, 30_000).finally(() => load.stop());
     expect(end.lifecycle).toBe('rolled_back');
     expect(end.reason).toMatch(/^analysis failed: prometheus `sum\(increase.*` = 0\.0\d+ > max 0\.01$/);
   });

@@ -11,56 +11,19 @@
  * - manual holds wait for `promote`, and `promote --full` skips the steps left;
  * - a rollout hook that fails rolls back with its reason.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Load } from '../../bench/load.js';
+import { describe, expect, it } from 'vitest';
+import { canaryPerFile, migrateUnderLoad as migrateCanary, type Release } from '../support/canary.js';
 import { runCli } from '../support/cli.js';
-import { startTestLoad } from '../support/load.js';
-import {
-  isFinal,
-  killSlots,
-  migrateDetached,
-  type Summary,
-  type Workspace,
-  waitFor,
-  workspace,
-} from '../support/migrations.js';
+import { isFinal, type Summary, waitFor } from '../support/migrations.js';
 
 const rate = 300;
 const holdMs = 4_000;
 
-let w: Workspace;
-let url: string;
-let version = 1;
+const canary = canaryPerFile();
 
-beforeAll(async () => {
-  w = await workspace('test/fixtures/canary');
-  const listen = /listen: (127\.0\.0\.1:\d+)/.exec(readFileSync(w.file, 'utf8'))?.[1] as string;
-  url = `http://${listen}/`;
-  const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
-  expect(first.code, first.stderr).toBe(0);
-}, 60_000);
-
-afterAll(async () => {
-  await runCli(['topology', 'down', '-f', w.file, '--yes']).catch(() => undefined);
-  // A test that failed half way may leave a migration in flight, which down refuses: its slots too.
-  killSlots(w.stateDir);
-  await w.cleanup();
-}, 60_000);
-
-/** The next version, with the app's env and the route's shift as the test wants them (YAML flow text). */
-function release(env: { FAIL_EVERY?: number; DELAY_MS?: number }, shift: string, strategy = ''): void {
-  version += 1;
-  let text = readFileSync(w.file, 'utf8')
-    .replace(/version: "[^"]*"/, `version: "${version}.0.0"`)
-    .replace(
-      /env: \{[^}]*\}/,
-      `env: { FAIL_EVERY: "${env.FAIL_EVERY ?? 0}", DELAY_MS: "${env.DELAY_MS ?? 0}" }`,
-    )
-    .replace(/shift: .*/, `shift: ${shift}`)
-    .replace(/\nstrategy:[\s\S]*$/, '\n');
-  if (strategy) text += `strategy:\n${strategy}`;
-  writeFileSync(w.file, text);
+/** The next version, with the app's env, the route's shift and the strategy as the test wants them (YAML flow text). */
+function release(env: Release['env'], shift: string, strategy = ''): void {
+  canary.release({ env: env ?? {}, shift, strategy });
 }
 
 interface Detail {
@@ -72,28 +35,20 @@ interface Detail {
 }
 
 async function detail(id: string): Promise<Detail> {
-  const result = await runCli(['topology', 'migration', 'show', id, '-f', w.file, '--json']);
+  const result = await runCli(['topology', 'migration', 'show', id, '-f', canary.w.file, '--json']);
   expect(result.code, result.stderr).toBe(0);
   return JSON.parse(result.stdout) as Detail;
 }
 
 async function logText(id: string): Promise<string> {
-  const result = await runCli(['topology', 'migration', 'logs', id, '-f', w.file]);
+  const result = await runCli(['topology', 'migration', 'logs', id, '-f', canary.w.file]);
   return result.stdout;
 }
 
 /** Migrates under load until the migration ends; the load's count of failed requests with it. */
 async function migrateUnderLoad(): Promise<{ id: string; end: Summary; failed: number; requests: number }> {
-  const load: Load = startTestLoad({ url, rate });
-  try {
-    const id = await migrateDetached(w);
-    const end = await waitFor(w, id, isFinal, 60_000);
-    const result = await load.stop();
-    return { id, end, failed: result.failed, requests: result.requests };
-  } catch (error) {
-    await load.stop();
-    throw error;
-  }
+  const run = await migrateCanary(canary.w, { rate });
+  return { id: run.id, end: run.end, failed: run.result.failed, requests: run.result.requests };
 }
 
 describe('progressive delivery under load', { timeout: 90_000 }, () => {
@@ -176,7 +131,7 @@ describe('progressive delivery under load', { timeout: 90_000 }, () => {
   it('manual holds wait for promote; promote --full skips the steps left', async () => {
     release({}, '[{ weight: 10, hold: manual }, { weight: 30, hold: manual }, 60, 100]');
     // migrate --json answers once the migration waits for a person, as at a manual commit.
-    const started = await runCli(['topology', 'migrate', '-f', w.file, '--yes', '--json']);
+    const started = await runCli(['topology', 'migrate', '-f', canary.w.file, '--yes', '--json']);
     expect(started.code, started.stderr).toBe(0);
     expect(started.stderr).toMatch(/awaiting promotion: run `cutover topology migration promote mig_\w+/);
     const { id, lifecycle } = (JSON.parse(started.stdout) as { summary: Summary }).summary;
@@ -184,20 +139,20 @@ describe('progressive delivery under load', { timeout: 90_000 }, () => {
     const at = (s: Summary) => s.lifecycle === 'awaiting_promotion';
     const before = await detail(id);
     expect(before.summary.status).toBe('awaiting promotion');
-    const promote = await runCli(['topology', 'migration', 'promote', id, '-f', w.file]);
+    const promote = await runCli(['topology', 'migration', 'promote', id, '-f', canary.w.file]);
     expect(promote.code, promote.stderr).toBe(0);
     // The next step is 30 %, which holds too: it waits again.
-    await waitFor(w, id, (s) => at(s) && s.status === 'awaiting promotion', 30_000);
+    await waitFor(canary.w, id, (s) => at(s) && s.status === 'awaiting promotion', 30_000);
     await expect.poll(async () => logText(id), { timeout: 20_000 }).toMatch(/awaiting promotion at 30 %/);
-    const full = await runCli(['topology', 'migration', 'promote', id, '--full', '-f', w.file]);
+    const full = await runCli(['topology', 'migration', 'promote', id, '--full', '-f', canary.w.file]);
     expect(full.code, full.stderr).toBe(0);
-    const end = await waitFor(w, id, isFinal, 30_000);
+    const end = await waitFor(canary.w, id, isFinal, 30_000);
     expect(end.lifecycle).toBe('completed');
     const log = await logText(id);
     expect(log).toMatch(/route www at 10% green[\s\S]*route www at 30% green[\s\S]*route www at 100% green/);
     expect(log).not.toMatch(/route www at 60% green/);
     // Refused once nothing waits for it: one line naming why.
-    const again = await runCli(['topology', 'migration', 'promote', id, '-f', w.file]);
+    const again = await runCli(['topology', 'migration', 'promote', id, '-f', canary.w.file]);
     expect(again.code).not.toBe(0);
     expect(again.stderr).toMatch(/cannot promote .*: it has completed/);
   });

@@ -5,7 +5,7 @@
  */
 import { once } from 'node:events';
 import { readFile, rename, rm } from 'node:fs/promises';
-import { Agent, createServer } from 'node:http';
+import { Agent } from 'node:http';
 import { connect, createServer as createNetServer } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,21 +13,23 @@ import type { Route } from '../../core/topology/types.js';
 import { mainServers } from '../../engine/drivers/haproxy-config.js';
 import { createHaproxyDriver } from '../../engine/drivers/haproxy-driver.js';
 import { showServersState } from '../../engine/drivers/haproxy-runtime.js';
-import type {
-  DriverCallOptions,
-  RouteCallContext,
-  RouteState,
-  SlotInfo,
-} from '../../engine/drivers/types.js';
-import { StateDir } from '../../engine/store/state-dir.js';
+import type { RouteCallContext, RouteState, SlotInfo } from '../../engine/drivers/types.js';
 import { freeListen, send } from '../router/support.js';
+import {
+  balancerContext,
+  callOptions,
+  routeSpec,
+  splitWeights,
+  startHeldReplica,
+  startSlot,
+  versionsOf,
+} from '../support/balancers.js';
 import { Resources, resourcesPerTest } from '../support/resources.js';
 import {
   haproxyMaster,
   killHaproxy,
   operatorCommand,
   requireHaproxy,
-  startSlot,
   stopHaproxyAtCleanup,
 } from './support.js';
 
@@ -41,34 +43,9 @@ beforeAll(async () => {
   requireHaproxy();
   stateDir = await shared.tempDir('cutover-haproxy-');
   stopHaproxyAtCleanup(shared, stateDir);
-  ctx = {
-    environment: 'test',
-    migrationId: 'mig_test',
-    stateDir: StateDir.at(stateDir),
-    baseDir: stateDir,
-    driver: { type: 'haproxy' },
-  };
+  ctx = balancerContext(stateDir, { type: 'haproxy' });
 });
 afterAll(() => shared.cleanup());
-
-function routeSpec(listen: string, extra: Partial<Route> = {}): Route {
-  return { listen, to: 'web', shift: [10, 50, 100], drain: { timeout: 10_000 }, ...extra } as Route;
-}
-
-function callOptions(log: string[] = []): DriverCallOptions {
-  return { signal: new AbortController().signal, log: (line) => log.push(line) };
-}
-
-async function versionsOf(listen: string, count: number, agent?: Agent): Promise<Record<string, number>> {
-  const versions: Record<string, number> = {};
-  for (let i = 0; i < count; i++) {
-    const answer = await send(listen, agent ? { agent } : {});
-    expect(answer.status).toBe(200);
-    const version = (JSON.parse(answer.body) as { version: string }).version;
-    versions[version] = (versions[version] ?? 0) + 1;
-  }
-  return versions;
-}
 
 /** A route with blue (and green) slots, applied at 0 % green; `set` applies another split. */
 async function routeWith(name: string, extra: Partial<Route> = {}) {
@@ -86,25 +63,6 @@ async function routeWith(name: string, extra: Partial<Route> = {}) {
     driver.apply(ctx, state(greenPercent, withGreen), callOptions(log));
   await set(0, false);
   return { blue, green, listen, spec, set };
-}
-
-/** A blue replica that holds every request until `release()`; `received` resolves on the first. */
-async function heldReplica() {
-  let receive = () => {};
-  let release = () => {};
-  const received = new Promise<void>((resolve) => {
-    receive = resolve;
-  });
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  const server = createServer((req, res) => {
-    req.resume();
-    receive();
-    void released.then(() => res.end(JSON.stringify({ version: 'blue', replica: 'held' })));
-  });
-  resources.add(release);
-  return { address: await resources.listen(server), received, release };
 }
 
 const socket = () => path.join(stateDir, 'haproxy', 'haproxy.sock');
@@ -204,7 +162,7 @@ describe('haproxy route driver (real haproxy)', () => {
   });
 
   it('drains blue: waits until the current session haproxy still carries to blue ends', async () => {
-    const held = await heldReplica();
+    const held = await startHeldReplica(resources);
     const green = await startSlot(resources, 'green');
     const listen = await freeListen();
     const spec = routeSpec(listen);
@@ -316,11 +274,7 @@ describe('haproxy route driver (real haproxy)', () => {
 describe('haproxy driver weights, without haproxy', () => {
   it('spreads each slot’s share over its replicas as the smallest exact integers, at most 256, drained at 0', () => {
     const weights = (blue: number, green: number, greenPercent: number) =>
-      mainServers({
-        blue: Array.from({ length: blue }, (_, i) => `b${i}`),
-        green: Array.from({ length: green }, (_, i) => `g${i}`),
-        greenPercent,
-      }).map((s) => `${s.address}=${s.weight}`);
+      splitWeights(mainServers, blue, green, greenPercent);
     expect(weights(2, 2, 10)).toEqual(['b0=9', 'b1=9', 'g0=1', 'g1=1']);
     expect(weights(2, 2, 100)).toEqual(['b0=0', 'b1=0', 'g0=1', 'g1=1']);
     expect(weights(2, 0, 100)).toEqual(['b0=1', 'b1=1']);

@@ -15,54 +15,39 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Load } from '../../bench/load.js';
+import { type Canary, startCanary, stopCanary, writeRelease } from '../support/canary.js';
 import { runCli } from '../support/cli.js';
 import { startTestLoad } from '../support/load.js';
-import {
-  isFinal,
-  killSlots,
-  migrateDetached,
-  type Summary,
-  type Workspace,
-  waitFor,
-  workspace,
-} from '../support/migrations.js';
+import { isFinal, migrateDetached, type Summary, waitFor } from '../support/migrations.js';
 import { Resources } from '../support/resources.js';
 import { eventually } from '../support/wait.js';
 import { killHaproxy, operatorCommand, requireHaproxy, stopHaproxyAtCleanup } from './support.js';
 
 const rate = 500;
 const shared = new Resources();
-let w: Workspace;
-let url: string;
+let w: Canary;
 let version = 1;
 
 beforeAll(async () => {
   requireHaproxy();
-  w = await workspace('test/fixtures/canary', (yaml) =>
-    yaml
-      .replace('drivers:\n', 'drivers:\n  edge: { type: haproxy }\n')
-      .replace('    to: web\n', '    to: web\n    driver: edge\n'),
+  w = await startCanary(
+    (yaml) =>
+      yaml
+        .replace('drivers:\n', 'drivers:\n  edge: { type: haproxy }\n')
+        .replace('    to: web\n', '    to: web\n    driver: edge\n'),
+    (workspace) => stopHaproxyAtCleanup(shared, workspace.stateDir),
   );
-  stopHaproxyAtCleanup(shared, w.stateDir);
-  const listen = /listen: (127\.0\.0\.1:\d+)/.exec(readFileSync(w.file, 'utf8'))?.[1] as string;
-  url = `http://${listen}/`;
-  const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
-  expect(first.code, first.stderr).toBe(0);
 }, 120_000);
 
 afterAll(async () => {
-  await runCli(['topology', 'down', '-f', w.file, '--yes']).catch(() => undefined);
-  killSlots(w.stateDir);
+  await stopCanary(w);
   await shared.cleanup();
   await w.cleanup();
 }, 120_000);
 
 function release(shift: string): void {
   version += 1;
-  const text = readFileSync(w.file, 'utf8')
-    .replace(/version: "[^"]*"/, `version: "${version}.0.0"`)
-    .replace(/shift: .*/, `shift: ${shift}`);
-  writeFileSync(w.file, text);
+  writeRelease(w, version, { shift });
 }
 
 const cli = (...args: string[]) => runCli([...args, '-f', w.file]);
@@ -76,7 +61,7 @@ async function worker(): Promise<string | undefined> {
 }
 
 async function versionNow(): Promise<string> {
-  const answer = await fetch(url, { headers: { connection: 'close' } });
+  const answer = await fetch(w.url, { headers: { connection: 'close' } });
   return ((await answer.json()) as { version: string }).version;
 }
 
@@ -88,7 +73,7 @@ async function underLoad<T>(during: (load: Load) => Promise<T>): Promise<{
   failures: unknown[];
   versions: Record<string, number>;
 }> {
-  const load: Load = startTestLoad({ url, rate });
+  const load: Load = startTestLoad({ url: w.url, rate });
   try {
     const value = await during(load);
     const result = await load.stop();

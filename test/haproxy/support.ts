@@ -1,25 +1,20 @@
 /**
  * For the haproxy driver's tests: the real haproxy (Debian's 2.6) that the driver starts in a
- * state directory, stopped by its master's pid; upstream replicas that answer their slot; the
- * runtime API as an operator would use it (`disable server`, `set server … weight`).
+ * state directory, stopped by its master's pid; the runtime API as an operator would use it
+ * (`disable server`, `set server … weight`).
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { haproxyFiles } from '../../engine/drivers/haproxy-process.js';
 import { runtimeCommand } from '../../engine/drivers/haproxy-runtime.js';
-import type { SlotInfo } from '../../engine/drivers/types.js';
 import { StateDir } from '../../engine/store/state-dir.js';
+import { requireProgram } from '../support/balancers.js';
 import { waitGone } from '../support/processes.js';
 import type { Resources } from '../support/resources.js';
 
 /** Fails the file, saying how to install it, when haproxy is not on PATH. */
 export function requireHaproxy(): void {
-  const probe = spawnSync('haproxy', ['-v'], { encoding: 'utf8' });
-  if (probe.error || probe.status !== 0)
-    throw new Error(
-      'these tests run a real haproxy, and `haproxy` is not on PATH: install it with `apt-get install -y haproxy` (npm run test:deps does)',
-    );
+  requireProgram('haproxy', ['-v'], 'haproxy');
 }
 
 /** The pid of the haproxy master the driver started for `stateDir`, or null. */
@@ -72,26 +67,4 @@ export async function killHaproxy(stateDir: string): Promise<void> {
 /** A runtime API command on the haproxy of `stateDir`, as an operator would send it. */
 export function operatorCommand(stateDir: string, command: string): Promise<string> {
   return runtimeCommand(haproxyFiles(StateDir.at(stateDir)).socket, command);
-}
-
-/** An upstream replica of a slot: answers `{"version": slot, "replica": name}`. */
-export async function startReplica(resources: Resources, slot: string, name: string): Promise<string> {
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ version: slot, replica: name }));
-    });
-  });
-  return resources.listen(server);
-}
-
-export async function startSlot(
-  resources: Resources,
-  slot: 'blue' | 'green',
-  replicas = 2,
-): Promise<SlotInfo> {
-  const addresses: string[] = [];
-  for (let i = 1; i <= replicas; i++) addresses.push(await startReplica(resources, slot, `${slot}-${i}`));
-  return { component: 'web', slot, version: slot, addresses };
 }

@@ -4,7 +4,6 @@
  * file the driver generates. Upstreams are small HTTP servers that answer their slot as the
  * examples' app does (`{"version": …}`), so bench/load.js can tell who answered.
  */
-import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
@@ -12,16 +11,22 @@ import { connect } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Route } from '../../core/topology/types.js';
+import type { LoadResult } from '../../bench/load.js';
 import { configTestArgv, createNginxDriver, mainServers } from '../../engine/drivers/nginx-driver.js';
-import {
-  type DriverCallOptions,
-  PermanentDriverError,
-  type RouteCallContext,
-  type SlotInfo,
-} from '../../engine/drivers/types.js';
-import { StateDir } from '../../engine/store/state-dir.js';
+import { PermanentDriverError, type RouteCallContext, type SlotInfo } from '../../engine/drivers/types.js';
 import { eventually, freeListen, resourcesPerTest, send, stateDirFor } from '../router/support.js';
+import {
+  answeredAfter,
+  balancerContext,
+  callOptions,
+  requireProgram,
+  routeSpec,
+  splitWeights,
+  startHeldReplica,
+  startReplica,
+  startSlot,
+  versionsOf,
+} from '../support/balancers.js';
 import { startTestLoad } from '../support/load.js';
 import { runNginx } from '../support/nginx.js';
 
@@ -29,28 +34,7 @@ const resources = resourcesPerTest();
 
 const loadRatePerSecond = 500;
 
-interface LoadRecord {
-  sentAt: number;
-  status: number;
-  version?: string;
-  error?: string;
-}
-interface LoadResult {
-  requests: number;
-  failed: number;
-  failures: LoadRecord[];
-  records: LoadRecord[];
-  versions: Record<string, number>;
-}
-
-beforeAll(() => {
-  const probe = spawnSync('nginx', ['-v'], { encoding: 'utf8' });
-  if (probe.error || probe.status !== 0)
-    throw new Error(
-      'these tests run a real nginx, and `nginx` is not on PATH: install it with ' +
-        '`apt-get install -y nginx` (.ci/run does)',
-    );
-});
+beforeAll(() => requireProgram('nginx', ['-v'], 'nginx'));
 
 interface TestNginx {
   dir: string;
@@ -63,100 +47,18 @@ async function startNginx(): Promise<TestNginx> {
   const dir = await stateDirFor(resources);
   await writeFile(path.join(dir, 'routes.conf'), '');
   const { argv, errorLog } = await runNginx(resources, { dir, workers: 2, errorLogLevel: 'notice' });
-  const ctx: RouteCallContext = {
-    environment: 'test',
-    migrationId: 'mig_test',
-    stateDir: StateDir.at(dir),
-    baseDir: dir,
-    driver: { type: 'nginx', configFile: 'routes.conf', reload: [...argv, '-s', 'reload'] },
-  };
+  const ctx = balancerContext(dir, {
+    type: 'nginx',
+    configFile: 'routes.conf',
+    reload: [...argv, '-s', 'reload'],
+  });
   return { dir, ctx, errorLog: () => readFile(errorLog, 'utf8') };
-}
-
-/** An upstream replica of a slot: answers `{"version": slot, "replica": name}`. */
-async function startReplica(slot: string, name: string): Promise<string> {
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ version: slot, replica: name }));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  resources.add(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return `127.0.0.1:${(server.address() as { port: number }).port}`;
-}
-
-/** A blue replica that holds every request until `release()`; `received` resolves on the first. */
-async function startHeldReplica(): Promise<{
-  address: string;
-  received: Promise<void>;
-  release: () => void;
-}> {
-  let receive = () => {};
-  let release = () => {};
-  const received = new Promise<void>((resolve) => {
-    receive = resolve;
-  });
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  const server = createServer((req, res) => {
-    req.resume();
-    receive();
-    void released.then(() => {
-      res.setHeader('content-type', 'application/json');
-      res.end(JSON.stringify({ version: 'blue', replica: 'held' }));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  resources.add(async () => {
-    release();
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return { address: `127.0.0.1:${(server.address() as { port: number }).port}`, received, release };
-}
-
-async function startSlot(slot: 'blue' | 'green'): Promise<SlotInfo> {
-  const addresses = [await startReplica(slot, `${slot}-1`), await startReplica(slot, `${slot}-2`)];
-  return { component: 'web', slot, version: slot, addresses };
-}
-
-function routeSpec(listen: string, extra: Partial<Route> = {}): Route {
-  return { listen, to: 'web', shift: [10, 50, 100], drain: { timeout: 10_000 }, ...extra } as Route;
-}
-
-function callOptions(log: string[] = []): DriverCallOptions {
-  return { signal: new AbortController().signal, log: (line) => log.push(line) };
-}
-
-async function versionsOf(listen: string, count: number): Promise<Record<string, number>> {
-  const versions: Record<string, number> = {};
-  for (let i = 0; i < count; i++) {
-    const answer = await send(listen);
-    expect(answer.status).toBe(200);
-    const version = (JSON.parse(answer.body) as { version: string }).version;
-    versions[version] = (versions[version] ?? 0) + 1;
-  }
-  return versions;
-}
-
-/** Versions of the requests sent after `afterMs` (load time), and how many failed overall. */
-function answeredAfter(result: LoadResult, afterMs: number): Record<string, number> {
-  const versions: Record<string, number> = {};
-  for (const r of result.records)
-    if (r.sentAt >= afterMs && !r.error) versions[r.version ?? '?'] = (versions[r.version ?? '?'] ?? 0) + 1;
-  return versions;
 }
 
 describe('nginx route driver (real nginx)', () => {
   it('serves 100% blue, with a generated file and sidecar', async () => {
     const nginx = await startNginx();
-    const blue = await startSlot('blue');
+    const blue = await startSlot(resources, 'blue');
     const listen = await freeListen();
     const log: string[] = [];
     await createNginxDriver().apply(
@@ -178,7 +80,7 @@ describe('nginx route driver (real nginx)', () => {
 
   it('loses no request while traffic moves 10% → 50% → 100% green under load', async () => {
     const nginx = await startNginx();
-    const [blue, green] = [await startSlot('blue'), await startSlot('green')];
+    const [blue, green] = [await startSlot(resources, 'blue'), await startSlot(resources, 'green')];
     const listen = await freeListen();
     const driver = createNginxDriver();
     const split = (greenPercent: number, slots = { blue, green }) =>
@@ -211,9 +113,9 @@ describe('nginx route driver (real nginx)', () => {
 
   it('drains blue: waits until the request nginx still carries to blue is answered', async () => {
     const nginx = await startNginx();
-    const held = await startHeldReplica();
+    const held = await startHeldReplica(resources);
     const blue: SlotInfo = { component: 'web', slot: 'blue', version: 'blue', addresses: [held.address] };
-    const green = await startSlot('green');
+    const green = await startSlot(resources, 'green');
     const listen = await freeListen();
     const driver = createNginxDriver();
     const spec = routeSpec(listen);
@@ -236,7 +138,7 @@ describe('nginx route driver (real nginx)', () => {
 
   it('rolls back to blue under load without losing a request', async () => {
     const nginx = await startNginx();
-    const [blue, green] = [await startSlot('blue'), await startSlot('green')];
+    const [blue, green] = [await startSlot(resources, 'blue'), await startSlot(resources, 'green')];
     const listen = await freeListen();
     const driver = createNginxDriver();
     const apply = (greenPercent: number, withGreen = true) =>
@@ -267,7 +169,7 @@ describe('nginx route driver (real nginx)', () => {
 
   it('serves green on the preview listener and 503 where a route has no replica', async () => {
     const nginx = await startNginx();
-    const [blue, green] = [await startSlot('blue'), await startSlot('green')];
+    const [blue, green] = [await startSlot(resources, 'blue'), await startSlot(resources, 'green')];
     const [listen, preview] = [await freeListen(), await freeListen()];
     const driver = createNginxDriver();
     await driver.apply(
@@ -356,7 +258,7 @@ describe('nginx route driver (real nginx)', () => {
 
   it('sets several routes in one call: one file, one reload, both live in the same generation', async () => {
     const nginx = await startNginx();
-    const [blue, green] = [await startSlot('blue'), await startSlot('green')];
+    const [blue, green] = [await startSlot(resources, 'blue'), await startSlot(resources, 'green')];
     const [one, two] = [await freeListen(), await freeListen()];
     // The reload command, wrapped to record each time it runs (the config test runs through it too).
     const calls = path.join(nginx.dir, 'reload-calls');
@@ -394,7 +296,7 @@ describe('nginx route driver (real nginx)', () => {
 
   it('removes a route: its listener closes, the other routes of the file stay', async () => {
     const nginx = await startNginx();
-    const blue = await startSlot('blue');
+    const blue = await startSlot(resources, 'blue');
     const [one, two] = [await freeListen(), await freeListen()];
     const driver = createNginxDriver();
     for (const [route, listen] of [
@@ -418,7 +320,7 @@ describe('nginx route driver (real nginx)', () => {
 
   it('refuses a configuration nginx rejects, puts the previous file back and keeps serving', async () => {
     const nginx = await startNginx();
-    const blue = await startSlot('blue');
+    const blue = await startSlot(resources, 'blue');
     const listen = await freeListen();
     const driver = createNginxDriver();
     await driver.apply(
@@ -441,8 +343,8 @@ describe('nginx route driver (real nginx)', () => {
 
   it('fails when nginx signalled a reload it then did not apply (listen port taken)', async () => {
     const nginx = await startNginx();
-    const blue = await startSlot('blue');
-    const taken = await startReplica('squatter', 'squatter'); // holds the port nginx wants
+    const blue = await startSlot(resources, 'blue');
+    const taken = await startReplica(resources, 'squatter', 'squatter'); // holds the port nginx wants
     const driver = createNginxDriver({ liveTimeoutMs: 1_000 });
     const apply = driver.apply(
       nginx.ctx,
@@ -457,11 +359,7 @@ describe('nginx route driver (real nginx)', () => {
 describe('nginx driver, without nginx', () => {
   it('spreads each slot’s share over its replicas as the smallest exact integers', () => {
     const weights = (blue: number, green: number, greenPercent: number) =>
-      mainServers({
-        blue: Array.from({ length: blue }, (_, i) => `b${i}`),
-        green: Array.from({ length: green }, (_, i) => `g${i}`),
-        greenPercent,
-      }).map((s) => `${s.address}=${s.weight}`);
+      splitWeights(mainServers, blue, green, greenPercent);
     expect(weights(2, 2, 10)).toEqual(['b0=9', 'b1=9', 'g0=1', 'g1=1']);
     expect(weights(2, 3, 10)).toEqual(['b0=27', 'b1=27', 'g0=2', 'g1=2', 'g2=2']);
     expect(weights(2, 2, 50)).toEqual(['b0=1', 'b1=1', 'g0=1', 'g1=1']);
