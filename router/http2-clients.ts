@@ -1,11 +1,11 @@
-import type { IncomingMessage, OutgoingHttpHeaders, Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import {
   createServer as createHttp2Server,
   Http2ServerRequest,
   Http2ServerResponse,
   type Http2Session,
 } from 'node:http2';
-import type { Socket } from 'node:net';
+import type { Server, Socket } from 'node:net';
 import type { ConnectionListener } from './client-connection.js';
 import type { ProxyListener } from './proxy-request.js';
 import { checkRequest, maxHeaderFields, maxRequestHeadBytes } from './request-checks.js';
