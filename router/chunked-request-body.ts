@@ -13,6 +13,8 @@ const LF = 0x0a;
 /** The most bytes of the size line with its extensions, and of the trailers. */
 const maxChunkLineBytes = 4096;
 const maxTrailerBytes = 8192;
+/** Larger chunks are refused (llhttp's bound is 2^64; JavaScript counts exactly to 2^53). */
+const maxChunkSize = 2 ** 48;
 
 type State =
   | 'size'
@@ -61,8 +63,9 @@ export class ChunkedDecoder {
         case 'size': {
           const digit = hexValue(byte);
           if (digit >= 0) {
-            if (++this.sizeDigits > 13) return this.fail(i, 'a chunk size too large');
+            if (++this.sizeDigits > maxChunkLineBytes) return this.fail(i, 'a chunk size line too long');
             this.size = this.size * 16 + digit;
+            if (this.size > maxChunkSize) return this.fail(i, 'a chunk size too large');
             i++;
             break;
           }
@@ -73,7 +76,7 @@ export class ChunkedDecoder {
             this.extension = 0;
             this.extensionLength = 0;
           } else return this.fail(i, 'a byte after a chunk size that is neither CRLF nor an extension');
-          this.lineBytes = this.sizeDigits + 1;
+          this.lineBytes = Math.min(this.sizeDigits, 16) + 1;
           i++;
           break;
         }
@@ -173,10 +176,12 @@ export class ChunkedDecoder {
       case 3: // quoted string
         if (byte === 0x22) this.extension = 5;
         else if (byte === 0x5c) this.extension = 4;
-        else if (byte !== 0x09 && (byte < 0x20 || byte === 0x7f)) return 'a control character in a chunk extension';
+        else if (byte !== 0x09 && (byte < 0x20 || byte === 0x7f))
+          return 'a control character in a chunk extension';
         return null;
       case 4: // after a backslash
-        if (byte !== 0x09 && (byte < 0x20 || byte === 0x7f)) return 'a control character in a chunk extension';
+        if (byte !== 0x09 && (byte < 0x20 || byte === 0x7f))
+          return 'a control character in a chunk extension';
         this.extension = 3;
         return null;
       default: // after a quoted string

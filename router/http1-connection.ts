@@ -18,8 +18,8 @@
  * whole (408 after), and an idle connection is closed after the keep-alive timeout.
  */
 import type { Socket } from 'node:net';
-import { type Refusal, refusalHeaders, writeRefusal } from './client-connection.js';
 import { ChunkedDecoder } from './chunked-request-body.js';
+import { type Refusal, refusalHeaders, writeRefusal } from './client-connection.js';
 import { type ExchangeConnection, Http1Request, Http1Response } from './http1-exchange.js';
 import { checkRequest, type RequestLine } from './request-checks.js';
 import { type RequestHead, RequestHeadParser } from './request-head.js';
@@ -112,7 +112,8 @@ export class Http1Connection implements ExchangeConnection {
     const active = this.active;
     if (!active) return;
     active.req.flush();
-    if (this.held && active.req.queuedBytes < readAheadBytes && this.unread() < readAheadBytes) this.hold(false);
+    if (this.held && active.req.queuedBytes < readAheadBytes && this.unread() < readAheadBytes)
+      this.hold(false);
   }
 
   /** The active request's response is over: the next request may be read. */
@@ -124,8 +125,7 @@ export class Http1Connection implements ExchangeConnection {
     // A response that closes the connection is its last; so is one to a request not read to its
     // end (what follows cannot be framed); nor is a request read for a client already gone.
     if (
-      !finished ||
-      !finished.res.shouldKeepAlive ||
+      !finished?.res.shouldKeepAlive ||
       !finished.req.complete ||
       this.socket.writableEnded ||
       this.socket.destroyed
@@ -170,7 +170,10 @@ export class Http1Connection implements ExchangeConnection {
     const result = this.parser.read(buffer, this.offset);
     if (result.kind === 'partial') return;
     if (result.kind === 'refused') {
-      this.refuse({ status: result.refusal.status, text: `cutover: malformed request: ${result.refusal.reason}\n` });
+      this.refuse({
+        status: result.refusal.status,
+        text: `cutover: malformed request: ${result.refusal.reason}\n`,
+      });
       return;
     }
     this.offset = result.end;
@@ -190,7 +193,10 @@ export class Http1Connection implements ExchangeConnection {
     let awaitsContinue = false;
     if (head.expect !== null) {
       if (!continueExpectation.test(head.expect)) {
-        this.refuse({ status: 417, text: `cutover: the expectation ${JSON.stringify(head.expect)} is not met\n` });
+        this.refuse({
+          status: 417,
+          text: `cutover: the expectation ${JSON.stringify(head.expect)} is not met\n`,
+        });
         return;
       }
       awaitsContinue = true;
@@ -229,7 +235,9 @@ export class Http1Connection implements ExchangeConnection {
       if (this.lengthLeft === 0) this.bodyComplete(req);
     } else {
       const start = this.offset;
-      const read = decoder.read(buffer, start, buffer.length, (from, to) => req.push(buffer.subarray(from, to)));
+      const read = decoder.read(buffer, start, buffer.length, (from, to) =>
+        req.push(buffer.subarray(from, to)),
+      );
       if (read.error !== null) {
         this.bodyFault(read.error);
         return;
@@ -341,7 +349,10 @@ export class Http1Connection implements ExchangeConnection {
     const read = this.socket.bytesRead;
     setImmediate(() => {
       if (this.waiting !== 'head' || this.ended || this.socket.bytesRead !== read) return;
-      this.refuse({ status: 408, text: 'cutover: malformed request: the request head did not come in time\n' });
+      this.refuse({
+        status: 408,
+        text: 'cutover: malformed request: the request head did not come in time\n',
+      });
     });
   }
 

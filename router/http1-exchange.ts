@@ -168,7 +168,8 @@ export class Http1Response extends EventEmitter {
     const reason = typeof reasonOrHeaders === 'string' ? reasonOrHeaders : '';
     const headers = typeof reasonOrHeaders === 'string' ? maybeHeaders : reasonOrHeaders;
     const list: string[] = [];
-    if (this.extraHeaders) for (const name in this.extraHeaders) list.push(name, this.extraHeaders[name] as string);
+    if (this.extraHeaders)
+      for (const name in this.extraHeaders) list.push(name, this.extraHeaders[name] as string);
     if (Array.isArray(headers)) list.push(...headers);
     else if (headers) for (const name in headers) list.push(name, String(headers[name]));
     let head = `HTTP/1.1 ${status} ${reason}\r\n`;
@@ -225,7 +226,11 @@ export class Http1Response extends EventEmitter {
     if (!this.headersSent) {
       // A whole answer in one piece: its length is known.
       const bytes =
-        chunk === undefined ? 0 : typeof chunk === 'string' ? Buffer.byteLength(chunk, encoding) : chunk.length;
+        chunk === undefined
+          ? 0
+          : typeof chunk === 'string'
+            ? Buffer.byteLength(chunk, encoding)
+            : chunk.length;
       this.writeHead(this.statusCode, ['Content-Length', String(bytes)]);
     }
     this.writableEnded = true;
@@ -262,7 +267,11 @@ export class Http1Response extends EventEmitter {
     const socket = this.connection.socket;
     const head = this.head;
     this.head = '';
-    const size = this.hasBody ? (typeof chunk === 'string' ? Buffer.byteLength(chunk, encoding) : chunk.length) : 0;
+    const size = this.hasBody
+      ? typeof chunk === 'string'
+        ? Buffer.byteLength(chunk, encoding)
+        : chunk.length
+      : 0;
     if (size === 0) {
       const text = head + trailer;
       return text === '' ? socket.writableLength === 0 : socket.write(text, 'latin1');
@@ -278,7 +287,8 @@ export class Http1Response extends EventEmitter {
     socket.cork();
     if (before !== '') socket.write(before, 'latin1');
     socket.write(chunk, encoding);
-    const more = after === '' ? socket.writableLength < socket.writableHighWaterMark : socket.write(after, 'latin1');
+    const more =
+      after === '' ? socket.writableLength < socket.writableHighWaterMark : socket.write(after, 'latin1');
     socket.uncork();
     return more;
   }

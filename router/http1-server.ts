@@ -9,7 +9,11 @@ export interface Http1Listener {
 }
 
 export type Http1Handler = (connection: Http1Connection, req: Http1Request, res: Http1Response) => void;
-export type Http1UpgradeHandler = (req: Http1Request, socket: import('node:net').Socket, head: Buffer) => void;
+export type Http1UpgradeHandler = (
+  req: Http1Request,
+  socket: import('node:net').Socket,
+  head: Buffer,
+) => void;
 
 /**
  * The HTTP/1.1 side of a route listener: every connection `server` hands over on `event`

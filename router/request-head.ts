@@ -113,6 +113,12 @@ export class RequestHeadParser {
         // A bare LF would have ended the line: none here. A CR must be the line's last byte.
         const cr = buffer.indexOf(CR, lineStart);
         if (cr >= 0 && cr < end - 1) return refused(400, 'a CR not followed by LF');
+        // A request line that cannot become one is refused at once, as llhttp does (a TLS
+        // ClientHello sent to a plain port is answered, not waited on).
+        if (this.lineCount === 0) {
+          const fault = requestLineStartFault(buffer, lineStart, cr >= 0 ? cr : end);
+          if (fault) return fault;
+        }
         this.resumeAt = lineStart - start;
         return partial;
       }
@@ -207,11 +213,14 @@ export class RequestHeadParser {
       const value = raw[i + 1] as string;
       if (lower === 'content-length') {
         if (length !== null) return refused(400, 'Content-Length is sent twice');
-        if (!/^[0-9]+$/.test(value)) return refused(400, `Content-Length ${JSON.stringify(value)} is not a number`);
+        if (!/^[0-9]+$/.test(value))
+          return refused(400, `Content-Length ${JSON.stringify(value)} is not a number`);
         length = Number(value);
         if (!Number.isSafeInteger(length)) return refused(400, 'Content-Length is too large');
-      } else if (lower === 'transfer-encoding') codings = codings === null ? value : `${codings}, ${value}`;
-      else if (lower === 'host') hosts++;
+      } else if (lower === 'transfer-encoding') {
+        if (value.endsWith('\t')) return refused(400, 'Transfer-Encoding ends in a tab');
+        codings = codings === null ? value : `${codings}, ${value}`;
+      } else if (lower === 'host') hosts++;
       else if (lower === 'connection') connection = connection === '' ? value : `${connection},${value}`;
       else if (lower === 'upgrade') upgradeHeader = true;
       else if (lower === 'expect') expect = expect === null ? value : `${expect}, ${value}`;
@@ -219,8 +228,8 @@ export class RequestHeadParser {
     let body: RequestBody = { kind: 'none' };
     if (codings !== null) {
       if (length !== null) return refused(400, 'both Content-Length and Transfer-Encoding');
-      if (!lastCodingIsChunked(codings))
-        return refused(400, `Transfer-Encoding ${JSON.stringify(codings)} does not end in chunked`);
+      if (misplacedChunked(codings))
+        return refused(400, `Transfer-Encoding ${JSON.stringify(codings)} has chunked before another coding`);
       body = { kind: 'chunked' };
     } else if (length !== null && length > 0) body = { kind: 'length', bytes: length };
     const http11 = this.major === 1 && this.minor === 1;
@@ -244,6 +253,31 @@ export class RequestHeadParser {
   }
 }
 
+const methodList: readonly string[] = METHODS;
+
+/** What is there of a request line cut before its end is not the start of one: its fault. */
+function requestLineStartFault(buffer: Buffer, start: number, end: number): HeadResult | null {
+  let i = start;
+  while (i < end && tokenBytes[buffer[i] as number] === 1) i++;
+  const method = buffer.toString('latin1', start, i);
+  if (i === end) {
+    if (method !== '' && !methodList.some((known) => known.startsWith(method)))
+      return refused(400, `unknown method ${JSON.stringify(method)}`);
+    return null;
+  }
+  if (buffer[i] !== SP || !knownMethods.has(method)) return refused(400, 'a malformed method');
+  for (i++; i < end; i++) {
+    const byte = buffer[i] as number;
+    if (byte === SP) break;
+    if (byte < SP || byte >= 0x7f) return refused(400, 'a request target with a byte it may not hold');
+  }
+  if (i === end) return null;
+  const version = buffer.toString('latin1', i + 1, end);
+  if (!'HTTP/'.startsWith(version.slice(0, 5)) || version.length > 8)
+    return refused(400, 'a malformed HTTP version');
+  return null;
+}
+
 /** name ":" OWS value OWS; appends the name and the trimmed value to `raw`. */
 function headerLine(buffer: Buffer, start: number, end: number, raw: string[]): HeadResult | null {
   const first = buffer[start] as number;
@@ -260,17 +294,32 @@ function headerLine(buffer: Buffer, start: number, end: number, raw: string[]): 
   for (; i < end; i++) {
     const byte = buffer[i] as number;
     if (!isValueByte(byte)) return refused(400, `a control character in the ${name} header`);
-    if (byte !== SP && byte !== HTAB) valueEnd = i + 1;
+    // Trailing spaces are not the value's; a trailing tab stays (a length or coding ending in one is refused).
+    if (byte !== SP) valueEnd = i + 1;
   }
   raw.push(name, buffer.toString('latin1', valueStart, valueEnd));
   return null;
 }
 
-/** Whether the last coding of a Transfer-Encoding list is chunked (RFC 9112 §6.3). */
-function lastCodingIsChunked(codings: string): boolean {
-  const comma = codings.lastIndexOf(',');
-  const last = comma < 0 ? codings : codings.slice(comma + 1);
-  return last.trim().toLowerCase() === 'chunked';
+/**
+ * Whether a Transfer-Encoding list names chunked anywhere but once, last: a framing nobody can
+ * read the same way (RFC 9112 §6.3; llhttp refused it). A list without chunked is left to
+ * request-checks.ts, which answers 501 as nginx does.
+ */
+function misplacedChunked(codings: string): boolean {
+  const list = codings.split(',');
+  for (let i = 0; i < list.length; i++)
+    if (trimSpaces(list[i] as string).toLowerCase() === 'chunked' && i !== list.length - 1) return true;
+  return false;
+}
+
+/** Without the spaces around it (not tabs: a value ending in a tab was refused by llhttp where it frames). */
+function trimSpaces(text: string): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && (text.charCodeAt(start) === SP || text.charCodeAt(start) === HTAB)) start++;
+  while (end > start && text.charCodeAt(end - 1) === SP) end--;
+  return text.slice(start, end);
 }
 
 interface ConnectionTokens {

@@ -5,8 +5,8 @@ import { environmentCause } from '../core/errors.js';
 import { parseHostPort } from '../core/host-port.js';
 import type { CertificateStore } from './certificate-store.js';
 import type { ListenFailure } from './control-types.js';
-import { type Http2Side, serveHttp2 } from './http2-clients.js';
 import { Http1Side } from './http1-server.js';
+import { type Http2Side, serveHttp2 } from './http2-clients.js';
 import { listenerServer } from './listener-servers.js';
 import type { ProxyListener } from './proxy-request.js';
 import { type ListenerProtocol, sameProtocol } from './route-tls.js';
@@ -184,7 +184,8 @@ export class RouteListeners {
             req as unknown as IncomingMessage,
             res as unknown as ServerResponse,
           ),
-        upgrade && ((req, socket, head) => upgrade(listener, req as unknown as IncomingMessage, socket, head)),
+        upgrade &&
+          ((req, socket, head) => upgrade(listener, req as unknown as IncomingMessage, socket, head)),
       );
       const { protocol } = binding;
       if (protocol.type === 'tls' ? protocol.http2 : protocol.h2c)
