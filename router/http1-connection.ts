@@ -4,7 +4,7 @@
  * IncomingMessage, ServerResponse, their streams and its keep-alive timers, cost 11–16 µs of CPU per
  * request (docs/performance.md).
  *
- * As nginx serves a connection, and as the router did on Node's server (client-connection.ts): one
+ * As nginx serves a connection, and as the router did on Node's server before: one
  * request at a time, in the order they came. The next head is not even parsed before the response
  * to the one before is over; bytes read ahead wait (at most `readAheadBytes`, then the socket is
  * not read: TCP holds the client back). So the upstream sees pipelined requests in order, each after
@@ -19,8 +19,8 @@
  */
 import type { Socket } from 'node:net';
 import { ChunkedDecoder } from './chunked-request-body.js';
-import { type Refusal, refusalHeaders, writeRefusal } from './client-connection.js';
 import { type ExchangeConnection, Http1Request, Http1Response } from './http1-exchange.js';
+import { type Refusal, refusalHeaders, writeRefusal } from './refusals.js';
 import { checkRequest, type RequestLine } from './request-checks.js';
 import { type RequestHead, RequestHeadParser } from './request-head.js';
 

@@ -167,11 +167,16 @@ export class Http1Response extends EventEmitter {
     if (this.headersSent) throw new Error('the response head was already written');
     const reason = typeof reasonOrHeaders === 'string' ? reasonOrHeaders : '';
     const headers = typeof reasonOrHeaders === 'string' ? maybeHeaders : reasonOrHeaders;
-    const list: string[] = [];
+    // The router's own headers are checked here; a raw list is an upstream's, which the response
+    // parser checked as it read it (http1-response.ts), and the router's constants.
+    const own: string[] = [];
     if (this.extraHeaders)
-      for (const name in this.extraHeaders) list.push(name, this.extraHeaders[name] as string);
-    if (Array.isArray(headers)) list.push(...headers);
-    else if (headers) for (const name in headers) list.push(name, String(headers[name]));
+      for (const name in this.extraHeaders) own.push(name, this.extraHeaders[name] as string);
+    if (headers && !Array.isArray(headers)) for (const name in headers) own.push(name, String(headers[name]));
+    for (let i = 0; i < own.length; i += 2)
+      if (!validName(own[i] as string) || !validValue(own[i + 1] as string))
+        throw new Error(`invalid header ${JSON.stringify(own[i])}`);
+    const list = Array.isArray(headers) ? (own.length === 0 ? headers : [...own, ...headers]) : own;
     let head = `HTTP/1.1 ${status} ${reason}\r\n`;
     let length = false;
     let connection = false;
@@ -179,7 +184,6 @@ export class Http1Response extends EventEmitter {
     for (let i = 0; i < list.length; i += 2) {
       const name = list[i] as string;
       const value = list[i + 1] as string;
-      if (!validName(name) || !validValue(value)) throw new Error(`invalid header ${JSON.stringify(name)}`);
       const size = name.length;
       if (size === 14 || size === 10 || size === 4) {
         const lower = name.toLowerCase();

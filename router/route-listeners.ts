@@ -48,7 +48,7 @@ export interface RouteListener {
 
 /**
  * Answers one request; calls `client.responseClosed()` once the response is over (the client
- * connection tells the listener). Requests of one connection come one at a time (client-connection.ts).
+ * connection tells the listener). Requests of one connection come one at a time (http1-connection.ts).
  */
 export type ListenerHandler = (
   listener: RouteListener,
