@@ -240,7 +240,7 @@ export class Http1Response extends EventEmitter {
     this.writableEnded = true;
     this.send(chunk ?? '', encoding ?? 'utf8', this.chunked ? '0\r\n\r\n' : '');
     this.writableFinished = true;
-    process.nextTick(() => this.finish());
+    process.nextTick(finishResponse, this);
     return this;
   }
 
@@ -259,7 +259,8 @@ export class Http1Response extends EventEmitter {
     this.finish();
   }
 
-  private finish(): void {
+  /** @internal 'finish' and 'close', once. */
+  finish(): void {
     if (this.closed) return;
     this.closed = true;
     this.emit('finish');
@@ -296,6 +297,10 @@ export class Http1Response extends EventEmitter {
     socket.uncork();
     return more;
   }
+}
+
+function finishResponse(response: Http1Response): void {
+  response.finish();
 }
 
 function isAscii(text: string): boolean {
