@@ -31,6 +31,11 @@ export const readAheadBytes = 64 * 1024;
  * the one before: Node's headersTimeout, which the router had (nginx's client_header_timeout is 60 s too).
  */
 export const headTimeoutMs = 60_000;
+/**
+ * How long a request's head and body have to come whole: Node's requestTimeout, which the router
+ * had (a body trickled just fast enough for the route's bodyTimeout is not read for ever).
+ */
+export const requestTimeoutMs = 300_000;
 
 /** What a connection needs of its server and listener. */
 export interface Http1ServerSide {
@@ -71,6 +76,8 @@ export class Http1Connection implements ExchangeConnection {
   private waiting: 'head' | 'idle' | 'nothing' = 'head';
   private headTimer: NodeJS.Timeout | null = null;
   private idleTimer: NodeJS.Timeout | null = null;
+  /** Runs while the active request's body is still to come (requestTimeoutMs). */
+  private bodyTimer: NodeJS.Timeout | null = null;
   readonly keepAliveSeconds: number;
 
   constructor(
@@ -205,7 +212,13 @@ export class Http1Connection implements ExchangeConnection {
     if (head.body.kind === 'length') this.lengthLeft = head.body.bytes;
     else if (head.body.kind === 'chunked') this.chunked = new ChunkedDecoder();
     // Body bytes that came with the head go to the request before it is handled (they wait in it).
-    if (!req.complete) this.readBody(req);
+    if (!req.complete) {
+      this.bodyTimer = setTimeout(
+        () => this.bodyFault('the request did not come whole in time', 408),
+        requestTimeoutMs,
+      );
+      this.readBody(req);
+    }
     if (this.ended) return;
     const verdict = checkRequest(req as RequestLine);
     if (!verdict.ok) {
@@ -252,6 +265,8 @@ export class Http1Connection implements ExchangeConnection {
   }
 
   private bodyComplete(req: Http1Request): void {
+    if (this.bodyTimer) clearTimeout(this.bodyTimer);
+    this.bodyTimer = null;
     req.complete = true;
     req.flush();
   }
@@ -260,11 +275,13 @@ export class Http1Connection implements ExchangeConnection {
    * The body being read broke its framing: that request cannot be answered (its upstream, if it
    * went, never sees a body end). The client hears why, unless its answer began.
    */
-  private bodyFault(reason: string): void {
+  private bodyFault(reason: string, status = 400): void {
     const active = this.active;
+    if (this.ended) return;
     this.ended = true;
+    this.stopTimers();
     if (active && !active.res.headersSent)
-      writeRefusal(this.socket, { status: 400, text: `cutover: malformed request: ${reason}\n` });
+      writeRefusal(this.socket, { status, text: `cutover: malformed request: ${reason}\n` });
     this.socket.destroy();
   }
 
@@ -339,8 +356,10 @@ export class Http1Connection implements ExchangeConnection {
     this.waiting = 'nothing';
     if (this.headTimer) clearTimeout(this.headTimer);
     if (this.idleTimer) clearTimeout(this.idleTimer);
+    if (this.bodyTimer) clearTimeout(this.bodyTimer);
     this.headTimer = null;
     this.idleTimer = null;
+    this.bodyTimer = null;
   }
 
   private headTimedOut(): void {
