@@ -34,7 +34,10 @@ export class Http1Request extends EventEmitter {
   /** The whole body was read from the connection (not necessarily taken by a listener yet). */
   complete: boolean;
   /** Body bytes read but not yet emitted. */
-  queued: Buffer[] = [];
+  private queued: Buffer[] = [];
+  /** The first chunk of `queued` not given yet, and the bytes from there (a trickled body comes in many small chunks). */
+  private queuedStart = 0;
+  private queuedLength = 0;
   paused = false;
   private ended = false;
   private headersObject: IncomingHttpHeaders | null = null;
@@ -97,21 +100,30 @@ export class Http1Request extends EventEmitter {
 
   /** Body bytes from the connection: to the listener now, or kept until one takes them. */
   push(chunk: Buffer): void {
-    if (this.queued.length === 0 && this.flowing) this.emit('data', chunk);
-    else this.queued.push(chunk);
+    if (this.queuedLength === 0 && this.flowing) this.emit('data', chunk);
+    else {
+      this.queued.push(chunk);
+      this.queuedLength += chunk.length;
+    }
   }
 
   /** Bytes kept for a listener, in all. */
   get queuedBytes(): number {
-    let bytes = 0;
-    for (const chunk of this.queued) bytes += chunk.length;
-    return bytes;
+    return this.queuedLength;
   }
 
   /** Gives what waits to a listener that is there now; 'end' once the body is complete and given. */
   flush(): void {
-    while (this.queued.length > 0 && this.flowing) this.emit('data', this.queued.shift() as Buffer);
-    if (this.complete && this.queued.length === 0 && !this.ended && this.flowing) {
+    while (this.queuedStart < this.queued.length && this.flowing) {
+      const chunk = this.queued[this.queuedStart++] as Buffer;
+      this.queuedLength -= chunk.length;
+      this.emit('data', chunk);
+    }
+    if (this.queuedStart === this.queued.length) {
+      this.queued = [];
+      this.queuedStart = 0;
+    }
+    if (this.complete && this.queuedLength === 0 && !this.ended && this.flowing) {
       this.ended = true;
       this.emit('end');
     }
