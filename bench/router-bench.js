@@ -48,6 +48,8 @@ import {
   connections,
   cpuPerRequest,
   cpuRate,
+  cpuSeconds,
+  durationSeconds,
   ownedProcesses,
   setRoute,
   startNginx,

@@ -14,7 +14,7 @@ import autocannon from 'autocannon';
 import { StateDir } from '../dist/engine/store/state-dir.js';
 
 export const connections = 32;
-const durationSeconds = 5;
+export const durationSeconds = 5;
 const warmupSeconds = 1;
 const startTimeoutMs = 15_000;
 
@@ -34,7 +34,7 @@ export async function cannon(label, address, log, seconds = durationSeconds, war
 }
 
 export const cpuRate = 3_000;
-const cpuSeconds = 5;
+export const cpuSeconds = 5;
 /** Linux counts process CPU time in clock ticks of 10 ms (USER_HZ = 100). */
 const msPerTick = 10;
 

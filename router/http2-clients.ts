@@ -1,13 +1,13 @@
-import type { IncomingMessage, OutgoingHttpHeaders, Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import {
   createServer as createHttp2Server,
   Http2ServerRequest,
   Http2ServerResponse,
   type Http2Session,
 } from 'node:http2';
-import type { Socket } from 'node:net';
-import type { ConnectionListener } from './client-connection.js';
+import type { Server, Socket } from 'node:net';
 import type { ProxyListener } from './proxy-request.js';
+import type { ConnectionListener } from './refusals.js';
 import { checkRequest, maxHeaderFields, maxRequestHeadBytes } from './request-checks.js';
 
 /**
@@ -93,7 +93,7 @@ export function serveHttp2(
         return;
       }
       toHttp1(socket);
-      // Node's HTTP/1.1 parser takes the bytes put back from the stream, once it flows again.
+      // The router's HTTP/1.1 connection reads the bytes put back from the stream, once it flows again.
       socket.resume();
     });
   });

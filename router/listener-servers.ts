@@ -1,8 +1,6 @@
-import { createServer, type Server } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
-import type { SecureContextOptions } from 'node:tls';
+import { createServer, type Server } from 'node:net';
+import { createServer as createTlsServer, type SecureContextOptions } from 'node:tls';
 import type { CertificateStore } from './certificate-store.js';
-import { maxRequestHeadBytes } from './request-checks.js';
 import type { ListenerProtocol, TlsProtocol } from './route-tls.js';
 
 /**
@@ -11,7 +9,10 @@ import type { ListenerProtocol, TlsProtocol } from './route-tls.js';
  */
 export const tlsHandshakeTimeoutMs = 60_000;
 
-/** The HTTP server of one route listener, plain or over TLS, and the event that hands it a client. */
+/**
+ * The server of one route listener, plain TCP or TLS, and the event that hands it a client: the
+ * router reads HTTP/1.1 on it itself (http1-connection.ts), HTTP/2 goes to Node's (http2-clients.ts).
+ */
 export interface ListenerServer {
   server: Server;
   /** 'secureConnection' over TLS: 'connection' is then the TCP socket, before its handshake. */
@@ -30,7 +31,7 @@ export function listenerServer(
   certificates: CertificateStore,
 ): ListenerServer {
   if (protocol.type === 'http')
-    return { server: createServer({ maxHeaderSize: maxRequestHeadBytes }), connectionEvent: 'connection' };
+    return { server: createServer({ noDelay: true }), connectionEvent: 'connection' };
   return { server: tlsServer(protocol, routeKey, certificates), connectionEvent: 'secureConnection' };
 }
 
@@ -44,8 +45,8 @@ function tlsServer(protocol: TlsProtocol, routeKey: () => string, certificates: 
     minVersion: protocol.minVersion,
     ALPNProtocols: protocol.http2 ? ['h2', 'http/1.1'] : ['http/1.1'],
   };
-  const server = createHttpsServer({
-    maxHeaderSize: maxRequestHeadBytes,
+  const server = createTlsServer({
+    noDelay: true,
     ...settings,
     ...served.fallback.options,
     handshakeTimeout: tlsHandshakeTimeoutMs,

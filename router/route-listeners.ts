@@ -1,11 +1,11 @@
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Server, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { environmentCause } from '../core/errors.js';
 import { parseHostPort } from '../core/host-port.js';
 import type { CertificateStore } from './certificate-store.js';
-import { serveConnections } from './client-connection.js';
 import type { ListenFailure } from './control-types.js';
+import { Http1Side } from './http1-server.js';
 import { type Http2Side, serveHttp2 } from './http2-clients.js';
 import { listenerServer } from './listener-servers.js';
 import type { ProxyListener } from './proxy-request.js';
@@ -29,6 +29,8 @@ export const clientKeepAliveTimeoutMs = 75_000;
 export interface RouteListener {
   readonly address: string;
   readonly server: Server;
+  /** Its HTTP/1.1 clients' connections. */
+  readonly http1: Http1Side;
   binding: Binding;
   /** How it speaks (opened so): a binding that asks for another is served by a new listener. */
   readonly protocol: ListenerProtocol;
@@ -46,7 +48,7 @@ export interface RouteListener {
 
 /**
  * Answers one request; calls `client.responseClosed()` once the response is over (the client
- * connection tells the listener). Requests of one connection come one at a time (client-connection.ts).
+ * connection tells the listener). Requests of one connection come one at a time (http1-connection.ts).
  */
 export type ListenerHandler = (
   listener: RouteListener,
@@ -86,7 +88,7 @@ export class RouteListeners {
       this.live.delete(address);
       listener.closing = true;
       const closed = new Promise<void>((resolve) => listener.server.close(() => resolve()));
-      listener.server.closeIdleConnections();
+      listener.http1.closeIdleConnections();
       listener.http2?.close();
       this.draining.set(listener, closed);
       void closed.then(() => this.draining.delete(listener));
@@ -133,7 +135,7 @@ export class RouteListeners {
     const all = [...this.draining];
     const cut = setTimeout(() => {
       for (const [listener] of all) {
-        listener.server.closeAllConnections();
+        listener.http1.closeAllConnections();
         listener.http2?.destroy();
       }
     }, graceMs);
@@ -152,31 +154,38 @@ export class RouteListeners {
         () => (opened ?? { binding }).binding.routeKey,
         this.certificates,
       );
-      server.keepAliveTimeout = this.keepAliveTimeoutMs;
-      // Only the keep-alive timer sets a socket timeout on these servers (no server or request
-      // timeout is set): with this listener, Node leaves the close to closeIdleClient.
-      server.on('timeout', closeIdleClient);
       const listener: RouteListener = {
         address,
         binding,
         protocol: binding.protocol,
         closing: false,
         server,
+        // Set below: the HTTP/1.1 side needs the listener first.
+        http1: undefined as unknown as Http1Side,
         // The request may have begun before the listener was closing.
         responseClosed: () => {
-          if (listener.closing) setImmediate(() => server.closeIdleConnections());
+          if (listener.closing) setImmediate(() => listener.http1.closeIdleConnections());
         },
       };
       opened = listener;
       const handle = (client: ProxyListener, req: IncomingMessage, res: ServerResponse) =>
         this.handler(listener, client, req, res);
       const upgrade = this.upgradeHandler;
-      serveConnections(
+      // The router's own HTTP/1.1 objects stand in for Node's: they have what the proxy uses of
+      // them (http1-exchange.ts), as the HTTP/2 compatibility objects do (http2-clients.ts).
+      (listener as { http1: Http1Side }).http1 = new Http1Side(
         server,
-        listener,
-        handle,
-        upgrade && ((req, socket, head) => upgrade(listener, req, socket, head)),
         connectionEvent,
+        listener,
+        this.keepAliveTimeoutMs,
+        (connection, req, res) =>
+          handle(
+            connection as unknown as ProxyListener,
+            req as unknown as IncomingMessage,
+            res as unknown as ServerResponse,
+          ),
+        upgrade &&
+          ((req, socket, head) => upgrade(listener, req as unknown as IncomingMessage, socket, head)),
       );
       const { protocol } = binding;
       if (protocol.type === 'tls' ? protocol.http2 : protocol.h2c)
@@ -198,21 +207,6 @@ export class RouteListeners {
       }
     }
   }
-}
-
-/**
- * Node's keep-alive timer fell due on an idle client connection. Node would destroy it there, in
- * the loop's timers phase, before the loop reads what came meanwhile: a request the client sent
- * just before (the router loaded, its timer late by tens of ms) would be reset unanswered, its
- * bytes unread (the kernel answers RST). The close waits one turn of the loop instead: a request
- * read by then keeps the connection (Node clears the timer once it parses the head; a head that
- * stops halfway is Node's headersTimeout's).
- */
-function closeIdleClient(socket: Socket): void {
-  const read = socket.bytesRead;
-  setImmediate(() => {
-    if (socket.bytesRead === read) socket.destroy();
-  });
 }
 
 function listen(server: Server, host: string, port: number): Promise<void> {

@@ -317,12 +317,11 @@ describe('router: its HTTP/1.1 client to upstreams', () => {
     );
     const { listen } = await routerTo(resources, app.address);
     const answer = await fetchBytes(listen);
-    // (Node's server writes Content-Disposition in latin1 when there is a Content-Length, RFC 6266:
-    // "à" arrives as the one byte E0. Cut by trim, the value was not valid and the answer was a 502.)
-    expect([answer.status, answer.headers['content-disposition']]).toEqual([
-      200,
-      'attachment; filename=voil\u00e0',
-    ]);
+    // As nginx, byte for byte. (Node's server, which wrote the router's answers before, re-encoded a
+    // Content-Disposition with a Content-Length to latin1: "à" arrived as the one byte E0. Cut by
+    // trim, the value was not valid and the answer was a 502.)
+    expect(answer.status).toBe(200);
+    expect(Buffer.from(String(answer.headers['content-disposition']), 'latin1')).toEqual(disposition);
     expect(Buffer.from(String(answer.headers['x-city']), 'latin1')).toEqual(city);
   });
 

@@ -49,6 +49,7 @@ const pureElsewhere = [
   'test/test-layout.test.ts',
   'test/router/replication-lag.test.ts',
   'test/router/request-checks.test.ts',
+  'test/router/request-head.test.ts',
   'test/router/websocket-frames.test.ts',
   'test/verb-wait.test.ts',
   'test/watch/trigger-match.test.ts',
