@@ -330,6 +330,12 @@ async function killedSwitch(
     const deadline = Date.now() + 20_000;
     while (!(await ended()) && Date.now() < deadline) await sleep(50);
   }
+  if (c.router === 'holding') {
+    // The worker died right after it wrote the hold into the router's table, before it asked the
+    // router to reload: the router applies it when it sees the file change, a moment later (ci55).
+    const deadline = Date.now() + 10_000;
+    while (!(await route(sp))?.hold && Date.now() < deadline) await sleep(50);
+  }
   const atRestart = await route(sp);
   await spaceWorker(sp);
   const ended = await waitForState(sp.client, id, isFinalState, 90_000);
