@@ -56,8 +56,10 @@ describe('measureWindow', () => {
     await started;
     const [measurement] = await Promise.all([window, load(listen, 300, 4)]);
     expect(measurement.endedEarly?.outcome).toBe('breach');
+    // Over the minimum of requests, the rate; or, when the first look came before the minimum
+    // (a slow machine: ci56 looked at 16 of 20), the failures that already prove the breach.
     expect(judgeMeasurement(measurement, checks, 50).reason).toMatch(
-      /^green 5xx (4\d|50)(\.\d)? % > 1 % over \d+ requests at the 50 % step$/,
+      /^green 5xx ((4\d|50)(\.\d)? % > 1 % over \d+ requests|on \d+ requests, more than the \d+ that successRate\.min 99 % allows of \d+ over \d+ requests) at the 50 % step/,
     );
   }, 30_000);
 
