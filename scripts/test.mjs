@@ -1,17 +1,16 @@
 #!/usr/bin/env node
 /**
- * `npm test`: installs what the tests need besides Node (scripts/test-deps.mjs) and builds dist/
- * (which the tests run), both at once; then runs vitest, and beside it the type check and the lint,
- * which no test needs: before, the tests waited for them (about 24 s on 2 cores, the type check on
- * one core). They run as idle work (Linux's SCHED_IDLE through `chrt --idle`, else nice 19), so
- * they take only what the test files leave of the cores: at nice 10, stateful-postgres's first
- * switch, among the first files and beside them, ran past its write-hold budget twice (ci53, ci54,
- * with other load on the machine too). Each step's output is printed whole when it ends, with its
- * time; exits 1 when any step or test failed, naming each step that did. Arguments go to vitest
- * (`npm test -- test/cli.test.ts`).
+ * `npm test`: installs what the tests need besides Node (scripts/test-deps.mjs), builds dist/
+ * (which the tests run), type-checks and lints, all four at once; then, when all four passed, runs
+ * vitest. Each step's output is printed whole when it ends, with its time; exits 1 when any step
+ * or test failed, naming each step that did. Arguments go to vitest (`npm test -- test/cli.test.ts`).
+ *
+ * The type check and the lint were tried beside vitest instead (no test needs them), at nice 10 and
+ * then as idle work (SCHED_IDLE): no gain showed (whole runs 12:08–12:54 beside vitest, ci55–ci57,
+ * against 12:22 before it, ci58, on the same code), and at nice 10 a stateful switch among the
+ * first files ran past its write-hold budget twice (ci53, ci54). So they stay before it.
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -44,12 +43,6 @@ function step(name, command, args) {
   });
 }
 
-/** `command args` as idle work: SCHED_IDLE with `chrt` (util-linux) when there is one, else nice 19. */
-function idle(command, args) {
-  const chrt = ['/usr/bin/chrt', '/bin/chrt'].find((file) => existsSync(file));
-  return chrt ? [chrt, ['--idle', '0', command, ...args]] : ['nice', ['-n', '19', command, ...args]];
-}
-
 /** The exit code of vitest, its output going straight to ours. */
 function runVitest(args) {
   return new Promise((resolve) => {
@@ -62,21 +55,15 @@ function runVitest(args) {
   });
 }
 
-const first = await Promise.all([
+const steps = await Promise.all([
   step('test-deps', process.execPath, ['scripts/test-deps.mjs']),
   step('build', npm, ['run', '--silent', 'build']),
+  step('typecheck', npm, ['run', '--silent', 'typecheck']),
+  step('lint', npm, ['run', '--silent', 'lint']),
 ]);
-const notReady = first.filter((r) => !r.ok).map((r) => r.name);
-if (notReady.length > 0) {
-  console.error(`\n${notReady.join(' and ')} failed: the tests were not run`);
+const failed = steps.filter((r) => !r.ok).map((r) => r.name);
+if (failed.length > 0) {
+  console.error(`\nchecks failed: ${failed.join(', ')}; the tests were not run`);
   process.exit(1);
 }
-
-const [testsCode, ...checks] = await Promise.all([
-  runVitest(process.argv.slice(2)),
-  step('typecheck', ...idle(npm, ['run', '--silent', 'typecheck'])),
-  step('lint', ...idle(npm, ['run', '--silent', 'lint'])),
-]);
-const failed = checks.filter((r) => !r.ok).map((r) => r.name);
-if (failed.length > 0) console.error(`\nchecks failed: ${failed.join(', ')}`);
-process.exit(testsCode !== 0 || failed.length > 0 ? 1 : 0);
+process.exit(await runVitest(process.argv.slice(2)));
