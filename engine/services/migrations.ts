@@ -380,10 +380,15 @@ export async function operate(
     runner = liveRunner(paths.runner);
     recovered = true;
     state = loadState(ref.stateDir, ref.environment, ref.id);
-    if (!runner) throw refused(state, verb);
     // Picking a running migration up is what resume asks for; a pending pause is withdrawn too.
-    if (verb === 'resume' && state.lifecycle !== 'paused' && !state.pauseRequested)
+    // The new runner may already have driven it to its end and exited (the steps left were
+    // short): resumed all the same (test/e2e/resume-race.test.ts).
+    if (
+      verb === 'resume' &&
+      (isFinal(state.lifecycle) || (state.lifecycle !== 'paused' && !state.pauseRequested))
+    )
       return { state, recovered };
+    if (!runner) throw refused(state, verb);
   }
   const result = await sendVerbToRunner(runner, verb, by, options).catch((error: unknown) => {
     // The runner exits once the migration has ended: a verb that reached it as it did (another

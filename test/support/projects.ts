@@ -79,6 +79,7 @@ const infraFiles = [
 /** Integration tests that replace a module with `vi.mock` (node:fs, to interleave or fail its calls). */
 const mockingFiles = [
   'test/e2e/claim-race.test.ts',
+  'test/e2e/resume-race.test.ts',
   'test/faults/claim-lock-race.test.ts',
   'test/router/watch-table.test.ts',
 ];

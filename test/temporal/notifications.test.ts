@@ -129,8 +129,9 @@ describe('Temporal mode: notifications', () => {
       '1.2.0',
       [target('ops', hook.url), target('slow', hang.url, '\n    timeout: 30s\n    retries: 0')].join('\n'),
     );
-    // Slack for a loaded machine; waiting on the hanging receiver would add 30 s.
-    expect(withHooks.ms).toBeLessThan(without.ms * 1.5 + 3_000);
+    // Waiting on the hanging receiver would add its 30 s timeout; the rest is slack for a loaded
+    // machine (ci59, beside a benchmark: 9.2 s against 4.0 s without the hooks).
+    expect(withHooks.ms).toBeLessThan(without.ms * 2 + 10_000);
 
     await eventually(
       () => hook.got.some((r) => r.body.includes('"dev.cutover.migration.completed"')),
