@@ -382,6 +382,7 @@ function renderListener(
   ];
   if (servers.length === 0) return server(['return 503;']);
   const slotVariable = `$${name.replaceAll('-', '__')}_slot`;
+  const connectionVariable = `$${name.replaceAll('-', '__')}_connection`;
   return [
     `upstream ${name} {`,
     ...servers.map((s) => `    server ${s.address} weight=${s.weight}; # ${s.slot}`),
@@ -392,10 +393,18 @@ function renderListener(
     '    default "";',
     ...servers.map((s) => `    "~(^| )${escapeRegex(s.address)}$" ${s.slot};`),
     '}',
+    // A WebSocket (or other) upgrade goes through with its Upgrade and Connection headers; any
+    // other request gets no Connection header, so the upstream's kept-alive connection stays open.
+    // Per listener: two files nginx includes must not define one variable twice.
+    `map $http_upgrade ${connectionVariable} {`,
+    '    default upgrade;',
+    `    "" "";`,
+    '}',
     ...server([
       `proxy_pass http://${name};`,
       'proxy_http_version 1.1;',
-      'proxy_set_header Connection "";',
+      'proxy_set_header Upgrade $http_upgrade;',
+      `proxy_set_header Connection ${connectionVariable};`,
       'proxy_set_header Host $http_host;',
       'proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;',
       'proxy_set_header X-Forwarded-Proto $scheme;',

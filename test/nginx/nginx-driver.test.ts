@@ -11,6 +11,7 @@ import { connect } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { WebSocket, WebSocketServer } from 'ws';
 import type { LoadResult } from '../../bench/load.js';
 import { configTestArgv, createNginxDriver, mainServers } from '../../engine/drivers/nginx-driver.js';
 import { PermanentDriverError, type RouteCallContext, type SlotInfo } from '../../engine/drivers/types.js';
@@ -188,6 +189,41 @@ describe('nginx route driver (real nginx)', () => {
     );
     expect((await send(empty)).status).toBe(503);
     expect(await versionsOf(listen, 4)).toEqual({ blue: 4 }); // the other route of the file is intact
+  });
+
+  it('passes a WebSocket upgrade to the slot: messages both ways, while plain requests keep their upstream connection', async () => {
+    const nginx = await startNginx();
+    // Blue's replica echoes WebSocket messages, prefixed with its slot.
+    const upstream = createServer((_req, res) => res.end(JSON.stringify({ version: 'blue' })));
+    const echo = new WebSocketServer({ server: upstream });
+    echo.on('connection', (socket) => socket.on('message', (data) => socket.send(`blue:${String(data)}`)));
+    const address = await resources.listen(upstream);
+    const listen = await freeListen();
+    await createNginxDriver().apply(
+      nginx.ctx,
+      {
+        route: 'ws',
+        spec: routeSpec(listen),
+        blue: { component: 'web', slot: 'blue', version: 'blue', addresses: [address] },
+        green: null,
+        greenPercent: 0,
+      },
+      callOptions(),
+    );
+    const client = new WebSocket(`ws://${listen}/socket`);
+    try {
+      await once(client, 'open');
+      const replies: string[] = [];
+      client.on('message', (data) => replies.push(String(data)));
+      for (const text of ['one', 'two', 'three']) client.send(text);
+      await eventually(() => replies.length === 3, 5_000);
+      expect(replies).toEqual(['blue:one', 'blue:two', 'blue:three']);
+      // A plain request beside it is still answered (no Connection: upgrade sent upstream for it).
+      expect(await versionsOf(listen, 4)).toEqual({ blue: 4 });
+    } finally {
+      client.terminate();
+      echo.close();
+    }
   });
 
   it('answers 504 for an upstream silent longer than the route upstreamTimeout (proxy_read_timeout)', async () => {
