@@ -81,7 +81,10 @@ describe('bench/load.js', () => {
     await sleep(1_000);
     const all = await unbounded.stop();
     expect(all.failed).toBe(0);
-    expect(all.requests).toBeGreaterThan(150);
+    // 200 are due in the second, about 60 of them waiting for answers at once: over 100 sent shows
+    // the generator went on sending past the 20 in flight (115 beside a benchmark, ci55; no failure
+    // above says none was refused as saturated).
+    expect(all.requests).toBeGreaterThan(100);
     expect(all.versions).toEqual({ '9.9.9': all.requests });
   });
 });

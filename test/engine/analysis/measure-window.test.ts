@@ -63,6 +63,7 @@ describe('measureWindow', () => {
     );
   }, 30_000);
 
+  // Green's p99 is 200 ms and more (480 ms on a loaded machine): the breach is the ratio to blue.
   it('measures only the window: a green slow by 200 ms breaches a comparison with blue', async () => {
     const { listen, read, started } = await route({ delayMs: 200 });
     await load(listen, 20, 4); // before the window: not counted in it
@@ -81,7 +82,7 @@ describe('measureWindow', () => {
     );
     expect(verdict.outcome).toBe('breach');
     expect(verdict.reason).toMatch(
-      /^green p99 2\d\d ms is \d+(\.\d)?× blue's .* ms \(more than 2×\) over 30 requests at the 50 % step$/,
+      /^green p99 ([2-9]\d\d|\d{4,}) ms is \d+(\.\d)?× blue's .* ms \(more than 2×\) over 30 requests at the 50 % step$/,
     );
   }, 30_000);
 
