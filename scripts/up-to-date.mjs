@@ -1,6 +1,6 @@
 // Whether a build step's output is newer than all of its inputs, so `npm run build` (which
-// `npm test` runs after `npm ci` already built) redoes only what an edit made stale. tsc itself is
-// incremental (tsconfig.build.json) and rewrites only the outputs whose source changed.
+// `npm test` runs after `npm ci` already built) redoes only what an edit made stale.
+// scripts/build-ts.mjs rewrites only the outputs whose source changed.
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
