@@ -1,9 +1,10 @@
-import { type IncomingMessage, request, STATUS_CODES } from 'node:http';
+import { type IncomingMessage, request } from 'node:http';
 import type { Socket } from 'node:net';
 import { parseHostPort } from '../core/host-port.js';
 import { clientResponseHeaders, type RawHeaders, upstreamRequestHeaders } from './forward-headers.js';
 import type { Lease } from './in-flight.js';
 import { maxUpstreamAttempts, type ProxyDeps } from './proxy-request.js';
+import { refuseUpgrade } from './refusals.js';
 import {
   type Binding,
   chooseSlot,
@@ -27,7 +28,8 @@ export interface UpgradeDeps extends ProxyDeps {
  * to that upstream (upgrade-tunnel.ts), which stays there whatever the table does next; any other
  * answer goes to the client as a response, and the connection closes after it (Node's parser has
  * let go of it). As for other requests, it goes to another replica only when it never reached the
- * first (the connection could not be made).
+ * first (the connection could not be made). `arrivedMs` (performance.now()): when the handshake
+ * came, for one a hold kept first (write-holds.ts; its duration counts from then).
  */
 export function proxyUpgrade(
   deps: UpgradeDeps,
@@ -36,33 +38,14 @@ export function proxyUpgrade(
   req: IncomingMessage,
   socket: Socket,
   head: Buffer,
+  arrivedMs = performance.now(),
 ): void {
-  new UpgradeHandshake(deps, binding, route, req, socket, head).start();
-}
-
-/** A refusal written on a socket the HTTP server no longer frames: the connection closes after it. */
-export function refuseUpgrade(
-  socket: Socket,
-  status: number,
-  text: string,
-  headers: Record<string, string> = {},
-): void {
-  if (socket.writable) {
-    const lines = Object.entries({
-      ...headers,
-      'content-type': 'text/plain; charset=utf-8',
-      'content-length': String(Buffer.byteLength(text)),
-      connection: 'close',
-    }).map(([name, value]) => `${name}: ${value}\r\n`);
-    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${lines.join('')}\r\n${text}`);
-  }
-  socket.destroySoon();
+  new UpgradeHandshake(deps, binding, route, req, socket, head, arrivedMs).start();
 }
 
 const noneTried: ReadonlySet<string> = new Set();
 
 class UpgradeHandshake {
-  private readonly arrivedMs = performance.now();
   private readonly tried: string[] = [];
   private slot: Slot = 'blue';
   private lease: Lease | null = null;
@@ -78,6 +61,7 @@ class UpgradeHandshake {
     private readonly req: IncomingMessage,
     private readonly socket: Socket,
     private readonly head: Buffer,
+    private readonly arrivedMs: number,
   ) {}
 
   start(): void {

@@ -37,3 +37,22 @@ export function writeRefusal(socket: Socket, refusal: Refusal): void {
     `HTTP/1.1 ${refusal.status} ${STATUS_CODES[refusal.status] ?? ''}\r\n${headers}\r\n${refusal.text}`,
   );
 }
+
+/** A refusal written on a socket the HTTP server no longer frames: the connection closes after it. */
+export function refuseUpgrade(
+  socket: Socket,
+  status: number,
+  text: string,
+  headers: Record<string, string> = {},
+): void {
+  if (socket.writable) {
+    const lines = Object.entries({
+      ...headers,
+      'content-type': 'text/plain; charset=utf-8',
+      'content-length': String(Buffer.byteLength(text)),
+      connection: 'close',
+    }).map(([name, value]) => `${name}: ${value}\r\n`);
+    socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${lines.join('')}\r\n${text}`);
+  }
+  socket.destroySoon();
+}

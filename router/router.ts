@@ -41,8 +41,9 @@ import { answerAtEdge } from './edge-answers.js';
 import { InFlightRegistry } from './in-flight.js';
 import { renderMetricsText } from './metrics-text.js';
 import { readPauses, writePauses } from './pauses.js';
-import { type ProxyDeps, proxyRequest, queueFullRetryAfterSeconds, sendText } from './proxy-request.js';
-import { proxyUpgrade, refuseUpgrade, type UpgradeDeps } from './proxy-upgrade.js';
+import { type ProxyDeps, proxyRequest, sendText } from './proxy-request.js';
+import { proxyUpgrade, type UpgradeDeps } from './proxy-upgrade.js';
+import { refuseUpgrade } from './refusals.js';
 import { BodyBudget } from './replayable-body.js';
 import { ReplicationFigures, type ReplicationReport } from './replication-lag.js';
 import { RouteListeners } from './route-listeners.js';
@@ -167,10 +168,15 @@ class TableRouter implements Router {
       upgrades: this.upgrades,
     };
     // A held request goes by the table live when it is released, from the listener it came in on.
-    const forward = ({ binding, req, res, client, arrivedMs }: HeldRequest) => {
+    const forward = (held: HeldRequest) => {
+      const { binding, req, arrivedMs } = held;
       const route = this.state.routes.get(binding.routeKey);
-      if (!route) return goneRoute(binding.routeKey, res, client);
-      proxyRequest(deps, binding, route, req, res, client, arrivedMs);
+      if (held.socket) {
+        if (!route) return refuseUpgrade(held.socket, 503, noLongerServed(binding.routeKey));
+        return proxyUpgrade(deps, binding, route, req, held.socket, held.head, arrivedMs);
+      }
+      if (!route) return goneRoute(binding.routeKey, held.res, held.client);
+      proxyRequest(deps, binding, route, req, held.res, held.client, arrivedMs);
     };
     this.holds = new WriteHolds(
       {
@@ -199,18 +205,10 @@ class TableRouter implements Router {
       (listener, req, socket, head) => {
         const binding = this.state.bindings.get(listener.address) ?? listener.binding;
         const route = this.state.routes.get(binding.routeKey);
-        if (!route)
-          return refuseUpgrade(socket, 503, `cutover: route ${binding.routeKey} is no longer served\n`);
-        // A held route takes no new connection to either slot: the client may come back.
-        if (this.holds.holding(binding.routeKey))
-          return refuseUpgrade(
-            socket,
-            503,
-            `cutover: route ${binding.routeKey} is holding its requests; try again shortly\n`,
-            {
-              'retry-after': String(queueFullRetryAfterSeconds),
-            },
-          );
+        if (!route) return refuseUpgrade(socket, 503, noLongerServed(binding.routeKey));
+        // A held route's handshake waits with its requests, and goes where the release sends it.
+        const hold = this.holds.holding(binding.routeKey);
+        if (hold) return this.holds.admit(hold, { binding, req, socket, head, arrivedMs: performance.now() });
         proxyUpgrade(deps, binding, route, req, socket, head);
       },
     );
@@ -456,7 +454,11 @@ class TableRouter implements Router {
 function goneRoute(routeKey: string, res: ServerResponse, client: { responseClosed(): void }): void {
   res.once('close', () => client.responseClosed());
   res.setHeader('connection', 'close');
-  sendText(res, 503, `cutover: route ${routeKey} is no longer served\n`);
+  sendText(res, 503, noLongerServed(routeKey));
+}
+
+function noLongerServed(routeKey: string): string {
+  return `cutover: route ${routeKey} is no longer served\n`;
 }
 
 function describe(route: RouteState): string {

@@ -1,7 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { WriteHold } from '../core/layout.js';
 import type { ControlHold, FinishedHold, HoldEnd, PauseSpec, ReleasedTo } from './control-types.js';
 import { type ProxyListener, queueFullRetryAfterSeconds, refuseRequest } from './proxy-request.js';
+import { refuseUpgrade } from './refusals.js';
 import type { Binding, RouteState, RoutingState } from './routing-state.js';
 
 /**
@@ -14,12 +16,18 @@ import type { Binding, RouteState, RoutingState } from './routing-state.js';
  * by the weights live at the resume. A route has one hold at a time: a pause is refused while a
  * write hold is in effect, and a write hold is not taken on a paused route (the reload says why).
  * Pauses are kept in `router/pauses.json`, so a router started again is still paused.
+ * An upgrade's handshake (a WebSocket's) waits in the same queue as a request, in the order it came,
+ * within the same count and time, and goes on to the slot the release sends it to: a client that
+ * reconnects during a switch is not refused. Its refusals are written on its socket, as HTTP.
  *
  * Invariants:
  * - A request is held at most once, and leaves the queue exactly once: forwarded, answered by the
  *   router (overflow, route gone, router stopping), or dropped because its client went away (then
  *   nothing goes upstream for it). A client's leaving shows while it is held only if the socket is
  *   still read: a body larger than its buffers (tens of KiB) pauses it, and is read at the release.
+ *   A held upgrade's socket is paused, but Node still reads it into the stream's buffer (up to its
+ *   highWaterMark, 16 KiB on Node 20): a client that leaves shows at once unless bytes it sent after
+ *   its handshake wait unread there (a WebSocket client sends nothing before its answer).
  * - A held request is not in flight to any slot (in-flight.ts): the engine's drain of blue waits only
  *   for requests that reached blue before the hold.
  * - A hold whose id expired is never held again, whatever tables follow: the router's bound holds
@@ -27,13 +35,28 @@ import type { Binding, RouteState, RoutingState } from './routing-state.js';
  * - Releasing is synchronous: once the table that ends a hold is applied (and `POST /reload`
  *   answered), every held request has been handed to its upstream's pool.
  */
-export interface HeldRequest {
+export type HeldRequest = HeldExchange | HeldUpgrade;
+
+/** A request answered through its response. */
+export interface HeldExchange {
   readonly binding: Binding;
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
   readonly client: ProxyListener;
   /** performance.now() when it came: its duration, held time included, counts from then. */
   readonly arrivedMs: number;
+  readonly socket?: undefined;
+}
+
+/** An upgrade's handshake: the socket is the router's (http1-connection.ts no longer reads it). */
+export interface HeldUpgrade {
+  readonly binding: Binding;
+  readonly req: IncomingMessage;
+  readonly socket: Socket;
+  /** What the client sent after the handshake (the rest waits in the paused socket). */
+  readonly head: Buffer;
+  readonly arrivedMs: number;
+  readonly res?: undefined;
 }
 
 export interface WriteHoldsDeps {
@@ -130,15 +153,12 @@ export class WriteHolds {
 
   /** Holds the request, or answers 503 with Retry-After once `maxHeld` wait. */
   admit(hold: ActiveHold, request: HeldRequest): void {
-    const { req, res, client } = request;
     if (hold.queue.size >= hold.spec.maxHeld) {
       hold.refused++;
       this.countersOf(hold.routeKey).refused++;
       const why = hold.pause ? 'is paused' : 'is switching';
-      refuseRequest(
-        req,
-        res,
-        client,
+      refuse(
+        request,
         503,
         `cutover: route ${hold.routeKey} ${why} and already holds ${hold.spec.maxHeld} requests; try again shortly\n`,
         { 'retry-after': String(hold.pause ? pauseRetryAfterSeconds : queueFullRetryAfterSeconds) },
@@ -151,12 +171,12 @@ export class WriteHolds {
         hold.queue.delete(entry);
         if (entry.timer) clearTimeout(entry.timer);
         hold.left++;
-        client.responseClosed();
+        if (!request.socket) request.client.responseClosed();
       },
     };
-    req.on('error', ignore);
-    res.on('error', ignore);
-    res.once('close', entry.gone);
+    request.req.on('error', ignore);
+    request.res?.on('error', ignore);
+    (request.socket ?? request.res).once('close', entry.gone);
     hold.queue.add(entry);
     if (hold.pause) entry.timer = setTimeout(() => this.waitedTooLong(hold, entry), hold.pause.timeoutMs);
     hold.heldCount++;
@@ -316,14 +336,11 @@ export class WriteHolds {
   /** A paused request waited its bound: 503 with Retry-After, and it leaves the queue. */
   private waitedTooLong(hold: ActiveHold, entry: HeldEntry): void {
     if (!hold.queue.delete(entry)) return;
-    const { req, res, client } = entry.request;
-    res.off('close', entry.gone);
+    stopWatching(entry);
     hold.refused++;
     this.countersOf(hold.routeKey).refused++;
-    refuseRequest(
-      req,
-      res,
-      client,
+    refuse(
+      entry.request,
       503,
       `cutover: route ${hold.routeKey} is paused; this request waited ${(hold.pause?.timeoutMs ?? 0) / 1000}s; try again later\n`,
       { 'retry-after': String(pauseRetryAfterSeconds) },
@@ -370,20 +387,20 @@ export class WriteHolds {
     const entries = [...hold.queue];
     hold.queue.clear();
     for (const entry of entries) {
-      const { req, res, client } = entry.request;
       if (entry.timer) clearTimeout(entry.timer);
-      res.off('close', entry.gone);
+      const request = stopWatching(entry);
       // A client gone whose 'close' is still to come: nothing goes upstream for it.
-      if (clientGone(res)) {
+      if (clientGone(request)) {
         hold.left++;
-        res.once('close', () => client.responseClosed());
+        if (request.socket) request.socket.destroy();
+        else request.res.once('close', () => request.client.responseClosed());
         continue;
       }
       if (how === 'router-stopped')
-        refuseRequest(req, res, client, 503, 'cutover: the router is stopping; try again shortly\n', {
+        refuse(request, 503, 'cutover: the router is stopping; try again shortly\n', {
           'retry-after': String(queueFullRetryAfterSeconds),
         });
-      else this.deps.forward(entry.request);
+      else this.deps.forward(request);
     }
     const finished: FinishedHold = {
       id: hold.spec.id,
@@ -460,8 +477,24 @@ function describeEnd(finished: FinishedHold, spec: WriteHold): string {
   }
 }
 
-function clientGone(res: ServerResponse): boolean {
+function clientGone(request: HeldRequest): boolean {
+  const { socket, res } = request;
+  // An upgrade's client that ended its side sent nothing more to upgrade (its 'close' comes next).
+  if (socket) return socket.destroyed || socket.readableEnded;
   return res.destroyed || res.socket === null || res.socket.destroyed;
+}
+
+/** The router's own answer to a held request, or to a held upgrade (on its socket, as HTTP). */
+function refuse(request: HeldRequest, status: number, text: string, headers: Record<string, string>): void {
+  if (request.socket) refuseUpgrade(request.socket, status, text, headers);
+  else refuseRequest(request.req, request.res, request.client, status, text, headers);
+}
+
+/** The entry leaves the queue: its client's leaving is no longer watched. */
+function stopWatching(entry: HeldEntry): HeldRequest {
+  const { request } = entry;
+  (request.socket ?? request.res).off('close', entry.gone);
+  return request;
 }
 
 function iso(epochMs: number): string {

@@ -3,9 +3,9 @@
  * has no stable WebSocket client). An upstream greets each connection with its name, echoes every
  * message as `name:message`, answers plain HTTP with its name, refuses the handshake on `/refuse`
  * (403, as an app's auth would), closes with 4001 when told `close`, and records the close code of
- * each connection it had.
+ * each connection it had and what came on its connections, in the order they came.
  */
-import { createServer } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { Resources } from '../support/resources.js';
 
@@ -16,14 +16,27 @@ export interface WsUpstream {
   closes: number[];
   /** Connections open now. */
   open(): number;
+  /**
+   * What reached it (`GET /path`, `upgrade /path`), in the order its connections were accepted:
+   * the order the router sent them in, whichever connection's bytes were parsed first.
+   */
+  arrivals(): string[];
 }
 
 export async function startWsUpstream(resources: Resources, name: string): Promise<WsUpstream> {
+  const accepted = new WeakMap<object, number>();
+  const seen: { connection: number; what: string }[] = [];
+  const note = (req: IncomingMessage, what: string) =>
+    seen.push({ connection: accepted.get(req.socket) ?? -1, what: `${what} ${req.url}` });
   const server = createServer((req, res) => {
+    note(req, req.method ?? 'GET');
     req.resume();
     res.setHeader('x-upstream', name);
     res.end(name);
   });
+  let connections = 0;
+  server.on('connection', (socket) => accepted.set(socket, connections++));
+  server.on('upgrade', (req: IncomingMessage) => note(req, 'upgrade'));
   const closes: number[] = [];
   const wss = new WebSocketServer({
     server,
@@ -46,7 +59,13 @@ export async function startWsUpstream(resources: Resources, name: string): Promi
     for (const client of wss.clients) client.terminate();
     wss.close();
   });
-  return { name, address, closes, open: () => wss.clients.size };
+  return {
+    name,
+    address,
+    closes,
+    open: () => wss.clients.size,
+    arrivals: () => [...seen].sort((a, b) => a.connection - b.connection).map((s) => s.what),
+  };
 }
 
 /** A client connection through the router: the slot that greeted it, what it received, how it closed. */
@@ -91,4 +110,29 @@ export async function openWs(resources: Resources, listen: string, path = '/'): 
         socket.send(text);
       }),
   };
+}
+
+/** The router's or the upstream's answer to a handshake it did not upgrade. */
+export interface WsRefusal {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** Sends a WebSocket handshake that must not be upgraded; resolves with the answer it got. */
+export function refusedWs(resources: Resources, listen: string, path = '/'): Promise<WsRefusal> {
+  const socket = new WebSocket(`ws://${listen}${path}`);
+  resources.add(() => socket.terminate());
+  return new Promise((resolve, reject) => {
+    socket.once('open', () => reject(new Error(`the handshake for ${path} was upgraded`)));
+    socket.once('error', reject);
+    socket.once('unexpected-response', (_req, res: IncomingMessage) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+  }).finally(() => socket.on('error', () => undefined)) as Promise<WsRefusal>;
 }
