@@ -78,6 +78,8 @@ export class Http1Connection implements ExchangeConnection {
   private idleTimer: NodeJS.Timeout | null = null;
   /** Runs while the active request's body is still to come (requestTimeoutMs). */
   private bodyTimer: NodeJS.Timeout | null = null;
+  /** The socket went to an upgrade (handleUpgrade): its owner closes it, not this connection. */
+  handedOver = false;
   readonly keepAliveSeconds: number;
 
   constructor(
@@ -101,9 +103,12 @@ export class Http1Connection implements ExchangeConnection {
     return this.side.date();
   }
 
-  /** Closes the connection if it is between requests with nothing read (a closing listener's). */
+  /**
+   * Closes the connection if it is between requests with nothing read (a closing listener's). A
+   * socket handed over to an upgrade is not this connection's to close (a tunnel gets a close frame).
+   */
   closeIfIdle(): void {
-    if (!this.active && this.unread() === 0) this.socket.destroy();
+    if (!this.active && !this.handedOver && this.unread() === 0) this.socket.destroy();
   }
 
   /** The active request is taken and its body about to be read: 100 Continue now, if its client waits. */
@@ -314,6 +319,7 @@ export class Http1Connection implements ExchangeConnection {
       return;
     }
     req.url = verdict.target;
+    this.handedOver = true;
     this.side.handleUpgrade?.(req, socket, head);
   }
 

@@ -1,4 +1,4 @@
-import type { Server } from 'node:net';
+import type { Server, Socket } from 'node:net';
 import { Http1Connection, type Http1ServerSide } from './http1-connection.js';
 import type { Http1Request, Http1Response } from './http1-exchange.js';
 
@@ -69,9 +69,17 @@ export class Http1Side implements Http1ServerSide {
     this.connections.delete(connection);
   }
 
-  /** Closes every connection between two requests. */
+  /** Closes every connection between two requests (not those handed over to an upgrade). */
   closeIdleConnections(): void {
     for (const connection of this.connections) connection.closeIfIdle();
+  }
+
+  /** The sockets handed over to an upgrade (a handshake under way, or a tunnel) still open. */
+  upgradedSockets(): Socket[] {
+    const sockets: Socket[] = [];
+    for (const connection of this.connections)
+      if (connection.handedOver && !connection.socket.destroyed) sockets.push(connection.socket);
+    return sockets;
   }
 
   /** Cuts every connection. */

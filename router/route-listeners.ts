@@ -66,9 +66,16 @@ export type ListenerUpgradeHandler = (
 ) => void;
 
 /**
+ * Closes the upgraded connections (and handshakes under way) of a listener that stops: `sockets`,
+ * its clients' (the router's UpgradedConnections.closeClients).
+ */
+export type UpgradesCloser = (sockets: Socket[]) => void;
+
+/**
  * The set of listeners the table asks for. Reconciling is two idempotent steps: stop those no longer
- * wanted (they stop accepting at once and close once their requests are answered), then open those
- * missing. A listener that fails to open stays missing and is retried at the next reconcile.
+ * wanted (they stop accepting at once and close once their requests are answered; their upgraded
+ * connections are closed as a drain closes them, `closeUpgrades`), then open those missing. A
+ * listener that fails to open stays missing and is retried at the next reconcile.
  */
 export class RouteListeners {
   private readonly live = new Map<string, RouteListener>();
@@ -79,6 +86,7 @@ export class RouteListeners {
     private readonly keepAliveTimeoutMs = clientKeepAliveTimeoutMs,
     private readonly certificates: CertificateStore,
     private readonly upgradeHandler?: ListenerUpgradeHandler,
+    private readonly closeUpgrades?: UpgradesCloser,
   ) {}
 
   stopUnwanted(wanted: ReadonlyMap<string, Binding>): void {
@@ -89,6 +97,7 @@ export class RouteListeners {
       listener.closing = true;
       const closed = new Promise<void>((resolve) => listener.server.close(() => resolve()));
       listener.http1.closeIdleConnections();
+      this.closeUpgrades?.(listener.http1.upgradedSockets());
       listener.http2?.close();
       this.draining.set(listener, closed);
       void closed.then(() => this.draining.delete(listener));

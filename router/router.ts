@@ -70,8 +70,9 @@ import { type HeldRequest, WriteHolds } from './write-holds.js';
 /** On close, requests still unanswered after this long are cut. */
 export const routerCloseGraceMs = 10_000;
 /**
- * How long an upgraded connection the router closes (a drain past its timeout, the router
- * stopping) has to answer its close frame and end; it is cut after.
+ * How long an upgraded connection the router closes (a drain past its timeout, its listener going
+ * away: its route left the table or moved, the router stopping) has to answer its close frame and
+ * end; it is cut after.
  */
 export const upgradeCloseGraceMs = 2_000;
 
@@ -211,6 +212,7 @@ class TableRouter implements Router {
         if (hold) return this.holds.admit(hold, { binding, req, socket, head, arrivedMs: performance.now() });
         proxyUpgrade(deps, binding, route, req, socket, head);
       },
+      (sockets) => void this.upgrades.closeClients(sockets, upgradeCloseGraceMs),
     );
   }
 
@@ -418,10 +420,8 @@ class TableRouter implements Router {
     this.tableWatch?.stop();
     await this.running?.catch(() => undefined);
     this.holds.stopAll();
-    await Promise.all([
-      this.listeners.closeAll(routerCloseGraceMs),
-      this.upgrades.closeAll(upgradeCloseGraceMs),
-    ]);
+    // Upgraded connections are closed with their listeners (closeClients, 1001 for a WebSocket).
+    await this.listeners.closeAll(routerCloseGraceMs);
     this.pools.destroyAll();
     this.certificates.close();
     if (this.claimed) releaseRouterRecord(this.stateDir);

@@ -9,14 +9,26 @@ const tunnelKeepAliveMs = 60_000;
 export type TunnelEnd = 'client' | 'upstream' | 'router';
 
 /**
+ * Why the router closes an upgraded connection (the reason of its close frame 1001): a drain of
+ * its slot, or its listener going away (its route left the table or moved, or the router stops).
+ */
+export type TunnelCloseCause = 'drain' | 'listener';
+
+const closeReasons: Record<TunnelCloseCause, string> = {
+  drain: 'going away: the router drains this slot',
+  listener: 'going away: the router no longer listens here',
+};
+
+/**
  * One upgraded connection (a WebSocket, or any protocol a 101 switched to): the client's socket and
  * the upstream's, bytes piped both ways with backpressure, half-closes passed on. It stays on the
  * upstream its handshake reached, whatever the routing table does after.
  *
- * `close()` ends it cleanly for a drain: a WebSocket gets a close frame 1001 (going away) on each
- * side, put between two frames of the stream (a frame under way is forwarded to its end first),
- * then nothing more is forwarded; each side's answering close frame ends its TCP connection. Another
- * protocol's connections are ended (FIN) both ways. Whatever is left after `graceMs` is cut.
+ * `close()` ends it cleanly, for a drain or its listener going away: a WebSocket gets a close frame
+ * 1001 (going away) on each side, put between two frames of the stream (a frame under way is
+ * forwarded to its end first), then nothing more is forwarded; each side's answering close frame
+ * ends its TCP connection. Another protocol's connections are ended (FIN) both ways. Whatever is
+ * left after `graceMs` is cut.
  *
  * Invariants: the router's own close frame goes to a side at most once, and only at a frame
  * boundary of the stream to that side; once it went, nothing else is forwarded to that side.
@@ -34,12 +46,13 @@ export class UpgradeTunnel {
   endedBy: TunnelEnd | null = null;
   readonly ended: Promise<void>;
   private resolveEnded!: () => void;
+  private reason = closeReasons.drain;
 
   constructor(
     readonly routeKey: string,
     readonly slot: Slot,
     readonly address: string,
-    private readonly client: Socket,
+    readonly client: Socket,
     private readonly upstream: Socket,
     readonly websocket: boolean,
   ) {
@@ -84,9 +97,10 @@ export class UpgradeTunnel {
   }
 
   /** Ends the connection cleanly (see the class); resolves once both sockets are closed. */
-  close(graceMs: number): Promise<void> {
+  close(graceMs: number, cause: TunnelCloseCause): Promise<void> {
     if (this.closing || this.open === 0) return this.ended;
     this.closing = true;
+    this.reason = closeReasons[cause];
     const began = this.toClient?.closeSeen || this.toUpstream?.closeSeen;
     if (!this.websocket || began || this.endedBy !== null) {
       // Not a WebSocket, or a side already closing it: its own handshake (or FIN) goes on.
@@ -154,7 +168,7 @@ export class UpgradeTunnel {
   }
 
   private sendClose(side: 'client' | 'upstream'): void {
-    const reason = 'going away: the router drains this slot';
+    const { reason } = this;
     if (side === 'client') {
       this.sentToClient = true;
       if (this.client.writable) this.client.write(closeFrame(goingAwayCode, reason, false));

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { RouteUpgraded } from './control-types.js';
 import { escapeLabel, splitKey } from './metrics-text.js';
 import { type Slot, slots } from './routing-state.js';
@@ -9,7 +10,7 @@ export interface RouteUpgradeMetrics {
   open: Record<Slot, number>;
   /** Upgrades that went through (the upstream answered 101). */
   total: Record<Slot, number>;
-  /** Those the router closed itself (1001 for a WebSocket) at the end of a drain. */
+  /** Those the router closed itself (1001 for a WebSocket): a drain's end, their listener gone. */
   closedByRouter: Record<Slot, number>;
 }
 
@@ -57,13 +58,24 @@ export class UpgradedConnections {
    */
   async close(routeKey: string, addresses: readonly string[], graceMs: number): Promise<number> {
     const closing = this.matching(routeKey, addresses);
-    await Promise.all(closing.map((tunnel) => tunnel.close(graceMs)));
+    await Promise.all(closing.map((tunnel) => tunnel.close(graceMs, 'drain')));
     return closing.length;
   }
 
-  /** The router is stopping: every upgraded connection is closed as a drain closes it. */
-  async closeAll(graceMs: number): Promise<void> {
-    await Promise.all([...this.tunnels].map((tunnel) => tunnel.close(graceMs)));
+  /**
+   * The listener `clients` came through goes away (its route left the table or moved, the router
+   * stops): their tunnels are closed as a drain closes them (cut after `graceMs`); a handshake not
+   * answered yet is cut, as the listener's idle connections are.
+   */
+  async closeClients(clients: readonly Socket[], graceMs: number): Promise<void> {
+    const byClient = new Map([...this.tunnels].map((tunnel) => [tunnel.client, tunnel]));
+    const closing: Promise<void>[] = [];
+    for (const socket of clients) {
+      const tunnel = byClient.get(socket);
+      if (tunnel) closing.push(tunnel.close(graceMs, 'listener'));
+      else socket.destroy();
+    }
+    await Promise.all(closing);
   }
 
   keepRoutes(routeKeys: Iterable<string>): void {
@@ -136,7 +148,7 @@ export function upgradeMetricsText(routes: readonly RouteUpgradeMetrics[]): stri
   metric(
     'cutover_route_upgraded_closed_total',
     'counter',
-    'Upgraded connections the router closed itself (1001 for a WebSocket) at the end of a drain.',
+    'Upgraded connections the router closed itself (1001 for a WebSocket) at the end of a drain or as their listener closed.',
     (r, s) => r.closedByRouter[s],
   );
   return `${lines.join('\n')}\n`;

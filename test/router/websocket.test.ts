@@ -3,16 +3,42 @@
  * ways on the slot the weights chose, kept there across a switch; counted per slot in /routes and
  * /metrics; a refused handshake passed on as a response; an upgrade after pipelined requests in its
  * turn; and the drain, which waits for upgraded connections up to its timeout and then closes them
- * with 1001 on both sides.
+ * with 1001 on both sides; and when their listener closes (the route left the table, the router
+ * stops), they are closed with 1001 on both sides too, a client that does not answer cut after a bound.
  */
+import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { routerClient, waitDrained } from '../../router/client.js';
+import { routerCloseGraceMs, upgradeCloseGraceMs } from '../../router/router.js';
 import { rawExchange } from './raw-http.js';
-import { environment, eventually, resourcesPerTest, routerWithRoute, send } from './support.js';
+import {
+  environment,
+  eventually,
+  freeListen,
+  removeRoute,
+  resourcesPerTest,
+  routerWithRoute,
+  send,
+  setRoute,
+} from './support.js';
 import { openWs, startWsUpstream } from './websocket-support.js';
 
 const resources = resourcesPerTest();
 const key = `${environment}/web`;
+
+/** A WebSocket handshake's head, for raw sockets. */
+function wsHandshake(listen: string, path = '/'): string {
+  return [
+    `GET ${path} HTTP/1.1`,
+    `Host: ${listen}`,
+    'Connection: Upgrade',
+    'Upgrade: websocket',
+    'Sec-WebSocket-Version: 13',
+    'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+    '',
+    '',
+  ].join('\r\n');
+}
 
 async function twoSlots(greenPercent: number) {
   const [blue, green] = await Promise.all([
@@ -58,17 +84,7 @@ describe('WebSocket upgrades', () => {
 
   it('passes an upstream refusing the upgrade on as a response, and closes the connection', async () => {
     const { listen, router } = await twoSlots(0);
-    const handshake = [
-      'GET /refuse HTTP/1.1',
-      `Host: ${listen}`,
-      'Connection: Upgrade',
-      'Upgrade: websocket',
-      'Sec-WebSocket-Version: 13',
-      'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
-      '',
-      '',
-    ].join('\r\n');
-    const answer = await rawExchange(listen, handshake);
+    const answer = await rawExchange(listen, wsHandshake(listen, '/refuse'));
     expect(answer.received).toMatch(/^HTTP\/1\.1 403 Forbidden\r\n/);
     expect(answer.received).toContain('x-cutover-slot: blue');
     expect(answer.closed).toBe(true);
@@ -80,15 +96,7 @@ describe('WebSocket upgrades', () => {
 
   it('answers the requests pipelined before an upgrade first, then upgrades', async () => {
     const { listen } = await twoSlots(0);
-    const upgrade = [
-      'GET / HTTP/1.1',
-      `Host: ${listen}`,
-      'Connection: Upgrade',
-      'Upgrade: websocket',
-      'Sec-WebSocket-Version: 13',
-      'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
-    ].join('\r\n');
-    const answer = await rawExchange(listen, `GET /a HTTP/1.1\r\nHost: x\r\n\r\n${upgrade}\r\n\r\n`, {
+    const answer = await rawExchange(listen, `GET /a HTTP/1.1\r\nHost: x\r\n\r\n${wsHandshake(listen)}`, {
       until: (received) => received.includes('hello blue'),
     });
     const first = answer.received.indexOf('HTTP/1.1 200');
@@ -122,5 +130,78 @@ describe('WebSocket upgrades', () => {
       drained: true,
       inFlight: 0,
     });
+  });
+});
+
+/**
+ * A WebSocket client that never closes: it answers no close frame and keeps its side of the TCP
+ * connection open after the router's FIN. `ended`: what it received, once the router's FIN came.
+ */
+function silentWs(listen: string): { upgraded: Promise<void>; ended: Promise<string> } {
+  const [host, port] = listen.split(':') as [string, string];
+  const socket = connect({ host, port: Number(port), allowHalfOpen: true });
+  resources.add(() => {
+    socket.destroy();
+  });
+  let received = '';
+  let upgraded!: () => void;
+  socket.write(wsHandshake(listen));
+  socket.on('error', () => undefined);
+  socket.on('data', (chunk: Buffer) => {
+    received += chunk.toString('latin1');
+    if (received.includes('hello blue')) upgraded();
+  });
+  return {
+    upgraded: new Promise((resolve) => {
+      upgraded = resolve;
+    }),
+    ended: new Promise((resolve) => socket.once('end', () => resolve(received))),
+  };
+}
+
+/** Whether `received` (latin1) holds an unmasked close frame 1001 with the router's reason. */
+function hasGoingAway(received: string): boolean {
+  const payload = received.indexOf('\x03\xe9going away');
+  return payload >= 2 && received[payload - 2] === '\x88';
+}
+
+describe('WebSocket upgrades when their listener closes', () => {
+  it.each(['leaves the table', 'moves to another address'])(
+    'closes them with 1001 on both sides when their route %s',
+    async (change) => {
+      const { listen, blue, green, stateDir, router } = await twoSlots(0);
+      const clients = [await openWs(resources, listen), await openWs(resources, listen)];
+      if (change === 'leaves the table') await removeRoute(stateDir, 'web');
+      else
+        await setRoute(stateDir, 'web', {
+          listen: await freeListen(),
+          blue: [blue.address],
+          green: [green.address],
+          greenPercent: 0,
+        });
+      await router.reload();
+      for (const client of clients) expect((await client.closed).code).toBe(1001);
+      await eventually(() => blue.closes.length === 2);
+      expect(blue.closes).toEqual([1001, 1001]);
+    },
+  );
+
+  it('closes them with 1001 on both sides when the router stops, and cuts a client that does not answer', async () => {
+    const { listen, blue, router } = await twoSlots(0);
+    const client = await openWs(resources, listen);
+    const silent = silentWs(listen);
+    await silent.upgraded;
+    const started = Date.now();
+    await router.close();
+    const stopMs = Date.now() - started;
+    expect((await client.closed).code).toBe(1001);
+    const received = await silent.ended;
+    expect(received).toMatch(/^HTTP\/1\.1 101 /);
+    expect(hasGoingAway(received)).toBe(true);
+    // The silent client held the stop for the tunnels' bound, not the listeners' longer one.
+    expect(stopMs).toBeGreaterThanOrEqual(upgradeCloseGraceMs - 100);
+    expect(stopMs).toBeLessThan(routerCloseGraceMs);
+    await eventually(() => blue.closes.length === 2);
+    expect(blue.closes).toEqual([1001, 1001]);
   });
 });
