@@ -8,7 +8,6 @@ import {
   certificateExpiry,
   certificateWarningDays,
   type RouteCertificatesInfo,
-  type ServedCertificateInfo,
 } from '../core/certificate-expiry.js';
 import type { Style } from './style.js';
 
@@ -73,8 +72,17 @@ function routeLines(key: string, route: ProxyRouteView, nowMs: number, style: St
 function certificateLines(tls: RouteCertificatesInfo, nowMs: number, style: Style): string[] {
   const loaded = tls.loadedAt === undefined ? '' : style.dim(` (loaded ${when(tls.loadedAt)})`);
   const lines = [`  certificates${loaded}`];
-  const width = Math.max(0, ...tls.certificates.map((c) => c.names.join(', ').length));
-  for (const c of tls.certificates) lines.push(`    ${certificateLine(c, width, nowMs, style)}`);
+  const rows = tls.certificates.map((c) => ({
+    c,
+    names: c.names.join(', '),
+    until: until(c.notAfter, nowMs),
+  }));
+  const namesWidth = Math.max(0, ...rows.map((r) => r.names.length));
+  const untilWidth = Math.max(0, ...rows.map((r) => r.until.length));
+  for (const { c, names, until } of rows) {
+    const columns = `${names.padEnd(namesWidth)}  ${until.padEnd(untilWidth)}  ${c.file}`;
+    lines.push(`    ${expiryFlagged(columns, c.notAfter, nowMs, style)}`);
+  }
   if (tls.certificates.length === 0) lines.push(style.red('    none served'));
   if (tls.problem !== undefined) {
     const at = tls.failedAt === undefined ? '' : ` at ${when(tls.failedAt)}`;
@@ -86,19 +94,22 @@ function certificateLines(tls: RouteCertificatesInfo, nowMs: number, style: Styl
   return lines;
 }
 
-/** `a.test, *.a.test  until 2026-11-30 (2 days left)  ! expires within 14 days  /srv/tls/a.pem`. */
-function certificateLine(c: ServedCertificateInfo, width: number, nowMs: number, style: Style): string {
-  const names = c.names.join(', ').padEnd(width);
-  const leftMs = Date.parse(c.notAfter) - nowMs;
-  const until = `until ${c.notAfter.slice(0, 10)} (${leftMs > 0 ? `${span(leftMs)} left` : `expired ${span(-leftMs)} ago`})`;
-  const expiry = certificateExpiry(c.notAfter, nowMs);
+/** `until 2026-11-30 (2 days left)`, `until 2026-11-20 (expired 8 days ago)`. */
+function until(notAfter: string, nowMs: number): string {
+  const leftMs = Date.parse(notAfter) - nowMs;
+  return `until ${notAfter.slice(0, 10)} (${leftMs > 0 ? `${span(leftMs)} left` : `expired ${span(-leftMs)} ago`})`;
+}
+
+/** A certificate's line, flagged at its end when it expires within `certificateWarningDays` or has. */
+function expiryFlagged(line: string, notAfter: string, nowMs: number, style: Style): string {
+  const expiry = certificateExpiry(notAfter, nowMs);
   switch (expiry) {
     case 'expired':
-      return `${names}  ${style.red(`${until}  ! expired`)}  ${c.file}`;
+      return style.red(`${line}  ! expired`);
     case 'expiring':
-      return `${names}  ${style.yellow(`${until}  ! expires within ${certificateWarningDays} days`)}  ${c.file}`;
+      return style.yellow(`${line}  ! expires within ${certificateWarningDays} days`);
     case 'valid':
-      return `${names}  ${until}  ${c.file}`;
+      return line;
   }
 }
 
