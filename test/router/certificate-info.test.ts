@@ -10,11 +10,12 @@ import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { type PeerCertificate, connect as tlsConnect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
 import { routerClient } from '../../router/client.js';
 import type { RouteCertificatesInfo } from '../../router/control-types.js';
 import type { Router } from '../../router/router.js';
 import { fingerprintOf, makeCertificate, type TestCertificate } from '../support/certificates.js';
-import { runCli } from '../support/cli.js';
+import { repoRoot, runCli } from '../support/cli.js';
 import { Resources } from '../support/resources.js';
 import {
   environment,
@@ -37,6 +38,8 @@ let a: TestCertificate;
 /** Expires in 90 days. */
 let b: TestCertificate;
 let router: Router;
+/** The exposition while b's file was broken (the docs' alert rules are tried on it). */
+let brokenExposition = '';
 
 beforeAll(async () => {
   dir = await stateDirFor(resources);
@@ -203,12 +206,12 @@ describe('certificates in GET /routes and /metrics', () => {
     expect(broken.loadedAt).toBe(before.loadedAt);
     expect((await served('b.test')).fingerprint256).toBe(b.fingerprint);
     let text = await metricsText();
+    brokenExposition = text;
     expect(sample(text, failing)).toBe(1);
     expect(sample(text, failures)).toBe(1);
     const servedNotAfter = before.certificates[1]?.notAfter ?? '';
     expect(sample(text, expirySeries('b.test', b.cert))).toBe(Date.parse(servedNotAfter) / 1000);
     const view = await runCli(['proxy', 'routes', '--state-dir', dir]);
-    console.log(view.stdout);
     expect(view.stdout).toContain(
       `! reload failed at ${broken.failedAt?.replace('T', ' ').slice(0, 19)} UTC: ${b.cert} holds no PEM certificate`,
     );
@@ -237,4 +240,70 @@ describe('certificates in GET /routes and /metrics', () => {
     expect(after.stdout).not.toContain('failed');
     expect(after.stdout).toMatch(/b\.test +until \d{4}-\d\d-\d\d \((29|30) days left\)/);
   });
+
+  it("docs/router.md's alert rules fire on this exposition: the 2-day certificate, and the failing reload", async () => {
+    const soon = { alertname: 'CertificateExpiresSoon', labels: { name: 'a.test', file: a.cert } };
+    const failingReload = { alertname: 'CertificateReloadFailing', labels: {} };
+    expect(await rulesOn(brokenExposition, [soon, failingReload])).toContain('SUCCESS');
+    expect(await rulesOn(await metricsText(), [soon])).toContain('SUCCESS');
+  });
 });
+
+/** An alert expected to fire: its name and the labels of the series beside environment and route. */
+interface ExpectedAlert {
+  alertname: string;
+  labels: Record<string, string>;
+}
+
+/**
+ * `promtool test rules` of docs/router.md's rule file on `exposition`'s certificate series, 15
+ * minutes on, expecting exactly `firing` of its alerts (each rule's other alerts: none). Its clock
+ * starts at 0, so each expiry is given as seconds from now. The annotations are checked by
+ * `promtool check rules` and left out of the test (promtool compares them whole).
+ */
+async function rulesOn(exposition: string, firing: readonly ExpectedAlert[]): Promise<string> {
+  const docs = readFileSync(path.join(repoRoot, 'docs/router.md'), 'utf8');
+  const block = /\n {2}```yaml\n( {2}groups:[\s\S]*?)\n {2}```\n/.exec(docs)?.[1];
+  if (!block) throw new Error('no alert rules in docs/router.md');
+  const work = await resources.tempDir('cutover-rules-');
+  const rules = parse(block.replace(/^ {2}/gm, '')) as { groups: { rules: Record<string, unknown>[] }[] };
+  writeFileSync(path.join(work, 'documented.yml'), stringify(rules));
+  const checked = await promtool(['check', 'rules', path.join(work, 'documented.yml')]);
+  if (!checked.includes('SUCCESS')) return checked;
+  for (const group of rules.groups) for (const rule of group.rules) delete rule.annotations;
+  writeFileSync(path.join(work, 'rules.yml'), stringify(rules));
+  const nowSeconds = Date.now() / 1000;
+  const series = exposition
+    .split('\n')
+    .filter((line) => line.startsWith('cutover_router_certificate_'))
+    .map((line) => {
+      const name = line.slice(0, line.lastIndexOf(' '));
+      const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+      const shifted = name.includes('_expiry_') ? Math.round(value - nowSeconds) : value;
+      return { series: name, values: `${shifted}x30` };
+    });
+  const alertnames = rules.groups.flatMap((g) => g.rules.map((r) => String(r.alert)));
+  const alertRuleTest = alertnames.map((alertname) => ({
+    eval_time: '15m',
+    alertname,
+    exp_alerts: firing
+      .filter((f) => f.alertname === alertname)
+      .map((f) => ({
+        exp_labels: { severity: 'warning', environment, route: 'web', ...f.labels },
+      })),
+  }));
+  const tests = {
+    rule_files: ['rules.yml'],
+    evaluation_interval: '1m',
+    tests: [{ interval: '1m', input_series: series, alert_rule_test: alertRuleTest }],
+  };
+  writeFileSync(path.join(work, 'tests.yml'), JSON.stringify(tests));
+  return promtool(['test', 'rules', path.join(work, 'tests.yml')]);
+}
+
+/** What promtool said, whatever its exit code. */
+function promtool(args: string[]): Promise<string> {
+  return new Promise((resolve) =>
+    execFile('promtool', args, (_error, stdout, stderr) => resolve(`${stdout}${stderr}`)),
+  );
+}
