@@ -22,14 +22,17 @@ export function certificateMetricsText(routes: readonly RouteCertificateMetrics[
     `# HELP ${expiry} When a certificate the route serves expires (its notAfter), in seconds since the epoch.`,
     `# TYPE ${expiry} gauge`,
   ];
-  for (const { labels, route } of labelled)
+  for (const { labels, route } of labelled) {
+    // One series per name and file: a pair listed twice must not repeat one (Prometheus would
+    // refuse the whole scrape).
+    const seen = new Set<string>();
     for (const certificate of route.certificates) {
-      const name = certificate.names[0] ?? '';
-      const seconds = Date.parse(certificate.notAfter) / 1000;
-      lines.push(
-        `${expiry}{${labels},name="${escapeLabel(name)}",file="${escapeLabel(certificate.file)}"} ${seconds}`,
-      );
+      const series = `${expiry}{${labels},name="${escapeLabel(certificate.names[0] ?? '')}",file="${escapeLabel(certificate.file)}"}`;
+      if (seen.has(series)) continue;
+      seen.add(series);
+      lines.push(`${series} ${Date.parse(certificate.notAfter) / 1000}`);
     }
+  }
   const failing = 'cutover_router_certificate_load_failing';
   lines.push(
     `# HELP ${failing} 1 while the route's certificate files cannot be loaded (the certificates loaded before are served), else 0.`,

@@ -213,7 +213,7 @@ function describeServed(served: ServedCertificate, file: string): ServedCertific
  * The names SNI matches a certificate by (CertificateSet.pick, through checkHost): its DNS subject
  * alternative names (`DNS:a.test, DNS:*.a.test`), else the CN of its subject (`CN=a.test`).
  */
-export function certificateNames(subjectAltName: string | undefined, subject: string): string[] {
+function certificateNames(subjectAltName: string | undefined, subject: string): string[] {
   const dns = (subjectAltName ?? '')
     .split(', ')
     .filter((entry) => entry.startsWith('DNS:'))

@@ -11,8 +11,9 @@ import path from 'node:path';
 import { type PeerCertificate, connect as tlsConnect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
+import { certificateMetricsText } from '../../router/certificate-metrics.js';
 import { routerClient } from '../../router/client.js';
-import type { RouteCertificatesInfo } from '../../router/control-types.js';
+import type { RouteCertificatesInfo, ServedCertificateInfo } from '../../router/control-types.js';
 import type { Router } from '../../router/router.js';
 import { fingerprintOf, makeCertificate, type TestCertificate } from '../support/certificates.js';
 import { repoRoot, runCli } from '../support/cli.js';
@@ -179,6 +180,18 @@ describe('certificates in GET /routes and /metrics', () => {
     const check = await promtoolCheck(text);
     expect(check.output).toBe('');
     expect(check.code).toBe(0);
+  });
+
+  it('a pair listed twice gives one expiry series, so the scrape stays valid', async () => {
+    const tls = await tlsOfRoute();
+    const first = tls.certificates[0] as ServedCertificateInfo;
+    const text = certificateMetricsText([
+      { route: key, certificates: [first, first], failing: false, failedLoads: 0 },
+    ]);
+    expect(text.split('\n').filter((l) => l.startsWith('cutover_router_certificate_expiry_'))).toHaveLength(
+      1,
+    );
+    expect(await promtoolCheck(text)).toEqual({ code: 0, output: '' });
   });
 
   it('cutover proxy routes shows the expiry short and flags the certificate expiring within 14 days', async () => {
