@@ -8,5 +8,11 @@ export interface TestCertificate {
   fingerprint: string;
 }
 
-export function makeCertificate(dir: string, file: string, names: readonly string[]): TestCertificate;
+/** Self-signed for `names` (the first its CN), valid for `days` (default 2). */
+export function makeCertificate(
+  dir: string,
+  file: string,
+  names: readonly string[],
+  days?: number,
+): TestCertificate;
 export function fingerprintOf(certFile: string): string;

@@ -10,9 +10,9 @@ import path from 'node:path';
 
 /**
  * A self-signed certificate for `names` (the first is its subject's CN, all are DNS SANs), written
- * as `<file>.pem` and `<file>.key` in `dir`, valid for two days.
+ * as `<file>.pem` and `<file>.key` in `dir`, valid for `days` days (two by default).
  */
-export function makeCertificate(dir, file, names) {
+export function makeCertificate(dir, file, names, days = 2) {
   const cert = path.join(dir, `${file}.pem`);
   const key = path.join(dir, `${file}.key`);
   const san = names.map((name) => `DNS:${name}`).join(',');
@@ -33,7 +33,7 @@ export function makeCertificate(dir, file, names) {
     '-addext',
     `subjectAltName=${san}`,
     '-days',
-    '2',
+    String(days),
   ];
   try {
     execFileSync('openssl', args, { stdio: ['ignore', 'ignore', 'pipe'] });

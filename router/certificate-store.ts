@@ -1,7 +1,9 @@
+import type { RouteCertificatesInfo, ServedCertificateInfo } from '../core/certificate-expiry.js';
 import {
   CertificateSet,
   type CertificateSource,
   FileCertificates,
+  type ServedCertificate,
   serveCertificate,
 } from './certificates.js';
 import type { RouteTlsState, TlsVersion } from './route-tls.js';
@@ -21,8 +23,24 @@ interface RouteCertificates {
   version: string;
   /** Served now: the last set that loaded whole; null while none did. */
   set: CertificateSet | null;
+  /** What the served set is, for `GET /routes` and `/metrics`: one per certificate, in order. */
+  served: ServedCertificateInfo[];
+  /** When the served set was loaded (epoch ms). */
+  loadedAtMs: number | null;
   /** Why the last load failed, while it does. */
   problem: string | null;
+  /** When it failed (epoch ms). */
+  failedAtMs: number | null;
+  /** Loads that failed since the route was first served over TLS (kept when its files change). */
+  failedLoads: number;
+}
+
+/** A route's certificates as `/metrics` shows them (certificate-metrics.ts). */
+export interface RouteCertificateMetrics {
+  route: string;
+  certificates: readonly ServedCertificateInfo[];
+  failing: boolean;
+  failedLoads: number;
 }
 
 /**
@@ -58,14 +76,19 @@ export class CertificateStore {
         if (!route.tls) return;
         const { certificates, protocol } = route.tls;
         const settings = JSON.stringify([certificates, protocol.minVersion]);
-        if (this.routes.get(key)?.settings === settings) return;
+        const before = this.routes.get(key);
+        if (before?.settings === settings) return;
         const entry: RouteCertificates = {
           settings,
           source: new FileCertificates(certificates),
           minVersion: protocol.minVersion,
           version: '',
           set: null,
+          served: [],
+          loadedAtMs: null,
           problem: null,
+          failedAtMs: null,
+          failedLoads: before?.failedLoads ?? 0,
         };
         this.routes.set(key, entry);
         await this.load(key, entry);
@@ -85,6 +108,31 @@ export class CertificateStore {
   /** Why the route has no certificate, or why its last load failed. */
   problem(routeKey: string): string | null {
     return this.routes.get(routeKey)?.problem ?? null;
+  }
+
+  /** What a TLS route serves and how its last load went, for `GET /routes`; undefined for a plain route. */
+  snapshot(routeKey: string): RouteCertificatesInfo | undefined {
+    const entry = this.routes.get(routeKey);
+    if (!entry) return undefined;
+    return {
+      certificates: entry.served.map((c) => ({ ...c, names: [...c.names] })),
+      ...(entry.loadedAtMs === null ? {} : { loadedAt: new Date(entry.loadedAtMs).toISOString() }),
+      ...(entry.problem === null ? {} : { problem: entry.problem }),
+      ...(entry.failedAtMs === null || entry.problem === null
+        ? {}
+        : { failedAt: new Date(entry.failedAtMs).toISOString() }),
+      failedLoads: entry.failedLoads,
+    };
+  }
+
+  /** Every TLS route's certificates and failed loads, for `/metrics`. */
+  metrics(): RouteCertificateMetrics[] {
+    return [...this.routes].map(([route, entry]) => ({
+      route,
+      certificates: entry.served,
+      failing: entry.problem !== null,
+      failedLoads: entry.failedLoads,
+    }));
   }
 
   /** Calls `changed` whenever some route's certificates change; answers how to stop. */
@@ -121,13 +169,19 @@ export class CertificateStore {
       if (this.routes.get(key) !== entry) return;
       const renewed = entry.set !== null;
       entry.set = set;
+      entry.served = set.certificates.map((c, i) => describeServed(c, pems[i]?.origin ?? ''));
+      entry.loadedAtMs = Date.now();
       entry.version = version;
       entry.problem = null;
+      entry.failedAtMs = null;
       if (renewed) this.log(`router: ${key} certificates reloaded (${describe(set)})`);
       for (const changed of this.watchers) changed();
     } catch (error) {
       const problem = (error as Error).message;
+      if (this.routes.get(key) !== entry) return;
       entry.version = version;
+      entry.failedLoads++;
+      entry.failedAtMs = Date.now();
       if (problem !== entry.problem) {
         const kept = entry.set ? '; the certificates loaded before are served meanwhile' : '';
         this.log(`router: ${key} certificates not loaded: ${problem}${kept}`);
@@ -141,4 +195,30 @@ function describe(set: CertificateSet): string {
   return set.certificates
     .map((c) => `${c.x509.subject.replace(/\n/g, ', ')} until ${c.x509.validTo}`)
     .join('; ');
+}
+
+/** What `GET /routes` tells of a served certificate. */
+function describeServed(served: ServedCertificate, file: string): ServedCertificateInfo {
+  const { x509 } = served;
+  return {
+    names: certificateNames(x509.subjectAltName, x509.subject),
+    file,
+    notBefore: new Date(x509.validFrom).toISOString(),
+    notAfter: new Date(x509.validTo).toISOString(),
+    fingerprint256: x509.fingerprint256,
+  };
+}
+
+/**
+ * The names SNI matches a certificate by (CertificateSet.pick, through checkHost): its DNS subject
+ * alternative names (`DNS:a.test, DNS:*.a.test`), else the CN of its subject (`CN=a.test`).
+ */
+function certificateNames(subjectAltName: string | undefined, subject: string): string[] {
+  const dns = (subjectAltName ?? '')
+    .split(', ')
+    .filter((entry) => entry.startsWith('DNS:'))
+    .map((entry) => entry.slice(4).replace(/^"(.*)"$/, '$1'));
+  if (dns.length > 0) return dns;
+  const cn = subject.split('\n').find((line) => line.startsWith('CN='));
+  return cn === undefined ? [] : [cn.slice(3)];
 }

@@ -1,4 +1,7 @@
+import type { RouteCertificatesInfo } from '../core/certificate-expiry.js';
 import type { RouteInFlight } from './in-flight.js';
+
+export type { RouteCertificatesInfo, ServedCertificateInfo } from '../core/certificate-expiry.js';
 
 /** The answers of the router's control API, shared by the router and its client. */
 
@@ -57,6 +60,12 @@ export interface RouteSnapshot {
   hold?: ControlHold;
   /** The last write hold that ended on the route since the router started. */
   lastHold?: FinishedHold;
+  /**
+   * A TLS route's certificates served now (names, file, notAfter, fingerprint), when they were
+   * loaded, and the last load's problem while the files on disk cannot be loaded (absent: a plain
+   * route, or an older router).
+   */
+  tls?: RouteCertificatesInfo;
 }
 
 /** A write hold in effect: `held` requests wait now. */

@@ -50,7 +50,8 @@ export interface ControlServer {
  * - `GET /traffic?route=<env/route>` → `RouteTraffic`, the same counters as JSON for the engine's
  *   analysis (404 for a route the router does not serve)
  * - `POST /reload` → re-reads the table; answers `ReloadResult` once the new state is live
- * - `GET /routes` → `RoutesSnapshot`: each route's split, addresses and requests in flight
+ * - `GET /routes` → `RoutesSnapshot`: each route's split, addresses and requests in flight, and a
+ *   TLS route's certificates (names, file, expiry, fingerprint, the last load's problem)
  * - `GET /in-flight?route=<env/route>&address=<a>&address=<b>` → `InFlightAnswer`: requests in
  *   flight, and upgraded connections (WebSockets) open, to those addresses
  * - `POST /close-upgraded?route=<env/route>&address=<a>…` → `CloseUpgradedAnswer`, once the route's

@@ -27,6 +27,7 @@ import type { ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { RouteTraffic } from '../core/analysis/traffic.js';
 import { CutoverError } from '../core/errors.js';
+import { certificateMetricsText } from './certificate-metrics.js';
 import { CertificateStore } from './certificate-store.js';
 import { type ControlServer, startRouterControl } from './control.js';
 import { controlListenFor, defaultControlListen, keepControlListen } from './control-address.js';
@@ -341,6 +342,7 @@ class TableRouter implements Router {
     const state = this.state;
     const routes: RoutesSnapshot['routes'] = {};
     for (const [key, route] of state.routes) {
+      const tls = route.tls ? this.certificates.snapshot(key) : undefined;
       routes[key] = {
         listen: route.listen,
         ...(route.preview !== undefined ? { preview: route.preview } : {}),
@@ -350,6 +352,7 @@ class TableRouter implements Router {
         inFlight: this.inFlightRegistry.route(key),
         upgraded: this.upgrades.route(key),
         ...this.holds.snapshot(key),
+        ...(tls === undefined ? {} : { tls }),
       };
     }
     // Listeners of the table not open now: the last reload's failure, else still being opened.
@@ -406,7 +409,9 @@ class TableRouter implements Router {
         this.metrics.startedAt,
         this.holds.metrics(),
         this.replication.current(),
-      ) + upgradeMetricsText(this.upgrades.metrics())
+      ) +
+      upgradeMetricsText(this.upgrades.metrics()) +
+      certificateMetricsText(this.certificates.metrics())
     );
   }
 

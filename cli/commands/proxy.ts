@@ -1,12 +1,14 @@
 import type { Command } from 'commander';
 import { CutoverError } from '../../core/errors.js';
 import { formatDuration, parseDuration } from '../../core/topology/duration.js';
-import { type CommandRun, pathIn } from '../context.js';
+import { renderProxyRoutesJson, renderProxyRoutesText } from '../../views/render-proxy-routes.js';
+import { type CommandRun, pathIn, styleOf } from '../context.js';
 import { addStateDirOptions, resolveStateDir, type StateDirOptions } from '../state-dir.js';
 
 export function registerProxy(program: Command, run: CommandRun): void {
   const proxy = addStateDirOptions(program.command('proxy'));
   registerPause(proxy, run);
+  registerRoutes(proxy, run);
   proxy
     .description('run the router: serve every route of a state directory from its routing table')
     .option(
@@ -111,17 +113,41 @@ Example:
     );
 }
 
+/** `cutover proxy routes`: the router's `GET /routes` for a person (certificates and their expiry included). */
+function registerRoutes(proxy: Command, run: CommandRun): void {
+  const stateDirOptions = () => proxy.opts<StateDirOptions>();
+  proxy
+    .command('routes')
+    .description(
+      'show what the router serves now: splits, addresses, holds, TLS certificates and their expiry',
+    )
+    .option('--json', "print the router's GET /routes answer as one JSON object")
+    .addHelpText(
+      'after',
+      `
+A certificate that expires within 14 days, or has expired, is flagged, and so is a certificate
+file that could not be loaded again (the router serves the certificate it loaded before).
+
+Example:
+  $ cutover proxy routes --state-dir /srv/shop/.cutover`,
+    )
+    .action(
+      run.action(async (options: { json?: boolean }) => {
+        const { client } = await routerOf(run, stateDirOptions());
+        const snapshot = await client.routes();
+        run.stdout.write(
+          options.json
+            ? renderProxyRoutesJson(snapshot)
+            : renderProxyRoutesText(snapshot, Date.now(), styleOf(run, run.stdout)),
+        );
+        return 0;
+      }),
+    );
+}
+
 /** The router client of the options' state directory, and `route` as the router's key. */
 async function pausedRoute(run: CommandRun, route: string, options: StateDirOptions) {
-  const stateDir = resolveStateDir(
-    {
-      ...(options.file === undefined ? {} : { file: pathIn(run, options.file) }),
-      ...(options.stateDir === undefined ? {} : { stateDir: pathIn(run, options.stateDir) }),
-    },
-    run.env,
-  );
-  const { routerClient } = await import('../../router/client.js');
-  const client = routerClient(stateDir.root);
+  const { client, stateDir } = await routerOf(run, options);
   if (route.includes('/')) return { client, key: route };
   const keys = Object.keys((await client.routes()).routes).filter((key) => key.endsWith(`/${route}`));
   if (keys.length !== 1)
@@ -132,4 +158,17 @@ async function pausedRoute(run: CommandRun, route: string, options: StateDirOpti
         : `route ${route} is served in several environments (${keys.join(', ')}): name one as <environment>/${route}`,
     );
   return { client, key: keys[0] as string };
+}
+
+/** The router client of the options' state directory. */
+async function routerOf(run: CommandRun, options: StateDirOptions) {
+  const stateDir = resolveStateDir(
+    {
+      ...(options.file === undefined ? {} : { file: pathIn(run, options.file) }),
+      ...(options.stateDir === undefined ? {} : { stateDir: pathIn(run, options.stateDir) }),
+    },
+    run.env,
+  );
+  const { routerClient } = await import('../../router/client.js');
+  return { client: routerClient(stateDir.root), stateDir };
 }
