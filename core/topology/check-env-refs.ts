@@ -20,9 +20,11 @@ export function checkEnvRefs(file: TopologyFile, checked?: ReadonlySet<string>):
     const component = components[name] as ComponentFile;
     const env = component?.env;
     if (env === null || typeof env !== 'object') continue;
-    const dependsOn = Array.isArray(component.dependsOn) ? component.dependsOn : [];
-    for (const [key, value] of Object.entries(env)) {
+    // Keys, not entries: no pair per value (most values are text, skipped at once).
+    for (const key of Object.keys(env)) {
+      const value = env[key];
       if (value === null || typeof value !== 'object' || !('ref' in value)) continue;
+      const dependsOn = Array.isArray(component.dependsOn) ? component.dependsOn : [];
       const at = ['components', name, 'env', key];
       const { ref, format } = value;
       if (typeof ref === 'string' && !dependsOn.includes(ref)) {
