@@ -13,7 +13,9 @@ import { suggest } from './validate-schema.js';
 export function checkEnvRefs(file: TopologyFile, checked?: ReadonlySet<string>): PathProblem[] {
   const problems: PathProblem[] = [];
   const components = file.components ?? {};
-  for (const name of Object.keys(components)) {
+  const names = Object.keys(components);
+  for (let n = 0; n < names.length; n++) {
+    const name = names[n] as string;
     // A reference reaches only the component's own `dependsOn`: one that passed before passes again.
     if (checked?.has(name)) continue;
     // An own key (from Object.keys): a plain read is enough, and `__proto__` reads the own value.

@@ -151,7 +151,8 @@ function walkComponents(
   const drivers = file.drivers ?? {};
   const components = file.components;
   const names = Object.keys(components); // throws, as before, when there are no components at all
-  for (const name of names) {
+  for (let n = 0; n < names.length; n++) {
+    const name = names[n] as string;
     const component = components[name] as ComponentFile;
     if (checked?.has(name)) {
       // Passed before, so its `dependsOn` is a list of other components' names: do they exist here?
@@ -469,7 +470,9 @@ function checkCyclesFrom(
   problems: PathProblem[],
 ): void {
   const from: string[] = [];
-  for (const name of edges.keys()) if (!checked.has(name)) from.push(name);
+  edges.forEach((_, name) => {
+    if (!checked.has(name)) from.push(name);
+  });
   const at = reachesCycle(edges, from);
   if (at !== undefined) problems.push({ path: ['components', at, 'dependsOn'], message: 'dependency cycle' });
 }
