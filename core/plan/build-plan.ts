@@ -195,9 +195,10 @@ function routeAction(
 function buildUpActions(c: Classification): Action[] {
   // Plain loops over the maps: a large layout has many components and most of them are kept.
   const green: string[] = [];
-  for (const [name, f] of c.components) {
+  // forEach, not for-of: no entry pair per component while the code is still cold.
+  c.components.forEach((f, name) => {
     if (f.fate === 'add' || f.fate === 'replace' || f.fate === 'restart') green.push(name);
-  }
+  });
   const ordered = inDependencyOrder(green, c.desiredDepths);
   const provision: Action[] = [];
   const replicate: Action[] = [];
@@ -311,7 +312,9 @@ function teardownActions(c: Classification, current: Topology | null): Action[] 
     .map(([n]) => n)
     .sort(compareNames);
   const blue: string[] = [];
-  for (const [name, f] of c.components) if (f.fate === 'replace' || f.fate === 'remove') blue.push(name);
+  c.components.forEach((f, name) => {
+    if (f.fate === 'replace' || f.fate === 'remove') blue.push(name);
+  });
   const ordered = inTeardownOrder(blue, c.currentDepths);
   const drainTimeouts = drainTimeoutsByComponent(current);
   const drain: Action[] = removedRoutes.map((name) =>
@@ -364,7 +367,9 @@ function resourceChanges(c: Classification, actions: readonly Action[]): Resourc
   }
   const out: ResourceChange[] = [];
   const touched: string[] = []; // kept components have no resource change: leave them out before sorting
-  for (const [name, f] of c.components) if (f.fate !== 'keep') touched.push(name);
+  c.components.forEach((f, name) => {
+    if (f.fate !== 'keep') touched.push(name);
+  });
   for (const name of touched.sort(compareNames)) {
     const fate = c.components.get(name) as ComponentFate;
     const actionsOf = byComponent.get(name) ?? [];

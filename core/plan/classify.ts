@@ -93,7 +93,8 @@ export function classify(
   const driverChanged = new Map<string, boolean>();
   const usedDrivers = new Set<string>();
   const { slots, images } = secrets;
-  for (const name of order) {
+  for (let k = 0; k < order.length; k++) {
+    const name = order[k] as string;
     // A key of desired.components (byDepth of its depths): a plain read is enough, and
     // `__proto__` reads the own value.
     const component = desired.components[name] as Component;
@@ -121,9 +122,10 @@ export function classify(
           );
     if (image) changes = spliceChange(changes, image);
     const replacedDeps: string[] = [];
-    for (const dep of component.dependsOn) {
-      const f = components.get(dep)?.fate;
-      if (f === 'replace' || f === 'add') replacedDeps.push(dep);
+    const dependsOn = component.dependsOn;
+    for (let i = 0; i < dependsOn.length; i++) {
+      const f = components.get(dependsOn[i] as string)?.fate;
+      if (f === 'replace' || f === 'add') replacedDeps.push(dependsOn[i] as string);
     }
     const restart = forced.restarts?.get(name);
     const changed = changes.length > 0 || replacedDeps.length > 0;

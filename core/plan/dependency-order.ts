@@ -69,7 +69,10 @@ export function dependencyGraph(
   }
   if (queue.length !== n) throw new InvariantError('dependency cycle in a loaded topology');
   const out = new Map<string, number>();
-  for (const i of order) out.set(names[i] as string, depth[i] as number);
+  for (let k = 0; k < order.length; k++) {
+    const i = order[k] as number;
+    out.set(names[i] as string, depth[i] as number);
+  }
   const dependentsOf = (name: string): string[] => {
     const j = index.get(name);
     const list = j === undefined ? undefined : dependents[j];
@@ -81,13 +84,17 @@ export function dependencyGraph(
 /** The names of a depth map, shallowest first; equal depths keep the map's order (a stable sort). */
 export function byDepth(depths: ReadonlyMap<string, number>): string[] {
   const buckets: string[][] = [];
-  for (const [name, depth] of depths) {
+  // forEach and indexes, not for-of: no entry pair per name while the code is still cold.
+  depths.forEach((depth, name) => {
     const bucket = buckets[depth];
     if (bucket) bucket.push(name);
     else buckets[depth] = [name];
-  }
+  });
   const out: string[] = [];
-  for (const bucket of buckets) if (bucket) for (const name of bucket) out.push(name);
+  for (let d = 0; d < buckets.length; d++) {
+    const bucket = buckets[d];
+    if (bucket) for (let k = 0; k < bucket.length; k++) out.push(bucket[k] as string);
+  }
   return out;
 }
 

@@ -13,16 +13,20 @@ import { suggest } from './validate-schema.js';
 export function checkEnvRefs(file: TopologyFile, checked?: ReadonlySet<string>): PathProblem[] {
   const problems: PathProblem[] = [];
   const components = file.components ?? {};
-  for (const name of Object.keys(components)) {
+  const names = Object.keys(components);
+  for (let n = 0; n < names.length; n++) {
+    const name = names[n] as string;
     // A reference reaches only the component's own `dependsOn`: one that passed before passes again.
     if (checked?.has(name)) continue;
     // An own key (from Object.keys): a plain read is enough, and `__proto__` reads the own value.
     const component = components[name] as ComponentFile;
     const env = component?.env;
     if (env === null || typeof env !== 'object') continue;
-    const dependsOn = Array.isArray(component.dependsOn) ? component.dependsOn : [];
-    for (const [key, value] of Object.entries(env)) {
+    // Keys, not entries: no pair per value (most values are text, skipped at once).
+    for (const key of Object.keys(env)) {
+      const value = env[key];
       if (value === null || typeof value !== 'object' || !('ref' in value)) continue;
+      const dependsOn = Array.isArray(component.dependsOn) ? component.dependsOn : [];
       const at = ['components', name, 'env', key];
       const { ref, format } = value;
       if (typeof ref === 'string' && !dependsOn.includes(ref)) {

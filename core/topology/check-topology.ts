@@ -96,6 +96,12 @@ function checkDurations(file: TopologyFile, problems: PathProblem[], componentPr
   forEachEntry(file.routes, (name, r) => check(r.drain?.timeout, () => ['routes', name, 'drain', 'timeout']));
 }
 
+const noNames: readonly unknown[] = [];
+
+function pushAll(problems: PathProblem[], more: readonly PathProblem[]): void {
+  for (let i = 0; i < more.length; i++) problems.push(more[i] as PathProblem);
+}
+
 const healthDurationFields = ['interval', 'timeout', 'deadline'] as const;
 const replicateDurationFields = ['maxLag', 'timeout', 'writeHold'] as const;
 
@@ -103,7 +109,8 @@ function componentDurations(name: string, c: ComponentFile, out: PathProblem[]):
   // `?.` as the separate pass had it: a null health or replicate has no durations to check.
   const health = c.health;
   if (health !== undefined && health !== null) {
-    for (const field of healthDurationFields) {
+    for (let f = 0; f < healthDurationFields.length; f++) {
+      const field = healthDurationFields[f] as (typeof healthDurationFields)[number];
       if (isTooLong(health[field])) {
         out.push({
           path: ['components', name, 'health', field],
@@ -117,7 +124,8 @@ function componentDurations(name: string, c: ComponentFile, out: PathProblem[]):
   }
   const replicate = c.replicate;
   if (replicate !== undefined && replicate !== null) {
-    for (const field of replicateDurationFields) {
+    for (let f = 0; f < replicateDurationFields.length; f++) {
+      const field = replicateDurationFields[f] as (typeof replicateDurationFields)[number];
       if (isTooLong(replicate[field])) {
         out.push({
           path: ['components', name, 'replicate', field],
@@ -143,7 +151,8 @@ function walkComponents(
   const drivers = file.drivers ?? {};
   const components = file.components;
   const names = Object.keys(components); // throws, as before, when there are no components at all
-  for (const name of names) {
+  for (let n = 0; n < names.length; n++) {
+    const name = names[n] as string;
     const component = components[name] as ComponentFile;
     if (checked?.has(name)) {
       // Passed before, so its `dependsOn` is a list of other components' names: do they exist here?
@@ -167,9 +176,12 @@ function walkComponents(
       // Malformed entry, as above.
     }
     try {
-      const deps = Array.isArray(component.dependsOn) ? component.dependsOn : [];
+      const deps = Array.isArray(component.dependsOn) ? component.dependsOn : noNames;
       const targets: string[] = [];
-      for (const d of deps) if (typeof d === 'string' && d !== name) targets.push(d);
+      for (let i = 0; i < deps.length; i++) {
+        const d = deps[i];
+        if (typeof d === 'string' && d !== name) targets.push(d);
+      }
       edges.set(name, targets);
     } catch {
       // Malformed entry, as above.
@@ -218,8 +230,9 @@ function checkComponent(
       message: 'is required for a component on a process driver',
     });
   }
-  if (driver) problems.push(...checkContainerFields(name, component, driver.type));
-  problems.push(...checkPlacement(name, component, driver));
+  // Without a spread of empty lists: this runs for every component, mostly before the JIT warms up.
+  if (driver) pushAll(problems, checkContainerFields(name, component, driver.type));
+  pushAll(problems, checkPlacement(name, component, driver));
   const dependsOn = component.dependsOn ?? [];
   // Not a list: the rest of this entry is left unchecked, as `dependsOn.forEach` throwing left it.
   if (!Array.isArray(dependsOn)) throw new TypeError('dependsOn is not a list');
@@ -252,7 +265,8 @@ function checkComponent(
             : `has ${(['http', 'tcp', 'command'] as const).filter((k) => health[k] !== undefined).join(' and ')}; give exactly one probe`,
       });
     }
-    for (const field of healthDurationFields) {
+    for (let f = 0; f < healthDurationFields.length; f++) {
+      const field = healthDurationFields[f] as (typeof healthDurationFields)[number];
       const text = health[field];
       if (text !== undefined && parseDuration(text) === 0) {
         problems.push({ path: ['components', name, 'health', field], message: 'must be longer than 0s' });
@@ -456,7 +470,9 @@ function checkCyclesFrom(
   problems: PathProblem[],
 ): void {
   const from: string[] = [];
-  for (const name of edges.keys()) if (!checked.has(name)) from.push(name);
+  edges.forEach((_, name) => {
+    if (!checked.has(name)) from.push(name);
+  });
   const at = reachesCycle(edges, from);
   if (at !== undefined) problems.push({ path: ['components', at, 'dependsOn'], message: 'dependency cycle' });
 }

@@ -129,7 +129,9 @@ function schemaProblemsOf(value: unknown, reused: ReadonlySet<string> | undefine
   const root = value as Record<string, unknown>;
   const components = root.components as Record<string, unknown>;
   const others: Record<string, unknown> = {};
-  for (const name of Object.keys(components)) {
+  const names = Object.keys(components);
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i] as string;
     if (!reused.has(name)) setOwn(others, name, components[name]);
   }
   const problems = validateAgainstSchema({ ...root, components: others });
