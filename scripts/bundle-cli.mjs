@@ -24,7 +24,12 @@ if (
       fileURLToPath(new URL('../package-lock.json', import.meta.url)),
       fileURLToPath(import.meta.url), // this script: a change of its chunking rebuilds
     ],
-    (file) => !/\.(js|cjs|json)$/.test(file) || file.startsWith(outDir),
+    // Not the Temporal workflows' bundle (loaded by path at run time, never part of this one) nor the UI's.
+    (file) =>
+      !/\.(js|cjs|json)$/.test(file) ||
+      file.startsWith(outDir) ||
+      file.startsWith(path.join(dist, 'ui')) ||
+      file === path.join(dist, 'engine', 'temporal', 'workflow-bundle.js'),
   )
 ) {
   process.exit(0);
