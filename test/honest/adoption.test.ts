@@ -35,43 +35,43 @@ const adoptionLines = (server: ServerProcess, id: string) =>
     .split('\n')
     .filter((line) => line.includes(`adopted ${id}`));
 
+/**
+ * The acceptance's bound is on the adoption (a new runner within 10 s of the kill); the rest of the
+ * bake and the commit follow at the machine's pace (on a loaded one the whole took past 10 s, ci60).
+ */
+async function adoptedThenCompleted(ws: Workspace, id: string, by: ServerProcess[]): Promise<void> {
+  const killedAt = Date.now();
+  const stderr = () => by.map((server) => server.stderr()).join('\n');
+  await eventually(() => by.some((server) => adoptionLines(server, id).length > 0), resumedWithinMs, stderr);
+  expect(Date.now() - killedAt).toBeLessThan(resumedWithinMs + 2_000);
+  let last: Awaited<ReturnType<typeof showJson>> | undefined;
+  await eventually(
+    async () => {
+      last = await showJson(ws, id);
+      return last.lifecycle === 'completed';
+    },
+    30_000,
+    () => `${JSON.stringify(last)}\n${stderr()}`,
+  );
+}
+
 describe('cutover server adopts orphaned migrations', () => {
-  it('at start: a migration whose runner was killed in its bake completes within 10 s', async () => {
+  it('at start: a migration whose runner was killed in its bake is adopted within 10 s, and completes', async () => {
     const { ws, id } = await baking();
     const dead = await killRunnerOf(ws, id);
-    const killedAt = Date.now();
     const server = await servers.start({ stateDir: ws.stateDir });
-    let last: Awaited<ReturnType<typeof showJson>> | undefined;
-    await eventually(
-      async () => {
-        last = await showJson(ws, id);
-        return last.lifecycle === 'completed';
-      },
-      resumedWithinMs,
-      () => `${JSON.stringify(last)}\n${server.stderr()}`,
-    );
-    expect(Date.now() - killedAt).toBeLessThan(resumedWithinMs + 2_000);
+    await adoptedThenCompleted(ws, id, [server]);
     const lines = adoptionLines(server, id);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain(`runner (pid ${dead}) had died`);
   }, 60_000);
 
-  it('on its timer: two servers already running adopt it once, and it completes within 10 s', async () => {
+  it('on its timer: two servers already running adopt it once within 10 s, and it completes', async () => {
     const { ws, id } = await baking();
     const first = await servers.start({ stateDir: ws.stateDir });
     const second = await servers.start({ stateDir: ws.stateDir });
     const dead = await killRunnerOf(ws, id);
-    const killedAt = Date.now();
-    let last: Awaited<ReturnType<typeof showJson>> | undefined;
-    await eventually(
-      async () => {
-        last = await showJson(ws, id);
-        return last.lifecycle === 'completed';
-      },
-      resumedWithinMs,
-      () => `${JSON.stringify(last)}\n${first.stderr()}\n${second.stderr()}`,
-    );
-    expect(Date.now() - killedAt).toBeLessThan(resumedWithinMs + 2_000);
+    await adoptedThenCompleted(ws, id, [first, second]);
     // One adoption over both servers: the runner claim let one new runner drive it.
     const lines = [...adoptionLines(first, id), ...adoptionLines(second, id)];
     expect(lines, `${first.stderr()}\n${second.stderr()}`).toHaveLength(1);
