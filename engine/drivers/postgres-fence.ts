@@ -1,8 +1,9 @@
 /** The postgres Replicator's fence and unfence (postgres-replicator.ts) of the application role. */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { adminConnection, portOf } from './postgres-cluster.js';
+import { type Session, withSession } from './postgres-session.js';
 import type { PostgresSettings } from './postgres-settings.js';
-import { ident, literal, query, scalar } from './postgres-sql.js';
+import { ident, literal } from './postgres-sql.js';
 import {
   type ComponentCallContext,
   type DriverCallOptions,
@@ -27,65 +28,64 @@ export async function fenceRole(
 ): Promise<{ position: string }> {
   const admin = adminConnection(settings, portOf(slot));
   const role = ident(settings.user);
-  // The time is read after the setting is committed: a session that began before it may have read
-  // the role's settings before the fence; one that began after cannot have. One client for all.
-  const fencedAt =
-    (await scalar(
-      admin,
-      `ALTER ROLE ${role} SET default_transaction_read_only = on;
-SELECT clock_timestamp() AS fenced_at \\gset
-ALTER ROLE ${role} SET ${fencedAtSetting} = :'fenced_at';
-SELECT :'fenced_at';
-`,
-      options.signal,
-    )) ?? '';
-  const before = `usename = ${literal(settings.user)} AND backend_start < ${literal(fencedAt)}::timestamptz AND pid <> pg_backend_pid()`;
-  // Each pass, in one client and in this order: end the sessions from before the fence that hold no
-  // write, list those still there, then read the position (after the list, so after every write
-  // of a session it no longer shows).
-  const pass = `SELECT 'k', count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE ${before} AND backend_xid IS NULL;
-SELECT 'w', pid, coalesce(backend_xid::text, ''), coalesce(round(extract(epoch FROM clock_timestamp() - xact_start) * 1000)::text, ''), replace(replace(left(query, ${quotedQueryChars}), E'\\n', ' '), E'\\t', ' ') FROM pg_stat_activity WHERE ${before} ORDER BY xact_start;
-SELECT 'p', pg_current_wal_lsn();
-`;
-  let position = '';
-  for (;;) {
-    const rows = await query(admin, pass, options.signal);
-    const left = rows.filter((r) => r[0] === 'w').map((r) => r.slice(1));
-    if (left.length === 0) {
-      position = rows.find((r) => r[0] === 'p')?.[1] ?? '';
-      break;
-    }
-    const writing = left.find((w) => w[1] !== '');
-    if (writing && Date.now() >= deadline) {
-      await unfenceRole(settings, slot, options);
-      const [pid, xid, openMs, text] = writing;
-      throw new PermanentDriverError(
-        `${ctx.component}'s ${slot.slot} could not be fenced: a write transaction of ${settings.user} is still open (pid ${pid}, xid ${xid}, open ${(Number(openMs) / 1000).toFixed(1)}s, query: ${text}); the fence is lifted`,
+  // One session for the setting and every pass (a pass every 20 ms while the writes are held).
+  return withSession(admin, options.signal, async (session) => {
+    // The time is read after the setting is committed: a session that began before it may have
+    // read the role's settings before the fence; one that began after cannot have.
+    await session.query(`ALTER ROLE ${role} SET default_transaction_read_only = on`);
+    const fencedAt = (await session.scalar('SELECT clock_timestamp()')) ?? '';
+    await session.query(`ALTER ROLE ${role} SET ${fencedAtSetting} = ${literal(fencedAt)}`);
+    const before = `usename = ${literal(settings.user)} AND backend_start < ${literal(fencedAt)}::timestamptz AND pid <> pg_backend_pid()`;
+    // Each pass, in this order (each statement a transaction of its own, so each reads
+    // pg_stat_activity afresh): end the sessions from before the fence that hold no write, list
+    // those still there, then read the position (after the list, so after every write of a
+    // session it no longer shows).
+    for (;;) {
+      await session.query(
+        `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE ${before} AND backend_xid IS NULL`,
       );
+      const left = await session.query(
+        `SELECT pid, coalesce(backend_xid::text, ''), coalesce(round(extract(epoch FROM clock_timestamp() - xact_start) * 1000)::text, ''), replace(replace(left(query, ${quotedQueryChars}), E'\\n', ' '), E'\\t', ' ') FROM pg_stat_activity WHERE ${before} ORDER BY xact_start`,
+      );
+      if (left.length === 0) {
+        const position = (await session.scalar('SELECT pg_current_wal_lsn()')) ?? '';
+        options.log(`${ctx.component}: ${slot.slot} fenced (${settings.user} read-only) at ${position}`);
+        return { position };
+      }
+      const writing = left.find((w) => w[1] !== '');
+      if (writing && Date.now() >= deadline) {
+        await unfenceRole(session, settings, slot, options);
+        const [pid, xid, openMs, text] = writing;
+        throw new PermanentDriverError(
+          `${ctx.component}'s ${slot.slot} could not be fenced: a write transaction of ${settings.user} is still open (pid ${pid}, xid ${xid}, open ${(Number(openMs) / 1000).toFixed(1)}s, query: ${text}); the fence is lifted`,
+        );
+      }
+      await sleep(fencePollMs, undefined, { signal: options.signal });
     }
-    await sleep(fencePollMs, undefined, { signal: options.signal });
-  }
-  options.log(`${ctx.component}: ${slot.slot} fenced (${settings.user} read-only) at ${position}`);
-  return { position };
+  });
 }
 
-export async function unfenceRole(settings: PostgresSettings, slot: SlotInfo, options: DriverCallOptions) {
-  const admin = adminConnection(settings, portOf(slot));
+/**
+ * Lifts the fence of the cluster `session` is connected to (any of its databases: a role and
+ * pg_stat_activity are the cluster's).
+ */
+export async function unfenceRole(
+  session: Session,
+  settings: PostgresSettings,
+  slot: SlotInfo,
+  options: DriverCallOptions,
+) {
   const role = ident(settings.user);
-  const fencedAt = await scalar(
-    admin,
+  const fencedAt = await session.scalar(
     `SELECT substr(c, ${fencedAtSetting.length + 2}) FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole, unnest(s.setconfig) c WHERE r.rolname = ${literal(settings.user)} AND s.setdatabase = 0 AND c LIKE ${literal(`${fencedAtSetting}=%`)}`,
-    options.signal,
   );
-  await query(admin, `ALTER ROLE ${role} RESET default_transaction_read_only`, options.signal);
+  await session.query(`ALTER ROLE ${role} RESET default_transaction_read_only`);
   if (fencedAt === undefined) return;
   // Sessions that began while fenced stay read-only for their lifetime: end those that hold no write
   // (they cannot), so the application's next connection writes again.
-  await query(
-    admin,
-    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = ${literal(settings.user)} AND backend_start >= ${literal(fencedAt)}::timestamptz AND backend_xid IS NULL AND pid <> pg_backend_pid()`,
-    options.signal,
+  await session.query(
+    `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = ${literal(settings.user)} AND backend_start >= ${literal(fencedAt)}::timestamptz AND backend_xid IS NULL AND pid <> pg_backend_pid()`,
   );
-  await query(admin, `ALTER ROLE ${role} RESET ${fencedAtSetting}`, options.signal);
+  await session.query(`ALTER ROLE ${role} RESET ${fencedAtSetting}`);
   options.log(`${slot.component}: ${slot.slot} unfenced (${settings.user} writes again)`);
 }

@@ -1,8 +1,9 @@
 /** The postgres Replicator's promote (postgres-replicator.ts): what makes a follower the primary. */
 import { appAdmin } from './postgres-cluster.js';
 import { unfenceRole } from './postgres-fence.js';
+import { withSession } from './postgres-session.js';
 import { type PostgresSettings, superuser } from './postgres-settings.js';
-import { type Connection, ident, literal, query, SqlError } from './postgres-sql.js';
+import { ident, literal, type Sql, SqlError } from './postgres-sql.js';
 import type { ComponentCallContext, DriverCallOptions, SlotInfo } from './types.js';
 
 interface SubscriptionRow {
@@ -21,48 +22,51 @@ export async function promoteSlot(
   slot: SlotInfo,
   options: DriverCallOptions,
 ) {
-  const self = appAdmin(settings, slot);
-  const subscriptions: SubscriptionRow[] = (
-    await query(
-      self,
-      `SELECT subname, subconninfo FROM pg_subscription WHERE subdbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND subname LIKE 'cutover\\_%'`,
-      options.signal,
-    )
-  ).map(([name = '', info = '']) => ({ name, conninfo: info }));
-  const oldValues: Record<string, string> = {};
-  for (const sub of subscriptions) {
-    await query(self, `ALTER SUBSCRIPTION ${ident(sub.name)} DISABLE`, options.signal);
-    const port = Number(/port=(\d+)/.exec(sub.conninfo)?.[1]);
-    try {
-      const rows = await query(
-        { bin: settings.bin, port, database: settings.database, user: superuser },
-        `SELECT format('%I.%I', schemaname, sequencename), last_value FROM pg_sequences WHERE last_value IS NOT NULL`,
-        options.signal,
-      );
-      for (const [seq = '', value = ''] of rows) oldValues[seq] = value;
-    } catch (error) {
-      if (!(error instanceof SqlError) || !error.unreachable) throw error;
-      options.log(
-        `${ctx.component}: the old primary (port ${port}) is unreachable; sequences are set from the data alone`,
-      );
+  // One session for all of it (it runs inside the write hold), the unfence included: a role and
+  // pg_stat_activity are the cluster's, whatever the database.
+  await withSession(appAdmin(settings, slot), options.signal, async (self) => {
+    const subscriptions: SubscriptionRow[] = (
+      await self.query(
+        `SELECT subname, subconninfo FROM pg_subscription WHERE subdbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND subname LIKE 'cutover\\_%'`,
+      )
+    ).map(([name = '', info = '']) => ({ name, conninfo: info }));
+    const oldValues: Record<string, string> = {};
+    for (const sub of subscriptions) {
+      await self.query(`ALTER SUBSCRIPTION ${ident(sub.name)} DISABLE`);
+      const port = Number(/port=(\d+)/.exec(sub.conninfo)?.[1]);
+      try {
+        const rows = await withSession(
+          { bin: settings.bin, port, database: settings.database, user: superuser },
+          options.signal,
+          (old) =>
+            old.query(
+              `SELECT format('%I.%I', schemaname, sequencename), last_value FROM pg_sequences WHERE last_value IS NOT NULL`,
+            ),
+        );
+        for (const [seq = '', value = ''] of rows) oldValues[seq] = value;
+      } catch (error) {
+        if (!(error instanceof SqlError) || !error.unreachable) throw error;
+        options.log(
+          `${ctx.component}: the old primary (port ${port}) is unreachable; sequences are set from the data alone`,
+        );
+      }
     }
-  }
-  await setSequences(self, oldValues, options.signal);
-  for (const sub of subscriptions) await dropSubscription(self, sub.name, options);
-  await unfenceRole(settings, slot, options);
-  options.log(
-    `${ctx.component}: ${slot.slot} promoted (${subscriptions.length} subscription(s) dropped, sequences set)`,
-  );
+    await setSequences(self.query, oldValues);
+    for (const sub of subscriptions) await dropSubscription(self.query, sub.name, options);
+    await unfenceRole(self, settings, slot, options);
+    options.log(
+      `${ctx.component}: ${slot.slot} promoted (${subscriptions.length} subscription(s) dropped, sequences set)`,
+    );
+  });
 }
 
 /**
  * Every sequence of the database set to at least the largest value of the column it belongs to
  * (serial or identity), its own last value and the old primary's, so the next value is past all.
  */
-async function setSequences(conn: Connection, oldValues: Record<string, string>, signal: AbortSignal) {
+async function setSequences(sql: Sql, oldValues: Record<string, string>) {
   const old = literal(JSON.stringify(oldValues));
-  await query(
-    conn,
+  await sql(
     `DO $cutover$
 DECLARE
   s record;
@@ -92,22 +96,19 @@ BEGIN
     END IF;
   END LOOP;
 END
-$cutover$;`,
-    signal,
+$cutover$`,
   );
 }
 
 /** Drops a subscription and its slot on the publisher; without the publisher, only the subscription. */
-export async function dropSubscription(conn: Connection, name: string, options: DriverCallOptions) {
+export async function dropSubscription(sql: Sql, name: string, options: DriverCallOptions) {
   try {
-    await query(conn, `DROP SUBSCRIPTION IF EXISTS ${ident(name)}`, options.signal);
+    await sql(`DROP SUBSCRIPTION IF EXISTS ${ident(name)}`);
   } catch (error) {
     if (!(error instanceof SqlError) || error.unreachable) throw error;
     options.log(`dropping subscription ${name} without its publisher's slot (${error.message})`);
-    await query(
-      conn,
-      `ALTER SUBSCRIPTION ${ident(name)} DISABLE;\nALTER SUBSCRIPTION ${ident(name)} SET (slot_name = NONE);\nDROP SUBSCRIPTION ${ident(name)};\n`,
-      options.signal,
-    );
+    await sql(`ALTER SUBSCRIPTION ${ident(name)} DISABLE`);
+    await sql(`ALTER SUBSCRIPTION ${ident(name)} SET (slot_name = NONE)`);
+    await sql(`DROP SUBSCRIPTION ${ident(name)}`);
   }
 }

@@ -37,8 +37,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { adminConnection, appAdmin, portOf } from './postgres-cluster.js';
 import { fencePollMs, fenceRole, unfenceRole } from './postgres-fence.js';
 import { dropSubscription, promoteSlot } from './postgres-promote.js';
+import { type Session, withSession } from './postgres-session.js';
 import { type PostgresSettings, postgresSettings, superuser } from './postgres-settings.js';
-import { type Connection, ident, literal, query, runClient, SqlError, scalar } from './postgres-sql.js';
+import { ident, literal, psqlOf, query, runClient, type Sql, SqlError } from './postgres-sql.js';
 import {
   type ComponentCallContext,
   type DriverCallOptions,
@@ -76,27 +77,27 @@ export function createPostgresReplicator(): Replicator {
     async follow(ctx, from, to, options) {
       const settings = await postgresSettings(ctx);
       const name = subscriptionName(from, to);
-      const target = appAdmin(settings, to);
-      if (await subscriptionExists(target, name, options.signal)) {
+      const target = psqlOf(appAdmin(settings, to), options.signal);
+      if (await subscriptionExists(target, name)) {
         options.log(`${ctx.component}: ${to.slot} already follows ${from.slot} (${name})`);
         return;
       }
-      const source = appAdmin(settings, from);
-      await checkReplicaIdentity(source, from, options.signal);
-      await ensurePublication(source, options.signal);
+      const source = psqlOf(appAdmin(settings, from), options.signal);
+      await checkReplicaIdentity(source, from);
+      await ensurePublication(source);
       await copySchema(settings, from, to, options);
       await dropSlot(source, name, options.signal);
-      await query(
-        target,
+      await target(
         `CREATE SUBSCRIPTION ${ident(name)} CONNECTION ${literal(conninfo(settings, from))} PUBLICATION ${publication} WITH (copy_data = true)`,
-        options.signal,
       );
       options.log(`${ctx.component}: ${to.slot} follows ${from.slot} (subscription ${name}, initial copy)`);
     },
 
     async lag(ctx, from, to, options) {
       const settings = await postgresSettings(ctx);
-      return measureLag(settings, from, to, options.signal);
+      return withBoth(settings, from, to, options.signal, (source, target) =>
+        measureLag(source, target, from, to),
+      );
     },
 
     async fence(ctx, slot, deadline, options) {
@@ -106,46 +107,49 @@ export function createPostgresReplicator(): Replicator {
 
     async unfence(ctx, slot, options) {
       const settings = await postgresSettings(ctx);
-      await unfenceRole(settings, slot, options);
+      await withSession(adminConnection(settings, portOf(slot)), options.signal, (session) =>
+        unfenceRole(session, settings, slot, options),
+      );
     },
 
     async catchUp(ctx, from, to, position, deadline, options) {
       const settings = await postgresSettings(ctx);
-      const source = appAdmin(settings, from);
       const name = subscriptionName(from, to);
-      for (;;) {
-        const row = (
-          await query(
-            source,
-            `SELECT confirmed_flush_lsn, pg_wal_lsn_diff(${literal(position)}::pg_lsn, confirmed_flush_lsn) FROM pg_replication_slots WHERE slot_name = ${literal(name)}`,
-            options.signal,
-          )
-        )[0];
-        if (!row)
-          throw new PermanentDriverError(
-            `${to.slot} of ${ctx.component} does not follow ${from.slot}: no replication slot ${name}`,
+      // A session on each side for every poll (a poll every 20 ms while the writes are held).
+      return withBoth(settings, from, to, options.signal, async (source, target) => {
+        for (;;) {
+          const row = (
+            await source.query(
+              `SELECT confirmed_flush_lsn, pg_wal_lsn_diff(${literal(position)}::pg_lsn, confirmed_flush_lsn) FROM pg_replication_slots WHERE slot_name = ${literal(name)}`,
+            )
+          )[0];
+          if (!row)
+            throw new PermanentDriverError(
+              `${to.slot} of ${ctx.component} does not follow ${from.slot}: no replication slot ${name}`,
+            );
+          const behind = Number(row[1]);
+          const copying = Number(
+            (await target.scalar(
+              `SELECT (SELECT count(*) FROM pg_subscription_rel r WHERE r.srsubid = s.oid AND r.srsubstate <> 'r') FROM pg_subscription s WHERE s.subname = ${literal(name)}`,
+            )) ?? 0,
           );
-        const behind = Number(row[1]);
-        const copying = (await copyState(settings, to, name, options.signal)).copying;
-        if (row[0] !== '' && behind <= 0 && copying === 0)
-          return measureLag(settings, from, to, options.signal);
-        if (Date.now() >= deadline) {
-          const lag = await measureLag(settings, from, to, options.signal);
-          const errors = await scalar(
-            appAdmin(settings, to),
-            `SELECT apply_error_count FROM pg_stat_subscription_stats WHERE subname = ${literal(name)}`,
-            options.signal,
-          );
-          const failing =
-            Number(errors ?? 0) > 0
-              ? `; its subscription failed to apply ${errors} time(s), see its postgres.log`
-              : '';
-          throw new PermanentDriverError(
-            `${to.slot} of ${ctx.component} did not apply ${from.slot}'s position ${position} in time: ${row[0] === '' ? 'nothing confirmed yet' : `applied ${row[0]}, ${Math.max(0, behind)} bytes short`}${copying > 0 ? `, the initial copy of ${copying} table(s) still running` : ''} (lag ${lag.bytes} bytes, ${lag.ms ?? '?'} ms)${failing}`,
-          );
+          if (row[0] !== '' && behind <= 0 && copying === 0) return measureLag(source, target, from, to);
+          if (Date.now() >= deadline) {
+            const lag = await measureLag(source, target, from, to);
+            const errors = await target.scalar(
+              `SELECT apply_error_count FROM pg_stat_subscription_stats WHERE subname = ${literal(name)}`,
+            );
+            const failing =
+              Number(errors ?? 0) > 0
+                ? `; its subscription failed to apply ${errors} time(s), see its postgres.log`
+                : '';
+            throw new PermanentDriverError(
+              `${to.slot} of ${ctx.component} did not apply ${from.slot}'s position ${position} in time: ${row[0] === '' ? 'nothing confirmed yet' : `applied ${row[0]}, ${Math.max(0, behind)} bytes short`}${copying > 0 ? `, the initial copy of ${copying} table(s) still running` : ''} (lag ${lag.bytes} bytes, ${lag.ms ?? '?'} ms)${failing}`,
+            );
+          }
+          await sleep(fencePollMs, undefined, { signal: options.signal });
         }
-        await sleep(fencePollMs, undefined, { signal: options.signal });
-      }
+      });
     },
 
     async promote(ctx, slot, options) {
@@ -156,16 +160,17 @@ export function createPostgresReplicator(): Replicator {
     async reverse(ctx, from, to, options) {
       const settings = await postgresSettings(ctx);
       const name = subscriptionName(from, to);
-      const target = appAdmin(settings, to);
-      if (await subscriptionExists(target, name, options.signal)) return;
-      const source = appAdmin(settings, from);
-      await ensurePublication(source, options.signal);
-      await dropSlot(source, name, options.signal);
-      await query(
-        target,
-        `CREATE SUBSCRIPTION ${ident(name)} CONNECTION ${literal(conninfo(settings, from))} PUBLICATION ${publication} WITH (copy_data = false)`,
-        options.signal,
-      );
+      // Inside the write hold: a session on each side for all of it.
+      const made = await withBoth(settings, from, to, options.signal, async (source, target) => {
+        if (await subscriptionExists(target.query, name)) return false;
+        await ensurePublication(source.query);
+        await dropSlot(source.query, name, options.signal);
+        await target.query(
+          `CREATE SUBSCRIPTION ${ident(name)} CONNECTION ${literal(conninfo(settings, from))} PUBLICATION ${publication} WITH (copy_data = false)`,
+        );
+        return true;
+      });
+      if (!made) return;
       options.log(`${ctx.component}: ${to.slot} follows ${from.slot} back (subscription ${name}, no copy)`);
     },
 
@@ -176,11 +181,21 @@ export function createPostgresReplicator(): Replicator {
   };
 }
 
-async function subscriptionExists(conn: Connection, name: string, signal: AbortSignal): Promise<boolean> {
-  return (
-    (await scalar(conn, `SELECT count(*) FROM pg_subscription WHERE subname = ${literal(name)}`, signal)) !==
-    '0'
+/** Sessions to the application database of `from` and of `to`, connecting at once, for `use`. */
+function withBoth<T>(
+  settings: PostgresSettings,
+  from: SlotInfo,
+  to: SlotInfo,
+  signal: AbortSignal,
+  use: (source: Session, target: Session) => Promise<T>,
+): Promise<T> {
+  return withSession(appAdmin(settings, from), signal, (source) =>
+    withSession(appAdmin(settings, to), signal, (target) => use(source, target)),
   );
+}
+
+async function subscriptionExists(sql: Sql, name: string): Promise<boolean> {
+  return (await sql(`SELECT count(*) FROM pg_subscription WHERE subname = ${literal(name)}`))[0]?.[0] !== '0';
 }
 
 /**
@@ -188,14 +203,12 @@ async function subscriptionExists(conn: Connection, name: string, signal: AbortS
  * without breaking the application: PostgreSQL then refuses its UPDATEs and DELETEs on the source.
  * Refused before anything is made, naming the tables.
  */
-async function checkReplicaIdentity(conn: Connection, slot: SlotInfo, signal: AbortSignal): Promise<void> {
-  const tables = await query(
-    conn,
+async function checkReplicaIdentity(sql: Sql, slot: SlotInfo): Promise<void> {
+  const tables = await sql(
     `SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
       WHERE c.relkind IN ('r', 'p') AND c.relpersistence = 'p' AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_%'
         AND (c.relreplident = 'n' OR (c.relreplident = 'd' AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)))
       ORDER BY 1`,
-    signal,
   );
   if (tables.length === 0) return;
   const names = tables.map(([name]) => name).join(', ');
@@ -204,13 +217,11 @@ async function checkReplicaIdentity(conn: Connection, slot: SlotInfo, signal: Ab
   );
 }
 
-async function ensurePublication(conn: Connection, signal: AbortSignal): Promise<void> {
-  const exists = await scalar(
-    conn,
+async function ensurePublication(sql: Sql): Promise<void> {
+  const [[exists] = []] = await sql(
     `SELECT count(*) FROM pg_publication WHERE pubname = ${literal(publication)}`,
-    signal,
   );
-  if (exists === '0') await query(conn, `CREATE PUBLICATION ${publication} FOR ALL TABLES`, signal);
+  if (exists === '0') await sql(`CREATE PUBLICATION ${publication} FOR ALL TABLES`);
 }
 
 /**
@@ -240,68 +251,41 @@ async function copySchema(
 }
 
 /** Drops a replication slot an earlier attempt left (waiting for a departing walsender to let go). */
-async function dropSlot(conn: Connection, name: string, signal: AbortSignal): Promise<void> {
+async function dropSlot(sql: Sql, name: string, signal: AbortSignal): Promise<void> {
   const until = Date.now() + slotReleaseMs;
   for (;;) {
     const row = (
-      await query(
-        conn,
+      await sql(
         `SELECT active, coalesce(active_pid, 0) FROM pg_replication_slots WHERE slot_name = ${literal(name)}`,
-        signal,
       )
     )[0];
     if (!row) return;
     if (row[0] === 'f') {
-      await query(
-        conn,
-        `SELECT pg_drop_replication_slot(${literal(name)}) FROM pg_replication_slots WHERE slot_name = ${literal(name)} AND NOT active`,
-        signal,
+      await sql(
+        `SELECT count(pg_drop_replication_slot(slot_name)) FROM pg_replication_slots WHERE slot_name = ${literal(name)} AND NOT active`,
       );
       continue;
     }
-    if (Date.now() >= until) await query(conn, `SELECT pg_terminate_backend(${Number(row[1])})`, signal);
+    if (Date.now() >= until) await sql(`SELECT pg_terminate_backend(${Number(row[1])})`);
     await sleep(pollMs, undefined, { signal });
   }
 }
 
-/**
- * The subscription `name` on `to`: its oid, and how many of its tables have not finished their
- * initial copy (state other than ready). Nothing copying when the subscription is gone.
- */
-async function copyState(
-  settings: PostgresSettings,
-  to: SlotInfo,
-  name: string,
-  signal: AbortSignal,
-): Promise<{ oid: string; copying: number }> {
-  const [oid = '', copying = '0'] =
-    (
-      await query(
-        appAdmin(settings, to),
-        `SELECT s.oid, (SELECT count(*) FROM pg_subscription_rel r WHERE r.srsubid = s.oid AND r.srsubstate <> 'r') FROM pg_subscription s WHERE s.subname = ${literal(name)}`,
-        signal,
-      )
-    )[0] ?? [];
-  return { oid, copying: Number(copying) };
-}
-
 async function measureLag(
-  settings: PostgresSettings,
+  atFrom: Session,
+  atTo: Session,
   from: SlotInfo,
   to: SlotInfo,
-  signal: AbortSignal,
 ): Promise<ReplicationLag> {
   const name = subscriptionName(from, to);
   const lastCommitUs = `coalesce((extract(epoch FROM (pg_last_committed_xact()).timestamp) * 1000000)::bigint::text, '')`;
   // The source first (what it wrote, then what each slot confirmed), the follower after: a
   // position the follower confirms in between is not lag.
   const row = (
-    await query(
-      appAdmin(settings, from),
+    await atFrom.query(
       `SELECT pg_current_wal_lsn(), coalesce(confirmed_flush_lsn::text, ''), coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), confirmed_flush_lsn), 0), ${lastCommitUs},
               coalesce((SELECT string_agg(concat_ws(' ', s.slot_name, coalesce(s.confirmed_flush_lsn, s.restart_lsn, '0/0'), coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), coalesce(s.confirmed_flush_lsn, s.restart_lsn)), 0)), ',') FROM pg_replication_slots s WHERE s.slot_name LIKE 'pg\\_%\\_sync\\_%'), '')
          FROM pg_replication_slots WHERE slot_name = ${literal(name)}`,
-      signal,
     )
   )[0];
   if (!row)
@@ -313,13 +297,11 @@ async function measureLag(
   // transaction is the last one it applied, when it came by replication (a replication origin).
   const [oid = '', copyingText = '0', followerCommitUs = '', sinceMs = ''] =
     (
-      await query(
-        appAdmin(settings, to),
+      await atTo.query(
         `SELECT coalesce((SELECT oid::text FROM pg_subscription WHERE subname = ${literal(name)}), ''),
                 (SELECT count(*) FROM pg_subscription_rel r JOIN pg_subscription s ON s.oid = r.srsubid WHERE s.subname = ${literal(name)} AND r.srsubstate <> 'r'),
                 CASE WHEN (pg_last_committed_xact()).roident <> 0 THEN ${lastCommitUs} ELSE '' END,
                 CASE WHEN (pg_last_committed_xact()).roident <> 0 THEN coalesce(round(extract(epoch FROM clock_timestamp() - (pg_last_committed_xact()).timestamp) * 1000)::text, '') ELSE '' END`,
-        signal,
       )
     )[0] ?? [];
   const copying = Number(copyingText);
@@ -374,9 +356,9 @@ async function stopBetween(
 ) {
   const name = subscriptionName(from, to);
   const back = subscriptionName(to, from);
-  const reach = async (side: SlotInfo, step: (conn: Connection) => Promise<void>): Promise<boolean> => {
+  const reach = async (side: SlotInfo, step: (sql: Sql) => Promise<void>): Promise<boolean> => {
     try {
-      await step(appAdmin(settings, side));
+      await step(psqlOf(appAdmin(settings, side), options.signal));
       return true;
     } catch (error) {
       if (!(error instanceof SqlError) || !error.unreachable) throw error;
@@ -387,23 +369,21 @@ async function stopBetween(
     }
   };
   let backFollows = true;
-  const toReached = await reach(to, (conn) => dropSubscription(conn, name, options));
-  const fromReached = await reach(from, async (conn) => {
-    await dropSlot(conn, name, options.signal);
-    backFollows = await subscriptionExists(conn, back, options.signal);
+  const toReached = await reach(to, (sql) => dropSubscription(sql, name, options));
+  const fromReached = await reach(from, async (sql) => {
+    await dropSlot(sql, name, options.signal);
+    backFollows = await subscriptionExists(sql, back);
   });
   if (!toReached && !fromReached)
     throw new Error(`neither ${from.slot} nor ${to.slot} of ${ctx.component} is reachable`);
   // `from` follows `to` no more (or never did): a slot `to` keeps for it is an orphan.
-  if (fromReached && !backFollows) await reach(to, (conn) => dropSlot(conn, back, options.signal));
+  if (fromReached && !backFollows) await reach(to, (sql) => dropSlot(sql, back, options.signal));
   for (const side of [from, to]) {
-    await reach(side, async (conn) => {
-      const slots = await scalar(
-        conn,
+    await reach(side, async (sql) => {
+      const [[slots] = []] = await sql(
         `SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'cutover\\_%'`,
-        options.signal,
       );
-      if (slots === '0') await query(conn, `DROP PUBLICATION IF EXISTS ${publication}`, options.signal);
+      if (slots === '0') await sql(`DROP PUBLICATION IF EXISTS ${publication}`);
     });
   }
   options.log(`${ctx.component}: replication of ${from.slot} into ${to.slot} stopped and dropped`);

@@ -3,9 +3,12 @@ import path from 'node:path';
 import { spawnFailure } from './spawn-failure.js';
 
 /** How long a client waits for a connection before it fails (libpq's PGCONNECT_TIMEOUT, seconds). */
-const connectTimeoutSeconds = 5;
+export const connectTimeoutSeconds = 5;
 
-/** One database of one cluster, reached over TCP on loopback with the client programs of `bin`. */
+/**
+ * One database of one cluster, reached over TCP on loopback with the client programs of `bin` (psql
+ * for what runs once; a switch's calls use sessions of their own, postgres-session.ts).
+ */
 export interface Connection {
   bin: string;
   port: number;
@@ -102,6 +105,14 @@ export async function query(conn: Connection, sql: string, signal: AbortSignal):
     .split('\n')
     .filter((line) => line !== '')
     .map((line) => line.split('\t'));
+}
+
+/** Runs one SQL statement and returns its rows (psql's, or a session's: postgres-session.ts). */
+export type Sql = (statement: string) => Promise<string[][]>;
+
+/** Each statement through a psql of its own (what runs once, outside the write hold). */
+export function psqlOf(conn: Connection, signal: AbortSignal): Sql {
+  return (statement) => query(conn, statement, signal);
 }
 
 /** The first field of the first row, or undefined without rows. */

@@ -1,6 +1,8 @@
+import pg from 'pg';
 import { describe, it } from 'vitest';
 import { postgresSettings } from '../../../engine/drivers/postgres-settings.js';
-import { PermanentDriverError } from '../../../engine/drivers/types.js';
+import { PermanentDriverError, type SlotInfo } from '../../../engine/drivers/types.js';
+import type { Resources } from '../../support/resources.js';
 import { eventually } from '../../support/wait.js';
 import {
   callOptions,
@@ -18,6 +20,35 @@ import {
 
 /** Time for a step that waits on the other cluster (generous: the machine is shared). */
 const stepMs = 30_000;
+
+/**
+ * A session of the test's own to `slot`'s cluster (one, named otherwise: the test's psql calls are
+ * named cutover too, and a psql's server process can outlive it a moment), and what it asks.
+ */
+async function probeOf(slot: SlotInfo, resources: Resources) {
+  const client = new pg.Client({
+    host: '127.0.0.1',
+    port: portOfSlot(slot),
+    user: 'postgres',
+    database: 'postgres',
+    application_name: 'cutover-test',
+  });
+  client.on('error', () => {}); // the cluster stopped first at cleanup
+  await client.connect();
+  resources.add(() => client.end());
+  return {
+    /** The pids of the driver's own sessions: the superuser's, named cutover. */
+    driverSessions: async (): Promise<string[]> =>
+      (
+        await client.query<{ pid: string }>(
+          `SELECT pid::text FROM pg_stat_activity WHERE application_name = 'cutover' AND usename = 'postgres'`,
+        )
+      ).rows.map((r) => r.pid),
+    /** Whether the application role is fenced. */
+    fenced: async (): Promise<boolean> =>
+      (await client.query(`SELECT 1 FROM pg_db_role_setting`)).rows.length > 0,
+  };
+}
 
 describe('postgres driver replication (real PostgreSQL 15)', () => {
   it.concurrent('switches to green and back, losing no acknowledged write, with sequences ahead of the data', async (t) => {
@@ -61,6 +92,11 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     await repl.reverse(ctx, green, blue, o());
     writer.port = portOfSlot(green);
     expect(writer.acked.length).toBe(atFence); // blue took nothing while fenced
+    // The switch's sessions (the fence's, the catch-up's, the promotion's, the reverse's) are closed.
+    for (const slot of [blue, green]) {
+      const probe = await probeOf(slot, resources);
+      await eventually(async () => (await probe.driverSessions()).length === 0, 5_000);
+    }
     await eventually(() => writer.ackedOn(portOfSlot(green)) >= 30, stepMs);
 
     const greenAdmin = await connect(ctx, green, 'postgres');
@@ -133,13 +169,16 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
 
     const started = Date.now();
     const fence = repl.fence(ctx, blue, started + 2_000, callOptions(ws));
-    fence.catch(() => {});
+    let fenceSettled = false;
+    fence.catch(() => {}).finally(() => (fenceSettled = true));
     // A session that begins while blue is fenced is read-only for its lifetime...
-    const admin = await connect(ctx, blue, 'postgres');
-    await eventually(
-      async () => (await sql(admin, `SELECT count(*) FROM pg_db_role_setting`))[0]?.[0] !== '0',
-      5_000,
-    );
+    const probe = await probeOf(blue, resources);
+    await eventually(() => probe.fenced(), 5_000);
+    // The fence looks every 20 ms through one session of its own, not a new one each time.
+    const seen: string[][] = [];
+    const sampler = (async () => {
+      while (!fenceSettled) seen.push(await probe.driverSessions());
+    })();
     const { bin } = await postgresSettings(ctx);
     const writer = new Writer(bin, portOfSlot(blue), 'during');
     resources.add(() => writer.stop());
@@ -150,6 +189,13 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
       /write transaction of app is still open \(pid \d+, xid \d+, open \d+\.\ds, query: INSERT INTO items \(k\) VALUES \('long-one'\)/,
     );
     expect(Date.now() - started).toBeLessThan(6_000);
+    await sampler;
+    // Every sample saw the same one session, but those taken as the fence ended (none then); none is left.
+    while (seen.at(-1)?.length === 0) seen.pop();
+    expect(seen.length).toBeGreaterThanOrEqual(5);
+    expect(new Set(seen.flat()).size).toBe(1);
+    expect(seen.filter((pids) => pids.length !== 1)).toEqual([]);
+    await eventually(async () => (await probe.driverSessions()).length === 0, 5_000);
 
     // ...so lifting the fence ends it: the writer's next session writes, and so does a new one.
     await eventually(
@@ -164,6 +210,19 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     expect(keys).toContain('after');
     expect(keys).not.toContain('long-one');
     expect(keys.length).toBe(writer.acked.length + 1);
+
+    // A fence aborted while it waits (the runner stopped) closes its session at once.
+    const again = await openWriteTransaction(app, 'long-two');
+    resources.add(() => again.end());
+    const stop = new AbortController();
+    const aborted = repl.fence(ctx, blue, Date.now() + stepMs, callOptions(ws, stop.signal));
+    aborted.catch(() => {});
+    await eventually(async () => (await probe.driverSessions()).length === 1, 5_000);
+    stop.abort(new Error('the runner stops'));
+    await expect(aborted).rejects.toThrow(); // the runner's reason, or the pause's AbortError
+    await eventually(async () => (await probe.driverSessions()).length === 0, 5_000);
+    await repl.unfence(ctx, blue, callOptions(ws));
+    await again.end();
   }, 120_000);
 
   it.concurrent('reports lag above zero while a throttled follower trails the writes', async (t) => {
