@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { appendFile, chown, mkdir, open, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { appendFile, chown, mkdir, open, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { environmentCause } from '../../core/errors.js';
@@ -232,12 +232,28 @@ export function readCluster(slotDir: string): Promise<ClusterRecord | undefined>
   return readRecord<ClusterRecord>(slotDir, 'cluster.json');
 }
 
+/**
+ * Waits until the server just started accepts connections, and makes sure it is that server that
+ * answers: another process can take the port between the pool's choice and this server's bind (the
+ * port pool says so), and this server then exits while the other one, when it is a PostgreSQL too,
+ * would answer here: the application's role, database and init file would then be made in another
+ * cluster (ci62: "role app already exists", another test's cluster on the same port).
+ */
 async function waitReady(settings: PostgresSettings, record: ClusterRecord, signal: AbortSignal) {
   const until = Date.now() + startTimeoutMs;
+  const ours = await realpath(record.dataDir);
   for (;;) {
     try {
-      await query(adminConnection(settings, record.port), 'SELECT 1', signal);
-      return;
+      const [[answering] = []] = await query(
+        adminConnection(settings, record.port),
+        'SHOW data_directory',
+        signal,
+      );
+      const theirs = answering === undefined ? '' : await realpath(answering).catch(() => answering);
+      if (theirs === ours) return;
+      throw new Error(
+        `port ${record.port} was taken by another PostgreSQL (data directory ${answering}) before this slot's server could listen there; a provision again picks another port`,
+      );
     } catch (error) {
       if (!(error instanceof SqlError) || !error.unreachable) throw error;
     }

@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it } from 'vitest';
-import { readCluster } from '../../../engine/drivers/postgres-cluster.js';
+import { createCluster, readCluster } from '../../../engine/drivers/postgres-cluster.js';
+import { postgresSettings, superuser } from '../../../engine/drivers/postgres-settings.js';
 import { groupRunning, stopProcessGroup } from '../../../engine/drivers/process-group.js';
 import { PermanentDriverError } from '../../../engine/drivers/types.js';
 import { tcpProbe } from '../../../engine/health/probes.js';
@@ -15,6 +16,7 @@ import {
   connect,
   pgContext,
   pgWorkspace,
+  portOfSlot,
   provision,
   resourcesOf,
   sql,
@@ -143,6 +145,33 @@ describe('postgres driver slots (real PostgreSQL 15)', () => {
     const second = await provision(ws, ctx, 'green');
     expect(groupRunning(leaderOf(first.details))).toBe(false);
     expect(isAlive(leaderOf(second.details))).toBe(true);
+  }, 120_000);
+
+  it.concurrent('a port another PostgreSQL took before the new server listened fails the provision, and nothing is made in that cluster', async (t) => {
+    const { expect } = t;
+    const resources = resourcesOf(t);
+    const ws = await pgWorkspace(resources);
+    const taken = await provision(ws, pgContext(ws, 'm1'), 'green');
+    // Another slot whose server is to listen on the same port (the port pool's choice, then another
+    // process bound it first), with a role and database of its own.
+    const ctx = pgContext(ws, 'm2', { user: 'intruder', database: 'intruder' });
+    const settings = await postgresSettings(ctx);
+    const slotDir = path.join(ws.base, 'other-slot');
+    await mkdir(slotDir, { recursive: true });
+    await expect(
+      createCluster(settings, { slotId: 'other', slotDir, port: portOfSlot(taken) }, callOptions(ws)),
+    ).rejects.toThrow(
+      new RegExp(
+        `port ${portOfSlot(taken)} was taken by another PostgreSQL \\(data directory .*\\) before this slot's server could listen there`,
+      ),
+    );
+    // Before the fix the role, the database and the init file were made in the cluster that answered.
+    const admin = { ...(await connect(ctx, taken, superuser)), database: 'postgres' };
+    expect(await sql(admin, "SELECT count(*) FROM pg_roles WHERE rolname = 'intruder'")).toEqual([['0']]);
+    expect(await sql(admin, "SELECT count(*) FROM pg_database WHERE datname = 'intruder'")).toEqual([['0']]);
+    // The server it started exited (it could not listen) or was stopped: none is left running.
+    const record = await readCluster(slotDir);
+    expect(groupRunning({ pid: record?.pid as number, startTime: record?.startTime ?? null })).toBe(false);
   }, 120_000);
 
   it.concurrent('an init file that fails is a permanent error naming it, and leaves no server running', async (t) => {
