@@ -140,11 +140,22 @@ export async function startServer(
   return record;
 }
 
+/**
+ * Waits until the server just started answers, and makes sure it is that server: another process
+ * can take the port between the port pool's choice and this server's bind, and this server then
+ * exits while another redis-server on the port would answer PING (as a PostgreSQL did for the
+ * postgres driver: postgres-cluster.ts). The answering server's process id must be this one's.
+ */
 async function waitReady(record: ServerRecord, signal: AbortSignal) {
   const until = Date.now() + startTimeoutMs;
   for (;;) {
     try {
-      if ((await redis(record.port, ['PING'], { signal, timeoutMs: 1_000 })) === 'PONG') return;
+      const info = String(await redis(record.port, ['INFO', 'server'], { signal, timeoutMs: 1_000 }));
+      const answering = Number(/^process_id:(\d+)/m.exec(info)?.[1]);
+      if (answering === record.pid) return;
+      throw new Error(
+        `port ${record.port} was taken by another redis-server (pid ${answering || 'unknown'}) before this slot's server could listen there; a provision again picks another port`,
+      );
     } catch (error) {
       if (!(error instanceof RedisConnectionError)) throw error;
     }

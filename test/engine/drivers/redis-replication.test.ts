@@ -6,15 +6,16 @@
  * `MULTI; SET k; RPUSH log k; EXEC` one after another (a write is acknowledged when EXEC answered):
  * every acknowledged key must be on the serving side, and the list once each (no replay).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Component } from '../../../core/topology/types.js';
-import { stopProcessGroup } from '../../../engine/drivers/process-group.js';
+import { groupRunning, stopProcessGroup } from '../../../engine/drivers/process-group.js';
 import { createRedisDriver } from '../../../engine/drivers/redis-driver.js';
+import { redisSettings, startServer } from '../../../engine/drivers/redis-server.js';
 import type {
   ComponentCallContext,
   ComponentDriver,
@@ -260,6 +261,25 @@ describe('redis driver replication (real redis-server 7)', () => {
     expect(writer.ackedOn(portOf(green))).toBeGreaterThanOrEqual(30);
     await judge(portOf(blue), writer);
   }, 120_000);
+
+  it('a port another redis-server took before the new server listened fails the provision, and leaves no server', async () => {
+    const w = await world();
+    const taken = await provision(w, context(w, 'm1'), 'blue');
+    const slotDir = path.join(w.base, 'other-slot');
+    await mkdir(slotDir, { recursive: true });
+    const settings = await redisSettings(context(w, 'm2'));
+    // Before the fix the other server's PONG made this slot 'ready' on the other server's port.
+    await expect(
+      startServer(settings, { slotId: 'other', slotDir, port: portOf(taken) }, o(w)),
+    ).rejects.toThrow(
+      new RegExp(`port ${portOf(taken)} was taken by another redis-server \\(pid ${taken.details?.pid}\\)`),
+    );
+    const record = JSON.parse(await readFile(path.join(slotDir, 'server.json'), 'utf8')) as {
+      pid: number;
+      startTime: string | null;
+    };
+    expect(groupRunning({ pid: record.pid, startTime: record.startTime })).toBe(false);
+  });
 
   it('undoing a switch before its release: unfence makes blue a writable primary again', async () => {
     const w = await world();
