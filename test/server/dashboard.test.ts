@@ -153,8 +153,17 @@ function copiesOf(environment: string, id: string, count: number): void {
 
 /** Clicks the action button `label`, confirms it in the dialog, and waits for the server's answer. */
 async function act(page: Page, label: string): Promise<string> {
-  await page.click(`button[data-verb="${label}"]:not([disabled])`);
-  await page.waitForSelector('dialog[open] button[data-confirm="yes"]');
+  // A live update can re-render the button between puppeteer's finding it and its click, which then
+  // lands on nothing (ci67: no dialog in 30 s); a person clicks again, and so does this.
+  for (let attempt = 1; ; attempt++) {
+    await page.click(`button[data-verb="${label}"]:not([disabled])`);
+    const opened = await page
+      .waitForSelector('dialog[open] button[data-confirm="yes"]', { timeout: 5_000 })
+      .then(() => true)
+      .catch(() => false);
+    if (opened) break;
+    if (attempt === 3) throw new Error(`three clicks on "${label}" opened no confirmation dialog`);
+  }
   await page.click('dialog[open] button[data-confirm="yes"]');
   await page.waitForFunction(
     (l) => (document.querySelector('[data-field="answer"]')?.textContent ?? '').startsWith(`${l}:`),
