@@ -27,6 +27,11 @@ export interface WatchedSlot {
   addresses: string[];
   env?: Record<string, string>;
   cwd: string;
+  /**
+   * Why the probes' answers are not the slot's own (its replicas are gone though their addresses
+   * answer), or undefined: asked in `check` mode once every probe passed.
+   */
+  gone?: () => Promise<string | undefined>;
 }
 
 /**
@@ -127,7 +132,12 @@ async function watchSlot(
           `green ${slot.component} lost its health ${during}: ${probe ? probeLabel(probe) : ''} → ${last[failed]} (${failures[failed]} failures in a row, every ${formatDuration(health.interval)})`,
         );
       }
-      if (mode === 'check' && failures.every((n) => n === 0)) return;
+      if (mode === 'check' && failures.every((n) => n === 0)) {
+        const gone = await slot.gone?.();
+        if (gone !== undefined)
+          throw new GreenUnhealthyError(`green ${slot.component} lost its health ${during}: ${gone}`);
+        return;
+      }
       await sleepUnlessAborted(health.interval - (performance.now() - startedAt), signal);
       if (signal.aborted) return;
     }

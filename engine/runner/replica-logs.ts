@@ -61,3 +61,11 @@ export async function goneReplicas(
     return '';
   }
 }
+
+/**
+ * What a gate or a check says when its probes passed but `gone` (from goneReplicas, not empty)
+ * names replicas that are not running: something else answered them.
+ */
+export function notItsReplicas(gone: string): string {
+  return `${gone.slice(2)}, yet its address answered the health check: another process answers there, which cutover neither started nor can stop`;
+}

@@ -4,7 +4,7 @@
  * 29, tried as a newcomer: `python3 no-such-file.py` through a pyenv shim took 0.3 to 0.7 s to exit,
  * past the 300 ms grace, and the user had to find replica-0.log under .cutover/ alone).
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { logTail } from '../../../engine/drivers/server-slot.js';
@@ -32,27 +32,7 @@ it('a failed gate quotes what the exited replica wrote, naming its log', { timeo
     "console.error('app: cannot read config.json'); setTimeout(() => process.exit(2), 500);\n",
   );
   const port = await freePort();
-  writeFileSync(
-    file,
-    `apiVersion: cutover/v1
-kind: Topology
-metadata:
-  name: gateout
-drivers:
-  local: { type: process }
-components:
-  web:
-    driver: local
-    version: "1"
-    run: { command: [node, app.js] }
-    health:
-      http: { path: /healthz }
-      interval: 200ms
-      deadline: 10s
-routes:
-  www: { listen: 127.0.0.1:${port}, to: web }
-`,
-  );
+  writeFileSync(file, gateTopology('gateout', port));
   const run = await runCli(['topology', 'migrate', '-f', file, '--yes']);
   expect(run.code, run.stderr).toBe(1);
   // Connection refused is all a probe sees; the failure says the replica is gone.
@@ -70,6 +50,52 @@ routes:
   expect(logs.stdout).toContain('[web green/0] app: cannot read config.json');
 });
 
+it("a gate answered by another process on the replica's port fails, naming the replica that is gone", {
+  timeout: 60_000,
+}, async () => {
+  const { dir, cleanup } = await tempDir();
+  const file = path.join(dir, 'topology.yaml');
+  const stateDir = path.join(dir, '.cutover');
+  const otherPid = path.join(dir, 'other.pid');
+  cleanups.push(async () => {
+    await runCli(['topology', 'down', '-f', file, '--yes']).catch(() => undefined);
+    killSlots(stateDir);
+    killRunners(stateDir);
+    // The other process left its group: the test started it (through the app), the test ends it.
+    if (existsSync(otherPid)) {
+      try {
+        process.kill(Number(readFileSync(otherPid, 'utf8')), 'SIGKILL');
+      } catch {}
+    }
+    await cleanup();
+  });
+  // The replica hands its port to a process of its own that leaves its group (as a daemonizing
+  // server does) and exits after the start-up grace (300 ms); that process listens once the replica
+  // is gone: the address answers the gate's probes, not from the replica.
+  writeFileSync(
+    path.join(dir, 'other.js'),
+    "setTimeout(() => require('node:http').createServer((q, s) => s.end('ok')).listen(Number(process.env.PORT), '127.0.0.1'), 700);\n",
+  );
+  writeFileSync(
+    path.join(dir, 'app.js'),
+    `const other = require('node:child_process').spawn(process.execPath, ['other.js'], { detached: true, stdio: 'ignore' });
+require('node:fs').writeFileSync('other.pid', String(other.pid));
+other.unref();
+setTimeout(() => process.exit(0), 500);
+`,
+  );
+  const port = await freePort();
+  writeFileSync(file, gateTopology('answered', port));
+  const run = await runCli(['topology', 'migrate', '-f', file, '--yes']);
+  // Before: the gate passed on the other process's answers and the migration completed, its route
+  // sending to a process cutover neither started nor could stop.
+  expect(run.code, `${run.stdout}${run.stderr}`).toBe(1);
+  expect(run.stdout).toMatch(
+    /failed: health gate failed for web: 127\.0\.0\.1:\d+ \(pid \d+\) is not running \(exited\), yet its address answered the health check: another process answers there/m,
+  );
+  expect(run.stdout).not.toMatch(/completed/);
+});
+
 it('reads a long log from its end: whole last lines, not the whole file', async () => {
   const { dir, cleanup } = await tempDir();
   cleanups.push(cleanup);
@@ -79,3 +105,25 @@ it('reads a long log from its end: whole last lines, not the whole file', async 
   expect(await logTail(file, 3)).toEqual([early.at(-1), 'next to last', 'last']);
   expect(await logTail(path.join(dir, 'none.log'), 3)).toEqual([]);
 });
+
+/** One process component `web` (`node app.js`) behind route www on `port`, probed every 200 ms. */
+function gateTopology(name: string, port: number): string {
+  return `apiVersion: cutover/v1
+kind: Topology
+metadata:
+  name: ${name}
+drivers:
+  local: { type: process }
+components:
+  web:
+    driver: local
+    version: "1"
+    run: { command: [node, app.js] }
+    health:
+      http: { path: /healthz }
+      interval: 200ms
+      deadline: 10s
+routes:
+  www: { listen: 127.0.0.1:${port}, to: web }
+`;
+}

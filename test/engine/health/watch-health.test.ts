@@ -87,4 +87,26 @@ describe("watching green's health after its gate", () => {
       /^green web lost its health before setting 50 %: .* → connection refused \(3 failures in a row/,
     );
   });
+
+  it('a check whose probes pass fails when the driver sees the replicas gone: another process answers', async () => {
+    const r = await replica(() => 200);
+    const gone = '127.0.0.1:4001 (pid 123) is not running (exited), yet its address answered';
+    await expect(
+      watchGreen(
+        [{ ...slot(r.address), gone: async () => gone }],
+        'check',
+        'before the drain',
+        new AbortController().signal,
+        () => {},
+      ),
+    ).rejects.toThrow(`green web lost its health before the drain: ${gone}`);
+    // Its replicas there, the check passes as before.
+    await watchGreen(
+      [{ ...slot(r.address), gone: async () => undefined }],
+      'check',
+      'before the drain',
+      new AbortController().signal,
+      () => {},
+    );
+  });
 });
