@@ -102,6 +102,10 @@ export default defineConfig({
           name: 'infra',
           ...projectFiles.infra,
           pool: 'forks',
+          // As the integration project: a fork imports the engine and the helpers once for all
+          // the files it runs, and a file that leaves its process changed fails.
+          isolate: false,
+          setupFiles: [...shared.setupFiles, './test/support/process-state-setup.ts'],
           // The Podman images, built once per run.
           globalSetup: ['./test/support/podman-global-setup.ts'],
         },
