@@ -11,6 +11,7 @@ import type { Client } from '@temporalio/client';
 import type { CloudEvent } from '../../core/notify/types.js';
 import { firstLook, inTimeOrder } from '../notify/event-feed.js';
 import { withDeadline } from './connection.js';
+import { ownQueue } from './temporal-visibility.js';
 import { notificationsQuery } from './workflow-notify.js';
 
 /** How often Temporal is asked: a list and a query per migration in flight each time. */
@@ -39,18 +40,19 @@ function ulidTimeMs(migrationId: string): number | null {
 }
 
 /**
- * Events from now on, across every environment; with `after` (a Last-Event-ID), first those after
- * it, from the runs that are in flight or closed since that migration started.
+ * Events from now on, across every environment of the deployment on `options.taskQueue`; with
+ * `after` (a Last-Event-ID), first those after it, from the runs that are in flight or closed since
+ * that migration started.
  */
 export async function* followTemporalEvents(
   client: Client,
-  options: { signal: AbortSignal; after?: string; pollMs?: number },
+  options: { signal: AbortSignal; taskQueue: string; after?: string; pollMs?: number },
 ): AsyncGenerator<CloudEvent> {
   const beganMs = Date.now();
   const resume = parseEventId(options.after);
   const resumeMs = resume ? ulidTimeMs(resume.migration) : null;
   const since = new Date(Math.min(Date.now(), resumeMs ?? Number.POSITIVE_INFINITY));
-  const query = `WorkflowType = 'migrationWorkflow' AND (ExecutionStatus = 'Running' OR CloseTime >= '${since.toISOString()}')`;
+  const query = `WorkflowType = 'migrationWorkflow' AND ${ownQueue(options.taskQueue)} AND (ExecutionStatus = 'Running' OR CloseTime >= '${since.toISOString()}')`;
   /** By migration: the event number of the last notification told (or passed over on the first look). */
   const told = new Map<string, number>();
   /** Closed runs already read to their end. */

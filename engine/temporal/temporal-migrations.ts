@@ -87,7 +87,10 @@ export class TemporalMigrations {
 
   /** GET /v1/events: every migration's notifications, as the workflows derived them (polled). */
   events(options: { signal: AbortSignal; after?: string }): AsyncGenerator<CloudEvent> {
-    return followTemporalEvents(this.temporal.client, options);
+    return followTemporalEvents(this.temporal.client, {
+      ...options,
+      taskQueue: this.temporal.settings.taskQueue,
+    });
   }
 
   logs(

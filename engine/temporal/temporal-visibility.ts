@@ -73,12 +73,20 @@ export async function conflict(temporal: TemporalSession, environment: string): 
   );
 }
 
-/** Migrations known to visibility, newest first. */
+/**
+ * Migrations known to visibility, newest first: those of this deployment's task queue. A namespace
+ * may hold other deployments' (their own queues, their own workers); their status needs their
+ * worker, and one that was not there failed the whole list, naming this queue.
+ */
 export async function list(
   temporal: TemporalSession,
   filter: { environment?: string; state?: Lifecycle },
 ): Promise<MigrationSummary[]> {
-  const clauses = [`WorkflowType = 'migrationWorkflow'`, `ExecutionStatus != 'ContinuedAsNew'`];
+  const clauses = [
+    `WorkflowType = 'migrationWorkflow'`,
+    `ExecutionStatus != 'ContinuedAsNew'`,
+    ownQueue(temporal.settings.taskQueue),
+  ];
   if (filter.environment !== undefined) clauses.push(`CutoverEnvironment = '${quote(filter.environment)}'`);
   if (filter.state !== undefined) clauses.push(`CutoverState = '${quote(filter.state)}'`);
   const ids: string[] = [];
@@ -282,6 +290,11 @@ async function startedSummary(
     ...summary,
     status: `waiting for a worker: none polls task queue "${temporal.settings.taskQueue}"`,
   };
+}
+
+/** The visibility clause of the migrations a deployment on `taskQueue` runs. */
+export function ownQueue(taskQueue: string): string {
+  return `TaskQueue = '${quote(taskQueue)}'`;
 }
 
 function quote(value: string): string {

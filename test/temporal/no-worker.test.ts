@@ -131,4 +131,54 @@ describe.concurrent('Temporal mode without a worker', () => {
     const done = (JSON.parse(after.stdout) as typeof listed).items.find((m) => m.id === queued?.id);
     expect(done?.status).toBe('completed');
   }, 120_000);
+
+  it("lists only its task queue's migrations: another queue's, with no worker to answer for it, does not fail the list", async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const { cleanups, startWorker } = testScope(onTestFinished);
+    const ours = { address: sharedTemporal(), taskQueue: uniqueName('ours') };
+    const theirs = { address: sharedTemporal(), taskQueue: uniqueName('theirs') };
+    const { dir, cleanup } = await tempDir();
+    cleanups.push(cleanup);
+    const topology = (name: string) => {
+      const at = path.join(dir, name);
+      cpSync(path.join(repoRoot, 'examples', 'exec-demo'), at, { recursive: true });
+      const file = path.join(at, 'topology.yaml');
+      writeFileSync(file, readFileSync(file, 'utf8').replace('name: exec-demo', `name: ${uniqueName(name)}`));
+      return file;
+    };
+    // Another deployment's migration in the same namespace, on its own queue, which no worker polls.
+    const started = await runCli(['topology', 'migrate', '--yes', '--detach', '-f', topology('theirs')], {
+      env: temporalEnv(theirs),
+    });
+    expect(started.code, started.stdout + started.stderr).toBe(0);
+    const connection = await Connection.connect({ address: theirs.address });
+    const client = new Client({ connection, dataConverter });
+    cleanups.push(async () => {
+      for await (const run of client.workflow.list({ query: `TaskQueue = '${theirs.taskQueue}'` }))
+        await client.workflow
+          .getHandle(run.workflowId, run.runId)
+          .terminate('test over')
+          .catch(() => undefined);
+      await connection.close();
+    });
+    // Ours: a worker polls, one migration completed.
+    await startWorker(ours, path.join(dir, 'worker-state'));
+    const migrated = await runCli(['topology', 'migrate', '--yes', '-f', topology('ours')], {
+      env: temporalEnv(ours),
+    });
+    expect(migrated.code, migrated.stdout + migrated.stderr).toBe(0);
+    await eventually(async () => {
+      for await (const _ of client.workflow.list({ query: `TaskQueue = '${theirs.taskQueue}'` })) return true;
+      return false;
+    }, 10_000);
+
+    // Before: the list showed every queue's migrations and failed on theirs, whose worker is not
+    // there to answer ("no cutover worker answers…"), exit 1.
+    const list = await runCli(['topology', 'migration', 'list', '--json'], { env: temporalEnv(ours) });
+    expect(list.code, list.stdout + list.stderr).toBe(0);
+    const items = (JSON.parse(list.stdout) as { items: { id: string; status: string }[] }).items;
+    expect(items.map((m) => m.status)).toEqual(['completed']);
+  }, 120_000);
 });

@@ -17,10 +17,11 @@ const event = (migration: string, seq: number, ms: number) =>
     type: 'dev.cutover.migration.x',
   }) as CloudEvent;
 
-function fakeClient(events: Record<string, CloudEvent[]>): Client {
+function fakeClient(events: Record<string, CloudEvent[]>, queries: string[] = []): Client {
   return {
     workflow: {
-      async *list() {
+      async *list({ query }: { query: string }) {
+        queries.push(query);
         for (const migration of Object.keys(events)) {
           yield {
             workflowId: `wf-${migration}`,
@@ -41,14 +42,19 @@ function fakeClient(events: Record<string, CloudEvent[]>): Client {
 
 describe('Temporal event feed', () => {
   it('resumes after B.3.0 at t=1000 with A.5.0 at t=2000, older migration A still running', async () => {
-    const client = fakeClient({
-      [A]: [event(A, 1, 500), event(A, 5, 2000)],
-      [B]: [event(B, 1, 800), event(B, 3, 1000), event(B, 4, 3000)],
-    });
+    const queries: string[] = [];
+    const client = fakeClient(
+      {
+        [A]: [event(A, 1, 500), event(A, 5, 2000)],
+        [B]: [event(B, 1, 800), event(B, 3, 1000), event(B, 4, 3000)],
+      },
+      queries,
+    );
     const stop = new AbortController();
     const got: string[] = [];
     for await (const e of followTemporalEvents(client, {
       signal: stop.signal,
+      taskQueue: 'cutover-a',
       after: `${B}.3.0`,
       pollMs: 10,
     })) {
@@ -56,6 +62,8 @@ describe('Temporal event feed', () => {
       if (got.length === 2) stop.abort();
     }
     expect(got).toEqual([`${A}.5.0`, `${B}.4.0`]);
+    // Only this deployment's migrations: another task queue's are another deployment's.
+    expect(queries[0]).toContain("TaskQueue = 'cutover-a'");
   });
 
   it('tells, without a Last-Event-ID, what a migration said after the feed began though its first look saw it', async () => {
@@ -71,7 +79,8 @@ describe('Temporal event feed', () => {
     // Nothing more comes after the first look: the feed is stopped after a few polls.
     const timer = setTimeout(() => stop.abort(), 500);
     try {
-      for await (const e of followTemporalEvents(client, { signal: stop.signal, pollMs: 10 })) got.push(e.id);
+      for await (const e of followTemporalEvents(client, { signal: stop.signal, taskQueue: 'q', pollMs: 10 }))
+        got.push(e.id);
     } finally {
       clearTimeout(timer);
     }
