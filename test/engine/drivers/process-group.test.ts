@@ -65,8 +65,15 @@ describe('process groups', () => {
 
   it('a leader that exited and waits to be reaped (a zombie) no longer runs', async () => {
     // `setsid` makes the background job a group leader; its parent then execs into a sleep that never
-    // reaps it, so it stays a zombie.
-    const parent = detached(['-c', 'setsid sh -c "exit 0" & echo $!; exec sleep 30'], 'sh');
+    // reaps it, so it stays a zombie. The job exits only once its parent is that sleep: one that
+    // exited first could be reaped by the shell before its exec (ci72, under load: no zombie in 5 s).
+    const parent = detached(
+      [
+        '-c',
+        `setsid sh -c 'until [ "$(cat /proc/$PPID/comm)" = sleep ]; do sleep 0.05; done' & echo $!; exec sleep 30`,
+      ],
+      'sh',
+    );
     const zombie = Number(await firstLine(parent));
     const isZombie = () => procStat(zombie)?.[0] === 'Z';
     await eventually(isZombie);
