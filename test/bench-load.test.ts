@@ -52,9 +52,12 @@ describe('bench/load.js', () => {
 
       expect(result.failed).toBe(0);
       expect(result.versions).toEqual({ '9.9.9': result.requests });
-      // 1.5 s at 200/s: 300 requests, give or take the start and stop (248 on a loaded CI run).
-      expect(result.requests).toBeGreaterThan(225);
-      expect(result.requests).toBeLessThan(320);
+      // At the rate asked over the generator's own life, from its start to its stop: a process of
+      // its own starts later than the test's clock says (215 requests in this test's 1.5 s beside a
+      // CPU hog, ci74; the generator had 1.1 s of it), and then sends every request due.
+      expect(result.requests).toBeGreaterThan(50);
+      expect(result.rate).toBeGreaterThan(170);
+      expect(result.rate).toBeLessThan(215);
       // Spaced out, not in batches: at 200/s requests are due 5 ms apart, and even a send that
       // catches up after a stall goes out on a wakeup of its own (the old 10 ms tick sent two at
       // once). Told by the wakeup that sent each, not by the gap in time: on a loaded machine two
