@@ -16,7 +16,13 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
 
-it('a failed gate quotes what the exited replica wrote, naming its log', { timeout: 60_000 }, async () => {
+/**
+ * A directory for a topology and its state, taken down and removed after the test (`also` first,
+ * with the directory, for what the test started outside cutover).
+ */
+async function gateWorkspace(
+  also?: (dir: string) => Promise<void>,
+): Promise<{ dir: string; file: string; stateDir: string }> {
   const { dir, cleanup } = await tempDir();
   const file = path.join(dir, 'topology.yaml');
   const stateDir = path.join(dir, '.cutover');
@@ -24,8 +30,14 @@ it('a failed gate quotes what the exited replica wrote, naming its log', { timeo
     await runCli(['topology', 'down', '-f', file, '--yes']).catch(() => undefined);
     killSlots(stateDir);
     killRunners(stateDir);
+    await also?.(dir);
     await cleanup();
   });
+  return { dir, file, stateDir };
+}
+
+it('a failed gate quotes what the exited replica wrote, naming its log', { timeout: 60_000 }, async () => {
+  const { dir, file, stateDir } = await gateWorkspace();
   // Says why on stderr at once, then exits after the start-up grace (300 ms), never listening.
   writeFileSync(
     path.join(dir, 'app.js'),
@@ -53,21 +65,13 @@ it('a failed gate quotes what the exited replica wrote, naming its log', { timeo
 it("a gate answered by another process on the replica's port fails, naming the replica that is gone", {
   timeout: 60_000,
 }, async () => {
-  const { dir, cleanup } = await tempDir();
-  const file = path.join(dir, 'topology.yaml');
-  const stateDir = path.join(dir, '.cutover');
-  const otherPid = path.join(dir, 'other.pid');
-  cleanups.push(async () => {
-    await runCli(['topology', 'down', '-f', file, '--yes']).catch(() => undefined);
-    killSlots(stateDir);
-    killRunners(stateDir);
-    // The other process left its group: the test started it (through the app), the test ends it.
-    if (existsSync(otherPid)) {
-      try {
-        process.kill(Number(readFileSync(otherPid, 'utf8')), 'SIGKILL');
-      } catch {}
-    }
-    await cleanup();
+  // The other process leaves its group: the test starts it (through the app), the test ends it.
+  const { dir, file } = await gateWorkspace(async (dir) => {
+    const otherPid = path.join(dir, 'other.pid');
+    if (!existsSync(otherPid)) return;
+    try {
+      process.kill(Number(readFileSync(otherPid, 'utf8')), 'SIGKILL');
+    } catch {}
   });
   // The replica hands its port to a process of its own that leaves its group (as a daemonizing
   // server does) and exits after the start-up grace (300 ms); that process listens once the replica
