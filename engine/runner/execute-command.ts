@@ -22,7 +22,6 @@ import { componentDriverFor, type DriverSet, routeDriverFor } from '../drivers/d
 import { holdReleasedTo } from '../drivers/router-driver.js';
 import {
   type ComponentCallContext,
-  type ComponentDriver,
   type DriverCallOptions,
   PermanentDriverError,
   type SlotInfo,
@@ -60,7 +59,7 @@ import {
   waitLagWithin,
   withinBudget,
 } from './execute-switch.js';
-import { goneReplicas, notItsReplicas, quoteReplicaLogs } from './replica-logs.js';
+import { goneReplicas, othersAnswer, quoteReplicaLogs } from './replica-logs.js';
 
 export type { DriverSet, ExecuteOptions };
 
@@ -254,7 +253,8 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
         }
         throw error;
       }
-      if (slot) await answeredByItsReplicas(componentDriverFor(o.drivers, ctx), ctx, slot, call);
+      const others = slot && (await othersAnswer(componentDriverFor(o.drivers, ctx), ctx, slot, call));
+      if (others) throw new HealthGateFailedError(others);
       // No route sends to a component restarted in place: it has no preview to check through. Between
       // two shift steps the gate has looked through the previews already, and opening a route at
       // 0 % again would take its step's traffic back off green.
@@ -359,22 +359,6 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
  * The green slots to watch, of the named components or of every component with one, each with a
  * health check: their probes as the gate ran them (its environment, its directory).
  */
-/**
- * The gate's probes passed; a replica the driver sees gone means something else answered them: a
- * replica that exited after its start-up grace while another process held its port, or one that
- * handed its port to a daemon of its own and left. Traffic sent there would reach a process cutover
- * neither started nor can stop, so the gate fails, naming the replicas.
- */
-async function answeredByItsReplicas(
-  driver: ComponentDriver,
-  ctx: ComponentCallContext,
-  slot: SlotInfo,
-  call: DriverCallOptions,
-): Promise<void> {
-  const gone = await goneReplicas(driver, ctx, slot, call);
-  if (gone !== '') throw new HealthGateFailedError(notItsReplicas(gone));
-}
-
 async function greenSlots(
   s: MigrationState,
   o: ExecuteOptions,
@@ -394,10 +378,7 @@ async function greenSlots(
       addresses: slot.addresses,
       env: slotEnv(ctx, slot, 'green'),
       cwd: ctx.spec.run?.cwd ? path.resolve(ctx.baseDir, ctx.spec.run.cwd) : ctx.baseDir,
-      gone: async () => {
-        const gone = await goneReplicas(driver, ctx, slot, { signal: o.signal, log: o.log });
-        return gone === '' ? undefined : notItsReplicas(gone);
-      },
+      gone: () => othersAnswer(driver, ctx, slot, { signal: o.signal, log: o.log }),
     });
   }
   return watched;

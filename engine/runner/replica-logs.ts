@@ -63,9 +63,18 @@ export async function goneReplicas(
 }
 
 /**
- * What a gate or a check says when its probes passed but `gone` (from goneReplicas, not empty)
- * names replicas that are not running: something else answered them.
+ * Why the answers a gate or a check got are not the slot's own, or undefined: its probes passed,
+ * yet the driver sees replicas gone, so something else answered them (a replica that exited after
+ * its start-up grace while another process held its port, or one that handed its port to a daemon
+ * of its own and left). Traffic sent there would reach a process cutover neither started nor can stop.
  */
-export function notItsReplicas(gone: string): string {
+export async function othersAnswer(
+  driver: ComponentDriver,
+  ctx: ComponentCallContext,
+  slot: SlotInfo,
+  call: DriverCallOptions,
+): Promise<string | undefined> {
+  const gone = await goneReplicas(driver, ctx, slot, call);
+  if (gone === '') return undefined;
   return `${gone.slice(2)}, yet its address answered the health check: another process answers there, which cutover neither started nor can stop`;
 }
