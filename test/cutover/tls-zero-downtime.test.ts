@@ -11,7 +11,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeCertificate, type TestCertificate } from '../support/certificates.js';
 import { runBinary, runCli } from '../support/cli.js';
-import { loadAnswers, sentRate, startTestLoad } from '../support/load.js';
+import { loadAnswers, minSentShare, sentRate, startTestLoad } from '../support/load.js';
 import {
   liveWorkspace,
   migrateDetached,
@@ -60,7 +60,7 @@ interface Run {
  */
 async function withLoads(
   during: () => Promise<void>,
-  minRateShare = 0.8,
+  minRateShare = minSentShare,
 ): Promise<{ http1: Run; http2: Run }> {
   const http1 = startTestLoad({ url, rate });
   const http2 = startTestLoad({ url, rate, http2: true });

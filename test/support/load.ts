@@ -31,6 +31,15 @@ export function startTestLoad(options: {
 }
 
 /**
+ * The share of a test load's rate it must have been sent at for "zero failed under load" to mean
+ * something: the generator never skips a request (it catches up), so a lower rate is a generator
+ * starved of CPU on the shared 2 cores, not a slow router. 424-445 of 500/s was seen beside a busy
+ * run and 373 of 500/s (0.75) once in a CI run of three workers, where 0.8 failed a test whose
+ * every request had succeeded; 300/s is still a load the router's cutover must carry.
+ */
+export const minSentShare = 0.6;
+
+/**
  * The rate requests were sent at (from the first send to the last). Not the result's `rate`, which
  * divides by the time until the last reply: answers that come late on a busy machine (or after
  * podman's 1 s SYN retransmit of a new connection, now and then, while the engine creates or
