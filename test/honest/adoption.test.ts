@@ -20,10 +20,13 @@ afterEach(async () => {
   await servers.cleanup();
 });
 
-/** A migration in its bake (gate released, bake 3 s). */
-async function baking(): Promise<{ ws: Workspace; id: string }> {
+/** A migration in its bake (gate released, bake 3 s); `before` runs on its workspace before it starts. */
+async function baking(
+  before: (ws: Workspace) => Promise<void> = async () => {},
+): Promise<{ ws: Workspace; id: string }> {
   const ws = await bakingWorkspace('3s');
   spaces.push(ws);
+  await before(ws);
   releaseGate(ws);
   const id = await startAndWaitFor(ws, /bake: waiting/);
   return { ws, id };
@@ -67,9 +70,15 @@ describe('cutover server adopts orphaned migrations', () => {
   }, 60_000);
 
   it('on its timer: two servers already running adopt it once within 10 s, and it completes', async () => {
-    const { ws, id } = await baking();
-    const first = await servers.start({ stateDir: ws.stateDir });
-    const second = await servers.start({ stateDir: ws.stateDir });
+    // The servers start before the migration: started during its 3 s bake, on a loaded machine
+    // they took longer than the bake (ci80, load 13), the migration completed and released its
+    // runner record, and there was no runner left to kill.
+    const started: ServerProcess[] = [];
+    const { ws, id } = await baking(async (space) => {
+      started.push(await servers.start({ stateDir: space.stateDir }));
+      started.push(await servers.start({ stateDir: space.stateDir }));
+    });
+    const [first, second] = started as [ServerProcess, ServerProcess];
     const dead = await killRunnerOf(ws, id);
     await adoptedThenCompleted(ws, id, [first, second]);
     // One adoption over both servers: the runner claim let one new runner drive it.

@@ -39,15 +39,19 @@ export function logText(ws: Workspace, id: string): string {
 export async function recordedRunner(ws: Workspace, id: string): Promise<number> {
   const file = path.join(migrationDir(ws, id), 'runner.json');
   let pid = 0;
-  await eventually(() => {
-    if (!existsSync(file)) return false;
-    try {
-      pid = (JSON.parse(readFileSync(file, 'utf8')) as { process: { pid: number } }).process.pid;
-      return true;
-    } catch {
-      return false;
-    }
-  }, 15_000);
+  await eventually(
+    () => {
+      if (!existsSync(file)) return false;
+      try {
+        pid = (JSON.parse(readFileSync(file, 'utf8')) as { process: { pid: number } }).process.pid;
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    15_000,
+    () => `no runner record; the migration's log:\n${logText(ws, id)}`,
+  );
   return pid;
 }
 
