@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { adminConnection, portOf } from './postgres-cluster.js';
 import { type Session, withSession } from './postgres-session.js';
 import type { PostgresSettings } from './postgres-settings.js';
-import { ident, literal } from './postgres-sql.js';
+import { ident, literal, type Sql } from './postgres-sql.js';
 import {
   type ComponentCallContext,
   type DriverCallOptions,
@@ -27,14 +27,9 @@ export async function fenceRole(
   options: DriverCallOptions,
 ): Promise<{ position: string }> {
   const admin = adminConnection(settings, portOf(slot));
-  const role = ident(settings.user);
   // One session for the setting and every pass (a pass every 20 ms while the writes are held).
   return withSession(admin, options.signal, async (session) => {
-    // The time is read after the setting is committed: a session that began before it may have
-    // read the role's settings before the fence; one that began after cannot have.
-    await session.query(`ALTER ROLE ${role} SET default_transaction_read_only = on`);
-    const fencedAt = (await session.scalar('SELECT clock_timestamp()')) ?? '';
-    await session.query(`ALTER ROLE ${role} SET ${fencedAtSetting} = ${literal(fencedAt)}`);
+    const fencedAt = await markRoleFenced(session.query, settings);
     const before = `usename = ${literal(settings.user)} AND backend_start < ${literal(fencedAt)}::timestamptz AND pid <> pg_backend_pid()`;
     // Each pass, in this order (each statement a transaction of its own, so each reads
     // pg_stat_activity afresh): end the sessions from before the fence that hold no write, list
@@ -63,6 +58,20 @@ export async function fenceRole(
       await sleep(fencePollMs, undefined, { signal: options.signal });
     }
   });
+}
+
+/**
+ * The application role is read-only in new sessions of the cluster `sql` reaches, from the time
+ * returned (the cluster's clock), which unfenceRole reads to end the sessions begun while fenced.
+ * The time is read after the setting is committed: a session that began before it may have read
+ * the role's settings before the fence; one that began after cannot have.
+ */
+export async function markRoleFenced(sql: Sql, settings: PostgresSettings): Promise<string> {
+  const role = ident(settings.user);
+  await sql(`ALTER ROLE ${role} SET default_transaction_read_only = on`);
+  const fencedAt = (await sql('SELECT clock_timestamp()'))[0]?.[0] ?? '';
+  await sql(`ALTER ROLE ${role} SET ${fencedAtSetting} = ${literal(fencedAt)}`);
+  return fencedAt;
 }
 
 /**

@@ -5,7 +5,8 @@
  * - follow: `to`'s application database is made anew with `from`'s schema (pg_dump --schema-only),
  *   `from` gets the publication `cutover_pub` FOR ALL TABLES, and `to` a subscription to it with
  *   copy_data = true. The subscription's (and its replication slot's) name is derived from the two
- *   slot ids, so a call again finds it and leaves it.
+ *   slot ids, so a call again finds it and leaves it. The application role is read-only on `to`
+ *   (fenced) until promote.
  * - lag: bytes are `from`'s pg_current_wal_lsn() less the least confirmed_flush_lsn of the
  *   subscription's replication slots (what the follower applied and flushed: an idle follower
  *   confirms what it received, so an idle source's own WAL does not count as lag once reported,
@@ -35,7 +36,7 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { adminConnection, appAdmin, portOf } from './postgres-cluster.js';
-import { fencePollMs, fenceRole, unfenceRole } from './postgres-fence.js';
+import { fencePollMs, fenceRole, markRoleFenced, unfenceRole } from './postgres-fence.js';
 import { dropSubscription, promoteSlot } from './postgres-promote.js';
 import { type Session, withSession } from './postgres-session.js';
 import { type PostgresSettings, postgresSettings, superuser } from './postgres-settings.js';
@@ -85,6 +86,12 @@ export function createPostgresReplicator(): Replicator {
       const source = psqlOf(appAdmin(settings, from), options.signal);
       await checkReplicaIdentity(source, from);
       await ensurePublication(source);
+      // Green's application may run already (its start, the gate, a preview request): what it
+      // wrote there before the promotion would be acknowledged, then not carried back by a
+      // rollback (reverse replication starts at the promotion), and could break the replication.
+      // Its role is read-only there until promote unfences it, as a Redis replica is; the
+      // database made anew just after ends the sessions it had.
+      await markRoleFenced(psqlOf(adminConnection(settings, portOf(to)), options.signal), settings);
       await copySchema(settings, from, to, options);
       await dropSlot(source, name, options.signal);
       await target(

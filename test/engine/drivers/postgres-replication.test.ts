@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { describe, it } from 'vitest';
+import { describe, it, type TestContext } from 'vitest';
 import { postgresSettings } from '../../../engine/drivers/postgres-settings.js';
 import { PermanentDriverError, type SlotInfo } from '../../../engine/drivers/types.js';
 import type { Resources } from '../../support/resources.js';
@@ -50,16 +50,20 @@ async function probeOf(slot: SlotInfo, resources: Resources) {
   };
 }
 
+/** The test's workspace, the contexts of blue's migration (m1) and green's (m2), and the Replicator. */
+async function workspaceOfTwo(t: TestContext) {
+  const resources = resourcesOf(t);
+  const ws = await pgWorkspace(resources);
+  const repl = ws.driver.replication;
+  if (!repl) throw new Error('the postgres driver has no Replicator');
+  return { resources, ws, blueCtx: pgContext(ws, 'm1'), ctx: pgContext(ws, 'm2'), repl };
+}
+
 describe('postgres driver replication (real PostgreSQL 15)', () => {
   it.concurrent('switches to green and back, losing no acknowledged write, with sequences ahead of the data', async (t) => {
     const { expect } = t;
-    const resources = resourcesOf(t);
-    const ws = await pgWorkspace(resources);
-    const blueCtx = pgContext(ws, 'm1');
-    const ctx = pgContext(ws, 'm2');
+    const { resources, ws, blueCtx, ctx, repl } = await workspaceOfTwo(t);
     const o = () => callOptions(ws);
-    const repl = ws.driver.replication;
-    if (!repl) throw new Error('the postgres driver has no Replicator');
     const blue = await provision(ws, blueCtx, 'blue');
     const { bin } = await postgresSettings(ctx);
     const writer = new Writer(bin, portOfSlot(blue), 'w');
@@ -227,12 +231,7 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
 
   it.concurrent('reports lag above zero while a throttled follower trails the writes', async (t) => {
     const { expect } = t;
-    const resources = resourcesOf(t);
-    const ws = await pgWorkspace(resources);
-    const blueCtx = pgContext(ws, 'm1');
-    const ctx = pgContext(ws, 'm2');
-    const repl = ws.driver.replication;
-    if (!repl) throw new Error('the postgres driver has no Replicator');
+    const { resources, ws, blueCtx, ctx, repl } = await workspaceOfTwo(t);
     const blue = await provision(ws, blueCtx, 'blue');
     const green = await provision(ws, ctx, 'green');
     await repl.follow(ctx, blue, green, callOptions(ws));
@@ -291,12 +290,7 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
 
   it.concurrent('a table still in its initial copy is not caught up: the lag does not say so and catchUp waits for the copy', async (t) => {
     const { expect } = t;
-    const resources = resourcesOf(t);
-    const ws = await pgWorkspace(resources);
-    const blueCtx = pgContext(ws, 'm1');
-    const ctx = pgContext(ws, 'm2');
-    const repl = ws.driver.replication;
-    if (!repl) throw new Error('the postgres driver has no Replicator');
+    const { resources, ws, blueCtx, ctx, repl } = await workspaceOfTwo(t);
     const blue = await provision(ws, blueCtx, 'blue');
     const green = await provision(ws, ctx, 'green');
     // Blue has 60 rows; green's copy of them waits until the test opens the gate (an ALWAYS trigger
@@ -361,12 +355,7 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
 
   it.concurrent('stop after the old primary was retired drops what the live one holds for it', async (t) => {
     const { expect } = t;
-    const resources = resourcesOf(t);
-    const ws = await pgWorkspace(resources);
-    const blueCtx = pgContext(ws, 'm1');
-    const ctx = pgContext(ws, 'm2');
-    const repl = ws.driver.replication;
-    if (!repl) throw new Error('the postgres driver has no Replicator');
+    const { ws, blueCtx, ctx, repl } = await workspaceOfTwo(t);
     const blue = await provision(ws, blueCtx, 'blue');
     const green = await provision(ws, ctx, 'green');
     await repl.follow(ctx, blue, green, callOptions(ws));
@@ -390,12 +379,7 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
 
   it.concurrent('refuses to follow a blue whose tables lack a replica identity, naming them, before making anything', async (t) => {
     const { expect } = t;
-    const resources = resourcesOf(t);
-    const ws = await pgWorkspace(resources);
-    const blueCtx = pgContext(ws, 'm1');
-    const ctx = pgContext(ws, 'm2');
-    const repl = ws.driver.replication;
-    if (!repl) throw new Error('the postgres driver has no Replicator');
+    const { resources, ws, blueCtx, ctx, repl } = await workspaceOfTwo(t);
     const blue = await provision(ws, blueCtx, 'blue');
     const green = await provision(ws, ctx, 'green');
     const blueApp = await connect(ctx, blue);
@@ -421,18 +405,14 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
 
   it.concurrent('catchUp names the failing subscription when green cannot apply a change (a row written on green)', async (t) => {
     const { expect } = t;
-    const resources = resourcesOf(t);
-    const ws = await pgWorkspace(resources);
-    const blueCtx = pgContext(ws, 'm1');
-    const ctx = pgContext(ws, 'm2');
-    const repl = ws.driver.replication;
-    if (!repl) throw new Error('the postgres driver has no Replicator');
+    const { resources, ws, blueCtx, ctx, repl } = await workspaceOfTwo(t);
     const blue = await provision(ws, blueCtx, 'blue');
     const green = await provision(ws, ctx, 'green');
     await repl.follow(ctx, blue, green, callOptions(ws));
     resources.add(() => repl.stop(ctx, blue, green, callOptions(ws)));
     await eventually(async () => (await repl.lag(ctx, blue, green, callOptions(ws))).bytes === 0, 30_000);
-    await sql(await connect(ctx, green), `INSERT INTO items (k) VALUES ('clash')`);
+    // As the superuser: the application's role is read-only on green until it is promoted.
+    await sql(await connect(ctx, green, 'postgres'), `INSERT INTO items (k) VALUES ('clash')`);
     await sql(await connect(ctx, blue), `INSERT INTO items (k) VALUES ('clash')`);
     const { position } = await repl.fence(ctx, blue, Date.now() + 5_000, callOptions(ws));
     await expect(
@@ -440,5 +420,45 @@ describe('postgres driver replication (real PostgreSQL 15)', () => {
     ).rejects.toThrow(
       /bytes short .*; its subscription failed to apply [1-9]\d* time\(s\), see its postgres\.log$/,
     );
+  }, 120_000);
+
+  it.concurrent('green takes no write of the application before it is promoted: none is acknowledged there and then lost by a rollback', async (t) => {
+    const { expect } = t;
+    const { resources, ws, blueCtx, ctx, repl } = await workspaceOfTwo(t);
+    const blue = await provision(ws, blueCtx, 'blue');
+    const blueApp = await connect(ctx, blue);
+    // Keys the application chooses (no sequence): a write on green does not collide with blue's.
+    await sql(blueApp, 'CREATE TABLE notes (k text PRIMARY KEY)');
+    await sql(blueApp, `INSERT INTO notes VALUES ('blue-1')`);
+    const green = await provision(ws, ctx, 'green');
+    await repl.follow(ctx, blue, green, callOptions(ws));
+    resources.add(() => repl.stop(ctx, blue, green, callOptions(ws)));
+    resources.add(() => repl.stop(ctx, green, blue, callOptions(ws)));
+    await eventually(async () => (await repl.lag(ctx, blue, green, callOptions(ws))).ms !== null, stepMs);
+    const greenApp = await connect(ctx, green);
+    // Green's application before the switch (its start-up, a preview request): a write it is told
+    // succeeded must survive; one it is refused was never acknowledged.
+    const acked: string[] = ['blue-1'];
+    const write = async (conn: typeof greenApp, key: string) => {
+      try {
+        await sql(conn, `INSERT INTO notes VALUES ('${key}')`);
+        acked.push(key);
+      } catch (error) {
+        expect(String(error)).toMatch(/read-only transaction/);
+      }
+    };
+    await write(greenApp, 'green-before-switch');
+    // The switch to green, writes on green, then the rollback: the switch back to blue.
+    const { position } = await repl.fence(ctx, blue, Date.now() + 5_000, callOptions(ws));
+    await repl.catchUp(ctx, blue, green, position, Date.now() + stepMs, callOptions(ws));
+    await repl.promote(ctx, green, callOptions(ws));
+    await repl.reverse(ctx, green, blue, callOptions(ws));
+    await write(greenApp, 'green-after-switch');
+    expect(acked).toContain('green-after-switch');
+    const back = await repl.fence(ctx, green, Date.now() + 5_000, callOptions(ws));
+    await repl.catchUp(ctx, green, blue, back.position, Date.now() + stepMs, callOptions(ws));
+    await repl.promote(ctx, blue, callOptions(ws));
+    const onBlue = (await sql(blueApp, 'SELECT k FROM notes ORDER BY k')).map(([k]) => k);
+    expect(acked.filter((k) => !onBlue.includes(k))).toEqual([]);
   }, 120_000);
 });
