@@ -23,9 +23,7 @@ export function beginEnding(
   cause?: string,
 ): void {
   const s = t.state;
-  const steps = undoSteps(s).map((command) => ({ ...command, id: '' }) as Command);
-  let next = s.nextCommand;
-  for (const command of steps) command.id = `c${next++}`;
+  const { steps, next } = numberedUndoSteps(s);
   t.state = {
     ...s,
     lifecycle: 'rolling_back',
@@ -55,6 +53,39 @@ export function beginEnding(
     'rollback_started',
     outcome === 'failed' ? 'error' : 'warn',
     `${cause ? `${cause}; ` : ''}rolling back: ${describeUndo(steps)}${restartsKept(s)}`,
+  );
+}
+
+/** The steps that undo what the migration did so far, with their command ids, and the next id. */
+function numberedUndoSteps(s: MigrationState): { steps: Command[]; next: number } {
+  const steps = undoSteps(s).map((command) => ({ ...command, id: '' }) as Command);
+  let next = s.nextCommand;
+  for (const command of steps) command.id = `c${next++}`;
+  return { steps, next };
+}
+
+/**
+ * The release of a switch to green was in flight when the rollback began: a route change is not cut
+ * short, so it went live, and green has taken writes since (the held requests first). The undo was
+ * planned before, without a switch back; none of its steps has started (they wait for what was in
+ * flight), so it is planned again: green's writes go back to blue before the routes do.
+ */
+function replanAfterRelease(t: Transition, at: number): void {
+  const s = t.state;
+  const ending = s.ending as Ending;
+  if (s.switch?.direction !== 'to_green' || !s.switch.released) return;
+  if (ending.steps.some((c) => c.kind === 'hold_routes')) return;
+  const started =
+    ending.cursor > 0 || (ending.finished ?? []).length > 0 || (ending.running ?? []).length > 0;
+  if (started) return;
+  const { steps, next } = numberedUndoSteps(s);
+  t.state = { ...s, nextCommand: next, ending: { ...ending, steps } };
+  notice(
+    t,
+    at,
+    'rollback_step',
+    'warn',
+    `the release to green went live before the rollback could stop it, and green takes writes: the rollback switches back first (hold, fence green, blue catches up, promote blue), then ${describeUndo(steps)}`,
   );
 }
 
@@ -177,8 +208,10 @@ export function undoSucceeded(t: Transition, command: Command, at: number): void
   const ending = t.state.ending as Ending;
   const place = undoPlaceOf(ending, command.id);
   if (!place) {
-    // An action that was in flight when the rollback began finished; its effect is undone by the steps.
+    // An action that was in flight when the rollback began finished; its effect is undone by the
+    // steps (planned again when it was the release of a switch, which went live).
     detachRun(t, command.id);
+    replanAfterRelease(t, at);
     return;
   }
   if (place.engine === 'graph' && command.kind === 'wait') {

@@ -7,7 +7,8 @@ import { cpSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
 import { routerClient } from '../../router/client.js';
-import { repoRoot } from './cli.js';
+import { repoRoot, runCli } from './cli.js';
+import { routeUrl, type Workspace, workspace } from './migrations.js';
 import { storedKeys, type WriteRecord } from './writer.js';
 
 /**
@@ -68,4 +69,15 @@ export async function heldRoutes(stateDir: string): Promise<string[]> {
   return Object.entries(snapshot.routes)
     .filter(([, r]) => r.hold !== undefined)
     .map(([name]) => name);
+}
+
+/**
+ * A workspace of test/fixtures/stateful-kv (its topology given to `edit` first), its store live at
+ * 1.0.0 through the route at `url`.
+ */
+export async function liveKvStore(edit?: (yaml: string) => string): Promise<{ w: Workspace; url: string }> {
+  const w = await workspace('test/fixtures/stateful-kv', edit);
+  const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
+  expect(first.code, first.stdout + first.stderr).toBe(0);
+  return { w, url: routeUrl(w) };
 }

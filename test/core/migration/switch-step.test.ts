@@ -43,6 +43,16 @@ function drive(
 
 const said = (d: Driver) => d.log.map((c) => describeCommand(c));
 
+/** A switch back to blue, as it runs before green is retired. */
+const switchBack = [
+  'hold requests of public (budget 2s)',
+  'fence green db',
+  'blue db catches up with green',
+  'promote blue db',
+  'unfence blue db',
+  'route public back to blue',
+];
+
 describe('the switch of a stateful component', () => {
   it('replaces the stepped shift: hold, fence blue, catch up, promote green, reverse, then 100 % releasing the hold', () => {
     const d = drive(new Driver(switchedSpec()));
@@ -85,15 +95,7 @@ describe('the switch of a stateful component', () => {
     drive(d);
     expect(d.state.lifecycle).toBe('rolled_back');
     const undo = d.state.ending?.steps.map((c) => describeCommand(c)) ?? [];
-    expect(undo.slice(0, 7)).toEqual([
-      'hold requests of public (budget 2s)',
-      'fence green db',
-      'blue db catches up with green',
-      'promote blue db',
-      'unfence blue db',
-      'route public back to blue',
-      expect.stringMatching(/^retire green/),
-    ]);
+    expect(undo.slice(0, 7)).toEqual([...switchBack, expect.stringMatching(/^retire green/)]);
     const hold = d.state.ending?.steps[0] as Extract<Command, { kind: 'hold_routes' }>;
     expect(hold).toMatchObject({ greenPercent: 100, from: 'green' });
     const order = undoPrerequisites(d.state.ending?.steps ?? [], d.state.spec.desired);
@@ -173,17 +175,26 @@ describe('the switch of a stateful component', () => {
       drive(d);
       expect(d.state.lifecycle).toBe('rolled_back');
       const retried = said(d).slice(before);
-      expect(retried.slice(0, 6)).toEqual([
-        'hold requests of public (budget 2s)',
-        'fence green db',
-        'blue db catches up with green',
-        'promote blue db',
-        'unfence blue db',
-        'route public back to blue',
-      ]);
+      expect(retried.slice(0, 6)).toEqual(switchBack);
       expect(retried).toContain('retire green db');
       // Every step left for a person is resolved by the retry (the switch's own by its fresh steps).
       expect(d.state.ending?.skipped.filter((step) => step.resolved === undefined)).toEqual([]);
+    });
+  }
+
+  for (const verb of ['rollback', 'cancel'] as const) {
+    it(`a ${verb} asked while the release to green is in flight switches back: green took writes once it went live`, () => {
+      const d = drive(
+        new Driver(switchedSpec('auto', [100])),
+        () => false,
+        (x) => describeCommand(x.state.inflight[0] as Command) === 'route public at 100% green',
+      );
+      d.verb(verb);
+      // The release is a route change: not cut short, it goes live, and green takes writes.
+      drive(d);
+      expect(d.state.lifecycle).toBe(verb === 'rollback' ? 'rolled_back' : 'cancelled');
+      const undone = said(d).slice(said(d).lastIndexOf('route public at 100% green') + 1);
+      expect(undone.slice(0, 6)).toEqual(switchBack);
     });
   }
 
