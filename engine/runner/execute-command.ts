@@ -56,6 +56,7 @@ import {
   lagBeyondMax,
   runSwitchCommand,
   stopReplicationOf,
+  untilSwitchDeadline,
   waitLagWithin,
   withinBudget,
 } from './execute-switch.js';
@@ -276,9 +277,15 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
       // Past the budget the router has let go of the held requests by the weights the hold kept
       // (blue's on the way to green, green's on the way back), and that side has taken writes since.
       const release = releaseOf(s, c);
-      if (!release || !(await releaseWentLive(s, o, c, release))) {
-        if (release) withinBudget(s, `releasing the held requests to ${release}`);
-        await checkGreenBefore(s, o, c, c.routes);
+      if (!release) await checkGreenBefore(s, o, c, c.routes);
+      else if (!(await releaseWentLive(s, o, c, release))) {
+        const what = `releasing the held requests to ${release}`;
+        withinBudget(s, what);
+        // The look at green ends with the budget (a probe may take its whole health.timeout), and
+        // the budget is checked again after it, right before the routes are set: a release set
+        // after the router let go of the hold would leave behind what blue took meanwhile.
+        await checkGreenBefore(s, { ...o, signal: untilSwitchDeadline(s, o.signal) }, c, c.routes);
+        withinBudget(s, what);
       }
       await applyRoutes(s, o, call, c);
       return undefined;

@@ -172,6 +172,12 @@ export function withinBudget(s: MigrationState, what: string): void {
     );
 }
 
+/** `signal`, aborted also when the switch in progress reaches the end of its hold's budget. */
+export function untilSwitchDeadline(s: MigrationState, signal: AbortSignal): AbortSignal {
+  const left = Math.max(0, switchDeadline(s) - Date.now());
+  return AbortSignal.any([signal, AbortSignal.timeout(left)]);
+}
+
 function deadlineOf(s: MigrationState): number {
   return switchDeadline(s) || Date.now();
 }

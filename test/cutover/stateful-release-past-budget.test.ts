@@ -4,113 +4,68 @@
  * component's `health.timeout`), then set the routes: a slow look let the release go live after the
  * router had let go of the hold by its own bound (budget + 5 s), by the weights it had, to blue.
  * With `replicate.dataDir` blue is not fenced: the writes blue acknowledged in between were missing
- * on green once the routes went there. The budget is now checked once more after the look, right
- * before the routes are set; past it, the switch is undone and blue, which has every write, serves.
+ * on green once the routes went there. The look now ends with the budget, which is checked once
+ * more after it, right before the routes are set; past it, the switch is undone and blue, which has
+ * every write, serves.
  *
  * Real processes (the key store of test/fixtures/stateful-kv), the real router and CLI. The look is
  * made slow without a race: a preRollout hook waits for the test (after the health gate, before the
- * hold), which then makes green's /healthz wait on a file until the router has let go of the hold
- * and blue has acknowledged writes of the test's own.
+ * hold), which then makes green's /healthz wait (test/support/stalling-store.ts) until the hold
+ * has ended and blue has acknowledged writes of the test's own.
  */
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { routerClient } from '../../router/client.js';
-import { runCli } from '../support/cli.js';
-import { isFinal, migrateDetached, type Workspace, waitFor } from '../support/migrations.js';
-import { expectNothingLost, heldRoutes, liveKvStore } from '../support/stateful.js';
+import { isFinal, migrateDetached, waitFor } from '../support/migrations.js';
+import {
+  stallGreenAfterGate,
+  stallingKvStoreOfFile,
+  stallingNextVersion,
+} from '../support/stalling-store.js';
+import { expectNothingLost, heldRoutes } from '../support/stateful.js';
 import { eventually } from '../support/wait.js';
 import { startWriter, storedKeys } from '../support/writer.js';
 
-let w: Workspace;
-let url: string;
+const store = stallingKvStoreOfFile();
 
-/** Files the test and the fixture meet at (in the workspace). */
-const at = (name: string) => path.join(w.dir, name);
-
-beforeAll(async () => {
-  ({ w, url } = await liveKvStore());
-  // The store's next versions: given STALL_DIR, one answers /healthz only while <STALL_DIR>/stall
-  // does not exist, and says it waits (<STALL_DIR>/stalled). Blue (1.0.0) runs the file as it was.
-  const store = path.join(w.dir, 'kv.mjs');
-  const healthz = "if (url.pathname === '/healthz') return res.end('ok');";
-  const stalling = `if (url.pathname === '/healthz') {
-      const dir = process.env.STALL_DIR;
-      const stall = dir ? path.join(dir, 'stall') : '';
-      if (stall && existsSync(stall)) writeFileSync(path.join(dir, 'stalled'), '');
-      const answer = () => (stall && existsSync(stall) ? setTimeout(answer, 20) : res.end('ok'));
-      return answer();
-    }`;
-  const text = readFileSync(store, 'utf8');
-  expect(text).toContain(healthz);
-  writeFileSync(
-    store,
-    text
-      .replace(healthz, stalling)
-      .replace('import { closeSync,', 'import { existsSync, writeFileSync, closeSync,'),
-  );
-}, 60_000);
-
-afterAll(async () => {
-  rmSync(at('stall'), { force: true });
-  await runCli(['topology', 'down', '-f', w.file, '--yes']).catch(() => undefined);
-  await w.cleanup();
-}, 60_000);
-
-/** How the router of the workspace ended the route's last write hold (`expired`: by its own bound). */
-async function lastHoldEnd(): Promise<string | undefined> {
-  const snapshot = (await routerClient(w.stateDir).routes()) as unknown as {
-    routes: Record<string, { lastHold?: { ended: string } }>;
+/** How the router of the workspace ended the route's last write hold, once one ended. */
+async function lastHoldEnd(): Promise<{ ended: string; releasedTo: string } | undefined> {
+  const snapshot = (await routerClient(store.w.stateDir).routes()) as unknown as {
+    routes: Record<string, { lastHold?: { ended: string; releasedTo: string } }>;
   };
-  return snapshot.routes['kv/www']?.lastHold?.ended;
+  return snapshot.routes['kv/www']?.lastHold;
 }
 
 it('a release whose look at green outlasts the budget is not set: the switch is undone and blue keeps every write', async () => {
-  const yaml = readFileSync(w.file, 'utf8')
-    .replace('version: "1.0.0"', 'version: "2.0.0"')
-    .replace(
-      '    run: { command: [node, kv.mjs] }\n',
-      `    run: { command: [node, kv.mjs] }\n    env: { STALL_DIR: "${w.dir}" }\n`,
-    )
-    .replace('      deadline: 15s\n', '      timeout: 60s\n      deadline: 15s\n')
-    .replace(
-      'strategy:\n',
-      `strategy:\n  hooks:\n    preRollout:\n      - name: wait-for-the-test\n        command: [sh, -c, "touch ${at('at-hook')}; while test ! -e ${at('go')}; do sleep 0.05; done"]\n        timeout: 60s\n`,
-    );
-  writeFileSync(w.file, yaml);
+  const { w, url, unstall } = store;
+  stallingNextVersion(w);
   const writer = startWriter(url, 100, 'r');
   const id = await migrateDetached(w);
   const acknowledgedByBlue: string[] = [];
+  let holdEnd: Awaited<ReturnType<typeof lastHoldEnd>>;
   try {
-    // Green passed its gate; nothing has moved. Green's next look (the release's) will wait.
+    // Green passed its gate; its next look (the release's) waits.
+    await stallGreenAfterGate(w);
+    // The hold ends while green's look waits: before the fix, by the router's own bound (the 2 s
+    // budget plus 5 s), to blue; now, at the budget, by the switch's undo (the routes back to blue).
     await eventually(
-      () => existsSync(at('at-hook')),
-      60_000,
-      () => 'the preRollout hook did not start',
-    );
-    writeFileSync(at('stall'), '');
-    writeFileSync(at('go'), '');
-    await eventually(
-      () => existsSync(at('stalled')),
+      async () => {
+        holdEnd = await lastHoldEnd();
+        return holdEnd !== undefined;
+      },
       30_000,
-      () => "the release's look at green did not come",
+      () => 'the write hold did not end',
     );
-    // The router lets go of the hold by its own bound (the 2 s budget plus 5 s), to blue.
-    await eventually(
-      async () => (await lastHoldEnd()) === 'expired',
-      30_000,
-      () => 'the router did not let go of the hold by itself',
-    );
-    // Blue takes writes again and acknowledges them: they must survive whatever the release does.
+    // Blue takes writes again and acknowledges them, green's look still waiting: they must survive
+    // whatever the release does next.
     for (let i = 1; i <= 20; i++) {
-      const key = `after-expiry-${i}`;
+      const key = `after-hold-${i}`;
       const res = await fetch(new URL(`/put?k=${key}`, url), { method: 'POST' });
       await res.text();
       expect([res.status, res.headers.get('x-version')]).toEqual([200, '1.0.0']);
       acknowledgedByBlue.push(key);
     }
   } finally {
-    rmSync(at('stall'), { force: true });
+    unstall();
   }
   const ended = await waitFor(w, id, (s) => isFinal(s), 60_000);
   const records = await writer.stop();
@@ -118,7 +73,7 @@ it('a release whose look at green outlasts the budget is not set: the switch is 
   const lost = acknowledgedByBlue.filter((key) => !stored.keys.has(key));
   const lostOfWriter = records.filter((r) => r.status === 200 && !stored.keys.has(r.key)).length;
   console.log(
-    `release past the budget: ${ended.lifecycle}, served by ${stored.version}; of the test's ${acknowledgedByBlue.length} writes blue acknowledged after the hold expired ${lost.length} missing, of the writer's ${lostOfWriter}`,
+    `release past the budget: the hold ${holdEnd?.ended} to ${holdEnd?.releasedTo}, the migration ${ended.lifecycle}, served by ${stored.version}; of the test's ${acknowledgedByBlue.length} writes blue acknowledged after the hold ended ${lost.length} missing, of the writer's ${lostOfWriter}`,
   );
   expect(lost).toEqual([]);
   const figures = await expectNothingLost(url, records, [200, 503]);

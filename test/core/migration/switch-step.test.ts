@@ -88,6 +88,21 @@ describe('the switch of a stateful component', () => {
     );
   });
 
+  it('a release to green that fails for good (past the budget, before the routes moved) undoes the switch: no switch back, blue unfenced, routes back to blue', () => {
+    const release = (c: Command) => c.kind === 'shift_routes' && !c.restore && c.greenPercent === 100;
+    const d = new Driver(switchedSpec());
+    drive(d, (c) => release(c) && !d.state.ending);
+    expect(d.state.lifecycle).toBe('failed');
+    const undo = d.state.ending?.steps.map((c) => describeCommand(c)) ?? [];
+    // Green never took a write: nothing to bring back from it.
+    expect(undo.filter((c) => /^hold requests|^fence|catches up|^promote/.test(c))).toEqual([]);
+    expect(undo.slice(0, 2)).toEqual(['unfence blue db', 'route public back to blue']);
+    expect(undo).toContain('retire green db');
+    expect(d.notices.find((n) => n.kind === 'write_hold_ended')?.message).toMatch(
+      /^write hold ended after \d+ ms: the held requests went to blue/,
+    );
+  });
+
   it('a rollback from awaiting_commit switches back: hold at 100 %, fence green, blue catches up, promote blue, unfence it, then routes back', () => {
     const d = drive(new Driver(switchedSpec('manual')));
     expect(d.state.lifecycle).toBe('awaiting_commit');
