@@ -172,9 +172,12 @@ export function withinBudget(s: MigrationState, what: string): void {
     );
 }
 
-/** `signal`, aborted also when the switch in progress reaches the end of its hold's budget. */
+/**
+ * `signal`, aborted also once the switch in progress is past the end of its hold's budget: 1 ms
+ * after it, so that withinBudget, asked then, refuses (an aborted look at green passed nothing).
+ */
 export function untilSwitchDeadline(s: MigrationState, signal: AbortSignal): AbortSignal {
-  const left = Math.max(0, switchDeadline(s) - Date.now());
+  const left = Math.max(0, switchDeadline(s) - Date.now()) + 1;
   return AbortSignal.any([signal, AbortSignal.timeout(left)]);
 }
 

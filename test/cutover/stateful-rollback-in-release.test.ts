@@ -22,7 +22,10 @@ import {
 import { expectNothingLost, heldRoutes } from '../support/stateful.js';
 import { startWriter } from '../support/writer.js';
 
-const store = stallingKvStoreOfFile((yaml) => yaml.replace('writeHold: 2s', 'writeHold: 5s'));
+// A budget far beyond what the case takes: the rollback must be journaled (a CLI started, on a
+// loaded machine) before the release's look at green ends, and a release past the budget is not
+// set (stateful-release-past-budget), which would take the other way and miss the case under test.
+const store = stallingKvStoreOfFile((yaml) => yaml.replace('writeHold: 2s', 'writeHold: 30s'));
 
 it('a rollback asked while the release to green is in flight switches back: every write green took reaches blue', async () => {
   const { w, url, unstall } = store;
