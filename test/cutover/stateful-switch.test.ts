@@ -16,6 +16,7 @@ import {
   waitFor,
   workspace,
 } from '../support/migrations.js';
+import { eventually } from '../support/wait.js';
 import { percentile, startWriter, storedKeys, type WriteRecord } from '../support/writer.js';
 
 let w: Workspace;
@@ -70,8 +71,9 @@ it('a rollback from awaiting_commit, after the switch: every write green took re
   const id = await migrateDetached(w);
   const waiting = await waitFor(w, id, (s) => s.lifecycle === 'awaiting_commit' || isFinal(s), 60_000);
   expect(waiting.lifecycle, waiting.reason ?? '').toBe('awaiting_commit');
-  // Green serves, and takes writes, for a while before the rollback.
-  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  // Green serves (the routes are at 100 % green while it waits), and takes writes before the rollback.
+  const greenSince = Date.now();
+  await eventually(() => writer.acknowledgedSince(greenSince) >= 100, 20_000);
   const rollback = await runCli(['topology', 'migration', 'rollback', id, '-f', w.file]);
   expect(rollback.code, rollback.stdout + rollback.stderr).toBe(0);
   const ended = await waitFor(w, id, (s) => isFinal(s), 60_000);

@@ -17,6 +17,8 @@ export interface WriteRecord {
 
 export interface Writer {
   stop(): Promise<WriteRecord[]>;
+  /** How many writes sent at or after `sinceMs` (ms since the epoch) were acknowledged so far. */
+  acknowledgedSince(sinceMs: number): number;
 }
 
 export function startWriter(url: string, rate: number, prefix = 'w'): Writer {
@@ -66,6 +68,7 @@ export function startWriter(url: string, rate: number, prefix = 'w'): Writer {
     while (n < due) write();
   }, 5);
   return {
+    acknowledgedSince: (sinceMs) => records.filter((r) => r.status === 200 && r.sentAt >= sinceMs).length,
     async stop() {
       clearInterval(timer);
       await Promise.all(pending);
