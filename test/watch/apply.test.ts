@@ -5,7 +5,6 @@
  * exists, which keeps the first migration in flight as long as the test needs.
  */
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   cleanUp,
@@ -31,7 +30,14 @@ describe('cutover watch --apply', () => {
     const root = path.dirname(repo.dir);
     const out = path.join(root, 'out');
     const stateDir = trackStateDir(path.join(root, 'state'));
-    const watch = startWatch({ repo: repo.dir, out, stateDir, extra: ['--apply'] });
+    // --verbose: each look that finds nothing to plan says so, which is how the test knows the
+    // watcher looked at its waiting commit again; a short interval makes those looks come often.
+    const watch = startWatch({
+      repo: repo.dir,
+      out,
+      stateDir,
+      extra: ['--apply', '--verbose', '--interval', '200ms'],
+    });
     const initial = (await repo.head()).slice(0, 7);
 
     // The head at start is planned and applied: migration X, held at its health gate.
@@ -51,18 +57,24 @@ describe('cutover watch --apply', () => {
     // Another: it replaces the waiting one.
     repo.setVersion('api', '3');
     const third = await repo.commit('api 3');
-    await watch.line(
+    const replaced = await watch.line(
       new RegExp(
         `^\\S+ ${third.short} topology\\.yaml \\(gated\\): queued until ${x} ends \\(replaces ${second.short}\\)$`,
       ),
     );
 
-    // Still one migration, in flight, for as long as the gate is held.
-    await sleep(500);
+    // Still one migration, in flight, for as long as the gate is held. Checks run one at a time and
+    // each ends by applying what waits for a free environment: the second look after the queueing
+    // one says that a whole look at the waiting commit, with X in flight, is over.
+    const unmoved = new RegExp(`^\\S+ debug: ${third.short}: main has not moved; nothing to plan$`);
+    const look = await watch.line(unmoved, { from: replaced.index + 1 });
+    await watch.line(unmoved, { from: look.index + 1 });
     const during = await migrations(stateDir);
     expect(during.map((m) => m.id)).toEqual([x]);
     expect(final).not.toContain(during[0]?.lifecycle);
     expect(watch.matching(/migration \S+ started/)).toHaveLength(1);
+    // Those looks left the waiting commit waiting, without a word (no second try, no refusal).
+    expect(watch.matching(new RegExp(`${third.short} .*(queued|refused|not applied)`))).toHaveLength(1);
 
     releaseGate({ dir: root, file: repo.path(), stateDir, cleanup: async () => undefined });
 
