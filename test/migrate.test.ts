@@ -4,7 +4,7 @@ import { describe, expect, it, type TestContext } from 'vitest';
 import { readCurrentLayout } from '../engine/store/layout-store.js';
 import { StateDir } from '../engine/store/state-dir.js';
 import { readRoutingTable } from '../router/route-table.js';
-import { repoRoot, runCli } from './support/cli.js';
+import { repoRoot, runCli, startCli } from './support/cli.js';
 import {
   isFinal,
   liveWorkspace,
@@ -17,6 +17,7 @@ import {
   waitFor,
   workspace,
 } from './support/migrations.js';
+import { eventually } from './support/wait.js';
 
 /** A workspace of the fixture, taken down when the test `t` ends (the tests run at once). */
 async function ws(t: TestContext, fixture?: string, edit?: (yaml: string) => string): Promise<Workspace> {
@@ -233,10 +234,12 @@ describe.concurrent('operator verbs against a detached migration', () => {
     const w = await ws(t);
     const id = await migrateDetached(w);
     await waitFor(w, id, (s) => s.status.includes('health_gate'));
-    const follow = runCli(['topology', 'migration', 'logs', id, '-f', w.file, '--follow']);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    const follow = startCli(['topology', 'migration', 'logs', id, '-f', w.file, '--follow']);
+    // Following once it printed the log so far; the migration's end is yet to come.
+    await eventually(() => follow.stdout().includes(' started: 5 actions\n'), 15_000, follow.stderr);
+    expect(follow.stdout()).not.toContain('environment gated is at the new layout');
     releaseGate(w);
-    const result = await follow;
+    const result = await follow.done;
     expect(result.code).toBe(0);
     const lines = result.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^\d\d:\d\d:\d\d\.\d{3} {2}migration mig_[0-9a-z]+ started: 5 actions$/);

@@ -81,12 +81,31 @@ function processState(): string {
  * call. Background processes a command starts (a migration's runner, the router) are real ones,
  * from the compiled bin: build first (`npm run build`).
  */
-export async function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
+export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
+  return startCli(args, options).done;
+}
+
+/** A command started by `startCli`: its output so far while it runs, and its end. */
+export interface RunningCli {
+  stdout(): string;
+  stderr(): string;
+  done: Promise<CliResult>;
+}
+
+/**
+ * As `runCli`, for a command the test watches while it runs (`logs --follow`): what it printed so
+ * far is there to wait on before the test goes on.
+ */
+export function startCli(args: string[], options: CliOptions = {}): RunningCli {
+  const run = testContext(options);
+  return { stdout: run.stdout, stderr: run.stderr, done: runMain(args, run) };
+}
+
+async function runMain(args: string[], run: ReturnType<typeof testContext>): Promise<CliResult> {
   // A turn of the event loop first, as a process start gives: a test polling with runCli in a loop
   // would otherwise keep this process's own work (an in-process migration) from ever running.
   await new Promise((resolve) => setImmediate(resolve));
   const { main } = await import('../../cli/main.js');
-  const run = testContext(options);
   const before = processState();
   const first = runs.inFlight === 0;
   runs.inFlight += 1;
