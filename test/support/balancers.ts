@@ -6,11 +6,12 @@
 import { spawnSync } from 'node:child_process';
 import { type Agent, createServer } from 'node:http';
 import { expect } from 'vitest';
-import type { LoadResult } from '../../bench/load.js';
+import type { Load, LoadResult } from '../../bench/load.js';
 import type { DriverSpec, Route } from '../../core/topology/types.js';
 import type { DriverCallOptions, RouteCallContext, SlotInfo } from '../../engine/drivers/types.js';
 import { StateDir } from '../../engine/store/state-dir.js';
 import { send } from '../router/support.js';
+import { loadAnswers } from './load.js';
 import type { Resources } from './resources.js';
 
 /** Fails the file, saying how to install it, when `program` (run with `versionArgs`) is not on PATH. */
@@ -101,10 +102,44 @@ export async function versionsOf(
 
 /** Versions of the load's requests sent after `afterMs` (load time) that got an answer. */
 export function answeredAfter(result: Pick<LoadResult, 'records'>, afterMs: number): Record<string, number> {
+  return answeredBetween(result, afterMs, Number.POSITIVE_INFINITY);
+}
+
+/** Versions of the load's requests sent from `fromMs` until before `toMs` (load time) that got an answer. */
+export function answeredBetween(
+  result: Pick<LoadResult, 'records'>,
+  fromMs: number,
+  toMs: number,
+): Record<string, number> {
   const versions: Record<string, number> = {};
   for (const r of result.records)
-    if (r.sentAt >= afterMs && !r.error) versions[r.version ?? '?'] = (versions[r.version ?? '?'] ?? 0) + 1;
+    if (r.sentAt >= fromMs && r.sentAt < toMs && !r.error)
+      versions[r.version ?? '?'] = (versions[r.version ?? '?'] ?? 0) + 1;
   return versions;
+}
+
+/** Answers a split must have had before the next change: ~0.6 s of a 500 requests/s load. */
+export const answersPerSplit = 300;
+
+/**
+ * Under `load`, waits for `answers` answers, then makes each change in turn and waits after each
+ * for `answers` answers that came after it returned: every split has carried traffic before the
+ * next one. When each change returned (load time), for `answeredBetween`.
+ */
+export async function changesUnderLoad(
+  load: Pick<Load, 'origin' | 'records'>,
+  changes: readonly (() => Promise<unknown>)[],
+  answers = answersPerSplit,
+): Promise<number[]> {
+  await loadAnswers(load, answers);
+  const returnedAt: number[] = [];
+  for (const change of changes) {
+    await change();
+    const now = Date.now();
+    returnedAt.push(now - load.origin);
+    await loadAnswers(load, answers, now);
+  }
+  return returnedAt;
 }
 
 /**
