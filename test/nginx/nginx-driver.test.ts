@@ -9,7 +9,6 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { connect } from 'node:net';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import type { LoadResult } from '../../bench/load.js';
@@ -18,8 +17,10 @@ import { PermanentDriverError, type RouteCallContext, type SlotInfo } from '../.
 import { eventually, freeListen, resourcesPerTest, send, stateDirFor } from '../router/support.js';
 import {
   answeredAfter,
+  answeredBetween,
   balancerContext,
   callOptions,
+  changesUnderLoad,
   requireProgram,
   routeSpec,
   splitWeights,
@@ -28,7 +29,7 @@ import {
   startSlot,
   versionsOf,
 } from '../support/balancers.js';
-import { startTestLoad } from '../support/load.js';
+import { minSentShare, sentRate, startTestLoad } from '../support/load.js';
 import { runNginx } from '../support/nginx.js';
 
 const resources = resourcesPerTest();
@@ -93,22 +94,20 @@ describe('nginx route driver (real nginx)', () => {
     await split(0, { blue, green: null } as never);
 
     const load = startTestLoad({ url: `http://${listen}/`, rate: loadRatePerSecond });
-    const loadStarted = performance.now();
-    await sleep(500);
-    for (const percent of [10, 50, 100]) {
-      await split(percent);
-      await sleep(700);
-    }
-    const allGreenAt = performance.now() - loadStarted;
-    await sleep(700);
+    const [tenAt, fiftyAt, allGreenAt] = (await changesUnderLoad(
+      load,
+      [10, 50, 100].map((percent) => () => split(percent)),
+    )) as [number, number, number];
     const result = (await load.stop()) as LoadResult;
 
     expect(result.failures).toEqual([]);
     expect(result.failed).toBe(0);
-    expect(result.requests).toBeGreaterThan(loadRatePerSecond * 3);
-    expect(result.versions.blue).toBeGreaterThan(0);
-    expect(result.versions.green).toBeGreaterThan(0);
-    // Every request sent after the 100% apply returned went to green.
+    expect(sentRate(result)).toBeGreaterThanOrEqual(loadRatePerSecond * minSentShare);
+    // Each split carried traffic to both slots; every request sent after the 100% apply returned
+    // went to green.
+    const bothSlots = { blue: expect.any(Number), green: expect.any(Number) };
+    expect(answeredBetween(result, tenAt, fiftyAt)).toEqual(bothSlots);
+    expect(answeredBetween(result, fiftyAt, allGreenAt)).toEqual(bothSlots);
     expect(answeredAfter(result, allGreenAt)).toEqual({ green: expect.any(Number) });
   });
 
@@ -151,20 +150,19 @@ describe('nginx route driver (real nginx)', () => {
     await apply(0, false);
 
     const load = startTestLoad({ url: `http://${listen}/`, rate: loadRatePerSecond });
-    const loadStarted = performance.now();
-    await sleep(500);
-    await apply(10);
-    await sleep(500);
-    await apply(50);
-    await sleep(500);
-    await apply(0, false); // the undo: everything on blue, green out of the route
-    const rolledBackAt = performance.now() - loadStarted;
-    await sleep(1_000);
+    const [, fiftyAt, rolledBackAt] = (await changesUnderLoad(load, [
+      () => apply(10),
+      () => apply(50),
+      () => apply(0, false), // the undo: everything on blue, green out of the route
+    ])) as [number, number, number];
     const result = (await load.stop()) as LoadResult;
 
     expect(result.failures).toEqual([]);
     expect(result.failed).toBe(0);
-    expect(result.versions.green).toBeGreaterThan(0);
+    expect(answeredBetween(result, fiftyAt, rolledBackAt)).toEqual({
+      blue: expect.any(Number),
+      green: expect.any(Number),
+    });
     expect(answeredAfter(result, rolledBackAt)).toEqual({ blue: expect.any(Number) });
   });
 
