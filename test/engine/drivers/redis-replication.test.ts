@@ -6,6 +6,7 @@
  * `MULTI; SET k; RPUSH log k; EXEC` one after another (a write is acknowledged when EXEC answered):
  * every acknowledged key must be on the serving side, and the list once each (no replay).
  */
+import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -159,6 +160,28 @@ class Writer {
       await sleep(5);
     }
   }
+}
+
+/**
+ * Whether the redis-server on `serverPort` has read all that `c` sent it: nothing unacknowledged in
+ * the client's socket, nothing unread in the server's (tx_queue and rx_queue of /proc/net/tcp).
+ */
+function readByServer(serverPort: number, c: Redis): boolean {
+  const clientPort = c.stream.localPort;
+  const hexPort = (port: number | undefined) => (port ?? -1).toString(16).toUpperCase().padStart(4, '0');
+  const queues = (local: number | undefined, remote: number | undefined) => {
+    for (const line of readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields[1]?.endsWith(`:${hexPort(local)}`) && fields[2]?.endsWith(`:${hexPort(remote)}`)) {
+        const [tx, rx] = (fields[4] ?? '').split(':').map((n) => Number.parseInt(n, 16));
+        return { tx, rx };
+      }
+    }
+    return null;
+  };
+  const client = queues(clientPort, serverPort);
+  const server = queues(serverPort, clientPort);
+  return client?.tx === 0 && server?.rx === 0;
 }
 
 /** Every acknowledged key is on the server `port`, and its log lists each once. */
@@ -344,7 +367,11 @@ describe('redis driver replication (real redis-server 7)', () => {
         0,
       )
       .catch((error: Error) => error.message);
-    await sleep(50); // orders the script before the fence; asserts nothing
+    // The script before the fence: redis has read it (and runs a command as it reads it).
+    await eventually(
+      () => scripted.stream.writableLength === 0 && readByServer(portOf(blue), scripted),
+      stepMs,
+    );
     const started = Date.now();
     await expect(w.repl.fence(ctx, blue, started + 500, o(w))).rejects.toThrow(
       /could not be fenced: redis did not answer CLIENT PAUSE within \d+ ms, so a command or script still runs on it/,
