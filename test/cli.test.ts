@@ -96,6 +96,29 @@ describe('cutover topology validate', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toBe('cutover: topology.yaml: no such file (pass the topology with -f FILE)\n');
   });
+
+  it('names the directory given where the topology file is expected, in validate, plan and --against', async () => {
+    const dir = await workdir();
+    await mkdir(path.join(dir, 'topology.yaml'));
+    const line =
+      'cutover: reading topology.yaml: a directory is where a file is expected (EISDIR); give the path of a file\n';
+    for (const args of [
+      ['topology', 'validate'],
+      ['topology', 'plan'],
+      [
+        'topology',
+        'plan',
+        '-f',
+        path.join(repoRoot, 'examples', 'web-app', 'topology.yaml'),
+        '--against',
+        'topology.yaml',
+      ],
+    ]) {
+      const result = await runCli(args, { cwd: dir });
+      expect(result.stderr, args.join(' ')).toBe(line);
+      expect(result.code).toBe(1);
+    }
+  });
 });
 
 describe('cutover topology plan', () => {

@@ -1,5 +1,5 @@
 import { readFile, stat } from 'node:fs/promises';
-import { CutoverError } from '../../core/errors.js';
+import { CutoverError, environmentFault } from '../../core/errors.js';
 import { defaultMaxTopologyBytes } from '../../core/topology/load-topology.js';
 
 /** Reads a topology file, refusing a missing file or one over the size limit before reading it. */
@@ -16,10 +16,15 @@ export async function readTopologyFile(
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
       throw new CutoverError('TOPOLOGY_NOT_FOUND', `${name}: no such file (pass the topology with -f FILE)`);
     }
-    throw error;
+    throw environmentFault(error, `reading ${name}`) ?? error;
   }
   if (size > maxBytes) {
     throw new CutoverError('TOPOLOGY_TOO_LARGE', `${name}: ${size} bytes; the limit is ${maxBytes}`);
   }
-  return readFile(file, 'utf8');
+  try {
+    return await readFile(file, 'utf8');
+  } catch (error) {
+    // A read's error names no file (EISDIR comes from read(2), after the open): name it here.
+    throw environmentFault(error, `reading ${name}`) ?? error;
+  }
 }
