@@ -1,4 +1,5 @@
-import { rename, writeFile } from 'node:fs/promises';
+import { rename, rm, writeFile } from 'node:fs/promises';
+import { environmentFault } from '../core/errors.js';
 import { type CommandContext, pathIn } from './context.js';
 
 /** Writes to a file atomically (a reader never sees half a plan), or to stdout when no file is given. */
@@ -16,6 +17,12 @@ export async function writeOutput(
   if (to === '/dev/null') return;
   const file = pathIn(context, to);
   const temp = `${file}.${process.pid}.tmp`;
-  await writeFile(temp, text);
-  await rename(temp, file);
+  try {
+    await writeFile(temp, text);
+    await rename(temp, file);
+  } catch (error) {
+    // The temporary file is ours, not the user's: neither left behind nor named.
+    await rm(temp, { force: true }).catch(() => undefined);
+    throw environmentFault(error, `writing ${to}`) ?? error;
+  }
 }

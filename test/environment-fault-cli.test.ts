@@ -4,7 +4,7 @@
  * a file. Each is exit 1 and one line naming the path, the cause and what to do; none is reported
  * as an internal error (issue 16, "no environment fault is an internal error").
  */
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { repoRoot, runCli, tempDir } from './support/cli.js';
@@ -119,5 +119,22 @@ components:
       path.join(path.dirname(out), 'state'),
     ]);
     expectOneLine(result, new RegExp(`^cutover: \\S+ ${out}(/\\S*)?: ${inTheWay}\\n$`));
+  });
+
+  it('plan --out naming a directory: one line naming it, and no temporary file left beside it', async () => {
+    const { dir, cleanup } = await tempDir();
+    cleanups.push(cleanup);
+    const out = path.join(dir, 'plans');
+    mkdirSync(out);
+    const result = await runCli(['topology', 'plan', '-f', topology, '--out', out], {
+      env: { CUTOVER_STATE_DIR: path.join(dir, 'state') },
+    });
+    expectOneLine(
+      result,
+      new RegExp(
+        `^cutover: writing ${out}: a directory is where a file is expected \\(EISDIR\\); give the path of a file\\n$`,
+      ),
+    );
+    expect(readdirSync(dir).sort()).toEqual(['plans']);
   });
 });
