@@ -114,6 +114,8 @@ const environmentCauses: Record<string, { cause: string; next: string }> = {
   EIO: { cause: 'an input/output error from the device', next: 'check the disk' },
   ENOTDIR: fileInTheWay,
   EISDIR: { cause: 'a directory is where a file is expected', next: 'give the path of a file' },
+  ELOOP: { cause: 'a loop of symbolic links', next: 'fix the link, or give the path of the file itself' },
+  ENAMETOOLONG: { cause: 'a file name is too long', next: 'give a shorter path' },
 };
 
 /**

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { simpleGit } from 'simple-git';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -116,6 +116,21 @@ describe('cutover topology validate', () => {
     ]) {
       const result = await runCli(args, { cwd: dir });
       expect(result.stderr, args.join(' ')).toBe(line);
+      expect(result.code).toBe(1);
+    }
+  });
+
+  it('a path the system cannot follow is one line, not an internal error: a loop of symbolic links, a name too long', async () => {
+    const dir = await workdir();
+    await symlink('b.yaml', path.join(dir, 'a.yaml'));
+    await symlink('a.yaml', path.join(dir, 'b.yaml'));
+    const long = `${'a'.repeat(300)}.yaml`;
+    for (const [file, cause] of [
+      ['a.yaml', 'a loop of symbolic links \\(ELOOP\\); fix the link, or give the path of the file itself'],
+      [long, 'a file name is too long \\(ENAMETOOLONG\\); give a shorter path'],
+    ] as const) {
+      const result = await runCli(['topology', 'validate', '-f', file], { cwd: dir });
+      expect(result.stderr).toMatch(new RegExp(`^cutover: reading ${file}: ${cause}\\n$`));
       expect(result.code).toBe(1);
     }
   });
