@@ -88,3 +88,27 @@ export async function writeRoutingTable(stateDir: string, table: RoutingTable): 
   }
   await rename(temp, file);
 }
+
+/**
+ * The addresses of `entry` (its listen, preview and TLS redirect) that a route of another
+ * environment already has in the table, with that route's key: the router serves an address for
+ * one route only. Routes of `entry`'s own environment are left out: its layout's addresses are
+ * checked together by the topology, and a renamed route takes its address over within one migration.
+ */
+export function addressesTaken(table: RoutingTable, entry: RoutingEntry): { address: string; key: string }[] {
+  const own = entryAddresses(entry);
+  return Object.entries(table.routes).flatMap(([key, other]) =>
+    other.environment === entry.environment
+      ? []
+      : entryAddresses(other)
+          .filter((address) => own.includes(address))
+          .map((address) => ({ address, key })),
+  );
+}
+
+/** As the router binds them: lower case. */
+function entryAddresses(entry: RoutingEntry): string[] {
+  return [entry.listen, entry.preview, entry.tls?.redirectHttp]
+    .filter((address): address is string => address !== undefined)
+    .map((address) => address.toLowerCase());
+}

@@ -10,6 +10,7 @@ import { routerClient, waitDrained } from '../../router/client.js';
 import type { ListenFailure, ReloadResult, RoutesSnapshot } from '../../router/control-types.js';
 import type { ReplicationReport } from '../../router/replication-lag.js';
 import {
+  addressesTaken,
   type RoutingEntry,
   type RoutingTls,
   readRoutingTable,
@@ -257,8 +258,14 @@ export function createRouteTableDriver(): Pick<RouteDriver, 'apply' | 'remove'> 
     serialised(async () => {
       const table = await readRoutingTable(ctx.stateDir.root);
       const updatedAt = Date.now();
-      for (const state of states)
-        table.routes[routeKey(ctx.environment, state.route)] = entryOf(ctx, state, updatedAt);
+      const entries = states.map((state) => [state.route, entryOf(ctx, state, updatedAt)] as const);
+      // Written anyway, the router would give the address to one of the two routes, by name: the
+      // other environment's clients would reach this one's replicas, or this route go unserved.
+      const taken = entries.flatMap(([route, entry]) =>
+        addressesTaken(table, entry).map(({ address, key }) => takenMessage(ctx, route, address, key)),
+      );
+      if (taken.length > 0) throw new PermanentDriverError(taken.join('; '));
+      for (const [route, entry] of entries) table.routes[routeKey(ctx.environment, route)] = entry;
       // One write: the router reads every route's new entry, or none of them.
       await writeRoutingTable(ctx.stateDir.root, table);
       for (const state of states) {
@@ -278,6 +285,12 @@ export function createRouteTableDriver(): Pick<RouteDriver, 'apply' | 'remove'> 
       });
     },
   };
+}
+
+/** "route www cannot listen on 127.0.0.1:8080: route web of environment shop listens there (…); …". */
+function takenMessage(ctx: RouteCallContext, route: string, address: string, holderKey: string): string {
+  const [environment = '', ...name] = holderKey.split('/');
+  return `route ${route} cannot listen on ${address}: route ${name.join('/')} of environment ${environment} listens there (one router serves every environment of ${ctx.stateDir.root}); choose another address, or take that route down first`;
 }
 
 function entryOf(ctx: RouteCallContext, state: RouteState, updatedAt: number): RoutingEntry {

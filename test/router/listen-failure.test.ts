@@ -77,6 +77,37 @@ describe.concurrent('a route address held by another program', () => {
     expect(liveRouterRecord(w.stateDir)).toBeNull();
   });
 
+  it("refuses a route on the address of another environment's route of the state directory, which keeps serving it", async (context) => {
+    const test = made(context);
+    const w = await liveWorkspace();
+    test.space(w);
+    const address = new URL(w.url).host;
+    const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
+    expect(first.code, first.stderr).toBe(0);
+    // Other environments beside it (same directory: same state directory, same router), their
+    // route on its address; one named before it and one after (the router orders routes by name).
+    for (const name of ['a-shop', 'z-shop']) {
+      const other = path.join(path.dirname(w.file), `${name}.yaml`);
+      writeFileSync(
+        other,
+        readFileSync(w.file, 'utf8')
+          .replace('name: live-demo', `name: ${name}`)
+          .replace('version: "1.0.0"', 'version: "9.0.0"'),
+      );
+      const second = await runCli(['topology', 'migrate', '-f', other, '--yes']);
+      expect(second.code, second.stdout + second.stderr).toBe(1);
+      const summary = await show(w, migrationId(second.stdout + second.stderr));
+      expect(summary.lifecycle).toBe('failed');
+      expect(summary.reason).toContain(
+        `route www cannot listen on ${address}: route www of environment live-demo listens there`,
+      );
+      // The first environment's clients still reach its own app, and its route is served.
+      expect(JSON.parse(await answer(w.url))).toMatchObject({ version: '1.0.0' });
+      const status = await runCli(['topology', 'status', '-f', w.file, '--json']);
+      expect(JSON.parse(status.stdout).routes[0].state).toBe('served');
+    }
+  });
+
   it('fails the step when a router started afresh cannot take the address back', async (context) => {
     const test = made(context);
     const w = await liveWorkspace();
