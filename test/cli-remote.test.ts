@@ -191,8 +191,8 @@ describe('the CLI through a cutover server', () => {
       cwd: w.dir,
     });
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(
-      /^cutover: cannot reach the cutover server at http:\/\/127\.0\.0\.1:\d+: ECONNREFUSED/m,
+    expect(result.stderr).toBe(
+      `cutover: cannot reach the cutover server at http://127.0.0.1:${port}: ECONNREFUSED; check that \`cutover server\` runs there, and the URL (--server or CUTOVER_SERVER)\n`,
     );
   });
 });

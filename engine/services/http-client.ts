@@ -63,7 +63,7 @@ export class Remote {
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
       throw new CutoverError(
         'SERVER_UNREACHABLE',
-        `cannot reach the cutover server at ${this.base.origin}: ${cause?.code ?? cause?.message ?? (error as Error).message}`,
+        `cannot reach the cutover server at ${this.base.origin}: ${cause?.code ?? cause?.message ?? (error as Error).message}; check that \`cutover server\` runs there, and the URL (--server or CUTOVER_SERVER)`,
       );
     }
   }
