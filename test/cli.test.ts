@@ -280,6 +280,17 @@ describe('cutover topology plan', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toBe('cutover: --against and --against-ref cannot be used together\n');
   });
+
+  it('names --against when the file it gives is missing (the topology itself was given)', async () => {
+    const { dir, after } = await pair();
+    const result = await runCli(['topology', 'plan', '-f', after, '--against', 'before-typo.yaml'], {
+      cwd: dir,
+    });
+    expect(result.stderr).toBe(
+      'cutover: before-typo.yaml: no such file (the topology to plan against, from --against FILE)\n',
+    );
+    expect(result.code).toBe(1);
+  });
 });
 
 describe('cutover', () => {

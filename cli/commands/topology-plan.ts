@@ -125,7 +125,7 @@ async function runPlan(options: PlanOptions, run: CommandRun): Promise<number> {
   const desired = await readTopology(file, options.file);
   const base: PlanAgainst =
     against.kind === 'file'
-      ? { kind: 'text', source: await readTopology(pathIn(run, against.file), against.file) }
+      ? { kind: 'text', source: await readAgainstFile(readTopology, pathIn(run, against.file), against.file) }
       : atRef(await readPlanBase(file, against), file, options.file);
   const planOptions = { refresh: options.refresh !== 'false', replace: options.replace };
   const { plan, plannedAgainst } = await withService(run, options, async (service) => {
@@ -171,4 +171,22 @@ async function runPlan(options: PlanOptions, run: CommandRun): Promise<number> {
 function atRef(base: PlanAgainst, read: string, name: string): PlanAgainst {
   if (base.kind !== 'text') return base;
   return { ...base, source: { ...base.source, file: `${name}${base.source.file.slice(read.length)}` } };
+}
+
+/** The file --against names. Missing, the hint is --against's: the reader's names -f. */
+async function readAgainstFile(
+  readTopology: typeof import('../../engine/api.js').readTopology,
+  file: string,
+  name: string,
+) {
+  try {
+    return await readTopology(file, name);
+  } catch (error) {
+    if (error instanceof CutoverError && error.code === 'TOPOLOGY_NOT_FOUND')
+      throw new CutoverError(
+        'TOPOLOGY_NOT_FOUND',
+        `${name}: no such file (the topology to plan against, from --against FILE)`,
+      );
+    throw error;
+  }
 }
