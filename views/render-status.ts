@@ -38,8 +38,11 @@ export function renderStatusText(status: EnvironmentStatus, style: Style): strin
   if (status.components.length === 0) lines.push(style.dim('  none'));
   for (const c of status.components) {
     const running = c.replicas.filter((r) => r.state === 'running').length;
-    const count = `${running}/${c.replicas.length} running`;
-    const mark = running === c.replicas.length ? style.green(count) : style.red(count);
+    // Unknown (a driver that cannot observe) is no replica down, and never drift: counted apart.
+    const unknown = c.replicas.filter((r) => r.state === 'unknown').length;
+    const count = `${running}/${c.replicas.length} running${unknown > 0 ? `, ${unknown} unknown` : ''}`;
+    const down = c.replicas.length - running - unknown;
+    const mark = down > 0 ? style.red(count) : unknown > 0 ? style.dim(count) : style.green(count);
     const on = c.host === undefined ? '' : `  on host ${c.host}`;
     lines.push(`  ${style.bold(c.name)}  ${c.version}  slot ${c.slot}${on}  ${mark}`);
     for (const r of c.replicas) lines.push(`    ${replicaLine(r, style)}`);

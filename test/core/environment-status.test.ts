@@ -108,7 +108,10 @@ describe('environment status', () => {
     });
     const text = renderStatusText(status, plainStyle);
     expect(text.includes('\u001b[')).toBe(false);
-    expect(text).toContain('api  2.0.0  slot blue  0/2 running');
+    expect(text).toContain('api  2.0.0  slot blue  0/2 running\n');
+    // A replica its driver cannot observe (an exec driver without an observe script) is not a
+    // replica down: counted apart.
+    expect(text).toContain('db  15  slot blue  0/1 running, 1 unknown\n');
     expect(text).toMatch(/127\.0\.0\.1:40000\s+pid 100\s+not running/);
     expect(text).toContain('public  127.0.0.1:18080 → web  blue 100% / green 0%  in flight 3  served');
     expect(text).toContain('Drift (1):\n  ! component api: 2 of 2 replicas not running');
