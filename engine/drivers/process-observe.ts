@@ -1,6 +1,6 @@
 import type { ObservedReplica } from '../../core/observed.js';
 import { isAlive } from '../../platform/process-identity.js';
-import { tcpProbe } from '../health/probes.js';
+import { type ProbeResult, tcpProbe } from '../health/probes.js';
 import { type ReplicaRecord, readSlot, recordedReplicas, replicaAddress, slotDirOf } from './process-slot.js';
 import type { ComponentCallContext, DriverCallOptions, SlotInfo } from './types.js';
 
@@ -18,10 +18,7 @@ export const replicaConnectRetryTimeoutMs = 3_000;
  * Whether a replica's address accepts a TCP connection: refused at once, or not within a first
  * try and a longer second one, is not answering. undefined: the observation was stopped.
  */
-export async function replicaAnswers(
-  address: string,
-  signal: AbortSignal,
-): Promise<{ ok: boolean; summary: string } | undefined> {
+export async function replicaAnswers(address: string, signal: AbortSignal): Promise<ProbeResult | undefined> {
   const first = await tcpProbe(address).run(replicaConnectTimeoutMs, signal);
   if (!first || first.ok || first.refused) return first;
   return tcpProbe(address).run(replicaConnectRetryTimeoutMs, signal);
@@ -50,5 +47,9 @@ export async function observeReplica(replica: ReplicaRecord, signal: AbortSignal
   const probe = await replicaAnswers(address, signal);
   if (!probe) return { ...seen, state: 'unknown', detail: 'observation stopped' };
   if (probe.ok) return { ...seen, state: 'running' };
-  return { ...seen, state: 'not_answering', detail: probe.summary };
+  // Alive and refusing: most often a program that listens on a port of its own, not on PORT.
+  const detail = probe.refused
+    ? `${probe.summary}; it does not listen on the port cutover gave it in PORT`
+    : probe.summary;
+  return { ...seen, state: 'not_answering', detail };
 }

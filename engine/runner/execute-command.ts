@@ -249,7 +249,7 @@ async function run(s: MigrationState, c: Command, o: ExecuteOptions): Promise<Sl
         if (error instanceof HealthGateFailedError && slot) {
           const driver = componentDriverFor(o.drivers, ctx);
           await quoteReplicaLogs(driver, ctx, slot, call);
-          const gone = await goneReplicas(driver, ctx, slot, call);
+          const gone = await goneReplicas(driver, ctx, slot, call, true);
           if (gone !== '') throw new HealthGateFailedError(`${error.message}${gone}`);
         }
         throw error;

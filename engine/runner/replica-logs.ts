@@ -38,22 +38,28 @@ export async function quoteReplicaLogs(
 
 /**
  * "; 127.0.0.1:4001 (pid 123) is not running (exited)" for each replica of the slot its driver
- * observes gone, to add to a failed gate's message; "" when none is, or the driver cannot tell.
+ * observes gone, to add to a failed gate's message; with `alsoSilent`, "…runs but does not answer
+ * there (…)" for each one alive and refusing too. "" when none is, or the driver cannot tell.
  */
 export async function goneReplicas(
   driver: ComponentDriver,
   ctx: ComponentCallContext,
   slot: SlotInfo,
   call: DriverCallOptions,
+  alsoSilent = false,
 ): Promise<string> {
   if (!driver.observe) return '';
   try {
     const seen = await driver.observe(ctx, slot, call);
     return seen
-      .filter((replica) => replica.state === 'not_running')
+      .filter(
+        (replica) => replica.state === 'not_running' || (alsoSilent && replica.state === 'not_answering'),
+      )
       .map((replica) => {
         const who = replica.address ?? 'a replica';
         const pid = replica.pid === undefined ? '' : ` (pid ${replica.pid})`;
+        if (replica.state === 'not_answering')
+          return `; ${who}${pid} runs but does not answer there${replica.detail ? ` (${replica.detail})` : ''}`;
         return `; ${who}${pid} is not running (${replica.detail ?? 'gone'})`;
       })
       .join('');

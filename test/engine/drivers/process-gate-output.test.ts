@@ -100,6 +100,25 @@ setTimeout(() => process.exit(0), 500);
   expect(run.stdout).not.toMatch(/completed/);
 });
 
+it('a replica that runs but listens on a port of its own: the failure says it does not listen on PORT', {
+  timeout: 60_000,
+}, async () => {
+  const { dir, file } = await gateWorkspace();
+  // A newcomer's app with its port written in (python3 -m http.server 8000, a framework's 3000):
+  // alive all along, answering elsewhere.
+  const own = await freePort();
+  writeFileSync(
+    path.join(dir, 'app.js'),
+    `require('node:http').createServer((q, s) => s.end('ok')).listen(${own}, '127.0.0.1');\n`,
+  );
+  writeFileSync(file, gateTopology('ownport', await freePort()));
+  const run = await runCli(['topology', 'migrate', '-f', file, '--yes']);
+  expect(run.code, `${run.stdout}${run.stderr}`).toBe(1);
+  expect(run.stdout).toMatch(
+    /failed: health gate failed for web: .* connection refused \(3 failures in a row\); 127\.0\.0\.1:\d+ \(pid \d+\) runs but does not answer there \(connection refused; it does not listen on the port cutover gave it in PORT\)$/m,
+  );
+});
+
 it('reads a long log from its end: whole last lines, not the whole file', async () => {
   const { dir, cleanup } = await tempDir();
   cleanups.push(cleanup);
