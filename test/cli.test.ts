@@ -294,6 +294,17 @@ describe('cutover topology plan', () => {
 });
 
 describe('cutover', () => {
+  it('server --port out of range: one line naming the option, not an internal error', async () => {
+    const { dir, cleanup } = await tempDir();
+    try {
+      const result = await runCli(['server', '--port', '99999', '--state-dir', path.join(dir, 'state')]);
+      expect(result.stderr).toBe('cutover: --port must be an integer from 0 to 65535, not 99999\n');
+      expect(result.code).toBe(1);
+    } finally {
+      await cleanup();
+    }
+  });
+
   // The installed binary's own output and exit codes: spawned, as a user runs it.
   it('prints its version and help with examples', async () => {
     const pkg = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8'));

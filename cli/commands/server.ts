@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { CutoverError } from '../../core/errors.js';
+import { maxPort } from '../../core/host-port.js';
 import type { MigrationService } from '../../engine/services/migration-service.js';
 import { StateDir } from '../../engine/store/state-dir.js';
 import { type CommandRun, pathIn } from '../context.js';
@@ -25,10 +26,12 @@ interface ServerCommandOptions {
 
 type ServerCommandOptionsWithHeal = ServerCommandOptions & HealCommandOptions;
 
-function integer(value: string, flag: string, min: number): number {
+function integer(value: string, flag: string, min: number, max?: number): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < min)
-    throw new CutoverError('USAGE', `${flag} must be an integer ≥ ${min}, not ${value}`);
+  if (!Number.isInteger(n) || n < min || (max !== undefined && n > max)) {
+    const range = max === undefined ? `≥ ${min}` : `from ${min} to ${max}`;
+    throw new CutoverError('USAGE', `${flag} must be an integer ${range}, not ${value}`);
+  }
   return n;
 }
 
@@ -127,7 +130,8 @@ async function runServer(
   const hookSecret = options.hookSecretFile
     ? readHookSecret(pathIn(run, options.hookSecretFile))
     : env.CUTOVER_HOOK_SECRET;
-  const port = integer(options.port, '--port', 0);
+  // Past 65535 Node throws a RangeError at the listen, which is no fault of cutover's.
+  const port = integer(options.port, '--port', 0, maxPort);
   const bodyLimit = integer(options.bodyLimit, '--body-limit', 1);
   const rateLimitPerMinute = integer(options.rateLimit, '--rate-limit', 0);
   const logStreams = {
