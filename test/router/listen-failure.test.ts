@@ -46,6 +46,16 @@ async function holdAddress(url: string, holders: Server[]): Promise<void> {
   });
 }
 
+/** The live demo migrated once (its first deployment), removed when the test ends; its route's address. */
+async function migratedOnce(context: TestContext) {
+  const test = made(context);
+  const w = await liveWorkspace();
+  test.space(w);
+  const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
+  expect(first.code, first.stderr).toBe(0);
+  return { test, w, address: new URL(w.url).host };
+}
+
 async function answer(url: string): Promise<string> {
   return (await fetch(url, { headers: { connection: 'close' } })).text();
 }
@@ -78,12 +88,7 @@ describe.concurrent('a route address held by another program', () => {
   });
 
   it("refuses a route on the address of another environment's route of the state directory, which keeps serving it", async (context) => {
-    const test = made(context);
-    const w = await liveWorkspace();
-    test.space(w);
-    const address = new URL(w.url).host;
-    const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
-    expect(first.code, first.stderr).toBe(0);
+    const { w, address } = await migratedOnce(context);
     // Other environments beside it (same directory: same state directory, same router), their
     // route on its address; one named before it and one after (the router orders routes by name).
     for (const name of ['a-shop', 'z-shop']) {
@@ -109,12 +114,7 @@ describe.concurrent('a route address held by another program', () => {
   });
 
   it('fails the step when a router started afresh cannot take the address back', async (context) => {
-    const test = made(context);
-    const w = await liveWorkspace();
-    test.space(w);
-    const address = new URL(w.url).host;
-    const first = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
-    expect(first.code, first.stderr).toBe(0);
+    const { test, w, address } = await migratedOnce(context);
     expect(JSON.parse(await answer(w.url))).toMatchObject({ version: '1.0.0' });
 
     // The router dies; another program takes its address before the next migration starts one.
