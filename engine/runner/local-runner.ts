@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { CutoverError, environmentFault } from '../../core/errors.js';
 import { carryOut, operatorEvent, pickUp } from '../../core/migration/host-step.js';
 import { replay, start, step } from '../../core/migration/step.js';
@@ -142,7 +142,9 @@ export class LocalRunner {
       runner.log({ at: runner.now(), level: 'warn', kind: 'driver', message });
     }
     if (contents.events.length === 1) {
-      for (const notice of start(state.spec).notices) runner.log({ ...notice });
+      // Told by the runner that created it, unless that one died first (a foreground migrate
+      // interrupted in its first call hands over with the journal at `created`).
+      if (!startLogged(paths.log)) for (const notice of start(state.spec).notices) runner.log({ ...notice });
       runner.notify(null, contents.events[0] as MigrationEvent);
     } else if (!isFinal(state.lifecycle)) {
       const message = `runner (pid ${process.pid}) picked the migration up from its journal`;
@@ -307,5 +309,14 @@ export class LocalRunner {
     this.journal.close();
     // A command target runs in its own process group, which the process exiting would not end.
     this.notifier?.abandonAll();
+  }
+}
+
+/** Whether the migration's log already tells its start (its first line, from the runner that created it). */
+function startLogged(logFile: string): boolean {
+  try {
+    return readFileSync(logFile, 'utf8').includes('"kind":"migration_started"');
+  } catch {
+    return false; // no log yet
   }
 }

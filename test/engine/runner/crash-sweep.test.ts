@@ -280,6 +280,24 @@ describe.concurrent('a crash inside each driver call, then a new runner from the
     });
   }
 
+  it('a crash in the first call (a foreground migrate interrupted): its log tells the start once', async (ctx) => {
+    const w = await world(ctx);
+    w.drivers.hang.add('provision:a:green');
+    const { id, runner } = await start(w, 'topology.yaml', 1);
+    await crashWhenHanging(w, runner);
+    expect(journalOf(w, id)).toHaveLength(1);
+    await checkCompleted(w, id, await resume(w, id, 2).done());
+    const lines = readFileSync(w.stateDir.migration(environment, id).log, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { kind: string; message: string });
+    // The first runner told it before the crash; the second runner's journal had only `created`.
+    expect(lines.filter((line) => line.kind === 'migration_started')).toHaveLength(1);
+    expect(
+      lines.filter((line) => line.kind === 'stage_entered' && line.message === 'stage provision_green'),
+    ).toHaveLength(1);
+  });
+
   it('with several calls in flight, every one is made again, and it completes', async (ctx) => {
     const w = await world(ctx);
     const inFlight: CallName[] = ['provision:b:green', 'replicate:a:green'];
