@@ -7,10 +7,10 @@
  * once. How, and why: test/temporal/stateful-switch-support.ts.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { MigrationState } from '../../core/migration/types.js';
 import { setVersion } from '../support/migrations.js';
+import { eventually } from '../support/wait.js';
 import { startWriter } from '../support/writer.js';
 import { isFinalState, logText, migrateDetached, waitForState } from './robustness-helpers.js';
 import {
@@ -61,9 +61,11 @@ describe('Temporal mode: the switch of a stateful component loses no acknowledge
     writeFileSync(sp.w.file, readFileSync(sp.w.file, 'utf8').replace('commit: auto', 'commit: manual'));
     const writer = startWriter(sp.url, 200, 'b');
     const id = await migrateDetached(sp.t, sp.w.file);
-    expect((await waitForState(sp.client, id, awaitingOrFinal, 60_000)).lifecycle).toBe('awaiting_commit');
-    // Green serves, and takes writes, for a while before the rollback.
-    await sleep(1_000);
+    const waiting = await waitForState(sp.client, id, awaitingOrFinal, 60_000);
+    expect(waiting.lifecycle, await logText(sp.t, id)).toBe('awaiting_commit');
+    // Green serves (the routes are at 100 % green while it waits), and takes writes before the rollback.
+    const greenSince = Date.now();
+    await eventually(() => writer.acknowledgedSince(greenSince) >= 100, 20_000);
     const rollback = await sp.cli(['topology', 'migration', 'rollback', id]);
     expect(rollback.code, rollback.stdout + rollback.stderr).toBe(0);
     const ended = await waitForState(sp.client, id, isFinalState, 60_000);
