@@ -68,13 +68,9 @@ export function createRouterDriver(): RouteDriver {
     holds: true,
     apply: (ctx, state, options) => applyAll(ctx, [state], options),
     applyAll,
-    // The last route gone, the router goes too, as haproxy and caddy do: a first deployment rolled
-    // back leaves nothing recorded, so no `down` would stop it.
     async remove(ctx: RouteCallContext, route: string, options: DriverCallOptions) {
       await table.remove(ctx, route, options);
-      if (!liveRouterRecord(ctx.stateDir.root)) return;
-      await routerClient(ctx.stateDir.root).reload();
-      await stopRouterIfIdle(ctx.stateDir, options.log);
+      if (liveRouterRecord(ctx.stateDir.root)) await routerClient(ctx.stateDir.root).reload();
     },
     // The router counts the requests and upgraded connections it carries; no router running counts
     // as drained. Upgraded connections still open at the timeout are closed (1001 for a WebSocket).
@@ -225,7 +221,7 @@ function lastLineSince(file: string, offset: number): string | undefined {
   }
 }
 
-/** Stops the router of a state directory once its table has no route left (its last route removed). */
+/** Stops the router of a state directory once its table has no route left (after `down`). */
 export async function stopRouterIfIdle(stateDir: StateDir, log: (line: string) => void): Promise<void> {
   const record = liveRouterRecord(stateDir.root);
   if (!record) return;
