@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it, type TestContext } from 'vitest';
+import { routerClient } from '../../router/client.js';
 import { readRouterRecord } from '../../router/router-record.js';
 // Migrations under load run in their own process (runBinary), as a user runs them: in-process they
 // would share this process's CPU with the load, which would then not keep its rate.
@@ -175,7 +176,7 @@ describe('zero-downtime cutover through the router', () => {
       status: r.status,
       body: (await r.json()) as { version: string },
     }));
-    await sleep(100);
+    await inFlightToBlue(w);
     const started = Date.now();
     const migrate = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
     expect(migrate.code).toBe(0);
@@ -201,7 +202,7 @@ describe('zero-downtime cutover through the router', () => {
     // get there (load 28-34), and a 4 s request had ended (nothing in flight, the drain at once).
     // Longer costs nothing: the commit stops blue after its stopTimeout anyway.
     void fetch(`${w.url}slow?ms=12000`).catch(() => undefined);
-    await sleep(100);
+    await inFlightToBlue(w);
     const migrate = await runCli(['topology', 'migrate', '-f', w.file, '--yes']);
     expect(migrate.code).toBe(0);
     expect(migrate.stderr).toContain('1 requests still in flight to blue web after the drain timeout');
@@ -246,6 +247,14 @@ describe('zero-downtime cutover through the router', () => {
     expect(run.records.at(-1)?.version).toBe('2.0.0');
   });
 });
+
+/** Resolves once the router counts one request in flight to blue: the slow request reached it. */
+async function inFlightToBlue(w: Workspace): Promise<void> {
+  const client = routerClient(w.stateDir);
+  await eventually(async () =>
+    Object.values((await client.routes()).routes).some((r) => r.inFlight.blue === 1),
+  );
+}
 
 async function waitForAnswer(url: string): Promise<void> {
   const deadline = Date.now() + 10_000;
