@@ -62,10 +62,8 @@ export async function startContainers(
   const imageId = await ensureImage(ctx, engine, image, options);
   const network = ctx.spec.network ?? target.driver.network;
   const ports = ctx.spec.ports ?? [];
-  const free = await target.ports.take(
-    ports.filter((p) => p.host === undefined).length * ctx.spec.replicas,
-    ctx.reservedPorts,
-  );
+  const chosenPerReplica = ports.filter((p) => p.host === undefined).length;
+  const free = await target.ports.take(chosenPerReplica * ctx.spec.replicas, ctx.reservedPorts);
   const env = componentEnv(ctx);
   refuseLineBreaks(ctx, env);
   const volumeArgs = await slotVolumes(ctx, engine, slotId, options);
@@ -74,22 +72,53 @@ export async function startContainers(
   try {
     for (let index = 0; index < ctx.spec.replicas; index++) {
       const name = containerName(ctx, slotId, index);
-      const hostPorts = ports.map((p) => p.host ?? (free.shift() as number));
+      let hostPorts = ports.map((p) => p.host ?? (free.shift() as number));
       // A run that fails after creating its container leaves it `Created`: the catch removes it.
       started.push(name);
-      await runReplica(ctx, target, { name, index, hostPorts, network, env, volumeArgs, imageId }, options);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await runReplica(
+            ctx,
+            target,
+            { name, index, hostPorts, network, env, volumeArgs, imageId },
+            options,
+          );
+          break;
+        } catch (error) {
+          // A port chosen free was taken by another program before the engine bound it: the
+          // choice and the bind are apart (podman takes ~1 s to start). Other ports, not a failed
+          // migration; a port written in the file is the user's to free.
+          if (chosenPerReplica === 0 || attempt >= portAttempts || !portTaken(error)) throw error;
+          options.log(
+            `${name}: ${lastLine((error as Error).message)}; starting it again on other host ports`,
+          );
+          await removeContainers(engine, [name]);
+          const more = await target.ports.take(chosenPerReplica, ctx.reservedPorts);
+          hostPorts = ports.map((p) => p.host ?? (more.shift() as number));
+        }
+      }
       replicas.push({ index, name, hostPorts });
     }
     await checkStillRunning(ctx, engine, started, target.graceMs, options);
   } catch (error) {
-    if (started.length > 0) {
-      await runEngine(engine, ['rm', '-f', ...started], { signal: new AbortController().signal }).catch(
-        () => undefined,
-      );
-    }
+    if (started.length > 0) await removeContainers(engine, started);
     throw error;
   }
   return { replicas, imageId, network };
+}
+
+/** Runs of a replica whose chosen host port another program took first: the first and two more. */
+const portAttempts = 3;
+
+function portTaken(error: unknown): boolean {
+  return error instanceof Error && /address already in use/i.test(error.message);
+}
+
+/** `rm -f` of containers, whatever their state; a failure to remove is not the caller's error. */
+async function removeContainers(engine: Engine, names: string[]): Promise<void> {
+  await runEngine(engine, ['rm', '-f', ...names], { signal: new AbortController().signal }).catch(
+    () => undefined,
+  );
 }
 
 /**

@@ -1,9 +1,11 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Component, ContainerDriverSpec } from '../../../core/topology/types.js';
 import { createContainerDriver } from '../../../engine/drivers/container-driver.js';
+import { PortPool } from '../../../engine/drivers/port-pool.js';
 import {
   type ComponentCallContext,
   type DriverCallOptions,
@@ -153,6 +155,40 @@ describe.concurrent('container driver (real podman)', () => {
     await driver.retire(ctx, slot, call);
     expect(await containersOf('mig_one')).toEqual([]);
     await driver.retire(ctx, slot, call);
+  }, 60_000);
+
+  it.concurrent('a chosen host port another program takes before podman binds it: the replica starts on other ports', async () => {
+    // Deterministic: the first choice is a port this test listens on (in a run, another test's
+    // process took one between the pool's choice and podman's bind: ci84, "address already in use").
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const busy = (taken.address() as AddressInfo).port;
+    class FirstChoiceTaken extends PortPool {
+      private first = true;
+      override async take(count: number, reserved?: ReadonlySet<number>): Promise<number[]> {
+        if (!this.first) return super.take(count, reserved);
+        this.first = false;
+        return [busy];
+      }
+    }
+    try {
+      const ctx = context(spec(), 'mig_taken');
+      const said: string[] = [];
+      const slot = await createContainerDriver({ ports: new FirstChoiceTaken() }).provision(ctx, 'green', {
+        ...call,
+        log: (line) => said.push(line),
+      });
+      expect(said.join('\n')).toMatch(/address already in use; starting it again on other host ports/);
+      expect(slot.addresses).toHaveLength(1);
+      expect(slot.addresses[0]).not.toBe(`127.0.0.1:${busy}`);
+      expect(await getWhenUp(slot.addresses[0] as string, '/version')).toBe('1.0.0 build-one');
+      expect((await containersOf('mig_taken')).map((c) => c.name)).toEqual([
+        `cutover-${environment()}-web-mig_taken-0`,
+      ]);
+      await driver.retire(ctx, slot, call);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
   }, 60_000);
 
   it.concurrent('provisioning the same slot again replaces the earlier attempt; another slot of the component stays', async () => {
