@@ -51,7 +51,7 @@ export function pooled(runs, which) {
   };
 }
 
-const baselineDraws = 201;
+export const baselineDraws = 201;
 
 /**
  * The p99 the "before" of these runs gives at the sample size of `which`: for each run, as many

@@ -40,7 +40,15 @@ import { createRouteTableDriver } from '../dist/engine/drivers/router-driver.js'
 import { noSecrets } from '../dist/engine/secrets/secret-source.js';
 import { findMigration, loadState, operate } from '../dist/engine/services/migrations.js';
 import { StateDir } from '../dist/engine/store/state-dir.js';
-import { baselineP99, movingMarginMs, phaseRows, pick, pooled, settleMs } from './cutover-phases.js';
+import {
+  baselineDraws,
+  baselineP99,
+  movingMarginMs,
+  phaseRows,
+  pick,
+  pooled,
+  settleMs,
+} from './cutover-phases.js';
 import { startLoad } from './load.js';
 import {
   cannon,
